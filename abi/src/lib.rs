@@ -1,0 +1,401 @@
+//! The Ridgeback kernel–user contract, in one place.
+//!
+//! Everything that crosses the boundary between the kernel and a user
+//! program is defined here and nowhere else: kernel-call numbers, the
+//! register convention, error codes, how an exit status is encoded, and the
+//! user address-space layout. Both the kernel and the user runtime depend on
+//! this crate, so the two sides cannot disagree (seL4's rule: one definition
+//! of every boundary layout).
+//!
+//! What this crate is not: an implementation. It holds no logic beyond
+//! encoding and decoding, and it is `#![no_std]` and free of `unsafe`.
+//!
+//! # Register convention (`syscall` instruction)
+//! - `rax`: the kernel-call number ([`Call`]).
+//! - arguments in `rdi`, `rsi`, `rdx`, `r10`, `r8`, `r9` (the Linux order;
+//!   `rcx` and `r11` are taken by `syscall` itself).
+//! - result in `rax`: a non-negative value, or the negated [`Error`] code.
+//!   A second result, where a call has one, comes back in `rdx`.
+//! - every other register is preserved.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+pub mod layout;
+
+/// Kernel-call numbers. Ridge OS (seed 001, §5) gives the kernel only three
+/// services: processes, memory and messages. The numbers are grouped that way.
+#[repr(u64)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    // --- processes ---
+    /// `exit(code)`: end the calling process. Does not return.
+    Exit = 0,
+    /// `spawn(name_ptr, name_len, args_ptr, args_len, priority) -> pid`:
+    /// start a program bundled in the boot image. `priority` of
+    /// [`PRIORITY_INHERIT`] means "the caller's".
+    Spawn = 1,
+    /// `wait(pid) -> (pid, status)`: wait for a child to end and reap it.
+    /// `pid` of [`ANY_CHILD`] takes whichever child ends first.
+    Wait = 2,
+    /// `kill(pid) -> 0`: end a process (a child of the caller, or any
+    /// process when the caller is init).
+    Kill = 3,
+    /// `getpid() -> pid`: answered by the kernel alone (Ridge Table 2).
+    GetPid = 4,
+    /// `getppid() -> pid` of the parent, or 0 when the parent is gone.
+    GetPpid = 5,
+    /// `yield() -> 0`: give up the rest of the time slice.
+    Yield = 6,
+    /// `sleep(duration_ns) -> 0`: block for at least this long.
+    Sleep = 7,
+    // --- machine ---
+    /// `debug_write(ptr, len) -> len`: write bytes to the kernel console.
+    DebugWrite = 16,
+    /// `info(key) -> value`: a fact about the machine ([`InfoKey`]).
+    Info = 17,
+    /// `kernel_options(buf_ptr, buf_len) -> len`: copy the kernel command
+    /// line into the buffer; returns its full length (which may exceed
+    /// `buf_len`, in which case the copy is truncated).
+    KernelOptions = 18,
+    /// `shutdown(code) -> !`: power the machine off. Only the init
+    /// process may do this; `code` reaches the host through QEMU's
+    /// isa-debug-exit device when present.
+    Shutdown = 19,
+    /// `counters(buf_ptr, buf_len) -> count`: copy the kernel's event
+    /// counters ([`Counter`]) as an array of `u64`.
+    Counters = 20,
+}
+
+impl Call {
+    /// Decode a raw call number; `None` for numbers that name no call.
+    pub fn from_raw(raw: u64) -> Option<Call> {
+        use Call::*;
+        Some(match raw {
+            0 => Exit,
+            1 => Spawn,
+            2 => Wait,
+            3 => Kill,
+            4 => GetPid,
+            5 => GetPpid,
+            6 => Yield,
+            7 => Sleep,
+            16 => DebugWrite,
+            17 => Info,
+            18 => KernelOptions,
+            19 => Shutdown,
+            20 => Counters,
+            _ => return None,
+        })
+    }
+}
+
+/// `spawn` priority meaning "the same as the caller".
+pub const PRIORITY_INHERIT: u64 = u64::MAX;
+/// `wait` pid meaning "any child".
+pub const ANY_CHILD: u64 = u64::MAX;
+/// Scheduling priorities run from 0 (lowest) to `MAX_PRIORITY` (highest).
+pub const MAX_PRIORITY: u8 = 31;
+/// The priority of init and, by inheritance, of ordinary programs.
+pub const DEFAULT_PRIORITY: u8 = 8;
+
+/// Keys for [`Call::Info`].
+#[repr(u64)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InfoKey {
+    /// Number of CPUs online.
+    CpusOnline = 0,
+    /// Index of the CPU the caller is running on (0-based).
+    CurrentCpu = 1,
+    /// Time-stamp counter frequency in Hz, calibrated at boot.
+    TscHz = 2,
+    /// Nanoseconds since boot.
+    UptimeNs = 3,
+    /// Scheduling priority of the caller.
+    Priority = 4,
+    /// Number of live processes.
+    ProcessCount = 5,
+    /// Free physical memory in bytes.
+    FreeMemoryBytes = 6,
+}
+
+impl InfoKey {
+    pub fn from_raw(raw: u64) -> Option<InfoKey> {
+        use InfoKey::*;
+        Some(match raw {
+            0 => CpusOnline,
+            1 => CurrentCpu,
+            2 => TscHz,
+            3 => UptimeNs,
+            4 => Priority,
+            5 => ProcessCount,
+            6 => FreeMemoryBytes,
+            _ => return None,
+        })
+    }
+}
+
+/// Kernel event counters, in the order [`Call::Counters`] returns them.
+/// They explain benchmark figures the way the seeds' DIRIO/BUFIO/CPU
+/// columns do.
+#[repr(usize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// Entries into the kernel by `syscall`.
+    KernelCalls = 0,
+    /// Interrupts taken (timer, devices, inter-processor).
+    Interrupts = 1,
+    /// Exceptions taken (faults of any kind).
+    Exceptions = 2,
+    /// Switches from one process to a different one.
+    ContextSwitches = 3,
+    /// Bytes copied between user memory and the kernel.
+    BytesCopied = 4,
+    /// Page-table roots loaded (CR3 writes).
+    AddressSpaceSwitches = 5,
+}
+
+/// Number of counters; the length of the array [`Call::Counters`] fills.
+pub const COUNTER_COUNT: usize = 6;
+/// Names of the counters, indexed by [`Counter`].
+pub const COUNTER_NAMES: [&str; COUNTER_COUNT] = [
+    "kernel_calls",
+    "interrupts",
+    "exceptions",
+    "context_switches",
+    "bytes_copied",
+    "address_space_switches",
+];
+
+/// Error codes. A kernel call that fails returns `-(code as i64)` in `rax`.
+/// Every misuse has its own code so that the caller learns what was wrong.
+#[repr(u64)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The call number names no kernel call.
+    NoSuchCall = 1,
+    /// A pointer argument does not point into mapped user memory with
+    /// the needed access, or the range wraps or reaches the kernel half.
+    BadAddress = 2,
+    /// An argument is out of range (a length too large, an unknown key).
+    InvalidArgument = 3,
+    /// No process has this id (or it has ended and been reaped: generation
+    /// numbers keep a stale id from reaching a new process).
+    NoSuchProcess = 4,
+    /// The caller may not do this to that process.
+    PermissionDenied = 5,
+    /// The named program is not in the boot image.
+    NoSuchProgram = 6,
+    /// The program is not a valid ELF64 x86-64 executable for user space.
+    BadExecutable = 7,
+    /// The kernel ran out of a bounded resource (process slots, memory).
+    OutOfResources = 8,
+    /// `wait` was asked for a child, but the caller has none (or not that one).
+    NoChildren = 9,
+    /// The operation would block and the caller asked not to.
+    WouldBlock = 10,
+}
+
+impl Error {
+    pub fn from_raw(raw: u64) -> Option<Error> {
+        use Error::*;
+        Some(match raw {
+            1 => NoSuchCall,
+            2 => BadAddress,
+            3 => InvalidArgument,
+            4 => NoSuchProcess,
+            5 => PermissionDenied,
+            6 => NoSuchProgram,
+            7 => BadExecutable,
+            8 => OutOfResources,
+            9 => NoChildren,
+            10 => WouldBlock,
+            _ => return None,
+        })
+    }
+
+    /// Short name of the error, as printed in logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Error::NoSuchCall => "no such kernel call",
+            Error::BadAddress => "bad address",
+            Error::InvalidArgument => "invalid argument",
+            Error::NoSuchProcess => "no such process",
+            Error::PermissionDenied => "permission denied",
+            Error::NoSuchProgram => "no such program",
+            Error::BadExecutable => "bad executable",
+            Error::OutOfResources => "out of resources",
+            Error::NoChildren => "no children",
+            Error::WouldBlock => "would block",
+        }
+    }
+
+    /// The value placed in `rax` for this error.
+    pub fn to_return(self) -> u64 {
+        (self as u64).wrapping_neg()
+    }
+}
+
+/// Decode a raw `rax` return value into a result.
+pub fn decode_return(raw: u64) -> Result<u64, Error> {
+    if (raw as i64) < 0 {
+        Err(Error::from_raw(raw.wrapping_neg()).unwrap_or(Error::InvalidArgument))
+    } else {
+        Ok(raw)
+    }
+}
+
+/// How a process ended, as reported by `wait`.
+///
+/// Encoding in one `u64`: bits 63..56 are the kind; for `Exited` the low 32
+/// bits are the code; for `Fault` bits 7..0 are the CPU exception vector and
+/// bits 55..8 the low 48 bits of the faulting address (CR2 for page faults,
+/// RIP otherwise); for `Killed` the low 32 bits are the killer's slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// The process called `exit(code)`.
+    Exited(u32),
+    /// The CPU raised exception `vector` in the process at `address`.
+    Fault { vector: u8, address: u64 },
+    /// Another process (or the kernel) ended it with `kill`.
+    Killed,
+}
+
+const STATUS_EXITED: u64 = 0;
+const STATUS_FAULT: u64 = 1;
+const STATUS_KILLED: u64 = 2;
+
+impl ExitStatus {
+    pub fn encode(self) -> u64 {
+        match self {
+            ExitStatus::Exited(code) => (STATUS_EXITED << 56) | code as u64,
+            ExitStatus::Fault { vector, address } => {
+                (STATUS_FAULT << 56) | ((address & 0xffff_ffff_ffff) << 8) | vector as u64
+            }
+            ExitStatus::Killed => STATUS_KILLED << 56,
+        }
+    }
+
+    pub fn decode(raw: u64) -> ExitStatus {
+        match raw >> 56 {
+            STATUS_EXITED => ExitStatus::Exited(raw as u32),
+            STATUS_FAULT => ExitStatus::Fault {
+                vector: raw as u8,
+                address: (raw >> 8) & 0xffff_ffff_ffff,
+            },
+            _ => ExitStatus::Killed,
+        }
+    }
+}
+
+/// CPU exception vectors that user programs can cause, for reading
+/// [`ExitStatus::Fault`] (Intel SDM vol. 3A §6.3.1, table 6-1).
+pub mod vector {
+    pub const DIVIDE_ERROR: u8 = 0;
+    pub const DEBUG: u8 = 1;
+    pub const BREAKPOINT: u8 = 3;
+    pub const OVERFLOW: u8 = 4;
+    pub const BOUND_RANGE: u8 = 5;
+    pub const INVALID_OPCODE: u8 = 6;
+    pub const DEVICE_NOT_AVAILABLE: u8 = 7;
+    pub const GENERAL_PROTECTION: u8 = 13;
+    pub const PAGE_FAULT: u8 = 14;
+    pub const X87_FLOATING_POINT: u8 = 16;
+    pub const ALIGNMENT_CHECK: u8 = 17;
+    pub const SIMD_FLOATING_POINT: u8 = 19;
+}
+
+/// Process ids carry a generation number so that a stale id never reaches
+/// a process that later reuses the same slot.
+///
+/// Layout: bits 31..0 are the slot index, bits 63..32 the generation.
+/// Generations start at 1, so no valid pid is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pid(pub u64);
+
+impl Pid {
+    pub const fn new(slot: u32, generation: u32) -> Pid {
+        Pid(((generation as u64) << 32) | slot as u64)
+    }
+    pub const fn slot(self) -> u32 {
+        self.0 as u32
+    }
+    pub const fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_round_trips() {
+        for s in [
+            ExitStatus::Exited(0),
+            ExitStatus::Exited(u32::MAX),
+            ExitStatus::Fault { vector: 14, address: 0xdead_b000 },
+            ExitStatus::Fault { vector: 0, address: 0x7fff_ffff_f000 },
+            ExitStatus::Killed,
+        ] {
+            assert_eq!(ExitStatus::decode(s.encode()), s);
+        }
+    }
+
+    #[test]
+    fn errors_round_trip_through_rax() {
+        for code in 1..=10 {
+            let e = Error::from_raw(code).unwrap();
+            assert_eq!(decode_return(e.to_return()), Err(e));
+        }
+        assert_eq!(decode_return(42), Ok(42));
+    }
+
+    #[test]
+    fn call_numbers_round_trip() {
+        for raw in 0..64 {
+            if let Some(c) = Call::from_raw(raw) {
+                assert_eq!(c as u64, raw);
+            }
+        }
+        assert_eq!(Call::from_raw(99), None);
+    }
+
+    #[test]
+    fn pid_fields() {
+        let p = Pid::new(7, 3);
+        assert_eq!(p.slot(), 7);
+        assert_eq!(p.generation(), 3);
+        assert_ne!(Pid::new(7, 4), p);
+    }
+}
+
+/// The contract between the kernel and the host-side runner (`xtask`) for
+/// leaving QEMU: the kernel writes a code to QEMU's `isa-debug-exit` device
+/// and QEMU exits with status `(code << 1) | 1`. The codes are chosen so that
+/// neither status can be confused with QEMU's own exit status 1.
+pub mod qemu_exit {
+    /// I/O port of the `isa-debug-exit` device (`-device isa-debug-exit,iobase=0xf4,iosize=0x04`).
+    pub const PORT: u16 = 0xf4;
+    /// Code written for "everything passed / clean power-off".
+    pub const SUCCESS_CODE: u32 = 0x10;
+    /// Code written for "a test failed" or a kernel panic.
+    pub const FAILURE_CODE: u32 = 0x11;
+    /// QEMU's process exit status for a code.
+    pub const fn host_status(code: u32) -> i32 {
+        ((code << 1) | 1) as i32
+    }
+}
+
+/// The serial-line protocol of in-QEMU test runs: the test runner prints one
+/// line per event and the host (`cargo xtask test`) parses them.
+pub mod test_protocol {
+    /// `ktest: start NAME`
+    pub const START: &str = "ktest: start ";
+    /// `ktest: ok NAME`
+    pub const OK: &str = "ktest: ok ";
+    /// `ktest: FAIL NAME: reason`
+    pub const FAIL: &str = "ktest: FAIL ";
+    /// `ktest: summary N passed, M failed` — the last line of a run.
+    pub const SUMMARY: &str = "ktest: summary ";
+}

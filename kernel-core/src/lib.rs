@@ -1,0 +1,22 @@
+//! Pure data structures and algorithms of the Ridgeback kernel.
+//!
+//! Everything here is plain, `unsafe`-free Rust that runs the same on the
+//! host as in the kernel, so it is tested with `cargo test` on the host
+//! (Hubris keeps its `kerncore` for the same reason). The kernel crate wraps
+//! these structures with locks and hardware access; nothing in this crate
+//! touches hardware, allocates, or knows which CPU it runs on.
+//!
+//! - [`limits`]: every static limit of the kernel, in one place.
+//! - [`frame_alloc`]: the physical frame allocator (a bitmap).
+//! - [`options`]: the kernel command line (`key=value` words).
+//! - [`ready`]: the scheduler's ready lists (descending priority, FIFO within one).
+//! - [`elf`]: checks that a user program is an ELF64 x86-64 executable we can load.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+pub mod elf;
+pub mod frame_alloc;
+pub mod limits;
+pub mod options;
+pub mod ready;

@@ -1,0 +1,31 @@
+//! Every static limit of the kernel, with one line on why (xv6's `param.h`).
+
+/// Process slots. Bounded so the process table is a fixed array and no
+/// kernel call can exhaust kernel memory by creating processes.
+pub const MAX_PROCESSES: usize = 256;
+/// CPUs the kernel will bring up; extra CPUs in the MADT are left halted.
+pub const MAX_CPUS: usize = 16;
+/// Bytes of each CPU's kernel stack. The kernel is event-driven (one stack
+/// per CPU, not per process) and never blocks inside, so the stack only
+/// holds one kernel call's frames.
+pub const KERNEL_STACK_BYTES: usize = 64 * 1024;
+/// Bytes of each CPU's stack for exceptions that must not trust the
+/// current stack (double fault, NMI, machine check).
+pub const EMERGENCY_STACK_BYTES: usize = 16 * 1024;
+/// Period of the local APIC timer interrupt.
+pub const TICK_MS: u64 = 10;
+/// Time slice among processes of equal priority (Ridge OS §5: "time-slicing
+/// scheduling occurs every twenty milliseconds").
+pub const TIME_SLICE_MS: u64 = 20;
+/// Kernel heap size, carved out of physical memory at boot.
+pub const KERNEL_HEAP_BYTES: usize = 8 * 1024 * 1024;
+/// Most program segments (PT_LOAD headers) accepted in a user program.
+pub const MAX_LOAD_SEGMENTS: usize = 8;
+/// Most programs (Multiboot modules) in a boot image.
+pub const MAX_BOOT_MODULES: usize = 64;
+/// Longest kernel command line kept, in bytes.
+pub const MAX_CMDLINE_BYTES: usize = 1024;
+/// Longest process name kept (for logs and `ps`), in bytes.
+pub const MAX_PROCESS_NAME_BYTES: usize = 32;
+/// Most physical memory the kernel manages (the bitmap is sized for it).
+pub const MAX_PHYS_BYTES: u64 = 64 * 1024 * 1024 * 1024;
