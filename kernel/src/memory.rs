@@ -1,0 +1,162 @@
+//! Physical memory and the kernel's address space.
+//!
+//! Layout of every address space (details in docs/memory.md):
+//! - `0 ..= 0x7fff_ffff_ffff`: the process's own (user half);
+//! - `0xffff_8000_0000_0000`: the direct map of all physical memory
+//!   (2 MiB pages, no-execute, global);
+//! - `0xffff_ffff_8000_0000`: the kernel image (4 KiB pages with the
+//!   permissions of each section: text RX, rodata R, data RW).
+//!
+//! All 256 kernel-half PML4 slots are created at boot, so copying them into
+//! a new root shares the kernel half for good: later kernel mappings show
+//! up in every address space without touching any of them.
+
+use crate::arch::paging::{self, GLOBAL, HUGE_PAGE_BYTES, KERNEL_VMA, NO_EXECUTE, PAGE_BYTES, WRITABLE};
+use crate::bootinfo::BootInfo;
+use kernel_core::frame_alloc::{FrameAllocator, PhysRange};
+use kernel_core::limits::KERNEL_HEAP_BYTES;
+use spin::Mutex;
+
+static FRAMES: Mutex<Option<FrameAllocator<'static>>> = Mutex::new(None);
+static KERNEL_ROOT: spin::Once<u64> = spin::Once::new();
+
+/// Allocate one zeroed frame.
+pub fn alloc_frame() -> Option<u64> {
+    let pa = FRAMES.lock().as_mut()?.alloc()?;
+    paging::zero_frame(pa);
+    Some(pa)
+}
+
+/// Allocate one zeroed frame below 4 GiB.
+pub fn alloc_frame_low() -> Option<u64> {
+    let pa = FRAMES.lock().as_mut()?.alloc_below(1 << 32)?;
+    paging::zero_frame(pa);
+    Some(pa)
+}
+
+/// Return a frame. Freeing a frame twice is a kernel bug and panics.
+pub fn free_frame(pa: u64) {
+    if let Err(e) = FRAMES.lock().as_mut().expect("frames initialised").free(pa) {
+        panic!("freeing frame {pa:#x}: {e:?}");
+    }
+}
+
+pub fn free_bytes() -> u64 {
+    FRAMES.lock().as_ref().map_or(0, |f| f.free_frames() as u64 * PAGE_BYTES)
+}
+
+/// The kernel's own page-table root (no user half).
+pub fn kernel_root() -> u64 {
+    *KERNEL_ROOT.get().expect("memory initialised")
+}
+
+/// Set up the frame allocator, build the kernel's page tables, switch to
+/// them, and give the kernel its heap. Runs once, on the boot CPU.
+pub fn init(boot: &BootInfo, kernel_phys: PhysRange) {
+    let mut reserved = [PhysRange::new(0, 0); 2 + kernel_core::limits::MAX_BOOT_MODULES];
+    // The first MiB: BIOS data, the SMP trampoline page, legacy holes.
+    reserved[0] = PhysRange::new(0, 0x10_0000);
+    reserved[1] = kernel_phys;
+    for (i, m) in boot.modules().iter().enumerate() {
+        reserved[2 + i] = PhysRange::new(m.start, m.end);
+    }
+    let reserved = &reserved[..2 + boot.modules().len()];
+    let bitmap = crate::arch::paging::frame_bitmap();
+    *FRAMES.lock() = Some(FrameAllocator::new(bitmap, boot.usable(), reserved));
+
+    let root = alloc_frame_low().expect("a frame for the kernel root");
+    let mut alloc = || alloc_frame_low();
+    for slot in paging::KERNEL_PML4_FIRST..512 {
+        paging::ensure_pml4_slot(root, slot, &mut alloc).expect("kernel PML4 slots");
+    }
+    // Direct map: all RAM, and at least the low 4 GiB so that firmware
+    // tables and the APICs are reachable. The top 32 MiB below 4 GiB hold
+    // the APICs and firmware: uncached.
+    let direct_end = boot.ram_end.max(1 << 32).div_ceil(HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES;
+    let mut pa = 0;
+    while pa < direct_end {
+        let mmio = (0xfe00_0000..0x1_0000_0000).contains(&pa);
+        let cache = if mmio { paging::CACHE_DISABLE | paging::WRITE_THROUGH } else { 0 };
+        paging::map_huge_page(root, paging::DIRECT_MAP_BASE + pa, pa, WRITABLE | GLOBAL | NO_EXECUTE | cache, &mut alloc)
+            .expect("direct map");
+        pa += HUGE_PAGE_BYTES;
+    }
+    // The kernel image, section by section.
+    let image = crate::arch::boot::kernel_image();
+    let (text_end, rodata_end, end) = (image.text_end, image.rodata_end, image.virt_end);
+    let mut va = image.virt_start;
+    while va < end {
+        let flags = if va < text_end {
+            GLOBAL
+        } else if va < rodata_end {
+            GLOBAL | NO_EXECUTE
+        } else {
+            GLOBAL | NO_EXECUTE | WRITABLE
+        };
+        if !crate::arch::percpu::is_stack_guard_page(va) {
+            paging::map_page(root, va, va - KERNEL_VMA, flags, &mut alloc).expect("kernel image map");
+        }
+        va += PAGE_BYTES;
+    }
+    KERNEL_ROOT.call_once(|| root);
+    crate::arch::cpu::activate_kernel_tables(root);
+
+    let heap_frames = KERNEL_HEAP_BYTES / PAGE_BYTES as usize;
+    let heap = FRAMES.lock().as_mut().and_then(|f| f.alloc_contiguous(heap_frames)).expect("kernel heap");
+    crate::arch::heap::init(heap, KERNEL_HEAP_BYTES);
+}
+
+/// A process's address space: a page-table root whose kernel half is the
+/// kernel's. Dropping it frees every frame of the user half.
+pub struct AddressSpace {
+    root: u64,
+}
+
+/// Why a user mapping failed.
+#[derive(Debug)]
+pub enum SpaceError {
+    OutOfMemory,
+    AlreadyMapped,
+}
+
+impl AddressSpace {
+    pub fn new() -> Option<AddressSpace> {
+        let root = alloc_frame_low()?;
+        paging::copy_kernel_half(kernel_root(), root);
+        Some(AddressSpace { root })
+    }
+
+    pub fn root(&self) -> u64 {
+        self.root
+    }
+
+    /// Map a fresh zeroed frame at user page `va`; returns its physical address.
+    pub fn map_new_page(&mut self, va: u64, writable: bool, executable: bool) -> Result<u64, SpaceError> {
+        let frame = alloc_frame().ok_or(SpaceError::OutOfMemory)?;
+        let flags = paging::USER
+            | if writable { WRITABLE } else { 0 }
+            | if executable { 0 } else { NO_EXECUTE };
+        match paging::map_page(self.root, va, frame, flags, &mut || alloc_frame()) {
+            Ok(()) => Ok(frame),
+            Err(e) => {
+                free_frame(frame);
+                Err(match e {
+                    paging::MapError::AlreadyMapped => SpaceError::AlreadyMapped,
+                    paging::MapError::OutOfMemory => SpaceError::OutOfMemory,
+                })
+            }
+        }
+    }
+
+    /// Physical address and access flags of user address `va`.
+    pub fn translate(&self, va: u64) -> Option<(u64, u64)> {
+        paging::translate(self.root, va)
+    }
+}
+
+impl Drop for AddressSpace {
+    fn drop(&mut self) {
+        paging::free_user_half(self.root, &mut |pa| free_frame(pa));
+        free_frame(self.root);
+    }
+}

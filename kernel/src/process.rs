@@ -1,0 +1,115 @@
+//! Processes: one address space and one thread of control each (Ridge OS
+//! §3), held in a fixed table of slots.
+//!
+//! A process id is (slot, generation); the generation goes up each time a
+//! slot is freed, so a stale id never reaches the slot's next occupant.
+//!
+//! Life cycle: `Free` → `Ready` ⇄ `Running` ⇄ `Blocked` → `Zombie` (ended,
+//! waiting for its parent's `wait`) → `Free`. A process whose parent has
+//! gone is freed as soon as it ends.
+
+use crate::arch::trap::TrapFrame;
+use crate::memory::AddressSpace;
+use abi::Pid;
+use kernel_core::limits::MAX_PROCESS_NAME_BYTES;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Free,
+    Ready,
+    Running { cpu: usize },
+    Blocked(Blocked),
+    Zombie,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocked {
+    /// In `wait`, for this child (`None`: any child).
+    Wait(Option<Pid>),
+    /// In `sleep`, until uptime reaches `wake_at_ns`.
+    Sleep,
+}
+
+pub struct Process {
+    pub state: State,
+    pub generation: u32,
+    pub parent: Option<Pid>,
+    pub priority: u8,
+    /// Saved user registers while not running; the kernel call's arguments
+    /// and results while in the kernel.
+    pub frame: TrapFrame,
+    pub space: Option<AddressSpace>,
+    pub exit_status: u64,
+    /// Set when another CPU asked this running process to end.
+    pub kill_requested: bool,
+    pub slice_ticks_left: u64,
+    pub wake_at_ns: u64,
+    pub cpu_time_tsc: u64,
+    name: [u8; MAX_PROCESS_NAME_BYTES],
+    name_len: usize,
+}
+
+impl Process {
+    pub const fn empty() -> Process {
+        Process {
+            state: State::Free,
+            generation: 1,
+            parent: None,
+            priority: 0,
+            frame: TrapFrame {
+                r15: 0,
+                r14: 0,
+                r13: 0,
+                r12: 0,
+                r11: 0,
+                r10: 0,
+                r9: 0,
+                r8: 0,
+                rbp: 0,
+                rdi: 0,
+                rsi: 0,
+                rdx: 0,
+                rcx: 0,
+                rbx: 0,
+                rax: 0,
+                vector: 0,
+                error_code: 0,
+                rip: 0,
+                cs: 0,
+                rflags: 0,
+                rsp: 0,
+                ss: 0,
+            },
+            space: None,
+            exit_status: 0,
+            kill_requested: false,
+            slice_ticks_left: 0,
+            wake_at_ns: 0,
+            cpu_time_tsc: 0,
+            name: [0; MAX_PROCESS_NAME_BYTES],
+            name_len: 0,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        core::str::from_utf8(&self.name[..self.name_len]).unwrap_or("?")
+    }
+
+    pub fn set_name(&mut self, name: &str) {
+        let n = name.len().min(MAX_PROCESS_NAME_BYTES);
+        self.name[..n].copy_from_slice(&name.as_bytes()[..n]);
+        self.name_len = n;
+    }
+
+    pub fn is_live(&self) -> bool {
+        !matches!(self.state, State::Free | State::Zombie)
+    }
+
+    /// Set the kernel call's result registers.
+    pub fn set_return(&mut self, result: Result<u64, abi::Error>) {
+        self.frame.rax = match result {
+            Ok(v) => v,
+            Err(e) => e.to_return(),
+        };
+    }
+}

@@ -1,0 +1,354 @@
+//! The kernel's state and the scheduler.
+//!
+//! All kernel state lives in one [`Kernel`] behind one lock, [`KERNEL`],
+//! taken on every kernel entry and released on the way out. Ridge OS's
+//! kernel is synchronous — interrupts off, every operation short and
+//! bounded (§4) — so one lock costs little and rules out a whole class of
+//! bugs; seL4 makes the same choice on multiprocessors. User programs run
+//! in parallel on every CPU; only their kernel calls are serialised.
+//!
+//! Scheduling (Ridge OS §5): one ready list per priority, highest first,
+//! FIFO within a priority ([`ReadyQueues`]), and a time slice among equal
+//! priorities. A process that becomes ready runs at once on an idle CPU
+//! (woken by an inter-processor interrupt) or preempts a lower-priority
+//! one. An idle CPU halts.
+
+use crate::arch::percpu;
+use crate::arch::trap::TrapFrame;
+use crate::arch::{apic, cpu};
+use crate::memory::{self, AddressSpace};
+use crate::process::{Blocked, Process, State};
+use abi::{Counter, ExitStatus, Pid, COUNTER_COUNT};
+use alloc::vec::Vec;
+use kernel_core::limits::{MAX_CPUS, MAX_PROCESSES};
+use kernel_core::ready::ReadyQueues;
+use spin::mutex::TicketMutex;
+
+#[derive(Clone, Copy)]
+pub struct CpuState {
+    pub online: bool,
+    /// The process this CPU runs (state `Running { cpu }`), if any.
+    pub current: Option<usize>,
+    /// The page-table root loaded in CR3. Idle CPUs keep the last one
+    /// (switching costs a TLB flush); `resume` drops it if it died.
+    pub loaded_root: u64,
+    /// The current process has used up its slice or yielded.
+    pub slice_expired: bool,
+    /// A reschedule interrupt is on its way to this CPU.
+    pub kicked: bool,
+    pub dispatched_tsc: u64,
+}
+
+pub struct Kernel {
+    pub procs: [Process; MAX_PROCESSES],
+    pub ready: ReadyQueues<MAX_PROCESSES>,
+    pub cpus: [CpuState; MAX_CPUS],
+    pub counters: [u64; COUNTER_COUNT],
+    pub init_slot: Option<usize>,
+    pub timeslice_ticks: u64,
+    pub verbose: bool,
+    /// Processes blocked in `sleep`.
+    pub sleepers: usize,
+    /// Address spaces of ended processes still loaded on some CPU.
+    dead_spaces: Vec<AddressSpace>,
+}
+
+pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
+    procs: [const { Process::empty() }; MAX_PROCESSES],
+    ready: ReadyQueues::new(),
+    cpus: [CpuState {
+        online: false,
+        current: None,
+        loaded_root: 0,
+        slice_expired: false,
+        kicked: false,
+        dispatched_tsc: 0,
+    }; MAX_CPUS],
+    counters: [0; COUNTER_COUNT],
+    init_slot: None,
+    timeslice_ticks: 2,
+    verbose: false,
+    sleepers: 0,
+    dead_spaces: Vec::new(),
+});
+
+impl Kernel {
+    pub fn count(&mut self, c: Counter) {
+        self.counters[c as usize] += 1;
+    }
+
+    pub fn add(&mut self, c: Counter, n: u64) {
+        self.counters[c as usize] += n;
+    }
+
+    /// The pid of the process in `slot`.
+    pub fn pid_of(&self, slot: usize) -> Pid {
+        Pid::new(slot as u32, self.procs[slot].generation)
+    }
+
+    /// The slot of a process that exists (live or zombie) with this id.
+    pub fn slot_of(&self, pid: Pid) -> Option<usize> {
+        let slot = pid.slot() as usize;
+        let p = self.procs.get(slot)?;
+        (p.generation == pid.generation() && p.state != State::Free).then_some(slot)
+    }
+
+    /// The process running on `cpu`. Kernel calls and user faults always
+    /// have one.
+    pub fn current(&self, cpu: usize) -> usize {
+        self.cpus[cpu].current.expect("a process is running on this CPU")
+    }
+
+    /// Save the registers of the process interrupted on `cpu`.
+    pub fn save(&mut self, cpu: usize, frame: &TrapFrame) {
+        if let Some(slot) = self.cpus[cpu].current {
+            if frame.is_user() {
+                self.procs[slot].frame = *frame;
+            }
+        }
+    }
+
+    /// Put a process on its ready list and find it a CPU.
+    pub fn make_ready(&mut self, slot: usize) {
+        let prio = self.procs[slot].priority;
+        self.procs[slot].state = State::Ready;
+        self.ready.push_back(slot, prio);
+        self.kick_for(prio);
+    }
+
+    /// Interrupt a CPU that should run a newly ready process of priority
+    /// `prio`: an idle one if any, else the one running the lowest
+    /// priority below `prio`. This CPU needs no interrupt: it reschedules
+    /// on its way out of the kernel.
+    fn kick_for(&mut self, prio: u8) {
+        let me = percpu::current_cpu();
+        let others = (0..MAX_CPUS).filter(|&c| c != me && self.cpus[c].online);
+        let mut victim: Option<(usize, u8)> = None;
+        for c in others {
+            match self.cpus[c].current {
+                None => {
+                    if !self.cpus[c].kicked {
+                        self.cpus[c].kicked = true;
+                        apic::send_ipi(percpu::apic_id_of(c), apic::VECTOR_RESCHEDULE);
+                    }
+                    return;
+                }
+                Some(s) => {
+                    let p = self.procs[s].priority;
+                    if p < prio && victim.is_none_or(|(_, vp)| p < vp) {
+                        victim = Some((c, p));
+                    }
+                }
+            }
+        }
+        let mine = self.cpus[me].current.map(|s| self.procs[s].priority);
+        if let Some((c, vp)) = victim {
+            // This CPU reschedules on its way out anyway; prefer it when it
+            // runs something of lower priority still.
+            if mine.is_some_and(|m| m > vp) && !self.cpus[c].kicked {
+                self.cpus[c].kicked = true;
+                apic::send_ipi(percpu::apic_id_of(c), apic::VECTOR_RESCHEDULE);
+            }
+        }
+    }
+
+    /// One timer tick on `cpu`.
+    pub fn tick(&mut self, cpu: usize) {
+        if self.sleepers > 0 {
+            let now = apic::uptime_ns();
+            for slot in 0..MAX_PROCESSES {
+                let p = &self.procs[slot];
+                if p.state == State::Blocked(Blocked::Sleep) && p.wake_at_ns <= now {
+                    self.sleepers -= 1;
+                    self.procs[slot].set_return(Ok(0));
+                    self.make_ready(slot);
+                }
+            }
+        }
+        if let Some(slot) = self.cpus[cpu].current {
+            let p = &mut self.procs[slot];
+            p.slice_ticks_left = p.slice_ticks_left.saturating_sub(1);
+            if p.slice_ticks_left == 0 {
+                self.cpus[cpu].slice_expired = true;
+            }
+        }
+    }
+
+    /// Choose what `cpu` runs next and write its registers into `frame`.
+    /// Called at the end of every kernel entry.
+    pub fn resume(&mut self, cpu: usize, frame: &mut TrapFrame) {
+        self.cpus[cpu].kicked = false;
+        let now_tsc = cpu::rdtsc();
+        let previous = self.cpus[cpu].current;
+        if let Some(slot) = previous {
+            if self.procs[slot].kill_requested && matches!(self.procs[slot].state, State::Running { .. }) {
+                self.finish(slot, ExitStatus::Killed);
+            }
+        }
+        // Charge CPU time to the process that ran until now.
+        if let Some(slot) = previous {
+            self.procs[slot].cpu_time_tsc += now_tsc.saturating_sub(self.cpus[cpu].dispatched_tsc);
+        }
+        let keep = match self.cpus[cpu].current {
+            Some(slot) if self.procs[slot].state == (State::Running { cpu }) => {
+                let prio = self.procs[slot].priority;
+                let expired = core::mem::take(&mut self.cpus[cpu].slice_expired);
+                match self.ready.highest_priority() {
+                    Some(h) if h > prio => {
+                        // Preempted before its slice ended: it keeps its turn.
+                        self.procs[slot].state = State::Ready;
+                        self.ready.push_front(slot, prio);
+                        None
+                    }
+                    Some(h) if h == prio && expired => {
+                        self.procs[slot].state = State::Ready;
+                        self.procs[slot].slice_ticks_left = self.timeslice_ticks;
+                        self.ready.push_back(slot, prio);
+                        None
+                    }
+                    _ => {
+                        if expired {
+                            self.procs[slot].slice_ticks_left = self.timeslice_ticks;
+                        }
+                        Some(slot)
+                    }
+                }
+            }
+            _ => None,
+        };
+        let next = keep.or_else(|| {
+            let (slot, _) = self.ready.pop_highest()?;
+            let p = &mut self.procs[slot];
+            p.state = State::Running { cpu };
+            if p.slice_ticks_left == 0 {
+                p.slice_ticks_left = self.timeslice_ticks;
+            }
+            Some(slot)
+        });
+        self.cpus[cpu].current = next;
+        self.cpus[cpu].dispatched_tsc = now_tsc;
+        match next {
+            Some(slot) => {
+                if previous != Some(slot) {
+                    self.count(Counter::ContextSwitches);
+                }
+                let root = self.procs[slot].space.as_ref().expect("a running process has memory").root();
+                self.load_root(cpu, root);
+                *frame = self.procs[slot].frame;
+            }
+            None => {
+                let loaded = self.cpus[cpu].loaded_root;
+                if self.dead_spaces.iter().any(|s| s.root() == loaded) {
+                    self.load_root(cpu, memory::kernel_root());
+                }
+                *frame = TrapFrame::idle(percpu::kernel_stack_top(cpu));
+            }
+        }
+        self.reap_spaces();
+    }
+
+    fn load_root(&mut self, cpu: usize, root: u64) {
+        if self.cpus[cpu].loaded_root != root {
+            cpu::switch_address_space(root);
+            self.cpus[cpu].loaded_root = root;
+            self.count(Counter::AddressSpaceSwitches);
+        }
+    }
+
+    /// Free the address spaces no CPU has loaded any more.
+    fn reap_spaces(&mut self) {
+        if self.dead_spaces.is_empty() {
+            return;
+        }
+        let cpus = self.cpus;
+        self.dead_spaces.retain(|s| cpus.iter().any(|c| c.online && c.loaded_root == s.root()));
+    }
+
+    /// End the process in `slot` now. It must not be running on another CPU
+    /// (use [`Kernel::kill`] for that).
+    pub fn finish(&mut self, slot: usize, status: ExitStatus) {
+        let pid = self.pid_of(slot);
+        match self.procs[slot].state {
+            State::Ready => {
+                self.ready.remove(slot);
+            }
+            State::Blocked(Blocked::Sleep) => self.sleepers -= 1,
+            State::Running { cpu } => {
+                assert_eq!(cpu, percpu::current_cpu(), "finishing a process running elsewhere");
+                self.cpus[cpu].current = None;
+            }
+            State::Blocked(_) => {}
+            State::Free | State::Zombie => return,
+        }
+        if let Some(space) = self.procs[slot].space.take() {
+            let root = space.root();
+            self.dead_spaces.push(space);
+            // Idle CPUs still holding this root drop it when they next run.
+            for c in 0..MAX_CPUS {
+                let cs = self.cpus[c];
+                if cs.online && cs.current.is_none() && cs.loaded_root == root && c != percpu::current_cpu() {
+                    self.cpus[c].kicked = true;
+                    apic::send_ipi(percpu::apic_id_of(c), apic::VECTOR_RESCHEDULE);
+                }
+            }
+        }
+        let p = &mut self.procs[slot];
+        p.state = State::Zombie;
+        p.exit_status = status.encode();
+        p.kill_requested = false;
+        if self.verbose {
+            crate::kprintln!("process {} ({:#x}) ended: {:?}", self.procs[slot].name(), pid.0, status);
+        }
+        // Orphans: nobody will wait for them any more.
+        for child in 0..MAX_PROCESSES {
+            if self.procs[child].parent == Some(pid) {
+                self.procs[child].parent = None;
+                if self.procs[child].state == State::Zombie {
+                    self.free_slot(child);
+                }
+            }
+        }
+        let parent = self.procs[slot].parent.and_then(|pp| self.slot_of(pp));
+        match parent {
+            Some(ps) => {
+                if let State::Blocked(Blocked::Wait(target)) = self.procs[ps].state {
+                    if target.is_none_or(|t| t == pid) {
+                        let status = self.procs[slot].exit_status;
+                        self.free_slot(slot);
+                        let pp = &mut self.procs[ps];
+                        pp.frame.rax = pid.0;
+                        pp.frame.rdx = status;
+                        self.make_ready(ps);
+                    }
+                }
+            }
+            None => self.free_slot(slot),
+        }
+    }
+
+    pub fn free_slot(&mut self, slot: usize) {
+        let p = &mut self.procs[slot];
+        p.state = State::Free;
+        p.generation = p.generation.wrapping_add(1).max(1);
+        p.parent = None;
+        p.space = None;
+        p.set_name("");
+    }
+
+    /// End a process wherever it runs. A process running on another CPU is
+    /// asked to end and that CPU is interrupted; it ends there, on its way
+    /// out of the kernel, so its address space is never freed under it.
+    pub fn kill(&mut self, slot: usize) {
+        match self.procs[slot].state {
+            State::Running { cpu } if cpu != percpu::current_cpu() => {
+                self.procs[slot].kill_requested = true;
+                apic::send_ipi(percpu::apic_id_of(cpu), apic::VECTOR_RESCHEDULE);
+            }
+            _ => self.finish(slot, ExitStatus::Killed),
+        }
+    }
+
+    pub fn live_processes(&self) -> usize {
+        self.procs.iter().filter(|p| p.state != State::Free).count()
+    }
+}

@@ -1,0 +1,175 @@
+//! Kernel calls: decoding the registers (see the `abi` crate's register
+//! convention) and doing each call.
+//!
+//! Every call checks every argument and answers a misuse with the
+//! [`Error`] that names it. A call that blocks leaves its process in a
+//! `Blocked` state; whoever wakes it writes the result into its saved
+//! registers.
+
+use crate::arch::apic;
+use crate::arch::percpu;
+use crate::process::{Blocked, State};
+use crate::sched::Kernel;
+use crate::usermem::UserSlice;
+use abi::layout::{MAX_ARGS_BYTES, MAX_DEBUG_WRITE_BYTES, MAX_PROGRAM_NAME_BYTES};
+use abi::{Call, Error, ExitStatus, InfoKey, Pid, ANY_CHILD, COUNTER_COUNT, PRIORITY_INHERIT};
+
+/// Do the kernel call of the process running on `cpu`.
+pub fn dispatch(k: &mut Kernel, cpu: usize) {
+    let slot = k.current(cpu);
+    let f = k.procs[slot].frame;
+    let Some(call) = Call::from_raw(f.rax) else {
+        k.procs[slot].set_return(Err(Error::NoSuchCall));
+        return;
+    };
+    let (a0, a1, a2, a3, a4) = (f.rdi, f.rsi, f.rdx, f.r10, f.r8);
+    let result = match call {
+        Call::Exit => {
+            k.finish(slot, ExitStatus::Exited(a0 as u32));
+            return;
+        }
+        Call::Spawn => spawn(k, slot, a0, a1, a2, a3, a4),
+        Call::Wait => return wait(k, slot, a0),
+        Call::Kill => kill(k, slot, a0),
+        Call::GetPid => Ok(k.pid_of(slot).0),
+        Call::GetPpid => Ok(k.procs[slot].parent.filter(|&p| k.slot_of(p).is_some()).map_or(0, |p| p.0)),
+        Call::Yield => {
+            k.cpus[cpu].slice_expired = true;
+            Ok(0)
+        }
+        Call::Sleep => {
+            let p = &mut k.procs[slot];
+            p.wake_at_ns = apic::uptime_ns().saturating_add(a0);
+            p.state = State::Blocked(Blocked::Sleep);
+            p.set_return(Ok(0));
+            k.sleepers += 1;
+            return;
+        }
+        Call::DebugWrite => debug_write(k, slot, a0, a1),
+        Call::Info => info(k, slot, cpu, a0),
+        Call::KernelOptions => {
+            let line = crate::cmdline().as_bytes();
+            copy_out(k, slot, a0, a1, line).map(|_| line.len() as u64)
+        }
+        Call::Shutdown => {
+            if Some(slot) != k.init_slot {
+                Err(Error::PermissionDenied)
+            } else {
+                crate::power_off(a0 as u32)
+            }
+        }
+        Call::Counters => {
+            let mut bytes = [0u8; COUNTER_COUNT * 8];
+            for (i, c) in k.counters.iter().enumerate() {
+                bytes[i * 8..i * 8 + 8].copy_from_slice(&c.to_le_bytes());
+            }
+            let n = (a1 as usize).min(COUNTER_COUNT);
+            copy_out(k, slot, a0, (n * 8) as u64, &bytes[..n * 8]).map(|_| n as u64)
+        }
+    };
+    k.procs[slot].set_return(result);
+}
+
+/// Copy `data` (at most `buf_len` bytes of it) to the caller's buffer.
+fn copy_out(k: &mut Kernel, slot: usize, buf: u64, buf_len: u64, data: &[u8]) -> Result<(), Error> {
+    let n = (buf_len as usize).min(data.len());
+    let dst = UserSlice::new(buf, n as u64)?;
+    dst.write(k.procs[slot].space.as_ref().expect("live process"), &data[..n])?;
+    k.add(abi::Counter::BytesCopied, n as u64);
+    Ok(())
+}
+
+fn debug_write(k: &mut Kernel, slot: usize, ptr: u64, len: u64) -> Result<u64, Error> {
+    if len > MAX_DEBUG_WRITE_BYTES {
+        return Err(Error::InvalidArgument);
+    }
+    let src = UserSlice::new(ptr, len)?;
+    let space = k.procs[slot].space.as_ref().expect("live process");
+    // Check the whole range before printing any of it.
+    let mut chunk = [0u8; 256];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(chunk.len() as u64) as usize;
+        src.read_at(space, done, &mut chunk[..n])?;
+        done += n as u64;
+    }
+    done = 0;
+    while done < len {
+        let n = (len - done).min(chunk.len() as u64) as usize;
+        src.read_at(space, done, &mut chunk[..n])?;
+        crate::console::write_bytes(&chunk[..n]);
+        done += n as u64;
+    }
+    k.add(abi::Counter::BytesCopied, len);
+    Ok(len)
+}
+
+fn spawn(k: &mut Kernel, slot: usize, name_ptr: u64, name_len: u64, args_ptr: u64, args_len: u64, prio: u64) -> Result<u64, Error> {
+    if name_len == 0 || name_len > MAX_PROGRAM_NAME_BYTES || args_len > MAX_ARGS_BYTES {
+        return Err(Error::InvalidArgument);
+    }
+    let priority = match prio {
+        PRIORITY_INHERIT => k.procs[slot].priority,
+        p if p <= abi::MAX_PRIORITY as u64 => p as u8,
+        _ => return Err(Error::InvalidArgument),
+    };
+    let space = k.procs[slot].space.as_ref().expect("live process");
+    let mut name = [0u8; MAX_PROGRAM_NAME_BYTES as usize];
+    UserSlice::new(name_ptr, name_len)?.read(space, &mut name[..name_len as usize])?;
+    let mut args = [0u8; MAX_ARGS_BYTES as usize];
+    UserSlice::new(args_ptr, args_len)?.read(space, &mut args[..args_len as usize])?;
+    let name = core::str::from_utf8(&name[..name_len as usize]).map_err(|_| Error::NoSuchProgram)?;
+    let module = crate::boot_info().module(name).ok_or(Error::NoSuchProgram)?;
+    k.spawn(Some(slot), module, &args[..args_len as usize], priority).map(|pid| pid.0)
+}
+
+fn wait(k: &mut Kernel, slot: usize, target: u64) {
+    let me = k.pid_of(slot);
+    let target = (target != ANY_CHILD).then_some(Pid(target));
+    let mut has_live_child = false;
+    for child in 0..k.procs.len() {
+        let c = &k.procs[child];
+        if c.parent != Some(me) || c.state == State::Free || target.is_some_and(|t| t != k.pid_of(child)) {
+            continue;
+        }
+        if c.state == State::Zombie {
+            let (pid, status) = (k.pid_of(child).0, c.exit_status);
+            k.free_slot(child);
+            let p = &mut k.procs[slot];
+            p.frame.rax = pid;
+            p.frame.rdx = status;
+            return;
+        }
+        has_live_child = true;
+    }
+    if has_live_child {
+        k.procs[slot].state = State::Blocked(Blocked::Wait(target));
+    } else {
+        k.procs[slot].set_return(Err(Error::NoChildren));
+    }
+}
+
+fn kill(k: &mut Kernel, slot: usize, pid: u64) -> Result<u64, Error> {
+    let target = k.slot_of(Pid(pid)).ok_or(Error::NoSuchProcess)?;
+    let me = k.pid_of(slot);
+    let allowed = target == slot || k.procs[target].parent == Some(me) || Some(slot) == k.init_slot;
+    if !allowed {
+        return Err(Error::PermissionDenied);
+    }
+    // Set the result first: killing oneself does not return.
+    k.procs[slot].set_return(Ok(0));
+    k.kill(target);
+    Ok(0)
+}
+
+fn info(k: &Kernel, slot: usize, cpu: usize, key: u64) -> Result<u64, Error> {
+    Ok(match InfoKey::from_raw(key).ok_or(Error::InvalidArgument)? {
+        InfoKey::CpusOnline => percpu::cpus_online() as u64,
+        InfoKey::CurrentCpu => cpu as u64,
+        InfoKey::TscHz => apic::tsc_hz(),
+        InfoKey::UptimeNs => apic::uptime_ns(),
+        InfoKey::Priority => k.procs[slot].priority as u64,
+        InfoKey::ProcessCount => k.live_processes() as u64,
+        InfoKey::FreeMemoryBytes => crate::memory::free_bytes(),
+    })
+}

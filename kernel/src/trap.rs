@@ -1,0 +1,123 @@
+//! What the kernel does on each entry: kernel calls, timer ticks,
+//! inter-processor interrupts, and faults.
+//!
+//! The entry code (arch/trap.rs) hands each function the saved register
+//! frame; the function takes the kernel lock, saves the frame into the
+//! running process, does its work, and leaves the registers of whatever
+//! should run next in the frame.
+
+use crate::arch::apic::{self, VECTOR_HALT, VECTOR_RESCHEDULE, VECTOR_SPURIOUS, VECTOR_TIMER};
+use crate::arch::percpu;
+use crate::arch::trap::TrapFrame;
+use crate::sched::KERNEL;
+use abi::{Counter, ExitStatus};
+
+/// `syscall` from a user process.
+pub extern "C" fn syscall_handler(frame: &mut TrapFrame) {
+    let cpu = percpu::current_cpu();
+    let mut k = KERNEL.lock();
+    k.count(Counter::KernelCalls);
+    k.save(cpu, frame);
+    crate::syscall::dispatch(&mut k, cpu);
+    k.resume(cpu, frame);
+}
+
+/// Every exception and interrupt.
+pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
+    let vector = frame.vector as u8;
+    if vector < 32 && !frame.is_user() {
+        kernel_fault(frame);
+    }
+    match vector {
+        VECTOR_SPURIOUS => return, // no EOI for spurious interrupts (SDM §10.9)
+        VECTOR_HALT => crate::arch::cpu::halt_forever(),
+        _ => {}
+    }
+    let cpu = percpu::current_cpu();
+    let mut k = KERNEL.lock();
+    k.save(cpu, frame);
+    match vector {
+        0..32 => {
+            k.count(Counter::Exceptions);
+            let slot = k.current(cpu);
+            let address = if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip };
+            crate::kprintln!(
+                "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",
+                k.procs[slot].name(),
+                k.pid_of(slot).0,
+                exception_name(vector),
+                frame.error_code,
+                Registers(frame)
+            );
+            k.finish(slot, ExitStatus::Fault { vector, address });
+        }
+        VECTOR_TIMER => {
+            k.count(Counter::Interrupts);
+            apic::eoi();
+            k.tick(cpu);
+        }
+        VECTOR_RESCHEDULE => {
+            k.count(Counter::Interrupts);
+            apic::eoi();
+        }
+        _ => {
+            // Device lines stay masked until a driver claims them
+            // (message-system issue); one arriving anyway is only counted.
+            k.count(Counter::Interrupts);
+            apic::eoi();
+        }
+    }
+    k.resume(cpu, frame);
+}
+
+/// A fault in the kernel itself is a bug: report everything and stop.
+fn kernel_fault(frame: &TrapFrame) -> ! {
+    let cr2 = crate::arch::cpu::read_cr2();
+    panic!(
+        "{} (vector {}) in the kernel at rip {:#x}, error code {:#x}, cr2 {:#x}\n{}",
+        exception_name(frame.vector as u8),
+        frame.vector,
+        frame.rip,
+        frame.error_code,
+        cr2,
+        Registers(frame)
+    );
+}
+
+pub fn exception_name(vector: u8) -> &'static str {
+    match vector {
+        0 => "divide error",
+        1 => "debug",
+        2 => "non-maskable interrupt",
+        3 => "breakpoint",
+        4 => "overflow",
+        5 => "bound range exceeded",
+        6 => "invalid opcode",
+        7 => "device not available",
+        8 => "double fault",
+        10 => "invalid TSS",
+        11 => "segment not present",
+        12 => "stack-segment fault",
+        13 => "general protection fault",
+        14 => "page fault",
+        16 => "x87 floating-point error",
+        17 => "alignment check",
+        18 => "machine check",
+        19 => "SIMD floating-point error",
+        _ => "exception",
+    }
+}
+
+/// Registers, formatted for fault reports.
+struct Registers<'a>(&'a TrapFrame);
+
+impl core::fmt::Display for Registers<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let r = self.0;
+        writeln!(f, "  rip {:016x}  rsp {:016x}  rflags {:016x}  cs {:x} ss {:x}", r.rip, r.rsp, r.rflags, r.cs, r.ss)?;
+        writeln!(f, "  rax {:016x}  rbx {:016x}  rcx {:016x}  rdx {:016x}", r.rax, r.rbx, r.rcx, r.rdx)?;
+        writeln!(f, "  rsi {:016x}  rdi {:016x}  rbp {:016x}  r8  {:016x}", r.rsi, r.rdi, r.rbp, r.r8)?;
+        writeln!(f, "  r9  {:016x}  r10 {:016x}  r11 {:016x}  r12 {:016x}", r.r9, r.r10, r.r11, r.r12)?;
+        write!(f, "  r13 {:016x}  r14 {:016x}  r15 {:016x}", r.r13, r.r14, r.r15)
+    }
+}

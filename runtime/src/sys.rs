@@ -1,0 +1,114 @@
+//! One function per kernel call. These are the only places that execute
+//! `syscall`; the register convention is documented in the `abi` crate.
+//!
+//! The `raw` functions take integers exactly as the kernel does and are
+//! public so that tests can pass deliberately bad arguments.
+
+use abi::{decode_return, Call, Error, ExitStatus, InfoKey, Pid, ANY_CHILD, PRIORITY_INHERIT};
+use core::arch::asm;
+
+/// A kernel call with up to five arguments; returns (rax, rdx).
+pub fn raw(call: u64, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64) -> (u64, u64) {
+    let (rax, rdx): (u64, u64);
+    // SAFETY: `syscall` enters the kernel, which reads only the argument
+    // registers and user memory it checks itself; it preserves every
+    // register except rax, rdx (results) and rcx, r11 (used by syscall).
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") call => rax,
+            in("rdi") a0,
+            in("rsi") a1,
+            inlateout("rdx") a2 => rdx,
+            in("r10") a3,
+            in("r8") a4,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    (rax, rdx)
+}
+
+fn call(c: Call, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64) -> Result<u64, Error> {
+    decode_return(raw(c as u64, a0, a1, a2, a3, a4).0)
+}
+
+pub fn exit(status: u32) -> ! {
+    let _ = call(Call::Exit, status as u64, 0, 0, 0, 0);
+    unreachable!("exit returned")
+}
+
+/// Start a program from the boot image with the caller's priority.
+pub fn spawn(name: &str, args: &str) -> Result<Pid, Error> {
+    spawn_with_priority(name, args, PRIORITY_INHERIT)
+}
+
+/// Start a program with `priority` (0..=31, or `PRIORITY_INHERIT`).
+pub fn spawn_with_priority(name: &str, args: &str, priority: u64) -> Result<Pid, Error> {
+    call(
+        Call::Spawn,
+        name.as_ptr() as u64,
+        name.len() as u64,
+        args.as_ptr() as u64,
+        args.len() as u64,
+        priority,
+    )
+    .map(Pid)
+}
+
+/// Wait for a child (`None`: any) to end; returns its pid and how it ended.
+pub fn wait(pid: Option<Pid>) -> Result<(Pid, ExitStatus), Error> {
+    let (rax, rdx) = raw(Call::Wait as u64, pid.map_or(ANY_CHILD, |p| p.0), 0, 0, 0, 0);
+    decode_return(rax).map(|p| (Pid(p), ExitStatus::decode(rdx)))
+}
+
+pub fn kill(pid: Pid) -> Result<(), Error> {
+    call(Call::Kill, pid.0, 0, 0, 0, 0).map(|_| ())
+}
+
+pub fn getpid() -> Pid {
+    Pid(call(Call::GetPid, 0, 0, 0, 0, 0).unwrap_or(0))
+}
+
+/// The parent's pid, or `None` if it has ended.
+pub fn getppid() -> Option<Pid> {
+    call(Call::GetPpid, 0, 0, 0, 0, 0).ok().filter(|&p| p != 0).map(Pid)
+}
+
+pub fn yield_now() {
+    let _ = call(Call::Yield, 0, 0, 0, 0, 0);
+}
+
+pub fn sleep_ns(duration_ns: u64) {
+    let _ = call(Call::Sleep, duration_ns, 0, 0, 0, 0);
+}
+
+pub fn debug_write(bytes: &[u8]) -> Result<u64, Error> {
+    call(Call::DebugWrite, bytes.as_ptr() as u64, bytes.len() as u64, 0, 0, 0)
+}
+
+pub fn info(key: InfoKey) -> u64 {
+    call(Call::Info, key as u64, 0, 0, 0, 0).unwrap_or(0)
+}
+
+/// Copy the kernel command line into `buf`; returns its full length.
+pub fn kernel_options(buf: &mut [u8]) -> Result<usize, Error> {
+    call(Call::KernelOptions, buf.as_mut_ptr() as u64, buf.len() as u64, 0, 0, 0).map(|n| n as usize)
+}
+
+/// Power off (init only). Status 0 means success.
+pub fn shutdown(status: u32) -> Result<(), Error> {
+    call(Call::Shutdown, status as u64, 0, 0, 0, 0).map(|_| ())
+}
+
+/// Read the kernel's event counters (`abi::Counter`) into `out`.
+pub fn counters(out: &mut [u64]) -> Result<usize, Error> {
+    call(Call::Counters, out.as_mut_ptr() as u64, out.len() as u64, 0, 0, 0).map(|n| n as usize)
+}
+
+/// The time-stamp counter (the clock benchmarks use; see `InfoKey::TscHz`).
+pub fn rdtsc() -> u64 {
+    // SAFETY: rdtsc is unprivileged unless CR4.TSD is set, which Ridgeback never does.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
