@@ -19,7 +19,7 @@ use core::arch::global_asm;
 /// Saved registers of an interrupted context, in push order reversed (the
 /// last pushed register is the first field).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct TrapFrame {
     pub r15: u64,
     pub r14: u64,
@@ -52,7 +52,38 @@ const FRAME_WORDS: usize = core::mem::size_of::<TrapFrame>() / 8;
 /// RFLAGS.IF, plus the always-one bit 1.
 pub const RFLAGS_USER: u64 = 0x202;
 
+impl Default for TrapFrame {
+    fn default() -> Self {
+        TrapFrame::ZERO
+    }
+}
+
 impl TrapFrame {
+    pub const ZERO: TrapFrame = TrapFrame {
+        r15: 0,
+        r14: 0,
+        r13: 0,
+        r12: 0,
+        r11: 0,
+        r10: 0,
+        r9: 0,
+        r8: 0,
+        rbp: 0,
+        rdi: 0,
+        rsi: 0,
+        rdx: 0,
+        rcx: 0,
+        rbx: 0,
+        rax: 0,
+        vector: 0,
+        error_code: 0,
+        rip: 0,
+        cs: 0,
+        rflags: 0,
+        rsp: 0,
+        ss: 0,
+    };
+
     pub fn is_user(&self) -> bool {
         self.cs & 3 == 3
     }
@@ -109,11 +140,20 @@ pub fn syscall_entry_address() -> u64 {
 /// Leave the kernel into `frame` on this CPU, abandoning the current kernel
 /// stack contents. Used once per CPU at the end of bring-up.
 pub fn enter_frame(frame: &TrapFrame, kernel_stack_top: u64) -> ! {
-    // SAFETY: `frame` is a complete context (built by TrapFrame::new_user or
-    // ::idle); the asm copies it to the top of this CPU's kernel stack before
-    // switching to it, and nothing on the abandoned stack is used again.
-    unsafe { enter_frame_asm(frame, kernel_stack_top) }
+    let cpu = super::percpu::current_cpu();
+    // SAFETY: (1) each CPU uses only its own staging slot, once, here; the
+    // slot is a static, so the copy below cannot overlap the top of the
+    // stack that the asm overwrites (the caller's `frame` may live there).
+    // (2) the frame is a complete context (TrapFrame::idle_start), and
+    // nothing on the abandoned stack is used again.
+    unsafe {
+        let slot = &raw mut STAGING[cpu];
+        *slot = *frame;
+        enter_frame_asm(slot, kernel_stack_top)
+    }
 }
+
+static mut STAGING: [TrapFrame; kernel_core::limits::MAX_CPUS] = [TrapFrame::ZERO; kernel_core::limits::MAX_CPUS];
 
 // Vectors for which the CPU pushes an error code (SDM vol. 3A table 6-1).
 global_asm!(

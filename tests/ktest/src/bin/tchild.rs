@@ -1,0 +1,204 @@
+//! tchild: the program the in-QEMU tests start, in many roles chosen by its
+//! first argument. Each role either ends in a way the test runner checks
+//! (an exit code, a fault) or checks something itself and exits 0 on success
+//! and 1 on failure, printing what went wrong.
+
+#![no_std]
+#![no_main]
+
+use abi::layout::{USER_ARGS_ADDR, USER_END, USER_STACK_TOP};
+use abi::{Call, Error, InfoKey, Pid};
+use core::arch::asm;
+use runtime::{println, sys, Args};
+
+runtime::entry!(main);
+
+fn main(args: Args) -> i32 {
+    let role = args.get(0).unwrap_or("");
+    let arg = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    match role {
+        "exit" => arg(1) as i32,
+        "args" => args.as_str().len() as i32,
+        "fault-page" => {
+            // SAFETY: deliberately writes to an unmapped address: the test
+            // expects the kernel to end this process with a page fault.
+            unsafe { (0xdead_0000 as *mut u64).write_volatile(1) };
+            2
+        }
+        "fault-kernel-read" => {
+            // SAFETY: deliberately reads kernel memory from user mode.
+            let v = unsafe { (0xffff_ffff_8010_0000u64 as *const u64).read_volatile() };
+            v as i32
+        }
+        "fault-write-text" => {
+            // SAFETY: deliberately writes to this program's read-only code.
+            unsafe { (main as *const () as *mut u8).write_volatile(0) };
+            2
+        }
+        "fault-privileged" => {
+            // SAFETY: deliberately executes a privileged instruction.
+            unsafe { asm!("hlt") };
+            2
+        }
+        "fault-port" => {
+            // SAFETY: deliberately touches an I/O port without permission.
+            unsafe { asm!("in al, dx", in("dx") 0x3f8u16, out("al") _) };
+            2
+        }
+        "fault-divide" => {
+            let (n, d) = (arg(1), 0u64);
+            let q: u64;
+            // SAFETY: deliberately divides by zero.
+            unsafe { asm!("div {d}", d = in(reg) d, inout("rax") n => q, inout("rdx") 0u64 => _) };
+            q as i32
+        }
+        "fault-invalid-opcode" => {
+            // SAFETY: deliberately executes an undefined instruction.
+            unsafe { asm!("ud2") };
+            2
+        }
+        "fault-sse" => {
+            // SSE is off for user programs (its state is not saved on
+            // context switch), so this must fault, not corrupt others.
+            // SAFETY: deliberately executes an SSE instruction.
+            unsafe { asm!("xorps xmm0, xmm0") };
+            2
+        }
+        "stack-overflow" => {
+            // Push until the stack runs into its guard page. (A recursive
+            // Rust function could be turned into a loop by the optimiser.)
+            // SAFETY: deliberately overflows the stack; the kernel ends the
+            // process at the guard page.
+            unsafe { asm!("2:", "push rax", "jmp 2b", options(noreturn)) }
+        }
+        "spin" => loop {
+            core::hint::spin_loop();
+        },
+        "sleep-forever" => loop {
+            sys::sleep_ns(1_000_000_000);
+        },
+        "cpu-mask" => cpu_mask(arg(1)),
+        "work" => work(arg(1)),
+        "kill-parent" => match sys::getppid().map(sys::kill) {
+            Some(Err(Error::PermissionDenied)) => 0,
+            other => {
+                println!("tchild: killing the parent gave {other:?}, expected PermissionDenied");
+                1
+            }
+        },
+        "ppid" => sys::getppid().map_or(0, |p| p.slot() as i32 + 1),
+        "bad-pointers" => bad_pointers(),
+        "orphan-maker" => {
+            // Start a grandchild that outlives us; it must be cleaned up.
+            let _ = sys::spawn("tchild", "sleep-ms 30");
+            0
+        }
+        "sleep-ms" => {
+            sys::sleep_ns(arg(1) * 1_000_000);
+            0
+        }
+        "shutdown" => match sys::shutdown(0) {
+            Err(Error::PermissionDenied) => 0,
+            other => {
+                println!("tchild: shutdown by a non-init process gave {other:?}");
+                1
+            }
+        },
+        _ => {
+            println!("tchild: unknown role {role:?}");
+            100
+        }
+    }
+}
+
+/// Spin for `ms` milliseconds of TSC time and report the CPUs seen as a
+/// bit mask in the exit code.
+fn cpu_mask(ms: u64) -> i32 {
+    let hz = sys::info(InfoKey::TscHz);
+    let end = sys::rdtsc() + hz / 1000 * ms;
+    let mut mask = 0u32;
+    while sys::rdtsc() < end {
+        mask |= 1 << sys::info(InfoKey::CurrentCpu);
+    }
+    mask as i32
+}
+
+/// Compute something that takes a while and whose result is known: the
+/// sum of 0..n, folded into 16 bits.
+fn work(n: u64) -> i32 {
+    let mut sum = 0u64;
+    for i in 0..n {
+        sum = sum.wrapping_add(core::hint::black_box(i));
+    }
+    (sum % 65_521) as i32
+}
+
+/// Every kernel call that takes a pointer, with pointers that must be
+/// refused. Exits 0 when every call gave the right error.
+fn bad_pointers() -> i32 {
+    let mut failures = 0;
+    let mut expect = |what: &str, got: Result<u64, Error>, want: Error| {
+        if got != Err(want) {
+            println!("tchild: {what}: got {got:?}, expected {want:?}");
+            failures += 1;
+        }
+    };
+    let call = |c: Call, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64| abi::decode_return(sys::raw(c as u64, a0, a1, a2, a3, a4).0);
+    let kernel = 0xffff_ffff_8010_0000u64;
+    let unmapped = 0x0000_4000_0000_0000u64;
+    let name = "tchild";
+    let np = name.as_ptr() as u64;
+    let bad = [
+        ("null", 0u64, 16u64),
+        ("kernel", kernel, 16),
+        ("unmapped", unmapped, 16),
+        ("wrapping", u64::MAX - 4, 16),
+        ("straddling the user end", USER_END - 8, 16),
+        ("past the stack", USER_STACK_TOP - 8, 64),
+    ];
+    for (what, p, n) in bad {
+        expect(what, call(Call::DebugWrite, p, n, 0, 0, 0), Error::BadAddress);
+        expect(what, call(Call::Spawn, p, n, 0, 0, abi::PRIORITY_INHERIT), Error::BadAddress);
+        expect(what, call(Call::Spawn, np, name.len() as u64, p, n, abi::PRIORITY_INHERIT), Error::BadAddress);
+        expect(what, call(Call::KernelOptions, p, n, 0, 0, 0), Error::BadAddress);
+        expect(what, call(Call::Counters, p, n / 8, 0, 0, 0), Error::BadAddress);
+    }
+    // Writes to read-only user memory: the argument page and our own code.
+    expect("read-only args page", call(Call::KernelOptions, USER_ARGS_ADDR, 16, 0, 0, 0), Error::BadAddress);
+    let text = bad_pointers as *const () as u64;
+    expect("read-only text", call(Call::Counters, text, 2, 0, 0, 0), Error::BadAddress);
+    // Sizes and numbers out of range.
+    expect("huge debug write", call(Call::DebugWrite, np, 1 << 40, 0, 0, 0), Error::InvalidArgument);
+    expect("empty program name", call(Call::Spawn, np, 0, 0, 0, abi::PRIORITY_INHERIT), Error::InvalidArgument);
+    expect("long program name", call(Call::Spawn, np, 65, 0, 0, abi::PRIORITY_INHERIT), Error::InvalidArgument);
+    expect("bad priority", call(Call::Spawn, np, name.len() as u64, 0, 0, 32), Error::InvalidArgument);
+    expect("huge args", call(Call::Spawn, np, name.len() as u64, np, 4097, abi::PRIORITY_INHERIT), Error::InvalidArgument);
+    expect("no such program", call(Call::Spawn, "nope".as_ptr() as u64, 4, 0, 0, abi::PRIORITY_INHERIT), Error::NoSuchProgram);
+    expect("bad info key", call(Call::Info, 9999, 0, 0, 0, 0), Error::InvalidArgument);
+    for n in [8u64, 15, 21, 100, 0x1_0000_0000, u64::MAX] {
+        expect("bad call number", call_raw(n), Error::NoSuchCall);
+    }
+    expect("kill pid 0", call(Call::Kill, 0, 0, 0, 0, 0), Error::NoSuchProcess);
+    expect("kill a stale pid", call(Call::Kill, Pid::new(1, 0xffff).0, 0, 0, 0, 0), Error::NoSuchProcess);
+    expect("kill a huge slot", call(Call::Kill, Pid::new(100_000, 1).0, 0, 0, 0, 0), Error::NoSuchProcess);
+    expect("wait with no children", call(Call::Wait, abi::ANY_CHILD, 0, 0, 0, 0), Error::NoChildren);
+    // A short buffer truncates kernel_options but reports the full length.
+    let mut two = [0u8; 2];
+    let full = sys::kernel_options(&mut [0u8; 1024]).unwrap_or(0);
+    match sys::kernel_options(&mut two) {
+        Ok(n) if n == full => {}
+        other => {
+            println!("tchild: short kernel_options buffer gave {other:?}, expected Ok({full})");
+            failures += 1;
+        }
+    }
+    // The process is still healthy after all that.
+    if sys::getpid().0 == 0 {
+        failures += 1;
+    }
+    failures
+}
+
+fn call_raw(n: u64) -> Result<u64, Error> {
+    abi::decode_return(sys::raw(n, 0, 0, 0, 0, 0).0)
+}

@@ -1,0 +1,308 @@
+//! testrunner: boots as init in the test image (`init=testrunner`), runs
+//! every in-QEMU system test, prints one line per test over the serial line
+//! (`abi::test_protocol`), and powers off with status 0 only when all
+//! passed. `cargo xtask test` reads the lines and QEMU's exit status.
+//!
+//! Each test starts `tchild` in some role and checks how it ended, or
+//! checks the kernel's answers directly. After the tests that break
+//! things, the kernel must still start programs and must have got back
+//! every page it handed out.
+
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+use abi::test_protocol::{FAIL, OK, START, SUMMARY};
+use abi::{vector, Error, ExitStatus, InfoKey, Pid};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use runtime::{println, sys, Args};
+
+runtime::entry!(main);
+
+type TestResult = Result<(), String>;
+
+const TESTS: &[(&str, fn() -> TestResult)] = &[
+    ("exit_status_reaches_parent", exit_status_reaches_parent),
+    ("arguments_reach_child", arguments_reach_child),
+    ("wait_for_a_specific_child", wait_for_a_specific_child),
+    ("wait_errors", wait_errors),
+    ("user_page_fault_kills_process", user_page_fault),
+    ("kernel_memory_is_out_of_reach", kernel_memory_is_out_of_reach),
+    ("code_is_read_only", code_is_read_only),
+    ("privileged_instruction_kills_process", privileged_instruction),
+    ("port_io_kills_process", port_io),
+    ("divide_by_zero_kills_process", divide_by_zero),
+    ("invalid_opcode_kills_process", invalid_opcode),
+    ("sse_is_refused", sse_is_refused),
+    ("stack_overflow_hits_guard_page", stack_overflow),
+    ("bad_pointers_to_every_call", bad_pointers),
+    ("kill_rules", kill_rules),
+    ("kill_running_sleeping_and_ready", kill_running_sleeping_and_ready),
+    ("stale_pid_never_reaches_new_process", stale_pid),
+    ("time_slicing_lets_others_run", time_slicing),
+    ("more_processes_than_cpus", more_processes_than_cpus),
+    ("work_runs_on_every_cpu", work_runs_on_every_cpu),
+    ("orphans_are_cleaned_up", orphans_are_cleaned_up),
+    ("sleep_lasts_at_least_the_request", sleep_lasts),
+    ("only_init_may_power_off", only_init_may_power_off),
+    ("getpid_and_getppid", getpid_and_getppid),
+    ("kernel_healthy_and_no_memory_leaked", kernel_healthy),
+];
+
+static mut FREE_AT_START: u64 = 0;
+
+fn main(_args: Args) -> i32 {
+    let free_at_start = settled_free_memory();
+    // SAFETY: single-threaded program; written once before any test reads it.
+    unsafe { FREE_AT_START = free_at_start };
+    println!("testrunner: {} CPUs online, {} tests", sys::info(InfoKey::CpusOnline), TESTS.len());
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in TESTS {
+        println!("{START}{name}");
+        match test() {
+            Ok(()) => {
+                passed += 1;
+                println!("{OK}{name}");
+            }
+            Err(why) => {
+                failed += 1;
+                println!("{FAIL}{name}: {why}");
+            }
+        }
+    }
+    println!("{SUMMARY}{passed} passed, {failed} failed");
+    let _ = sys::shutdown(if failed == 0 { 0 } else { 1 });
+    1
+}
+
+/// Start tchild with `args` and wait for it.
+fn run(args: &str) -> Result<ExitStatus, String> {
+    let pid = sys::spawn("tchild", args).map_err(|e| format!("spawn tchild {args}: {}", e.name()))?;
+    let (got, status) = sys::wait(Some(pid)).map_err(|e| format!("wait: {}", e.name()))?;
+    if got != pid {
+        return Err(format!("wait returned {:#x}, expected {:#x}", got.0, pid.0));
+    }
+    Ok(status)
+}
+
+fn expect_status(args: &str, want: ExitStatus) -> TestResult {
+    let got = run(args)?;
+    if got == want { Ok(()) } else { Err(format!("tchild {args}: ended {got:?}, expected {want:?}")) }
+}
+
+fn expect_fault(args: &str, want_vector: u8) -> Result<u64, String> {
+    match run(args)? {
+        ExitStatus::Fault { vector, address } if vector == want_vector => Ok(address),
+        other => Err(format!("tchild {args}: ended {other:?}, expected fault vector {want_vector}")),
+    }
+}
+
+fn check(cond: bool, what: &str) -> TestResult {
+    if cond { Ok(()) } else { Err(String::from(what)) }
+}
+
+fn exit_status_reaches_parent() -> TestResult {
+    expect_status("exit 0", ExitStatus::Exited(0))?;
+    expect_status("exit 42", ExitStatus::Exited(42))?;
+    expect_status("exit 4000000000", ExitStatus::Exited(4_000_000_000))
+}
+
+fn arguments_reach_child() -> TestResult {
+    let args = "args with several words";
+    expect_status(args, ExitStatus::Exited(args.len() as u32))
+}
+
+fn wait_for_a_specific_child() -> TestResult {
+    let slow = sys::spawn("tchild", "sleep-ms 30").map_err(|e| e.name())?;
+    let fast = sys::spawn("tchild", "exit 7").map_err(|e| e.name())?;
+    let (pid, status) = sys::wait(Some(slow)).map_err(|e| e.name())?;
+    check(pid == slow && status == ExitStatus::Exited(0), "waiting for the slow child")?;
+    let (pid, status) = sys::wait(None).map_err(|e| e.name())?;
+    check(pid == fast && status == ExitStatus::Exited(7), "the fast child stays a zombie until waited for")
+}
+
+fn wait_errors() -> TestResult {
+    check(sys::wait(None) == Err(Error::NoChildren), "wait with no children")?;
+    check(sys::wait(Some(sys::getpid())) == Err(Error::NoChildren), "waiting for oneself")?;
+    check(sys::wait(Some(Pid(12345))) == Err(Error::NoChildren), "waiting for a stranger")
+}
+
+fn user_page_fault() -> TestResult {
+    let address = expect_fault("fault-page", vector::PAGE_FAULT)?;
+    check(address == 0xdead_0000, "the fault reports the faulting address")
+}
+
+fn kernel_memory_is_out_of_reach() -> TestResult {
+    expect_fault("fault-kernel-read", vector::PAGE_FAULT).map(|_| ())
+}
+
+fn code_is_read_only() -> TestResult {
+    expect_fault("fault-write-text", vector::PAGE_FAULT).map(|_| ())
+}
+
+fn privileged_instruction() -> TestResult {
+    expect_fault("fault-privileged", vector::GENERAL_PROTECTION).map(|_| ())
+}
+
+fn port_io() -> TestResult {
+    expect_fault("fault-port", vector::GENERAL_PROTECTION).map(|_| ())
+}
+
+fn divide_by_zero() -> TestResult {
+    expect_fault("fault-divide 7", vector::DIVIDE_ERROR).map(|_| ())
+}
+
+fn invalid_opcode() -> TestResult {
+    expect_fault("fault-invalid-opcode", vector::INVALID_OPCODE).map(|_| ())
+}
+
+fn sse_is_refused() -> TestResult {
+    expect_fault("fault-sse", vector::INVALID_OPCODE).map(|_| ())
+}
+
+fn stack_overflow() -> TestResult {
+    use abi::layout::{PAGE_SIZE, USER_STACK_BYTES, USER_STACK_TOP};
+    let address = expect_fault("stack-overflow", vector::PAGE_FAULT)?;
+    let guard = USER_STACK_TOP - USER_STACK_BYTES - PAGE_SIZE..USER_STACK_TOP - USER_STACK_BYTES;
+    check(guard.contains(&address), "the fault is in the guard page below the stack")
+}
+
+fn bad_pointers() -> TestResult {
+    expect_status("bad-pointers", ExitStatus::Exited(0))
+}
+
+fn kill_rules() -> TestResult {
+    expect_status("kill-parent", ExitStatus::Exited(0))?;
+    check(sys::kill(Pid(0)) == Err(Error::NoSuchProcess), "kill pid 0")
+}
+
+fn kill_running_sleeping_and_ready() -> TestResult {
+    // More spinners than CPUs: some run, some wait on the ready list.
+    let cpus = sys::info(InfoKey::CpusOnline) as usize;
+    let mut pids = Vec::new();
+    for _ in 0..cpus + 2 {
+        pids.push(sys::spawn("tchild", "spin").map_err(|e| e.name())?);
+    }
+    pids.push(sys::spawn("tchild", "sleep-forever").map_err(|e| e.name())?);
+    sys::sleep_ns(20_000_000);
+    for &pid in &pids {
+        sys::kill(pid).map_err(|e| format!("kill {:#x}: {}", pid.0, e.name()))?;
+    }
+    for &pid in &pids {
+        let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
+        check(status == ExitStatus::Killed, "a killed child ends as Killed")?;
+    }
+    Ok(())
+}
+
+fn stale_pid() -> TestResult {
+    let first = sys::spawn("tchild", "exit 0").map_err(|e| e.name())?;
+    sys::wait(Some(first)).map_err(|e| e.name())?;
+    let second = sys::spawn("tchild", "sleep-ms 20").map_err(|e| e.name())?;
+    check(first != second, "a new process gets a new pid")?;
+    check(sys::kill(first) == Err(Error::NoSuchProcess), "the reaped pid is stale")?;
+    check(sys::wait(Some(first)) == Err(Error::NoChildren), "waiting on the stale pid")?;
+    let (_, status) = sys::wait(Some(second)).map_err(|e| e.name())?;
+    check(status == ExitStatus::Exited(0), "the stale pid did not reach the new process")
+}
+
+fn time_slicing() -> TestResult {
+    // Fill every CPU with spinners of our priority, then a short job must
+    // still get its turn.
+    let cpus = sys::info(InfoKey::CpusOnline) as usize;
+    let mut spinners = Vec::new();
+    for _ in 0..cpus {
+        spinners.push(sys::spawn("tchild", "spin").map_err(|e| e.name())?);
+    }
+    let result = expect_status("work 100000", ExitStatus::Exited(work_result(100_000)));
+    for &pid in &spinners {
+        let _ = sys::kill(pid);
+        let _ = sys::wait(Some(pid));
+    }
+    result
+}
+
+fn work_result(n: u64) -> u32 {
+    ((n * (n - 1) / 2) % 65_521) as u32
+}
+
+fn more_processes_than_cpus() -> TestResult {
+    let cpus = sys::info(InfoKey::CpusOnline) as usize;
+    let count = 3 * cpus + 2;
+    let mut pids = Vec::new();
+    for i in 0..count {
+        let n = 20_000 + i as u64 * 1000;
+        pids.push((sys::spawn("tchild", &format!("work {n}")).map_err(|e| e.name())?, n));
+    }
+    for (pid, n) in pids {
+        let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
+        if status != ExitStatus::Exited(work_result(n)) {
+            return Err(format!("worker {n} ended {status:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn work_runs_on_every_cpu() -> TestResult {
+    let cpus = sys::info(InfoKey::CpusOnline) as u32;
+    let mut pids = Vec::new();
+    for _ in 0..cpus {
+        pids.push(sys::spawn("tchild", "cpu-mask 100").map_err(|e| e.name())?);
+    }
+    let mut seen = 0u32;
+    for pid in pids {
+        match sys::wait(Some(pid)).map_err(|e| e.name())? {
+            (_, ExitStatus::Exited(mask)) => seen |= mask,
+            (_, other) => return Err(format!("cpu-mask ended {other:?}")),
+        }
+    }
+    let all = if cpus >= 32 { u32::MAX } else { (1 << cpus) - 1 };
+    if seen == all { Ok(()) } else { Err(format!("work ran on CPUs {seen:#b}, expected {all:#b}")) }
+}
+
+fn orphans_are_cleaned_up() -> TestResult {
+    let before = sys::info(InfoKey::ProcessCount);
+    expect_status("orphan-maker", ExitStatus::Exited(0))?;
+    // The grandchild sleeps 30 ms and then must disappear without anyone
+    // waiting for it.
+    sys::sleep_ns(100_000_000);
+    let after = sys::info(InfoKey::ProcessCount);
+    if after == before { Ok(()) } else { Err(format!("{before} processes before, {after} after")) }
+}
+
+fn sleep_lasts() -> TestResult {
+    let start = sys::info(InfoKey::UptimeNs);
+    sys::sleep_ns(25_000_000);
+    let slept = sys::info(InfoKey::UptimeNs) - start;
+    check(slept >= 25_000_000, "sleep returned early")
+}
+
+fn only_init_may_power_off() -> TestResult {
+    expect_status("shutdown", ExitStatus::Exited(0))
+}
+
+fn getpid_and_getppid() -> TestResult {
+    let me = sys::getpid();
+    check(me.0 != 0, "getpid")?;
+    check(sys::getppid().is_none(), "init has no parent")?;
+    expect_status("ppid", ExitStatus::Exited(me.slot() + 1))
+}
+
+/// Free memory once every ended process's pages are back.
+fn settled_free_memory() -> u64 {
+    // Address spaces of ended processes are freed when no CPU has them
+    // loaded any more; a short sleep lets every CPU pass through the kernel.
+    sys::sleep_ns(30_000_000);
+    sys::info(InfoKey::FreeMemoryBytes)
+}
+
+fn kernel_healthy() -> TestResult {
+    expect_status("exit 3", ExitStatus::Exited(3))?;
+    let now = settled_free_memory();
+    // SAFETY: single-threaded; written once at start.
+    let start = unsafe { FREE_AT_START };
+    if now == start { Ok(()) } else { Err(format!("{start} bytes free at start, {now} now: pages leaked")) }
+}
