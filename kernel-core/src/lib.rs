@@ -10,11 +10,13 @@
 //! - [`frame_alloc`]: the physical frame allocator (a bitmap).
 //! - [`options`]: the kernel command line (`key=value` words).
 //! - [`ready`]: the scheduler's ready lists (descending priority, FIFO within one).
+//! - [`acpi`]: finding CPUs and interrupt controllers in the firmware tables.
 //! - [`elf`]: checks that a user program is an ELF64 x86-64 executable we can load.
 
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod acpi;
 pub mod elf;
 pub mod frame_alloc;
 pub mod limits;
