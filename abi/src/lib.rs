@@ -279,10 +279,7 @@ impl ExitStatus {
     pub fn decode(raw: u64) -> ExitStatus {
         match raw >> 56 {
             STATUS_EXITED => ExitStatus::Exited(raw as u32),
-            STATUS_FAULT => ExitStatus::Fault {
-                vector: raw as u8,
-                address: (raw >> 8) & 0xffff_ffff_ffff,
-            },
+            STATUS_FAULT => ExitStatus::Fault { vector: raw as u8, address: (raw >> 8) & 0xffff_ffff_ffff },
             _ => ExitStatus::Killed,
         }
     }

@@ -184,9 +184,9 @@ mod tests {
         let mut area = std::vec![0u8; 256];
         let r = &mut area[32..52];
         r[0..8].copy_from_slice(b"RSD PTR ");
-        r[16..20].copy_from_slice(&0x7fe1_000u32.to_le_bytes());
+        r[16..20].copy_from_slice(&0x07fe_1000u32.to_le_bytes());
         fix_checksum(&mut area[32..52], 8);
-        assert_eq!(find_root(&area), Some((0x7fe1_000, false)));
+        assert_eq!(find_root(&area), Some((0x07fe_1000, false)));
         assert_eq!(find_root(&[0u8; 64]), None);
     }
 }

@@ -8,7 +8,7 @@
 //! ELF-64 Object File Format 1.5: the file header and program headers).
 
 use crate::limits::MAX_LOAD_SEGMENTS;
-use abi::layout::{PAGE_SIZE, USER_MIN, USER_STACK_TOP, USER_STACK_BYTES};
+use abi::layout::{PAGE_SIZE, USER_MIN, USER_STACK_BYTES, USER_STACK_TOP};
 
 /// One PT_LOAD segment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -121,10 +121,8 @@ pub fn parse(file: &[u8]) -> Result<Program, ElfError> {
     }
     let mut program = Program { entry, segments: [Segment::default(); MAX_LOAD_SEGMENTS], segment_count: 0 };
     for i in 0..phnum {
-        let at = usize::try_from(phoff)
-            .ok()
-            .and_then(|o| o.checked_add(i.checked_mul(phentsize)?))
-            .ok_or(bad)?;
+        let at =
+            usize::try_from(phoff).ok().and_then(|o| o.checked_add(i.checked_mul(phentsize)?)).ok_or(bad)?;
         let ph = file.get(at..at.checked_add(PHDR_BYTES).ok_or(bad)?).ok_or(bad)?;
         if u32_at(ph, 0).ok_or(bad)? != PT_LOAD {
             continue;
@@ -212,7 +210,10 @@ mod tests {
 
     #[test]
     fn a_good_program_parses() {
-        let f = build(0x201000, &[(0x200000, 0x100, 0x100, 4), (0x201000, 0x2000, 0x1800, 5), (0x204000, 0x3000, 0x10, 6)]);
+        let f = build(
+            0x201000,
+            &[(0x200000, 0x100, 0x100, 4), (0x201000, 0x2000, 0x1800, 5), (0x204000, 0x3000, 0x10, 6)],
+        );
         let p = parse(&f).unwrap();
         assert_eq!(p.entry, 0x201000);
         assert_eq!(p.segments().len(), 3);
@@ -235,12 +236,18 @@ mod tests {
         assert_eq!(parse(&f).unwrap_err(), ElfError::NotExecutable);
         assert_eq!(parse(&build(0x500000, &[(0x201000, 0x1000, 0x10, 5)])).unwrap_err(), ElfError::BadEntry);
         assert_eq!(parse(&build(0x201000, &[(0x201000, 0x1000, 0x10, 6)])).unwrap_err(), ElfError::BadEntry);
-        assert_eq!(parse(&build(0x0, &[(0x0, 0x1000, 0x10, 5)])).unwrap_err(), ElfError::SegmentOutsideUserSpace);
+        assert_eq!(
+            parse(&build(0x0, &[(0x0, 0x1000, 0x10, 5)])).unwrap_err(),
+            ElfError::SegmentOutsideUserSpace
+        );
         assert_eq!(
             parse(&build(0xffff_8000_0000_0000, &[(0xffff_8000_0000_0000, 0x1000, 0x10, 5)])).unwrap_err(),
             ElfError::SegmentOutsideUserSpace
         );
-        assert_eq!(parse(&build(0x201000, &[(0x201000, 0x10, 0x20, 5)])).unwrap_err(), ElfError::SegmentOutsideFile);
+        assert_eq!(
+            parse(&build(0x201000, &[(0x201000, 0x10, 0x20, 5)])).unwrap_err(),
+            ElfError::SegmentOutsideFile
+        );
         assert_eq!(
             parse(&build(0x201000, &[(0x201000, 0x2000, 0x10, 5), (0x202800, 0x10, 0x10, 6)])).unwrap_err(),
             ElfError::SegmentsOverlap

@@ -157,7 +157,7 @@ impl<'a> FrameAllocator<'a> {
 
     /// Return a frame to the pool.
     pub fn free(&mut self, addr: u64) -> Result<(), FreeError> {
-        if addr % FRAME_BYTES != 0 {
+        if !addr.is_multiple_of(FRAME_BYTES) {
             return Err(FreeError::Unaligned);
         }
         let frame = addr / FRAME_BYTES;

@@ -53,7 +53,13 @@ fn build_space(file: &[u8], program: &elf::Program, args: &[u8]) -> Result<Addre
 
 impl Kernel {
     /// Start `module` as a child of `parent` (none for init).
-    pub fn spawn(&mut self, parent: Option<usize>, module: &Module, args: &[u8], priority: u8) -> Result<Pid, Error> {
+    pub fn spawn(
+        &mut self,
+        parent: Option<usize>,
+        module: &Module,
+        args: &[u8],
+        priority: u8,
+    ) -> Result<Pid, Error> {
         if args.len() as u64 > abi::layout::MAX_ARGS_BYTES || priority > abi::MAX_PRIORITY {
             return Err(Error::InvalidArgument);
         }

@@ -92,7 +92,7 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
     apic::calibrate();
     kprintln!("timer: TSC {} MHz", apic::tsc_hz() / 1_000_000);
     if madt.io_apic_phys != 0 {
-        let io = apic::IoApic { phys: madt.io_apic_phys, gsi_base: madt.io_apic_gsi_base };
+        let io = apic::IoApic { phys: madt.io_apic_phys };
         io.mask_all();
         kprintln!("I/O APIC at {:#x}: {} lines, all masked", io.phys, io.line_count());
     }
@@ -136,7 +136,8 @@ fn bring_up_this_cpu(cpu_index: usize) {
 fn find_madt() -> acpi::Madt {
     // The RSDP is in the first KiB of the EBDA or in 0xE0000..0x100000
     // (ACPI 6.5 §5.2.5.1).
-    let ebda = (u16::from_le_bytes([paging::phys_slice(0x40e, 2)[0], paging::phys_slice(0x40e, 2)[1]]) as u64) << 4;
+    let ebda =
+        (u16::from_le_bytes([paging::phys_slice(0x40e, 2)[0], paging::phys_slice(0x40e, 2)[1]]) as u64) << 4;
     let root = [(ebda, 1024), (0xe0000, 0x20000)]
         .iter()
         .filter(|(base, _)| *base != 0)
@@ -179,7 +180,13 @@ fn start_other_cpus(madt: &acpi::Madt, max_cpus: usize) {
             break;
         }
         let before = percpu::cpus_online();
-        smp::set_parameters(root, percpu::kernel_stack_top(next_index), ap_main, next_index as u64, efer_bits);
+        smp::set_parameters(
+            root,
+            percpu::kernel_stack_top(next_index),
+            ap_main,
+            next_index as u64,
+            efer_bits,
+        );
         apic::send_init(apic_id);
         apic::delay_us(10_000);
         for _ in 0..2 {
@@ -233,7 +240,10 @@ pub fn power_off(code: u32) -> ! {
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     apic::send_ipi_all_others(apic::VECTOR_HALT);
-    console::print_unlocked(format_args!("\nKERNEL PANIC on CPU {}: {info}\n", percpu::current_cpu_or_zero()));
+    console::print_unlocked(format_args!(
+        "\nKERNEL PANIC on CPU {}: {info}\n",
+        percpu::current_cpu_or_zero()
+    ));
     serial::qemu_exit(abi::qemu_exit::FAILURE_CODE);
     cpu::halt_forever()
 }

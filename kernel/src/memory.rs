@@ -77,8 +77,14 @@ pub fn init(boot: &BootInfo, kernel_phys: PhysRange) {
     while pa < direct_end {
         let mmio = (0xfe00_0000..0x1_0000_0000).contains(&pa);
         let cache = if mmio { paging::CACHE_DISABLE | paging::WRITE_THROUGH } else { 0 };
-        paging::map_huge_page(root, paging::DIRECT_MAP_BASE + pa, pa, WRITABLE | GLOBAL | NO_EXECUTE | cache, &mut alloc)
-            .expect("direct map");
+        paging::map_huge_page(
+            root,
+            paging::DIRECT_MAP_BASE + pa,
+            pa,
+            WRITABLE | GLOBAL | NO_EXECUTE | cache,
+            &mut alloc,
+        )
+        .expect("direct map");
         pa += HUGE_PAGE_BYTES;
     }
     // The kernel image, section by section.
@@ -133,9 +139,8 @@ impl AddressSpace {
     /// Map a fresh zeroed frame at user page `va`; returns its physical address.
     pub fn map_new_page(&mut self, va: u64, writable: bool, executable: bool) -> Result<u64, SpaceError> {
         let frame = alloc_frame().ok_or(SpaceError::OutOfMemory)?;
-        let flags = paging::USER
-            | if writable { WRITABLE } else { 0 }
-            | if executable { 0 } else { NO_EXECUTE };
+        let flags =
+            paging::USER | if writable { WRITABLE } else { 0 } | if executable { 0 } else { NO_EXECUTE };
         match paging::map_page(self.root, va, frame, flags, &mut || alloc_frame()) {
             Ok(()) => Ok(frame),
             Err(e) => {

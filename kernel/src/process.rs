@@ -78,10 +78,6 @@ impl Process {
         self.name_len = n;
     }
 
-    pub fn is_live(&self) -> bool {
-        !matches!(self.state, State::Free | State::Zombie)
-    }
-
     /// Set the kernel call's result registers.
     pub fn set_return(&mut self, result: Result<u64, abi::Error>) {
         self.frame.rax = match result {

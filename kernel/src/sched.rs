@@ -18,7 +18,7 @@ use crate::arch::trap::TrapFrame;
 use crate::arch::{apic, cpu};
 use crate::memory::{self, AddressSpace};
 use crate::process::{Blocked, Process, State};
-use abi::{Counter, ExitStatus, Pid, COUNTER_COUNT};
+use abi::{COUNTER_COUNT, Counter, ExitStatus, Pid};
 use alloc::vec::Vec;
 use kernel_core::limits::{MAX_CPUS, MAX_PROCESSES};
 use kernel_core::ready::ReadyQueues;
@@ -101,10 +101,10 @@ impl Kernel {
 
     /// Save the registers of the process interrupted on `cpu`.
     pub fn save(&mut self, cpu: usize, frame: &TrapFrame) {
-        if let Some(slot) = self.cpus[cpu].current {
-            if frame.is_user() {
-                self.procs[slot].frame = *frame;
-            }
+        if let Some(slot) = self.cpus[cpu].current
+            && frame.is_user()
+        {
+            self.procs[slot].frame = *frame;
         }
     }
 
@@ -180,10 +180,11 @@ impl Kernel {
         self.cpus[cpu].kicked = false;
         let now_tsc = cpu::rdtsc();
         let previous = self.cpus[cpu].current;
-        if let Some(slot) = previous {
-            if self.procs[slot].kill_requested && matches!(self.procs[slot].state, State::Running { .. }) {
-                self.finish(slot, ExitStatus::Killed);
-            }
+        if let Some(slot) = previous
+            && self.procs[slot].kill_requested
+            && matches!(self.procs[slot].state, State::Running { .. })
+        {
+            self.finish(slot, ExitStatus::Killed);
         }
         // Charge CPU time to the process that ran until now.
         if let Some(slot) = previous {
@@ -311,15 +312,15 @@ impl Kernel {
         let parent = self.procs[slot].parent.and_then(|pp| self.slot_of(pp));
         match parent {
             Some(ps) => {
-                if let State::Blocked(Blocked::Wait(target)) = self.procs[ps].state {
-                    if target.is_none_or(|t| t == pid) {
-                        let status = self.procs[slot].exit_status;
-                        self.free_slot(slot);
-                        let pp = &mut self.procs[ps];
-                        pp.frame.rax = pid.0;
-                        pp.frame.rdx = status;
-                        self.make_ready(ps);
-                    }
+                if let State::Blocked(Blocked::Wait(target)) = self.procs[ps].state
+                    && target.is_none_or(|t| t == pid)
+                {
+                    let status = self.procs[slot].exit_status;
+                    self.free_slot(slot);
+                    let pp = &mut self.procs[ps];
+                    pp.frame.rax = pid.0;
+                    pp.frame.rdx = status;
+                    self.make_ready(ps);
                 }
             }
             None => self.free_slot(slot),

@@ -12,7 +12,7 @@ use crate::process::{Blocked, State};
 use crate::sched::Kernel;
 use crate::usermem::UserSlice;
 use abi::layout::{MAX_ARGS_BYTES, MAX_DEBUG_WRITE_BYTES, MAX_PROGRAM_NAME_BYTES};
-use abi::{Call, Error, ExitStatus, InfoKey, Pid, ANY_CHILD, COUNTER_COUNT, PRIORITY_INHERIT};
+use abi::{ANY_CHILD, COUNTER_COUNT, Call, Error, ExitStatus, InfoKey, PRIORITY_INHERIT, Pid};
 
 /// Do the kernel call of the process running on `cpu`.
 pub fn dispatch(k: &mut Kernel, cpu: usize) {
@@ -104,7 +104,15 @@ fn debug_write(k: &mut Kernel, slot: usize, ptr: u64, len: u64) -> Result<u64, E
     Ok(len)
 }
 
-fn spawn(k: &mut Kernel, slot: usize, name_ptr: u64, name_len: u64, args_ptr: u64, args_len: u64, prio: u64) -> Result<u64, Error> {
+fn spawn(
+    k: &mut Kernel,
+    slot: usize,
+    name_ptr: u64,
+    name_len: u64,
+    args_ptr: u64,
+    args_len: u64,
+    prio: u64,
+) -> Result<u64, Error> {
     if name_len == 0 || name_len > MAX_PROGRAM_NAME_BYTES || args_len > MAX_ARGS_BYTES {
         return Err(Error::InvalidArgument);
     }

@@ -40,7 +40,8 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
         0..32 => {
             k.count(Counter::Exceptions);
             let slot = k.current(cpu);
-            let address = if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip };
+            let address =
+                if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip };
             crate::kprintln!(
                 "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",
                 k.procs[slot].name(),
@@ -114,7 +115,11 @@ struct Registers<'a>(&'a TrapFrame);
 impl core::fmt::Display for Registers<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let r = self.0;
-        writeln!(f, "  rip {:016x}  rsp {:016x}  rflags {:016x}  cs {:x} ss {:x}", r.rip, r.rsp, r.rflags, r.cs, r.ss)?;
+        writeln!(
+            f,
+            "  rip {:016x}  rsp {:016x}  rflags {:016x}  cs {:x} ss {:x}",
+            r.rip, r.rsp, r.rflags, r.cs, r.ss
+        )?;
         writeln!(f, "  rax {:016x}  rbx {:016x}  rcx {:016x}  rdx {:016x}", r.rax, r.rbx, r.rcx, r.rdx)?;
         writeln!(f, "  rsi {:016x}  rdi {:016x}  rbp {:016x}  r8  {:016x}", r.rsi, r.rdi, r.rbp, r.r8)?;
         writeln!(f, "  r9  {:016x}  r10 {:016x}  r11 {:016x}  r12 {:016x}", r.r9, r.r10, r.r11, r.r12)?;

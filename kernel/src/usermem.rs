@@ -30,10 +30,6 @@ impl UserSlice {
         Ok(UserSlice { addr, len })
     }
 
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
     /// Visit the physical pieces of the range, one per page, checking access.
     fn for_each_piece(
         &self,

@@ -9,12 +9,13 @@ pub struct Args {
 impl Args {
     /// Called by `_start` only: the kernel maps the argument page read-only
     /// at `abi::layout::USER_ARGS_ADDR` and passes its address and length.
-    pub fn from_start(ptr: *const u8, len: usize) -> Args {
-        let ok = ptr as u64 == abi::layout::USER_ARGS_ADDR && len as u64 <= abi::layout::MAX_ARGS_BYTES;
+    pub fn from_start(addr: u64, len: u64) -> Args {
+        let ok = addr == abi::layout::USER_ARGS_ADDR && len <= abi::layout::MAX_ARGS_BYTES;
         let bytes = if ok {
-            // SAFETY: the kernel maps this page for the life of the process
-            // and never changes it; the length is within the page (checked).
-            unsafe { core::slice::from_raw_parts(ptr, len) }
+            // SAFETY: the kernel maps this page read-only for the life of the
+            // process and never changes it; the length is within the page
+            // (checked above).
+            unsafe { core::slice::from_raw_parts(addr as *const u8, len as usize) }
         } else {
             &[]
         };

@@ -5,10 +5,12 @@ use linked_list_allocator::LockedHeap;
 
 const HEAP_BYTES: usize = 256 * 1024;
 
-#[repr(align(4096))]
-struct Arena([u8; HEAP_BYTES]);
+#[repr(C, align(4096))]
+struct Arena {
+    bytes: [u8; HEAP_BYTES],
+}
 
-static mut ARENA: Arena = Arena([0; HEAP_BYTES]);
+static mut ARENA: Arena = Arena { bytes: [0; HEAP_BYTES] };
 
 struct Heap(LockedHeap);
 
@@ -23,7 +25,7 @@ unsafe impl core::alloc::GlobalAlloc for Heap {
     unsafe fn alloc(&self, layout: core::alloc::Layout) -> *mut u8 {
         if !INIT.swap(true, core::sync::atomic::Ordering::AcqRel) {
             // SAFETY: runs once (the flag); the arena is used by nothing else.
-            unsafe { self.0.lock().init(&raw mut ARENA as *mut u8, HEAP_BYTES) };
+            unsafe { self.0.lock().init((&raw mut ARENA.bytes).cast::<u8>(), HEAP_BYTES) };
         }
         // SAFETY: forwarded contract.
         unsafe { self.0.alloc(layout) }

@@ -33,8 +33,8 @@ pub const PANIC_EXIT_STATUS: u32 = 101;
 macro_rules! entry {
     ($main:path) => {
         #[unsafe(no_mangle)]
-        pub extern "C" fn _start(args_ptr: *const u8, args_len: usize) -> ! {
-            let args = $crate::args::Args::from_start(args_ptr, args_len);
+        pub extern "C" fn _start(args_addr: u64, args_len: u64) -> ! {
+            let args = $crate::args::Args::from_start(args_addr, args_len);
             let status = $main(args);
             $crate::sys::exit(status as u32)
         }

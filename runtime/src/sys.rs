@@ -4,7 +4,7 @@
 //! The `raw` functions take integers exactly as the kernel does and are
 //! public so that tests can pass deliberately bad arguments.
 
-use abi::{decode_return, Call, Error, ExitStatus, InfoKey, Pid, ANY_CHILD, PRIORITY_INHERIT};
+use abi::{ANY_CHILD, Call, Error, ExitStatus, InfoKey, PRIORITY_INHERIT, Pid, decode_return};
 use core::arch::asm;
 
 /// A kernel call with up to five arguments; returns (rax, rdx).

@@ -6,7 +6,7 @@
 #![forbid(unsafe_code)]
 
 use abi::InfoKey;
-use runtime::{println, sys, Args};
+use runtime::{Args, println, sys};
 
 runtime::entry!(main);
 

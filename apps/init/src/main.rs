@@ -10,8 +10,8 @@
 #![no_main]
 #![forbid(unsafe_code)]
 
-use abi::{ExitStatus, InfoKey, COUNTER_COUNT, COUNTER_NAMES};
-use runtime::{println, sys, Args};
+use abi::{COUNTER_COUNT, COUNTER_NAMES, ExitStatus, InfoKey};
+use runtime::{Args, println, sys};
 
 runtime::entry!(main);
 

@@ -19,9 +19,8 @@ const REG_TIMER_INITIAL: u64 = 0x380;
 const REG_TIMER_CURRENT: u64 = 0x390;
 const REG_TIMER_DIVIDE: u64 = 0x3e0;
 
-/// Interrupt vectors the kernel uses. Device lines (I/O APIC) get
-/// `IRQ_BASE + gsi`.
-pub const IRQ_BASE: u8 = 0x20;
+/// Interrupt vectors the kernel uses. Device lines (I/O APIC, from the
+/// message-system issue on) will use vectors from 0x20 up.
 pub const VECTOR_TIMER: u8 = 0xf0;
 pub const VECTOR_RESCHEDULE: u8 = 0xf1;
 pub const VECTOR_HALT: u8 = 0xf2;
@@ -169,14 +168,13 @@ pub fn delay_us(us: u64) {
 /// that claims a line unmasks it (message-system issue).
 pub struct IoApic {
     pub phys: u64,
-    pub gsi_base: u32,
 }
 
 impl IoApic {
     fn select(&self, reg: u32) -> *mut u32 {
-        // SAFETY (of the caller's use): the I/O APIC page is mapped uncached.
         let base = phys_to_virt(self.phys);
-        // SAFETY: IOREGSEL at offset 0 selects the register IOWIN reads.
+        // SAFETY: the I/O APIC page is mapped uncached (memory::init);
+        // IOREGSEL at offset 0 selects the register IOWIN reads.
         unsafe { (base as *mut u32).write_volatile(reg) };
         (base + 0x10) as *mut u32
     }
@@ -200,13 +198,5 @@ impl IoApic {
             self.write(0x10 + 2 * line, 1 << 16);
             self.write(0x11 + 2 * line, 0);
         }
-    }
-
-    /// Route line `line` to `vector` on the CPU with `apic_id`.
-    /// `level`/`active_low` come from the MADT's overrides.
-    pub fn route(&self, line: u32, vector: u8, apic_id: u32, level: bool, active_low: bool, masked: bool) {
-        let low = vector as u32 | ((active_low as u32) << 13) | ((level as u32) << 15) | ((masked as u32) << 16);
-        self.write(0x11 + 2 * line, apic_id << 24);
-        self.write(0x10 + 2 * line, low);
     }
 }

@@ -37,7 +37,9 @@ pub unsafe fn inb(port: u16) -> u8 {
 pub unsafe fn rdmsr(msr: u32) -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: the caller guarantees the MSR exists.
-    unsafe { asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    }
     ((hi as u64) << 32) | lo as u64
 }
 
@@ -55,13 +57,6 @@ pub fn read_cr2() -> u64 {
     let v: u64;
     // SAFETY: reading CR2 has no side effects.
     unsafe { asm!("mov {}, cr2", out(reg) v, options(nomem, nostack, preserves_flags)) }
-    v
-}
-
-pub fn read_cr3() -> u64 {
-    let v: u64;
-    // SAFETY: reading CR3 has no side effects.
-    unsafe { asm!("mov {}, cr3", out(reg) v, options(nomem, nostack, preserves_flags)) }
     v
 }
 
@@ -87,12 +82,6 @@ pub unsafe fn write_cr4(v: u64) {
     unsafe { asm!("mov cr4, {}", in(reg) v, options(nostack, preserves_flags)) }
 }
 
-/// Invalidate one page's TLB entry on this CPU.
-pub fn invlpg(addr: u64) {
-    // SAFETY: invlpg only drops a cached translation.
-    unsafe { asm!("invlpg [{}]", in(reg) addr, options(nostack, preserves_flags)) }
-}
-
 pub fn rdtsc() -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: rdtsc has no side effects.
@@ -101,15 +90,13 @@ pub fn rdtsc() -> u64 {
 }
 
 pub struct CpuidResult {
-    pub eax: u32,
     pub ebx: u32,
-    pub ecx: u32,
     pub edx: u32,
 }
 
 pub fn cpuid(leaf: u32, subleaf: u32) -> CpuidResult {
     let r = core::arch::x86_64::__cpuid_count(leaf, subleaf);
-    CpuidResult { eax: r.eax, ebx: r.ebx, ecx: r.ecx, edx: r.edx }
+    CpuidResult { ebx: r.ebx, edx: r.edx }
 }
 
 /// Wait for the next interrupt with interrupts disabled: used only to park
@@ -119,10 +106,6 @@ pub fn halt_forever() -> ! {
         // SAFETY: cli; hlt stops this CPU; nothing else depends on it.
         unsafe { asm!("cli; hlt", options(nomem, nostack)) }
     }
-}
-
-pub fn pause() {
-    core::hint::spin_loop();
 }
 
 /// Switch to the kernel's final page tables and start using the direct map;

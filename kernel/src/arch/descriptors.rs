@@ -35,7 +35,15 @@ struct Gdt([u64; 7]);
 
 static mut GDTS: [Gdt; MAX_CPUS] = [const { Gdt([0; 7]) }; MAX_CPUS];
 static mut TSSES: [Tss; MAX_CPUS] = [const {
-    Tss { _reserved0: 0, rsp: [0; 3], _reserved1: 0, ist: [0; 7], _reserved2: 0, _reserved3: 0, iomap_base: 0 }
+    Tss {
+        _reserved0: 0,
+        rsp: [0; 3],
+        _reserved1: 0,
+        ist: [0; 7],
+        _reserved2: 0,
+        _reserved3: 0,
+        iomap_base: 0,
+    }
 }; MAX_CPUS];
 
 #[repr(C, packed)]
@@ -60,9 +68,9 @@ struct Gate {
 #[repr(C, align(16))]
 struct Idt([Gate; 256]);
 
-static mut IDT: Idt = Idt(
-    [Gate { offset_low: 0, selector: 0, ist: 0, type_attr: 0, offset_mid: 0, offset_high: 0, _zero: 0 }; 256],
-);
+static mut IDT: Idt =
+    Idt([Gate { offset_low: 0, selector: 0, ist: 0, type_attr: 0, offset_mid: 0, offset_high: 0, _zero: 0 };
+        256]);
 
 /// Build the shared IDT: every vector goes to its stub in trap.rs.
 /// Interrupt gates (type 0xE) clear IF, so the kernel runs with interrupts
@@ -82,7 +90,7 @@ pub fn init_idt() {
         };
         // SAFETY: the IDT is written once by the boot CPU before any CPU
         // loads it.
-        unsafe { (*(&raw mut IDT)).0[vector] = gate };
+        unsafe { IDT.0[vector] = gate };
     }
 }
 

@@ -13,7 +13,3 @@ pub fn init(pa: u64, len: usize) {
     // the heap alone, is mapped by the direct map, and init runs once.
     unsafe { HEAP.lock().init(start, len) }
 }
-
-pub fn free_bytes() -> usize {
-    HEAP.lock().free()
-}

@@ -83,7 +83,9 @@ pub fn copy_to_frame(pa: u64, offset: usize, src: &[u8]) {
     assert!(offset + src.len() <= PAGE_BYTES as usize);
     // SAFETY: the range lies inside one frame the caller owns (asserted),
     // and `src` cannot overlap it (kernel memory is not user frames).
-    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), (phys_to_virt(pa) + offset as u64) as *mut u8, src.len()) }
+    unsafe {
+        core::ptr::copy_nonoverlapping(src.as_ptr(), (phys_to_virt(pa) + offset as u64) as *mut u8, src.len())
+    }
 }
 
 /// Copy from the frame at `pa`, starting `offset` bytes in, into `dst`.
@@ -91,7 +93,11 @@ pub fn copy_from_frame(pa: u64, offset: usize, dst: &mut [u8]) {
     assert!(offset + dst.len() <= PAGE_BYTES as usize);
     // SAFETY: as in copy_to_frame, reading.
     unsafe {
-        core::ptr::copy_nonoverlapping((phys_to_virt(pa) + offset as u64) as *const u8, dst.as_mut_ptr(), dst.len())
+        core::ptr::copy_nonoverlapping(
+            (phys_to_virt(pa) + offset as u64) as *const u8,
+            dst.as_mut_ptr(),
+            dst.len(),
+        )
     }
 }
 
@@ -220,6 +226,7 @@ static mut FRAME_BITMAP: [u64; FRAME_BITMAP_WORDS] = [0; FRAME_BITMAP_WORDS];
 static FRAME_BITMAP_TAKEN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 /// The frame allocator's bitmap storage, handed out once.
+#[allow(clippy::deref_addrof)] // a reference to a `static mut` must go through a raw pointer
 pub fn frame_bitmap() -> &'static mut [u64] {
     assert!(!FRAME_BITMAP_TAKEN.swap(true, Ordering::AcqRel), "frame bitmap taken twice");
     // SAFETY: the flag above guarantees this is the only reference ever made.

@@ -34,9 +34,9 @@ pub struct PerCpu {
     pub apic_id: AtomicU32,
 }
 
-pub static mut PER_CPU: [PerCpu; MAX_CPUS] = [const {
-    PerCpu { kernel_stack_top: 0, user_rsp_scratch: 0, index: 0, apic_id: AtomicU32::new(0) }
-}; MAX_CPUS];
+pub static mut PER_CPU: [PerCpu; MAX_CPUS] =
+    [const { PerCpu { kernel_stack_top: 0, user_rsp_scratch: 0, index: 0, apic_id: AtomicU32::new(0) } };
+        MAX_CPUS];
 
 pub fn kernel_stack_top(cpu: usize) -> u64 {
     // SAFETY: only the address of the static is taken.
@@ -84,7 +84,7 @@ pub fn cpus_online() -> usize {
 
 pub fn apic_id_of(cpu: usize) -> u32 {
     // SAFETY: apic_id is atomic; reading another CPU's record is fine.
-    unsafe { (*(&raw const PER_CPU[cpu])).apic_id.load(Ordering::Relaxed) }
+    unsafe { PER_CPU[cpu].apic_id.load(Ordering::Relaxed) }
 }
 
 /// Whether `va` is the lowest page of a kernel stack, left unmapped so that
@@ -93,7 +93,7 @@ pub fn apic_id_of(cpu: usize) -> u32 {
 pub fn is_stack_guard_page(va: u64) -> bool {
     let base = &raw const BOOT_STACK as u64;
     let end = base + (KERNEL_STACK_BYTES * MAX_CPUS) as u64;
-    (base..end).contains(&va) && (va - base) % KERNEL_STACK_BYTES as u64 == 0
+    (base..end).contains(&va) && (va - base).is_multiple_of(KERNEL_STACK_BYTES as u64)
 }
 
 /// `current_cpu` for the panic path, which may run before GS is set up.

@@ -153,7 +153,8 @@ pub fn enter_frame(frame: &TrapFrame, kernel_stack_top: u64) -> ! {
     }
 }
 
-static mut STAGING: [TrapFrame; kernel_core::limits::MAX_CPUS] = [TrapFrame::ZERO; kernel_core::limits::MAX_CPUS];
+static mut STAGING: [TrapFrame; kernel_core::limits::MAX_CPUS] =
+    [TrapFrame::ZERO; kernel_core::limits::MAX_CPUS];
 
 // Vectors for which the CPU pushes an error code (SDM vol. 3A table 6-1).
 global_asm!(

@@ -9,7 +9,7 @@
 use abi::layout::{USER_ARGS_ADDR, USER_END, USER_STACK_TOP};
 use abi::{Call, Error, InfoKey, Pid};
 use core::arch::asm;
-use runtime::{println, sys, Args};
+use runtime::{Args, println, sys};
 
 runtime::entry!(main);
 
@@ -143,7 +143,9 @@ fn bad_pointers() -> i32 {
             failures += 1;
         }
     };
-    let call = |c: Call, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64| abi::decode_return(sys::raw(c as u64, a0, a1, a2, a3, a4).0);
+    let call = |c: Call, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64| {
+        abi::decode_return(sys::raw(c as u64, a0, a1, a2, a3, a4).0)
+    };
     let kernel = 0xffff_ffff_8010_0000u64;
     let unmapped = 0x0000_4000_0000_0000u64;
     let name = "tchild";
@@ -159,7 +161,11 @@ fn bad_pointers() -> i32 {
     for (what, p, n) in bad {
         expect(what, call(Call::DebugWrite, p, n, 0, 0, 0), Error::BadAddress);
         expect(what, call(Call::Spawn, p, n, 0, 0, abi::PRIORITY_INHERIT), Error::BadAddress);
-        expect(what, call(Call::Spawn, np, name.len() as u64, p, n, abi::PRIORITY_INHERIT), Error::BadAddress);
+        expect(
+            what,
+            call(Call::Spawn, np, name.len() as u64, p, n, abi::PRIORITY_INHERIT),
+            Error::BadAddress,
+        );
         expect(what, call(Call::KernelOptions, p, n, 0, 0, 0), Error::BadAddress);
         expect(what, call(Call::Counters, p, n / 8, 0, 0, 0), Error::BadAddress);
     }
@@ -169,11 +175,27 @@ fn bad_pointers() -> i32 {
     expect("read-only text", call(Call::Counters, text, 2, 0, 0, 0), Error::BadAddress);
     // Sizes and numbers out of range.
     expect("huge debug write", call(Call::DebugWrite, np, 1 << 40, 0, 0, 0), Error::InvalidArgument);
-    expect("empty program name", call(Call::Spawn, np, 0, 0, 0, abi::PRIORITY_INHERIT), Error::InvalidArgument);
-    expect("long program name", call(Call::Spawn, np, 65, 0, 0, abi::PRIORITY_INHERIT), Error::InvalidArgument);
+    expect(
+        "empty program name",
+        call(Call::Spawn, np, 0, 0, 0, abi::PRIORITY_INHERIT),
+        Error::InvalidArgument,
+    );
+    expect(
+        "long program name",
+        call(Call::Spawn, np, 65, 0, 0, abi::PRIORITY_INHERIT),
+        Error::InvalidArgument,
+    );
     expect("bad priority", call(Call::Spawn, np, name.len() as u64, 0, 0, 32), Error::InvalidArgument);
-    expect("huge args", call(Call::Spawn, np, name.len() as u64, np, 4097, abi::PRIORITY_INHERIT), Error::InvalidArgument);
-    expect("no such program", call(Call::Spawn, "nope".as_ptr() as u64, 4, 0, 0, abi::PRIORITY_INHERIT), Error::NoSuchProgram);
+    expect(
+        "huge args",
+        call(Call::Spawn, np, name.len() as u64, np, 4097, abi::PRIORITY_INHERIT),
+        Error::InvalidArgument,
+    );
+    expect(
+        "no such program",
+        call(Call::Spawn, "nope".as_ptr() as u64, 4, 0, 0, abi::PRIORITY_INHERIT),
+        Error::NoSuchProgram,
+    );
     expect("bad info key", call(Call::Info, 9999, 0, 0, 0, 0), Error::InvalidArgument);
     for n in [8u64, 15, 21, 100, 0x1_0000_0000, u64::MAX] {
         expect("bad call number", call_raw(n), Error::NoSuchCall);

@@ -14,17 +14,18 @@
 extern crate alloc;
 
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
-use abi::{vector, Error, ExitStatus, InfoKey, Pid};
+use abi::{Error, ExitStatus, InfoKey, Pid, vector};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use runtime::{println, sys, Args};
+use runtime::{Args, println, sys};
 
 runtime::entry!(main);
 
 type TestResult = Result<(), String>;
+type Test = (&'static str, fn() -> TestResult);
 
-const TESTS: &[(&str, fn() -> TestResult)] = &[
+const TESTS: &[Test] = &[
     ("exit_status_reaches_parent", exit_status_reaches_parent),
     ("arguments_reach_child", arguments_reach_child),
     ("wait_for_a_specific_child", wait_for_a_specific_child),
