@@ -1,0 +1,412 @@
+//! `cargo xtask`: the one build entry point of Ridgeback.
+//!
+//! What it is: a host program that builds the kernel and the user programs
+//! for `x86_64-unknown-none`, checks that QEMU can load the kernel, assembles
+//! the boot image (the kernel plus one Multiboot module per user program),
+//! boots it in QEMU, and runs the whole test suite (`cargo xtask test`, which
+//! is exactly what CI runs). Commands: `build`, `run`, `image`, `test`,
+//! `bench` (see [`USAGE`]).
+//!
+//! What it is not: a build system of its own. Cargo builds everything; xtask
+//! only chooses the packages, the target and the flags, and reads
+//! `cargo metadata` so that adding a program needs no edit here.
+//!
+//! Invariants:
+//! - Only this crate starts processes (`std::process::Command`); the kernel
+//!   and the user programs never see the host.
+//! - Every child runs with the workspace root as its working directory, so
+//!   `rust-toolchain.toml` and `.cargo/config.toml` always apply, whatever
+//!   directory `cargo xtask` was started from.
+//! - The pure parts (argument parsing, QEMU command assembly, accelerator
+//!   choice, program discovery, the Multiboot check, serial-output parsing)
+//!   take their inputs as values and are unit-tested on the host; the code
+//!   that touches processes and files is a thin layer around them.
+//!
+//! Module map: [`qemu`] (the QEMU command line and exit statuses), [`tools`]
+//! (running children, installing the Rust target and QEMU), [`image`]
+//! (workspace discovery and the build), [`multiboot`] (the kernel loadability
+//! check), [`test`] (the suite and its parsers), [`bench`] (not written yet).
+
+#![forbid(unsafe_code)]
+
+mod bench;
+mod image;
+mod multiboot;
+mod qemu;
+mod test;
+mod tools;
+
+use std::process::ExitCode;
+
+use image::ImageKind;
+use qemu::AccelChoice;
+
+/// Errors are human-readable messages: every one of them ends up printed for
+/// a person, and none is inspected by code.
+pub type Result<T> = std::result::Result<T, String>;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  build                 build the kernel and every user program (release, x86_64-unknown-none)
+  run [run options]     build and boot interactively; serial console on the terminal (Ctrl-A X quits)
+  image [run options] [--test]
+                        build and print the exact QEMU command line (--test: the test image)
+  test [test options]   the whole test suite, as CI runs it
+  bench                 benchmarks (not yet implemented)
+  help                  this text
+
+run options:
+  --smp N               number of CPUs (default 2)
+  --mem SIZE            guest memory, QEMU syntax such as 512M or 1G (default 512M)
+  --cmdline \"OPTIONS\"   kernel command line (default empty)
+  --gdb                 wait for a debugger on localhost:1234 (QEMU -s -S)
+  --accel tcg|kvm|auto  accelerator (default auto: KVM only with a real kvm_intel/kvm_amd)
+
+test options:
+  --only-host           only formatting, clippy and host unit tests
+  --only-qemu           only the in-QEMU boots
+  --smp N               boot one configuration only (default: 1, 2 and 4 CPUs)
+  --timeout-s S         per-boot timeout in seconds (default 300)
+  --accel tcg|kvm|auto  accelerator (default auto)
+";
+
+/// Options shared by `run` and `image`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    pub smp: u32,
+    /// Guest memory in QEMU's `-m` syntax (`512M`, `1G`, or a bare number of MiB).
+    pub mem: String,
+    pub cmdline: String,
+    pub is_gdb: bool,
+    pub accel: AccelChoice,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            smp: qemu::DEFAULT_SMP,
+            mem: qemu::DEFAULT_MEM.to_string(),
+            cmdline: String::new(),
+            is_gdb: false,
+            accel: AccelChoice::Auto,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Cmd {
+    Help,
+    Build,
+    Run(RunOptions),
+    Image {
+        run: RunOptions,
+        kind: ImageKind,
+    },
+    Test(test::TestOptions),
+    /// The bench module parses its own arguments.
+    Bench(Vec<String>),
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cmd = match parse_args(&args) {
+        Ok(cmd) => cmd,
+        Err(message) if args.is_empty() => {
+            eprintln!("xtask: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+        Err(message) => {
+            eprintln!("xtask: {message} (`cargo xtask help` lists the commands and options)");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cmd {
+        Cmd::Help => {
+            print!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Build => image::build_command(),
+        Cmd::Run(opts) => qemu::run_command(&opts),
+        Cmd::Image { run, kind } => qemu::image_command(&run, kind),
+        Cmd::Test(opts) => test::run(&opts),
+        Cmd::Bench(args) => Ok(bench::main(&args)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("xtask: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One command-line flag: `--name value`, `--name=value` or a bare `--name`.
+struct Flag<'a> {
+    name: &'a str,
+    inline_value: Option<&'a str>,
+}
+
+/// Walks the arguments of one command, handing out flags and their values.
+struct ArgCursor<'a> {
+    args: std::slice::Iter<'a, String>,
+}
+
+impl<'a> ArgCursor<'a> {
+    fn next_flag(&mut self) -> Result<Option<Flag<'a>>> {
+        let Some(arg) = self.args.next() else {
+            return Ok(None);
+        };
+        let Some(body) = arg.strip_prefix("--") else {
+            return Err(format!("unexpected argument `{arg}`"));
+        };
+        Ok(Some(match body.split_once('=') {
+            Some((name, value)) => Flag { name, inline_value: Some(value) },
+            None => Flag { name: body, inline_value: None },
+        }))
+    }
+
+    fn value(&mut self, flag: &Flag<'a>) -> Result<&'a str> {
+        match flag.inline_value {
+            Some(value) => Ok(value),
+            None => {
+                self.args.next().map(String::as_str).ok_or_else(|| format!("--{} needs a value", flag.name))
+            }
+        }
+    }
+}
+
+fn reject_value(flag: &Flag) -> Result<()> {
+    match flag.inline_value {
+        Some(_) => Err(format!("--{} takes no value", flag.name)),
+        None => Ok(()),
+    }
+}
+
+fn parse_args(args: &[String]) -> Result<Cmd> {
+    let Some((command, rest)) = args.split_first() else {
+        return Err("no command given".to_string());
+    };
+    let mut cursor = ArgCursor { args: rest.iter() };
+    match command.as_str() {
+        "help" | "--help" | "-h" => Ok(Cmd::Help),
+        "build" => match cursor.next_flag()? {
+            None => Ok(Cmd::Build),
+            Some(flag) => Err(format!("build takes no options (got --{})", flag.name)),
+        },
+        "run" => {
+            let mut run = RunOptions::default();
+            while let Some(flag) = cursor.next_flag()? {
+                if !parse_run_flag(&flag, &mut cursor, &mut run)? {
+                    return Err(format!("unknown option --{} for run", flag.name));
+                }
+            }
+            Ok(Cmd::Run(run))
+        }
+        "image" => {
+            let mut run = RunOptions::default();
+            let mut kind = ImageKind::Normal;
+            while let Some(flag) = cursor.next_flag()? {
+                if flag.name == "test" {
+                    reject_value(&flag)?;
+                    kind = ImageKind::Test;
+                } else if !parse_run_flag(&flag, &mut cursor, &mut run)? {
+                    return Err(format!("unknown option --{} for image", flag.name));
+                }
+            }
+            Ok(Cmd::Image { run, kind })
+        }
+        "test" => parse_test_args(&mut cursor).map(Cmd::Test),
+        "bench" => Ok(Cmd::Bench(rest.to_vec())),
+        other => Err(format!("unknown command `{other}`")),
+    }
+}
+
+/// Applies one `run`/`image` option; `Ok(false)` when the flag is not one of them.
+fn parse_run_flag<'a>(flag: &Flag<'a>, cursor: &mut ArgCursor<'a>, run: &mut RunOptions) -> Result<bool> {
+    match flag.name {
+        "smp" => run.smp = parse_smp(cursor.value(flag)?)?,
+        "mem" => run.mem = parse_mem(cursor.value(flag)?)?,
+        "cmdline" => run.cmdline = cursor.value(flag)?.to_string(),
+        "gdb" => {
+            reject_value(flag)?;
+            run.is_gdb = true;
+        }
+        "accel" => run.accel = cursor.value(flag)?.parse()?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+fn parse_test_args(cursor: &mut ArgCursor) -> Result<test::TestOptions> {
+    let mut opts = test::TestOptions::default();
+    let mut is_only_host = false;
+    let mut is_only_qemu = false;
+    while let Some(flag) = cursor.next_flag()? {
+        match flag.name {
+            "only-host" => {
+                reject_value(&flag)?;
+                is_only_host = true;
+            }
+            "only-qemu" => {
+                reject_value(&flag)?;
+                is_only_qemu = true;
+            }
+            "smp" => opts.smp = Some(parse_smp(cursor.value(&flag)?)?),
+            "timeout-s" => {
+                let text = cursor.value(&flag)?;
+                opts.timeout_s = match text.parse::<u64>() {
+                    Ok(seconds) if seconds > 0 => seconds,
+                    _ => return Err(format!("--timeout-s wants a positive number, got `{text}`")),
+                };
+            }
+            "accel" => opts.accel = cursor.value(&flag)?.parse()?,
+            other => return Err(format!("unknown option --{other} for test")),
+        }
+    }
+    opts.parts = match (is_only_host, is_only_qemu) {
+        (true, true) => return Err("--only-host and --only-qemu exclude each other".to_string()),
+        (true, false) => test::Parts::HostOnly,
+        (false, true) => test::Parts::QemuOnly,
+        (false, false) => test::Parts::All,
+    };
+    Ok(opts)
+}
+
+fn parse_smp(text: &str) -> Result<u32> {
+    match text.parse::<u32>() {
+        Ok(cpus) if cpus >= 1 => Ok(cpus),
+        _ => Err(format!("--smp wants a CPU count of at least 1, got `{text}`")),
+    }
+}
+
+/// Accepts what QEMU's `-m` accepts in practice: a number of MiB, or a
+/// number with a K/M/G/T suffix. Checking here turns a typo into a usage
+/// error instead of a QEMU start-up failure.
+fn parse_mem(text: &str) -> Result<String> {
+    let digits = text.trim_end_matches(['k', 'K', 'm', 'M', 'g', 'G', 't', 'T']);
+    let suffix_len = text.len() - digits.len();
+    let is_number = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    if is_number && suffix_len <= 1 && digits.parse::<u64>().is_ok_and(|n| n > 0) {
+        Ok(text.to_string())
+    } else {
+        Err(format!("--mem wants a size such as 512M or 1G, got `{text}`"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &[&str]) -> Result<Cmd> {
+        let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        parse_args(&args)
+    }
+
+    #[test]
+    fn run_defaults() {
+        assert_eq!(parse(&["run"]), Ok(Cmd::Run(RunOptions::default())));
+        let defaults = RunOptions::default();
+        assert_eq!(defaults.smp, 2);
+        assert_eq!(defaults.mem, "512M");
+        assert_eq!(defaults.accel, AccelChoice::Auto);
+    }
+
+    #[test]
+    fn run_options_both_spellings() {
+        let expected = Cmd::Run(RunOptions {
+            smp: 4,
+            mem: "1G".to_string(),
+            cmdline: "init=shell verbose".to_string(),
+            is_gdb: true,
+            accel: AccelChoice::Tcg,
+        });
+        assert_eq!(
+            parse(&[
+                "run",
+                "--smp",
+                "4",
+                "--mem",
+                "1G",
+                "--cmdline",
+                "init=shell verbose",
+                "--gdb",
+                "--accel",
+                "tcg"
+            ]),
+            Ok(expected.clone())
+        );
+        assert_eq!(
+            parse(&["run", "--smp=4", "--mem=1G", "--cmdline=init=shell verbose", "--gdb", "--accel=tcg"]),
+            Ok(expected)
+        );
+    }
+
+    #[test]
+    fn run_rejects_bad_values() {
+        assert!(parse(&["run", "--smp", "0"]).is_err());
+        assert!(parse(&["run", "--smp", "two"]).is_err());
+        assert!(parse(&["run", "--smp"]).is_err());
+        assert!(parse(&["run", "--mem", "lots"]).is_err());
+        assert!(parse(&["run", "--mem", "512MB"]).is_err());
+        assert!(parse(&["run", "--mem", "0"]).is_err());
+        assert!(parse(&["run", "--accel", "hvf"]).is_err());
+        assert!(parse(&["run", "--gdb=yes"]).is_err());
+        assert!(parse(&["run", "--frobnicate"]).is_err());
+        assert!(parse(&["run", "stray"]).is_err());
+    }
+
+    #[test]
+    fn mem_sizes() {
+        for ok in ["512M", "512m", "1G", "2048", "65536K"] {
+            assert_eq!(parse_mem(ok), Ok(ok.to_string()));
+        }
+        for bad in ["", "M", "1.5G", "-1G", "1GG"] {
+            assert!(parse_mem(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn image_takes_run_options_and_test() {
+        assert_eq!(
+            parse(&["image", "--test", "--smp", "1"]),
+            Ok(Cmd::Image { run: RunOptions { smp: 1, ..RunOptions::default() }, kind: ImageKind::Test })
+        );
+        assert!(parse(&["run", "--test"]).is_err());
+    }
+
+    #[test]
+    fn test_options() {
+        assert_eq!(parse(&["test"]), Ok(Cmd::Test(test::TestOptions::default())));
+        let Ok(Cmd::Test(opts)) =
+            parse(&["test", "--only-qemu", "--smp", "4", "--timeout-s=60", "--accel", "kvm"])
+        else {
+            panic!("test options did not parse");
+        };
+        assert_eq!(opts.parts, test::Parts::QemuOnly);
+        assert_eq!(opts.smp, Some(4));
+        assert_eq!(opts.timeout_s, 60);
+        assert_eq!(opts.accel, AccelChoice::Kvm);
+        assert!(matches!(
+            parse(&["test", "--only-host"]),
+            Ok(Cmd::Test(test::TestOptions { parts: test::Parts::HostOnly, .. }))
+        ));
+        assert!(parse(&["test", "--only-host", "--only-qemu"]).is_err());
+        assert!(parse(&["test", "--timeout-s", "0"]).is_err());
+        assert!(parse(&["test", "--gdb"]).is_err());
+    }
+
+    #[test]
+    fn other_commands() {
+        assert_eq!(parse(&["build"]), Ok(Cmd::Build));
+        assert!(parse(&["build", "--smp", "2"]).is_err());
+        assert_eq!(parse(&["help"]), Ok(Cmd::Help));
+        assert_eq!(
+            parse(&["bench", "--anything", "x"]),
+            Ok(Cmd::Bench(vec!["--anything".to_string(), "x".to_string()]))
+        );
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["deploy"]).is_err());
+    }
+}

@@ -1,0 +1,465 @@
+//! The QEMU command line, the accelerator choice and QEMU's exit status.
+//!
+//! The boot contract (also in `docs/building.md`): QEMU's built-in Multiboot1
+//! loader boots the kernel ELF (`-kernel`), each user program is one
+//! Multiboot module (`-initrd "a,b,c"`), the kernel command line is
+//! `-append`, and the kernel ends the run by writing a code to the
+//! `isa-debug-exit` device, which makes QEMU exit with
+//! `abi::qemu_exit::host_status(code)`.
+//!
+//! [`QemuConfig`] is plain data and [`QemuConfig::to_args`] a pure function
+//! of it, so the exact command line is unit-tested and `cargo xtask image`
+//! prints the same arguments that `run` and `test` execute.
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::str::FromStr;
+
+use crate::image::{self, ImageKind, Workspace};
+use crate::{Result, RunOptions, tools};
+
+/// The QEMU system emulator for x86-64 hosts and guests.
+pub const QEMU_BINARY: &str = "qemu-system-x86_64";
+/// Default number of guest CPUs for `run`: two, so that SMP paths run by default.
+pub const DEFAULT_SMP: u32 = 2;
+/// Default guest memory for `run` and `test`, in QEMU's `-m` syntax.
+pub const DEFAULT_MEM: &str = "512M";
+/// Where QEMU's gdb stub listens with `-s`.
+pub const GDB_PORT: u16 = 1234;
+
+/// Where Linux lists loaded kernel modules, one directory each.
+const SYS_MODULE_DIR: &str = "/sys/module";
+const DEV_KVM: &str = "/dev/kvm";
+
+/// What the user asked for with `--accel`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccelChoice {
+    Tcg,
+    Kvm,
+    /// KVM when a real hardware-virtualisation module is loaded, else TCG.
+    Auto,
+}
+
+impl FromStr for AccelChoice {
+    type Err = String;
+    fn from_str(text: &str) -> Result<AccelChoice> {
+        match text {
+            "tcg" => Ok(AccelChoice::Tcg),
+            "kvm" => Ok(AccelChoice::Kvm),
+            "auto" => Ok(AccelChoice::Auto),
+            _ => Err(format!("--accel wants tcg, kvm or auto, got `{text}`")),
+        }
+    }
+}
+
+/// The accelerator QEMU will use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    /// Software emulation, with every CPU feature QEMU can emulate.
+    Tcg,
+    /// Hardware virtualisation, with the host's CPU model.
+    Kvm,
+}
+
+impl Accel {
+    fn args(self) -> [&'static str; 4] {
+        match self {
+            Accel::Tcg => ["-accel", "tcg", "-cpu", "max"],
+            Accel::Kvm => ["-accel", "kvm", "-cpu", "host"],
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Tcg => "tcg",
+            Accel::Kvm => "kvm",
+        }
+    }
+}
+
+/// The accelerator chosen and why, for the one line printed before a boot.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AccelDecision {
+    pub accel: Accel,
+    pub reason: String,
+}
+
+/// Chooses the accelerator. `sys_module_dir` and `dev_kvm` are parameters so
+/// that tests can point them at a fake sysfs.
+///
+/// Why "auto" looks at the modules and not just at `/dev/kvm`: some hosts
+/// (these CI machines among them) have a `/dev/kvm` served by the
+/// paravirtual `kvm_pvm` module, which cannot run an ordinary kernel. Only
+/// `kvm_intel` or `kvm_amd` mean real hardware virtualisation.
+pub fn choose_accel(choice: AccelChoice, sys_module_dir: &Path, dev_kvm: &Path) -> AccelDecision {
+    let decision = |accel, reason: String| AccelDecision { accel, reason };
+    match choice {
+        AccelChoice::Tcg => decision(Accel::Tcg, "requested with --accel tcg".to_string()),
+        AccelChoice::Kvm => decision(Accel::Kvm, "requested with --accel kvm".to_string()),
+        AccelChoice::Auto => {
+            let module = ["kvm_intel", "kvm_amd"].into_iter().find(|name| sys_module_dir.join(name).is_dir());
+            let Some(module) = module else {
+                return decision(Accel::Tcg, "no kvm_intel or kvm_amd module is loaded".to_string());
+            };
+            match OpenOptions::new().read(true).write(true).open(dev_kvm) {
+                Ok(_) => decision(
+                    Accel::Kvm,
+                    format!("{module} is loaded and {} is accessible", dev_kvm.display()),
+                ),
+                Err(err) => decision(
+                    Accel::Tcg,
+                    format!("{module} is loaded but {} is not accessible: {err}", dev_kvm.display()),
+                ),
+            }
+        }
+    }
+}
+
+/// Chooses the accelerator on this machine and prints the choice (one line,
+/// to stderr, so that a log always says how a run was made).
+pub fn choose_and_report_accel(choice: AccelChoice) -> Accel {
+    let decision = choose_accel(choice, Path::new(SYS_MODULE_DIR), Path::new(DEV_KVM));
+    eprintln!("xtask: accelerator: {} ({})", decision.accel.name(), decision.reason);
+    decision.accel
+}
+
+/// Where the guest's serial port goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SerialMode {
+    /// Serial and QEMU monitor multiplexed on the terminal: Ctrl-A X quits,
+    /// Ctrl-A C switches to the monitor.
+    Interactive,
+    /// Serial on QEMU's stdout for the runner to read; no monitor, so that
+    /// nothing but guest output reaches the pipe.
+    Captured,
+}
+
+/// Everything that decides QEMU's command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QemuConfig {
+    pub kernel: PathBuf,
+    /// One Multiboot module per user program; the kernel names a module by
+    /// the basename of its path.
+    pub modules: Vec<PathBuf>,
+    pub cmdline: String,
+    pub smp: u32,
+    pub mem: String,
+    pub accel: Accel,
+    pub serial: SerialMode,
+    pub is_gdb: bool,
+}
+
+impl QemuConfig {
+    /// QEMU's arguments (without the program name).
+    pub fn to_args(&self) -> Result<Vec<String>> {
+        let mut args = vec!["-kernel".to_string(), path_arg(&self.kernel)?];
+        if !self.modules.is_empty() {
+            args.push("-initrd".to_string());
+            args.push(initrd_arg(&self.modules)?);
+        }
+        // QEMU itself puts the kernel's path in front of this text in the
+        // Multiboot command line, so the kernel sees "<path> <cmdline>".
+        if !self.cmdline.is_empty() {
+            args.push("-append".to_string());
+            args.push(self.cmdline.clone());
+        }
+        args.extend(["-m".to_string(), self.mem.clone()]);
+        args.extend(["-smp".to_string(), self.smp.to_string()]);
+        args.extend(self.accel.args().map(String::from));
+        args.extend(["-display", "none", "-no-reboot"].map(String::from));
+        args.push("-device".to_string());
+        args.push(format!("isa-debug-exit,iobase={:#x},iosize=0x04", abi::qemu_exit::PORT));
+        match self.serial {
+            SerialMode::Interactive => args.extend(["-serial", "mon:stdio"].map(String::from)),
+            SerialMode::Captured => args.extend(["-serial", "stdio", "-monitor", "none"].map(String::from)),
+        }
+        if self.is_gdb {
+            // -s: gdb stub on tcp::1234; -S: do not start the CPUs until gdb says so.
+            args.extend(["-s", "-S"].map(String::from));
+        }
+        Ok(args)
+    }
+
+    pub fn to_command(&self) -> Result<Command> {
+        let mut command = Command::new(QEMU_BINARY);
+        command.args(self.to_args()?);
+        Ok(command)
+    }
+
+    /// The command line as one shell-quoted string, to print and paste.
+    pub fn to_shell(&self) -> Result<String> {
+        let mut words = vec![QEMU_BINARY.to_string()];
+        words.extend(self.to_args()?);
+        Ok(words.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "))
+    }
+}
+
+fn path_arg(path: &Path) -> Result<String> {
+    path.to_str().map(str::to_string).ok_or_else(|| format!("path {} is not UTF-8", path.display()))
+}
+
+/// `-initrd` separates modules with commas (and a space starts a module's
+/// arguments), so a path must contain neither; absolute paths keep the
+/// modules independent of QEMU's working directory.
+fn initrd_arg(modules: &[PathBuf]) -> Result<String> {
+    let mut parts = Vec::with_capacity(modules.len());
+    for module in modules {
+        let text = path_arg(module)?;
+        if text.contains(',') || text.contains(' ') {
+            return Err(format!(
+                "module path `{text}` contains a comma or a space, which QEMU's -initrd cannot carry; \
+                 move the checkout to a simpler path"
+            ));
+        }
+        if !module.is_absolute() {
+            return Err(format!("module path `{text}` is not absolute"));
+        }
+        parts.push(text);
+    }
+    Ok(parts.join(","))
+}
+
+/// Quotes a word for a POSIX shell only when it needs it.
+fn shell_quote(word: &str) -> String {
+    let is_plain =
+        !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-./,=:+@%".contains(&b));
+    if is_plain { word.to_string() } else { format!("'{}'", word.replace('\'', r"'\''")) }
+}
+
+/// How a QEMU run ended, read from its exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QemuExit {
+    /// The kernel wrote `SUCCESS_CODE` to isa-debug-exit.
+    Success,
+    /// The kernel wrote `FAILURE_CODE`: a failed test or a kernel panic.
+    KernelFailure,
+    /// Any other status: QEMU's own errors (1), a quit from the monitor or a
+    /// triple fault with `-no-reboot` (0), or a code the contract lacks.
+    Other(i32),
+    /// QEMU was ended by a signal (for instance killed on a timeout).
+    Signal,
+}
+
+pub fn classify_exit(code: Option<i32>) -> QemuExit {
+    use abi::qemu_exit::{FAILURE_CODE, SUCCESS_CODE, host_status};
+    match code {
+        Some(c) if c == host_status(SUCCESS_CODE) => QemuExit::Success,
+        Some(c) if c == host_status(FAILURE_CODE) => QemuExit::KernelFailure,
+        Some(c) => QemuExit::Other(c),
+        None => QemuExit::Signal,
+    }
+}
+
+impl fmt::Display for QemuExit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use abi::qemu_exit::{FAILURE_CODE, SUCCESS_CODE, host_status};
+        match self {
+            QemuExit::Success => {
+                write!(f, "the kernel reported success (QEMU status {})", host_status(SUCCESS_CODE))
+            }
+            QemuExit::KernelFailure => {
+                write!(f, "the kernel reported failure (QEMU status {})", host_status(FAILURE_CODE))
+            }
+            QemuExit::Other(0) => write!(
+                f,
+                "QEMU exited with status 0 without the kernel's exit code \
+                 (quit from the monitor, or a triple fault with -no-reboot)"
+            ),
+            QemuExit::Other(1) => write!(f, "QEMU failed (status 1; see its message above)"),
+            QemuExit::Other(code) => write!(f, "QEMU exited with unexpected status {code}"),
+            QemuExit::Signal => write!(f, "QEMU was killed by a signal"),
+        }
+    }
+}
+
+/// Builds the image and assembles the configuration for it.
+fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<QemuConfig> {
+    let workspace = Workspace::load()?;
+    let built = image::build(&workspace, kind)?;
+    let accel = choose_and_report_accel(opts.accel);
+    Ok(QemuConfig {
+        kernel: built.kernel,
+        modules: built.modules,
+        cmdline: opts.cmdline.clone(),
+        smp: opts.smp,
+        mem: opts.mem.clone(),
+        accel,
+        serial,
+        is_gdb: opts.is_gdb,
+    })
+}
+
+fn print_gdb_hint(kernel: &Path) {
+    eprintln!(
+        "xtask: QEMU waits for a debugger; attach with:\n  gdb {} -ex 'target remote :{GDB_PORT}'",
+        kernel.display()
+    );
+}
+
+/// `cargo xtask run`: build, then boot with the serial console on the terminal.
+pub fn run_command(opts: &RunOptions) -> Result<ExitCode> {
+    tools::ensure_qemu()?;
+    let config = prepare(opts, ImageKind::Normal, SerialMode::Interactive)?;
+    if config.is_gdb {
+        print_gdb_hint(&config.kernel);
+    }
+    eprintln!("xtask: booting (Ctrl-A X quits QEMU)\n$ {}", config.to_shell()?);
+    let status = config.to_command()?.status().map_err(|err| format!("cannot start {QEMU_BINARY}: {err}"))?;
+    let exit = classify_exit(status.code());
+    eprintln!("xtask: {exit}");
+    Ok(if exit == QemuExit::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `cargo xtask image`: build, then print the exact QEMU command line on
+/// stdout (everything else goes to stderr, so the output can be captured).
+/// The test image is shown as `test` boots it: serial captured and, unless
+/// `--cmdline` says otherwise, the test runner as init.
+pub fn image_command(opts: &RunOptions, kind: ImageKind) -> Result<ExitCode> {
+    let (serial, opts) = match kind {
+        ImageKind::Normal => (SerialMode::Interactive, opts.clone()),
+        ImageKind::Test => {
+            let mut opts = opts.clone();
+            if opts.cmdline.is_empty() {
+                opts.cmdline = crate::test::TEST_KERNEL_CMDLINE.to_string();
+            }
+            (SerialMode::Captured, opts)
+        }
+    };
+    let config = prepare(&opts, kind, serial)?;
+    if config.is_gdb {
+        print_gdb_hint(&config.kernel);
+    }
+    println!("{}", config.to_shell()?);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn config() -> QemuConfig {
+        QemuConfig {
+            kernel: PathBuf::from("/w/target/x86_64-unknown-none/release/kernel"),
+            modules: vec![
+                PathBuf::from("/w/target/x86_64-unknown-none/release/init"),
+                PathBuf::from("/w/target/x86_64-unknown-none/release/shell"),
+            ],
+            cmdline: "init=testrunner".to_string(),
+            smp: 4,
+            mem: "512M".to_string(),
+            accel: Accel::Tcg,
+            serial: SerialMode::Captured,
+            is_gdb: false,
+        }
+    }
+
+    #[test]
+    fn captured_command_line() {
+        assert_eq!(
+            config().to_args().unwrap().join(" "),
+            "-kernel /w/target/x86_64-unknown-none/release/kernel \
+             -initrd /w/target/x86_64-unknown-none/release/init,/w/target/x86_64-unknown-none/release/shell \
+             -append init=testrunner -m 512M -smp 4 -accel tcg -cpu max -display none -no-reboot \
+             -device isa-debug-exit,iobase=0xf4,iosize=0x04 -serial stdio -monitor none"
+        );
+    }
+
+    #[test]
+    fn interactive_kvm_gdb_command_line() {
+        let cfg = QemuConfig {
+            cmdline: String::new(),
+            modules: Vec::new(),
+            accel: Accel::Kvm,
+            serial: SerialMode::Interactive,
+            is_gdb: true,
+            ..config()
+        };
+        let args = cfg.to_args().unwrap();
+        assert!(!args.contains(&"-append".to_string()), "empty cmdline is left out");
+        assert!(!args.contains(&"-initrd".to_string()), "no modules, no -initrd");
+        let line = args.join(" ");
+        assert!(line.contains("-accel kvm -cpu host"));
+        assert!(line.ends_with("-serial mon:stdio -s -S"), "{line}");
+    }
+
+    #[test]
+    fn module_paths_must_be_absolute_and_comma_free() {
+        let with_comma = QemuConfig { modules: vec![PathBuf::from("/a,b/init")], ..config() };
+        assert!(with_comma.to_args().unwrap_err().contains("comma"));
+        let relative = QemuConfig { modules: vec![PathBuf::from("target/init")], ..config() };
+        assert!(relative.to_args().unwrap_err().contains("absolute"));
+    }
+
+    #[test]
+    fn shell_form_quotes_only_when_needed() {
+        let cfg = QemuConfig { cmdline: "init=shell it's".to_string(), ..config() };
+        let shell = cfg.to_shell().unwrap();
+        assert!(shell.starts_with("qemu-system-x86_64 -kernel /w/target/"));
+        assert!(shell.contains(r"-append 'init=shell it'\''s' -m 512M"), "{shell}");
+    }
+
+    #[test]
+    fn exit_statuses() {
+        assert_eq!(classify_exit(Some(33)), QemuExit::Success);
+        assert_eq!(classify_exit(Some(35)), QemuExit::KernelFailure);
+        assert_eq!(classify_exit(Some(1)), QemuExit::Other(1));
+        assert_eq!(classify_exit(Some(0)), QemuExit::Other(0));
+        assert_eq!(classify_exit(None), QemuExit::Signal);
+    }
+
+    #[test]
+    fn accel_parses() {
+        assert_eq!("auto".parse(), Ok(AccelChoice::Auto));
+        assert_eq!("kvm".parse(), Ok(AccelChoice::Kvm));
+        assert_eq!("tcg".parse(), Ok(AccelChoice::Tcg));
+        assert!("KVM".parse::<AccelChoice>().is_err());
+    }
+
+    /// A fake /sys/module and /dev/kvm in a fresh temporary directory
+    /// (left behind: a few empty entries under the system's temp dir).
+    fn fake_host(name: &str, modules: &[&str], has_dev_kvm: bool) -> (PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!("xtask-accel-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let sys_module = root.join("sys/module");
+        fs::create_dir_all(&sys_module).unwrap();
+        for module in modules {
+            fs::create_dir(sys_module.join(module)).unwrap();
+        }
+        let dev_kvm = root.join("kvm");
+        if has_dev_kvm {
+            fs::write(&dev_kvm, b"").unwrap();
+        }
+        (sys_module, dev_kvm)
+    }
+
+    #[test]
+    fn auto_accel_needs_a_real_kvm_module() {
+        // The paravirtual module alone must not select KVM.
+        let (sys, dev) = fake_host("pvm", &["kvm", "kvm_pvm"], true);
+        let decision = choose_accel(AccelChoice::Auto, &sys, &dev);
+        assert_eq!(decision.accel, Accel::Tcg);
+        assert!(decision.reason.contains("no kvm_intel or kvm_amd"));
+
+        let (sys, dev) = fake_host("intel", &["kvm", "kvm_intel"], true);
+        assert_eq!(choose_accel(AccelChoice::Auto, &sys, &dev).accel, Accel::Kvm);
+
+        let (sys, dev) = fake_host("amd", &["kvm", "kvm_amd"], true);
+        assert_eq!(choose_accel(AccelChoice::Auto, &sys, &dev).accel, Accel::Kvm);
+
+        let (sys, dev) = fake_host("nodev", &["kvm_intel"], false);
+        let decision = choose_accel(AccelChoice::Auto, &sys, &dev);
+        assert_eq!(decision.accel, Accel::Tcg);
+        assert!(decision.reason.contains("not accessible"));
+    }
+
+    #[test]
+    fn explicit_accel_is_obeyed() {
+        let (sys, dev) = fake_host("explicit", &[], false);
+        assert_eq!(choose_accel(AccelChoice::Kvm, &sys, &dev).accel, Accel::Kvm);
+        let (sys, dev) = fake_host("explicit2", &["kvm_intel"], true);
+        assert_eq!(choose_accel(AccelChoice::Tcg, &sys, &dev).accel, Accel::Tcg);
+    }
+}
