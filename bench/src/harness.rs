@@ -1,0 +1,308 @@
+//! Measuring and reporting: picks an iteration count, takes samples, and
+//! prints each figure as one machine-readable line.
+//!
+//! The output format is the contract with the suite's driver:
+//! `BENCH {"name":"getpid","unit":"ns/op","value":123.4,"samples":[...],"iterations":1000}`
+//! on one line. `value` is the median of `samples`; each sample ran the
+//! workload `iterations` times. Any other line a program prints is
+//! commentary and starts with `#`.
+
+use crate::{Platform, now_ticks};
+use core::fmt::{self, Write};
+
+/// Most samples one measurement can hold (no allocator in `core`).
+pub const MAX_SAMPLES: usize = 15;
+
+/// How long and how often to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Samples per figure; odd, so the median is one of them.
+    pub sample_count: usize,
+    /// Each sample lasts at least this long, so the clock's own cost and
+    /// granularity are a negligible part of it.
+    pub min_sample_ns: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        // 7 samples of >= 50 ms: about half a second per figure, which
+        // keeps a whole run under TCG to tens of seconds.
+        Config { sample_count: 7, min_sample_ns: 50_000_000 }
+    }
+}
+
+/// What a figure counts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Unit {
+    /// Nanoseconds per iteration of the workload.
+    NanosPerOp,
+    /// Nanoseconds per round trip (a request and its reply).
+    NanosPerRoundTrip,
+    /// 10^6 bytes per second, each iteration moving `bytes_per_op`.
+    MegabytesPerSecond { bytes_per_op: u64 },
+}
+
+impl Unit {
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::NanosPerOp => "ns/op",
+            Unit::NanosPerRoundTrip => "ns/roundtrip",
+            Unit::MegabytesPerSecond { .. } => "MB/s",
+        }
+    }
+
+    /// The figure for `iterations` iterations that took `elapsed_ns`.
+    pub fn value(self, elapsed_ns: f64, iterations: u64) -> f64 {
+        match self {
+            Unit::NanosPerOp | Unit::NanosPerRoundTrip => elapsed_ns / iterations as f64,
+            // bytes / (ns / 1e9) / 1e6 = bytes * 1e3 / ns
+            Unit::MegabytesPerSecond { bytes_per_op } => {
+                (bytes_per_op * iterations) as f64 * 1e3 / elapsed_ns
+            }
+        }
+    }
+}
+
+/// One figure: its median and all its samples.
+#[derive(Clone, Copy, Debug)]
+pub struct Measurement {
+    pub median: f64,
+    samples: [f64; MAX_SAMPLES],
+    sample_count: usize,
+    pub iterations: u64,
+}
+
+impl Measurement {
+    pub fn samples(&self) -> &[f64] {
+        &self.samples[..self.sample_count]
+    }
+
+    /// Builds a measurement from samples already taken (the median is
+    /// computed here). Panics on no samples or more than [`MAX_SAMPLES`].
+    pub fn from_samples(samples: &[f64], iterations: u64) -> Self {
+        assert!(!samples.is_empty() && samples.len() <= MAX_SAMPLES, "1..={MAX_SAMPLES} samples");
+        let mut all = [0.0; MAX_SAMPLES];
+        all[..samples.len()].copy_from_slice(samples);
+        Measurement { median: median(samples), samples: all, sample_count: samples.len(), iterations }
+    }
+}
+
+/// The median; for an even count, the mean of the middle two.
+pub fn median(samples: &[f64]) -> f64 {
+    let mut sorted = [0.0; MAX_SAMPLES];
+    let sorted = &mut sorted[..samples.len()];
+    sorted.copy_from_slice(samples);
+    sorted.sort_unstable_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if !sorted.len().is_multiple_of(2) { sorted[middle] } else { (sorted[middle - 1] + sorted[middle]) / 2.0 }
+}
+
+/// Runs `workload(iterations)` until one call lasts at least
+/// `config.min_sample_ns`, then takes `config.sample_count` timed samples
+/// of that many iterations. The calibration runs double as a warm-up
+/// (caches, TLB, page faults on first touch, the peer process started).
+pub fn measure<P: Platform>(unit: Unit, config: &Config, mut workload: impl FnMut(u64)) -> Measurement {
+    let tsc_hz = P::tsc_hz();
+    let min_sample_ticks = ((config.min_sample_ns as u128 * tsc_hz as u128) / 1_000_000_000).max(1) as u64;
+    let time = |workload: &mut dyn FnMut(u64), iterations: u64| {
+        let start = now_ticks();
+        workload(iterations);
+        now_ticks().wrapping_sub(start)
+    };
+
+    let mut iterations = 1u64;
+    loop {
+        let ticks = time(&mut workload, iterations);
+        if ticks >= min_sample_ticks {
+            break;
+        }
+        // Aim straight for the target once a run is long enough to tell,
+        // instead of doubling all the way (each doubling costs a run).
+        iterations = if ticks > min_sample_ticks / 16 {
+            (iterations as u128 * min_sample_ticks as u128 * 5 / 4 / ticks as u128) as u64 + 1
+        } else {
+            iterations * 2
+        };
+    }
+
+    let sample_count = config.sample_count.clamp(1, MAX_SAMPLES);
+    let mut samples = [0.0; MAX_SAMPLES];
+    for sample in &mut samples[..sample_count] {
+        let ticks = time(&mut workload, iterations);
+        let elapsed_ns = ticks as f64 * 1e9 / tsc_hz as f64;
+        *sample = unit.value(elapsed_ns, iterations);
+    }
+    Measurement::from_samples(&samples[..sample_count], iterations)
+}
+
+/// Measures and prints one figure.
+pub fn run<P: Platform>(name: &str, unit: Unit, config: &Config, workload: impl FnMut(u64)) -> Measurement {
+    let measurement = measure::<P>(unit, config, workload);
+    report::<P>(name, unit, &measurement);
+    measurement
+}
+
+/// Prints the figure's `BENCH {...}` line.
+pub fn report<P: Platform>(name: &str, unit: Unit, measurement: &Measurement) {
+    let mut line = LineWriter::<P>::new();
+    // A LineWriter never fails: it flushes instead.
+    let _ = write_result_line(&mut line, name, unit, measurement);
+    line.flush();
+}
+
+/// Prints a `#` commentary line (not parsed by the suite).
+pub fn comment<P: Platform>(args: fmt::Arguments<'_>) {
+    let mut line = LineWriter::<P>::new();
+    let _ = line.write_str("# ");
+    let _ = line.write_fmt(args);
+    let _ = line.write_str("\n");
+    line.flush();
+}
+
+/// The result line, newline included.
+pub fn write_result_line(
+    out: &mut impl Write,
+    name: &str,
+    unit: Unit,
+    measurement: &Measurement,
+) -> fmt::Result {
+    out.write_str("BENCH {\"name\":")?;
+    write_json_string(out, name)?;
+    out.write_str(",\"unit\":")?;
+    write_json_string(out, unit.label())?;
+    out.write_str(",\"value\":")?;
+    write_json_number(out, measurement.median)?;
+    out.write_str(",\"samples\":[")?;
+    for (i, sample) in measurement.samples().iter().enumerate() {
+        if i > 0 {
+            out.write_str(",")?;
+        }
+        write_json_number(out, *sample)?;
+    }
+    writeln!(out, "],\"iterations\":{}}}", measurement.iterations)
+}
+
+fn write_json_string(out: &mut impl Write, text: &str) -> fmt::Result {
+    out.write_char('"')?;
+    for c in text.chars() {
+        match c {
+            '"' => out.write_str("\\\"")?,
+            '\\' => out.write_str("\\\\")?,
+            c if (c as u32) < 0x20 => write!(out, "\\u{:04x}", c as u32)?,
+            c => out.write_char(c)?,
+        }
+    }
+    out.write_char('"')
+}
+
+/// JSON has no NaN or infinity; those become `null`. Three decimals keep
+/// nanosecond figures of cheap operations meaningful.
+fn write_json_number(out: &mut impl Write, value: f64) -> fmt::Result {
+    if value.is_finite() { write!(out, "{value:.3}") } else { out.write_str("null") }
+}
+
+/// Collects a line and writes it with one `write_stdout`, so a line from
+/// this process is not interleaved with another's on the console. A line
+/// longer than the buffer goes out in pieces.
+struct LineWriter<P: Platform> {
+    buffer: [u8; 1024],
+    len_bytes: usize,
+    platform: core::marker::PhantomData<P>,
+}
+
+impl<P: Platform> LineWriter<P> {
+    fn new() -> Self {
+        LineWriter { buffer: [0; 1024], len_bytes: 0, platform: core::marker::PhantomData }
+    }
+
+    fn flush(&mut self) {
+        if self.len_bytes > 0 {
+            P::write_stdout(&self.buffer[..self.len_bytes]);
+            self.len_bytes = 0;
+        }
+    }
+}
+
+impl<P: Platform> Write for LineWriter<P> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        for &byte in text.as_bytes() {
+            if self.len_bytes == self.buffer.len() {
+                self.flush();
+            }
+            self.buffer[self.len_bytes] = byte;
+            self.len_bytes += 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::String;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
+    }
+
+    #[test]
+    fn result_line_is_one_line_of_json_after_the_prefix() {
+        let measurement = Measurement::from_samples(&[10.0, 12.5, 11.0], 1000);
+        let mut line = String::new();
+        write_result_line(&mut line, "pipe \"x\"", Unit::NanosPerRoundTrip, &measurement).unwrap();
+        assert_eq!(
+            line,
+            "BENCH {\"name\":\"pipe \\\"x\\\"\",\"unit\":\"ns/roundtrip\",\"value\":11.000,\
+             \"samples\":[10.000,12.500,11.000],\"iterations\":1000}\n"
+        );
+    }
+
+    #[test]
+    fn non_finite_numbers_become_null() {
+        let measurement = Measurement::from_samples(&[f64::NAN], 1);
+        let mut line = String::new();
+        write_result_line(&mut line, "x", Unit::NanosPerOp, &measurement).unwrap();
+        assert!(line.contains("\"value\":null,\"samples\":[null]"), "{line}");
+    }
+
+    #[test]
+    fn units_convert_elapsed_time() {
+        assert_eq!(Unit::NanosPerOp.value(1000.0, 10), 100.0);
+        // 1 MiB 1000 times in one second.
+        let mb_per_s = Unit::MegabytesPerSecond { bytes_per_op: 1 << 20 }.value(1e9, 1000);
+        assert!((mb_per_s - 1048.576).abs() < 1e-9);
+    }
+
+    /// A fake platform whose clock is the TSC at 1 GHz, so a tick is a
+    /// nanosecond; output is discarded.
+    struct Fake;
+    impl Platform for Fake {
+        fn tsc_hz() -> u64 {
+            1_000_000_000
+        }
+        fn getpid() -> u64 {
+            1
+        }
+        fn yield_now() {}
+        fn write_stdout(_: &[u8]) {}
+    }
+
+    #[test]
+    fn measure_grows_iterations_until_a_sample_is_long_enough() {
+        let config = Config { sample_count: 3, min_sample_ns: 1_000_000 };
+        let mut calls = 0u32;
+        let measurement = measure::<Fake>(Unit::NanosPerOp, &config, |iterations| {
+            calls += 1;
+            for i in 0..iterations {
+                core::hint::black_box(i);
+            }
+        });
+        assert_eq!(measurement.samples().len(), 3);
+        assert!(measurement.iterations > 1);
+        assert!(measurement.median > 0.0);
+        assert!(calls >= 4);
+    }
+}

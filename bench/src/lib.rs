@@ -1,0 +1,61 @@
+//! Ridgeback's benchmark programs, written once and built twice: for
+//! Ridgeback and for the Linux guest that the suite boots in the same QEMU
+//! machine (`shared/BENCHMARKS.md`).
+//!
+//! What it is: the measuring harness ([`harness`]), the workloads that need
+//! nothing but the [`Platform`] calls ([`workloads`]), and the Linux
+//! implementation of those calls plus the Linux peers of Ridgeback's
+//! message benchmarks: pipe, Unix-socket, futex and `sched_yield`
+//! ping-pong between two processes ([`linux`]).
+//!
+//! What it is not: the suite's driver. Booting the machines, collecting the
+//! output and computing ratios is `xtask`'s job; this crate only prints
+//! one `BENCH {json}` line per figure (see [`harness::report`]).
+//!
+//! Invariants:
+//! - Everything outside [`linux`] uses `core` only and reaches the system
+//!   through [`Platform`], so the Ridgeback build compiles the very same
+//!   benchmark code. The Ridgeback implementation of [`Platform`] comes
+//!   with Ridgeback's user runtime.
+//! - Time is read from the time-stamp counter ([`now_ticks`]) and
+//!   converted with [`Platform::tsc_hz`]; a sample lasts at least
+//!   [`harness::Config::min_sample_ns`], so one reading of the counter is
+//!   a negligible part of it.
+//! - A reported figure is the median of [`harness::Config::sample_count`]
+//!   samples, and every sample is reported with it.
+
+#![no_std]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod harness;
+pub mod workloads;
+
+#[cfg(target_os = "linux")]
+pub mod linux;
+
+/// What a benchmark needs from the operating system it runs on. Both
+/// builds implement it; the benchmark code is generic over it.
+pub trait Platform {
+    /// Time-stamp counter ticks per second.
+    fn tsc_hz() -> u64;
+    /// The calling process's id, through a real kernel entry (no cache):
+    /// the cheapest system call, the seed's `getpid` row (seed 001, Table 2).
+    fn getpid() -> u64;
+    /// Gives up the processor to another runnable process, if any.
+    fn yield_now();
+    /// Writes all of `bytes` to standard output (the serial console).
+    fn write_stdout(bytes: &[u8]);
+}
+
+/// The time-stamp counter. Not serialising: samples are long enough
+/// ([`harness::Config::min_sample_ns`]) that a few reordered instructions
+/// at either end do not matter.
+#[inline(always)]
+pub fn now_ticks() -> u64 {
+    // SAFETY: RDTSC reads a counter and has no memory effects; every x86_64
+    // processor has it, and neither Linux nor Ridgeback sets CR4.TSD, so
+    // user mode may execute it.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}

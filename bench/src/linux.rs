@@ -1,0 +1,472 @@
+//! The Linux build: [`Platform`] through Linux system calls, and the Linux
+//! peers of Ridgeback's round-trip message (seed 001, Table 1; the Linux
+//! peers are named in `shared/BENCHMARKS.md` R1): two processes echoing a
+//! 32-byte message through a pipe pair, a Unix socket, a futex over
+//! shared memory, or `sched_yield` turn-taking.
+//!
+//! Placement is explicit: a latency figure says whether both ends share
+//! one vCPU ([`Placement::SameCpu`], both pinned to CPU 0) or not
+//! ([`Placement::CrossCpu`], client on CPU 0, peer on CPU 1), because a
+//! cross-vCPU wake-up in an emulated machine costs far more than a switch.
+//!
+//! Every `unsafe` here is a libc call; each says what it relies on.
+
+use crate::workloads::{MESSAGE_BYTES, RoundTrip};
+use crate::{Platform, now_ticks};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use libc::c_int;
+
+/// Linux as the benchmarks see it.
+pub struct Linux;
+
+/// Length of the TSC calibration: long enough that the two clock reads
+/// at each end are noise (well under 0.1 %), short enough to be free.
+const TSC_CALIBRATION_NS: u64 = 100_000_000;
+
+/// The calibrated TSC frequency; 0 until the first calibration.
+static TSC_HZ: AtomicU64 = AtomicU64::new(0);
+
+impl Platform for Linux {
+    fn tsc_hz() -> u64 {
+        match TSC_HZ.load(Ordering::Relaxed) {
+            0 => {
+                let hz = calibrate_tsc_hz();
+                TSC_HZ.store(hz, Ordering::Relaxed);
+                hz
+            }
+            hz => hz,
+        }
+    }
+
+    fn getpid() -> u64 {
+        // The raw system call: some C libraries have cached getpid, and the
+        // figure is meant to be a kernel entry.
+        // SAFETY: getpid takes no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_getpid) as u64 }
+    }
+
+    fn yield_now() {
+        // SAFETY: sched_yield takes no arguments; its only effect is on
+        // scheduling.
+        unsafe { libc::sched_yield() };
+    }
+
+    fn write_stdout(bytes: &[u8]) {
+        write_all(1, bytes);
+    }
+}
+
+/// TSC ticks per second, against CLOCK_MONOTONIC over
+/// [`TSC_CALIBRATION_NS`]. The TSC is what the samples are timed with
+/// (cheap to read on both systems); the monotonic clock only sets its rate.
+fn calibrate_tsc_hz() -> u64 {
+    let (start_ns, start_ticks) = (monotonic_ns(), now_ticks());
+    let mut remaining = libc::timespec { tv_sec: 0, tv_nsec: TSC_CALIBRATION_NS as _ };
+    loop {
+        let mut left = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: both pointers are to live timespecs on this stack frame.
+        if unsafe { libc::nanosleep(&remaining, &mut left) } == 0 {
+            break;
+        }
+        remaining = left; // interrupted by a signal: sleep the rest
+    }
+    let (end_ns, end_ticks) = (monotonic_ns(), now_ticks());
+    (end_ticks.wrapping_sub(start_ticks) as u128 * 1_000_000_000 / (end_ns - start_ns).max(1) as u128) as u64
+}
+
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a live timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// Processors the system has online.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf only reads a configuration value.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize
+}
+
+/// Restricts the calling process to `cpu` (children inherit it).
+pub fn pin_to_cpu(cpu: usize) {
+    set_affinity(&[cpu]);
+}
+
+/// Lets the calling process run on every online processor again.
+pub fn unpin() {
+    let all: [usize; 64] = core::array::from_fn(|i| i);
+    set_affinity(&all[..online_cpus().min(64)]);
+}
+
+fn set_affinity(cpus: &[usize]) {
+    // SAFETY: cpu_set_t is a plain bit array; all zeros is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    for &cpu in cpus {
+        // SAFETY: CPU_SET writes bit `cpu` of `set`, which is in range:
+        // callers pass CPU numbers below 64, cpu_set_t has 1024 bits.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a live cpu_set_t of the size passed; pid 0 is us.
+    let result = unsafe { libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) };
+    assert_eq!(result, 0, "sched_setaffinity({cpus:?}) failed");
+}
+
+/// Where the two ends of a ping-pong run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Both ends pinned to CPU 0: every round trip is two context switches.
+    SameCpu,
+    /// Client on CPU 0, peer on CPU 1: every message is a cross-CPU wake-up.
+    CrossCpu,
+}
+
+impl Placement {
+    /// The figure's name suffix: how many vCPUs the two ends use.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Placement::SameCpu => "1cpu",
+            Placement::CrossCpu => "2cpu",
+        }
+    }
+
+    fn peer_cpu(self) -> usize {
+        match self {
+            Placement::SameCpu => 0,
+            Placement::CrossCpu => 1,
+        }
+    }
+}
+
+/// The echoing peer process. Waiting for it on drop keeps a benchmark
+/// from leaving a zombie or a still-running peer behind the next figure.
+struct Peer {
+    pid: libc::pid_t,
+}
+
+impl Peer {
+    /// Forks; the child pins itself, closes `close_in_child` (the parent's
+    /// ends, so the child sees end-of-file when the parent closes them),
+    /// runs `serve` and exits. The parent is pinned to CPU 0 first, so the
+    /// client end is where [`Placement`] says.
+    fn spawn(placement: Placement, close_in_child: &[c_int], serve: impl FnOnce()) -> Peer {
+        pin_to_cpu(0);
+        // SAFETY: this program is single-threaded, so the child is a full
+        // copy and may do anything; it leaves through _exit only.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            pin_to_cpu(placement.peer_cpu());
+            for &fd in close_in_child {
+                close(fd);
+            }
+            serve();
+            // SAFETY: _exit ends this process without running the parent's
+            // atexit handlers or flushing its (empty) buffers twice.
+            unsafe { libc::_exit(0) };
+        }
+        Peer { pid }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let mut status: c_int = 0;
+        // SAFETY: `pid` is our child; `status` is a live c_int.
+        unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        unpin();
+        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+            crate::harness::comment::<Linux>(format_args!("peer {} ended with status {status:#x}", self.pid));
+        }
+    }
+}
+
+/// Writes all of `bytes`, retrying on partial writes and EINTR.
+fn write_all(fd: c_int, mut bytes: &[u8]) -> bool {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is a live slice of the length passed.
+        let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if written < 0 {
+            if errno() == libc::EINTR {
+                continue;
+            }
+            return false;
+        }
+        bytes = &bytes[written as usize..];
+    }
+    true
+}
+
+/// Fills `buffer`; false on end-of-file or error.
+fn read_exact(fd: c_int, mut buffer: &mut [u8]) -> bool {
+    while !buffer.is_empty() {
+        // SAFETY: `buffer` is a live, writable slice of the length passed.
+        let read = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
+        if read < 0 && errno() == libc::EINTR {
+            continue;
+        }
+        if read <= 0 {
+            return false;
+        }
+        buffer = &mut buffer[read as usize..];
+    }
+    true
+}
+
+fn errno() -> c_int {
+    // SAFETY: __errno_location returns this thread's errno slot, always valid.
+    unsafe { *libc::__errno_location() }
+}
+
+fn close(fd: c_int) {
+    // SAFETY: closing a descriptor this process owns.
+    unsafe { libc::close(fd) };
+}
+
+/// The peer's loop for the descriptor-based channels: echo every message
+/// until the client closes its end.
+fn echo_until_end_of_file(input: c_int, output: c_int) {
+    let mut message = [0u8; MESSAGE_BYTES];
+    while read_exact(input, &mut message) && write_all(output, &message) {}
+}
+
+/// Two pipes, one each way: the classic lmbench `lat_pipe` arrangement.
+pub struct PipeChannel {
+    to_peer: c_int,
+    from_peer: c_int,
+    _peer: Peer,
+}
+
+impl PipeChannel {
+    pub fn new(placement: Placement) -> Self {
+        let (request_read, request_write) = pipe();
+        let (reply_read, reply_write) = pipe();
+        let peer = Peer::spawn(placement, &[request_write, reply_read], || {
+            echo_until_end_of_file(request_read, reply_write)
+        });
+        close(request_read);
+        close(reply_write);
+        PipeChannel { to_peer: request_write, from_peer: reply_read, _peer: peer }
+    }
+}
+
+fn pipe() -> (c_int, c_int) {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe failed");
+    (fds[0], fds[1])
+}
+
+impl RoundTrip for PipeChannel {
+    fn round_trip(&mut self, request: &[u8; MESSAGE_BYTES], reply: &mut [u8; MESSAGE_BYTES]) {
+        assert!(write_all(self.to_peer, request) && read_exact(self.from_peer, reply), "pipe peer gone");
+    }
+}
+
+impl Drop for PipeChannel {
+    fn drop(&mut self) {
+        // The peer sees end-of-file and exits; `_peer` then reaps it.
+        close(self.to_peer);
+        close(self.from_peer);
+    }
+}
+
+/// A connected `AF_UNIX` stream socket pair.
+pub struct UnixSocketChannel {
+    socket: c_int,
+    _peer: Peer,
+}
+
+impl UnixSocketChannel {
+    pub fn new(placement: Placement) -> Self {
+        let mut fds = [0 as c_int; 2];
+        // SAFETY: `fds` has room for the two descriptors socketpair writes.
+        let result = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) };
+        assert_eq!(result, 0, "socketpair failed");
+        let [client, server] = fds;
+        let peer = Peer::spawn(placement, &[client], || echo_until_end_of_file(server, server));
+        close(server);
+        UnixSocketChannel { socket: client, _peer: peer }
+    }
+}
+
+impl RoundTrip for UnixSocketChannel {
+    fn round_trip(&mut self, request: &[u8; MESSAGE_BYTES], reply: &mut [u8; MESSAGE_BYTES]) {
+        assert!(write_all(self.socket, request) && read_exact(self.socket, reply), "socket peer gone");
+    }
+}
+
+impl Drop for UnixSocketChannel {
+    fn drop(&mut self) {
+        close(self.socket);
+    }
+}
+
+/// How a [`SharedMemoryChannel`] end waits for the other's turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// FUTEX_WAIT on the state word; the other end FUTEX_WAKEs it. Four
+    /// kernel entries per round trip, like Ridge's Send + ReceiveData.
+    Futex,
+    /// `sched_yield` until the state changes: with both ends on one CPU,
+    /// the plain cost of switching between two processes.
+    Yield,
+}
+
+/// The page both processes share: a state word and one message buffer
+/// each way.
+#[repr(C)]
+struct Slot {
+    state: AtomicU32,
+    request: UnsafeCell<[u8; MESSAGE_BYTES]>,
+    reply: UnsafeCell<[u8; MESSAGE_BYTES]>,
+}
+
+/// [`Slot::state`] values. The buffers belong to whoever the state names:
+/// the peer reads `request` only in REQUEST, the client reads `reply` only
+/// in REPLY; the Release store of the state publishes the buffer written.
+const STATE_IDLE: u32 = 0;
+const STATE_REQUEST: u32 = 1;
+const STATE_REPLY: u32 = 2;
+const STATE_STOP: u32 = 3;
+
+/// A message exchange through a shared anonymous page.
+pub struct SharedMemoryChannel {
+    wait: Wait,
+    // Declared before `page`: fields drop in order, so the peer is reaped
+    // before the page it reads is unmapped.
+    _peer: Peer,
+    page: SharedPage,
+}
+
+/// One page mapped shared between this process and its forked peer.
+struct SharedPage {
+    slot: *const Slot,
+}
+
+const SHARED_PAGE_BYTES: usize = 4096;
+
+impl SharedPage {
+    fn new() -> Self {
+        // SAFETY: a fresh anonymous mapping; MAP_SHARED so the forked peer
+        // sees the same page, not a copy-on-write copy.
+        let page = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                SHARED_PAGE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(page != libc::MAP_FAILED, "mmap failed");
+        // A new anonymous page is zero-filled: STATE_IDLE and empty
+        // buffers, a valid Slot.
+        let page = SharedPage { slot: page as *const Slot };
+        debug_assert_eq!(page.slot().state.load(Ordering::Relaxed), STATE_IDLE);
+        page
+    }
+
+    fn slot(&self) -> &Slot {
+        // SAFETY: the mapping is page-aligned, zero-initialised (a valid
+        // Slot) and lives until `drop`.
+        unsafe { &*self.slot }
+    }
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the page mapped in `new`; no reference from
+        // `slot()` outlives `self`.
+        unsafe { libc::munmap(self.slot as *mut libc::c_void, SHARED_PAGE_BYTES) };
+    }
+}
+
+impl SharedMemoryChannel {
+    pub fn new(placement: Placement, wait: Wait) -> Self {
+        let page = SharedPage::new();
+        let slot = page.slot;
+        // SAFETY: the child has its own mapping of the same shared page at
+        // the same address (inherited over fork), valid until it exits.
+        let peer = Peer::spawn(placement, &[], || serve_slot(unsafe { &*slot }, wait));
+        SharedMemoryChannel { wait, _peer: peer, page }
+    }
+}
+
+/// The peer's loop: echo each request until told to stop.
+fn serve_slot(slot: &Slot, wait: Wait) {
+    loop {
+        if wait_for(slot, wait, STATE_REQUEST) == STATE_STOP {
+            return;
+        }
+        // SAFETY: in STATE_REQUEST the buffers are the peer's (see the
+        // state constants); the client touches neither until STATE_REPLY.
+        unsafe { *slot.reply.get() = *slot.request.get() };
+        slot.state.store(STATE_REPLY, Ordering::Release);
+        if wait == Wait::Futex {
+            futex_wake(&slot.state);
+        }
+    }
+}
+
+/// Waits until the state is `wanted` or STATE_STOP and returns it.
+fn wait_for(slot: &Slot, wait: Wait, wanted: u32) -> u32 {
+    loop {
+        let state = slot.state.load(Ordering::Acquire);
+        if state == wanted || state == STATE_STOP {
+            return state;
+        }
+        match wait {
+            Wait::Futex => futex_wait(&slot.state, state),
+            Wait::Yield => Linux::yield_now(),
+        }
+    }
+}
+
+/// Sleeps while `word` still holds `expected`. Not FUTEX_PRIVATE: the two
+/// processes share the page, so the futex must be keyed by the page, not
+/// by the address space.
+fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: `word` is a live, aligned u32; a null timeout waits without
+    // limit; EAGAIN (the value already changed) and EINTR just return, and
+    // the caller checks the state again.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            core::ptr::null::<libc::timespec>(),
+        )
+    };
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: `word` is a live, aligned u32; waking at most one waiter.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, 1) };
+}
+
+impl RoundTrip for SharedMemoryChannel {
+    fn round_trip(&mut self, request: &[u8; MESSAGE_BYTES], reply: &mut [u8; MESSAGE_BYTES]) {
+        let slot = self.page.slot();
+        // SAFETY: outside STATE_REQUEST the buffers are the client's: the
+        // peer is waiting for the state to change.
+        unsafe { *slot.request.get() = *request };
+        slot.state.store(STATE_REQUEST, Ordering::Release);
+        if self.wait == Wait::Futex {
+            futex_wake(&slot.state);
+        }
+        assert_eq!(wait_for(slot, self.wait, STATE_REPLY), STATE_REPLY, "shared-memory peer stopped");
+        // SAFETY: in STATE_REPLY the buffers are the client's again.
+        *reply = unsafe { *slot.reply.get() };
+    }
+}
+
+impl Drop for SharedMemoryChannel {
+    fn drop(&mut self) {
+        // Then `_peer` reaps the peer, then `page` is unmapped.
+        self.page.slot().state.store(STATE_STOP, Ordering::Release);
+        futex_wake(&self.page.slot().state);
+    }
+}

@@ -1,0 +1,118 @@
+//! The Linux build of the benchmark program: `bench [options] [figure...]`.
+//!
+//! Figures: `getpid`, `copy` (4 KiB and 1 MiB), `yield`, `pipe`, `unix`,
+//! `futex`, or `all` (the default). Ping-pong figures run with both ends
+//! on one vCPU and, when there are two, on two. Options: `--samples N`,
+//! `--sample-ms N`. Output: one `BENCH {json}` line per figure, `#` lines
+//! of commentary (see `bench::harness`).
+//!
+//! The Ridgeback build gets its own entry point with Ridgeback's runtime;
+//! everything it shares with this one is in the library.
+
+#[cfg(not(target_os = "linux"))]
+compile_error!("this is the Linux entry point; Ridgeback's build has its own");
+
+use bench::harness::{self, Config, MAX_SAMPLES};
+use bench::linux::{
+    Linux, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait, online_cpus,
+};
+use bench::{Platform, workloads};
+
+const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex"];
+const USAGE: &str = "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex]...";
+
+fn main() {
+    let (config, selected) = match parse_args(std::env::args().skip(1)) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("bench: {message}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    let cpus = online_cpus();
+    harness::comment::<Linux>(format_args!(
+        "bench on linux: tsc_hz={} online_cpus={cpus} samples={} min_sample_ms={}",
+        Linux::tsc_hz(),
+        config.sample_count,
+        config.min_sample_ns / 1_000_000
+    ));
+    let placements: &[Placement] =
+        if cpus >= 2 { &[Placement::SameCpu, Placement::CrossCpu] } else { &[Placement::SameCpu] };
+    if cpus < 2 {
+        harness::comment::<Linux>(format_args!("one CPU online: cross-CPU figures skipped"));
+    }
+
+    for figure in selected {
+        match figure {
+            "getpid" => {
+                workloads::getpid::<Linux>(&config);
+            }
+            "copy" => {
+                for (label, len_bytes) in [("4KiB", 4 << 10), ("1MiB", 1 << 20)] {
+                    let source = vec![0xa5_u8; len_bytes];
+                    let mut destination = vec![0_u8; len_bytes];
+                    let name = format!("copy_{label}");
+                    workloads::copy_bandwidth::<Linux>(&name, &config, &source, &mut destination);
+                }
+            }
+            // Turn-taking by sched_yield makes sense on one CPU only: on
+            // two, both ends would just spin.
+            "yield" => {
+                let mut channel = SharedMemoryChannel::new(Placement::SameCpu, Wait::Yield);
+                workloads::ping_pong::<Linux>("yield_pingpong_32B_1cpu", &config, &mut channel);
+            }
+            "pipe" => {
+                for &placement in placements {
+                    let mut channel = PipeChannel::new(placement);
+                    let name = format!("pipe_pingpong_32B_{}", placement.suffix());
+                    workloads::ping_pong::<Linux>(&name, &config, &mut channel);
+                }
+            }
+            "unix" => {
+                for &placement in placements {
+                    let mut channel = UnixSocketChannel::new(placement);
+                    let name = format!("unix_pingpong_32B_{}", placement.suffix());
+                    workloads::ping_pong::<Linux>(&name, &config, &mut channel);
+                }
+            }
+            "futex" => {
+                for &placement in placements {
+                    let mut channel = SharedMemoryChannel::new(placement, Wait::Futex);
+                    let name = format!("futex_pingpong_32B_{}", placement.suffix());
+                    workloads::ping_pong::<Linux>(&name, &config, &mut channel);
+                }
+            }
+            _ => unreachable!("parse_args accepts only FIGURES"),
+        }
+    }
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Config, Vec<&'static str>), String> {
+    let mut config = Config::default();
+    let mut selected = Vec::new();
+    while let Some(arg) = args.next() {
+        let mut number = |option: &str| -> Result<u64, String> {
+            let value = args.next().ok_or_else(|| format!("{option} needs a value"))?;
+            value.parse().map_err(|_| format!("{option}: {value:?} is not a number"))
+        };
+        match arg.as_str() {
+            "--samples" => {
+                let count = number("--samples")? as usize;
+                if !(1..=MAX_SAMPLES).contains(&count) {
+                    return Err(format!("--samples must be 1..={MAX_SAMPLES}"));
+                }
+                config.sample_count = count;
+            }
+            "--sample-ms" => config.min_sample_ns = number("--sample-ms")? * 1_000_000,
+            "all" => selected.extend_from_slice(FIGURES),
+            name => match FIGURES.iter().find(|figure| **figure == name) {
+                Some(figure) => selected.push(*figure),
+                None => return Err(format!("unknown figure {name:?}")),
+            },
+        }
+    }
+    if selected.is_empty() {
+        selected.extend_from_slice(FIGURES);
+    }
+    Ok((config, selected))
+}
