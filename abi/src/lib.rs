@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod layout;
+pub mod msg;
 
 /// Kernel-call numbers. Ridge OS (seed 001, §5) gives the kernel only three
 /// services: processes, memory and messages. The numbers are grouped that way.
@@ -65,12 +66,53 @@ pub enum Call {
     /// `counters(buf_ptr, buf_len) -> count`: copy the kernel's event
     /// counters ([`Counter`]) as an array of `u64`.
     Counters = 20,
+    // --- messages (Ridge OS §5; see the `msg` module for registers) ---
+    /// `init_qseg(num_links, num_queues, num_messages, num_pages) -> 0`.
+    InitQSeg = 32,
+    /// `open_queue(num_messages, access) -> queue` ([`msg::ACCESS_PUBLIC`] or
+    /// [`msg::ACCESS_PRIVATE`]).
+    OpenQueue = 33,
+    /// `close_queue(queue) -> 0`: queued messages are dropped; blocked
+    /// callers get [`Error::DeadPeer`].
+    CloseQueue = 34,
+    /// `allow_sender(queue, pid) -> 0`: let `pid` link to a private queue.
+    AllowSender = 35,
+    /// `open_link(receiver_pid, receiver_queue) -> link`.
+    OpenLink = 36,
+    /// `close_link(link) -> 0`.
+    CloseLink = 37,
+    /// `send(link; m0..m3) -> 0`: queue a 32-byte message; do not wait.
+    Send = 38,
+    /// `send_data(link, addr, len; m0..m3) -> 0`: a message plus up to
+    /// 4096 bytes; one whole aligned page moves by copy-on-write mapping.
+    SendData = 39,
+    /// `receive_data(queue, buf, buf_len, flags) -> len; rdx = sender,
+    /// rsi = kind, r10 = reply handle, m0..m3 = message`. Blocks on an empty
+    /// queue unless `flags` has [`msg::NONBLOCKING`].
+    ReceiveData = 40,
+    /// `test(queue) -> count`: messages waiting; never blocks.
+    Test = 41,
+    /// `arm(queue, on) -> 0`: include (on = 1) or exclude (0) a queue from `wait_armed`.
+    Arm = 42,
+    /// `wait_armed() -> queue`: Ridge's Wait: block until an armed queue
+    /// has a message; returns the lowest-numbered such queue.
+    WaitArmed = 43,
+    /// `call(link, send_buf, send_len, recv_buf, recv_len; m0..m3) -> len;
+    /// m0..m3 = reply`: send and wait for the reply in one kernel entry.
+    Call = 44,
+    /// `reply(handle, buf, len; m0..m3) -> 0`: answer a call; do not wait.
+    Reply = 45,
+    /// `reply_wait(handle, buf, len, queue, recv_buf, recv_len; m0..m3)`:
+    /// reply (unless handle is [`msg::NO_REPLY`]) and receive the next
+    /// message, in one kernel entry. Results as `receive_data`.
+    ReplyWait = 46,
 }
 
 impl Call {
     /// Decode a raw call number; `None` for numbers that name no call.
     pub fn from_raw(raw: u64) -> Option<Call> {
-        use Call::*;
+        use self::Call as C;
+        use C::*;
         Some(match raw {
             0 => Exit,
             1 => Spawn,
@@ -85,6 +127,21 @@ impl Call {
             18 => KernelOptions,
             19 => Shutdown,
             20 => Counters,
+            32 => InitQSeg,
+            33 => OpenQueue,
+            34 => CloseQueue,
+            35 => AllowSender,
+            36 => OpenLink,
+            37 => CloseLink,
+            38 => Send,
+            39 => SendData,
+            40 => ReceiveData,
+            41 => Test,
+            42 => Arm,
+            43 => WaitArmed,
+            44 => C::Call,
+            45 => Reply,
+            46 => ReplyWait,
             _ => return None,
         })
     }
@@ -153,10 +210,18 @@ pub enum Counter {
     BytesCopied = 4,
     /// Page-table roots loaded (CR3 writes).
     AddressSpaceSwitches = 5,
+    /// Messages sent (Send, SendData, Call, Reply, interrupts, faults).
+    Messages = 6,
+    /// Messages handed straight to a blocked receiver (no queueing).
+    DirectHandoffs = 7,
+    /// Pages moved by copy-on-write mapping instead of copying.
+    PagesLoaned = 8,
+    /// Copy-on-write faults resolved (a page copied on first write).
+    CowCopies = 9,
 }
 
 /// Number of counters; the length of the array [`Call::Counters`] fills.
-pub const COUNTER_COUNT: usize = 6;
+pub const COUNTER_COUNT: usize = 10;
 /// Names of the counters, indexed by [`Counter`].
 pub const COUNTER_NAMES: [&str; COUNTER_COUNT] = [
     "kernel_calls",
@@ -165,6 +230,10 @@ pub const COUNTER_NAMES: [&str; COUNTER_COUNT] = [
     "context_switches",
     "bytes_copied",
     "address_space_switches",
+    "messages",
+    "direct_handoffs",
+    "pages_loaned",
+    "cow_copies",
 ];
 
 /// Error codes. A kernel call that fails returns `-(code as i64)` in `rax`.
@@ -194,6 +263,28 @@ pub enum Error {
     NoChildren = 9,
     /// The operation would block and the caller asked not to.
     WouldBlock = 10,
+    /// The process has no queue segment (`init_qseg` first), or already has one.
+    NoQueueSegment = 11,
+    /// The link number names no open link.
+    BadLink = 12,
+    /// The queue number names no open queue (of the caller, or of the
+    /// receiver a link points to: it was closed).
+    BadQueue = 13,
+    /// The receiving queue is full (its message count or the receiver's
+    /// page quota); nothing was sent.
+    QueueFull = 14,
+    /// The peer process has ended.
+    DeadPeer = 15,
+    /// A table of the queue segment is full (links, queues, messages, pages,
+    /// pending calls), or a requested size exceeds the kernel's limits.
+    LimitReached = 16,
+    /// The receive buffer is too small for the message's data; the message
+    /// stays queued and `rdx` says how many bytes it needs.
+    BufferTooSmall = 17,
+    /// The reply handle is not one this process was given, or was used.
+    BadReplyHandle = 18,
+    /// `wait_armed` with no armed queue.
+    NothingArmed = 19,
 }
 
 impl Error {
@@ -210,6 +301,15 @@ impl Error {
             8 => OutOfResources,
             9 => NoChildren,
             10 => WouldBlock,
+            11 => NoQueueSegment,
+            12 => BadLink,
+            13 => BadQueue,
+            14 => QueueFull,
+            15 => DeadPeer,
+            16 => LimitReached,
+            17 => BufferTooSmall,
+            18 => BadReplyHandle,
+            19 => NothingArmed,
             _ => return None,
         })
     }
@@ -227,6 +327,15 @@ impl Error {
             Error::OutOfResources => "out of resources",
             Error::NoChildren => "no children",
             Error::WouldBlock => "would block",
+            Error::NoQueueSegment => "no queue segment",
+            Error::BadLink => "bad link",
+            Error::BadQueue => "bad queue",
+            Error::QueueFull => "queue full",
+            Error::DeadPeer => "peer process has ended",
+            Error::LimitReached => "limit reached",
+            Error::BufferTooSmall => "buffer too small",
+            Error::BadReplyHandle => "bad reply handle",
+            Error::NothingArmed => "no queue armed",
         }
     }
 
@@ -341,7 +450,7 @@ mod tests {
 
     #[test]
     fn errors_round_trip_through_rax() {
-        for code in 1..=10 {
+        for code in 1..=19 {
             let e = Error::from_raw(code).unwrap();
             assert_eq!(decode_return(e.to_return()), Err(e));
         }
