@@ -66,6 +66,7 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
             let n = (a1 as usize).min(COUNTER_COUNT);
             copy_out(k, slot, a0, (n * 8) as u64, &bytes[..n * 8]).map(|_| n as u64)
         }
+        _ => Err(Error::NoSuchCall),
     };
     k.procs[slot].set_return(result);
 }
