@@ -79,8 +79,21 @@ impl core::fmt::Display for Warning<'_> {
     }
 }
 
-/// Parse a command line. Every problem is passed to `warn`; later words
-/// override earlier ones.
+/// Split a command line at a lone `--`: the words before it are kernel
+/// options, the rest is the init program's argument string (Linux's rule).
+pub fn split_init_args(cmdline: &str) -> (&str, &str) {
+    let mut at = 0;
+    for word in cmdline.split(' ') {
+        if word == "--" {
+            return (&cmdline[..at], cmdline[at + 2..].trim_start());
+        }
+        at += word.len() + 1;
+    }
+    (cmdline, "")
+}
+
+/// Parse kernel options (the part before `--`). Every problem is passed to
+/// `warn`; later words override earlier ones.
 pub fn parse<'a>(cmdline: &'a str, mut warn: impl FnMut(Warning<'a>)) -> Options<'a> {
     let mut opts = Options::default();
     for word in cmdline.split_ascii_whitespace() {
@@ -159,6 +172,14 @@ mod tests {
         assert_eq!(w[3], Warning::NotKeyValue("lonely"));
         assert!(matches!(w[4], Warning::BadValue { name: "verbose", .. }));
         assert!(matches!(w[5], Warning::BadValue { name: "init", .. }));
+    }
+
+    #[test]
+    fn init_arguments_follow_a_lone_double_dash() {
+        assert_eq!(split_init_args("init=bench -- getpid copy"), ("init=bench ", "getpid copy"));
+        assert_eq!(split_init_args("verbose=1"), ("verbose=1", ""));
+        assert_eq!(split_init_args("-- a --b"), ("", "a --b"));
+        assert_eq!(split_init_args("x=--y"), ("x=--y", ""));
     }
 
     #[test]

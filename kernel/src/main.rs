@@ -69,7 +69,8 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
         panic!("not started by a Multiboot loader (eax = {multiboot_magic:#x})");
     }
     let boot = BOOT_INFO.call_once(|| bootinfo::parse(multiboot_info as u64));
-    let opts = *OPTIONS.call_once(|| options::parse(boot.cmdline(), |w| kprintln!("warning: {w}")));
+    let (kernel_words, init_args) = options::split_init_args(boot.cmdline());
+    let opts = *OPTIONS.call_once(|| options::parse(kernel_words, |w| kprintln!("warning: {w}")));
     kprintln!("command line: \"{}\"", boot.cmdline());
     if boot.modules_ignored > 0 {
         kprintln!("warning: {} boot modules beyond the limit ignored", boot.modules_ignored);
@@ -112,7 +113,7 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
     });
     {
         let mut k = sched::KERNEL.lock();
-        let pid = k.spawn(None, init, &[], abi::DEFAULT_PRIORITY).expect("starting init");
+        let pid = k.spawn(None, init, init_args.as_bytes(), abi::DEFAULT_PRIORITY).expect("starting init");
         k.init_slot = Some(pid.slot() as usize);
     }
     apic::start_timer(kernel_core::limits::TICK_MS);
