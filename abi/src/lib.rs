@@ -174,6 +174,9 @@ pub enum InfoKey {
     ProcessCount = 5,
     /// Free physical memory in bytes.
     FreeMemoryBytes = 6,
+    /// Frames shared by more than one owner (copy-on-write pages, lent
+    /// message pages).
+    SharedFrames = 7,
 }
 
 impl InfoKey {
@@ -187,6 +190,7 @@ impl InfoKey {
             4 => Priority,
             5 => ProcessCount,
             6 => FreeMemoryBytes,
+            7 => SharedFrames,
             _ => return None,
         })
     }

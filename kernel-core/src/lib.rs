@@ -9,6 +9,7 @@
 //! - [`limits`]: every static limit of the kernel, in one place.
 //! - [`frame_alloc`]: the physical frame allocator (a bitmap).
 //! - [`options`]: the kernel command line (`key=value` words).
+//! - [`qseg`]: a process's queue segment: links, queues, waiting messages.
 //! - [`ready`]: the scheduler's ready lists (descending priority, FIFO within one).
 //! - [`acpi`]: finding CPUs and interrupt controllers in the firmware tables.
 //! - [`elf`]: checks that a user program is an ELF64 x86-64 executable we can load.
@@ -21,4 +22,5 @@ pub mod elf;
 pub mod frame_alloc;
 pub mod limits;
 pub mod options;
+pub mod qseg;
 pub mod ready;

@@ -71,6 +71,7 @@ impl Kernel {
         let p = &mut self.procs[slot];
         p.parent = parent_pid;
         p.priority = priority;
+        p.base_priority = priority;
         p.space = Some(space);
         p.exit_status = 0;
         p.kill_requested = false;

@@ -32,6 +32,7 @@ extern crate alloc;
 mod arch;
 mod bootinfo;
 mod console;
+mod ipc;
 mod loader;
 mod memory;
 mod process;

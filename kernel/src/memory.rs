@@ -13,6 +13,7 @@
 
 use crate::arch::paging::{self, GLOBAL, HUGE_PAGE_BYTES, KERNEL_VMA, NO_EXECUTE, PAGE_BYTES, WRITABLE};
 use crate::bootinfo::BootInfo;
+use alloc::collections::BTreeMap;
 use kernel_core::frame_alloc::{FrameAllocator, PhysRange};
 use kernel_core::limits::KERNEL_HEAP_BYTES;
 use spin::Mutex;
@@ -116,6 +117,10 @@ pub fn init(boot: &BootInfo, kernel_phys: PhysRange) {
 /// kernel's. Dropping it frees every frame of the user half.
 pub struct AddressSpace {
     root: u64,
+    /// Goes up whenever a mapping loses rights (a page lent copy-on-write,
+    /// a page replaced), so a CPU that kept this root loaded while idle
+    /// knows to flush its TLB before running the process again.
+    pub tlb_epoch: u64,
 }
 
 /// Why a user mapping failed.
@@ -129,7 +134,7 @@ impl AddressSpace {
     pub fn new() -> Option<AddressSpace> {
         let root = alloc_frame_low()?;
         paging::copy_kernel_half(kernel_root(), root);
-        Some(AddressSpace { root })
+        Some(AddressSpace { root, tlb_epoch: 0 })
     }
 
     pub fn root(&self) -> u64 {
@@ -161,7 +166,106 @@ impl AddressSpace {
 
 impl Drop for AddressSpace {
     fn drop(&mut self) {
-        paging::free_user_half(self.root, &mut |pa| free_frame(pa));
+        paging::free_user_half(self.root, &mut |pa| frame_unref(pa), &mut |pa| free_frame(pa));
         free_frame(self.root);
+    }
+}
+
+/// Extra references to frames shared copy-on-write or held by messages,
+/// beyond the first. A frame absent here has exactly one owner. Shared
+/// frames are few, so a map beats a count for every frame of memory.
+static SHARED_FRAMES: Mutex<BTreeMap<u64, u32>> = Mutex::new(BTreeMap::new());
+
+/// Add a reference to `pa`.
+pub fn frame_ref(pa: u64) {
+    *SHARED_FRAMES.lock().entry(pa).or_insert(0) += 1;
+}
+
+/// Drop a reference to `pa`; the last one frees the frame.
+pub fn frame_unref(pa: u64) {
+    let mut shared = SHARED_FRAMES.lock();
+    match shared.get_mut(&pa) {
+        Some(1) => {
+            shared.remove(&pa);
+        }
+        Some(n) => *n -= 1,
+        None => {
+            drop(shared);
+            free_frame(pa);
+        }
+    }
+}
+
+fn frame_is_shared(pa: u64) -> bool {
+    SHARED_FRAMES.lock().contains_key(&pa)
+}
+
+/// Frames currently shared (for leak checks).
+pub fn shared_frame_count() -> usize {
+    SHARED_FRAMES.lock().len()
+}
+
+impl AddressSpace {
+    /// Lend the page at user address `va` (page-aligned, mapped) for a
+    /// message: the frame gains a reference and the page becomes
+    /// copy-on-write here, so later writes by this process copy it and the
+    /// receiver keeps the contents as they were (NetBSD's loan, Ridge's
+    /// page-table-entry copy). Returns the frame.
+    pub fn loan_page(&mut self, va: u64) -> Option<u64> {
+        let e = paging::leaf_entry(self.root, va);
+        if e & paging::PRESENT == 0 || e & paging::USER == 0 {
+            return None;
+        }
+        if e & WRITABLE != 0 {
+            paging::set_leaf_entry(self.root, va, (e & !WRITABLE) | paging::COPY_ON_WRITE);
+            self.tlb_epoch += 1;
+            crate::arch::cpu::invlpg(va);
+        }
+        let frame = paging::entry_address(e);
+        frame_ref(frame);
+        Some(frame)
+    }
+
+    /// Map a lent frame (whose reference the caller hands over) at user
+    /// page `va`, copy-on-write, replacing what was there.
+    pub fn map_loaned(&mut self, va: u64, frame: u64) -> Result<(), SpaceError> {
+        let old = paging::leaf_entry(self.root, va);
+        let flags = paging::USER | paging::NO_EXECUTE | paging::COPY_ON_WRITE | paging::PRESENT;
+        if old & paging::PRESENT != 0 {
+            paging::set_leaf_entry(self.root, va, frame | flags);
+            frame_unref(paging::entry_address(old));
+        } else {
+            paging::map_page(self.root, va, frame, flags, &mut || alloc_frame()).map_err(|e| match e {
+                paging::MapError::AlreadyMapped => SpaceError::AlreadyMapped,
+                paging::MapError::OutOfMemory => SpaceError::OutOfMemory,
+            })?;
+        }
+        self.tlb_epoch += 1;
+        crate::arch::cpu::invlpg(va);
+        Ok(())
+    }
+
+    /// Resolve a write fault at `va` if the page is copy-on-write: the last
+    /// holder just gets write access back, others get a private copy.
+    /// Returns false if `va` is not a copy-on-write page (a real fault), or
+    /// no memory is left for the copy.
+    pub fn resolve_copy_on_write(&mut self, va: u64) -> bool {
+        let page = va & !(PAGE_BYTES - 1);
+        let e = paging::leaf_entry(self.root, page);
+        if e & paging::PRESENT == 0 || e & paging::COPY_ON_WRITE == 0 {
+            return false;
+        }
+        let frame = paging::entry_address(e);
+        let keep = e & (paging::USER | paging::NO_EXECUTE | paging::PRESENT);
+        if frame_is_shared(frame) {
+            let Some(copy) = alloc_frame() else { return false };
+            paging::copy_frame(frame, copy);
+            paging::set_leaf_entry(self.root, page, copy | keep | WRITABLE);
+            frame_unref(frame);
+        } else {
+            paging::set_leaf_entry(self.root, page, frame | keep | WRITABLE);
+        }
+        crate::arch::cpu::invlpg(page);
+        true
     }
 }

@@ -9,9 +9,11 @@
 //! gone is freed as soon as it ends.
 
 use crate::arch::trap::TrapFrame;
+use crate::ipc::{Message, ReplyTable};
 use crate::memory::AddressSpace;
 use abi::Pid;
 use kernel_core::limits::MAX_PROCESS_NAME_BYTES;
+use kernel_core::qseg::QueueSegment;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
@@ -28,17 +30,28 @@ pub enum Blocked {
     Wait(Option<Pid>),
     /// In `sleep`, until uptime reaches `wake_at_ns`.
     Sleep,
+    /// In `receive_data`/`reply_wait` on `queue`, with this buffer for data.
+    Receive { queue: u32, buf: u64, buf_len: u64 },
+    /// In `wait_armed`.
+    WaitArmed,
+    /// In `call` to `server`, with this buffer for the reply's data.
+    Call { server: Pid, buf: u64, buf_len: u64 },
 }
 
 pub struct Process {
     pub state: State,
     pub generation: u32,
     pub parent: Option<Pid>,
+    /// Effective priority: `base_priority`, or a caller's while serving
+    /// a call (see ipc.rs).
     pub priority: u8,
+    pub base_priority: u8,
     /// Saved user registers while not running; the kernel call's arguments
     /// and results while in the kernel.
     pub frame: TrapFrame,
     pub space: Option<AddressSpace>,
+    pub qseg: Option<QueueSegment<Message>>,
+    pub replies: ReplyTable,
     pub exit_status: u64,
     /// Set when another CPU asked this running process to end.
     pub kill_requested: bool,
@@ -56,8 +69,11 @@ impl Process {
             generation: 1,
             parent: None,
             priority: 0,
+            base_priority: 0,
             frame: TrapFrame::ZERO,
             space: None,
+            qseg: None,
+            replies: ReplyTable::new(),
             exit_status: 0,
             kill_requested: false,
             slice_ticks_left: 0,

@@ -32,6 +32,8 @@ pub struct CpuState {
     /// The page-table root loaded in CR3. Idle CPUs keep the last one
     /// (switching costs a TLB flush); `resume` drops it if it died.
     pub loaded_root: u64,
+    /// The `tlb_epoch` of that address space when it was loaded.
+    pub loaded_epoch: u64,
     /// The current process has used up its slice or yielded.
     pub slice_expired: bool,
     /// A reschedule interrupt is on its way to this CPU.
@@ -60,6 +62,7 @@ pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
         online: false,
         current: None,
         loaded_root: 0,
+        loaded_epoch: 0,
         slice_expired: false,
         kicked: false,
         dispatched_tsc: 0,
@@ -114,6 +117,15 @@ impl Kernel {
         self.procs[slot].state = State::Ready;
         self.ready.push_back(slot, prio);
         self.kick_for(prio);
+    }
+
+    /// Put a process on its ready list without interrupting another CPU:
+    /// this CPU is about to choose what to run and will find it (the
+    /// synchronous-call path, where the waker blocks next).
+    pub fn make_ready_local(&mut self, slot: usize) {
+        let prio = self.procs[slot].priority;
+        self.procs[slot].state = State::Ready;
+        self.ready.push_back(slot, prio);
     }
 
     /// Interrupt a CPU that should run a newly ready process of priority
@@ -233,14 +245,15 @@ impl Kernel {
                 if previous != Some(slot) {
                     self.count(Counter::ContextSwitches);
                 }
-                let root = self.procs[slot].space.as_ref().expect("a running process has memory").root();
-                self.load_root(cpu, root);
+                let space = self.procs[slot].space.as_ref().expect("a running process has memory");
+                let (root, epoch) = (space.root(), space.tlb_epoch);
+                self.load_root(cpu, root, epoch);
                 *frame = self.procs[slot].frame;
             }
             None => {
                 let loaded = self.cpus[cpu].loaded_root;
                 if self.dead_spaces.iter().any(|s| s.root() == loaded) {
-                    self.load_root(cpu, memory::kernel_root());
+                    self.load_root(cpu, memory::kernel_root(), 0);
                 }
                 *frame = TrapFrame::idle(percpu::kernel_stack_top(cpu));
             }
@@ -248,10 +261,14 @@ impl Kernel {
         self.reap_spaces();
     }
 
-    fn load_root(&mut self, cpu: usize, root: u64) {
-        if self.cpus[cpu].loaded_root != root {
+    /// Load `root` on `cpu` unless it is loaded already with no rights
+    /// taken away since (`epoch`); reloading also flushes the TLB.
+    fn load_root(&mut self, cpu: usize, root: u64, epoch: u64) {
+        let cs = &mut self.cpus[cpu];
+        if cs.loaded_root != root || cs.loaded_epoch != epoch {
             cpu::switch_address_space(root);
-            self.cpus[cpu].loaded_root = root;
+            cs.loaded_root = root;
+            cs.loaded_epoch = epoch;
             self.count(Counter::AddressSpaceSwitches);
         }
     }
@@ -281,6 +298,7 @@ impl Kernel {
             State::Blocked(_) => {}
             State::Free | State::Zombie => return,
         }
+        self.ipc_cleanup(slot, pid);
         if let Some(space) = self.procs[slot].space.take() {
             let root = space.root();
             self.dead_spaces.push(space);

@@ -22,7 +22,23 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         k.procs[slot].set_return(Err(Error::NoSuchCall));
         return;
     };
-    let (a0, a1, a2, a3, a4) = (f.rdi, f.rsi, f.rdx, f.r10, f.r8);
+    let (a0, a1, a2, a3, a4, a5) = (f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9);
+    let words = [f.r12, f.r13, f.r14, f.r15];
+    // Calls that may block return None: the process's registers are then
+    // written by whoever completes the call (or already hold the result).
+    let blocking = match call {
+        Call::ReceiveData => Some(k.sys_receive(slot, a0, a1, a2, a3)),
+        Call::WaitArmed => Some(k.sys_wait_armed(slot)),
+        Call::Call => Some(k.sys_call(slot, [a0, a1, a2, a3, a4], words)),
+        Call::ReplyWait => Some(k.sys_reply_wait(slot, [a0, a1, a2, a3, a4, a5], words)),
+        _ => None,
+    };
+    if let Some(outcome) = blocking {
+        if let Some(result) = outcome {
+            k.procs[slot].set_return(result);
+        }
+        return;
+    }
     let result = match call {
         Call::Exit => {
             k.finish(slot, ExitStatus::Exited(a0 as u32));
@@ -66,7 +82,18 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
             let n = (a1 as usize).min(COUNTER_COUNT);
             copy_out(k, slot, a0, (n * 8) as u64, &bytes[..n * 8]).map(|_| n as u64)
         }
-        _ => Err(Error::NoSuchCall),
+        Call::InitQSeg => k.sys_init_qseg(slot, [a0, a1, a2, a3]),
+        Call::OpenQueue => k.sys_open_queue(slot, a0, a1),
+        Call::CloseQueue => k.sys_close_queue(slot, a0),
+        Call::AllowSender => k.sys_allow_sender(slot, a0, a1),
+        Call::OpenLink => k.sys_open_link(slot, a0, a1),
+        Call::CloseLink => k.sys_close_link(slot, a0),
+        Call::Send => k.sys_send(slot, a0, words),
+        Call::SendData => k.sys_send_data(slot, a0, a1, a2, words),
+        Call::Test => k.sys_test(slot, a0),
+        Call::Arm => k.sys_arm(slot, a0, a1),
+        Call::Reply => k.sys_reply(slot, a0, a1, a2, words),
+        Call::ReceiveData | Call::WaitArmed | Call::Call | Call::ReplyWait => unreachable!("handled above"),
     };
     k.procs[slot].set_return(result);
 }
@@ -75,7 +102,7 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
 fn copy_out(k: &mut Kernel, slot: usize, buf: u64, buf_len: u64, data: &[u8]) -> Result<(), Error> {
     let n = (buf_len as usize).min(data.len());
     let dst = UserSlice::new(buf, n as u64)?;
-    dst.write(k.procs[slot].space.as_ref().expect("live process"), &data[..n])?;
+    dst.write(k.procs[slot].space.as_mut().expect("live process"), &data[..n])?;
     k.add(abi::Counter::BytesCopied, n as u64);
     Ok(())
 }
@@ -180,5 +207,6 @@ fn info(k: &Kernel, slot: usize, cpu: usize, key: u64) -> Result<u64, Error> {
         InfoKey::Priority => k.procs[slot].priority as u64,
         InfoKey::ProcessCount => k.live_processes() as u64,
         InfoKey::FreeMemoryBytes => crate::memory::free_bytes(),
+        InfoKey::SharedFrames => crate::memory::shared_frame_count() as u64,
     })
 }

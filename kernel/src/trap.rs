@@ -40,6 +40,19 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
         0..32 => {
             k.count(Counter::Exceptions);
             let slot = k.current(cpu);
+            // A write to a present copy-on-write page (error code: present,
+            // write) is resolved here, not a fault of the program.
+            const PRESENT_AND_WRITE: u64 = 0b11;
+            if vector == abi::vector::PAGE_FAULT && frame.error_code & PRESENT_AND_WRITE == PRESENT_AND_WRITE
+            {
+                let address = crate::arch::cpu::read_cr2();
+                let space = k.procs[slot].space.as_mut().expect("a running process has memory");
+                if space.resolve_copy_on_write(address) {
+                    k.count(Counter::CowCopies);
+                    k.resume(cpu, frame);
+                    return;
+                }
+            }
             let address =
                 if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip };
             crate::kprintln!(

@@ -9,7 +9,7 @@
 //! can only produce [`Error::BadAddress`], never a kernel fault, and the
 //! target address space need not be the current one.
 
-use crate::arch::paging::{self, PAGE_BYTES, USER, WRITABLE};
+use crate::arch::paging::{self, COPY_ON_WRITE, PAGE_BYTES, USER, WRITABLE};
 use crate::memory::AddressSpace;
 use abi::Error;
 use abi::layout::USER_END;
@@ -41,7 +41,8 @@ impl UserSlice {
         while done < self.len {
             let va = self.addr + done;
             let (pa, flags) = space.translate(va).ok_or(Error::BadAddress)?;
-            if flags & USER == 0 || (need_write && flags & WRITABLE == 0) {
+            let writable = flags & (WRITABLE | COPY_ON_WRITE) != 0;
+            if flags & USER == 0 || (need_write && !writable) {
                 return Err(Error::BadAddress);
             }
             let in_page = (PAGE_BYTES - (va % PAGE_BYTES)).min(self.len - done);
@@ -52,7 +53,7 @@ impl UserSlice {
     }
 
     /// Check the whole range first, so that a failed copy changes nothing.
-    fn check(&self, space: &AddressSpace, need_write: bool) -> Result<(), Error> {
+    pub fn check(&self, space: &AddressSpace, need_write: bool) -> Result<(), Error> {
         self.for_each_piece(space, need_write, |_, _, _| {})
     }
 
@@ -66,10 +67,26 @@ impl UserSlice {
         })
     }
 
-    /// Copy `src` (whose length must equal the range's) into the range.
-    pub fn write(&self, space: &AddressSpace, src: &[u8]) -> Result<(), Error> {
-        assert_eq!(src.len() as u64, self.len);
+    /// Check the range for writing and give this process its own copy of
+    /// every copy-on-write page in it, so the kernel can write there.
+    pub fn prepare_write(&self, space: &mut AddressSpace) -> Result<(), Error> {
         self.check(space, true)?;
+        let mut va = self.addr & !(PAGE_BYTES - 1);
+        while va < self.addr + self.len {
+            if space.translate(va).is_some_and(|(_, f)| f & COPY_ON_WRITE != 0)
+                && !space.resolve_copy_on_write(va)
+            {
+                return Err(Error::OutOfResources);
+            }
+            va += PAGE_BYTES;
+        }
+        Ok(())
+    }
+
+    /// Copy `src` (whose length must equal the range's) into the range.
+    pub fn write(&self, space: &mut AddressSpace, src: &[u8]) -> Result<(), Error> {
+        assert_eq!(src.len() as u64, self.len);
+        self.prepare_write(space)?;
         self.for_each_piece(space, true, |pa, at, n| {
             let offset = (pa % PAGE_BYTES) as usize;
             paging::copy_to_frame(pa - offset as u64, offset, &src[at..at + n]);

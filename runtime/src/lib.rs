@@ -20,6 +20,7 @@ extern crate alloc;
 pub mod args;
 mod heap;
 pub mod io;
+pub mod msg;
 pub mod sys;
 
 pub use args::Args;

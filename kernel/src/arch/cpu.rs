@@ -82,6 +82,12 @@ pub unsafe fn write_cr4(v: u64) {
     unsafe { asm!("mov cr4, {}", in(reg) v, options(nostack, preserves_flags)) }
 }
 
+/// Invalidate one page's TLB entry on this CPU.
+pub fn invlpg(addr: u64) {
+    // SAFETY: invlpg only drops a cached translation.
+    unsafe { asm!("invlpg [{}]", in(reg) addr, options(nostack, preserves_flags)) }
+}
+
 pub fn rdtsc() -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: rdtsc has no side effects.

@@ -28,7 +28,7 @@ pub const GLOBAL: u64 = 1 << 8;
 pub const NO_EXECUTE: u64 = 1 << 63;
 const ADDRESS_MASK: u64 = 0x000f_ffff_ffff_f000;
 /// Flags of a leaf entry that describe access rights.
-pub const ACCESS_FLAGS: u64 = PRESENT | WRITABLE | USER | NO_EXECUTE;
+pub const ACCESS_FLAGS: u64 = PRESENT | WRITABLE | USER | NO_EXECUTE | COPY_ON_WRITE;
 
 /// Offset added to a physical address to reach it: the boot mapping of the
 /// first GiB at KERNEL_VMA until the direct map exists, then DIRECT_MAP_BASE.
@@ -194,29 +194,98 @@ pub fn pml4_slot(root: u64, slot: usize) -> u64 {
     read_entry(root, slot)
 }
 
-/// Free every frame the user half of `root` maps and every table below it,
-/// calling `free` for each; the root itself is left to the caller.
-pub fn free_user_half(root: u64, free: &mut dyn FnMut(u64)) {
-    fn walk(table: u64, level: u32, free: &mut dyn FnMut(u64)) {
+/// Free every frame the user half of `root` maps (through `free_leaf`) and
+/// every table below it (through `free_table`); the root itself is left to
+/// the caller.
+pub fn free_user_half(root: u64, free_leaf: &mut dyn FnMut(u64), free_table: &mut dyn FnMut(u64)) {
+    fn walk(table: u64, level: u32, free_leaf: &mut dyn FnMut(u64), free_table: &mut dyn FnMut(u64)) {
         for i in 0..512 {
             let e = read_entry(table, i);
             if e & PRESENT == 0 {
                 continue;
             }
             let pa = e & ADDRESS_MASK;
-            if level > 0 && e & HUGE == 0 {
-                walk(pa, level - 1, free);
+            if level > 0 {
+                walk(pa, level - 1, free_leaf, free_table);
+                free_table(pa);
+            } else {
+                free_leaf(pa);
             }
-            free(pa);
         }
     }
     for slot in 0..KERNEL_PML4_FIRST {
         let e = read_entry(root, slot);
         if e & PRESENT != 0 {
-            walk(e & ADDRESS_MASK, 2, free);
-            free(e & ADDRESS_MASK);
+            walk(e & ADDRESS_MASK, 2, free_leaf, free_table);
+            free_table(e & ADDRESS_MASK);
             write_entry(root, slot, 0);
         }
+    }
+}
+
+/// Software bit of a user leaf entry: the page is shared copy-on-write
+/// (read-only in hardware; the first write copies it).
+pub const COPY_ON_WRITE: u64 = 1 << 9;
+
+/// The 4 KiB leaf entry for `va`, if every table down to it exists.
+fn leaf_slot(root: u64, va: u64) -> Option<(u64, usize)> {
+    let mut table = root;
+    for level in (1..4).rev() {
+        let e = read_entry(table, index(va, level));
+        if e & PRESENT == 0 || e & HUGE != 0 {
+            return None;
+        }
+        table = e & ADDRESS_MASK;
+    }
+    Some((table, index(va, 0)))
+}
+
+/// Read the raw leaf entry for `va` (0 when absent).
+pub fn leaf_entry(root: u64, va: u64) -> u64 {
+    leaf_slot(root, va).map_or(0, |(t, i)| read_entry(t, i))
+}
+
+/// Replace the leaf entry for `va`, which must exist (tables and all).
+/// Returns false when it does not.
+pub fn set_leaf_entry(root: u64, va: u64, value: u64) -> bool {
+    match leaf_slot(root, va) {
+        Some((t, i)) => {
+            write_entry(t, i, value);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The physical address in an entry.
+pub fn entry_address(e: u64) -> u64 {
+    e & ADDRESS_MASK
+}
+
+/// Copy a whole frame.
+pub fn copy_frame(from: u64, to: u64) {
+    // SAFETY: both are whole frames the caller owns (`to` freshly
+    // allocated), distinct, and reachable through the direct map.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            phys_to_virt(from) as *const u8,
+            phys_to_virt(to) as *mut u8,
+            PAGE_BYTES as usize,
+        )
+    }
+}
+
+/// Copy `len` bytes between two frames (offsets within each).
+pub fn copy_between_frames(from: u64, from_offset: usize, to: u64, to_offset: usize, len: usize) {
+    assert!(from_offset + len <= PAGE_BYTES as usize && to_offset + len <= PAGE_BYTES as usize);
+    // SAFETY: both ranges lie inside frames the caller may read and write
+    // (asserted), reached through the direct map; `copy` allows overlap.
+    unsafe {
+        core::ptr::copy(
+            (phys_to_virt(from) + from_offset as u64) as *const u8,
+            (phys_to_virt(to) + to_offset as u64) as *mut u8,
+            len,
+        )
     }
 }
 

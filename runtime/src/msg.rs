@@ -1,0 +1,218 @@
+//! The message system from user space: one function per kernel call,
+//! with the 32-byte message in the four message registers (see
+//! `abi::msg`). Everything here is a thin, checked wrapper; the kernel
+//! does all validation.
+
+use abi::msg::{Kind, Message, NO_REPLY};
+use abi::{Call, Error, Pid, decode_return};
+use core::arch::asm;
+
+/// A queue of this process (a small integer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queue(pub u32);
+
+/// A link to another process's queue (a small integer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link(pub u32);
+
+/// The one-shot handle that answers a received call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplyHandle(pub u64);
+
+/// What `receive_data`, `reply_wait` and the like return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    pub message: Message,
+    pub sender: Pid,
+    pub kind: Kind,
+    /// Bytes of data placed in the buffer.
+    pub len: usize,
+    /// For `Kind::Call`: how to answer.
+    pub reply: ReplyHandle,
+}
+
+/// Raw registers out of a message call.
+#[derive(Clone, Copy, Debug)]
+pub struct RawResult {
+    pub rax: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub r10: u64,
+    pub words: Message,
+}
+
+/// A message-system kernel call with six arguments and a message; public
+/// so that tests can pass deliberately bad arguments.
+pub fn raw(call: u64, args: [u64; 6], words: Message) -> RawResult {
+    let [mut m0, mut m1, mut m2, mut m3] = words;
+    let (rax, rdx, rsi, r10): (u64, u64, u64, u64);
+    // SAFETY: `syscall` enters the kernel, which reads the argument and
+    // message registers and checks every user address itself; it returns
+    // results in rax, rdx, rsi, r10 and the message registers, and clobbers
+    // rcx and r11 (the syscall instruction). Nothing else changes.
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") call => rax,
+            in("rdi") args[0],
+            inlateout("rsi") args[1] => rsi,
+            inlateout("rdx") args[2] => rdx,
+            inlateout("r10") args[3] => r10,
+            in("r8") args[4],
+            in("r9") args[5],
+            inout("r12") m0,
+            inout("r13") m1,
+            inout("r14") m2,
+            inout("r15") m3,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    RawResult { rax, rdx, rsi, r10, words: [m0, m1, m2, m3] }
+}
+
+fn simple(call: Call, args: [u64; 6], words: Message) -> Result<u64, Error> {
+    decode_return(raw(call as u64, args, words).rax)
+}
+
+fn received(r: RawResult) -> Result<Received, Error> {
+    let len = decode_return(r.rax)?;
+    Ok(Received {
+        message: r.words,
+        sender: Pid(r.rdx),
+        kind: Kind::from_raw(r.rsi).unwrap_or(Kind::Short),
+        len: len as usize,
+        reply: ReplyHandle(r.r10),
+    })
+}
+
+/// Set up this process's queue segment (Ridge's InitQSeg).
+pub fn init_qseg(links: u64, queues: u64, messages: u64, pages: u64) -> Result<(), Error> {
+    simple(Call::InitQSeg, [links, queues, messages, pages, 0, 0], [0; 4]).map(|_| ())
+}
+
+/// Open a queue holding up to `capacity` messages; `public` queues accept
+/// links from anyone, others only from processes named with `allow_sender`.
+pub fn open_queue(capacity: u64, public: bool) -> Result<Queue, Error> {
+    let access = if public { abi::msg::ACCESS_PUBLIC } else { abi::msg::ACCESS_PRIVATE };
+    simple(Call::OpenQueue, [capacity, access, 0, 0, 0, 0], [0; 4]).map(|q| Queue(q as u32))
+}
+
+pub fn close_queue(q: Queue) -> Result<(), Error> {
+    simple(Call::CloseQueue, [q.0 as u64, 0, 0, 0, 0, 0], [0; 4]).map(|_| ())
+}
+
+pub fn allow_sender(q: Queue, pid: Pid) -> Result<(), Error> {
+    simple(Call::AllowSender, [q.0 as u64, pid.0, 0, 0, 0, 0], [0; 4]).map(|_| ())
+}
+
+pub fn open_link(receiver: Pid, queue: Queue) -> Result<Link, Error> {
+    simple(Call::OpenLink, [receiver.0, queue.0 as u64, 0, 0, 0, 0], [0; 4]).map(|l| Link(l as u32))
+}
+
+pub fn close_link(l: Link) -> Result<(), Error> {
+    simple(Call::CloseLink, [l.0 as u64, 0, 0, 0, 0, 0], [0; 4]).map(|_| ())
+}
+
+/// Queue a 32-byte message; does not wait.
+pub fn send(l: Link, message: &Message) -> Result<(), Error> {
+    simple(Call::Send, [l.0 as u64, 0, 0, 0, 0, 0], *message).map(|_| ())
+}
+
+/// Queue a message with up to 4096 bytes of data. One whole page-aligned
+/// page ([`Page`]) moves by copy-on-write mapping instead of being copied.
+pub fn send_data(l: Link, message: &Message, data: &[u8]) -> Result<(), Error> {
+    simple(Call::SendData, [l.0 as u64, data.as_ptr() as u64, data.len() as u64, 0, 0, 0], *message)
+        .map(|_| ())
+}
+
+/// Take the next message from `q` (waiting for one), its data into `buf`.
+pub fn receive_data(q: Queue, buf: &mut [u8]) -> Result<Received, Error> {
+    received(raw(
+        Call::ReceiveData as u64,
+        [q.0 as u64, buf.as_mut_ptr() as u64, buf.len() as u64, 0, 0, 0],
+        [0; 4],
+    ))
+}
+
+/// As [`receive_data`], but `Ok(None)` instead of waiting on an empty queue.
+pub fn try_receive(q: Queue, buf: &mut [u8]) -> Result<Option<Received>, Error> {
+    let args = [q.0 as u64, buf.as_mut_ptr() as u64, buf.len() as u64, abi::msg::NONBLOCKING, 0, 0];
+    match received(raw(Call::ReceiveData as u64, args, [0; 4])) {
+        Ok(r) => Ok(Some(r)),
+        Err(Error::WouldBlock) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Messages waiting in `q` (Ridge's Test).
+pub fn test(q: Queue) -> Result<usize, Error> {
+    simple(Call::Test, [q.0 as u64, 0, 0, 0, 0, 0], [0; 4]).map(|n| n as usize)
+}
+
+/// Include or exclude `q` from [`wait_armed`] (Ridge's Arm).
+pub fn arm(q: Queue, on: bool) -> Result<(), Error> {
+    simple(Call::Arm, [q.0 as u64, on as u64, 0, 0, 0, 0], [0; 4]).map(|_| ())
+}
+
+/// Wait until an armed queue has a message; returns the lowest such queue.
+pub fn wait_armed() -> Result<Queue, Error> {
+    simple(Call::WaitArmed, [0; 6], [0; 4]).map(|q| Queue(q as u32))
+}
+
+/// Send `message` (with `data`) and wait for the reply, whose data lands
+/// in `reply_buf`: the synchronous call, two kernel entries per round trip.
+pub fn call(
+    l: Link,
+    message: &Message,
+    data: &[u8],
+    reply_buf: &mut [u8],
+) -> Result<(Message, usize), Error> {
+    let args = [
+        l.0 as u64,
+        data.as_ptr() as u64,
+        data.len() as u64,
+        reply_buf.as_mut_ptr() as u64,
+        reply_buf.len() as u64,
+        0,
+    ];
+    let r = raw(Call::Call as u64, args, *message);
+    decode_return(r.rax).map(|len| (r.words, len as usize))
+}
+
+/// Answer a call; does not wait.
+pub fn reply(handle: ReplyHandle, message: &Message, data: &[u8]) -> Result<(), Error> {
+    let args = [handle.0, data.as_ptr() as u64, data.len() as u64, 0, 0, 0];
+    simple(Call::Reply, args, *message).map(|_| ())
+}
+
+/// Answer a call (if `handle` is given) and wait for the next message on
+/// `q`, in one kernel entry.
+pub fn reply_wait(
+    handle: Option<ReplyHandle>,
+    message: &Message,
+    data: &[u8],
+    q: Queue,
+    buf: &mut [u8],
+) -> Result<Received, Error> {
+    let args = [
+        handle.map_or(NO_REPLY, |h| h.0),
+        data.as_ptr() as u64,
+        data.len() as u64,
+        q.0 as u64,
+        buf.as_mut_ptr() as u64,
+        buf.len() as u64,
+    ];
+    received(raw(Call::ReplyWait as u64, args, *message))
+}
+
+/// One page-aligned page, for sending and receiving data by copy-on-write.
+#[repr(C, align(4096))]
+pub struct Page(pub [u8; 4096]);
+
+impl Page {
+    pub const fn zeroed() -> Page {
+        Page([0; 4096])
+    }
+}

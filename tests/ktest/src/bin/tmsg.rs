@@ -1,0 +1,164 @@
+//! tmsg: the message-system roles the in-QEMU tests start. The test runner
+//! passes its own pid; each role links to the runner's queue 0, announces
+//! itself with a message ("hello": m0 = HELLO, m1 = the role's queue), and
+//! then plays its part.
+
+#![no_std]
+#![no_main]
+
+use abi::msg::Kind;
+use abi::{Error, Pid};
+use runtime::msg::{self, Link, Page, Queue};
+use runtime::{Args, println, sys};
+
+runtime::entry!(main);
+
+pub const HELLO: u64 = 0x0048_454c_4c4f;
+
+fn main(args: Args) -> i32 {
+    let role = args.get(0).unwrap_or("");
+    let num = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    let parent = Pid(num(1));
+    if msg::init_qseg(8, 4, 64, 16).is_err() {
+        return 90;
+    }
+    let Ok(my_queue) = msg::open_queue(32, true) else { return 91 };
+    let link = match msg::open_link(parent, Queue(0)) {
+        Ok(l) => l,
+        Err(e) => {
+            println!("tmsg: cannot link to the runner: {}", e.name());
+            return 92;
+        }
+    };
+    if send_retrying(link, &[HELLO, my_queue.0 as u64, 0, 0]).is_err() {
+        return 93;
+    }
+    match role {
+        // After a go-ahead, send `n` numbered messages with checkable contents.
+        "sender" => {
+            let mut go = [0u8; 16];
+            if msg::receive_data(my_queue, &mut go).is_err() {
+                return 6;
+            }
+            let tag = num(3);
+            for i in 0..num(2) {
+                if let Err(e) = send_retrying(link, &[tag, i, !i, tag ^ i]) {
+                    println!("tmsg: send {i}: {}", e.name());
+                    return 1;
+                }
+            }
+            0
+        }
+        // Serve calls: reply with each word plus one and the data reversed.
+        "echo" => echo(my_queue, num(2)),
+        // Take one call and end without answering it.
+        "die-on-call" => {
+            let mut buf = [0u8; 16];
+            let _ = msg::receive_data(my_queue, &mut buf);
+            0
+        }
+        // Wait for a message for ever (to be killed).
+        "receive-forever" => {
+            let mut buf = [0u8; 16];
+            let _ = msg::receive_data(my_queue, &mut buf);
+            3
+        }
+        // After a go-ahead, lend a page, then overwrite it at once; then send the new
+        // contents as a copy.
+        "lend-page" => {
+            let mut page = Page::zeroed(); // page-aligned, on the stack
+            let mut go = [0u8; 16];
+            if msg::receive_data(my_queue, &mut go).is_err() {
+                return 6;
+            }
+            page.0.fill(0xaa);
+            if msg::send_data(link, &[1, 0, 0, 0], &page.0).is_err() {
+                return 4;
+            }
+            page.0.fill(0xbb);
+            if msg::send_data(link, &[2, 0, 0, 0], &page.0[..100]).is_err() {
+                return 5;
+            }
+            0
+        }
+        // Wait for a go-ahead, then try to link to the runner's queue `n`
+        // and exit with the error code (0 when allowed).
+        "try-link-after-go" => {
+            let mut buf = [0u8; 16];
+            if msg::receive_data(my_queue, &mut buf).is_err() {
+                return 6;
+            }
+            match msg::open_link(parent, Queue(num(2) as u32)) {
+                Ok(_) => 0,
+                Err(e) => e as i32,
+            }
+        }
+        // Call the runner and wait for ever (to be killed while the call waits).
+        "call-runner" => {
+            let _ = msg::call(link, &[7, 7, 7, 7], &[], &mut []);
+            7
+        }
+        // After a go-ahead, queue `n` messages to the runner and end (they
+        // stay deliverable).
+        "send-and-die" => {
+            let mut go = [0u8; 16];
+            if msg::receive_data(my_queue, &mut go).is_err() {
+                return 6;
+            }
+            for i in 0..num(2) {
+                let _ = msg::send(link, &[i, 0, 0, 0]);
+            }
+            0
+        }
+        _ => {
+            println!("tmsg: unknown role {role:?}");
+            100
+        }
+    }
+}
+
+/// Send, waiting while the receiver's queue is full.
+fn send_retrying(link: Link, m: &[u64; 4]) -> Result<(), Error> {
+    loop {
+        match msg::send(link, m) {
+            Err(Error::QueueFull) => sys::yield_now(),
+            other => return other,
+        }
+    }
+}
+
+fn echo(q: Queue, calls: u64) -> i32 {
+    let mut buf = [0u8; 4096];
+    let mut out = [0u8; 4096];
+    let mut reply = None;
+    let mut words = [0u64; 4];
+    let mut len = 0;
+    let mut served = 0;
+    loop {
+        let r = match msg::reply_wait(reply, &words, &out[..len], q, &mut buf) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("tmsg echo: {}", e.name());
+                return 1;
+            }
+        };
+        if r.kind != Kind::Call {
+            println!("tmsg echo: got a {:?} message", r.kind);
+            return 2;
+        }
+        words = r.message.map(|w| w.wrapping_add(1));
+        len = r.len;
+        for i in 0..len {
+            out[i] = buf[len - 1 - i];
+        }
+        reply = Some(r.reply);
+        served += 1;
+        if served == calls {
+            // Answer the last call and stop.
+            return match msg::reply(r.reply, &words, &out[..len]) {
+                Ok(()) => 0,
+                Err(_) => 3,
+            };
+        }
+    }
+}
