@@ -67,7 +67,8 @@ pub enum Call {
     /// counters ([`Counter`]) as an array of `u64`.
     Counters = 20,
     // --- messages (Ridge OS §5; see the `msg` module for registers) ---
-    /// `init_qseg(num_links, num_queues, num_messages, num_pages) -> 0`.
+    /// `init_qseg(num_links, num_queues, num_messages, num_pages) -> 0`:
+    /// make the caller's queue segment, or grow it (no maximum may shrink).
     InitQSeg = 32,
     /// `open_queue(num_messages, access) -> queue` ([`msg::ACCESS_PUBLIC`] or
     /// [`msg::ACCESS_PRIVATE`]).
@@ -106,6 +107,25 @@ pub enum Call {
     /// reply (unless handle is [`msg::NO_REPLY`]) and receive the next
     /// message, in one kernel entry. Results as `receive_data`.
     ReplyWait = 46,
+    // --- devices (Ridge OS §3: interrupts are messages to device managers) ---
+    /// `claim_irq(irq, queue) -> 0`: receive interrupt line `irq` (an ISA
+    /// IRQ 0..15, or a GSI from 16) as [`msg::Kind::Interrupt`] messages on
+    /// `queue`. One holder per line. The line stays masked after each
+    /// interrupt until `ack_irq`.
+    ClaimIrq = 48,
+    /// `ack_irq(irq) -> 0`: unmask the line again (holder only).
+    AckIrq = 49,
+    /// `release_irq(irq) -> 0`: give the line up (holder only).
+    ReleaseIrq = 50,
+    /// `io_ports(base, count) -> 0`: use I/O ports `base..base+count` from
+    /// user mode. One holder per port; the kernel's own ports are refused.
+    IoPorts = 51,
+    /// `set_bootstrap(index, pid, queue) -> 0`: set one of the caller's
+    /// bootstrap connections, which `spawn` copies to children (how a new
+    /// process finds its console and, later, its user monitor).
+    SetBootstrap = 52,
+    /// `get_bootstrap(index) -> pid; rdx = queue`: 0 when unset.
+    GetBootstrap = 53,
 }
 
 impl Call {
@@ -142,9 +162,23 @@ impl Call {
             44 => C::Call,
             45 => Reply,
             46 => ReplyWait,
+            48 => ClaimIrq,
+            49 => AckIrq,
+            50 => ReleaseIrq,
+            51 => IoPorts,
+            52 => SetBootstrap,
+            53 => GetBootstrap,
             _ => return None,
         })
     }
+}
+
+/// Bootstrap connections a process inherits (see [`Call::SetBootstrap`]).
+pub mod bootstrap {
+    /// How many a process has.
+    pub const COUNT: u64 = 4;
+    /// The console driver's request queue.
+    pub const CONSOLE: u64 = 0;
 }
 
 /// `spawn` priority meaning "the same as the caller".
@@ -267,7 +301,7 @@ pub enum Error {
     NoChildren = 9,
     /// The operation would block and the caller asked not to.
     WouldBlock = 10,
-    /// The process has no queue segment (`init_qseg` first), or already has one.
+    /// The process has no queue segment (`init_qseg` first).
     NoQueueSegment = 11,
     /// The link number names no open link.
     BadLink = 12,
@@ -289,6 +323,8 @@ pub enum Error {
     BadReplyHandle = 18,
     /// `wait_armed` with no armed queue.
     NothingArmed = 19,
+    /// The interrupt line or I/O port is held by another process.
+    InUse = 20,
 }
 
 impl Error {
@@ -314,6 +350,7 @@ impl Error {
             17 => BufferTooSmall,
             18 => BadReplyHandle,
             19 => NothingArmed,
+            20 => InUse,
             _ => return None,
         })
     }
@@ -340,6 +377,7 @@ impl Error {
             Error::BufferTooSmall => "buffer too small",
             Error::BadReplyHandle => "bad reply handle",
             Error::NothingArmed => "no queue armed",
+            Error::InUse => "in use by another process",
         }
     }
 
@@ -454,7 +492,7 @@ mod tests {
 
     #[test]
     fn errors_round_trip_through_rax() {
-        for code in 1..=19 {
+        for code in 1..=20 {
             let e = Error::from_raw(code).unwrap();
             assert_eq!(decode_return(e.to_return()), Err(e));
         }

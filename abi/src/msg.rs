@@ -29,6 +29,13 @@ pub const NONBLOCKING: u64 = 1;
 /// `reply_wait` handle meaning "nothing to reply to".
 pub const NO_REPLY: u64 = u64::MAX;
 
+/// The queue segment the runtime makes for every process before `main`;
+/// `init_qseg` may grow it later (never shrink it).
+pub const DEFAULT_LINKS: u64 = 16;
+pub const DEFAULT_QUEUES: u64 = 4;
+pub const DEFAULT_MESSAGES: u64 = 64;
+pub const DEFAULT_PAGES: u64 = 16;
+
 /// The kernel's limits on `init_qseg`'s arguments (per process).
 pub const MAX_LINKS: u64 = 1024;
 pub const MAX_QUEUES: u64 = 64;

@@ -87,6 +87,29 @@ impl<M> QueueSegment<M> {
         self.limits
     }
 
+    /// Raise the maxima (Ridge's InitQSeg called again). Shrinking any of
+    /// them is refused: open links and queues could lie beyond the new end.
+    pub fn grow(&mut self, limits: Limits) -> Result<(), Error> {
+        let old = self.limits;
+        if limits.links < old.links
+            || limits.queues < old.queues
+            || limits.messages < old.messages
+            || limits.pages < old.pages
+        {
+            return Err(Error::InvalidArgument);
+        }
+        self.links
+            .try_reserve_exact((limits.links - old.links) as usize)
+            .map_err(|_| Error::OutOfResources)?;
+        self.queues
+            .try_reserve_exact((limits.queues - old.queues) as usize)
+            .map_err(|_| Error::OutOfResources)?;
+        self.links.resize(limits.links as usize, None);
+        self.queues.resize_with(limits.queues as usize, || None);
+        self.limits = limits;
+        Ok(())
+    }
+
     /// Open a queue holding up to `capacity` messages.
     pub fn open_queue(&mut self, capacity: u64, is_public: bool) -> Result<u32, Error> {
         if capacity == 0 {
@@ -364,6 +387,18 @@ mod tests {
         assert_eq!(s.pop(a), Ok(Some(1)));
         assert_eq!(s.pop(a), Ok(Some(3)));
         assert_eq!(s.pop(b), Ok(None));
+    }
+
+    #[test]
+    fn growing_keeps_what_is_open_and_never_shrinks() {
+        let mut s = seg(1, 1, 2);
+        let q = s.open_queue(2, true).unwrap() as u64;
+        s.push(q, 5).unwrap();
+        assert_eq!(s.open_queue(1, true), Err(Error::LimitReached));
+        s.grow(Limits::new(4, 2, 4, 2).unwrap()).unwrap();
+        assert_eq!(s.open_queue(2, true), Ok(1));
+        assert_eq!(s.pop(q), Ok(Some(5)));
+        assert_eq!(s.grow(Limits::new(1, 2, 4, 2).unwrap()), Err(Error::InvalidArgument));
     }
 
     #[test]

@@ -458,6 +458,7 @@ impl Kernel {
             self.qseg(slot)?.release_page();
         }
         self.write_received(slot, m.words, m.sender, m.kind, need, handle);
+        self.redeliver_pending_irqs(slot, queue);
         Ok(true)
     }
 
@@ -500,10 +501,10 @@ impl Kernel {
     // ---- the kernel calls ----
 
     pub fn sys_init_qseg(&mut self, slot: usize, a: [u64; 4]) -> Result<u64, Error> {
-        if self.procs[slot].qseg.is_some() {
-            return Err(Error::NoQueueSegment);
-        }
         let limits = Limits::new(a[0], a[1], a[2], a[3])?;
+        if let Some(qseg) = self.procs[slot].qseg.as_mut() {
+            return qseg.grow(limits).map(|_| 0);
+        }
         let qseg = QueueSegment::new(limits)?;
         self.procs[slot].qseg = Some(qseg);
         Ok(0)

@@ -68,6 +68,7 @@ impl Kernel {
         let slot = self.procs.iter().position(|p| p.state == State::Free).ok_or(Error::OutOfResources)?;
         let space = build_space(file, &program, args)?;
         let parent_pid = parent.map(|s| self.pid_of(s));
+        let bootstrap = parent.map_or([(0, 0); abi::bootstrap::COUNT as usize], |s| self.procs[s].bootstrap);
         let p = &mut self.procs[slot];
         p.parent = parent_pid;
         p.priority = priority;
@@ -78,6 +79,8 @@ impl Kernel {
         p.slice_ticks_left = 0;
         p.cpu_time_tsc = 0;
         p.set_name(module.name());
+        p.bootstrap = bootstrap;
+        p.io_ports = None;
         let mut frame = TrapFrame::new_user(program.entry, USER_STACK_TOP);
         frame.rdi = USER_ARGS_ADDR;
         frame.rsi = args.len() as u64;

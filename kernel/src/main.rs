@@ -32,6 +32,7 @@ extern crate alloc;
 mod arch;
 mod bootinfo;
 mod console;
+mod devices;
 mod ipc;
 mod loader;
 mod memory;
@@ -103,6 +104,11 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
         k.timeslice_ticks = opts.timeslice_ms.div_ceil(kernel_core::limits::TICK_MS).max(1);
         k.verbose = opts.verbose;
         k.cpus[0].online = true;
+        k.irq_routing = devices::IrqRouting {
+            io_apic_phys: madt.io_apic_phys,
+            bsp_apic_id: apic::lapic_id(),
+            isa_override: madt.isa_override,
+        };
         k.cpus[0].loaded_root = memory::kernel_root();
     }
     start_other_cpus(&madt, opts.max_cpus.unwrap_or(MAX_CPUS));

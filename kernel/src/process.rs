@@ -51,6 +51,10 @@ pub struct Process {
     pub frame: TrapFrame,
     pub space: Option<AddressSpace>,
     pub qseg: Option<QueueSegment<Message>>,
+    /// I/O ports this process may use (device drivers only).
+    pub io_ports: Option<(u16, u16)>,
+    /// Inherited connections: (pid, queue), pid 0 = unset.
+    pub bootstrap: [(u64, u32); abi::bootstrap::COUNT as usize],
     pub replies: ReplyTable,
     pub exit_status: u64,
     /// Set when another CPU asked this running process to end.
@@ -73,6 +77,8 @@ impl Process {
             frame: TrapFrame::ZERO,
             space: None,
             qseg: None,
+            io_ports: None,
+            bootstrap: [(0, 0); abi::bootstrap::COUNT as usize],
             replies: ReplyTable::new(),
             exit_status: 0,
             kill_requested: false,

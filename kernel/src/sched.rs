@@ -16,6 +16,7 @@
 use crate::arch::percpu;
 use crate::arch::trap::TrapFrame;
 use crate::arch::{apic, cpu};
+use crate::devices::{IRQ_LINES, IrqLine, IrqRouting};
 use crate::memory::{self, AddressSpace};
 use crate::process::{Blocked, Process, State};
 use abi::{COUNTER_COUNT, Counter, ExitStatus, Pid};
@@ -36,6 +37,8 @@ pub struct CpuState {
     pub loaded_epoch: u64,
     /// The current process has used up its slice or yielded.
     pub slice_expired: bool,
+    /// The I/O ports this CPU's permission bitmap grants to user mode.
+    pub ports: Option<(u16, u16)>,
     /// A reschedule interrupt is on its way to this CPU.
     pub kicked: bool,
     pub dispatched_tsc: u64,
@@ -51,6 +54,9 @@ pub struct Kernel {
     pub verbose: bool,
     /// Processes blocked in `sleep`.
     pub sleepers: usize,
+    /// Interrupt lines and their owners (devices.rs).
+    pub irqs: [IrqLine; IRQ_LINES],
+    pub irq_routing: IrqRouting,
     /// Address spaces of ended processes still loaded on some CPU.
     dead_spaces: Vec<AddressSpace>,
 }
@@ -65,6 +71,7 @@ pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
         loaded_epoch: 0,
         slice_expired: false,
         kicked: false,
+        ports: None,
         dispatched_tsc: 0,
     }; MAX_CPUS],
     counters: [0; COUNTER_COUNT],
@@ -72,6 +79,8 @@ pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
     timeslice_ticks: 2,
     verbose: false,
     sleepers: 0,
+    irqs: [IrqLine { owner: None, pending: false }; IRQ_LINES],
+    irq_routing: IrqRouting { io_apic_phys: 0, bsp_apic_id: 0, isa_override: [None; 16] },
     dead_spaces: Vec::new(),
 });
 
@@ -248,6 +257,11 @@ impl Kernel {
                 let space = self.procs[slot].space.as_ref().expect("a running process has memory");
                 let (root, epoch) = (space.root(), space.tlb_epoch);
                 self.load_root(cpu, root, epoch);
+                let ports = self.procs[slot].io_ports;
+                if self.cpus[cpu].ports != ports {
+                    crate::arch::descriptors::switch_io_ports(cpu, self.cpus[cpu].ports, ports);
+                    self.cpus[cpu].ports = ports;
+                }
                 *frame = self.procs[slot].frame;
             }
             None => {
@@ -299,6 +313,7 @@ impl Kernel {
             State::Free | State::Zombie => return,
         }
         self.ipc_cleanup(slot, pid);
+        self.devices_cleanup(slot, pid);
         if let Some(space) = self.procs[slot].space.take() {
             let root = space.root();
             self.dead_spaces.push(space);

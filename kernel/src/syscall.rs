@@ -93,6 +93,12 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::Test => k.sys_test(slot, a0),
         Call::Arm => k.sys_arm(slot, a0, a1),
         Call::Reply => k.sys_reply(slot, a0, a1, a2, words),
+        Call::ClaimIrq => k.sys_claim_irq(slot, a0, a1),
+        Call::AckIrq => k.sys_ack_irq(slot, a0),
+        Call::ReleaseIrq => k.sys_release_irq(slot, a0),
+        Call::IoPorts => k.sys_io_ports(slot, a0, a1),
+        Call::SetBootstrap => k.sys_set_bootstrap(slot, a0, a1, a2),
+        Call::GetBootstrap => k.sys_get_bootstrap(slot, a0),
         Call::ReceiveData | Call::WaitArmed | Call::Call | Call::ReplyWait => unreachable!("handled above"),
     };
     k.procs[slot].set_return(result);

@@ -74,9 +74,13 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
             k.count(Counter::Interrupts);
             apic::eoi();
         }
+        v if (apic::IRQ_BASE..apic::IRQ_BASE + crate::devices::IRQ_LINES as u8).contains(&v) => {
+            k.count(Counter::Interrupts);
+            k.irq_fired((v - apic::IRQ_BASE) as u32);
+            apic::eoi();
+        }
         _ => {
-            // Device lines stay masked until a driver claims them
-            // (message-system issue); one arriving anyway is only counted.
+            // No other vector is routed anywhere; one arriving is counted.
             k.count(Counter::Interrupts);
             apic::eoi();
         }

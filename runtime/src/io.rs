@@ -1,5 +1,11 @@
 //! Console output: `print!` and `println!` format into a buffer and write
-//! it with one kernel call, so lines from different processes stay whole.
+//! it with one request, so lines from different processes stay whole.
+//!
+//! The request goes to the console driver named by the process's bootstrap
+//! connection `abi::bootstrap::CONSOLE` (a `call`, so output is written
+//! before `print!` returns, as UNIX `write` on a terminal). A process with
+//! no console (init before it starts one, the driver itself, test
+//! programs) writes through the kernel's debug console instead.
 
 use core::fmt::{self, Write};
 
@@ -11,7 +17,7 @@ struct LineBuffer {
 impl LineBuffer {
     fn flush(&mut self) {
         if self.len > 0 {
-            let _ = crate::sys::debug_write(&self.bytes[..self.len]);
+            write_console(&self.bytes[..self.len]);
             self.len = 0;
         }
     }
@@ -46,4 +52,44 @@ macro_rules! print {
 macro_rules! println {
     () => { $crate::print!("\n") };
     ($($arg:tt)*) => { $crate::io::print_fmt(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The link to the console driver: 0 = not looked up yet, 1 = none,
+/// else link number + 2.
+static CONSOLE_LINK: AtomicU64 = AtomicU64::new(0);
+
+fn console_link() -> Option<crate::msg::Link> {
+    match CONSOLE_LINK.load(Ordering::Relaxed) {
+        0 => {
+            let link = crate::sys::bootstrap(abi::bootstrap::CONSOLE)
+                .and_then(|(pid, queue)| crate::msg::open_link(pid, crate::msg::Queue(queue)).ok());
+            CONSOLE_LINK.store(link.map_or(1, |l| l.0 as u64 + 2), Ordering::Relaxed);
+            link
+        }
+        1 => None,
+        n => Some(crate::msg::Link((n - 2) as u32)),
+    }
+}
+
+/// Look the console up again (after `sys::set_bootstrap` changed it).
+pub fn reset_console() {
+    CONSOLE_LINK.store(0, Ordering::Relaxed);
+}
+
+/// Write bytes to this process's console.
+pub fn write_console(bytes: &[u8]) {
+    if let Some(link) = console_link() {
+        let request = [protocols::console::OP_WRITE, 0, 0, 0];
+        let all_sent = bytes
+            .chunks(abi::msg::MAX_DATA_BYTES as usize)
+            .all(|chunk| crate::msg::call(link, &request, chunk, &mut []).is_ok());
+        if all_sent {
+            return;
+        }
+        // The driver is gone: fall back to the kernel's console for good.
+        CONSOLE_LINK.store(1, Ordering::Relaxed);
+    }
+    let _ = crate::sys::debug_write(bytes);
 }

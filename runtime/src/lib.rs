@@ -5,8 +5,9 @@
 //!   its status;
 //! - [`sys`]: one safe function per kernel call, the only place that runs
 //!   the `syscall` instruction;
-//! - [`print!`]/[`println!`]: console output (through the kernel's debug
-//!   console until the console server exists);
+//! - [`print!`]/[`println!`]: console output, through the console driver
+//!   named by the process's bootstrap connection, or the kernel's debug
+//!   console when there is none;
 //! - a panic handler that reports and exits with status 101, and a small
 //!   heap for `alloc`.
 //!
@@ -35,11 +36,21 @@ macro_rules! entry {
     ($main:path) => {
         #[unsafe(no_mangle)]
         pub extern "C" fn _start(args_addr: u64, args_len: u64) -> ! {
+            $crate::start();
             let args = $crate::args::Args::from_start(args_addr, args_len);
             let status = $main(args);
             $crate::sys::exit(status as u32)
         }
     };
+}
+
+/// Set-up before `main`: every process gets a queue segment (Ridge OS §5:
+/// "When a process is created, its queue segment must be initialized"),
+/// which the program may grow with `msg::init_qseg`.
+#[doc(hidden)]
+pub fn start() {
+    use abi::msg::{DEFAULT_LINKS, DEFAULT_MESSAGES, DEFAULT_PAGES, DEFAULT_QUEUES};
+    let _ = msg::init_qseg(DEFAULT_LINKS, DEFAULT_QUEUES, DEFAULT_MESSAGES, DEFAULT_PAGES);
 }
 
 #[panic_handler]

@@ -107,6 +107,54 @@ pub fn counters(out: &mut [u64]) -> Result<usize, Error> {
     call(Call::Counters, out.as_mut_ptr() as u64, out.len() as u64, 0, 0, 0).map(|n| n as usize)
 }
 
+/// A bootstrap connection (`abi::bootstrap`): the pid and queue, if set.
+pub fn bootstrap(index: u64) -> Option<(Pid, u32)> {
+    let (rax, rdx) = raw(Call::GetBootstrap as u64, index, 0, 0, 0, 0);
+    match decode_return(rax) {
+        Ok(pid) if pid != 0 => Some((Pid(pid), rdx as u32)),
+        _ => None,
+    }
+}
+
+/// Set a bootstrap connection that children started afterwards inherit.
+pub fn set_bootstrap(index: u64, pid: Pid, queue: u32) -> Result<(), Error> {
+    call(Call::SetBootstrap, index, pid.0, queue as u64, 0, 0).map(|_| ())
+}
+
+/// Receive interrupt line `irq` as messages on `queue` (drivers only).
+pub fn claim_irq(irq: u64, queue: u32) -> Result<(), Error> {
+    call(Call::ClaimIrq, irq, queue as u64, 0, 0, 0).map(|_| ())
+}
+
+/// Unmask a claimed line after servicing its device.
+pub fn ack_irq(irq: u64) -> Result<(), Error> {
+    call(Call::AckIrq, irq, 0, 0, 0, 0).map(|_| ())
+}
+
+pub fn release_irq(irq: u64) -> Result<(), Error> {
+    call(Call::ReleaseIrq, irq, 0, 0, 0, 0).map(|_| ())
+}
+
+/// Use I/O ports `base..base + count` from user mode (drivers only).
+pub fn io_ports(base: u16, count: u16) -> Result<(), Error> {
+    call(Call::IoPorts, base as u64, count as u64, 0, 0, 0).map(|_| ())
+}
+
+/// Read an I/O port granted with [`io_ports`] (a fault otherwise).
+pub fn inb(port: u16) -> u8 {
+    let value: u8;
+    // SAFETY: a user-mode port read; the CPU checks the I/O permission
+    // bitmap and faults if this process was not granted the port.
+    unsafe { asm!("in al, dx", in("dx") port, out("al") value, options(nomem, nostack, preserves_flags)) };
+    value
+}
+
+/// Write an I/O port granted with [`io_ports`] (a fault otherwise).
+pub fn outb(port: u16, value: u8) {
+    // SAFETY: as in inb.
+    unsafe { asm!("out dx, al", in("dx") port, in("al") value, options(nomem, nostack, preserves_flags)) };
+}
+
 /// The time-stamp counter (the clock benchmarks use; see `InfoKey::TscHz`).
 pub fn rdtsc() -> u64 {
     // SAFETY: rdtsc is unprivileged unless CR4.TSD is set, which Ridgeback never does.

@@ -19,8 +19,9 @@ const REG_TIMER_INITIAL: u64 = 0x380;
 const REG_TIMER_CURRENT: u64 = 0x390;
 const REG_TIMER_DIVIDE: u64 = 0x3e0;
 
-/// Interrupt vectors the kernel uses. Device lines (I/O APIC, from the
-/// message-system issue on) will use vectors from 0x20 up.
+/// Interrupt vectors the kernel uses. Device line `gsi` of the I/O APIC
+/// uses `IRQ_BASE + gsi`.
+pub const IRQ_BASE: u8 = 0x20;
 pub const VECTOR_TIMER: u8 = 0xf0;
 pub const VECTOR_RESCHEDULE: u8 = 0xf1;
 pub const VECTOR_HALT: u8 = 0xf2;
@@ -191,6 +192,16 @@ impl IoApic {
 
     pub fn line_count(&self) -> u32 {
         ((self.read(1) >> 16) & 0xff) + 1
+    }
+
+    /// Route line `line` to `vector` on the CPU with `apic_id`, masked or not.
+    /// `level`/`active_low` come from the MADT's overrides (ISA lines are
+    /// edge-triggered, active high, unless overridden).
+    pub fn route(&self, line: u32, vector: u8, apic_id: u32, level: bool, active_low: bool, masked: bool) {
+        let low =
+            vector as u32 | ((active_low as u32) << 13) | ((level as u32) << 15) | ((masked as u32) << 16);
+        self.write(0x11 + 2 * line, apic_id << 24);
+        self.write(0x10 + 2 * line, low);
     }
 
     pub fn mask_all(&self) {

@@ -30,21 +30,58 @@ pub struct Tss {
     pub iomap_base: u16,
 }
 
+/// A TSS followed by its I/O permission bitmap (SDM vol. 1 §19.5.2): one
+/// bit per port, 1 = no access from user mode, and a final all-ones byte.
+#[repr(C, align(16))]
+struct TssWithPorts {
+    tss: Tss,
+    io_bitmap: [u8; IO_BITMAP_BYTES + 1],
+}
+
+const IO_BITMAP_BYTES: usize = 65536 / 8;
+
 #[repr(C, align(16))]
 struct Gdt([u64; 7]);
 
 static mut GDTS: [Gdt; MAX_CPUS] = [const { Gdt([0; 7]) }; MAX_CPUS];
-static mut TSSES: [Tss; MAX_CPUS] = [const {
-    Tss {
-        _reserved0: 0,
-        rsp: [0; 3],
-        _reserved1: 0,
-        ist: [0; 7],
-        _reserved2: 0,
-        _reserved3: 0,
-        iomap_base: 0,
+static mut TSSES: [TssWithPorts; MAX_CPUS] = [const {
+    TssWithPorts {
+        tss: Tss {
+            _reserved0: 0,
+            rsp: [0; 3],
+            _reserved1: 0,
+            ist: [0; 7],
+            _reserved2: 0,
+            _reserved3: 0,
+            iomap_base: 0,
+        },
+        io_bitmap: [0xff; IO_BITMAP_BYTES + 1],
     }
 }; MAX_CPUS];
+
+/// Give user code on `cpu` access to ports `grant` (base, count) and take
+/// it away from `revoke`. Called when the running process changes and the
+/// two processes' port grants differ (only device drivers have any).
+#[allow(clippy::deref_addrof)] // a reference into a `static mut` must go through a raw pointer
+pub fn switch_io_ports(cpu: usize, revoke: Option<(u16, u16)>, grant: Option<(u16, u16)>) {
+    // SAFETY: each CPU changes only its own TSS's bitmap, with interrupts
+    // off, while it is in the kernel (the CPU reads the bitmap only for
+    // user-mode port instructions).
+    let bitmap = unsafe { &mut *(&raw mut TSSES[cpu].io_bitmap) };
+    let mut set = |range: Option<(u16, u16)>, allow: bool| {
+        if let Some((base, count)) = range {
+            for port in base as usize..(base as usize + count as usize).min(65536) {
+                if allow {
+                    bitmap[port / 8] &= !(1 << (port % 8));
+                } else {
+                    bitmap[port / 8] |= 1 << (port % 8);
+                }
+            }
+        }
+    };
+    set(revoke, false);
+    set(grant, true);
+}
 
 #[repr(C, packed)]
 struct DescriptorPointer {
@@ -99,12 +136,12 @@ pub fn load(cpu: usize) {
     // SAFETY: each CPU fills only its own GDT and TSS before loading them;
     // both are statics, so they outlive every use.
     unsafe {
-        let tss = &raw mut TSSES[cpu];
+        let tss = &raw mut TSSES[cpu].tss;
         (*tss).rsp[0] = percpu::kernel_stack_top(cpu);
         (*tss).ist[(IST_DOUBLE_FAULT - 1) as usize] = percpu::emergency_stack_top(cpu);
         (*tss).iomap_base = size_of::<Tss>() as u16;
         let tss_addr = tss as u64;
-        let tss_limit = (size_of::<Tss>() - 1) as u64;
+        let tss_limit = (size_of::<Tss>() + IO_BITMAP_BYTES) as u64;
         let gdt = &raw mut GDTS[cpu];
         (*gdt).0 = [
             0,

@@ -61,6 +61,9 @@ const TESTS: &[Test] = &[
     ("dead_peers_give_errors_and_drop_messages", dead_peers),
     ("send_data_page_is_copy_on_write", copy_on_write),
     ("kill_a_process_blocked_in_receive", kill_blocked_receiver),
+    ("interrupt_lines_and_ports_are_exclusive", device_claim_rules),
+    ("interrupts_arrive_as_messages", interrupts_as_messages),
+    ("console_driver_serves_programs", console_driver),
     ("kernel_healthy_and_no_memory_leaked", kernel_healthy),
 ];
 
@@ -451,7 +454,12 @@ fn message_errors() -> TestResult {
     let e = |r: Result<(), Error>, want: Error, what: &str| -> TestResult {
         if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
     };
-    e(msg::init_qseg(1, 1, 1, 1), Error::NoQueueSegment, "second init_qseg")?;
+    e(msg::init_qseg(1, 1, 1, 1), Error::InvalidArgument, "init_qseg that would shrink the segment")?;
+    e(
+        msg::init_qseg(abi::msg::MAX_LINKS + 1, 8, 256, 64),
+        Error::LimitReached,
+        "init_qseg beyond the kernel's limits",
+    )?;
     e(msg::send(msg::Link(999), &[0; 4]), Error::BadLink, "send on a bad link")?;
     e(msg::close_link(msg::Link(40)), Error::BadLink, "close an unopened link")?;
     e(msg::test(Queue(7)).map(|_| ()), Error::BadQueue, "test an unopened queue")?;
@@ -616,4 +624,74 @@ fn kill_blocked_receiver() -> TestResult {
     check(status == ExitStatus::Killed, "killed while receiving")?;
     check(msg::send(link, &[0; 4]) == Err(Error::DeadPeer), "its queue is gone")?;
     msg::close_link(link).map_err(|e| e.name().into())
+}
+
+// ---- devices ----
+
+fn device_claim_rules() -> TestResult {
+    let e = |r: Result<(), Error>, want: Error, what: &str| -> TestResult {
+        if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
+    };
+    e(sys::claim_irq(0, 0), Error::InvalidArgument, "the timer's line")?;
+    e(sys::claim_irq(99, 0), Error::InvalidArgument, "a line beyond the I/O APIC")?;
+    e(sys::claim_irq(5, 7), Error::BadQueue, "a line onto an unopened queue")?;
+    e(sys::ack_irq(5), Error::PermissionDenied, "ack of an unclaimed line")?;
+    e(sys::io_ports(0xf4, 1), Error::PermissionDenied, "the kernel's exit port")?;
+    e(sys::io_ports(0x20, 2), Error::PermissionDenied, "the interrupt controller")?;
+    e(sys::io_ports(0x2f8, 0), Error::InvalidArgument, "no ports")?;
+    let r = abi::decode_return(sys::raw(abi::Call::IoPorts as u64, 0xffff, 2, 0, 0, 0).0);
+    check(r == Err(Error::InvalidArgument), "ports past 0xffff")?;
+    // A line and ports held by us are refused to a child.
+    sys::claim_irq(5, 0).map_err(|e| format!("claim line 5: {}", e.name()))?;
+    sys::io_ports(0x2f8, 8).map_err(|e| format!("COM2 ports: {}", e.name()))?;
+    expect_status("claim-irq 5", ExitStatus::Exited(Error::InUse as u32))?;
+    expect_status("io-ports 760", ExitStatus::Exited(Error::InUse as u32))?;
+    // Released, the line is the child's.
+    sys::release_irq(5).map_err(|e| e.name())?;
+    expect_status("claim-irq 5", ExitStatus::Exited(0))?;
+    // Its owner ended, so the line is free again.
+    sys::claim_irq(5, 0).map_err(|e| format!("reclaim line 5: {}", e.name()))?;
+    sys::release_irq(5).map_err(|e| e.name())?;
+    // Grandchildren of init are not drivers.
+    expect_status("grandchild claim-irq 6", ExitStatus::Exited(Error::PermissionDenied as u32))
+}
+
+fn interrupts_as_messages() -> TestResult {
+    // COM1's line is 4 unless the firmware says otherwise.
+    expect_status("uart-irq", ExitStatus::Exited(104))
+}
+
+fn console_driver() -> TestResult {
+    let me = sys::getpid();
+    let driver = sys::spawn_with_priority("console", &format!("{}", me.0), abi::MAX_PRIORITY as u64 - 1)
+        .map_err(|e| format!("spawn console: {}", e.name()))?;
+    let r = msg::receive_data(MAIN_QUEUE, &mut []).map_err(|e| e.name())?;
+    check(r.sender == driver && r.message[0] == protocols::console::READY, "the driver says it is ready")?;
+    let link = msg::open_link(driver, Queue(r.message[1] as u32)).map_err(|e| e.name())?;
+    let text = b"console driver test line\n";
+    let (reply, _) = msg::call(link, &[protocols::console::OP_WRITE, 0, 0, 0], text, &mut [])
+        .map_err(|e| format!("write: {}", e.name()))?;
+    check(reply[0] == text.len() as u64, "the write is acknowledged with its length")?;
+    let stats =
+        |link| msg::call(link, &[protocols::console::OP_STATS, 0, 0, 0], &[], &mut []).map(|(w, _)| w);
+    let before = stats(link).map_err(|e| e.name())?;
+    // A program whose console is the driver prints through it.
+    sys::set_bootstrap(abi::bootstrap::CONSOLE, driver, r.message[1] as u32).map_err(|e| e.name())?;
+    let result = run_printing_child();
+    sys::set_bootstrap(abi::bootstrap::CONSOLE, Pid(0), 0).map_err(|e| e.name())?;
+    result?;
+    let after = stats(link).map_err(|e| e.name())?;
+    check(after[0] > before[0] && after[1] > before[1], "the child's output went through the driver")?;
+    sys::kill(driver).map_err(|e| e.name())?;
+    let (_, status) = sys::wait(Some(driver)).map_err(|e| e.name())?;
+    check(status == ExitStatus::Killed, "the driver ends when killed")?;
+    msg::close_link(link).map_err(|e| e.name())?;
+    // Its line was released with it.
+    expect_status("uart-irq", ExitStatus::Exited(104))
+}
+
+fn run_printing_child() -> TestResult {
+    let pid = sys::spawn("hello", "").map_err(|e| e.name())?;
+    let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
+    check(status == ExitStatus::Exited(0), "hello ran with the console driver")
 }

@@ -19,7 +19,7 @@ fn main(args: Args) -> i32 {
     let role = args.get(0).unwrap_or("");
     let num = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
     let parent = Pid(num(1));
-    if msg::init_qseg(8, 4, 64, 16).is_err() {
+    if msg::init_qseg(16, 4, 64, 16).is_err() {
         return 90;
     }
     let Ok(my_queue) = msg::open_queue(32, true) else { return 91 };

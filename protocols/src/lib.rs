@@ -1,0 +1,34 @@
+//! The interfaces of Ridgeback's servers and drivers: what each request
+//! message holds and what its reply holds. Client and server both use
+//! these definitions, so they cannot disagree (as `abi` does for the
+//! kernel). Messages are `abi::msg::Message` (four words) plus up to one
+//! page of data; requests are `call`s.
+//!
+//! What this crate is not: client or server code. It is `no_std`, free of
+//! `unsafe`, and holds only constants and small encode/decode helpers.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+/// The serial console driver (drivers/console).
+///
+/// The driver serves calls on its queue 0. Word 0 of a request is the
+/// operation; the reply's `rax` is the byte count or an error.
+pub mod console {
+    /// Write the call's data to the line. Reply: bytes written.
+    pub const OP_WRITE: u64 = 1;
+    /// Read what has been typed: waits for at least one byte, returns at
+    /// most word 1 of the request. Reply: the bytes as data.
+    pub const OP_READ: u64 = 2;
+    /// Statistics. Reply words: [write requests, bytes written,
+    /// interrupts taken, bytes read].
+    pub const OP_STATS: u64 = 3;
+    /// The driver's request queue.
+    pub const QUEUE: u32 = 0;
+    /// The COM1 UART's I/O ports and interrupt line (PC standard).
+    pub const COM1_PORT: u16 = 0x3f8;
+    pub const COM1_PORT_COUNT: u16 = 8;
+    pub const COM1_IRQ: u64 = 4;
+    /// Word 0 of the driver's "ready" message to the process that started it.
+    pub const READY: u64 = 0x0052_4541_4459;
+}
