@@ -254,7 +254,8 @@ pub enum Counter {
     DirectHandoffs = 7,
     /// Pages moved by copy-on-write mapping instead of copying.
     PagesLoaned = 8,
-    /// Copy-on-write faults resolved (a page copied on first write).
+    /// Copy-on-write write faults resolved by the kernel (a private copy
+    /// made, or write access given back to the last holder).
     CowCopies = 9,
 }
 

@@ -8,8 +8,8 @@
 //!   silent corruption), so a double free is caught where it happens.
 //!
 //! The bitmap storage is lent by the caller, so the allocator itself never
-//! allocates: the kernel carves the bitmap out of physical memory before it
-//! has a heap.
+//! allocates (the kernel lends a static array in .bss: it needs the
+//! allocator before it has a heap).
 
 /// Bytes in a frame.
 pub const FRAME_BYTES: u64 = 4096;

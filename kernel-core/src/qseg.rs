@@ -47,11 +47,15 @@ impl Limits {
     }
 }
 
-/// Where a link leads: a receiver (an opaque id, the kernel's pid) and its queue.
+/// Where a link leads: a receiver (an opaque id, the kernel's pid), its
+/// queue, and that queue's generation when the link was opened — so a link
+/// to a queue that was closed does not lead to a later queue that reuses
+/// the number (which may be private, or meant for someone else).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Link {
     pub receiver: u64,
     pub queue: u32,
+    pub generation: u32,
 }
 
 pub struct Queue<M> {
@@ -67,6 +71,8 @@ pub struct QueueSegment<M> {
     limits: Limits,
     links: Vec<Option<Link>>,
     queues: Vec<Option<Queue<M>>>,
+    /// Per queue number: bumped each time a queue is opened there.
+    generations: Vec<u32>,
     messages_reserved: u32,
     pages_in_use: u32,
 }
@@ -78,9 +84,12 @@ impl<M> QueueSegment<M> {
         let mut queues = Vec::new();
         links.try_reserve_exact(limits.links as usize).map_err(|_| Error::OutOfResources)?;
         queues.try_reserve_exact(limits.queues as usize).map_err(|_| Error::OutOfResources)?;
+        let mut generations = Vec::new();
+        generations.try_reserve_exact(limits.queues as usize).map_err(|_| Error::OutOfResources)?;
         links.resize(limits.links as usize, None);
         queues.resize_with(limits.queues as usize, || None);
-        Ok(QueueSegment { limits, links, queues, messages_reserved: 0, pages_in_use: 0 })
+        generations.resize(limits.queues as usize, 0);
+        Ok(QueueSegment { limits, links, queues, generations, messages_reserved: 0, pages_in_use: 0 })
     }
 
     pub fn limits(&self) -> Limits {
@@ -104,8 +113,12 @@ impl<M> QueueSegment<M> {
         self.queues
             .try_reserve_exact((limits.queues - old.queues) as usize)
             .map_err(|_| Error::OutOfResources)?;
+        self.generations
+            .try_reserve_exact((limits.queues - old.queues) as usize)
+            .map_err(|_| Error::OutOfResources)?;
         self.links.resize(limits.links as usize, None);
         self.queues.resize_with(limits.queues as usize, || None);
+        self.generations.resize(limits.queues as usize, 0);
         self.limits = limits;
         Ok(())
     }
@@ -131,7 +144,19 @@ impl<M> QueueSegment<M> {
             armed: false,
         });
         self.messages_reserved += capacity;
+        self.generations[index] = self.generations[index].wrapping_add(1);
         Ok(index as u32)
+    }
+
+    /// The generation of open queue `q` (see [`Link`]).
+    pub fn generation(&self, q: u64) -> Result<u32, Error> {
+        self.queue(q)?;
+        Ok(self.generations[q as usize])
+    }
+
+    /// Is `q` still the queue a link opened with `generation` points to?
+    pub fn check_generation(&self, q: u64, generation: u32) -> Result<(), Error> {
+        if self.generation(q)? == generation { Ok(()) } else { Err(Error::BadQueue) }
     }
 
     fn queue(&self, q: u64) -> Result<&Queue<M>, Error> {
@@ -342,15 +367,15 @@ mod tests {
     #[test]
     fn links_are_small_integers() {
         let mut s = seg(2, 1, 1);
-        let l0 = s.open_link(Link { receiver: 5, queue: 0 }).unwrap();
-        let l1 = s.open_link(Link { receiver: 6, queue: 1 }).unwrap();
+        let l0 = s.open_link(Link { receiver: 5, queue: 0, generation: 1 }).unwrap();
+        let l1 = s.open_link(Link { receiver: 6, queue: 1, generation: 1 }).unwrap();
         assert_eq!((l0, l1), (0, 1));
-        assert_eq!(s.open_link(Link { receiver: 7, queue: 0 }), Err(Error::LimitReached));
+        assert_eq!(s.open_link(Link { receiver: 7, queue: 0, generation: 1 }), Err(Error::LimitReached));
         s.close_link(0).unwrap();
         assert_eq!(s.close_link(0), Err(Error::BadLink));
         assert_eq!(s.link(0), Err(Error::BadLink));
         assert_eq!(s.link(99), Err(Error::BadLink));
-        assert_eq!(s.link(1), Ok(Link { receiver: 6, queue: 1 }));
+        assert_eq!(s.link(1), Ok(Link { receiver: 6, queue: 1, generation: 1 }));
     }
 
     #[test]
@@ -399,6 +424,19 @@ mod tests {
         assert_eq!(s.open_queue(2, true), Ok(1));
         assert_eq!(s.pop(q), Ok(Some(5)));
         assert_eq!(s.grow(Limits::new(1, 2, 4, 2).unwrap()), Err(Error::InvalidArgument));
+    }
+
+    #[test]
+    fn a_reopened_queue_number_has_a_new_generation() {
+        let mut s = seg(1, 1, 4);
+        let q = s.open_queue(2, true).unwrap() as u64;
+        let g = s.generation(q).unwrap();
+        assert_eq!(s.check_generation(q, g), Ok(()));
+        s.close_queue(q).unwrap();
+        assert_eq!(s.check_generation(q, g), Err(Error::BadQueue));
+        assert_eq!(s.open_queue(2, false), Ok(q as u32));
+        assert_eq!(s.check_generation(q, g), Err(Error::BadQueue), "old links do not reach the new queue");
+        assert_eq!(s.check_generation(q, s.generation(q).unwrap()), Ok(()));
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub fn parse(info_pa: u64) -> BootInfo {
                 bi.modules_ignored += 1;
                 continue;
             }
-            let mut full = [0u8; 256];
+            let mut full = [0u8; MAX_CMDLINE_BYTES];
             let full_len = read_c_string(u32_at(m, 8) as u64, &mut full);
             // The module string is "path [args]"; the program's name is the
             // path's last component.

@@ -21,8 +21,9 @@
 //! process itself.
 //!
 //! Priority inversion: while a server works on a call it runs at the
-//! caller's priority (QNX's rule), set when it receives the call and reset
-//! when it replies. A low-priority client therefore cannot make a
+//! caller's priority (QNX's rule), set when it receives the call (the most
+//! recently received call's, when it holds several) and reset to its own
+//! when it has answered every call it holds. A low-priority client therefore cannot make a
 //! high-priority server do work ahead of medium-priority processes, and a
 //! high-priority client's request is not stuck behind them either.
 //!
@@ -128,6 +129,11 @@ impl ReplyTable {
         self.entries[index] = None;
         self.generations[index] = self.generations[index].wrapping_add(1).max(1);
         Ok(caller)
+    }
+
+    /// No call is waiting for an answer.
+    pub fn is_empty(&self) -> bool {
+        self.entries.iter().all(Option::is_none)
     }
 
     pub fn clear(&mut self) {
@@ -241,22 +247,25 @@ impl Kernel {
         let Head { words, sender, kind } = head;
         self.count(Counter::Messages);
         if self.procs[to].qseg.is_none() {
+            if let Payload::Frame(d) = payload {
+                memory::frame_unref(d.frame);
+            }
             return Err(Error::BadQueue);
         }
         // The receiver waits on this very queue: hand the message over.
         if let State::Blocked(Blocked::Receive { queue: q, buf, buf_len }) = self.procs[to].state
             && q == queue
         {
-            let len = match &payload {
-                Payload::None => 0,
-                Payload::Frame(d) => d.len as u64,
-                Payload::User { len, .. } => *len,
-            };
-            if len <= buf_len && matches!(payload, Payload::User { .. } | Payload::None) {
-                if let Payload::User { from, addr, len } = payload {
-                    // A bad source buffer is the sender's error; a bad
-                    // destination buffer is the receiver's, and the
-                    // message then waits in the queue instead.
+            // Straight into its registers (and its buffer: one copy), when
+            // the data is still in the sender's memory and fits.
+            let payload = match payload {
+                Payload::None => {
+                    self.finish_receive(to, words, sender, kind, 0, local)?;
+                    self.count(Counter::DirectHandoffs);
+                    return Ok(());
+                }
+                Payload::User { from, addr, len } if len <= buf_len => {
+                    // A bad source buffer is the sender's error.
                     let src = UserSlice::new(addr, len)?;
                     src.check(self.procs[from].space.as_ref().ok_or(Error::DeadPeer)?, false)?;
                     if copy_user_to_user(self, from, addr, to, buf, len).is_ok() {
@@ -265,21 +274,22 @@ impl Kernel {
                         self.count(Counter::DirectHandoffs);
                         return Ok(());
                     }
-                    let data = self.materialize(Payload::User { from, addr, len })?;
-                    return self.enqueue(to, queue, Message { words, sender, kind, data }, local);
+                    // The receiver's buffer is bad: it learns so below.
+                    Payload::User { from, addr, len }
                 }
-                self.finish_receive(to, words, sender, kind, 0, local)?;
-                self.count(Counter::DirectHandoffs);
-                return Ok(());
-            }
-            // Frame payloads (lent pages) go through the queue path,
-            // which knows how to map or copy them out.
+                other => other,
+            };
+            // Otherwise (a lent page, data that does not fit, a bad receive
+            // buffer) the message waits at the head of the queue and the
+            // receive is completed from there: mapped or copied out, or
+            // answered with the error that keeps it queued.
             let data = self.materialize(payload)?;
             self.enqueue(to, queue, Message { words, sender, kind, data }, local)?;
-            let (buf, buf_len) = (buf, buf_len);
             self.receive_now(to, queue as u64, buf, buf_len);
             if !matches!(self.procs[to].state, State::Blocked(_)) {
-                self.count(Counter::DirectHandoffs);
+                if (self.procs[to].frame.rax as i64) >= 0 {
+                    self.count(Counter::DirectHandoffs);
+                }
                 if local {
                     self.make_ready_local(to);
                 } else {
@@ -458,7 +468,6 @@ impl Kernel {
             self.qseg(slot)?.release_page();
         }
         self.write_received(slot, m.words, m.sender, m.kind, need, handle);
-        self.redeliver_pending_irqs(slot, queue);
         Ok(true)
     }
 
@@ -522,6 +531,9 @@ impl Kernel {
     pub fn sys_close_queue(&mut self, slot: usize, queue: u64) -> Result<u64, Error> {
         let waiting = self.qseg(slot)?.close_queue(queue)?;
         for m in waiting {
+            if m.data.is_some() {
+                self.qseg(slot)?.release_page();
+            }
             self.dispose(m);
         }
         Ok(0)
@@ -540,8 +552,9 @@ impl Kernel {
         }
         let rq = self.procs[r].qseg.as_ref().ok_or(Error::NoQueueSegment)?;
         rq.may_link(queue, me.0, r == slot)?;
+        let generation = rq.generation(queue)?;
         let queue = u32::try_from(queue).map_err(|_| Error::BadQueue)?;
-        self.qseg(slot)?.open_link(Link { receiver, queue }).map(u64::from)
+        self.qseg(slot)?.open_link(Link { receiver, queue, generation }).map(u64::from)
     }
 
     pub fn sys_close_link(&mut self, slot: usize, link: u64) -> Result<u64, Error> {
@@ -555,6 +568,8 @@ impl Kernel {
         if self.procs[r].state == State::Zombie {
             return Err(Error::DeadPeer);
         }
+        let rq = self.procs[r].qseg.as_ref().ok_or(Error::BadQueue)?;
+        rq.check_generation(link.queue as u64, link.generation)?;
         Ok((r, link.queue))
     }
 
@@ -603,7 +618,12 @@ impl Kernel {
             return Some(Err(Error::InvalidArgument));
         }
         match self.try_receive(slot, queue, buf, buf_len) {
-            Ok(true) => None, // registers already hold the result
+            Ok(true) => {
+                // A slot came free: an interrupt that found the queue full
+                // can be queued now.
+                self.redeliver_pending_irqs(slot, queue);
+                None // registers already hold the result
+            }
             Ok(false) if flags & abi::msg::NONBLOCKING != 0 => Some(Err(Error::WouldBlock)),
             Ok(false) => {
                 let queue = queue as u32;
@@ -692,7 +712,9 @@ impl Kernel {
         let space = self.procs[slot].space.as_ref().expect("live process");
         UserSlice::new(buf, len)?.check(space, false)?;
         self.procs[slot].replies.take(handle)?;
-        self.procs[slot].priority = self.procs[slot].base_priority;
+        if self.procs[slot].replies.is_empty() {
+            self.procs[slot].priority = self.procs[slot].base_priority;
+        }
         self.count(Counter::Messages);
         let me = self.pid_of(slot);
         let Some(c) = self.slot_of(caller) else { return Err(Error::DeadPeer) };

@@ -62,6 +62,7 @@ pub fn init(boot: &BootInfo, kernel_phys: PhysRange) {
         reserved[2 + i] = PhysRange::new(m.start, m.end);
     }
     let reserved = &reserved[..2 + boot.modules().len()];
+    paging::set_nx_supported(crate::arch::cpu::has_nx());
     let bitmap = crate::arch::paging::frame_bitmap();
     *FRAMES.lock() = Some(FrameAllocator::new(bitmap, boot.usable(), reserved));
 
@@ -265,6 +266,9 @@ impl AddressSpace {
         } else {
             paging::set_leaf_entry(self.root, page, frame | keep | WRITABLE);
         }
+        // Another CPU that kept this root loaded while idle may still hold
+        // the read-only translation (or the old frame).
+        self.tlb_epoch += 1;
         crate::arch::cpu::invlpg(page);
         true
     }

@@ -141,7 +141,7 @@ impl Kernel {
     /// `prio`: an idle one if any, else the one running the lowest
     /// priority below `prio`. This CPU needs no interrupt: it reschedules
     /// on its way out of the kernel.
-    fn kick_for(&mut self, prio: u8) {
+    pub fn kick_for(&mut self, prio: u8) {
         let me = percpu::current_cpu();
         let others = (0..MAX_CPUS).filter(|&c| c != me && self.cpus[c].online);
         let mut victim: Option<(usize, u8)> = None;
@@ -273,6 +273,17 @@ impl Kernel {
             }
         }
         self.reap_spaces();
+    }
+
+    /// This CPU has just flushed its own TLB entries for the changed pages
+    /// of `slot`'s address space (invlpg): if that space is loaded here, it
+    /// is up to date, so the next dispatch need not reload CR3.
+    pub fn note_local_flush(&mut self, cpu: usize, slot: usize) {
+        if let Some(space) = self.procs[slot].space.as_ref()
+            && self.cpus[cpu].loaded_root == space.root()
+        {
+            self.cpus[cpu].loaded_epoch = space.tlb_epoch;
+        }
     }
 
     /// Load `root` on `cpu` unless it is loaded already with no rights

@@ -48,6 +48,7 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
                 let address = crate::arch::cpu::read_cr2();
                 let space = k.procs[slot].space.as_mut().expect("a running process has memory");
                 if space.resolve_copy_on_write(address) {
+                    k.note_local_flush(cpu, slot);
                     k.count(Counter::CowCopies);
                     k.resume(cpu, frame);
                     return;

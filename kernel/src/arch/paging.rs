@@ -126,8 +126,21 @@ fn next_table(table_pa: u64, idx: usize, user: bool, alloc: FrameAlloc) -> Resul
     Ok(frame)
 }
 
+/// Whether EFER.NXE is on (the CPU has the no-execute bit). Without it bit
+/// 63 of an entry is reserved, so it must never be set.
+static NX_SUPPORTED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+pub fn set_nx_supported(on: bool) {
+    NX_SUPPORTED.store(on, Ordering::Relaxed);
+}
+
+fn entry_flags(flags: u64) -> u64 {
+    if NX_SUPPORTED.load(Ordering::Relaxed) { flags } else { flags & !NO_EXECUTE }
+}
+
 /// Map the 4 KiB page at `va` to `pa` with `flags` (PRESENT is added).
 pub fn map_page(root: u64, va: u64, pa: u64, flags: u64, alloc: FrameAlloc) -> Result<(), MapError> {
+    let flags = entry_flags(flags);
     let user = flags & USER != 0;
     let mut table = root;
     for level in (1..4).rev() {
@@ -143,6 +156,7 @@ pub fn map_page(root: u64, va: u64, pa: u64, flags: u64, alloc: FrameAlloc) -> R
 
 /// Map the 2 MiB page at `va` (kernel use: the direct map).
 pub fn map_huge_page(root: u64, va: u64, pa: u64, flags: u64, alloc: FrameAlloc) -> Result<(), MapError> {
+    let flags = entry_flags(flags);
     let mut table = root;
     for level in (2..4).rev() {
         table = next_table(table, index(va, level), false, alloc)?;
@@ -248,6 +262,7 @@ pub fn leaf_entry(root: u64, va: u64) -> u64 {
 /// Replace the leaf entry for `va`, which must exist (tables and all).
 /// Returns false when it does not.
 pub fn set_leaf_entry(root: u64, va: u64, value: u64) -> bool {
+    let value = entry_flags(value);
     match leaf_slot(root, va) {
         Some((t, i)) => {
             write_entry(t, i, value);

@@ -6,7 +6,7 @@
 //! with the kernel's page tables (whose root must therefore lie below 4
 //! GiB, and which must identity-map the trampoline page while CPUs start:
 //! the caller lends slot 0 of the boot identity map for that time) and
-//! jumps to `ap_entry` on the stack it was given.
+//! jumps to `ap_main` (main.rs) on the stack it was given.
 
 use core::arch::global_asm;
 
@@ -24,7 +24,7 @@ unsafe extern "C" {
 }
 
 // SAFETY (of the whole block): this code only runs on a starting CPU, from
-// the copy at TRAMPOLINE_PHYS, with parameters written by `start_cpu`.
+// the copy at TRAMPOLINE_PHYS, with parameters written by `set_parameters`.
 global_asm!(
     r#"
     .section .rodata.trampoline, "a"

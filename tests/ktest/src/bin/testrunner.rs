@@ -514,6 +514,15 @@ fn message_errors() -> TestResult {
     check(abi::decode_return(r.rax) == Err(Error::InvalidArgument), "unknown receive flags")?;
     msg::close_link(own).map_err(|e| e.name())?;
     e(msg::send(own, &[0; 4]), Error::BadLink, "send on a closed link")?;
+    // A link to a queue that was closed does not reach a new queue that
+    // got the same number.
+    let stale = msg::open_link(me, q).map_err(|e| e.name())?;
+    msg::close_queue(q).map_err(|e| e.name())?;
+    e(msg::send(stale, &[0; 4]), Error::BadQueue, "send to a closed queue")?;
+    let reopened = msg::open_queue(4, false).map_err(|e| e.name())?;
+    check(reopened == q, "the queue number is reused")?;
+    e(msg::send(stale, &[0; 4]), Error::BadQueue, "send through a link to the old queue")?;
+    msg::close_link(stale).map_err(|e| e.name())?;
     msg::close_queue(q).map_err(|e| e.name())?;
     e(msg::close_queue(q), Error::BadQueue, "close a closed queue")
 }
