@@ -126,6 +126,17 @@ pub enum Call {
     SetBootstrap = 52,
     /// `get_bootstrap(index) -> pid; rdx = queue`: 0 when unset.
     GetBootstrap = 53,
+    // --- memory: user-level pagers (Ridge's virtual memory manager) ---
+    /// `set_pager(pid, start, len, pager_pid, pager_queue) -> 0`: faults in
+    /// `start..start+len` of process `pid` (the caller or its child; page
+    /// aligned, not yet mapped) become [`msg::Kind::PageFault`] messages to
+    /// the pager's queue (m0 = faulting pid, m1 = address, m2 = the CPU's
+    /// page-fault error code, m3 = region start). See [`pager`].
+    SetPager = 54,
+    /// `page_resolve(pid, addr, src_addr, flags) -> 0`: the pager of the
+    /// region holding `addr` maps a page there ([`pager`] flags) or fails
+    /// the fault; a process waiting on that page goes on.
+    PageResolve = 55,
 }
 
 impl Call {
@@ -168,6 +179,8 @@ impl Call {
             51 => IoPorts,
             52 => SetBootstrap,
             53 => GetBootstrap,
+            54 => SetPager,
+            55 => PageResolve,
             _ => return None,
         })
     }
@@ -179,6 +192,23 @@ pub mod bootstrap {
     pub const COUNT: u64 = 4;
     /// The console driver's request queue.
     pub const CONSOLE: u64 = 0;
+}
+
+/// User-level pagers (see [`Call::SetPager`], [`Call::PageResolve`]).
+pub mod pager {
+    /// Map a fresh zero-filled page.
+    pub const ZERO: u64 = 1;
+    /// Map a copy of the pager's page at `src_addr`.
+    pub const COPY: u64 = 2;
+    /// Map the pager's page at `src_addr` itself, copy-on-write: both see
+    /// the same frame until either writes.
+    pub const SHARE: u64 = 4;
+    /// With ZERO or COPY: the page is writable (else read-only).
+    pub const WRITABLE: u64 = 8;
+    /// Refuse: the faulting process ends with a page fault.
+    pub const FAIL: u64 = 16;
+    /// Regions one process can have.
+    pub const MAX_REGIONS: usize = 8;
 }
 
 /// `spawn` priority meaning "the same as the caller".

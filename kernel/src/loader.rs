@@ -81,6 +81,7 @@ impl Kernel {
         p.set_name(module.name());
         p.bootstrap = bootstrap;
         p.io_ports = None;
+        p.regions = [None; abi::pager::MAX_REGIONS];
         // As if `_start` had been called: rsp + 8 is 16-byte aligned at a
         // function's first instruction (System V ABI, x86-64 §3.2.2).
         let mut frame = TrapFrame::new_user(program.entry, USER_STACK_TOP - 8);

@@ -36,6 +36,7 @@ mod devices;
 mod ipc;
 mod loader;
 mod memory;
+mod pager;
 mod process;
 mod sched;
 mod syscall;

@@ -246,6 +246,30 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Map `frame` (whose reference the caller hands over) at user page
+    /// `va`, replacing what was there: writable, or read-only, or shared
+    /// copy-on-write.
+    pub fn map_frame(&mut self, va: u64, frame: u64, writable: bool, cow: bool) -> Result<(), SpaceError> {
+        let old = paging::leaf_entry(self.root, va);
+        let flags = paging::USER
+            | paging::NO_EXECUTE
+            | paging::PRESENT
+            | if writable { WRITABLE } else { 0 }
+            | if cow { paging::COPY_ON_WRITE } else { 0 };
+        if old & paging::PRESENT != 0 {
+            paging::set_leaf_entry(self.root, va, frame | flags);
+            frame_unref(paging::entry_address(old));
+            self.tlb_epoch += 1;
+        } else {
+            paging::map_page(self.root, va, frame, flags, &mut || alloc_frame()).map_err(|e| match e {
+                paging::MapError::AlreadyMapped => SpaceError::AlreadyMapped,
+                paging::MapError::OutOfMemory => SpaceError::OutOfMemory,
+            })?;
+        }
+        crate::arch::cpu::invlpg(va);
+        Ok(())
+    }
+
     /// Resolve a write fault at `va` if the page is copy-on-write: the last
     /// holder just gets write access back, others get a private copy.
     /// Returns false if `va` is not a copy-on-write page (a real fault), or

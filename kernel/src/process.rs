@@ -36,6 +36,17 @@ pub enum Blocked {
     WaitArmed,
     /// In `call` to `server`, with this buffer for the reply's data.
     Call { server: Pid, buf: u64, buf_len: u64 },
+    /// Faulted on the page at `page` of a paged region; its pager answers.
+    PageFault { page: u64 },
+}
+
+/// A region of a process's address space served by a user-level pager.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagerRegion {
+    pub start: u64,
+    pub end: u64,
+    pub pager: Pid,
+    pub queue: u32,
 }
 
 pub struct Process {
@@ -53,6 +64,8 @@ pub struct Process {
     pub qseg: Option<QueueSegment<Message>>,
     /// I/O ports this process may use (device drivers only).
     pub io_ports: Option<(u16, u16)>,
+    /// Regions whose faults go to user-level pagers.
+    pub regions: [Option<PagerRegion>; abi::pager::MAX_REGIONS],
     /// Inherited connections: (pid, queue), pid 0 = unset.
     pub bootstrap: [(u64, u32); abi::bootstrap::COUNT as usize],
     pub replies: ReplyTable,
@@ -78,6 +91,7 @@ impl Process {
             space: None,
             qseg: None,
             io_ports: None,
+            regions: [None; abi::pager::MAX_REGIONS],
             bootstrap: [(0, 0); abi::bootstrap::COUNT as usize],
             replies: ReplyTable::new(),
             exit_status: 0,

@@ -325,6 +325,7 @@ impl Kernel {
         }
         self.ipc_cleanup(slot, pid);
         self.devices_cleanup(slot, pid);
+        self.pager_cleanup(pid);
         if let Some(space) = self.procs[slot].space.take() {
             let root = space.root();
             self.dead_spaces.push(space);

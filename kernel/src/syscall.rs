@@ -99,6 +99,8 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::IoPorts => k.sys_io_ports(slot, a0, a1),
         Call::SetBootstrap => k.sys_set_bootstrap(slot, a0, a1, a2),
         Call::GetBootstrap => k.sys_get_bootstrap(slot, a0),
+        Call::SetPager => k.sys_set_pager(slot, [a0, a1, a2, a3, a4]),
+        Call::PageResolve => k.sys_page_resolve(slot, [a0, a1, a2, a3]),
         Call::ReceiveData | Call::WaitArmed | Call::Call | Call::ReplyWait => unreachable!("handled above"),
     };
     k.procs[slot].set_return(result);

@@ -56,6 +56,10 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
             }
             let address =
                 if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip };
+            if vector == abi::vector::PAGE_FAULT && k.page_fault_to_pager(slot, address, frame.error_code) {
+                k.resume(cpu, frame);
+                return;
+            }
             crate::kprintln!(
                 "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",
                 k.procs[slot].name(),

@@ -32,3 +32,27 @@ pub mod console {
     /// Word 0 of the driver's "ready" message to the process that started it.
     pub const READY: u64 = 0x0052_4541_4459;
 }
+
+/// The first pager (servers/pager): zero-filled pages and copy-on-write
+/// copies of template pages, for regions its clients register.
+///
+/// A client registers a region with a call (word 1 = start, word 2 = length
+/// in bytes), then hands the region to the pager with `sys::set_pager`.
+pub mod pager {
+    /// Pages of the region start zero-filled and writable.
+    pub const OP_REGISTER_ZERO: u64 = 1;
+    /// Every page of the region starts as a copy-on-write share of the
+    /// template page sent as the call's data (up to 4096 bytes, the rest zero).
+    pub const OP_REGISTER_TEMPLATE: u64 = 2;
+    /// Faults in the region are refused: the faulting process ends.
+    pub const OP_REGISTER_REFUSE: u64 = 3;
+    /// Faults in the region are never answered (for tests of pagers that die).
+    pub const OP_REGISTER_STALL: u64 = 4;
+    /// Reply word 0: how many bytes of template `word 1` differ from what
+    /// was registered (0 = untouched by clients' writes).
+    pub const OP_CHECK_TEMPLATE: u64 = 5;
+    /// The pager's queue.
+    pub const QUEUE: u32 = 0;
+    /// Word 0 of the pager's "ready" message to the process that started it.
+    pub const READY: u64 = 0x0050_4147_4552;
+}

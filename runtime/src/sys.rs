@@ -160,3 +160,15 @@ pub fn rdtsc() -> u64 {
     // SAFETY: rdtsc is unprivileged unless CR4.TSD is set, which Ridgeback never does.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
+
+/// Give faults in `start..start + len` of process `pid` (this one or a
+/// child) to the pager `pager` (its queue `queue`).
+pub fn set_pager(pid: Pid, start: u64, len: u64, pager: Pid, queue: u32) -> Result<(), Error> {
+    call(Call::SetPager, pid.0, start, len, pager.0, queue as u64).map(|_| ())
+}
+
+/// As a pager: map a page at `addr` in process `pid` (`abi::pager` flags),
+/// from this process's page at `src` for COPY and SHARE.
+pub fn page_resolve(pid: Pid, addr: u64, src: u64, flags: u64) -> Result<(), Error> {
+    call(Call::PageResolve, pid.0, addr, src, flags, 0).map(|_| ())
+}

@@ -6,6 +6,8 @@
 #![no_std]
 #![no_main]
 
+extern crate alloc;
+
 use abi::layout::{USER_ARGS_ADDR, USER_END, USER_STACK_TOP};
 use abi::{Call, Error, InfoKey, Pid};
 use core::arch::asm;
@@ -116,6 +118,16 @@ fn main(args: Args) -> i32 {
             }
         }
         "uart-irq" => uart_irq(),
+        "paged" => paged(Pid(arg(1))),
+        "pager-rights" => match pager_rights_checks() {
+            Ok(()) => 0,
+            Err(why) => {
+                println!("tchild pager-rights: {why}");
+                1
+            }
+        },
+        "paged-refused" => paged_refused(Pid(arg(1)), protocols::pager::OP_REGISTER_REFUSE),
+        "paged-stalled" => paged_refused(Pid(arg(1)), protocols::pager::OP_REGISTER_STALL),
         "shutdown" => match sys::shutdown(0) {
             Err(Error::PermissionDenied) => 0,
             other => {
@@ -273,6 +285,127 @@ fn uart_irq() -> i32 {
     }
     // The exit code carries the line so the runner can check it.
     100 + line as i32
+}
+
+const ZERO_REGION: u64 = 0x1000_0000;
+const TEMPLATE_REGION: u64 = 0x2000_0000;
+const REFUSED_REGION: u64 = 0x3000_0000;
+
+/// Register a region with the pager and hand it over.
+fn register(
+    link: msg::Link,
+    pager: Pid,
+    op: u64,
+    start: u64,
+    pages: u64,
+    data: &[u8],
+) -> Result<u64, alloc::string::String> {
+    use alloc::format;
+    let len = pages * 4096;
+    let (reply, _) = msg::call(link, &[op, start, len, 0], data, &mut [])
+        .map_err(|e| format!("register: {}", e.name()))?;
+    if reply[0] != 0 {
+        return Err(format!("the pager refused to register {start:#x}"));
+    }
+    sys::set_pager(sys::getpid(), start, len, pager, protocols::pager::QUEUE)
+        .map_err(|e| format!("set_pager {start:#x}: {}", e.name()))?;
+    Ok(reply[1])
+}
+
+/// Touch pages served by the pager: zero-filled ones and copy-on-write
+/// copies of a template, checking what each holds.
+fn paged(pager: Pid) -> i32 {
+    match paged_checks(pager) {
+        Ok(()) => 0,
+        Err(why) => {
+            println!("tchild paged: {why}");
+            1
+        }
+    }
+}
+
+fn paged_checks(pager: Pid) -> Result<(), alloc::string::String> {
+    use alloc::format;
+    use protocols::pager::*;
+    let link = msg::open_link(pager, msg::Queue(QUEUE)).map_err(|e| format!("link: {}", e.name()))?;
+    register(link, pager, OP_REGISTER_ZERO, ZERO_REGION, 4, &[])?;
+    let zero = ZERO_REGION as *mut u64;
+    // SAFETY: the region is this process's, served by the pager; each
+    // access faults a page in.
+    let (first, second) = unsafe {
+        let first = zero.read_volatile();
+        zero.add(600).write_volatile(0x1234);
+        (first, zero.add(600).read_volatile())
+    };
+    if first != 0 || second != 0x1234 {
+        return Err(format!("zero region read {first:#x}, then {second:#x}"));
+    }
+    let template = [0x5au8; 4096];
+    let t = register(link, pager, OP_REGISTER_TEMPLATE, TEMPLATE_REGION, 2, &template)?;
+    let shared = TEMPLATE_REGION as *mut u8;
+    // SAFETY: as above; the first write copies the shared page.
+    let (seen, mine, other) = unsafe {
+        let seen = shared.add(100).read_volatile();
+        shared.add(100).write_volatile(0x11);
+        (seen, shared.add(100).read_volatile(), shared.add(4096 + 100).read_volatile())
+    };
+    if seen != 0x5a || mine != 0x11 || other != 0x5a {
+        return Err(format!(
+            "template region: saw {seen:#x}, wrote and read {mine:#x}, next page {other:#x}"
+        ));
+    }
+    let (reply, _) = msg::call(link, &[OP_CHECK_TEMPLATE, t, 0, 0], &[], &mut []).map_err(|e| e.name())?;
+    if reply[0] != 0 {
+        return Err(format!("{} bytes of the pager's template changed by our write", reply[0]));
+    }
+    // Only the pager may resolve faults in its regions.
+    if sys::page_resolve(sys::getpid(), ZERO_REGION, 0, abi::pager::ZERO) != Err(Error::PermissionDenied) {
+        return Err("a process resolved its own paged region".into());
+    }
+    Ok(())
+}
+
+/// Register a region that the pager refuses (or never answers) and touch it.
+fn paged_refused(pager: Pid, op: u64) -> i32 {
+    let Ok(link) = msg::open_link(pager, msg::Queue(protocols::pager::QUEUE)) else { return 1 };
+    if let Err(why) = register(link, pager, op, REFUSED_REGION, 1, &[]) {
+        println!("tchild: {why}");
+        return 2;
+    }
+    // SAFETY: the pager refuses this page: the kernel ends the process.
+    unsafe { (REFUSED_REGION as *const u8).read_volatile() as i32 }
+}
+
+fn pager_rights_checks() -> Result<(), alloc::string::String> {
+    use alloc::format;
+    // Our own queue 0, for being our own pager below.
+    msg::open_queue(1, true).map_err(|e| format!("open_queue: {}", e.name()))?;
+    let me = sys::getpid();
+    let e = |r: Result<(), Error>, want: Error, what: &str| -> Result<(), alloc::string::String> {
+        if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
+    };
+    e(sys::set_pager(me, 0x5000_0001, 4096, me, 0), Error::InvalidArgument, "unaligned region")?;
+    e(sys::set_pager(me, 0x5000_0000, 0, me, 0), Error::InvalidArgument, "empty region")?;
+    e(sys::set_pager(me, 0x5000_0000, 4096, Pid(4242), 0), Error::NoSuchProcess, "no such pager")?;
+    e(sys::set_pager(me, 0x5000_0000, 4096, me, 7), Error::BadQueue, "a pager queue that is not open")?;
+    let text = pager_rights_checks as *const () as u64 & !0xfff;
+    e(sys::set_pager(me, text, 4096, me, 0), Error::InvalidArgument, "a region over mapped pages")?;
+    e(sys::set_pager(Pid(4242), 0x5000_0000, 4096, me, 0), Error::NoSuchProcess, "a region of nobody")?;
+    e(
+        sys::page_resolve(me, 0x5000_0000, 0, abi::pager::ZERO),
+        Error::BadAddress,
+        "resolve outside any region",
+    )?;
+    // We are our own pager for one page: resolve it, then read it.
+    sys::set_pager(me, 0x5000_0000, 4096, me, 0).map_err(|e| e.name())?;
+    e(sys::page_resolve(me, 0x5000_0000, 0, 999), Error::InvalidArgument, "unknown flags")?;
+    sys::page_resolve(me, 0x5000_0000, 0, abi::pager::ZERO).map_err(|e| e.name())?;
+    // SAFETY: the page was just mapped (zero-filled, read-only).
+    let v = unsafe { (0x5000_0000 as *const u64).read_volatile() };
+    if v != 0 {
+        return Err("a page resolved in advance is not there".into());
+    }
+    e(sys::set_pager(me, 0x5000_0000, 4096, me, 0), Error::InvalidArgument, "overlapping regions")
 }
 
 fn call_raw(n: u64) -> Result<u64, Error> {

@@ -64,6 +64,9 @@ const TESTS: &[Test] = &[
     ("interrupt_lines_and_ports_are_exclusive", device_claim_rules),
     ("interrupts_arrive_as_messages", interrupts_as_messages),
     ("console_driver_serves_programs", console_driver),
+    ("pager_serves_zero_and_copy_on_write_pages", pager_serves),
+    ("pager_refusing_or_dying_ends_the_faulter", pager_refuses_and_dies),
+    ("pager_rights", pager_rights),
     ("kernel_healthy_and_no_memory_leaked", kernel_healthy),
 ];
 
@@ -703,4 +706,46 @@ fn run_printing_child() -> TestResult {
     let pid = sys::spawn("hello", "").map_err(|e| e.name())?;
     let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
     check(status == ExitStatus::Exited(0), "hello ran with the console driver")
+}
+
+// ---- pagers ----
+
+fn start_pager() -> Result<Pid, String> {
+    let me = sys::getpid();
+    let pager = sys::spawn_with_priority("pager", &format!("{}", me.0), abi::DEFAULT_PRIORITY as u64 + 1)
+        .map_err(|e| format!("spawn pager: {}", e.name()))?;
+    let r = msg::receive_data(MAIN_QUEUE, &mut []).map_err(|e| e.name())?;
+    check(r.sender == pager && r.message[0] == protocols::pager::READY, "the pager says it is ready")?;
+    Ok(pager)
+}
+
+fn stop_pager(pager: Pid) -> TestResult {
+    sys::kill(pager).map_err(|e| e.name())?;
+    sys::wait(Some(pager)).map_err(|e| e.name())?;
+    Ok(())
+}
+
+fn pager_serves() -> TestResult {
+    let pager = start_pager()?;
+    let result = expect_status(&format!("paged {}", pager.0), ExitStatus::Exited(0));
+    stop_pager(pager)?;
+    result
+}
+
+fn pager_refuses_and_dies() -> TestResult {
+    let pager = start_pager()?;
+    let refused = run(&format!("paged-refused {}", pager.0));
+    let want = ExitStatus::Fault { vector: vector::PAGE_FAULT, address: 0x3000_0000 };
+    let stalled = sys::spawn("tchild", &format!("paged-stalled {}", pager.0)).map_err(|e| e.name())?;
+    sys::sleep_ns(20_000_000);
+    // The pager dies while the child waits on it: the child ends too.
+    stop_pager(pager)?;
+    let (_, status) = sys::wait(Some(stalled)).map_err(|e| e.name())?;
+    check(refused? == want, "a refused fault ends the process with a page fault")?;
+    check(status == want, "a process waiting on a pager that died ends with a page fault")
+}
+
+fn pager_rights() -> TestResult {
+    // In a child, so the pages it maps do not stay with the runner.
+    expect_status("pager-rights", ExitStatus::Exited(0))
 }
