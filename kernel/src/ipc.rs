@@ -290,11 +290,7 @@ impl Kernel {
                 if (self.procs[to].frame.rax as i64) >= 0 {
                     self.count(Counter::DirectHandoffs);
                 }
-                if local {
-                    self.make_ready_local(to);
-                } else {
-                    self.make_ready(to);
-                }
+                self.wake(to, local);
             }
             return Ok(());
         }
@@ -320,11 +316,7 @@ impl Kernel {
         }
         if self.procs[to].state == State::Blocked(Blocked::WaitArmed) && qseg.is_armed(queue as u64) {
             self.procs[to].set_return(Ok(queue as u64));
-            if local {
-                self.make_ready_local(to);
-            } else {
-                self.make_ready(to);
-            }
+            self.wake(to, local);
         }
         Ok(())
     }
@@ -333,6 +325,16 @@ impl Kernel {
     fn dispose_without_reply(&mut self, m: Message) {
         if let Some(d) = m.data {
             memory::frame_unref(d.frame);
+        }
+    }
+
+    /// Make a process ready; `local` wakeups leave other CPUs alone (see
+    /// the module doc).
+    fn wake(&mut self, slot: usize, local: bool) {
+        if local {
+            self.make_ready_local(slot);
+        } else {
+            self.make_ready(slot);
         }
     }
 
@@ -347,11 +349,7 @@ impl Kernel {
         local: bool,
     ) -> Result<(), Error> {
         self.set_received(to, words, sender, kind, len)?;
-        if local {
-            self.make_ready_local(to);
-        } else {
-            self.make_ready(to);
-        }
+        self.wake(to, local);
         Ok(())
     }
 
@@ -736,11 +734,7 @@ impl Kernel {
         let f = &mut self.procs[c].frame;
         [f.r12, f.r13, f.r14, f.r15] = words;
         self.procs[c].set_return(result);
-        if local {
-            self.make_ready_local(c);
-        } else {
-            self.make_ready(c);
-        }
+        self.wake(c, local);
         Ok(0)
     }
 

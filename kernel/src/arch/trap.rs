@@ -159,6 +159,24 @@ static mut STAGING: [TrapFrame; kernel_core::limits::MAX_CPUS] =
 // Vectors for which the CPU pushes an error code (SDM vol. 3A table 6-1).
 global_asm!(
     r#"
+    .macro PUSH_GENERAL_REGISTERS
+    push rax
+    push rbx
+    push rcx
+    push rdx
+    push rsi
+    push rdi
+    push rbp
+    push r8
+    push r9
+    push r10
+    push r11
+    push r12
+    push r13
+    push r14
+    push r15
+    .endm
+
     .text
     .balign 16
     .global trap_stubs
@@ -182,21 +200,7 @@ trap_common:
     jz 1f
     swapgs
 1:
-    push rax
-    push rbx
-    push rcx
-    push rdx
-    push rsi
-    push rdi
-    push rbp
-    push r8
-    push r9
-    push r10
-    push r11
-    push r12
-    push r13
-    push r14
-    push r15
+    PUSH_GENERAL_REGISTERS
     cld
     mov rdi, rsp
     call {trap_handler}
@@ -214,21 +218,7 @@ syscall_entry:
     push rcx
     push 0
     push {syscall_vector}
-    push rax
-    push rbx
-    push rcx
-    push rdx
-    push rsi
-    push rdi
-    push rbp
-    push r8
-    push r9
-    push r10
-    push r11
-    push r12
-    push r13
-    push r14
-    push r15
+    PUSH_GENERAL_REGISTERS
     mov rdi, rsp
     call {syscall_handler}
 
