@@ -64,17 +64,24 @@ impl<'a> FrameAllocator<'a> {
         bitmap.fill(u64::MAX);
         let mut alloc = FrameAllocator { bitmap, free_count: 0, total_usable: 0, hint_word: 0 };
         let limit = alloc.bitmap.len() as u64 * 64;
+        // Free every whole frame of the usable ranges, then take back every
+        // frame a reserved range touches: two passes over ranges, not a
+        // check of every frame against every reservation (boot time under
+        // emulation counts).
         for r in usable {
-            let first = r.start.div_ceil(FRAME_BYTES);
-            let end = (r.end / FRAME_BYTES).min(limit);
-            for frame in first..end {
-                let addr = frame * FRAME_BYTES;
-                let page = PhysRange::new(addr, addr + FRAME_BYTES);
-                if reserved.iter().any(|res| res.overlaps(&page)) || !alloc.is_used(frame) {
-                    continue;
+            for frame in r.start.div_ceil(FRAME_BYTES)..(r.end / FRAME_BYTES).min(limit) {
+                if alloc.is_used(frame) {
+                    alloc.set(frame, false);
+                    alloc.free_count += 1;
                 }
-                alloc.set(frame, false);
-                alloc.free_count += 1;
+            }
+        }
+        for r in reserved {
+            for frame in r.start / FRAME_BYTES..r.end.div_ceil(FRAME_BYTES).min(limit) {
+                if !alloc.is_used(frame) {
+                    alloc.set(frame, true);
+                    alloc.free_count -= 1;
+                }
             }
         }
         alloc.total_usable = alloc.free_count;

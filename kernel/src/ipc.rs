@@ -725,6 +725,8 @@ impl Kernel {
         let result = if len > clen {
             self.procs[c].frame.rdx = len;
             Err(Error::BufferTooSmall)
+        } else if len == 0 {
+            Ok(0) // a short reply: nothing to copy, no page tables to walk
         } else {
             copy_user_to_user(self, slot, buf, c, cbuf, len).map(|_| len)
         };

@@ -262,7 +262,13 @@ impl Kernel {
                     crate::arch::descriptors::switch_io_ports(cpu, self.cpus[cpu].ports, ports);
                     self.cpus[cpu].ports = ports;
                 }
-                *frame = self.procs[slot].frame;
+                if keep.is_some() {
+                    // The process ran on without a switch: the kernel can
+                    // only have changed its result registers.
+                    self.procs[slot].frame.copy_results_to(frame);
+                } else {
+                    *frame = self.procs[slot].frame;
+                }
             }
             None => {
                 let loaded = self.cpus[cpu].loaded_root;

@@ -17,7 +17,7 @@ use abi::{ANY_CHILD, COUNTER_COUNT, Call, Error, ExitStatus, InfoKey, PRIORITY_I
 /// Do the kernel call of the process running on `cpu`.
 pub fn dispatch(k: &mut Kernel, cpu: usize) {
     let slot = k.current(cpu);
-    let f = k.procs[slot].frame;
+    let f = &k.procs[slot].frame;
     let Some(call) = Call::from_raw(f.rax) else {
         k.procs[slot].set_return(Err(Error::NoSuchCall));
         return;

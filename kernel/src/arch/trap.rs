@@ -84,6 +84,20 @@ impl TrapFrame {
         ss: 0,
     };
 
+    /// Copy the registers a kernel call returns results in (rax, rdx, rsi,
+    /// r10 and the message registers r12..r15) into `to`: all a call can
+    /// change in the process that made it (see `abi`).
+    pub fn copy_results_to(&self, to: &mut TrapFrame) {
+        to.rax = self.rax;
+        to.rdx = self.rdx;
+        to.rsi = self.rsi;
+        to.r10 = self.r10;
+        to.r12 = self.r12;
+        to.r13 = self.r13;
+        to.r14 = self.r14;
+        to.r15 = self.r15;
+    }
+
     pub fn is_user(&self) -> bool {
         self.cs & 3 == 3
     }
