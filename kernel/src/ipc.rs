@@ -483,22 +483,22 @@ impl Kernel {
         }
         self.procs[slot].replies.clear();
         if let Some(mut qseg) = self.procs[slot].qseg.take() {
-            let mut waiting = Vec::new();
-            qseg.drain(|m| waiting.push(m));
-            for m in waiting {
-                self.dispose(m);
-            }
+            // No allocation on this path: a process must always be able to end.
+            qseg.drain(|m| self.dispose(m));
         }
         // Calls it made that still wait elsewhere.
         for r in 0..self.procs.len() {
             if let Some(mut qseg) = self.procs[r].qseg.take() {
-                let mut dropped = Vec::new();
-                qseg.remove_messages(|m| m.sender == pid && m.kind == Kind::Call, |m| dropped.push(m));
-                for m in dropped {
-                    if m.data.is_some() {
-                        qseg.release_page();
-                    }
-                    self.dispose_without_reply(m);
+                let mut pages = 0;
+                qseg.remove_messages(
+                    |m| m.sender == pid && m.kind == Kind::Call,
+                    |m| {
+                        pages += m.data.is_some() as u32;
+                        self.dispose_without_reply(m);
+                    },
+                );
+                for _ in 0..pages {
+                    qseg.release_page();
                 }
                 self.procs[r].qseg = Some(qseg);
             }

@@ -211,11 +211,12 @@ fn start_other_cpus(madt: &acpi::Madt, max_cpus: usize) {
             apic::delay_us(100);
             waited_us += 100;
         }
+        // The index and stack are used up either way: a CPU that reports in
+        // late must not share them with the next one.
+        next_index += 1;
         if percpu::cpus_online() == before {
             kprintln!("warning: CPU with APIC id {apic_id} did not start");
-            continue;
         }
-        next_index += 1;
     }
     paging::set_pml4_slot(root, 0, 0);
     cpu::switch_address_space(root);

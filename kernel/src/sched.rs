@@ -334,7 +334,14 @@ impl Kernel {
         self.pager_cleanup(pid);
         if let Some(space) = self.procs[slot].space.take() {
             let root = space.root();
-            self.dead_spaces.push(space);
+            if self.dead_spaces.try_reserve(1).is_ok() {
+                self.dead_spaces.push(space);
+            } else {
+                // No heap left to remember it: lose its frames rather than
+                // free them under another CPU, or panic.
+                crate::kprintln!("warning: kernel heap full; address space {root:#x} leaked");
+                core::mem::forget(space);
+            }
             // Idle CPUs still holding this root drop it when they next run.
             for c in 0..MAX_CPUS {
                 let cs = self.cpus[c];
