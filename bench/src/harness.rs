@@ -1,13 +1,24 @@
 //! Measuring and reporting: picks an iteration count, takes samples, and
 //! prints each figure as one machine-readable line.
 //!
-//! The output format is the contract with the suite's driver:
-//! `BENCH {"name":"getpid","unit":"ns/op","value":123.4,"samples":[...],"iterations":1000}`
-//! on one line. `value` is the median of `samples`; each sample ran the
-//! workload `iterations` times. Any other line a program prints is
-//! commentary and starts with `#`.
+//! The output format is the contract with the suite's driver (`cargo xtask
+//! bench` parses it in `xtask/src/bench/line.rs`):
+//!
+//! ```text
+//! BENCH {"name":"getpid","unit":"ns/op","value":123.400,"samples":[...],
+//!        "iterations":1000,"tsc_hz":2000000000,"ticks":[...],
+//!        "bytes_per_op":0,"counters":{"kernel_calls":7001,...}}
+//! ```
+//!
+//! on one line. Each sample ran the workload `iterations` times and took
+//! `ticks[i]` TSC ticks at `tsc_hz`; `samples[i]` is that converted to the
+//! unit and `value` is their median. `bytes_per_op` is non-zero for
+//! bandwidth units. `counters` are the kernel's event counters added up
+//! over all the timed samples (`samples.len() * iterations` operations),
+//! present only where the system has them. Any other line a program prints
+//! is commentary and starts with `#`.
 
-use crate::{Platform, now_ticks};
+use crate::{MAX_COUNTERS, Platform, now_ticks};
 use core::fmt::{self, Write};
 
 /// Most samples one measurement can hold (no allocator in `core`).
@@ -61,20 +72,44 @@ impl Unit {
             }
         }
     }
+
+    /// Bytes one iteration moves (0 for units that are not bandwidths).
+    pub fn bytes_per_op(self) -> u64 {
+        match self {
+            Unit::MegabytesPerSecond { bytes_per_op } => bytes_per_op,
+            _ => 0,
+        }
+    }
 }
 
-/// One figure: its median and all its samples.
+/// One figure: its median and all its samples, in the unit and as ticks.
 #[derive(Clone, Copy, Debug)]
 pub struct Measurement {
     pub median: f64,
     samples: [f64; MAX_SAMPLES],
+    ticks: [u64; MAX_SAMPLES],
     sample_count: usize,
     pub iterations: u64,
+    /// The rate `ticks` were counted at.
+    pub tsc_hz: u64,
+    counters: [u64; MAX_COUNTERS],
+    counter_names: &'static [&'static str],
 }
 
 impl Measurement {
     pub fn samples(&self) -> &[f64] {
         &self.samples[..self.sample_count]
+    }
+
+    /// TSC ticks each sample took (0 for measurements built by
+    /// [`Measurement::from_samples`]).
+    pub fn ticks(&self) -> &[u64] {
+        &self.ticks[..self.sample_count]
+    }
+
+    /// The kernel counters over all samples, with their names.
+    pub fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.counter_names.iter().copied().zip(self.counters.iter().copied())
     }
 
     /// Builds a measurement from samples already taken (the median is
@@ -83,7 +118,32 @@ impl Measurement {
         assert!(!samples.is_empty() && samples.len() <= MAX_SAMPLES, "1..={MAX_SAMPLES} samples");
         let mut all = [0.0; MAX_SAMPLES];
         all[..samples.len()].copy_from_slice(samples);
-        Measurement { median: median(samples), samples: all, sample_count: samples.len(), iterations }
+        Measurement {
+            median: median(samples),
+            samples: all,
+            ticks: [0; MAX_SAMPLES],
+            sample_count: samples.len(),
+            iterations,
+            tsc_hz: 0,
+            counters: [0; MAX_COUNTERS],
+            counter_names: &[],
+        }
+    }
+
+    /// Adds the raw timings: `ticks[i]` for sample `i` at `tsc_hz`.
+    pub fn with_ticks(mut self, ticks: &[u64], tsc_hz: u64) -> Self {
+        assert_eq!(ticks.len(), self.sample_count, "one tick count per sample");
+        self.ticks[..ticks.len()].copy_from_slice(ticks);
+        self.tsc_hz = tsc_hz;
+        self
+    }
+
+    /// Adds the kernel counters' increase over the samples.
+    pub fn with_counters(mut self, names: &'static [&'static str], values: &[u64]) -> Self {
+        let count = names.len().min(values.len()).min(MAX_COUNTERS);
+        self.counter_names = &names[..count];
+        self.counters[..count].copy_from_slice(&values[..count]);
+        self
     }
 }
 
@@ -101,6 +161,9 @@ pub fn median(samples: &[f64]) -> f64 {
 /// `config.min_sample_ns`, then takes `config.sample_count` timed samples
 /// of that many iterations. The calibration runs double as a warm-up
 /// (caches, TLB, page faults on first touch, the peer process started).
+/// The kernel counters are read just before the first timed sample and
+/// just after the last, so they cover exactly the timed operations (and
+/// the one counter read between them).
 pub fn measure<P: Platform>(unit: Unit, config: &Config, mut workload: impl FnMut(u64)) -> Measurement {
     let tsc_hz = P::tsc_hz();
     let min_sample_ticks = ((config.min_sample_ns as u128 * tsc_hz as u128) / 1_000_000_000).max(1) as u64;
@@ -126,13 +189,28 @@ pub fn measure<P: Platform>(unit: Unit, config: &Config, mut workload: impl FnMu
     }
 
     let sample_count = config.sample_count.clamp(1, MAX_SAMPLES);
+    let mut ticks = [0u64; MAX_SAMPLES];
+    let mut counters_before = [0u64; MAX_COUNTERS];
+    P::read_counters(&mut counters_before);
+    for sample_ticks in &mut ticks[..sample_count] {
+        *sample_ticks = time(&mut workload, iterations);
+    }
+    let mut counters_after = [0u64; MAX_COUNTERS];
+    let counter_names = P::read_counters(&mut counters_after);
+    // Floating point only after the timed part: on a soft-float build it
+    // is slow, and the driver recomputes everything from the ticks anyway.
     let mut samples = [0.0; MAX_SAMPLES];
-    for sample in &mut samples[..sample_count] {
-        let ticks = time(&mut workload, iterations);
-        let elapsed_ns = ticks as f64 * 1e9 / tsc_hz as f64;
+    for (sample, &sample_ticks) in samples.iter_mut().zip(&ticks[..sample_count]) {
+        let elapsed_ns = sample_ticks as f64 * 1e9 / tsc_hz as f64;
         *sample = unit.value(elapsed_ns, iterations);
     }
+    let mut increase = [0u64; MAX_COUNTERS];
+    for (delta, (after, before)) in increase.iter_mut().zip(counters_after.iter().zip(&counters_before)) {
+        *delta = after.wrapping_sub(*before);
+    }
     Measurement::from_samples(&samples[..sample_count], iterations)
+        .with_ticks(&ticks[..sample_count], tsc_hz)
+        .with_counters(counter_names, &increase)
 }
 
 /// Measures and prints one figure.
@@ -147,6 +225,18 @@ pub fn report<P: Platform>(name: &str, unit: Unit, measurement: &Measurement) {
     let mut line = LineWriter::<P>::new();
     // A LineWriter never fails: it flushes instead.
     let _ = write_result_line(&mut line, name, unit, measurement);
+    line.flush();
+}
+
+/// How a line reporting a figure that could not be measured starts:
+/// `# FAILED <figure>: <reason>`. A comment to anything else, the suite's
+/// driver reports it as a failure.
+pub const FAILED_PREFIX: &str = "# FAILED ";
+
+/// Prints a [`FAILED_PREFIX`] line.
+pub fn failure<P: Platform>(figure: &str, reason: &str) {
+    let mut line = LineWriter::<P>::new();
+    let _ = writeln!(line, "{FAILED_PREFIX}{figure}: {reason}");
     line.flush();
 }
 
@@ -179,7 +269,22 @@ pub fn write_result_line(
         }
         write_json_number(out, *sample)?;
     }
-    writeln!(out, "],\"iterations\":{}}}", measurement.iterations)
+    write!(out, "],\"iterations\":{},\"tsc_hz\":{},\"ticks\":[", measurement.iterations, measurement.tsc_hz)?;
+    for (i, ticks) in measurement.ticks().iter().enumerate() {
+        if i > 0 {
+            out.write_str(",")?;
+        }
+        write!(out, "{ticks}")?;
+    }
+    write!(out, "],\"bytes_per_op\":{},\"counters\":{{", unit.bytes_per_op())?;
+    for (i, (name, value)) in measurement.counters().enumerate() {
+        if i > 0 {
+            out.write_str(",")?;
+        }
+        write_json_string(out, name)?;
+        write!(out, ":{value}")?;
+    }
+    out.write_str("}}\n")
 }
 
 fn write_json_string(out: &mut impl Write, text: &str) -> fmt::Result {
@@ -256,8 +361,24 @@ mod tests {
         assert_eq!(
             line,
             "BENCH {\"name\":\"pipe \\\"x\\\"\",\"unit\":\"ns/roundtrip\",\"value\":11.000,\
-             \"samples\":[10.000,12.500,11.000],\"iterations\":1000}\n"
+             \"samples\":[10.000,12.500,11.000],\"iterations\":1000,\"tsc_hz\":0,\"ticks\":[0,0,0],\
+             \"bytes_per_op\":0,\"counters\":{}}\n"
         );
+    }
+
+    #[test]
+    fn result_line_carries_ticks_bytes_and_counters() {
+        let measurement = Measurement::from_samples(&[2.0, 1.0], 10)
+            .with_ticks(&[200, 100], 1_000_000_000)
+            .with_counters(&["kernel_calls", "context_switches"], &[20, 4]);
+        let mut line = String::new();
+        let unit = Unit::MegabytesPerSecond { bytes_per_op: 4096 };
+        write_result_line(&mut line, "copy", unit, &measurement).unwrap();
+        assert!(line.ends_with(
+            "\"iterations\":10,\"tsc_hz\":1000000000,\"ticks\":[200,100],\"bytes_per_op\":4096,\
+             \"counters\":{\"kernel_calls\":20,\"context_switches\":4}}\n"
+        ));
+        assert!(line.starts_with("BENCH {") && line.matches('\n').count() == 1);
     }
 
     #[test]
@@ -288,6 +409,40 @@ mod tests {
         }
         fn yield_now() {}
         fn write_stdout(_: &[u8]) {}
+    }
+
+    /// [`Fake`] with one kernel counter that goes up by 5 at every read
+    /// (used by one test only: the count is global).
+    struct Counting;
+    impl Platform for Counting {
+        fn tsc_hz() -> u64 {
+            1_000_000_000
+        }
+        fn getpid() -> u64 {
+            1
+        }
+        fn yield_now() {}
+        fn write_stdout(_: &[u8]) {}
+        fn read_counters(values: &mut [u64; MAX_COUNTERS]) -> &'static [&'static str] {
+            static READS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+            values[0] = 5 * READS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            &["reads"]
+        }
+    }
+
+    #[test]
+    fn measure_records_ticks_and_the_counters_increase() {
+        let config = Config { sample_count: 3, min_sample_ns: 100_000 };
+        let measurement = measure::<Counting>(Unit::NanosPerOp, &config, |iterations| {
+            for i in 0..iterations {
+                core::hint::black_box(i);
+            }
+        });
+        assert_eq!(measurement.ticks().len(), 3);
+        assert!(measurement.ticks().iter().all(|&t| t > 0));
+        assert_eq!(measurement.tsc_hz, 1_000_000_000);
+        let counters: std::vec::Vec<_> = measurement.counters().collect();
+        assert_eq!(counters, [("reads", 5)]);
     }
 
     #[test]

@@ -15,14 +15,17 @@
 //! Invariants:
 //! - Everything outside [`linux`] uses `core` only and reaches the system
 //!   through [`Platform`], so the Ridgeback build compiles the very same
-//!   benchmark code. The Ridgeback implementation of [`Platform`] comes
-//!   with Ridgeback's user runtime.
+//!   benchmark code. The Ridgeback implementation of [`Platform`] and the
+//!   Ridgeback program (`ridgebench`) are in `bench/ridgeback/`.
 //! - Time is read from the time-stamp counter ([`now_ticks`]) and
 //!   converted with [`Platform::tsc_hz`]; a sample lasts at least
 //!   [`harness::Config::min_sample_ns`], so one reading of the counter is
 //!   a negligible part of it.
 //! - A reported figure is the median of [`harness::Config::sample_count`]
-//!   samples, and every sample is reported with it.
+//!   samples, and every sample is reported with it, also as raw TSC ticks:
+//!   the suite's driver recomputes every figure from the ticks, so nothing
+//!   depends on floating point in the guest (Ridgeback's programs are
+//!   built soft-float; the `value` they print is for people reading a log).
 
 #![no_std]
 
@@ -47,7 +50,19 @@ pub trait Platform {
     fn yield_now();
     /// Writes all of `bytes` to standard output (the serial console).
     fn write_stdout(bytes: &[u8]);
+    /// The kernel's event counters, when the system has them: fills the
+    /// start of `values` and returns their names (one per value filled).
+    /// Read before and after a measurement, they explain a figure (kernel
+    /// entries, context switches, bytes copied per operation). The default
+    /// is none: Linux offers no cheap system-wide equivalent.
+    fn read_counters(values: &mut [u64; MAX_COUNTERS]) -> &'static [&'static str] {
+        let _ = values;
+        &[]
+    }
 }
+
+/// Most kernel counters a measurement records (see [`Platform::read_counters`]).
+pub const MAX_COUNTERS: usize = 16;
 
 /// The time-stamp counter. Not serialising: samples are long enough
 /// ([`harness::Config::min_sample_ns`]) that a few reordered instructions

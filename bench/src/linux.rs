@@ -11,7 +11,7 @@
 //!
 //! Every `unsafe` here is a libc call; each says what it relies on.
 
-use crate::workloads::{MESSAGE_BYTES, RoundTrip};
+use crate::workloads::{DataRoundTrip, MESSAGE_BYTES, RoundTrip};
 use crate::{Platform, now_ticks};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -223,30 +223,51 @@ fn close(fd: c_int) {
     unsafe { libc::close(fd) };
 }
 
-/// The peer's loop for the descriptor-based channels: echo every message
-/// until the client closes its end.
-fn echo_until_end_of_file(input: c_int, output: c_int) {
-    let mut message = [0u8; MESSAGE_BYTES];
-    while read_exact(input, &mut message) && write_all(output, &message) {}
+/// Largest request a descriptor-based peer reads at once (one page, the
+/// most a Ridgeback message carries).
+pub const MAX_REQUEST_BYTES: usize = 4096;
+
+/// The peer's loop for the descriptor-based channels: read each request of
+/// `request_bytes` and send back its first [`MESSAGE_BYTES`] bytes, until
+/// the client closes its end.
+fn echo_until_end_of_file(input: c_int, output: c_int, request_bytes: usize) {
+    let mut request = [0u8; MAX_REQUEST_BYTES];
+    while read_exact(input, &mut request[..request_bytes]) && write_all(output, &request[..MESSAGE_BYTES]) {}
 }
 
 /// Two pipes, one each way: the classic lmbench `lat_pipe` arrangement.
 pub struct PipeChannel {
     to_peer: c_int,
     from_peer: c_int,
+    request_bytes: usize,
     _peer: Peer,
 }
 
 impl PipeChannel {
+    /// 32-byte requests and replies.
     pub fn new(placement: Placement) -> Self {
+        PipeChannel::with_request_bytes(placement, MESSAGE_BYTES)
+    }
+
+    /// Requests of `request_bytes` (32..=4096), replies of 32 bytes: the
+    /// Linux peer of Ridgeback's SendData round trip.
+    pub fn with_request_bytes(placement: Placement, request_bytes: usize) -> Self {
+        assert!((MESSAGE_BYTES..=MAX_REQUEST_BYTES).contains(&request_bytes), "request size");
         let (request_read, request_write) = pipe();
         let (reply_read, reply_write) = pipe();
         let peer = Peer::spawn(placement, &[request_write, reply_read], || {
-            echo_until_end_of_file(request_read, reply_write)
+            echo_until_end_of_file(request_read, reply_write, request_bytes)
         });
         close(request_read);
         close(reply_write);
-        PipeChannel { to_peer: request_write, from_peer: reply_read, _peer: peer }
+        PipeChannel { to_peer: request_write, from_peer: reply_read, request_bytes, _peer: peer }
+    }
+}
+
+impl DataRoundTrip for PipeChannel {
+    fn round_trip_data(&mut self, request: &[u8], reply: &mut [u8; MESSAGE_BYTES]) {
+        assert_eq!(request.len(), self.request_bytes, "the peer reads requests of one size");
+        assert!(write_all(self.to_peer, request) && read_exact(self.from_peer, reply), "pipe peer gone");
     }
 }
 
@@ -259,7 +280,7 @@ fn pipe() -> (c_int, c_int) {
 
 impl RoundTrip for PipeChannel {
     fn round_trip(&mut self, request: &[u8; MESSAGE_BYTES], reply: &mut [u8; MESSAGE_BYTES]) {
-        assert!(write_all(self.to_peer, request) && read_exact(self.from_peer, reply), "pipe peer gone");
+        self.round_trip_data(request, reply);
     }
 }
 
@@ -284,7 +305,8 @@ impl UnixSocketChannel {
         let result = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) };
         assert_eq!(result, 0, "socketpair failed");
         let [client, server] = fds;
-        let peer = Peer::spawn(placement, &[client], || echo_until_end_of_file(server, server));
+        let peer =
+            Peer::spawn(placement, &[client], || echo_until_end_of_file(server, server, MESSAGE_BYTES));
         close(server);
         UnixSocketChannel { socket: client, _peer: peer }
     }
@@ -468,5 +490,44 @@ impl Drop for SharedMemoryChannel {
         // Then `_peer` reaps the peer, then `page` is unmapped.
         self.page.slot().state.store(STATE_STOP, Ordering::Release);
         futex_wake(&self.page.slot().state);
+    }
+}
+
+/// A peer that does nothing but `sched_yield` on CPU 0, where the caller is
+/// pinned too, until dropped: the other half of
+/// [`crate::workloads::yield_pair`].
+pub struct YieldPeer {
+    // Declared before `page`, as in SharedMemoryChannel: the peer is
+    // reaped before the page it reads is unmapped.
+    _peer: Peer,
+    page: SharedPage,
+}
+
+impl YieldPeer {
+    pub fn new() -> Self {
+        let page = SharedPage::new();
+        let slot = page.slot;
+        let peer = Peer::spawn(Placement::SameCpu, &[], || {
+            // SAFETY: the child's inherited mapping of the shared page stays
+            // valid until it exits.
+            let slot = unsafe { &*slot };
+            while slot.state.load(Ordering::Acquire) != STATE_STOP {
+                Linux::yield_now();
+            }
+        });
+        YieldPeer { _peer: peer, page }
+    }
+}
+
+impl Default for YieldPeer {
+    fn default() -> Self {
+        YieldPeer::new()
+    }
+}
+
+impl Drop for YieldPeer {
+    fn drop(&mut self) {
+        // Then `_peer` waits for the peer, which sees STOP at its next turn.
+        self.page.slot().state.store(STATE_STOP, Ordering::Release);
     }
 }

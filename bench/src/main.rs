@@ -1,8 +1,10 @@
 //! The Linux build of the benchmark program: `bench [options] [figure...]`.
 //!
-//! Figures: `getpid`, `copy` (4 KiB and 1 MiB), `yield`, `pipe`, `unix`,
-//! `futex`, or `all` (the default). Ping-pong figures run with both ends
-//! on one vCPU and, when there are two, on two. Options: `--samples N`,
+//! Figures: `getpid`, `copy` (4 KiB and 1 MiB), `yield` (two processes
+//! taking turns with `sched_yield` on one vCPU), `pipe`, `unix`, `futex`
+//! (32-byte ping-pong), `pipedata` (4 KiB requests, 32-byte replies, through
+//! pipes), or `all` (the default). Ping-pong figures run with both ends on
+//! one vCPU and, when there are two, on two. Options: `--samples N`,
 //! `--sample-ms N`. Output: one `BENCH {json}` line per figure, `#` lines
 //! of commentary (see `bench::harness`).
 //!
@@ -14,12 +16,13 @@ compile_error!("this is the Linux entry point; Ridgeback's build has its own");
 
 use bench::harness::{self, Config, MAX_SAMPLES};
 use bench::linux::{
-    Linux, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait, online_cpus,
+    Linux, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait, YieldPeer, online_cpus,
 };
 use bench::{Platform, workloads};
 
-const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex"];
-const USAGE: &str = "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex]...";
+const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata"];
+const USAGE: &str =
+    "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata]...";
 
 fn main() {
     let (config, selected) = match parse_args(std::env::args().skip(1)) {
@@ -56,10 +59,11 @@ fn main() {
                 }
             }
             // Turn-taking by sched_yield makes sense on one CPU only: on
-            // two, both ends would just spin.
+            // two, both ends would just spin. The same program as
+            // Ridgeback's context-switch figure.
             "yield" => {
-                let mut channel = SharedMemoryChannel::new(Placement::SameCpu, Wait::Yield);
-                workloads::ping_pong::<Linux>("yield_pingpong_32B_1cpu", &config, &mut channel);
+                let _peer = YieldPeer::new();
+                workloads::yield_pair::<Linux>("yield_pair_1cpu", &config);
             }
             "pipe" => {
                 for &placement in placements {
@@ -80,6 +84,14 @@ fn main() {
                     let mut channel = SharedMemoryChannel::new(placement, Wait::Futex);
                     let name = format!("futex_pingpong_32B_{}", placement.suffix());
                     workloads::ping_pong::<Linux>(&name, &config, &mut channel);
+                }
+            }
+            "pipedata" => {
+                for &placement in placements {
+                    let mut channel = PipeChannel::with_request_bytes(placement, 4096);
+                    let mut request = vec![0x3c_u8; 4096];
+                    let name = format!("pipe_4KiB_{}", placement.suffix());
+                    workloads::data_ping_pong::<Linux>(&name, &config, &mut channel, &mut request);
                 }
             }
             _ => unreachable!("parse_args accepts only FIGURES"),

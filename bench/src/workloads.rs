@@ -18,6 +18,16 @@ pub trait RoundTrip {
     fn round_trip(&mut self, request: &[u8; MESSAGE_BYTES], reply: &mut [u8; MESSAGE_BYTES]);
 }
 
+/// A channel whose requests carry a buffer of data (up to a page) and whose
+/// replies are one [`MESSAGE_BYTES`]-byte message: the seed's SendData
+/// round trip (seed 001, Table 1). On Linux: a pipe pair; on Ridgeback:
+/// SendData, by copy or by copy-on-write loan.
+pub trait DataRoundTrip {
+    /// Sends all of `request` and waits for the peer's reply, which must
+    /// start with the first 8 bytes of `request`.
+    fn round_trip_data(&mut self, request: &[u8], reply: &mut [u8; MESSAGE_BYTES]);
+}
+
 /// `getpid`: the cost of the cheapest kernel entry (seed 001, Table 2).
 pub fn getpid<P: Platform>(config: &Config) -> Measurement {
     harness::run::<P>("getpid", Unit::NanosPerOp, config, |iterations| {
@@ -61,6 +71,44 @@ pub fn ping_pong<P: Platform>(name: &str, config: &Config, channel: &mut impl Ro
             request[..8].copy_from_slice(&sequence.to_le_bytes());
             channel.round_trip(&request, &mut reply);
             assert!(reply[..8] == request[..8], "{name}: reply does not echo request {sequence}");
+        }
+    })
+}
+
+/// Round trips carrying `request` (its whole length) each way out and a
+/// [`MESSAGE_BYTES`]-byte reply back. The first 8 bytes of the request are
+/// a fresh sequence number every time, written before each send as a
+/// program producing new data would, and the reply must echo them.
+pub fn data_ping_pong<P: Platform>(
+    name: &str,
+    config: &Config,
+    channel: &mut impl DataRoundTrip,
+    request: &mut [u8],
+) -> Measurement {
+    assert!(request.len() >= 8, "{name}: the request carries an 8-byte sequence number");
+    let mut sequence = 0u64;
+    harness::run::<P>(name, Unit::NanosPerRoundTrip, config, |iterations| {
+        let mut reply = [0_u8; MESSAGE_BYTES];
+        for _ in 0..iterations {
+            sequence += 1;
+            request[..8].copy_from_slice(&sequence.to_le_bytes());
+            channel.round_trip_data(request, &mut reply);
+            assert!(reply[..8] == request[..8], "{name}: reply does not echo request {sequence}");
+        }
+    })
+}
+
+/// The context-switch figure: `yield` in a loop while one peer process,
+/// started by the caller on the same CPU at the same priority, does the
+/// same. Each iteration is a round trip of two switches (to the peer and
+/// back) and two kernel entries. The caller must make sure the peer
+/// exists and shares the CPU: without it, `yield` returns at once and the
+/// figure is only the kernel entry (the Ridgeback build checks that with
+/// its context-switch counter).
+pub fn yield_pair<P: Platform>(name: &str, config: &Config) -> Measurement {
+    harness::run::<P>(name, Unit::NanosPerRoundTrip, config, |iterations| {
+        for _ in 0..iterations {
+            P::yield_now();
         }
     })
 }
@@ -110,6 +158,60 @@ mod tests {
             }
         }
         ping_pong::<Quiet>("stale", &QUICK, &mut Stale);
+    }
+
+    /// Echoes the first 8 bytes, counting the bytes it was sent.
+    struct DataEcho {
+        bytes: u64,
+    }
+    impl DataRoundTrip for DataEcho {
+        fn round_trip_data(&mut self, request: &[u8], reply: &mut [u8; MESSAGE_BYTES]) {
+            self.bytes += request.len() as u64;
+            reply[..8].copy_from_slice(&request[..8]);
+        }
+    }
+
+    #[test]
+    fn data_ping_pong_sends_the_whole_buffer_with_a_fresh_sequence() {
+        let mut echo = DataEcho { bytes: 0 };
+        let mut request = [0u8; 4096];
+        let measurement = data_ping_pong::<Quiet>("data", &QUICK, &mut echo, &mut request);
+        assert_eq!(echo.bytes % 4096, 0);
+        assert!(echo.bytes / 4096 >= 3 * measurement.iterations);
+        assert_ne!(request[..8], [0; 8], "the sequence number was written");
+    }
+
+    #[test]
+    #[should_panic(expected = "does not echo")]
+    fn data_ping_pong_rejects_a_stale_reply() {
+        struct Stale;
+        impl DataRoundTrip for Stale {
+            fn round_trip_data(&mut self, _: &[u8], reply: &mut [u8; MESSAGE_BYTES]) {
+                *reply = [0; MESSAGE_BYTES];
+            }
+        }
+        data_ping_pong::<Quiet>("stale", &QUICK, &mut Stale, &mut [0u8; 64]);
+    }
+
+    #[test]
+    fn yield_pair_yields_every_iteration() {
+        use core::sync::atomic::{AtomicU64, Ordering};
+        static YIELDS: AtomicU64 = AtomicU64::new(0);
+        struct Yielding;
+        impl Platform for Yielding {
+            fn tsc_hz() -> u64 {
+                1_000_000_000
+            }
+            fn getpid() -> u64 {
+                1
+            }
+            fn yield_now() {
+                YIELDS.fetch_add(1, Ordering::Relaxed);
+            }
+            fn write_stdout(_: &[u8]) {}
+        }
+        let measurement = yield_pair::<Yielding>("yield", &QUICK);
+        assert!(YIELDS.load(Ordering::Relaxed) >= 3 * measurement.iterations);
     }
 
     #[test]

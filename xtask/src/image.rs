@@ -4,14 +4,14 @@
 //! no edit here:
 //! - **host crates** are the workspace's `default-members` (the root
 //!   `Cargo.toml` lists exactly the host-buildable crates there), plus the
-//!   packages under `bench/`, whose programs are also built for Linux and
-//!   are linted and unit-tested on the host (their Ridgeback build belongs
-//!   to `cargo xtask bench`);
+//!   packages under `bench/` (except `bench/ridgeback/`), whose programs
+//!   are also built for Linux and are linted and unit-tested on the host;
 //! - **target crates** are every other member: built and linted for
 //!   `x86_64-unknown-none`;
 //! - **user programs** are the `bin` targets of packages under `apps/`,
 //!   `servers/` and `drivers/` (the normal image), plus those under `tests/`
-//!   (the test image only).
+//!   (the test image only) or under `bench/ridgeback/` (the bench image
+//!   only, which `cargo xtask bench` boots).
 //!
 //! Invariant: program names are unique across both images and differ from
 //! the kernel's. The kernel names a module by the basename of its path, and
@@ -42,12 +42,14 @@ pub enum ImageKind {
     Normal,
     /// The normal programs plus those of `tests/` (among them the test runner).
     Test,
+    /// The normal programs plus the benchmark program of `bench/ridgeback/`.
+    Bench,
 }
 
 impl ImageKind {
     /// Whether this image carries programs from a directory of `dir_kind`.
     fn includes(self, dir_kind: ImageKind) -> bool {
-        self == ImageKind::Test || dir_kind == ImageKind::Normal
+        dir_kind == ImageKind::Normal || dir_kind == self
     }
 }
 
@@ -56,20 +58,23 @@ impl fmt::Display for ImageKind {
         f.write_str(match self {
             ImageKind::Normal => "normal",
             ImageKind::Test => "test",
+            ImageKind::Bench => "bench",
         })
     }
 }
 
-/// Top-level directories whose packages' `bin` targets are user programs,
-/// with the first image that carries them.
-const PROGRAM_DIRS: [(&str, ImageKind); 4] = [
+/// Directories whose packages' `bin` targets are user programs, with the
+/// image that carries them (the normal ones are in every image).
+const PROGRAM_DIRS: [(&str, ImageKind); 5] = [
     ("apps", ImageKind::Normal),
     ("servers", ImageKind::Normal),
     ("drivers", ImageKind::Normal),
     ("tests", ImageKind::Test),
+    ("bench/ridgeback", ImageKind::Bench),
 ];
 
-/// Top-level directories of host crates that are not default members.
+/// Top-level directories of host crates that are not default members
+/// (program directories inside them excepted).
 const HOST_DIRS: [&str; 1] = ["bench"];
 
 fn top_dir(dir: &Path) -> Option<&std::ffi::OsStr> {
@@ -80,8 +85,7 @@ fn top_dir(dir: &Path) -> Option<&std::ffi::OsStr> {
 }
 
 fn program_dir_kind(dir: &Path) -> Option<ImageKind> {
-    let top = top_dir(dir)?;
-    PROGRAM_DIRS.iter().find(|(name, _)| top == *name).map(|&(_, kind)| kind)
+    PROGRAM_DIRS.iter().find(|(prefix, _)| dir.starts_with(prefix)).map(|&(_, kind)| kind)
 }
 
 /// One workspace member.
@@ -159,7 +163,8 @@ impl Workspace {
                 }
             }
             let is_host = default_ids.contains(&id.as_str())
-                || top_dir(&dir).is_some_and(|top| HOST_DIRS.iter().any(|h| top == *h));
+                || (top_dir(&dir).is_some_and(|top| HOST_DIRS.iter().any(|h| top == *h))
+                    && program_dir_kind(&dir).is_none());
             packages.push(Package { name: str_at(package, "name")?, dir, bins, is_host });
         }
         packages.sort_by(|a, b| a.name.cmp(&b.name));
@@ -272,10 +277,11 @@ pub fn build(workspace: &Workspace, kind: ImageKind) -> Result<BuiltImage> {
     Ok(BuiltImage { kernel, modules })
 }
 
-/// `cargo xtask build`: the kernel and every program of both images.
+/// `cargo xtask build`: the kernel and every program of every image.
 pub fn build_command() -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     build(&workspace, ImageKind::Test)?;
+    build(&workspace, ImageKind::Bench)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -328,6 +334,7 @@ mod tests {
             ("testrunner", "tests/testrunner", &["testrunner"], false),
             ("ipc-tests", "tests/ipc", &["ipc-tests"], false),
             ("bench", "bench", &["bench"], false),
+            ("ridgebench", "bench/ridgeback", &["ridgebench"], false),
         ]))
         .unwrap()
     }
@@ -344,7 +351,17 @@ mod tests {
         assert_eq!(ws.host_packages(), ["abi", "bench", "kernel-core", "xtask"]);
         assert_eq!(
             ws.target_packages(),
-            ["console", "coreutils", "init", "ipc-tests", "kernel", "runtime", "testrunner", "vm"]
+            [
+                "console",
+                "coreutils",
+                "init",
+                "ipc-tests",
+                "kernel",
+                "ridgebench",
+                "runtime",
+                "testrunner",
+                "vm"
+            ]
         );
     }
 
@@ -356,6 +373,9 @@ mod tests {
         assert_eq!(normal[0].package, "coreutils");
         let test = ws.programs(ImageKind::Test).unwrap();
         assert_eq!(names(&test), ["cat", "console", "init", "ipc-tests", "ls", "testrunner", "vm"]);
+        // The bench image: the normal programs and the benchmark, no tests.
+        let bench = ws.programs(ImageKind::Bench).unwrap();
+        assert_eq!(names(&bench), ["cat", "console", "init", "ls", "ridgebench", "vm"]);
     }
 
     #[test]

@@ -25,12 +25,14 @@
 //! Module map: [`qemu`] (the QEMU command line and exit statuses), [`tools`]
 //! (running children, installing the Rust target and QEMU), [`image`]
 //! (workspace discovery and the build), [`multiboot`] (the kernel loadability
-//! check), [`test`] (the suite and its parsers), [`bench`] (not written yet).
+//! check), [`test`] (the suite and its parsers), [`bench`] (the benchmark
+//! suite) and [`linux_guest`] (the Linux guest it measures against).
 
 #![forbid(unsafe_code)]
 
 mod bench;
 mod image;
+mod linux_guest;
 mod multiboot;
 mod qemu;
 mod test;
@@ -54,7 +56,8 @@ commands:
   image [run options] [--test]
                         build and print the exact QEMU command line (--test: the test image)
   test [test options]   the whole test suite, as CI runs it
-  bench                 benchmarks (not yet implemented)
+  bench [bench options] benchmarks: Ridgeback and Linux in the same QEMU machine
+                        (`cargo xtask bench --help` lists the options)
   help                  this text
 
 run options:

@@ -318,7 +318,8 @@ pub fn run_command(opts: &RunOptions) -> Result<ExitCode> {
 /// `--cmdline` says otherwise, the test runner as init.
 pub fn image_command(opts: &RunOptions, kind: ImageKind) -> Result<ExitCode> {
     let (serial, opts) = match kind {
-        ImageKind::Normal => (SerialMode::Interactive, opts.clone()),
+        // `image` never asks for the bench image: `bench` prints its own lines.
+        ImageKind::Normal | ImageKind::Bench => (SerialMode::Interactive, opts.clone()),
         ImageKind::Test => {
             let mut opts = opts.clone();
             if opts.cmdline.is_empty() {

@@ -5,7 +5,10 @@
 //! 2. clippy with `-D warnings`, for the host crates and for the target crates;
 //! 3. the host crates' unit tests;
 //! 4. build the test image and boot it once per configuration (1, 2 and 4
-//!    CPUs) with `init=testrunner`, each boot under a timeout.
+//!    CPUs) with `init=testrunner`, each boot under a timeout;
+//! 5. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
+//!    the Linux guest; it checks that every figure is measured, never a
+//!    figure's value).
 //!
 //! Every step runs even when an earlier one failed (except the boots, which
 //! need the build), so one run reports everything that is wrong. The last
@@ -270,7 +273,7 @@ pub fn run(opts: &TestOptions) -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     let is_host = opts.parts != Parts::QemuOnly;
     let is_qemu = opts.parts != Parts::HostOnly;
-    let mut headers = Headers { done: 0, total: 4 * usize::from(is_host) + 2 * usize::from(is_qemu) };
+    let mut headers = Headers { done: 0, total: 4 * usize::from(is_host) + 3 * usize::from(is_qemu) };
     let mut outcomes = Vec::new();
     if is_host {
         outcomes.extend(host_steps(&workspace, &mut headers));
@@ -434,7 +437,25 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
         let log_path = log_dir.join(format!("{name}.log"));
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
     }
+    outcomes.push(bench_smoke(opts, headers));
     outcomes
+}
+
+/// `cargo xtask bench --quick`, Ridgeback and the Linux guest: passes when
+/// every figure was measured, whatever its value (about 15 s once the
+/// guest is cached; its first preparation downloads ~100 MB of Debian
+/// packages, see docs/benchmarks.md).
+fn bench_smoke(opts: &TestOptions, headers: &mut Headers) -> Outcome {
+    headers.next("benchmark smoke test: cargo xtask bench --quick");
+    let started = Instant::now();
+    let result = crate::bench::smoke(opts.accel);
+    let mut outcome = Outcome::step(&format!("bench --quick, {} s", started.elapsed().as_secs()), Ok(()));
+    if let Err(problems) = result {
+        outcome.passed = 0;
+        outcome.failed = 1;
+        outcome.problems = problems;
+    }
+    outcome
 }
 
 /// Where a line of QEMU output came from.

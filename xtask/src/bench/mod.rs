@@ -1,16 +1,772 @@
 //! `cargo xtask bench`: the benchmark suite of `shared/BENCHMARKS.md`.
 //!
-//! Not written yet: another engineer owns this module. It will boot
-//! Ridgeback and a Linux guest in the same QEMU configuration and report
-//! Ridgeback's figures next to Linux's. Until then the command says so and
-//! exits with status 2, so that no script mistakes it for a passing run.
+//! What it is: the driver that boots Ridgeback and a Linux guest in the
+//! same QEMU machine (accelerator, CPU model, vCPU count, memory: taken
+//! from Ridgeback's own command line, see [`boot::machine_args`]), runs
+//! the same benchmark programs in both (`bench/`: the library's workloads,
+//! built as `ridgebench` for Ridgeback and as a static `bench` for Linux),
+//! and reports each figure for both systems with their ratio, the spread,
+//! the Ridgeback kernel counters per operation and the seeds' historical
+//! figures. Each run leaves `target/bench/<date>.json` (every figure with
+//! its raw samples, the machine, QEMU, host and revision) and
+//! `target/bench/<date>.svg` (the chart), plus `latest.json`/`latest.svg`
+//! and the serial logs of every boot under `target/bench/logs/<date>/`.
+//!
+//! What it is not: a judge. No figure has a threshold; the command fails
+//! only when a figure could not be measured (a boot failed or timed out, a
+//! program reported `# FAILED`, a figure of the table is missing).
+//!
+//! Layers: [`catalogue`] (what is measured: groups, rows, seeds), [`line`]
+//! (the programs' `BENCH` lines), [`results`] (series, statistics, the
+//! JSON file), [`report`] (the text table, counters, `--compare`),
+//! [`svg`] (the chart), [`boot`] (running QEMU). Everything but `boot` and
+//! the orchestration at the bottom of this file is pure and unit-tested.
+//!
+//! Placement: Ridgeback cannot pin a process to a CPU, so figures with
+//! both ends on one CPU (`_1cpu`) come from a second Ridgeback boot of the
+//! same machine with the kernel option `cpus=1`; Linux pins both ends to
+//! CPU 0 in its one boot. See `docs/benchmarks.md`.
 //!
 //! Contract with `main.rs`: [`main`] receives every argument after `bench`
 //! unparsed, and returns the process exit code.
 
-use std::process::ExitCode;
+mod boot;
+mod catalogue;
+mod line;
+mod report;
+mod results;
+mod svg;
 
-pub fn main(_args: &[String]) -> ExitCode {
-    eprintln!("xtask: bench: not yet implemented");
-    ExitCode::from(2)
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use catalogue::{ALL_GROUPS, Group};
+use results::{Boot, Meta, Results, System};
+
+use crate::image::{self, ImageKind, Workspace};
+use crate::qemu::{self, Accel, AccelChoice, QemuConfig, QemuExit, SerialMode};
+use crate::{Result, linux_guest, tools};
+
+const USAGE: &str = "\
+usage: cargo xtask bench [options]
+       cargo xtask bench --compare A.json B.json
+       cargo xtask bench --chart RUN.json
+
+Boots Ridgeback and a Linux guest in the same QEMU machine, runs the same
+benchmarks in both and prints Ridgeback's figure, Linux's and their ratio
+(>1: Ridgeback faster). Writes target/bench/<date>.json and .svg.
+
+options:
+  --quick               smoke test: 1 run, 3 short samples per figure
+  --runs N              boots of each system (default 3; --quick: 1)
+  --samples N           samples per figure and boot, 1..=15 (default 7; --quick: 3)
+  --sample-ms MS        shortest sample (default 50; --quick: 10)
+  --only LIST           only these benchmarks: getpid, copy, switch (yield), call,
+                        send, data, r1 (= call,send,data); commas or repeated
+  --smp N               vCPUs of the machine (default 2); one-CPU figures always
+                        come from a cpus=1 Ridgeback boot and pinned Linux processes
+  --mem SIZE            guest memory (default 512M)
+  --accel tcg|kvm|auto  accelerator (default auto)
+  --icount              QEMU -icount shift=0 (TCG only): TSC ticks count guest
+                        instructions; figures become instructions per operation.
+                        Implies --smp 1 (the Linux guest hangs bringing up a
+                        second vCPU under icount); with --smp N>1, Ridgeback only
+  --ridgeback-only      do not boot Linux (no apt download, no ratios)
+  --timeout-s S         per-boot timeout (default 600; --quick: 120; --icount: 1800)
+  --compare A B         print what changed from run file A to run file B
+  --chart RUN.json      draw RUN.svg again from a run file
+";
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchOptions {
+    pub is_quick: bool,
+    pub runs: u32,
+    pub samples: usize,
+    pub sample_ms: u64,
+    pub groups: Vec<Group>,
+    pub smp: u32,
+    pub mem: String,
+    pub accel: AccelChoice,
+    pub is_icount: bool,
+    pub is_ridgeback_only: bool,
+    pub timeout_s: u64,
+    pub compare: Option<(PathBuf, PathBuf)>,
+    /// `--chart RUN.json`: draw that run's chart again (next to it, `.svg`).
+    pub chart: Option<PathBuf>,
+    /// Run by `cargo xtask test` ([`smoke`]): results go to
+    /// `target/bench/smoke.{json,svg}` and `latest.*` is left alone.
+    pub is_smoke: bool,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            is_quick: false,
+            runs: 3,
+            samples: 7,
+            sample_ms: 50,
+            groups: ALL_GROUPS.to_vec(),
+            smp: qemu::DEFAULT_SMP,
+            mem: qemu::DEFAULT_MEM.to_string(),
+            accel: AccelChoice::Auto,
+            is_icount: false,
+            is_ridgeback_only: false,
+            timeout_s: 600,
+            compare: None,
+            chart: None,
+            is_smoke: false,
+        }
+    }
+}
+
+pub fn parse_args(args: &[String]) -> Result<BenchOptions> {
+    let mut opts = BenchOptions::default();
+    let (mut runs, mut samples, mut sample_ms, mut timeout_s, mut smp) = (None, None, None, None, None);
+    let mut only = Vec::new();
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        let (flag, inline) = match word.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (word.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            inline.clone().or_else(|| words.next().cloned()).ok_or_else(|| format!("{flag} needs a value"))
+        };
+        let number = |text: String| -> Result<u64> {
+            text.parse::<u64>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("{flag} wants a positive number, got `{text}`"))
+        };
+        match flag {
+            "--quick" => opts.is_quick = true,
+            "--icount" => opts.is_icount = true,
+            "--ridgeback-only" => opts.is_ridgeback_only = true,
+            "--runs" => runs = Some(number(value()?)? as u32),
+            "--samples" => {
+                let count = number(value()?)? as usize;
+                if count > 15 {
+                    return Err("--samples must be 1..=15".to_string());
+                }
+                samples = Some(count);
+            }
+            "--sample-ms" => sample_ms = Some(number(value()?)?),
+            "--timeout-s" => timeout_s = Some(number(value()?)?),
+            "--only" => only.push(value()?),
+            "--smp" => smp = Some(crate::parse_smp(&value()?)?),
+            "--mem" => opts.mem = crate::parse_mem(&value()?)?,
+            "--accel" => opts.accel = value()?.parse()?,
+            "--compare" => {
+                let a = value()?;
+                let b = words.next().ok_or("--compare needs two run files")?;
+                opts.compare = Some((PathBuf::from(a), PathBuf::from(b)));
+            }
+            "--chart" => opts.chart = Some(PathBuf::from(value()?)),
+            "--help" | "-h" | "help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown option `{other}` for bench\n\n{USAGE}")),
+        }
+    }
+    if opts.is_quick {
+        (opts.runs, opts.samples, opts.sample_ms, opts.timeout_s) = (1, 3, 10, 120);
+    }
+    if opts.is_icount {
+        // The Linux guest boots under icount with one vCPU (15 s) but never
+        // brings up a second one (docs/benchmarks.md, "--icount"): one vCPU
+        // unless asked otherwise, and then Ridgeback alone.
+        opts.smp = 1;
+        opts.is_ridgeback_only |= smp.is_some_and(|n| n > 1);
+        opts.timeout_s = 1800;
+    }
+    opts.smp = smp.unwrap_or(opts.smp);
+    opts.runs = runs.unwrap_or(opts.runs);
+    opts.samples = samples.unwrap_or(opts.samples);
+    opts.sample_ms = sample_ms.unwrap_or(opts.sample_ms);
+    opts.timeout_s = timeout_s.unwrap_or(opts.timeout_s);
+    if !only.is_empty() {
+        opts.groups = catalogue::parse_groups(&only)?;
+    }
+    Ok(opts)
+}
+
+/// One Ridgeback boot of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RidgebackBootPlan {
+    /// `smp<N>` or `cpus=1`.
+    pub label: String,
+    /// The kernel option that limits the CPUs, if any.
+    pub cpus_option: Option<&'static str>,
+    /// `ridgebench` figures.
+    pub figures: Vec<&'static str>,
+}
+
+/// What each run boots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub ridgeback: Vec<RidgebackBootPlan>,
+    /// Linux `bench` figures.
+    pub linux: Vec<&'static str>,
+}
+
+pub fn plan(groups: &[Group], smp: u32) -> Plan {
+    let figures = |keep: &dyn Fn(Group) -> bool| -> Vec<&'static str> {
+        groups.iter().copied().filter(|&g| keep(g)).map(Group::ridgeback_figure).collect()
+    };
+    let mut ridgeback = Vec::new();
+    let main = if smp == 1 { figures(&|_| true) } else { figures(&|g| g.has_multi_cpu_figures()) };
+    if !main.is_empty() {
+        ridgeback.push(RidgebackBootPlan { label: format!("smp{smp}"), cpus_option: None, figures: main });
+    }
+    let one_cpu = figures(&|g| g.has_one_cpu_figures());
+    if smp > 1 && !one_cpu.is_empty() {
+        ridgeback.push(RidgebackBootPlan {
+            label: "cpus=1".to_string(),
+            cpus_option: Some("cpus=1"),
+            figures: one_cpu,
+        });
+    }
+    let mut linux: Vec<&'static str> = Vec::new();
+    for group in groups {
+        for figure in group.linux_figures() {
+            if !linux.contains(figure) {
+                linux.push(figure);
+            }
+        }
+    }
+    Plan { ridgeback, linux }
+}
+
+/// The arguments both programs take: `--samples N --sample-ms M figure...`.
+fn program_args(opts: &BenchOptions, figures: &[&str]) -> String {
+    format!("--samples {} --sample-ms {} {}", opts.samples, opts.sample_ms, figures.join(" "))
+}
+
+/// The kernel command line of a Ridgeback boot: `ridgebench` as init, its
+/// arguments after the lone `--`.
+fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
+    let cpus = boot.cpus_option.map(|o| format!(" {o}")).unwrap_or_default();
+    format!("init=ridgebench{cpus} -- {}", program_args(opts, &boot.figures))
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
+    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// `2025-01-02T03:04:05Z` for a time in seconds since the epoch.
+fn iso_date(unix_s: u64) -> String {
+    let (year, month, day) = civil_from_days((unix_s / 86_400) as i64);
+    let second_of_day = unix_s % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60
+    )
+}
+
+/// The host's CPU model from `/proc/cpuinfo`.
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, model)| model.trim().to_string())
+}
+
+/// A command's first line of output, or `unknown`.
+fn first_line(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .current_dir(tools::workspace_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).lines().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+pub fn main(args: &[String]) -> ExitCode {
+    let opts = match parse_args(args) {
+        Ok(opts) => opts,
+        Err(message) if message == USAGE => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("xtask: bench: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match (&opts.compare, &opts.chart) {
+        (Some((a, b)), _) => compare_command(a, b),
+        (None, Some(run)) => chart_command(run),
+        (None, None) => run_suite(&opts),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("xtask: bench: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn compare_command(a: &Path, b: &Path) -> Result<ExitCode> {
+    let (old, new) = (results::Results::load(a)?, results::Results::load(b)?);
+    print!("{}", report::compare(&old, &new, &a.display().to_string(), &b.display().to_string()));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn chart_command(run: &Path) -> Result<ExitCode> {
+    let results = Results::load(run)?;
+    let svg_path = run.with_extension("svg");
+    fs::write(&svg_path, svg::chart(&results))
+        .map_err(|e| format!("cannot write {}: {e}", svg_path.display()))?;
+    println!("chart: {}", svg_path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Linux half, made ready once for all runs.
+struct LinuxSide {
+    guest: linux_guest::LinuxGuest,
+    program: PathBuf,
+}
+
+fn run_suite(opts: &BenchOptions) -> Result<ExitCode> {
+    let results = measure(opts)?;
+    Ok(if results.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `cargo xtask test`'s benchmark step: `bench --quick` on both systems,
+/// judged on behaviour only (every figure measured, every boot clean),
+/// never on a figure's value. Returns the problems.
+pub fn smoke(accel: AccelChoice) -> std::result::Result<(), Vec<String>> {
+    let quick = parse_args(&["--quick".to_string()]).expect("--quick parses");
+    let opts = BenchOptions { accel, is_smoke: true, ..quick };
+    match measure(&opts) {
+        Ok(results) if results.problems.is_empty() => Ok(()),
+        Ok(results) => Err(results.problems),
+        Err(e) => Err(vec![e]),
+    }
+}
+
+/// Runs the suite, writes its files and prints its report.
+fn measure(opts: &BenchOptions) -> Result<Results> {
+    let started = Instant::now();
+    tools::ensure_qemu()?;
+    let workspace = Workspace::load()?;
+    let built = image::build(&workspace, ImageKind::Bench)?;
+    if !built.has_program("ridgebench") {
+        return Err("the bench image has no `ridgebench` program (bench/ridgeback/)".to_string());
+    }
+    let now_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let date = iso_date(now_s);
+    let stamp = if opts.is_smoke { "smoke".to_string() } else { date.replace(':', "-") };
+    let out_dir = workspace.target_dir.join("bench");
+    let log_dir = out_dir.join("logs").join(&stamp);
+    // Every boot of the run uses these copies, so a build made meanwhile
+    // (by another command in the same checkout) cannot mix kernels.
+    let built = snapshot(&built, &log_dir.join("image"))?;
+    let accel = qemu::choose_and_report_accel(opts.accel);
+    if opts.is_icount && accel != Accel::Tcg {
+        return Err("--icount needs TCG (QEMU's icount does not work with KVM); add --accel tcg".to_string());
+    }
+    let extra_args: Vec<String> = if opts.is_icount { ICOUNT.map(String::from).to_vec() } else { Vec::new() };
+    let config_for = |cmdline: String| QemuConfig {
+        kernel: built.kernel.clone(),
+        modules: built.modules.clone(),
+        cmdline,
+        smp: opts.smp,
+        mem: opts.mem.clone(),
+        accel,
+        serial: SerialMode::Captured,
+        is_gdb: false,
+    };
+    let mut machine_probe = config_for(String::new()).to_args()?;
+    machine_probe.extend(extra_args.iter().cloned());
+    let machine = boot::machine_args(&machine_probe);
+
+    let linux = if opts.is_ridgeback_only {
+        None
+    } else {
+        let linux_started = Instant::now();
+        eprintln!("xtask: bench: building the Linux benchmark program and preparing the Linux guest");
+        let program = linux_guest::build_bench_for_linux(&workspace.root)?;
+        let guest = linux_guest::prepare(&workspace.target_dir.join("linux-guest"))?;
+        eprintln!(
+            "xtask: bench: Linux guest {} ready in {:.1} s",
+            guest.kernel_release,
+            linux_started.elapsed().as_secs_f64()
+        );
+        Some(LinuxSide { guest, program })
+    };
+
+    let meta = Meta {
+        date: date.clone(),
+        git_revision: first_line("git", &["rev-parse", "HEAD"]),
+        // `status --porcelain` prints nothing for a clean tree (and
+        // first_line then says "unknown", as it does when git fails).
+        is_git_dirty: first_line("git", &["status", "--porcelain"]) != "unknown",
+        host_cpu: fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| cpu_model(&t)).unwrap_or_default(),
+        host_cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        qemu_version: first_line(qemu::QEMU_BINARY, &["--version"]),
+        accel: accel.name().to_string(),
+        is_icount: opts.is_icount,
+        smp: opts.smp,
+        mem: opts.mem.clone(),
+        machine_args: machine.clone(),
+        is_quick: opts.is_quick,
+        runs: opts.runs,
+        samples: opts.samples,
+        sample_ms: opts.sample_ms,
+        groups: opts.groups.iter().map(|g| g.name().to_string()).collect(),
+        is_ridgeback_only: opts.is_ridgeback_only,
+        linux_guest: Vec::new(),
+    };
+
+    let plan = plan(&opts.groups, opts.smp);
+    let timeout = Duration::from_secs(opts.timeout_s);
+    let mut results = Results::new(meta);
+    eprintln!("xtask: bench: machine: {}", machine.join(" "));
+    for run in 1..=opts.runs {
+        // Alternate which system goes first, so that a drift of the host
+        // over the run does not favour one of them.
+        let linux_first = run % 2 == 0;
+        for system in
+            if linux_first { [System::Linux, System::Ridgeback] } else { [System::Ridgeback, System::Linux] }
+        {
+            match (system, &linux) {
+                (System::Ridgeback, _) => {
+                    for boot_plan in &plan.ridgeback {
+                        let config = config_for(ridgeback_cmdline(boot_plan, opts));
+                        run_ridgeback(&mut results, run, boot_plan, &config, &extra_args, timeout, &log_dir);
+                    }
+                }
+                (System::Linux, Some(side)) if !plan.linux.is_empty() => {
+                    run_linux(
+                        &mut results,
+                        run,
+                        side,
+                        &machine,
+                        &program_args(opts, &plan.linux),
+                        timeout,
+                        &log_dir,
+                    );
+                }
+                (System::Linux, _) => {}
+            }
+        }
+    }
+    let missing = results.missing_figures();
+    results.problems.extend(missing);
+
+    let json_path = out_dir.join(format!("{stamp}.json"));
+    let svg_path = out_dir.join(format!("{stamp}.svg"));
+    let json = serde_json::to_string_pretty(&results.to_json()).map_err(|e| e.to_string())? + "\n";
+    let chart = svg::chart(&results);
+    let mut files = vec![(json_path.clone(), &json), (svg_path.clone(), &chart)];
+    if !opts.is_smoke {
+        files.extend([(out_dir.join("latest.json"), &json), (out_dir.join("latest.svg"), &chart)]);
+    }
+    for (path, text) in files {
+        fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+
+    println!();
+    print!("{}", report::full(&results));
+    println!();
+    println!("results: {}", json_path.display());
+    println!("chart:   {}", svg_path.display());
+    println!("logs:    {}", log_dir.display());
+    println!("time:    {:.0} s", started.elapsed().as_secs_f64());
+    if !results.problems.is_empty() {
+        println!("\nproblems:");
+        for problem in &results.problems {
+            println!("  - {problem}");
+        }
+    }
+    Ok(results)
+}
+
+/// Copies the kernel and the programs into `dir` (same file names: the
+/// kernel names modules by their file name).
+fn snapshot(built: &image::BuiltImage, dir: &Path) -> Result<image::BuiltImage> {
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let copy = |from: &PathBuf| -> Result<PathBuf> {
+        let to = dir.join(from.file_name().ok_or_else(|| format!("{} has no file name", from.display()))?);
+        fs::copy(from, &to)
+            .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+        Ok(to)
+    };
+    Ok(image::BuiltImage {
+        kernel: copy(&built.kernel)?,
+        modules: built.modules.iter().map(copy).collect::<Result<_>>()?,
+    })
+}
+
+/// `-icount shift=0`.
+const ICOUNT: [&str; 2] = boot::ICOUNT_ARGS;
+
+/// Adds a boot's parsed output to the results; returns the figure count.
+fn take_output(results: &mut Results, system: System, what: &str, serial: &str) -> usize {
+    let output = line::parse_output(serial);
+    for (figure, reason) in &output.failures {
+        results.problems.push(format!("{what}: figure {figure} failed: {reason}"));
+    }
+    for malformed in &output.malformed {
+        results.problems.push(format!("{what}: malformed result line: {malformed}"));
+    }
+    for figure in &output.figures {
+        if !figure.agrees_with_reported() {
+            results.problems.push(format!(
+                "{what}: {} printed samples {:?} but its ticks give {:?}",
+                figure.name,
+                figure.reported_samples,
+                figure.values()
+            ));
+        }
+    }
+    let count = output.figures.len();
+    results.add_figures(system, output.figures);
+    count
+}
+
+/// The guest's lines about itself: its kernel and its mitigations.
+fn guest_description(serial: &str) -> Vec<String> {
+    serial
+        .lines()
+        .filter(|l| l.starts_with("GUEST kernel ") || l.starts_with("GUEST vulnerability "))
+        .map(|l| l.trim_start_matches("GUEST ").to_string())
+        .collect()
+}
+
+fn write_log(log_dir: &Path, name: &str, command_line: &str, serial: &str) {
+    let path = log_dir.join(name);
+    let _ = fs::write(&path, format!("$ {command_line}\n{serial}"));
+}
+
+fn run_ridgeback(
+    results: &mut Results,
+    run: u32,
+    boot_plan: &RidgebackBootPlan,
+    config: &QemuConfig,
+    extra_args: &[String],
+    timeout: Duration,
+    log_dir: &Path,
+) {
+    let what = format!("run {run} ridgeback {}", boot_plan.label);
+    eprintln!("xtask: bench: {what}: {}", boot_plan.figures.join(" "));
+    let booted = match boot::boot_ridgeback(config, extra_args, timeout) {
+        Ok(booted) => booted,
+        Err(e) => {
+            results.problems.push(format!("{what}: {e}"));
+            return;
+        }
+    };
+    let log_name = format!("run{run}-ridgeback-{}.log", boot_plan.label.replace('=', ""));
+    write_log(log_dir, &log_name, &booted.command_line, &booted.serial_output);
+    let figures = take_output(results, System::Ridgeback, &what, &booted.serial_output);
+    let is_ok = booted.exit == Some(QemuExit::Success);
+    if !is_ok {
+        let why = match booted.exit {
+            Some(exit) => exit.to_string(),
+            None => format!("timed out after {} s; QEMU was killed", timeout.as_secs()),
+        };
+        results.problems.push(format!("{what}: {why} (log: {})", log_dir.join(&log_name).display()));
+    }
+    eprintln!("xtask: bench: {what}: {figures} figures in {:.1} s", booted.elapsed.as_secs_f64());
+    results.boots.push(Boot {
+        system: System::Ridgeback,
+        run,
+        label: boot_plan.label.clone(),
+        command_line: booted.command_line,
+        elapsed_s: booted.elapsed.as_secs_f64(),
+        figures,
+        is_ok,
+    });
+}
+
+fn run_linux(
+    results: &mut Results,
+    run: u32,
+    side: &LinuxSide,
+    machine: &[String],
+    args: &str,
+    timeout: Duration,
+    log_dir: &Path,
+) {
+    let what = format!("run {run} linux");
+    eprintln!("xtask: bench: {what}: bench {args}");
+    let command_line = format!(
+        "{} {} -kernel {} -initrd <initramfs with /bench/bench> (linux_guest.rs); /bench/bench {args}",
+        qemu::QEMU_BINARY,
+        machine.join(" "),
+        side.guest.kernel_image.display()
+    );
+    let outcome = side.guest.run(machine, &[(side.program.clone(), args.to_string())], timeout);
+    let log_name = format!("run{run}-linux.log");
+    let (figures, is_ok, elapsed_s) = match outcome {
+        Ok(guest_run) => {
+            write_log(log_dir, &log_name, &command_line, &guest_run.serial_output);
+            if results.meta.linux_guest.is_empty() {
+                results.meta.linux_guest = guest_description(&guest_run.serial_output);
+            }
+            let figures = take_output(results, System::Linux, &what, &guest_run.serial_output);
+            let is_ok = guest_run.is_success();
+            if !is_ok {
+                results.problems.push(format!(
+                    "{what}: the guest did not finish cleanly (exits: {:?}; log: {})",
+                    guest_run.exits,
+                    log_dir.join(&log_name).display()
+                ));
+            }
+            if let Some(boot_s) = guest_run.boot_to_first_program {
+                eprintln!("xtask: bench: {what}: booted in {:.1} s", boot_s.as_secs_f64());
+            }
+            (figures, is_ok, guest_run.elapsed.as_secs_f64())
+        }
+        Err(e) => {
+            write_log(log_dir, &log_name, &command_line, &e);
+            results.problems.push(format!("{what}: {}", e.lines().next().unwrap_or("failed")));
+            (0, false, 0.0)
+        }
+    };
+    eprintln!("xtask: bench: {what}: {figures} figures in {elapsed_s:.1} s");
+    results.boots.push(Boot {
+        system: System::Linux,
+        run,
+        label: format!("smp{}", results.meta.smp),
+        command_line,
+        elapsed_s,
+        figures,
+        is_ok,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &str) -> Result<BenchOptions> {
+        parse_args(&words.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn defaults_and_quick() {
+        let opts = parse("").unwrap();
+        assert_eq!((opts.runs, opts.samples, opts.sample_ms, opts.smp), (3, 7, 50, 2));
+        assert_eq!(opts.groups, ALL_GROUPS);
+        let quick = parse("--quick").unwrap();
+        assert_eq!((quick.runs, quick.samples, quick.sample_ms, quick.timeout_s), (1, 3, 10, 120));
+        // Explicit values win over --quick's, whatever the order.
+        let quick = parse("--samples 5 --quick --runs=2").unwrap();
+        assert_eq!((quick.runs, quick.samples), (2, 5));
+    }
+
+    #[test]
+    fn options() {
+        let opts =
+            parse("--only getpid,r1 --smp 4 --mem 1G --accel tcg --ridgeback-only --timeout-s 9").unwrap();
+        assert_eq!(opts.groups, [Group::Getpid, Group::Call, Group::Send, Group::Data]);
+        assert_eq!((opts.smp, opts.mem.as_str(), opts.accel), (4, "1G", AccelChoice::Tcg));
+        assert!(opts.is_ridgeback_only);
+        assert_eq!(opts.timeout_s, 9);
+        let icount = parse("--icount").unwrap();
+        assert!(icount.is_icount && !icount.is_ridgeback_only && icount.smp == 1);
+        let icount = parse("--smp 2 --icount").unwrap();
+        assert!(icount.is_ridgeback_only && icount.smp == 2, "Linux cannot boot 2 vCPUs under icount");
+        assert_eq!(parse("--chart r.json").unwrap().chart, Some(PathBuf::from("r.json")));
+        let compare = parse("--compare a.json b.json").unwrap();
+        assert_eq!(compare.compare, Some((PathBuf::from("a.json"), PathBuf::from("b.json"))));
+        for bad in ["--compare a.json", "--runs 0", "--samples 16", "--only fork", "--smp", "--frob", "stray"]
+        {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse("--help").unwrap_err(), USAGE);
+    }
+
+    #[test]
+    fn plan_splits_one_cpu_figures_into_their_own_boot() {
+        let plan = plan(&ALL_GROUPS, 2);
+        assert_eq!(plan.ridgeback.len(), 2);
+        assert_eq!(plan.ridgeback[0].label, "smp2");
+        assert_eq!(plan.ridgeback[0].figures, ["getpid", "copy", "call", "send", "data"]);
+        assert_eq!(plan.ridgeback[1].cpus_option, Some("cpus=1"));
+        assert_eq!(plan.ridgeback[1].figures, ["yield", "call", "send", "data"]);
+        assert_eq!(plan.linux, ["getpid", "copy", "yield", "futex", "pipe", "unix", "pipedata"]);
+
+        let single = super::plan(&ALL_GROUPS, 1);
+        assert_eq!(single.ridgeback.len(), 1, "one CPU: one boot does everything");
+        assert_eq!(single.ridgeback[0].figures.len(), 6);
+
+        let getpid = super::plan(&[Group::Getpid], 2);
+        assert_eq!(getpid.ridgeback.len(), 1);
+        assert_eq!(getpid.linux, ["getpid"]);
+        let switch = super::plan(&[Group::Switch], 2);
+        assert_eq!(switch.ridgeback.len(), 1);
+        assert_eq!(switch.ridgeback[0].label, "cpus=1");
+    }
+
+    #[test]
+    fn ridgeback_command_line_passes_the_arguments_after_the_lone_dashes() {
+        let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
+        let boot = RidgebackBootPlan {
+            label: "cpus=1".into(),
+            cpus_option: Some("cpus=1"),
+            figures: vec!["yield", "call"],
+        };
+        assert_eq!(
+            ridgeback_cmdline(&boot, &opts),
+            "init=ridgebench cpus=1 -- --samples 3 --sample-ms 10 yield call"
+        );
+    }
+
+    #[test]
+    fn dates_and_cpu_model() {
+        assert_eq!(iso_date(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso_date(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso_date(1_735_787_045), "2025-01-02T03:04:05Z");
+        assert_eq!(
+            cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags: x\n"),
+            Some("AMD EPYC 7B13".to_string())
+        );
+        assert_eq!(cpu_model("processor: 0\n"), None);
+    }
+
+    #[test]
+    fn guest_description_keeps_kernel_and_mitigations() {
+        let serial = "Linux version 6.1\nGUEST kernel 6.1.0 cpus 2 uptime_s 2.2\n\
+                      GUEST vulnerability meltdown: Not affected\nGUEST ready\nBENCH {}\n";
+        assert_eq!(
+            guest_description(serial),
+            ["kernel 6.1.0 cpus 2 uptime_s 2.2", "vulnerability meltdown: Not affected"]
+        );
+    }
+
+    #[test]
+    fn output_feeds_results_and_problems() {
+        let mut results = Results::new(results::tests::meta());
+        let serial = "BENCH {\"name\":\"getpid\",\"unit\":\"ns/op\",\"samples\":[800.0],\"iterations\":1000,\
+                      \"tsc_hz\":1000000000,\"ticks\":[800000],\"bytes_per_op\":0,\"counters\":{}}\n\
+                      BENCH {\"name\":\"copy_4KiB\",\"unit\":\"MB/s\",\"samples\":[1.0],\"iterations\":1000,\
+                      \"tsc_hz\":1000000000,\"ticks\":[4096],\"bytes_per_op\":4096,\"counters\":{}}\n\
+                      # FAILED yield: the peer did not run\n";
+        assert_eq!(take_output(&mut results, System::Ridgeback, "run 1", serial), 2);
+        assert_eq!(results.series.len(), 2);
+        assert_eq!(results.problems.len(), 2, "{:?}", results.problems);
+        assert!(results.problems[0].contains("figure yield failed: the peer did not run"));
+        assert!(results.problems[1].contains("copy_4KiB printed samples"), "1 MB/s printed, 1e6 computed");
+    }
 }

@@ -1,0 +1,274 @@
+//! What the suite measures: the groups of figures (what `--only` selects
+//! and what each system's program is asked to run), and the rows of the
+//! table, each pairing a Ridgeback figure with its Linux peer and, where
+//! the seed documents one, the historical figure (`shared/BENCHMARKS.md`).
+//!
+//! Figure names are the programs' own (`bench/src/main.rs` for Linux,
+//! `bench/ridgeback/src/main.rs` for Ridgeback). Placement suffixes:
+//! `_1cpu` means both ends on one CPU (Linux: both pinned to CPU 0;
+//! Ridgeback: booted with `cpus=1`); a multi-CPU figure is `_2cpu` on
+//! Linux (client pinned to CPU 0, peer to CPU 1) and `_<N>cpu` on
+//! Ridgeback (all N CPUs online, the kernel places the two ends).
+
+/// A group of figures: the unit of `--only`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    Getpid,
+    Copy,
+    Switch,
+    Call,
+    Send,
+    Data,
+}
+
+pub const ALL_GROUPS: [Group; 6] =
+    [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data];
+
+impl Group {
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Getpid => "getpid",
+            Group::Copy => "copy",
+            Group::Switch => "switch",
+            Group::Call => "call",
+            Group::Send => "send",
+            Group::Data => "data",
+        }
+    }
+
+    /// The `ridgebench` figure that measures this group.
+    pub fn ridgeback_figure(self) -> &'static str {
+        match self {
+            Group::Switch => "yield",
+            other => other.name(),
+        }
+    }
+
+    /// The Linux `bench` figures of this group's rows.
+    pub fn linux_figures(self) -> &'static [&'static str] {
+        match self {
+            Group::Getpid => &["getpid"],
+            Group::Copy => &["copy"],
+            Group::Switch => &["yield"],
+            Group::Call => &["futex"],
+            Group::Send => &["pipe", "unix"],
+            Group::Data => &["pipedata"],
+        }
+    }
+
+    /// Whether the group has a figure that needs both ends on one CPU,
+    /// which on Ridgeback takes a boot with `cpus=1`.
+    pub fn has_one_cpu_figures(self) -> bool {
+        matches!(self, Group::Switch | Group::Call | Group::Send | Group::Data)
+    }
+
+    /// Whether the group has figures with the two ends free to use several CPUs.
+    pub fn has_multi_cpu_figures(self) -> bool {
+        !matches!(self, Group::Switch)
+    }
+}
+
+/// Parses `--only` words: group names, `yield` (= `switch`) and `r1`
+/// (the message round trips: `call,send,data`). Commas separate words.
+pub fn parse_groups(words: &[String]) -> Result<Vec<Group>, String> {
+    let mut groups = Vec::new();
+    for word in words.iter().flat_map(|w| w.split(',')).filter(|w| !w.is_empty()) {
+        let found: &[Group] = match word {
+            "r1" => &[Group::Call, Group::Send, Group::Data],
+            "yield" => &[Group::Switch],
+            name => match ALL_GROUPS.iter().find(|g| g.name() == name) {
+                Some(group) => std::slice::from_ref(group),
+                None => {
+                    let names: Vec<&str> = ALL_GROUPS.iter().map(|g| g.name()).collect();
+                    return Err(format!(
+                        "--only: unknown benchmark `{name}` (known: {}, r1)",
+                        names.join(", ")
+                    ));
+                }
+            },
+        };
+        groups.extend_from_slice(found);
+    }
+    groups.sort();
+    groups.dedup();
+    Ok(groups)
+}
+
+/// A historical figure from a seed document, in the row's unit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seed {
+    /// Who measured it, on what, e.g. "Ridge 32, 1985".
+    pub source: &'static str,
+    /// As the document states it, e.g. "52 K/s".
+    pub as_published: &'static str,
+    pub value: f64,
+}
+
+/// One row of the table: a Ridgeback figure and its Linux peer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// Stable identifier (used by `--compare` and the JSON file).
+    pub key: String,
+    pub label: String,
+    pub group: Group,
+    pub ridgeback: String,
+    pub linux: String,
+    pub seeds: Vec<Seed>,
+}
+
+/// Ridge 32 getpid, seed 001 Table 2: 52 K calls per second.
+const RIDGE_GETPID: Seed = Seed { source: "Ridge 32, 1985", as_published: "52 K/s", value: 1e9 / 52_000.0 };
+/// VAX 11/780 4.2BSD getpid, seed 001 Table 2: 5 K/s.
+const VAX_GETPID: Seed = Seed { source: "VAX 11/780 4.2BSD", as_published: "5 K/s", value: 1e9 / 5_000.0 };
+/// Ridge 32 round-trip message, seed 001 Table 1: 190 µs, four kernel
+/// entries (Send and ReceiveData on each side).
+const RIDGE_ROUND_TRIP: Seed = Seed { source: "Ridge 32, 1985", as_published: "190 µs", value: 190_000.0 };
+
+/// The rows for a main boot of `smp` CPUs, in table order. With one CPU
+/// there are no multi-CPU rows.
+pub fn rows(smp: u32) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut row = |key: &str, label: &str, group: Group, ridgeback: &str, linux: &str, seeds: &[Seed]| {
+        rows.push(Row {
+            key: key.to_string(),
+            label: label.to_string(),
+            group,
+            ridgeback: ridgeback.to_string(),
+            linux: linux.to_string(),
+            seeds: seeds.to_vec(),
+        })
+    };
+    row(
+        "getpid",
+        "getpid (one kernel entry)",
+        Group::Getpid,
+        "getpid",
+        "getpid",
+        &[RIDGE_GETPID, VAX_GETPID],
+    );
+    row("copy_4KiB", "byte copy 4 KiB (memcpy)", Group::Copy, "copy_4KiB", "copy_4KiB", &[]);
+    row("copy_1MiB", "byte copy 1 MiB (memcpy)", Group::Copy, "copy_1MiB", "copy_1MiB", &[]);
+    row(
+        "switch_1cpu",
+        "context switch pair: 2 yields, 1 CPU",
+        Group::Switch,
+        "yield_pair_1cpu",
+        "yield_pair_1cpu",
+        &[],
+    );
+    let mut placements = vec![("1cpu", "1cpu", "1 CPU")];
+    let multi = format!("{smp}cpu");
+    let multi_label = format!("{smp} CPUs");
+    if smp > 1 {
+        placements.push((multi.as_str(), "2cpu", multi_label.as_str()));
+    }
+    for (ridgeback, linux, shown) in placements {
+        row(
+            &format!("r1_call_{linux}"),
+            &format!("R1 Call+ReplyWait 32 B vs futex, {shown}"),
+            Group::Call,
+            &format!("msg_call_32B_{ridgeback}"),
+            &format!("futex_pingpong_32B_{linux}"),
+            &[],
+        );
+        let seeds: &[Seed] = if linux == "1cpu" { &[RIDGE_ROUND_TRIP] } else { &[] };
+        row(
+            &format!("r1_send_pipe_{linux}"),
+            &format!("R1 Send+ReceiveData 32 B vs pipe, {shown}"),
+            Group::Send,
+            &format!("msg_send_32B_{ridgeback}"),
+            &format!("pipe_pingpong_32B_{linux}"),
+            seeds,
+        );
+        row(
+            &format!("r1_send_unix_{linux}"),
+            &format!("R1 Send+ReceiveData 32 B vs Unix socket, {shown}"),
+            Group::Send,
+            &format!("msg_send_32B_{ridgeback}"),
+            &format!("unix_pingpong_32B_{linux}"),
+            &[],
+        );
+        row(
+            &format!("r1_data_copy_{linux}"),
+            &format!("R1 SendData 4 KiB copy vs pipe, {shown}"),
+            Group::Data,
+            &format!("msg_senddata_4KiB_copy_{ridgeback}"),
+            &format!("pipe_4KiB_{linux}"),
+            &[],
+        );
+        row(
+            &format!("r1_data_cow_{linux}"),
+            &format!("R1 SendData 4 KiB copy-on-write vs pipe, {shown}"),
+            Group::Data,
+            &format!("msg_senddata_4KiB_cow_{ridgeback}"),
+            &format!("pipe_4KiB_{linux}"),
+            &[],
+        );
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn only_takes_groups_aliases_and_commas() {
+        assert_eq!(parse_groups(&words("getpid")).unwrap(), [Group::Getpid]);
+        assert_eq!(
+            parse_groups(&words("r1,getpid yield")).unwrap(),
+            [Group::Getpid, Group::Switch, Group::Call, Group::Send, Group::Data]
+        );
+        assert_eq!(parse_groups(&words("copy copy")).unwrap(), [Group::Copy]);
+        assert!(parse_groups(&words("fork")).unwrap_err().contains("unknown benchmark `fork`"));
+    }
+
+    #[test]
+    fn rows_have_unique_keys_and_placements_match() {
+        let rows = rows(2);
+        let mut keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), rows.len());
+        assert_eq!(rows.len(), 14);
+        for row in &rows {
+            let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
+            if row.ridgeback.ends_with("cpu") {
+                assert_eq!(placement(&row.ridgeback), placement(&row.linux), "{row:?}");
+            }
+        }
+        let one_cpu_rows = super::rows(1);
+        assert!(one_cpu_rows.iter().all(|r| !r.key.ends_with("2cpu")));
+        assert_eq!(one_cpu_rows.len(), 9);
+        // Four CPUs: Ridgeback's figure says 4, Linux's peer still uses 2.
+        let four = super::rows(4);
+        let call = four.iter().find(|r| r.key == "r1_call_2cpu").unwrap();
+        assert_eq!(
+            (call.ridgeback.as_str(), call.linux.as_str()),
+            ("msg_call_32B_4cpu", "futex_pingpong_32B_2cpu")
+        );
+    }
+
+    #[test]
+    fn seeds_are_in_the_rows_unit() {
+        let rows = rows(2);
+        let getpid = &rows[0];
+        assert!((getpid.seeds[0].value - 19_230.77).abs() < 0.01);
+        let send = rows.iter().find(|r| r.key == "r1_send_pipe_1cpu").unwrap();
+        assert_eq!(send.seeds[0].value, 190_000.0);
+    }
+
+    #[test]
+    fn every_group_has_a_row_and_figures_on_both_systems() {
+        let rows = rows(2);
+        for group in ALL_GROUPS {
+            assert!(rows.iter().any(|r| r.group == group), "{group:?}");
+            assert!(!group.linux_figures().is_empty());
+            assert!(!group.ridgeback_figure().is_empty());
+        }
+    }
+}

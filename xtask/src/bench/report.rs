@@ -1,0 +1,380 @@
+//! The text a person reads: the table of Ridgeback against Linux, the
+//! kernel counters that explain Ridgeback's figures, the seeds' historical
+//! figures, and the comparison of two runs (`--compare`).
+
+use std::fmt::Write;
+
+use super::line::{Better, better_for};
+use super::results::{Results, Series, System};
+
+/// A figure with 3–4 significant digits, no exponent.
+pub fn number(value: f64) -> String {
+    if !value.is_finite() {
+        return "-".to_string();
+    }
+    let magnitude = value.abs();
+    if magnitude >= 100.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.1}")
+    } else if magnitude >= 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// The unit as shown: under `-icount shift=0` a guest nanosecond is one
+/// instruction, so `ns/op` reads `instr/op`.
+pub fn shown_unit(unit: &str, is_icount: bool) -> String {
+    match unit.strip_prefix("ns/") {
+        Some(per) if is_icount => format!("instr/{per}"),
+        _ => unit.to_string(),
+    }
+}
+
+fn percent(fraction: f64) -> String {
+    if fraction.is_finite() { format!("{:.1}%", fraction * 100.0) } else { "-".to_string() }
+}
+
+fn ratio(value: Option<f64>) -> String {
+    match value {
+        Some(r) if r.is_finite() => format!("{}x", number(r)),
+        _ => "-".to_string(),
+    }
+}
+
+/// The heading: what was measured, on what, and how to read the ratio.
+pub fn heading(results: &Results) -> String {
+    let meta = &results.meta;
+    let mut text = String::new();
+    let systems = if meta.is_ridgeback_only { "Ridgeback (Linux not run)" } else { "Ridgeback vs Linux" };
+    let _ = writeln!(
+        text,
+        "{systems}, same QEMU machine: {}{}",
+        meta.machine_args.join(" "),
+        if meta.is_icount {
+            " (icount: 1 TSC tick = 1 instruction; times are instruction counts)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        text,
+        "{} run(s) x {} samples of >= {} ms each{}; {}; {}",
+        meta.runs,
+        meta.samples,
+        meta.sample_ms,
+        if meta.is_quick { " (--quick: a smoke test, not a measurement)" } else { "" },
+        meta.qemu_version,
+        meta.date
+    );
+    let _ = writeln!(
+        text,
+        "ratio = how many times faster Ridgeback is: Linux time / Ridgeback time, or Ridgeback MB/s / Linux MB/s \
+         (>1: Ridgeback faster, <1: Linux faster)"
+    );
+    let _ = writeln!(text, "spread = interquartile range / median, over every sample of every run");
+    text
+}
+
+/// The main table: one line per row of the catalogue.
+pub fn table(results: &Results) -> String {
+    let rows = results.table_rows();
+    let label_width = rows.iter().map(|r| r.row.label.len()).max().unwrap_or(9).max(9);
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{:<label_width$}  {:<15}  {:>10}  {:>6}  {:>10}  {:>6}  {:>7}",
+        "benchmark", "unit", "Ridgeback", "spread", "Linux", "spread", "ratio"
+    );
+    let _ = writeln!(text, "{}", "-".repeat(label_width + 66));
+    let value = |series: Option<&Series>| series.map_or("-".to_string(), |s| number(s.median()));
+    let spread = |series: Option<&Series>| series.map_or("-".to_string(), |s| percent(s.spread()));
+    for row in &rows {
+        let _ = writeln!(
+            text,
+            "{:<label_width$}  {:<15}  {:>10}  {:>6}  {:>10}  {:>6}  {:>7}",
+            row.row.label,
+            shown_unit(row.unit(), results.meta.is_icount),
+            value(row.ridgeback),
+            spread(row.ridgeback),
+            value(row.linux),
+            spread(row.linux),
+            ratio(row.ratio()),
+        );
+    }
+    text
+}
+
+/// The kernel counters per operation, for each Ridgeback figure of the
+/// table, in the order of the rows.
+pub fn counters(results: &Results) -> String {
+    const COLUMNS: [(&str, &str); 10] = [
+        ("kernel_calls", "entries"),
+        ("context_switches", "switches"),
+        ("address_space_switches", "CR3"),
+        ("interrupts", "irqs"),
+        ("exceptions", "faults"),
+        ("messages", "msgs"),
+        ("direct_handoffs", "handoffs"),
+        ("pages_loaned", "loans"),
+        ("cow_copies", "COW"),
+        ("bytes_copied", "bytes"),
+    ];
+    let mut names: Vec<&str> = Vec::new();
+    for row in results.table_rows() {
+        if let Some(series) = row.ridgeback
+            && !names.contains(&series.name.as_str())
+        {
+            names.push(&series.name);
+        }
+    }
+    let series: Vec<&Series> = names.iter().filter_map(|n| results.series(System::Ridgeback, n)).collect();
+    if series.iter().all(|s| s.counters_per_op().is_empty()) {
+        return String::new();
+    }
+    let width = series.iter().map(|s| s.name.len()).max().unwrap_or(6).max(6);
+    let mut text = String::from(
+        "Ridgeback kernel counters per operation (over the timed samples; machine-wide, so timer\n\
+         interrupts and the other CPUs' activity are included):\n",
+    );
+    let _ = write!(text, "{:<width$}", "figure");
+    for (_, heading) in COLUMNS {
+        let _ = write!(text, "  {heading:>8}");
+    }
+    text.push('\n');
+    for s in series {
+        let _ = write!(text, "{:<width$}", s.name);
+        for (counter, _) in COLUMNS {
+            let cell = s.counter_per_op(counter).map_or("-".to_string(), number);
+            let _ = write!(text, "  {cell:>8}");
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// The seeds' historical figures next to today's.
+pub fn seeds(results: &Results) -> String {
+    let mut text = String::new();
+    for row in results.table_rows() {
+        for seed in &row.row.seeds {
+            if text.is_empty() {
+                text.push_str("Historical figures from the seeds (shared/BENCHMARKS.md):\n");
+            }
+            let unit = shown_unit(row.unit(), results.meta.is_icount);
+            let _ = write!(
+                text,
+                "  {}: {} measured {} = {} {unit}",
+                row.row.label,
+                seed.source,
+                seed.as_published,
+                number(seed.value)
+            );
+            if let Some(series) = row.ridgeback {
+                let _ =
+                    write!(text, "; Ridgeback here is {} as fast", ratio(Some(seed.value / series.median())));
+            }
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// Everything printed after a run.
+pub fn full(results: &Results) -> String {
+    let mut text = heading(results);
+    text.push('\n');
+    text.push_str(&table(results));
+    let counters = counters(results);
+    if !counters.is_empty() {
+        text.push('\n');
+        text.push_str(&counters);
+    }
+    let seeds = seeds(results);
+    if !seeds.is_empty() {
+        text.push('\n');
+        text.push_str(&seeds);
+    }
+    text
+}
+
+/// How much faster `new` is than `old` (positive: faster), whatever the unit.
+fn speed_change(unit: &str, old: f64, new: f64) -> f64 {
+    match better_for(unit) {
+        Better::Lower => old / new - 1.0,
+        Better::Higher => new / old - 1.0,
+    }
+}
+
+/// `--compare A B`: every figure present in both runs, and the ratios.
+/// A change smaller than the larger of the two spreads is marked as noise.
+pub fn compare(a: &Results, b: &Results, a_name: &str, b_name: &str) -> String {
+    let mut text = String::new();
+    for (tag, name, results) in [("A", a_name, a), ("B", b_name, b)] {
+        let meta = &results.meta;
+        let _ = writeln!(
+            text,
+            "{tag}: {name}: {} rev {}{}, {}, {}",
+            meta.date,
+            meta.git_revision,
+            if meta.is_git_dirty { "+dirty" } else { "" },
+            meta.machine_args.join(" "),
+            if meta.is_quick { "quick" } else { "full" }
+        );
+    }
+    if a.meta.machine_args != b.meta.machine_args {
+        let _ = writeln!(text, "warning: the two runs used different QEMU machines; figures may not compare");
+    }
+    text.push_str(
+        "change = how much faster B is than A (negative: slower); noise = within the larger spread\n\n",
+    );
+    let width = a.series.iter().chain(&b.series).map(|s| s.name.len()).max().unwrap_or(6).max(6);
+    let _ = writeln!(
+        text,
+        "{:<9}  {:<width$}  {:<12}  {:>10}  {:>10}  {:>8}",
+        "system", "figure", "unit", "A", "B", "change"
+    );
+    let mut only_in_one = Vec::new();
+    for old in &a.series {
+        let Some(new) = b.series(old.system, &old.name) else {
+            only_in_one.push(format!("{} {} only in A", old.system.name(), old.name));
+            continue;
+        };
+        let change = speed_change(&old.unit, old.median(), new.median());
+        let noise = old.spread().max(new.spread());
+        let verdict = if change.abs() <= noise {
+            "noise"
+        } else if change > 0.0 {
+            "faster"
+        } else {
+            "slower"
+        };
+        let _ = writeln!(
+            text,
+            "{:<9}  {:<width$}  {:<12}  {:>10}  {:>10}  {:>+7.1}%  {verdict}",
+            old.system.name(),
+            old.name,
+            old.unit,
+            number(old.median()),
+            number(new.median()),
+            change * 100.0
+        );
+    }
+    for new in &b.series {
+        if a.series(new.system, &new.name).is_none() {
+            only_in_one.push(format!("{} {} only in B", new.system.name(), new.name));
+        }
+    }
+    let a_rows = a.table_rows();
+    let b_rows = b.table_rows();
+    let mut ratio_lines = String::new();
+    for a_row in &a_rows {
+        let Some(b_row) = b_rows.iter().find(|r| r.row.key == a_row.row.key) else { continue };
+        if let (Some(old), Some(new)) = (a_row.ratio(), b_row.ratio()) {
+            let _ = writeln!(
+                ratio_lines,
+                "  {:<48}  {:>8}  ->  {:>8}",
+                a_row.row.label,
+                ratio(Some(old)),
+                ratio(Some(new))
+            );
+        }
+    }
+    if !ratio_lines.is_empty() {
+        text.push_str("\nratio (Ridgeback speed / Linux speed), A -> B:\n");
+        text.push_str(&ratio_lines);
+    }
+    if !only_in_one.is_empty() {
+        let _ = writeln!(text, "\nnot compared: {}", only_in_one.join("; "));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::results::tests::{figure, sample_results};
+    use super::*;
+
+    #[test]
+    fn numbers_keep_three_or_four_digits() {
+        assert_eq!(number(19359.134), "19359");
+        assert_eq!(number(123.44), "123");
+        assert_eq!(number(12.345), "12.3");
+        assert_eq!(number(1.2345), "1.23");
+        assert_eq!(number(0.12345), "0.123");
+        assert_eq!(number(f64::NAN), "-");
+    }
+
+    #[test]
+    fn icount_figures_are_instructions() {
+        assert_eq!(shown_unit("ns/roundtrip", true), "instr/roundtrip");
+        assert_eq!(shown_unit("ns/op", false), "ns/op");
+        assert_eq!(shown_unit("MB/s", true), "MB/s");
+    }
+
+    #[test]
+    fn table_has_a_line_per_row_with_ratio_and_dashes_for_missing() {
+        let text = table(&sample_results());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2 + 3, "{text}");
+        assert!(lines[0].starts_with("benchmark") && lines[0].contains("ratio"));
+        let getpid = lines[2];
+        assert!(getpid.starts_with("getpid (one kernel entry)"), "{getpid}");
+        assert!(getpid.contains("ns/op") && getpid.contains(" 800 ") && getpid.contains("1000"), "{getpid}");
+        assert!(getpid.trim_end().ends_with("1.25x"), "{getpid}");
+        assert!(lines[3].trim_end().ends_with('-'), "no Linux copy figure: no ratio");
+    }
+
+    #[test]
+    fn heading_says_which_way_the_ratio_goes() {
+        let text = heading(&sample_results());
+        assert!(text.contains("-m 512M -smp 2 -accel tcg -cpu max"));
+        assert!(text.contains(">1: Ridgeback faster"));
+    }
+
+    #[test]
+    fn counters_are_per_operation() {
+        let text = counters(&sample_results());
+        let getpid = text.lines().find(|l| l.starts_with("getpid")).unwrap();
+        // 1.001 kernel entries, 0 switches, the rest not reported.
+        let cells: Vec<&str> = getpid.split_whitespace().collect();
+        assert_eq!(cells[..4], ["getpid", "1.00", "0.000", "-"]);
+    }
+
+    #[test]
+    fn seeds_compare_with_today() {
+        let text = seeds(&sample_results());
+        assert!(
+            text.contains("Ridge 32, 1985 measured 52 K/s = 19231 ns/op; Ridgeback here is 24.0x as fast"),
+            "{text}"
+        );
+        assert!(text.contains("VAX 11/780 4.2BSD measured 5 K/s = 200000 ns/op"));
+    }
+
+    #[test]
+    fn compare_marks_changes_beyond_the_spread() {
+        let a = sample_results();
+        let mut b = sample_results();
+        // Ridgeback's copy twice as fast: 20_000 -> 10_000 ticks.
+        b.series[1].runs = vec![figure("copy_4KiB", "MB/s", &[10_000, 10_000, 10_000], &[])];
+        // Linux getpid a little slower, well inside its 20 % spread.
+        b.series[2].runs[0].ticks = vec![1_050_000, 1_150_000, 950_000];
+        b.series.push(super::super::results::Series {
+            system: System::Linux,
+            name: "pipe".to_string(),
+            unit: "ns/roundtrip".to_string(),
+            runs: vec![figure("pipe", "ns/roundtrip", &[1], &[])],
+        });
+        let text = compare(&a, &b, "a.json", "b.json");
+        let line = |name: &str, system: &str| {
+            text.lines().find(|l| l.starts_with(system) && l.contains(name)).unwrap().to_string()
+        };
+        assert!(line("copy_4KiB", "ridgeback").contains("+100.0%  faster"), "{text}");
+        assert!(line("getpid", "linux").ends_with("noise"), "{text}");
+        assert!(line("getpid", "ridgeback").ends_with("noise"), "{text}");
+        assert!(text.contains("linux pipe only in B"));
+        assert!(text.contains("ratio (Ridgeback speed / Linux speed), A -> B"));
+    }
+}
