@@ -99,7 +99,7 @@ impl ReplyTable {
         ReplyTable { entries: Vec::new(), generations: Vec::new() }
     }
 
-    fn insert(&mut self, caller: Pid, limit: usize) -> Result<u64, Error> {
+    pub(crate) fn insert(&mut self, caller: Pid, limit: usize) -> Result<u64, Error> {
         let index = match self.entries.iter().position(Option::is_none) {
             Some(i) => i,
             None if self.entries.len() < limit => {
@@ -115,7 +115,7 @@ impl ReplyTable {
         Ok(index as u64 | (self.generations[index] as u64) << 32)
     }
 
-    fn peek(&self, handle: u64) -> Result<Pid, Error> {
+    pub(crate) fn peek(&self, handle: u64) -> Result<Pid, Error> {
         let index = (handle & 0xffff_ffff) as usize;
         match (self.entries.get(index), self.generations.get(index)) {
             (Some(Some(caller)), Some(&g)) if g as u64 == handle >> 32 => Ok(*caller),
@@ -123,7 +123,7 @@ impl ReplyTable {
         }
     }
 
-    fn take(&mut self, handle: u64) -> Result<Pid, Error> {
+    pub(crate) fn take(&mut self, handle: u64) -> Result<Pid, Error> {
         let caller = self.peek(handle)?;
         let index = (handle & 0xffff_ffff) as usize;
         self.entries[index] = None;

@@ -33,6 +33,7 @@ mod arch;
 mod bootinfo;
 mod console;
 mod devices;
+mod fastpath;
 mod ipc;
 mod loader;
 mod memory;

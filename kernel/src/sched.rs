@@ -195,6 +195,32 @@ impl Kernel {
         }
     }
 
+    /// Hand `cpu` from `from` (already saved and no longer running) to
+    /// `to` (made running here): the tail of `resume` when both are known,
+    /// for the call fast path.
+    pub fn switch_to(&mut self, cpu: usize, from: usize, to: usize, frame: &mut TrapFrame) {
+        let now_tsc = cpu::rdtsc();
+        self.procs[from].cpu_time_tsc += now_tsc.saturating_sub(self.cpus[cpu].dispatched_tsc);
+        self.cpus[cpu].dispatched_tsc = now_tsc;
+        self.cpus[cpu].current = Some(to);
+        self.cpus[cpu].slice_expired = false;
+        let p = &mut self.procs[to];
+        p.state = State::Running { cpu };
+        if p.slice_ticks_left == 0 {
+            p.slice_ticks_left = self.timeslice_ticks;
+        }
+        self.count(Counter::ContextSwitches);
+        let space = self.procs[to].space.as_ref().expect("a running process has memory");
+        let (root, epoch) = (space.root(), space.tlb_epoch);
+        self.load_root(cpu, root, epoch);
+        let ports = self.procs[to].io_ports;
+        if self.cpus[cpu].ports != ports {
+            crate::arch::descriptors::switch_io_ports(cpu, self.cpus[cpu].ports, ports);
+            self.cpus[cpu].ports = ports;
+        }
+        *frame = self.procs[to].frame;
+    }
+
     /// Choose what `cpu` runs next and write its registers into `frame`.
     /// Called at the end of every kernel entry.
     pub fn resume(&mut self, cpu: usize, frame: &mut TrapFrame) {

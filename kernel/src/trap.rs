@@ -17,6 +17,9 @@ pub extern "C" fn syscall_handler(frame: &mut TrapFrame) {
     let cpu = percpu::current_cpu();
     let mut k = KERNEL.lock();
     k.count(Counter::KernelCalls);
+    if k.fastpath(cpu, frame) {
+        return;
+    }
     k.save(cpu, frame);
     crate::syscall::dispatch(&mut k, cpu);
     k.resume(cpu, frame);
