@@ -61,6 +61,8 @@ const TESTS: &[Test] = &[
     ("dead_peers_give_errors_and_drop_messages", dead_peers),
     ("send_data_page_is_copy_on_write", copy_on_write),
     ("kill_a_process_blocked_in_receive", kill_blocked_receiver),
+    ("closing_a_queue_returns_its_page_quota", close_queue_returns_quota),
+    ("a_bad_receive_buffer_is_reported_not_hung", bad_receive_buffer_reported),
     ("interrupt_lines_and_ports_are_exclusive", device_claim_rules),
     ("interrupts_arrive_as_messages", interrupts_as_messages),
     ("console_driver_serves_programs", console_driver),
@@ -748,4 +750,37 @@ fn pager_refuses_and_dies() -> TestResult {
 fn pager_rights() -> TestResult {
     // In a child, so the pages it maps do not stay with the runner.
     expect_status("pager-rights", ExitStatus::Exited(0))
+}
+
+/// Regression: close_queue dropped data messages without giving their
+/// pages back to the quota, so a process ran out after enough closes.
+fn close_queue_returns_quota() -> TestResult {
+    let me = sys::getpid();
+    for round in 0..100 {
+        let q = msg::open_queue(1, false).map_err(|e| e.name())?;
+        let link = msg::open_link(me, q).map_err(|e| e.name())?;
+        msg::send_data(link, &[round, 0, 0, 0], &[7u8; 10])
+            .map_err(|e| format!("round {round}: send_data: {}", e.name()))?;
+        msg::close_link(link).map_err(|e| e.name())?;
+        msg::close_queue(q).map_err(|e| e.name())?;
+    }
+    Ok(())
+}
+
+/// Regression: a receiver blocked with a bad buffer stayed blocked when a
+/// copied message could not be placed there. Whether the message arrives
+/// before or after we block, we must get BadAddress and the message must
+/// stay queued.
+fn bad_receive_buffer_reported() -> TestResult {
+    let mut page = Page::zeroed();
+    let (pid, link) = start_tmsg("lend-page", "", abi::PRIORITY_INHERIT)?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    msg::receive_data(MAIN_QUEUE, &mut page.0).map_err(|e| e.name())?;
+    let bad = unsafe_slice_mut(0xdead_0000, 200);
+    check(msg::receive_data(MAIN_QUEUE, bad).map(|_| ()) == Err(Error::BadAddress), "bad buffer reported")?;
+    let mut good = [0u8; 200];
+    let r = msg::receive_data(MAIN_QUEUE, &mut good).map_err(|e| e.name())?;
+    check(r.message[0] == 2 && r.len == 100, "the message stayed queued")?;
+    expect_exit(pid, 0)?;
+    msg::close_link(link).map_err(|e| e.name().into())
 }
