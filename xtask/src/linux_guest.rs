@@ -658,18 +658,7 @@ impl LinuxGuest {
         });
 
         let deadline = started + timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-                Err(e) => return Err(format!("waiting for QEMU: {e}")),
-            }
-        };
+        let status = crate::qemu::wait_until(&mut child, deadline);
         let elapsed = started.elapsed();
         let _ = stdout_reader.join();
         let qemu_stderr = stderr_reader.join().unwrap_or_default();

@@ -336,6 +336,28 @@ pub fn image_command(opts: &RunOptions, kind: ImageKind) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Wait for a QEMU child until `deadline`; kill it if it is still running
+/// then (or if it cannot be waited for). `None` means it was killed. Every
+/// boot (tests, benchmarks, the Linux guest) ends through here.
+pub fn wait_until(
+    child: &mut std::process::Child,
+    deadline: std::time::Instant,
+) -> Option<std::process::ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,7 @@
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -487,21 +487,6 @@ fn spawn_reader(pipe: impl Read + Send + 'static, stream: Stream, tx: Sender<(St
     });
 }
 
-/// Waits for the child until `deadline`; kills it if it is still running then.
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-}
-
 /// One boot: stream its serial output (prefixed with the configuration's
 /// name) to the terminal and to `log_path`, parse it, judge it.
 fn boot(name: &str, config: &QemuConfig, timeout_s: u64, log_path: &Path) -> Outcome {
@@ -552,7 +537,7 @@ fn boot(name: &str, config: &QemuConfig, timeout_s: u64, log_path: &Path) -> Out
     let deadline = started + Duration::from_secs(timeout_s);
     let end = match pump_until(&rx, deadline, &mut take) {
         // Both pipes closed: QEMU is exiting.
-        Pumped::Closed => match wait_until(&mut child, Instant::now() + GRACE) {
+        Pumped::Closed => match qemu::wait_until(&mut child, Instant::now() + GRACE) {
             Some(status) => BootEnd::Exited(qemu::classify_exit(status.code())),
             None => BootEnd::TimedOut,
         },

@@ -83,18 +83,7 @@ pub fn boot_ridgeback(
         text
     });
     let deadline = started + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("waiting for QEMU: {e}")),
-        }
-    };
+    let status = crate::qemu::wait_until(&mut child, deadline);
     let elapsed = started.elapsed();
     let _ = reader.join();
     let qemu_stderr = stderr_reader.join().unwrap_or_default();
