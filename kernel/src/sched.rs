@@ -377,6 +377,12 @@ impl Kernel {
                 }
             }
         }
+        if Some(slot) == self.init_slot {
+            // Nothing is left to run the system: say how init ended and
+            // power off, successfully only if it exited with 0.
+            crate::kprintln!("init ended: {status:?}");
+            crate::power_off(if status == ExitStatus::Exited(0) { 0 } else { 1 });
+        }
         let p = &mut self.procs[slot];
         p.state = State::Zombie;
         p.exit_status = status.encode();

@@ -118,6 +118,7 @@ fn main(args: Args) -> i32 {
             }
         }
         "uart-irq" => uart_irq(),
+        "fuzz" => fuzz(arg(1), arg(2)),
         "paged" => paged(Pid(arg(1))),
         "pager-rights" => match pager_rights_checks() {
             Ok(()) => 0,
@@ -406,6 +407,73 @@ fn pager_rights_checks() -> Result<(), alloc::string::String> {
         return Err("a page resolved in advance is not there".into());
     }
     e(sys::set_pager(me, 0x5000_0000, 4096, me, 0), Error::InvalidArgument, "overlapping regions")
+}
+
+/// Make `count` kernel calls with random arguments (seeded, so a failure
+/// repeats): every call number the kernel has, plus unknown ones, with
+/// values chosen to hit edges — zero, small numbers, all ones, addresses in
+/// our own memory, in the kernel, unmapped, just below the user end. Calls
+/// that would end us or block for ever are left out; ReceiveData is always
+/// non-blocking. The kernel must answer every one; we exit 0.
+fn fuzz(count: u64, seed: u64) -> i32 {
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut buffer = [0u8; 8192];
+    let own = buffer.as_mut_ptr() as u64;
+    let edges = [
+        0,
+        1,
+        2,
+        4096,
+        u64::MAX,
+        u64::MAX - 1,
+        u32::MAX as u64,
+        own,
+        own + 4093,
+        0xffff_ffff_8010_0000,
+        0x0000_4000_0000_0000,
+        abi::layout::USER_END - 1,
+        abi::layout::USER_ARGS_ADDR,
+        main as *const () as u64,
+    ];
+    let skip = [
+        Call::Exit,
+        Call::Sleep,
+        Call::WaitArmed,
+        Call::Call,
+        Call::ReplyWait,
+        Call::DebugWrite,
+        Call::Shutdown,
+        Call::Kill,
+        Call::Wait,
+    ];
+    for _ in 0..count {
+        let number = next() % 64;
+        if Call::from_raw(number).is_some_and(|c| skip.contains(&c)) {
+            continue;
+        }
+        let mut arg = || {
+            let r = next();
+            if r % 3 == 0 { edges[(r / 3) as usize % edges.len()] } else { r % 64 }
+        };
+        let mut args = [arg(), arg(), arg(), arg(), arg(), arg()];
+        if number == Call::ReceiveData as u64 {
+            args[3] = abi::msg::NONBLOCKING;
+        }
+        let words = [next(), next(), next(), next()];
+        let r = msg::raw(number, args, words);
+        // Whatever the answer, it must be a value or a known error.
+        if (r.rax as i64) < 0 && Error::from_raw(r.rax.wrapping_neg()).is_none() {
+            println!("tchild fuzz: call {number} {args:?} returned {:#x}", r.rax);
+            return 1;
+        }
+    }
+    0
 }
 
 fn call_raw(n: u64) -> Result<u64, Error> {

@@ -69,6 +69,7 @@ const TESTS: &[Test] = &[
     ("pager_serves_zero_and_copy_on_write_pages", pager_serves),
     ("pager_refusing_or_dying_ends_the_faulter", pager_refuses_and_dies),
     ("pager_rights", pager_rights),
+    ("random_kernel_calls_get_answers", random_kernel_calls),
     ("kernel_healthy_and_no_memory_leaked", kernel_healthy),
 ];
 
@@ -783,4 +784,19 @@ fn bad_receive_buffer_reported() -> TestResult {
     check(r.message[0] == 2 && r.len == 100, "the message stayed queued")?;
     expect_exit(pid, 0)?;
     msg::close_link(link).map_err(|e| e.name().into())
+}
+
+/// Random arguments to every kernel call, from several processes at once
+/// (several seeds, so on several CPUs): each must get an answer, and the
+/// kernel must stay up (the next tests and the leak check run after).
+fn random_kernel_calls() -> TestResult {
+    let mut pids = Vec::new();
+    for seed in 1..=4u64 {
+        pids.push(sys::spawn("tchild", &format!("fuzz 20000 {}", seed * 0x9e37_79b9)).map_err(|e| e.name())?);
+    }
+    for pid in pids {
+        let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
+        check(status == ExitStatus::Exited(0), &format!("fuzzer {:#x} ended {status:?}", pid.0))?;
+    }
+    Ok(())
 }
