@@ -792,7 +792,7 @@ fn bad_receive_buffer_reported() -> TestResult {
 fn random_kernel_calls() -> TestResult {
     let mut pids = Vec::new();
     for seed in 1..=4u64 {
-        pids.push(sys::spawn("tchild", &format!("fuzz 20000 {}", seed * 0x9e37_79b9)).map_err(|e| e.name())?);
+        pids.push(sys::spawn("tchild", &format!("fuzz 8000 {}", seed * 0x9e37_79b9)).map_err(|e| e.name())?);
     }
     for pid in pids {
         let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
