@@ -341,8 +341,60 @@ impl<P: Platform> Write for LineWriter<P> {
     }
 }
 
+/// Parse a benchmark program's options, the same on both systems:
+/// `--samples N`, `--sample-ms N`, figure names out of `figures`, or `all`
+/// (also the default). Returns the configuration and the chosen figures.
+pub fn parse_options<'a, S: AsRef<str> + 'a>(
+    mut words: impl Iterator<Item = S>,
+    figures: &[&'static str],
+) -> Result<(Config, alloc::vec::Vec<&'static str>), alloc::string::String> {
+    use alloc::format;
+    let mut config = Config::default();
+    let mut chosen = alloc::vec::Vec::new();
+    while let Some(word) = words.next() {
+        let mut number = |option: &str| -> Result<u64, alloc::string::String> {
+            let value = words.next().ok_or_else(|| format!("{option} needs a value"))?;
+            let value = value.as_ref();
+            value.parse().map_err(|_| format!("{option}: {value:?} is not a number"))
+        };
+        match word.as_ref() {
+            "--samples" => {
+                let count = number("--samples")? as usize;
+                if !(1..=MAX_SAMPLES).contains(&count) {
+                    return Err(format!("--samples must be 1..={MAX_SAMPLES}"));
+                }
+                config.sample_count = count;
+            }
+            "--sample-ms" => config.min_sample_ns = number("--sample-ms")? * 1_000_000,
+            "all" => chosen.extend_from_slice(figures),
+            name => match figures.iter().find(|figure| **figure == name) {
+                Some(figure) => chosen.push(*figure),
+                None => return Err(format!("unknown figure {name:?} (figures: {figures:?})")),
+            },
+        }
+    }
+    if chosen.is_empty() {
+        chosen.extend_from_slice(figures);
+    }
+    Ok((config, chosen))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn options_parse_the_same_on_both_systems() {
+        let figures = ["getpid", "copy"];
+        let (config, chosen) =
+            super::parse_options(["--samples", "3", "copy"].into_iter(), &figures).unwrap();
+        assert_eq!((config.sample_count, chosen.as_slice()), (3, &["copy"][..]));
+        let (_, all) = super::parse_options(core::iter::empty::<&str>(), &figures).unwrap();
+        assert_eq!(all.as_slice(), &figures[..]);
+        assert!(super::parse_options(["--samples", "0"].into_iter(), &figures).is_err());
+        assert!(super::parse_options(["--sample-ms"].into_iter(), &figures).is_err());
+        assert!(super::parse_options(["nope"].into_iter(), &figures).is_err());
+    }
+
     use super::*;
     use std::string::String;
 

@@ -14,7 +14,7 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("this is the Linux entry point; Ridgeback's build has its own");
 
-use bench::harness::{self, Config, MAX_SAMPLES};
+use bench::harness;
 use bench::linux::{
     Linux, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait, YieldPeer, online_cpus,
 };
@@ -25,7 +25,7 @@ const USAGE: &str =
     "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata]...";
 
 fn main() {
-    let (config, selected) = match parse_args(std::env::args().skip(1)) {
+    let (config, selected) = match harness::parse_options(std::env::args().skip(1), FIGURES) {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("bench: {message}\n{USAGE}");
@@ -94,37 +94,7 @@ fn main() {
                     workloads::data_ping_pong::<Linux>(&name, &config, &mut channel, &mut request);
                 }
             }
-            _ => unreachable!("parse_args accepts only FIGURES"),
+            _ => unreachable!("parse_options accepts only FIGURES"),
         }
     }
-}
-
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Config, Vec<&'static str>), String> {
-    let mut config = Config::default();
-    let mut selected = Vec::new();
-    while let Some(arg) = args.next() {
-        let mut number = |option: &str| -> Result<u64, String> {
-            let value = args.next().ok_or_else(|| format!("{option} needs a value"))?;
-            value.parse().map_err(|_| format!("{option}: {value:?} is not a number"))
-        };
-        match arg.as_str() {
-            "--samples" => {
-                let count = number("--samples")? as usize;
-                if !(1..=MAX_SAMPLES).contains(&count) {
-                    return Err(format!("--samples must be 1..={MAX_SAMPLES}"));
-                }
-                config.sample_count = count;
-            }
-            "--sample-ms" => config.min_sample_ns = number("--sample-ms")? * 1_000_000,
-            "all" => selected.extend_from_slice(FIGURES),
-            name => match FIGURES.iter().find(|figure| **figure == name) {
-                Some(figure) => selected.push(*figure),
-                None => return Err(format!("unknown figure {name:?}")),
-            },
-        }
-    }
-    if selected.is_empty() {
-        selected.extend_from_slice(FIGURES);
-    }
-    Ok((config, selected))
 }

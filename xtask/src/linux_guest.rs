@@ -42,7 +42,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -650,12 +650,7 @@ impl LinuxGuest {
                 }
             })
         };
-        let mut stderr = child.stderr.take().expect("stderr is piped");
-        let stderr_reader = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        });
+        let stderr_reader = crate::qemu::collect_stderr(&mut child);
 
         let deadline = started + timeout;
         let status = crate::qemu::wait_until(&mut child, deadline);

@@ -336,6 +336,17 @@ pub fn image_command(opts: &RunOptions, kind: ImageKind) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Read a QEMU child's standard error to the end on a thread of its own
+/// (so a full pipe never stalls QEMU); join the handle for the text.
+pub fn collect_stderr(child: &mut std::process::Child) -> std::thread::JoinHandle<String> {
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    })
+}
+
 /// Wait for a QEMU child until `deadline`; kill it if it is still running
 /// then (or if it cannot be waited for). `None` means it was killed. Every
 /// boot (tests, benchmarks, the Linux guest) ends through here.

@@ -42,7 +42,7 @@ use abi::{Counter, ExitStatus, InfoKey, Pid};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use bench::harness::{self, Config, MAX_SAMPLES, Measurement};
+use bench::harness::{self, Config, Measurement};
 use bench::workloads;
 use core::sync::atomic::{AtomicBool, Ordering};
 use messages::{Connection, Server};
@@ -110,34 +110,8 @@ struct Options {
     figures: Vec<&'static str>,
 }
 
-fn parse_options<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<Options, String> {
-    let mut config = Config::default();
-    let mut figures = Vec::new();
-    while let Some(word) = words.next() {
-        let mut number = |option: &str| -> Result<u64, String> {
-            let value = words.next().ok_or_else(|| format!("{option} needs a value"))?;
-            value.parse().map_err(|_| format!("{option}: {value:?} is not a number"))
-        };
-        match word {
-            "--samples" => {
-                let count = number("--samples")? as usize;
-                if !(1..=MAX_SAMPLES).contains(&count) {
-                    return Err(format!("--samples must be 1..={MAX_SAMPLES}"));
-                }
-                config.sample_count = count;
-            }
-            "--sample-ms" => config.min_sample_ns = number("--sample-ms")? * 1_000_000,
-            "all" => figures.extend_from_slice(FIGURES),
-            name => match FIGURES.iter().find(|figure| **figure == name) {
-                Some(figure) => figures.push(*figure),
-                None => return Err(format!("unknown figure {name:?} (figures: {FIGURES:?})")),
-            },
-        }
-    }
-    if figures.is_empty() {
-        figures.extend_from_slice(FIGURES);
-    }
-    Ok(Options { config, figures })
+fn parse_options<'a>(words: impl Iterator<Item = &'a str>) -> Result<Options, String> {
+    harness::parse_options(words, FIGURES).map(|(config, figures)| Options { config, figures })
 }
 
 /// The worker: measures every figure asked for.

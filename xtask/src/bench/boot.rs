@@ -3,7 +3,7 @@
 //! with the same machine-shaping arguments, taken from Ridgeback's command
 //! line itself ([`machine_args`]) so that the two cannot drift apart.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -76,12 +76,7 @@ pub fn boot_ridgeback(
             }
         })
     };
-    let mut stderr = child.stderr.take().expect("stderr is piped");
-    let stderr_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
+    let stderr_reader = crate::qemu::collect_stderr(&mut child);
     let deadline = started + timeout;
     let status = crate::qemu::wait_until(&mut child, deadline);
     let elapsed = started.elapsed();
