@@ -23,3 +23,11 @@ pub const MAX_ARGS_BYTES: u64 = PAGE_SIZE;
 pub const MAX_PROGRAM_NAME_BYTES: u64 = 64;
 /// Largest buffer `debug_write` accepts in one call.
 pub const MAX_DEBUG_WRITE_BYTES: u64 = 64 * 1024;
+/// The heap region of a UNIX process: the runtime's `sbrk` moves a
+/// pointer up from here and the VM manager supplies each page on first
+/// touch (Ridge's `sbrk`: no kernel entry until a page is used).
+pub const USER_HEAP_BASE: u64 = 0x0000_1000_0000_0000;
+/// Largest heap a process may have.
+pub const USER_HEAP_MAX_BYTES: u64 = 1 << 30;
+/// Longest program image `proc_exec` accepts.
+pub const MAX_EXEC_BYTES: u64 = 16 * 1024 * 1024;

@@ -32,9 +32,10 @@ pub enum Call {
     // --- processes ---
     /// `exit(code)`: end the calling process. Does not return.
     Exit = 0,
-    /// `spawn(name_ptr, name_len, args_ptr, args_len, priority) -> pid`:
+    /// `spawn(name_ptr, name_len, args_ptr, args_len, priority, rights) -> pid`:
     /// start a program bundled in the boot image. `priority` of
-    /// [`PRIORITY_INHERIT`] means "the caller's".
+    /// [`PRIORITY_INHERIT`] means "the caller's". The child gets the
+    /// [`rights`] in `rights` that the caller has.
     Spawn = 1,
     /// `wait(pid) -> (pid, status)`: wait for a child to end and reap it.
     /// `pid` of [`ANY_CHILD`] takes whichever child ends first.
@@ -50,6 +51,34 @@ pub enum Call {
     Yield = 6,
     /// `sleep(duration_ns) -> 0`: block for at least this long.
     Sleep = 7,
+    /// `proc_create(name_ptr, name_len) -> pid`: a new child of the caller
+    /// with an empty address space, stopped until `proc_exec`. It inherits
+    /// the caller's bootstrap connections and priority, no rights.
+    ProcCreate = 8,
+    /// `proc_fork(reply_handle; m0..m3) -> pid`: the caller (a server)
+    /// holds a call from process P; make a stopped child of the caller
+    /// that is a copy of P as it waits in that call: its registers, its
+    /// queue segment's links and (empty) queues, bootstrap connections,
+    /// priority and name, with an empty address space (a pager fills it,
+    /// see [`Call::SpaceCopy`]). When started, the copy returns from its
+    /// call with length 0 and reply m0..m3. The call itself stays pending.
+    ProcFork = 9,
+    /// `proc_exec(pid, elf_ptr, elf_len, args_ptr, args_len, name_ptr) ->
+    /// 0`: give `pid` (a child of the caller, stopped or waiting in a call
+    /// to the caller) a new address space built from the ELF file in the
+    /// caller's buffer, with `args` in its argument page, and start it at
+    /// the entry point. Its queue segment, pager regions and pending call
+    /// are dropped. `name_ptr` points to a 32-byte, NUL-padded name.
+    ProcExec = 10,
+    /// `proc_start(pid) -> 0`: let a stopped child run.
+    ProcStart = 11,
+    /// `set_exit_queue(queue) -> 0`: from now on, when a child of the
+    /// caller ends, it is reaped at once and a [`msg::Kind::ChildExit`]
+    /// message (m0 = pid, m1 = encoded [`ExitStatus`], m2 = CPU time in ns)
+    /// arrives on `queue` instead of waiting for `wait`.
+    SetExitQueue = 12,
+    /// `set_priority(pid, priority) -> 0`: of the caller or a child.
+    SetPriority = 13,
     // --- machine ---
     /// `debug_write(ptr, len) -> len`: write bytes to the kernel console.
     DebugWrite = 16,
@@ -66,6 +95,11 @@ pub enum Call {
     /// `counters(buf_ptr, buf_len) -> count`: copy the kernel's event
     /// counters ([`Counter`]) as an array of `u64`.
     Counters = 20,
+    /// `module_info(index, name_buf, name_len) -> size; rdx = name length`:
+    /// a boot-image module (needs [`rights::MODULES`]).
+    ModuleInfo = 21,
+    /// `module_read(index, offset, buf, len) -> bytes copied`.
+    ModuleRead = 22,
     // --- messages (Ridge OS §5; see the `msg` module for registers) ---
     /// `init_qseg(num_links, num_queues, num_messages, num_pages) -> 0`:
     /// make the caller's queue segment, or grow it (no maximum may shrink).
@@ -137,6 +171,11 @@ pub enum Call {
     /// region holding `addr` maps a page there ([`pager`] flags) or fails
     /// the fault; a process waiting on that page goes on.
     PageResolve = 55,
+    /// `space_copy(src_pid, dst_pid) -> pages`: give `dst` (whose address
+    /// space must be empty) every mapping of `src`, copy-on-write, and
+    /// `src`'s pager regions. Needs [`rights::MEMORY`]. The VM manager's
+    /// fork (Ridge's virtual memory manager).
+    SpaceCopy = 56,
 }
 
 impl Call {
@@ -153,11 +192,19 @@ impl Call {
             5 => GetPpid,
             6 => Yield,
             7 => Sleep,
+            8 => ProcCreate,
+            9 => ProcFork,
+            10 => ProcExec,
+            11 => ProcStart,
+            12 => SetExitQueue,
+            13 => SetPriority,
             16 => DebugWrite,
             17 => Info,
             18 => KernelOptions,
             19 => Shutdown,
             20 => Counters,
+            21 => ModuleInfo,
+            22 => ModuleRead,
             32 => InitQSeg,
             33 => OpenQueue,
             34 => CloseQueue,
@@ -181,6 +228,7 @@ impl Call {
             53 => GetBootstrap,
             54 => SetPager,
             55 => PageResolve,
+            56 => SpaceCopy,
             _ => return None,
         })
     }
@@ -189,9 +237,28 @@ impl Call {
 /// Bootstrap connections a process inherits (see [`Call::SetBootstrap`]).
 pub mod bootstrap {
     /// How many a process has.
-    pub const COUNT: u64 = 4;
+    pub const COUNT: u64 = 8;
     /// The console driver's request queue.
     pub const CONSOLE: u64 = 0;
+    /// The user monitor (UNIX system calls).
+    pub const MONITOR: u64 = 1;
+    /// The virtual-memory manager.
+    pub const VM: u64 = 2;
+    /// The directory manager (root file system).
+    pub const FS: u64 = 3;
+    /// The console device manager (line discipline).
+    pub const TTY: u64 = 4;
+}
+
+/// Rights a process may hold beyond those every process has. A child gets
+/// only rights its parent holds and names in `spawn`; init holds all.
+pub mod rights {
+    /// Act as pager for, and copy the address space of, any process
+    /// (`set_pager` on any pid, [`super::Call::SpaceCopy`]).
+    pub const MEMORY: u64 = 1;
+    /// Read the boot image's modules ([`super::Call::ModuleRead`]).
+    pub const MODULES: u64 = 2;
+    pub const ALL: u64 = MEMORY | MODULES;
 }
 
 /// User-level pagers (see [`Call::SetPager`], [`Call::PageResolve`]).
@@ -241,6 +308,8 @@ pub enum InfoKey {
     /// Frames shared by more than one owner (copy-on-write pages, lent
     /// message pages).
     SharedFrames = 7,
+    /// CPU time the caller has used, in ns.
+    CpuTimeNs = 8,
 }
 
 impl InfoKey {
@@ -255,6 +324,7 @@ impl InfoKey {
             5 => ProcessCount,
             6 => FreeMemoryBytes,
             7 => SharedFrames,
+            8 => CpuTimeNs,
             _ => return None,
         })
     }

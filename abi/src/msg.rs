@@ -59,6 +59,8 @@ pub enum Kind {
     /// A page fault in a region this process pages (m0 = pid, m1 = address,
     /// m2 = access), from the kernel.
     PageFault = 4,
+    /// A child of the receiver ended (see `Call::SetExitQueue`), from the kernel.
+    ChildExit = 5,
 }
 
 impl Kind {
@@ -69,6 +71,7 @@ impl Kind {
             2 => Kind::Call,
             3 => Kind::Interrupt,
             4 => Kind::PageFault,
+            5 => Kind::ChildExit,
             _ => return None,
         })
     }

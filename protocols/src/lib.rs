@@ -56,3 +56,4 @@ pub mod pager {
     /// Word 0 of the pager's "ready" message to the process that started it.
     pub const READY: u64 = 0x0050_4147_4552;
 }
+pub mod unix;

@@ -46,15 +46,64 @@ pub fn spawn(name: &str, args: &str) -> Result<Pid, Error> {
 
 /// Start a program with `priority` (0..=31, or `PRIORITY_INHERIT`).
 pub fn spawn_with_priority(name: &str, args: &str, priority: u64) -> Result<Pid, Error> {
-    call(
-        Call::Spawn,
-        name.as_ptr() as u64,
-        name.len() as u64,
-        args.as_ptr() as u64,
-        args.len() as u64,
-        priority,
-    )
-    .map(Pid)
+    spawn_with_rights(name, args, priority, 0)
+}
+
+/// Start a program with `priority` and those of `rights` (`abi::rights`)
+/// the caller holds.
+pub fn spawn_with_rights(name: &str, args: &str, priority: u64, rights: u64) -> Result<Pid, Error> {
+    let a = [name.as_ptr() as u64, name.len() as u64, args.as_ptr() as u64, args.len() as u64, priority, rights];
+    decode_return(crate::msg::raw(Call::Spawn as u64, a, [0; 4]).rax).map(Pid)
+}
+
+/// A stopped child with an empty address space (see `Call::ProcCreate`).
+pub fn proc_create(name: &str) -> Result<Pid, Error> {
+    call(Call::ProcCreate, name.as_ptr() as u64, name.len() as u64, 0, 0, 0).map(Pid)
+}
+
+/// Copy the process waiting in call `handle` into a stopped child that
+/// will see `reply` as its call's answer (see `Call::ProcFork`).
+pub fn proc_fork(handle: crate::msg::ReplyHandle, reply: &abi::msg::Message) -> Result<Pid, Error> {
+    decode_return(crate::msg::raw(Call::ProcFork as u64, [handle.0, 0, 0, 0, 0, 0], *reply).rax).map(Pid)
+}
+
+/// Give child `pid` a new image from the ELF file `elf` (see `Call::ProcExec`).
+pub fn proc_exec(pid: Pid, elf: &[u8], args: &[u8], name: &[u8; 32]) -> Result<(), Error> {
+    let a = [pid.0, elf.as_ptr() as u64, elf.len() as u64, args.as_ptr() as u64, args.len() as u64, name.as_ptr() as u64];
+    decode_return(crate::msg::raw(Call::ProcExec as u64, a, [0; 4]).rax).map(|_| ())
+}
+
+/// Let a stopped child run.
+pub fn proc_start(pid: Pid) -> Result<(), Error> {
+    call(Call::ProcStart, pid.0, 0, 0, 0, 0).map(|_| ())
+}
+
+/// Children's ends arrive as `Kind::ChildExit` messages on `queue`.
+pub fn set_exit_queue(queue: u32) -> Result<(), Error> {
+    call(Call::SetExitQueue, queue as u64, 0, 0, 0, 0).map(|_| ())
+}
+
+/// Change the priority of this process or a child.
+pub fn set_priority(pid: Pid, priority: u8) -> Result<(), Error> {
+    call(Call::SetPriority, pid.0, priority as u64, 0, 0, 0).map(|_| ())
+}
+
+/// Boot module `index`: its size and name (copied into `name`; returns
+/// the name's length). Needs `abi::rights::MODULES`.
+pub fn module_info(index: u64, name: &mut [u8]) -> Result<(u64, usize), Error> {
+    let (rax, rdx) = raw(Call::ModuleInfo as u64, index, name.as_mut_ptr() as u64, name.len() as u64, 0, 0);
+    decode_return(rax).map(|size| (size, rdx as usize))
+}
+
+/// Copy bytes of boot module `index` from `offset`; returns the count.
+pub fn module_read(index: u64, offset: u64, buf: &mut [u8]) -> Result<usize, Error> {
+    call(Call::ModuleRead, index, offset, buf.as_mut_ptr() as u64, buf.len() as u64, 0).map(|n| n as usize)
+}
+
+/// Give `dst` (empty) a copy-on-write copy of `src`'s address space and
+/// pager regions. Needs `abi::rights::MEMORY`. Returns pages shared.
+pub fn space_copy(src: Pid, dst: Pid) -> Result<u64, Error> {
+    call(Call::SpaceCopy, src.0, dst.0, 0, 0, 0)
 }
 
 /// Wait for a child (`None`: any) to end; returns its pid and how it ended.

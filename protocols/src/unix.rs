@@ -1,0 +1,610 @@
+//! The UNIX personality's protocols (Ridge OS §3, §8): the user monitor,
+//! the object managers reached through file descriptors, the directory
+//! manager, the virtual-memory manager and the console device manager.
+//!
+//! # Conventions
+//! Every request is a `call`. Word 0 of the request is the operation; word
+//! 0 of the reply is the result: a non-negative value, or a negated POSIX
+//! error number ([`errno`]), read with [`result`]. Paths and other byte
+//! strings travel as the call's data (at most one page).
+//!
+//! # Who talks to whom
+//! - A UNIX process calls the **monitor** (bootstrap connection
+//!   [`abi::bootstrap::MONITOR`], queue [`monitor::QUEUE`]) for process
+//!   calls and to open, close and duplicate descriptors. The monitor checks
+//!   permissions and keeps the descriptor tables.
+//! - For `read`, `write`, `lseek`, `fstat` and `readdir` the process calls
+//!   the object's **manager** directly ([`io`]), with the handle the monitor
+//!   gave it (Ridge §3: after `open` the monitor is bypassed).
+//! - The monitor calls the **directory manager** ([`fs`]), the **VM manager**
+//!   ([`vm`]) and device managers; managers never call the monitor, except
+//!   the console manager's one-way `send` of [`monitor::OP_SIGNAL_GROUP`].
+
+/// POSIX error numbers (the values Linux uses on x86-64).
+pub mod errno {
+    pub const EPERM: u64 = 1;
+    pub const ENOENT: u64 = 2;
+    pub const ESRCH: u64 = 3;
+    pub const EINTR: u64 = 4;
+    pub const EIO: u64 = 5;
+    pub const E2BIG: u64 = 7;
+    pub const ENOEXEC: u64 = 8;
+    pub const EBADF: u64 = 9;
+    pub const ECHILD: u64 = 10;
+    pub const EAGAIN: u64 = 11;
+    pub const ENOMEM: u64 = 12;
+    pub const EACCES: u64 = 13;
+    pub const EFAULT: u64 = 14;
+    pub const EBUSY: u64 = 16;
+    pub const EEXIST: u64 = 17;
+    pub const EXDEV: u64 = 18;
+    pub const ENODEV: u64 = 19;
+    pub const ENOTDIR: u64 = 20;
+    pub const EISDIR: u64 = 21;
+    pub const EINVAL: u64 = 22;
+    pub const ENFILE: u64 = 23;
+    pub const EMFILE: u64 = 24;
+    pub const ENOTTY: u64 = 25;
+    pub const EFBIG: u64 = 27;
+    pub const ENOSPC: u64 = 28;
+    pub const ESPIPE: u64 = 29;
+    pub const EROFS: u64 = 30;
+    pub const EPIPE: u64 = 32;
+    pub const ERANGE: u64 = 34;
+    pub const ENAMETOOLONG: u64 = 36;
+    pub const ENOSYS: u64 = 38;
+    pub const ENOTEMPTY: u64 = 39;
+
+    /// The usual short name of an error number, for messages.
+    pub fn name(e: u64) -> &'static str {
+        match e {
+            EPERM => "EPERM (operation not permitted)",
+            ENOENT => "ENOENT (no such file or directory)",
+            ESRCH => "ESRCH (no such process)",
+            EINTR => "EINTR (interrupted)",
+            EIO => "EIO (input/output error)",
+            E2BIG => "E2BIG (argument list too long)",
+            ENOEXEC => "ENOEXEC (not an executable)",
+            EBADF => "EBADF (bad file descriptor)",
+            ECHILD => "ECHILD (no child processes)",
+            EAGAIN => "EAGAIN (try again)",
+            ENOMEM => "ENOMEM (out of memory)",
+            EACCES => "EACCES (permission denied)",
+            EFAULT => "EFAULT (bad address)",
+            EBUSY => "EBUSY (busy)",
+            EEXIST => "EEXIST (file exists)",
+            EXDEV => "EXDEV (cross-device link)",
+            ENODEV => "ENODEV (no such device)",
+            ENOTDIR => "ENOTDIR (not a directory)",
+            EISDIR => "EISDIR (is a directory)",
+            EINVAL => "EINVAL (invalid argument)",
+            ENFILE => "ENFILE (too many open files in system)",
+            EMFILE => "EMFILE (too many open files)",
+            ENOTTY => "ENOTTY (not a terminal)",
+            EFBIG => "EFBIG (file too large)",
+            ENOSPC => "ENOSPC (no space left)",
+            ESPIPE => "ESPIPE (illegal seek)",
+            EROFS => "EROFS (read-only file system)",
+            EPIPE => "EPIPE (broken pipe)",
+            ERANGE => "ERANGE (result too large)",
+            ENAMETOOLONG => "ENAMETOOLONG (file name too long)",
+            ENOSYS => "ENOSYS (function not implemented)",
+            ENOTEMPTY => "ENOTEMPTY (directory not empty)",
+            _ => "unknown error",
+        }
+    }
+}
+
+/// Word 0 of a reply: `Ok(value)` or `Err(errno)`.
+pub fn result(word0: u64) -> Result<u64, u64> {
+    let signed = word0 as i64;
+    if signed < 0 { Err(signed.unsigned_abs()) } else { Ok(word0) }
+}
+
+/// Word 0 of a reply from a result.
+pub fn encode_result(r: Result<u64, u64>) -> u64 {
+    match r {
+        Ok(v) => v,
+        Err(e) => (e as i64).wrapping_neg() as u64,
+    }
+}
+
+/// UNIX process ids. They are folded from kernel pids, so `getpid` stays a
+/// kernel call (Ridge Table 2) and every server agrees on them without
+/// asking the monitor: `unix = (generation - 1) * MAX_PROCESSES + slot + 1`
+/// (init, slot 0 of the first generation, is pid 1).
+pub mod pid {
+    /// Must equal the kernel's process-table size (`kernel_core::limits`).
+    pub const SLOTS: u64 = 256;
+
+    pub fn from_kernel(p: abi::Pid) -> u64 {
+        (p.generation() as u64).saturating_sub(1) * SLOTS + p.slot() as u64 + 1
+    }
+
+    /// The kernel pid for a UNIX pid; `None` for 0 and for numbers too large.
+    pub fn to_kernel(unix: u64) -> Option<abi::Pid> {
+        let n = unix.checked_sub(1)?;
+        let generation = u32::try_from(n / SLOTS + 1).ok()?;
+        Some(abi::Pid::new((n % SLOTS) as u32, generation))
+    }
+}
+
+/// `wait` status words, encoded as POSIX `<sys/wait.h>` expects.
+pub mod wait_status {
+    pub fn exited(code: u32) -> u64 {
+        ((code & 0xff) << 8) as u64
+    }
+    pub fn signaled(signal: u64) -> u64 {
+        signal & 0x7f
+    }
+    /// `Some(code)` if the process exited.
+    pub fn exit_code(status: u64) -> Option<u32> {
+        (status & 0x7f == 0).then_some(((status >> 8) & 0xff) as u32)
+    }
+    /// `Some(signal)` if a signal ended the process.
+    pub fn term_signal(status: u64) -> Option<u64> {
+        (status & 0x7f != 0).then_some(status & 0x7f)
+    }
+    /// `WNOHANG`.
+    pub const NO_HANG: u64 = 1;
+}
+
+/// Signal numbers (Linux x86-64 values). Only default actions and "ignore"
+/// exist: enough for ^C and for a parent to learn how a child ended.
+pub mod signal {
+    pub const SIGHUP: u64 = 1;
+    pub const SIGINT: u64 = 2;
+    pub const SIGQUIT: u64 = 3;
+    pub const SIGILL: u64 = 4;
+    pub const SIGFPE: u64 = 8;
+    pub const SIGKILL: u64 = 9;
+    pub const SIGSEGV: u64 = 11;
+    pub const SIGPIPE: u64 = 13;
+    pub const SIGTERM: u64 = 15;
+    /// Highest signal number accepted.
+    pub const MAX: u64 = 31;
+
+    pub fn from_name(name: &str) -> Option<u64> {
+        let name = name.strip_prefix("SIG").unwrap_or(name);
+        Some(match name {
+            "HUP" => SIGHUP,
+            "INT" => SIGINT,
+            "QUIT" => SIGQUIT,
+            "KILL" => SIGKILL,
+            "TERM" => SIGTERM,
+            "PIPE" => SIGPIPE,
+            "SEGV" => SIGSEGV,
+            _ => return None,
+        })
+    }
+}
+
+/// `open` flags (Linux values).
+pub mod open_flags {
+    pub const O_RDONLY: u64 = 0;
+    pub const O_WRONLY: u64 = 1;
+    pub const O_RDWR: u64 = 2;
+    pub const O_ACCMODE: u64 = 3;
+    pub const O_CREAT: u64 = 0o100;
+    pub const O_EXCL: u64 = 0o200;
+    pub const O_TRUNC: u64 = 0o1000;
+    pub const O_APPEND: u64 = 0o2000;
+    pub const O_DIRECTORY: u64 = 0o200000;
+
+    pub fn readable(flags: u64) -> bool {
+        flags & O_ACCMODE != O_WRONLY
+    }
+    pub fn writable(flags: u64) -> bool {
+        flags & O_ACCMODE != O_RDONLY
+    }
+}
+
+/// File types and permission bits of [`Stat::mode`] (POSIX values).
+pub mod mode {
+    pub const S_IFMT: u32 = 0o170000;
+    pub const S_IFREG: u32 = 0o100000;
+    pub const S_IFDIR: u32 = 0o040000;
+    pub const S_IFCHR: u32 = 0o020000;
+    pub const S_IFIFO: u32 = 0o010000;
+    pub const PERMISSIONS: u32 = 0o7777;
+
+    pub fn is_dir(m: u32) -> bool {
+        m & S_IFMT == S_IFDIR
+    }
+    pub fn is_reg(m: u32) -> bool {
+        m & S_IFMT == S_IFREG
+    }
+    pub fn is_chr(m: u32) -> bool {
+        m & S_IFMT == S_IFCHR
+    }
+
+    /// The classic `ls -l` string, e.g. `drwxr-xr-x`.
+    pub fn to_text(m: u32) -> [u8; 10] {
+        let mut t = *b"----------";
+        t[0] = match m & S_IFMT {
+            S_IFDIR => b'd',
+            S_IFCHR => b'c',
+            S_IFIFO => b'p',
+            _ => b'-',
+        };
+        let letters = *b"rwxrwxrwx";
+        for (i, letter) in letters.iter().enumerate() {
+            if m & (0o400 >> i) != 0 {
+                t[1 + i] = *letter;
+            }
+        }
+        t
+    }
+
+    /// May a process with `uid`/`gid` access a file of `file_mode`,
+    /// `file_uid`, `file_gid` for `want` (a mask of 4 = read, 2 = write,
+    /// 1 = execute/search)? Root may do anything except execute a file with
+    /// no execute bit at all (POSIX).
+    pub fn permits(file_mode: u32, file_uid: u32, file_gid: u32, uid: u32, gid: u32, want: u32) -> bool {
+        if uid == 0 {
+            return want & 1 == 0 || file_mode & 0o111 != 0 || is_dir(file_mode);
+        }
+        let bits = if uid == file_uid {
+            (file_mode >> 6) & 7
+        } else if gid == file_gid {
+            (file_mode >> 3) & 7
+        } else {
+            file_mode & 7
+        };
+        bits & want == want
+    }
+}
+
+/// What `stat` and `fstat` return, as bytes in a reply's data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub ino: u64,
+    pub mode: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size_bytes: u64,
+    pub mtime_ns: u64,
+    /// For a device entry (`S_IFCHR`): the device manager's kernel pid and
+    /// queue (Ridge §3: a directory entry for a device names its manager).
+    pub device_pid: u64,
+    pub device_queue: u32,
+}
+
+impl Stat {
+    pub const BYTES: usize = 56;
+
+    pub fn encode(&self) -> [u8; Stat::BYTES] {
+        let mut b = [0u8; Stat::BYTES];
+        b[0..8].copy_from_slice(&self.ino.to_le_bytes());
+        b[8..12].copy_from_slice(&self.mode.to_le_bytes());
+        b[12..16].copy_from_slice(&self.nlink.to_le_bytes());
+        b[16..20].copy_from_slice(&self.uid.to_le_bytes());
+        b[20..24].copy_from_slice(&self.gid.to_le_bytes());
+        b[24..32].copy_from_slice(&self.size_bytes.to_le_bytes());
+        b[32..40].copy_from_slice(&self.mtime_ns.to_le_bytes());
+        b[40..48].copy_from_slice(&self.device_pid.to_le_bytes());
+        b[48..52].copy_from_slice(&self.device_queue.to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Option<Stat> {
+        if b.len() < Stat::BYTES {
+            return None;
+        }
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
+        Some(Stat {
+            ino: u64_at(0),
+            mode: u32_at(8),
+            nlink: u32_at(12),
+            uid: u32_at(16),
+            gid: u32_at(20),
+            size_bytes: u64_at(24),
+            mtime_ns: u64_at(32),
+            device_pid: u64_at(40),
+            device_queue: u32_at(48),
+        })
+    }
+}
+
+/// The block of bytes the monitor places in a new image's argument page:
+/// a header, then `argc` arguments and `envc` environment strings, each
+/// ending in NUL. A process started by the kernel's `spawn` instead gets
+/// plain whitespace-separated text (no header).
+pub mod exec_args {
+    /// The header's first four bytes.
+    pub const MAGIC: [u8; 4] = *b"RBUX";
+    /// Header: magic, argc (u32 LE), envc (u32 LE), uid (u32), gid (u32).
+    pub const HEADER_BYTES: usize = 20;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Header {
+        pub argc: u32,
+        pub envc: u32,
+        pub uid: u32,
+        pub gid: u32,
+    }
+
+    pub fn encode_header(h: Header) -> [u8; HEADER_BYTES] {
+        let mut b = [0u8; HEADER_BYTES];
+        b[0..4].copy_from_slice(&MAGIC);
+        b[4..8].copy_from_slice(&h.argc.to_le_bytes());
+        b[8..12].copy_from_slice(&h.envc.to_le_bytes());
+        b[12..16].copy_from_slice(&h.uid.to_le_bytes());
+        b[16..20].copy_from_slice(&h.gid.to_le_bytes());
+        b
+    }
+
+    /// The header and the strings after it, or `None` when `bytes` is not
+    /// an exec block.
+    pub fn decode(bytes: &[u8]) -> Option<(Header, &[u8])> {
+        if bytes.len() < HEADER_BYTES || bytes[0..4] != MAGIC {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        Some((Header { argc: u32_at(4), envc: u32_at(8), uid: u32_at(12), gid: u32_at(16) }, &bytes[HEADER_BYTES..]))
+    }
+}
+
+/// The user monitor (servers/monitor): the UNIX system-call interface.
+/// Reply word 0 is the result unless an operation says otherwise.
+pub mod monitor {
+    /// The monitor's request queue.
+    pub const QUEUE: u32 = 0;
+    /// Word 0 of the monitor's "ready" message to its starter.
+    pub const READY: u64 = 0x004d_4f4e_4954;
+
+    /// `fork()`. Reply to the parent: word 0 = child pid. The child starts
+    /// as if its own call had returned with word 0 = 0.
+    pub const OP_FORK: u64 = 1;
+    /// `execve()`. Data: the path, NUL, then `argc` (word 1) arguments and
+    /// `envc` (word 2) environment strings, each ending in NUL. No reply
+    /// on success: the process is running the new image.
+    pub const OP_EXEC: u64 = 2;
+    /// `waitpid(word 1 = pid or u64::MAX for any, word 2 = options)`.
+    /// Reply: word 0 = pid (0 with `NO_HANG` and nothing ended), word 1 =
+    /// status, word 2 = the child's CPU time in ns.
+    pub const OP_WAIT: u64 = 3;
+    /// `getppid()`.
+    pub const OP_GETPPID: u64 = 4;
+    /// `kill(word 1 = pid, word 2 = signal)`; pid 0 or negative (as i64)
+    /// names a process group.
+    pub const OP_KILL: u64 = 5;
+    /// `open(data = path, word 1 = flags, word 2 = mode)`. Reply: word 0 =
+    /// fd, words 1–3 = the descriptor's manager as in `OP_FD_INFO`.
+    pub const OP_OPEN: u64 = 6;
+    /// `close(word 1 = fd)`.
+    pub const OP_CLOSE: u64 = 7;
+    /// `dup(word 1 = fd)` → lowest free fd.
+    pub const OP_DUP: u64 = 8;
+    /// `dup2(word 1 = old, word 2 = new)` → new.
+    pub const OP_DUP2: u64 = 9;
+    /// `pipe()`. Reply: word 0 = read fd, word 1 = write fd.
+    pub const OP_PIPE: u64 = 10;
+    /// Where a descriptor's requests go. Reply: word 0 = 0, word 1 =
+    /// manager kernel pid, word 2 = manager queue | open flags << 32,
+    /// word 3 = handle.
+    pub const OP_FD_INFO: u64 = 11;
+    /// `stat(data = path)`. Reply data: a [`super::Stat`].
+    pub const OP_STAT: u64 = 12;
+    pub const OP_UNLINK: u64 = 13;
+    /// `mkdir(data = path, word 1 = mode)`.
+    pub const OP_MKDIR: u64 = 14;
+    pub const OP_RMDIR: u64 = 15;
+    /// `rename(data = old NUL new)`.
+    pub const OP_RENAME: u64 = 16;
+    pub const OP_CHDIR: u64 = 17;
+    /// `getcwd()`. Reply data: the path.
+    pub const OP_GETCWD: u64 = 18;
+    /// Reply: word 0 = uid, word 1 = gid.
+    pub const OP_GETUID: u64 = 19;
+    /// `setuid(word 1)`, `setgid(word 2)` (u64::MAX = unchanged); root only.
+    pub const OP_SETUID: u64 = 20;
+    /// `times()`. Reply: word 0 = own CPU ns, word 1 = reaped children's
+    /// CPU ns, word 2 = ns since boot.
+    pub const OP_TIMES: u64 = 21;
+    /// The process table entry at index word 1 (for `ps`). Reply: word 0 =
+    /// next index to ask for (0 = end), data: a [`super::ProcInfo`].
+    pub const OP_PS: u64 = 22;
+    /// `setpgid(word 1 = pid or 0, word 2 = pgid or 0)`.
+    pub const OP_SETPGID: u64 = 23;
+    /// `getpgrp()`.
+    pub const OP_GETPGRP: u64 = 24;
+    /// Ignore (word 2 = 1) or take the default action for (0) signal
+    /// word 1. Reply: word 0 = previous setting.
+    pub const OP_SIGNAL_IGNORE: u64 = 25;
+    /// `chmod(data = path, word 1 = mode)`.
+    pub const OP_CHMOD: u64 = 26;
+    /// `chown(data = path, word 1 = uid, word 2 = gid)`.
+    pub const OP_CHOWN: u64 = 27;
+    /// Init only: start the UNIX process `data` (path NUL args NULs, word 1
+    /// = argc) as uid 0 with fds 0–2 on the console. Reply: word 0 = pid.
+    pub const OP_START: u64 = 30;
+    /// A one-way `send` (not a call) from the console manager: signal
+    /// word 2 to process group word 1 (^C). Accepted only from the console
+    /// manager the monitor was started with.
+    pub const OP_SIGNAL_GROUP: u64 = 31;
+    /// Statistics. Reply words: requests served, forks, execs, opens.
+    pub const OP_STATS: u64 = 32;
+}
+
+/// One process, as `OP_PS` returns it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub pid: u64,
+    pub ppid: u64,
+    pub pgid: u64,
+    pub uid: u32,
+    /// b'R' running or ready, b'Z' ended but not waited for.
+    pub state: u8,
+    pub cpu_ns: u64,
+    pub name: [u8; 32],
+}
+
+impl ProcInfo {
+    pub const BYTES: usize = 72;
+
+    pub fn encode(&self) -> [u8; ProcInfo::BYTES] {
+        let mut b = [0u8; ProcInfo::BYTES];
+        b[0..8].copy_from_slice(&self.pid.to_le_bytes());
+        b[8..16].copy_from_slice(&self.ppid.to_le_bytes());
+        b[16..24].copy_from_slice(&self.pgid.to_le_bytes());
+        b[24..28].copy_from_slice(&self.uid.to_le_bytes());
+        b[28] = self.state;
+        b[32..40].copy_from_slice(&self.cpu_ns.to_le_bytes());
+        b[40..72].copy_from_slice(&self.name);
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Option<ProcInfo> {
+        if b.len() < ProcInfo::BYTES {
+            return None;
+        }
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        let mut name = [0u8; 32];
+        name.copy_from_slice(&b[40..72]);
+        Some(ProcInfo {
+            pid: u64_at(0),
+            ppid: u64_at(8),
+            pgid: u64_at(16),
+            uid: u32::from_le_bytes(b[24..28].try_into().unwrap_or([0; 4])),
+            state: b[28],
+            cpu_ns: u64_at(32),
+            name,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        let len = self.name.iter().position(|&c| c == 0).unwrap_or(self.name.len());
+        core::str::from_utf8(&self.name[..len]).unwrap_or("?")
+    }
+}
+
+/// Requests every object manager serves on an open handle (files,
+/// directories, pipes, the console, /dev/null). Clients call the manager
+/// directly; handles come from the monitor. A handle is a sparse number
+/// (slot and a random check), so a process cannot guess another's.
+pub mod io {
+    /// Word 1 = handle, word 2 = most bytes wanted (≤ 4096). Reply: word 0
+    /// = bytes (0 at end of file), data = the bytes. A pipe or terminal
+    /// with nothing to read keeps the call until it has.
+    pub const OP_READ: u64 = 1;
+    /// Word 1 = handle, data = the bytes. Reply: word 0 = bytes written.
+    pub const OP_WRITE: u64 = 2;
+    /// Word 1 = handle, word 2 = offset (i64), word 3 = whence (0 set, 1
+    /// current, 2 end). Reply: word 0 = new offset.
+    pub const OP_SEEK: u64 = 3;
+    /// Word 1 = handle. Reply data: a [`super::Stat`].
+    pub const OP_FSTAT: u64 = 4;
+    /// Word 1 = handle of a directory, word 2 = entry index. Reply: word 0
+    /// = 1 and data = a [`super::DirEntry`], or 0 past the last entry.
+    pub const OP_READDIR: u64 = 5;
+    /// From the monitor only, when the last descriptor of the open object
+    /// is closed: word 1 = handle.
+    pub const OP_CLOSE: u64 = 6;
+    /// Console only: set (word 2 = 1, word 3 = group) or get (word 2 = 0)
+    /// the foreground process group.
+    pub const OP_FOREGROUND: u64 = 7;
+}
+
+/// One directory entry in an `OP_READDIR` reply's data: ino (u64 LE),
+/// mode (u32 LE), then the name.
+pub struct DirEntry;
+
+impl DirEntry {
+    pub const HEADER_BYTES: usize = 12;
+    pub fn encode(ino: u64, mode: u32, name: &[u8], out: &mut [u8]) -> usize {
+        let n = name.len().min(out.len().saturating_sub(Self::HEADER_BYTES));
+        out[0..8].copy_from_slice(&ino.to_le_bytes());
+        out[8..12].copy_from_slice(&mode.to_le_bytes());
+        out[12..12 + n].copy_from_slice(&name[..n]);
+        12 + n
+    }
+    /// (ino, mode, name).
+    pub fn decode(b: &[u8]) -> Option<(u64, u32, &[u8])> {
+        if b.len() < Self::HEADER_BYTES {
+            return None;
+        }
+        let ino = u64::from_le_bytes(b[0..8].try_into().ok()?);
+        let mode = u32::from_le_bytes(b[8..12].try_into().ok()?);
+        Some((ino, mode, &b[12..]))
+    }
+}
+
+/// The directory manager and memory file system (servers/memfs), called
+/// by the monitor only. Paths are absolute and normalised by the monitor.
+/// It also serves [`io`] requests on the handles it gives out.
+pub mod fs {
+    /// The directory manager's queue.
+    pub const QUEUE: u32 = 0;
+    pub const READY: u64 = 0x0046_5352_4459;
+
+    /// `data = path`. Reply: data = [`super::Stat`] of the object; or, when
+    /// a device entry is met before the path ends, word 0 = `DEVICE`, data
+    /// = the device's Stat followed by the rest of the path. ENOENT with
+    /// word 1 = 1 when the parent directory exists (for `O_CREAT`), and
+    /// then data = the parent's Stat.
+    pub const OP_LOOKUP: u64 = 1;
+    /// `data = path, word 1 = open flags, word 2 = mode (for creation),
+    /// word 3 = uid << 32 | gid (owner of a created file)`. Reply: word 0 =
+    /// handle, data = the Stat.
+    pub const OP_OPEN: u64 = 2;
+    /// `data = path, word 1 = mode, word 3 = uid << 32 | gid`.
+    pub const OP_MKDIR: u64 = 3;
+    pub const OP_UNLINK: u64 = 4;
+    pub const OP_RMDIR: u64 = 5;
+    /// `data = old NUL new`.
+    pub const OP_RENAME: u64 = 6;
+    /// Make a device entry: `data = path, word 1 = device pid, word 2 =
+    /// device queue, word 3 = mode`.
+    pub const OP_MKDEV: u64 = 7;
+    /// `data = path, word 1 = mode`.
+    pub const OP_CHMOD: u64 = 8;
+    /// `data = path, word 1 = uid, word 2 = gid`.
+    pub const OP_CHOWN: u64 = 9;
+    /// Statistics. Reply words: files, directories, bytes stored, handles open.
+    pub const OP_STATS: u64 = 10;
+    /// Reply word 0 of `OP_LOOKUP` for a path that crosses a device entry.
+    pub const DEVICE: u64 = 1 << 62;
+}
+
+/// The device-open request every device manager serves (the console
+/// manager, /dev/null in memfs): `data = the rest of the path after the
+/// device entry, word 1 = open flags`. Reply: word 0 = handle.
+pub mod device {
+    pub const OP_OPEN: u64 = 64;
+}
+
+/// The virtual-memory manager (servers/vm), called by the monitor.
+pub mod vm {
+    pub const QUEUE: u32 = 0;
+    pub const READY: u64 = 0x0056_4d52_4459;
+    /// A new image in process word 1 (kernel pid): page its heap region
+    /// (zero-filled on first touch, Ridge's `sbrk`).
+    pub const OP_NEW_IMAGE: u64 = 1;
+    /// Copy-on-write fork: give child word 2 a copy of parent word 1's
+    /// address space and pager regions.
+    pub const OP_FORK: u64 = 2;
+    /// Statistics. Reply words: page faults served, forks, pages shared by forks.
+    pub const OP_STATS: u64 = 3;
+}
+
+/// The pipe manager (servers/pipe), one process per pipe (Ridge §3). The
+/// monitor starts it with its own kernel pid as argument; it sends the
+/// monitor `READY, queue, read handle, write handle` and then serves
+/// [`io`] requests until both ends are closed.
+pub mod pipe {
+    pub const QUEUE: u32 = 0;
+    pub const READY: u64 = 0x0050_4950_4500;
+    /// Bytes a pipe holds before writers wait (POSIX `PIPE_BUF` is 4096;
+    /// Linux holds 64 KiB).
+    pub const CAPACITY_BYTES: usize = 64 * 1024;
+}
+
+/// The console device manager (servers/tty): line discipline in front of
+/// the console driver. It serves [`device::OP_OPEN`] and [`io`] requests.
+pub mod tty {
+    pub const QUEUE: u32 = 0;
+    pub const READY: u64 = 0x0054_5459_0000;
+}

@@ -1,0 +1,26 @@
+//! The pure logic of Ridgeback's UNIX personality: data structures and
+//! parsers that the servers (`servers/*`) and the shell (`apps/sh`) run,
+//! kept free of kernel calls so that `cargo test` checks them on the host.
+//!
+//! What it is not: a server. Nothing here sends a message or touches a
+//! device; every function is deterministic given its inputs.
+//!
+//! Map:
+//! - [`path`]: normalising paths against a working directory;
+//! - [`memfs`]: the memory file system's tree (directory manager + files);
+//! - [`ldisc`]: the console line discipline (echo, erase, ^C, ^D);
+//! - [`pipebuf`]: a pipe's ring buffer;
+//! - [`shell`]: the shell's command-line parser.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod ldisc;
+pub mod memfs;
+pub mod path;
+pub mod pipebuf;
+pub mod shell;
