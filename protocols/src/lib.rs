@@ -23,6 +23,15 @@ pub mod console {
     /// Statistics. Reply words: [write requests, bytes written,
     /// interrupts taken, bytes read].
     pub const OP_STATS: u64 = 3;
+    /// Hand all typed input to the caller (the console device manager):
+    /// word 1 = the caller's queue. From then on the driver does not echo,
+    /// and sends each batch of typed bytes with `send` as a message
+    /// `[INPUT, count, bytes 0..8, bytes 8..16]` (little-endian).
+    pub const OP_SUBSCRIBE: u64 = 4;
+    /// Word 0 of an input message.
+    pub const INPUT: u64 = 0x0049_4e50_5554;
+    /// Most bytes one input message carries.
+    pub const INPUT_BYTES_PER_MESSAGE: usize = 16;
     /// The driver's request queue.
     pub const QUEUE: u32 = 0;
     /// The COM1 UART's I/O ports and interrupt line (PC standard).

@@ -607,4 +607,7 @@ pub mod pipe {
 pub mod tty {
     pub const QUEUE: u32 = 0;
     pub const READY: u64 = 0x0054_5459_0000;
+    /// From the monitor, once, at its start: word 1 = the monitor's kernel
+    /// pid, word 2 = its queue (where ^C is reported).
+    pub const OP_SET_MONITOR: u64 = 65;
 }
