@@ -66,9 +66,10 @@ pub enum Call {
     /// `proc_exec(pid, elf_ptr, elf_len, args_ptr, args_len, name_ptr) ->
     /// 0`: give `pid` (a child of the caller, stopped or waiting in a call
     /// to the caller) a new address space built from the ELF file in the
-    /// caller's buffer, with `args` in its argument page, and start it at
-    /// the entry point. Its queue segment, pager regions and pending call
-    /// are dropped. `name_ptr` points to a 32-byte, NUL-padded name.
+    /// caller's buffer, with `args` in its argument page, starting at the
+    /// entry point when `proc_start` lets it run (so its pager can be set
+    /// first). Its queue segment, pager regions and pending call are
+    /// dropped. `name_ptr` points to a 32-byte, NUL-padded name.
     ProcExec = 10,
     /// `proc_start(pid) -> 0`: let a stopped child run.
     ProcStart = 11,

@@ -93,6 +93,13 @@ pub const STACK_AREA_START: u64 = USER_STACK_TOP - USER_STACK_BYTES - PAGE_SIZE;
 
 /// Check `file` and list its segments.
 pub fn parse(file: &[u8]) -> Result<Program, ElfError> {
+    parse_headers(file, file.len() as u64)
+}
+
+/// As [`parse`], from the file's first bytes `head` (which must hold the
+/// ELF header and the program headers) and its whole length: for a file
+/// that stays in another address space while it is loaded.
+pub fn parse_headers(file: &[u8], file_len: u64) -> Result<Program, ElfError> {
     if file.len() < EHDR_BYTES {
         return Err(ElfError::TooShort);
     }
@@ -140,7 +147,7 @@ pub fn parse(file: &[u8]) -> Result<Program, ElfError> {
             continue;
         }
         let file_end = seg.file_offset.checked_add(seg.file_bytes);
-        if seg.file_bytes > seg.mem_bytes || file_end.is_none_or(|e| e > file.len() as u64) {
+        if seg.file_bytes > seg.mem_bytes || file_end.is_none_or(|e| e > file_len) {
             return Err(ElfError::SegmentOutsideFile);
         }
         let mem_end = seg.vaddr.checked_add(seg.mem_bytes);

@@ -123,6 +123,31 @@ impl<M> QueueSegment<M> {
         Ok(())
     }
 
+    /// A copy for a forked process: the same maxima, the same links, and
+    /// the same queues (numbers, capacities, access lists), empty. Messages
+    /// stay with the original: each was sent to one process.
+    pub fn fork_copy(&self) -> Result<QueueSegment<M>, Error> {
+        let mut copy = QueueSegment::new(self.limits)?;
+        copy.links.copy_from_slice(&self.links);
+        copy.generations.copy_from_slice(&self.generations);
+        for (i, q) in self.queues.iter().enumerate() {
+            if let Some(q) = q {
+                let mut messages = VecDeque::new();
+                messages.try_reserve_exact(q.capacity as usize).map_err(|_| Error::OutOfResources)?;
+                copy.queues[i] = Some(Queue {
+                    messages,
+                    capacity: q.capacity,
+                    is_public: q.is_public,
+                    allowed: q.allowed,
+                    allowed_count: q.allowed_count,
+                    armed: false,
+                });
+            }
+        }
+        copy.messages_reserved = self.messages_reserved;
+        Ok(copy)
+    }
+
     /// Open a queue holding up to `capacity` messages.
     pub fn open_queue(&mut self, capacity: u64, is_public: bool) -> Result<u32, Error> {
         if capacity == 0 {
@@ -444,5 +469,21 @@ mod tests {
         let mut s = seg(1, 1, 4);
         assert_eq!(s.open_queue(0, true), Err(Error::InvalidArgument));
         assert_eq!(s.open_queue(u64::MAX, true), Err(Error::LimitReached));
+    }
+
+    #[test]
+    fn fork_copy_keeps_links_and_empty_queues() {
+        let mut s: QueueSegment<u32> = QueueSegment::new(Limits::new(4, 2, 8, 1).unwrap()).unwrap();
+        let q = s.open_queue(3, false).unwrap();
+        s.allow_sender(q as u64, 77).unwrap();
+        let l = s.open_link(Link { receiver: 9, queue: 1, generation: 5 }).unwrap();
+        s.push(q as u64, 42).map_err(|(e, _)| e).unwrap();
+        let c = s.fork_copy().unwrap();
+        assert_eq!(c.link(l as u64).unwrap(), s.link(l as u64).unwrap());
+        assert_eq!(c.len(q as u64).unwrap(), 0);
+        assert_eq!(s.len(q as u64).unwrap(), 1);
+        assert_eq!(c.generation(q as u64).unwrap(), s.generation(q as u64).unwrap());
+        assert!(c.may_link(q as u64, 77, false).is_ok());
+        assert!(c.may_link(q as u64, 78, false).is_err());
     }
 }

@@ -131,6 +131,16 @@ impl ReplyTable {
         Ok(caller)
     }
 
+    /// Drop every handle of calls from `caller` (it will never read the answer).
+    pub(crate) fn forget_caller(&mut self, caller: Pid) {
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            if *e == Some(caller) {
+                *e = None;
+                self.generations[i] = self.generations[i].wrapping_add(1).max(1);
+            }
+        }
+    }
+
     /// No call is waiting for an answer.
     pub fn is_empty(&self) -> bool {
         self.entries.iter().all(Option::is_none)

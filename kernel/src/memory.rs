@@ -296,4 +296,44 @@ impl AddressSpace {
         crate::arch::cpu::invlpg(page);
         true
     }
+
+    /// Give the empty space `dst` every user mapping of this one, as in
+    /// `fork`: writable pages become copy-on-write on both sides (the frame
+    /// gains a reference), read-only pages are shared as they are. Returns
+    /// the pages shared.
+    pub fn copy_on_write_into(&mut self, dst: &mut AddressSpace) -> Result<u64, SpaceError> {
+        let mut pages = 0u64;
+        let mut failed = None;
+        let dst_root = dst.root;
+        paging::update_user_leaves(self.root, &mut |va, e| {
+            if failed.is_some() {
+                return e;
+            }
+            let frame = paging::entry_address(e);
+            let shared = if e & WRITABLE != 0 { (e & !WRITABLE) | paging::COPY_ON_WRITE } else { e };
+            let flags = shared & paging::ACCESS_FLAGS;
+            match paging::map_page(dst_root, va, frame, flags, &mut || alloc_frame()) {
+                Ok(()) => {
+                    frame_ref(frame);
+                    pages += 1;
+                    shared
+                }
+                Err(err) => {
+                    failed = Some(match err {
+                        paging::MapError::AlreadyMapped => SpaceError::AlreadyMapped,
+                        paging::MapError::OutOfMemory => SpaceError::OutOfMemory,
+                    });
+                    e
+                }
+            }
+        });
+        // This space lost write access to its pages. The caller runs in
+        // another space, so this CPU holds none of its translations; a CPU
+        // that kept its root loaded flushes before running it again.
+        self.tlb_epoch += 1;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(pages),
+        }
+    }
 }

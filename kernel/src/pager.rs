@@ -24,7 +24,10 @@ impl Kernel {
         let [pid, start, len, pager_pid, queue] = a;
         let target = self.slot_of(Pid(pid)).ok_or(Error::NoSuchProcess)?;
         let me = self.pid_of(slot);
-        if target != slot && self.procs[target].parent != Some(me) {
+        let may = target == slot
+            || self.procs[target].parent == Some(me)
+            || self.procs[slot].rights & abi::rights::MEMORY != 0;
+        if !may {
             return Err(Error::PermissionDenied);
         }
         let end = start.checked_add(len).ok_or(Error::InvalidArgument)?;
@@ -54,6 +57,20 @@ impl Kernel {
         self.procs[target].regions[free] =
             Some(PagerRegion { start, end, pager: Pid(pager_pid), queue: queue as u32 });
         Ok(0)
+    }
+
+    /// The kernel's default for the heap region of a process that has no
+    /// pager there (system servers, and the VM manager itself, which cannot
+    /// page its own memory): a zero-filled page on first touch. Returns
+    /// false when `address` is outside the heap region or the page exists.
+    pub fn default_heap_fault(&mut self, slot: usize, address: u64, error_code: u64) -> bool {
+        use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
+        const PRESENT: u64 = 1;
+        if !(USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address) || error_code & PRESENT != 0 {
+            return false;
+        }
+        let Some(space) = self.procs[slot].space.as_mut() else { return false };
+        space.map_new_page(address & !(PAGE_SIZE - 1), true, false).is_ok()
     }
 
     /// A user page fault at `address` in the process in `slot`: if a pager

@@ -4,7 +4,7 @@
 //! A process id is (slot, generation); the generation goes up each time a
 //! slot is freed, so a stale id never reaches the slot's next occupant.
 //!
-//! Life cycle: `Free` → `Ready` ⇄ `Running` ⇄ `Blocked` → `Zombie` (ended,
+//! Life cycle: `Free` → (`Stopped` →) `Ready` ⇄ `Running` ⇄ `Blocked` → `Zombie` (ended,
 //! waiting for its parent's `wait`) → `Free`. A process whose parent has
 //! gone is freed as soon as it ends.
 
@@ -21,6 +21,8 @@ pub enum State {
     Ready,
     Running { cpu: usize },
     Blocked(Blocked),
+    /// Made by `proc_create`/`proc_fork`; runs after `proc_exec`/`proc_start`.
+    Stopped,
     Zombie,
 }
 
@@ -75,6 +77,10 @@ pub struct Process {
     pub slice_ticks_left: u64,
     pub wake_at_ns: u64,
     pub cpu_time_tsc: u64,
+    /// `abi::rights` held.
+    pub rights: u64,
+    /// Where children's ends are reported (`set_exit_queue`), if anywhere.
+    pub exit_queue: Option<u32>,
     name: [u8; MAX_PROCESS_NAME_BYTES],
     name_len: usize,
 }
@@ -99,6 +105,8 @@ impl Process {
             slice_ticks_left: 0,
             wake_at_ns: 0,
             cpu_time_tsc: 0,
+            rights: 0,
+            exit_queue: None,
             name: [0; MAX_PROCESS_NAME_BYTES],
             name_len: 0,
         }

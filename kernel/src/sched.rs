@@ -352,30 +352,14 @@ impl Kernel {
                 assert_eq!(cpu, percpu::current_cpu(), "finishing a process running elsewhere");
                 self.cpus[cpu].current = None;
             }
-            State::Blocked(_) => {}
+            State::Blocked(_) | State::Stopped => {}
             State::Free | State::Zombie => return,
         }
         self.ipc_cleanup(slot, pid);
         self.devices_cleanup(slot, pid);
         self.pager_cleanup(pid);
         if let Some(space) = self.procs[slot].space.take() {
-            let root = space.root();
-            if self.dead_spaces.try_reserve(1).is_ok() {
-                self.dead_spaces.push(space);
-            } else {
-                // No heap left to remember it: lose its frames rather than
-                // free them under another CPU, or panic.
-                crate::kprintln!("warning: kernel heap full; address space {root:#x} leaked");
-                core::mem::forget(space);
-            }
-            // Idle CPUs still holding this root drop it when they next run.
-            for c in 0..MAX_CPUS {
-                let cs = self.cpus[c];
-                if cs.online && cs.current.is_none() && cs.loaded_root == root && c != percpu::current_cpu() {
-                    self.cpus[c].kicked = true;
-                    apic::send_ipi(percpu::apic_id_of(c), apic::VECTOR_RESCHEDULE);
-                }
-            }
+            self.retire_space(space);
         }
         if Some(slot) == self.init_slot {
             // Nothing is left to run the system: say how init ended and
@@ -400,6 +384,11 @@ impl Kernel {
             }
         }
         let parent = self.procs[slot].parent.and_then(|pp| self.slot_of(pp));
+        if let Some(ps) = parent
+            && self.report_exit(ps, slot)
+        {
+            return;
+        }
         match parent {
             Some(ps) => {
                 if let State::Blocked(Blocked::Wait(target)) = self.procs[ps].state
@@ -414,6 +403,47 @@ impl Kernel {
                 }
             }
             None => self.free_slot(slot),
+        }
+    }
+
+    /// If the parent in `ps` asked for exit messages (`set_exit_queue`),
+    /// send it one for the ended child in `slot` and reap the child.
+    fn report_exit(&mut self, ps: usize, slot: usize) -> bool {
+        let Some(queue) = self.procs[ps].exit_queue else { return false };
+        let pid = self.pid_of(slot);
+        let cpu_ns = tsc_to_ns(self.procs[slot].cpu_time_tsc);
+        let head = crate::ipc::Head {
+            words: [pid.0, self.procs[slot].exit_status, cpu_ns, 0],
+            sender: Pid(0),
+            kind: abi::msg::Kind::ChildExit,
+        };
+        // A full or closed queue: the child stays a zombie for `wait`.
+        if self.deliver(ps, queue, head, crate::ipc::Payload::None, false).is_err() {
+            return false;
+        }
+        self.free_slot(slot);
+        true
+    }
+
+    /// Free an address space no process uses any more, once no CPU has it
+    /// loaded (an idle CPU may still hold its root).
+    pub fn retire_space(&mut self, space: AddressSpace) {
+        let root = space.root();
+        if self.dead_spaces.try_reserve(1).is_ok() {
+            self.dead_spaces.push(space);
+        } else {
+            // No heap left to remember it: lose its frames rather than
+            // free them under another CPU, or panic.
+            crate::kprintln!("warning: kernel heap full; address space {root:#x} leaked");
+            core::mem::forget(space);
+        }
+        // Idle CPUs still holding this root drop it when they next run.
+        for c in 0..MAX_CPUS {
+            let cs = self.cpus[c];
+            if cs.online && cs.current.is_none() && cs.loaded_root == root && c != percpu::current_cpu() {
+                self.cpus[c].kicked = true;
+                apic::send_ipi(percpu::apic_id_of(c), apic::VECTOR_RESCHEDULE);
+            }
         }
     }
 
@@ -442,4 +472,10 @@ impl Kernel {
     pub fn live_processes(&self) -> usize {
         self.procs.iter().filter(|p| p.state != State::Free).count()
     }
+}
+
+/// Time-stamp-counter ticks as nanoseconds.
+pub fn tsc_to_ns(ticks: u64) -> u64 {
+    let hz = apic::tsc_hz().max(1);
+    ((ticks as u128 * 1_000_000_000) / hz as u128) as u64
 }

@@ -44,7 +44,22 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
             k.finish(slot, ExitStatus::Exited(a0 as u32));
             return;
         }
-        Call::Spawn => spawn(k, slot, a0, a1, a2, a3, a4),
+        Call::Spawn => spawn(k, slot, [a0, a1, a2, a3, a4, a5]),
+        Call::ProcCreate => k.sys_proc_create(slot, a0, a1),
+        Call::ProcFork => k.sys_proc_fork(slot, a0, words),
+        Call::ProcExec => k.sys_proc_exec(slot, [a0, a1, a2, a3, a4, a5]),
+        Call::ProcStart => k.sys_proc_start(slot, a0),
+        Call::SetExitQueue => k.sys_set_exit_queue(slot, a0),
+        Call::SetPriority => k.sys_set_priority(slot, a0, a1),
+        Call::ModuleInfo => match k.sys_module_info(slot, a0, a1, a2) {
+            Ok((size, name_len)) => {
+                k.procs[slot].frame.rdx = name_len;
+                Ok(size)
+            }
+            Err(e) => Err(e),
+        },
+        Call::ModuleRead => k.sys_module_read(slot, [a0, a1, a2, a3]),
+        Call::SpaceCopy => k.sys_space_copy(slot, a0, a1),
         Call::Wait => return wait(k, slot, a0),
         Call::Kill => kill(k, slot, a0),
         Call::GetPid => Ok(k.pid_of(slot).0),
@@ -140,15 +155,8 @@ fn debug_write(k: &mut Kernel, slot: usize, ptr: u64, len: u64) -> Result<u64, E
     Ok(len)
 }
 
-fn spawn(
-    k: &mut Kernel,
-    slot: usize,
-    name_ptr: u64,
-    name_len: u64,
-    args_ptr: u64,
-    args_len: u64,
-    prio: u64,
-) -> Result<u64, Error> {
+fn spawn(k: &mut Kernel, slot: usize, a: [u64; 6]) -> Result<u64, Error> {
+    let [name_ptr, name_len, args_ptr, args_len, prio, rights] = a;
     if name_len == 0 || name_len > MAX_PROGRAM_NAME_BYTES || args_len > MAX_ARGS_BYTES {
         return Err(Error::InvalidArgument);
     }
@@ -164,7 +172,8 @@ fn spawn(
     UserSlice::new(args_ptr, args_len)?.read(space, &mut args[..args_len as usize])?;
     let name = core::str::from_utf8(&name[..name_len as usize]).map_err(|_| Error::NoSuchProgram)?;
     let module = crate::boot_info().module(name).ok_or(Error::NoSuchProgram)?;
-    k.spawn(Some(slot), module, &args[..args_len as usize], priority).map(|pid| pid.0)
+    let rights = rights & k.procs[slot].rights;
+    k.spawn(Some(slot), module, &args[..args_len as usize], priority, rights).map(|pid| pid.0)
 }
 
 fn wait(k: &mut Kernel, slot: usize, target: u64) {
@@ -216,5 +225,10 @@ fn info(k: &Kernel, slot: usize, cpu: usize, key: u64) -> Result<u64, Error> {
         InfoKey::ProcessCount => k.live_processes() as u64,
         InfoKey::FreeMemoryBytes => crate::memory::free_bytes(),
         InfoKey::SharedFrames => crate::memory::shared_frame_count() as u64,
+        InfoKey::CpuTimeNs => {
+            let p = &k.procs[slot];
+            let running = crate::arch::cpu::rdtsc().saturating_sub(k.cpus[cpu].dispatched_tsc);
+            crate::sched::tsc_to_ns(p.cpu_time_tsc + running)
+        }
     })
 }

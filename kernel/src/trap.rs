@@ -63,6 +63,10 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
                 k.resume(cpu, frame);
                 return;
             }
+            if vector == abi::vector::PAGE_FAULT && k.default_heap_fault(slot, address, frame.error_code) {
+                k.resume(cpu, frame);
+                return;
+            }
             crate::kprintln!(
                 "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",
                 k.procs[slot].name(),

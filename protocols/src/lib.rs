@@ -40,6 +40,10 @@ pub mod console {
     pub const COM1_IRQ: u64 = 4;
     /// Word 0 of the driver's "ready" message to the process that started it.
     pub const READY: u64 = 0x0052_4541_4459;
+    /// Input statistics. Reply words: [bytes sent to the subscriber, bytes
+    /// dropped because the subscriber's queue was full or it had ended,
+    /// the subscriber's pid (0 = none), its queue].
+    pub const OP_INPUT_STATS: u64 = 5;
 }
 
 /// The first pager (servers/pager): zero-filled pages and copy-on-write

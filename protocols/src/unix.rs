@@ -382,9 +382,8 @@ pub mod monitor {
     pub const OP_DUP2: u64 = 9;
     /// `pipe()`. Reply: word 0 = read fd, word 1 = write fd.
     pub const OP_PIPE: u64 = 10;
-    /// Where a descriptor's requests go. Reply: word 0 = 0, word 1 =
-    /// manager kernel pid, word 2 = manager queue | open flags << 32,
-    /// word 3 = handle.
+    /// Where a descriptor's requests go. Reply: word 0 = 0, words 1–3 =
+    /// a [`super::FdInfo`].
     pub const OP_FD_INFO: u64 = 11;
     /// `stat(data = path)`. Reply data: a [`super::Stat`].
     pub const OP_STAT: u64 = 12;
@@ -427,6 +426,37 @@ pub mod monitor {
     pub const OP_SIGNAL_GROUP: u64 = 31;
     /// Statistics. Reply words: requests served, forks, execs, opens.
     pub const OP_STATS: u64 = 32;
+}
+
+/// Where a descriptor's requests go, in words 1–3 of the monitor's
+/// `OP_OPEN` and `OP_FD_INFO` replies: word 1 = the manager's kernel pid,
+/// word 2 = its queue | file type (`S_IFMT` bits) << 32 | open flags << 48,
+/// word 3 = the handle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FdInfo {
+    pub manager_pid: u64,
+    pub manager_queue: u32,
+    pub file_type: u32,
+    pub flags: u32,
+    pub handle: u64,
+}
+
+impl FdInfo {
+    pub fn encode(&self) -> [u64; 3] {
+        let word2 = self.manager_queue as u64
+            | ((self.file_type as u64 >> 12) & 0xf) << 32
+            | (self.flags as u64 & 0xffff) << 48;
+        [self.manager_pid, word2, self.handle]
+    }
+    pub fn decode(w: [u64; 3]) -> FdInfo {
+        FdInfo {
+            manager_pid: w[0],
+            manager_queue: w[1] as u32,
+            file_type: (((w[1] >> 32) & 0xf) as u32) << 12,
+            flags: ((w[1] >> 48) & 0xffff) as u32,
+            handle: w[2],
+        }
+    }
 }
 
 /// One process, as `OP_PS` returns it.
@@ -588,6 +618,9 @@ pub mod vm {
     pub const OP_FORK: u64 = 2;
     /// Statistics. Reply words: page faults served, forks, pages shared by forks.
     pub const OP_STATS: u64 = 3;
+    /// From its starter (init), once: word 1 = the monitor's kernel pid,
+    /// the only process whose `OP_NEW_IMAGE` and `OP_FORK` are obeyed.
+    pub const OP_SET_MONITOR: u64 = 4;
 }
 
 /// The pipe manager (servers/pipe), one process per pipe (Ridge §3). The

@@ -1,37 +1,71 @@
-//! A small fixed heap for `alloc` in user programs. Demand-paged `sbrk`
-//! growth the Ridge way comes with the VM manager (UNIX-personality issue).
+//! The heap for `alloc`, in the heap region of the address space
+//! (`abi::layout::USER_HEAP_BASE`). The break moves up with [`sbrk`], a
+//! pointer bump with no kernel entry (Ridge's `sbrk`); each page arrives on
+//! first touch from the process's pager: the VM manager for UNIX
+//! processes, the kernel's zero-fill default for system servers.
 
+use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
+use core::sync::atomic::{AtomicU64, Ordering};
 use linked_list_allocator::LockedHeap;
 
-const HEAP_BYTES: usize = 256 * 1024;
+/// How far the allocator grows the break at a time.
+const GROW_BYTES: u64 = 256 * 1024;
 
-#[repr(C, align(4096))]
-struct Arena {
-    bytes: [u8; HEAP_BYTES],
+/// Bytes of the heap region in use (the break is `USER_HEAP_BASE + BRK_BYTES`).
+static BRK_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Move the break; returns the old one, or `None` past the region's end
+/// or below its start.
+pub fn sbrk(increment: i64) -> Option<u64> {
+    let mut old = BRK_BYTES.load(Ordering::Relaxed);
+    loop {
+        let new = old.checked_add_signed(increment).filter(|&n| n <= USER_HEAP_MAX_BYTES)?;
+        match BRK_BYTES.compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => return Some(USER_HEAP_BASE + old),
+            Err(now) => old = now,
+        }
+    }
 }
-
-static mut ARENA: Arena = Arena { bytes: [0; HEAP_BYTES] };
 
 struct Heap(LockedHeap);
 
 #[global_allocator]
 static HEAP: Heap = Heap(LockedHeap::empty());
 
-static INIT: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-
-// SAFETY: delegates to LockedHeap, initialising it on first use with the
-// arena, which nothing else references.
+// SAFETY: delegates to LockedHeap. The memory handed to it comes from
+// `sbrk`, which gives each byte of the heap region out once, and that
+// region is mapped (on demand) for the life of the process.
 unsafe impl core::alloc::GlobalAlloc for Heap {
     unsafe fn alloc(&self, layout: core::alloc::Layout) -> *mut u8 {
-        if !INIT.swap(true, core::sync::atomic::Ordering::AcqRel) {
-            // SAFETY: runs once (the flag); the arena is used by nothing else.
-            unsafe { self.0.lock().init((&raw mut ARENA.bytes).cast::<u8>(), HEAP_BYTES) };
+        let mut heap = self.0.lock();
+        if heap.size() == 0 {
+            let Some(start) = sbrk(GROW_BYTES as i64) else { return core::ptr::null_mut() };
+            // SAFETY: `start..start + GROW_BYTES` was just taken from the
+            // region by sbrk and is used by nothing else.
+            unsafe { heap.init(start as *mut u8, GROW_BYTES as usize) };
         }
-        // SAFETY: forwarded contract.
-        unsafe { self.0.alloc(layout) }
+        loop {
+            if let Ok(p) = heap.allocate_first_fit(layout) {
+                return p.as_ptr();
+            }
+            let want = (layout.size() as u64 + layout.align() as u64 + 64).max(GROW_BYTES);
+            let want = want.next_multiple_of(abi::layout::PAGE_SIZE);
+            // The heap can only grow in place: if the program moved the
+            // break itself, the memory above the heap is the program's.
+            if BRK_BYTES.load(Ordering::Relaxed) + USER_HEAP_BASE != heap.top() as u64
+                || sbrk(want as i64).is_none()
+            {
+                return core::ptr::null_mut();
+            }
+            // SAFETY: the bytes just above the heap's top were taken from
+            // the region by sbrk for it (checked: the break was the top).
+            unsafe { heap.extend(want as usize) };
+        }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: core::alloc::Layout) {
-        // SAFETY: forwarded contract.
-        unsafe { self.0.dealloc(ptr, layout) }
+        if let Some(p) = core::ptr::NonNull::new(ptr) {
+            // SAFETY: forwarded contract: `ptr` came from `alloc` with `layout`.
+            unsafe { self.0.lock().deallocate(p, layout) }
+        }
     }
 }

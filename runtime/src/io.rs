@@ -12,12 +12,13 @@ use core::fmt::{self, Write};
 struct LineBuffer {
     bytes: [u8; 512],
     len: usize,
+    fd: i32,
 }
 
 impl LineBuffer {
     fn flush(&mut self) {
         if self.len > 0 {
-            write_console(&self.bytes[..self.len]);
+            write_fd(self.fd, &self.bytes[..self.len]);
             self.len = 0;
         }
     }
@@ -38,14 +39,42 @@ impl Write for LineBuffer {
 
 #[doc(hidden)]
 pub fn print_fmt(args: fmt::Arguments) {
-    let mut buf = LineBuffer { bytes: [0; 512], len: 0 };
+    let mut buf = LineBuffer { bytes: [0; 512], len: 0, fd: 1 };
     let _ = buf.write_fmt(args);
     buf.flush();
+}
+
+#[doc(hidden)]
+pub fn eprint_fmt(args: fmt::Arguments) {
+    let mut buf = LineBuffer { bytes: [0; 512], len: 0, fd: 2 };
+    let _ = buf.write_fmt(args);
+    buf.flush();
+}
+
+/// Standard output and error of a UNIX process, the console otherwise.
+fn write_fd(fd: i32, bytes: &[u8]) {
+    if crate::unix::is_unix_process() {
+        let _ = crate::unix::write(fd, bytes);
+    } else {
+        write_console(bytes);
+    }
 }
 
 #[macro_export]
 macro_rules! print {
     ($($arg:tt)*) => { $crate::io::print_fmt(format_args!($($arg)*)) };
+}
+
+/// Formatted output to standard error (the console for non-UNIX processes).
+#[macro_export]
+macro_rules! eprint {
+    ($($arg:tt)*) => { $crate::io::eprint_fmt(format_args!($($arg)*)) };
+}
+
+#[macro_export]
+macro_rules! eprintln {
+    () => { $crate::eprint!("\n") };
+    ($($arg:tt)*) => { $crate::io::eprint_fmt(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
 #[macro_export]

@@ -11,8 +11,11 @@
 //! - a panic handler that reports and exits with status 101, and a small
 //!   heap for `alloc`.
 //!
-//! What it is not (yet): the UNIX-style API, which the user-monitor issue
-//! adds on top of the message system.
+//! - [`unix`]: the UNIX interface as library entries that send messages
+//!   to the user monitor and the object managers (Ridge OS §3).
+//!
+//! What it is not: a C library. Programs are Rust; `unix` speaks POSIX
+//! error numbers and `protocols::unix` types.
 
 #![no_std]
 
@@ -23,6 +26,7 @@ mod heap;
 pub mod io;
 pub mod msg;
 pub mod sys;
+pub mod unix;
 
 pub use args::Args;
 
@@ -36,8 +40,8 @@ macro_rules! entry {
     ($main:path) => {
         #[unsafe(no_mangle)]
         pub extern "C" fn _start(args_addr: u64, args_len: u64) -> ! {
-            $crate::start();
             let args = $crate::args::Args::from_start(args_addr, args_len);
+            $crate::start();
             let status = $main(args);
             $crate::sys::exit(status as u32)
         }
@@ -50,7 +54,10 @@ macro_rules! entry {
 #[doc(hidden)]
 pub fn start() {
     use abi::msg::{DEFAULT_LINKS, DEFAULT_MESSAGES, DEFAULT_PAGES, DEFAULT_QUEUES};
-    let _ = msg::init_qseg(DEFAULT_LINKS, DEFAULT_QUEUES, DEFAULT_MESSAGES, DEFAULT_PAGES);
+    // A UNIX process links to the monitor and to one manager per kind of
+    // open object; room for a full descriptor table of distinct managers.
+    let links = if unix::is_unix_process() { unix::MAX_FDS as u64 + 8 } else { DEFAULT_LINKS };
+    let _ = msg::init_qseg(links, DEFAULT_QUEUES, DEFAULT_MESSAGES, DEFAULT_PAGES);
 }
 
 #[panic_handler]

@@ -237,6 +237,37 @@ pub fn free_user_half(root: u64, free_leaf: &mut dyn FnMut(u64), free_table: &mu
     }
 }
 
+/// Call `visit(va, entry)` for every present 4 KiB leaf of the user
+/// half, in address order; `visit` returns the entry to store back (the
+/// same value to leave it alone).
+pub fn update_user_leaves(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
+    fn walk(table: u64, level: u32, va_base: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
+        for i in 0..512 {
+            let e = read_entry(table, i);
+            if e & PRESENT == 0 {
+                continue;
+            }
+            let va = va_base | ((i as u64) << (12 + 9 * level));
+            if level > 0 {
+                if e & HUGE == 0 {
+                    walk(e & ADDRESS_MASK, level - 1, va, visit);
+                }
+            } else {
+                let new = visit(va, e);
+                if new != e {
+                    write_entry(table, i, new);
+                }
+            }
+        }
+    }
+    for slot in 0..KERNEL_PML4_FIRST {
+        let e = read_entry(root, slot);
+        if e & PRESENT != 0 {
+            walk(e & ADDRESS_MASK, 2, (slot as u64) << 39, visit);
+        }
+    }
+}
+
 /// Software bit of a user leaf entry: the page is shared copy-on-write
 /// (read-only in hardware; the first write copies it).
 pub const COPY_ON_WRITE: u64 = 1 << 9;

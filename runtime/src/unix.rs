@@ -1,0 +1,542 @@
+//! The UNIX interface, as library entries (Ridge OS §3: "the UNIX system
+//! calls are implemented as library routines that send messages").
+//!
+//! Process calls, `open`, `close`, `dup`, `pipe` and name-space calls are
+//! `call`s to the user monitor (`protocols::unix::monitor`). Once a
+//! descriptor is open, `read`, `write`, `lseek`, `fstat` and `readdir` go
+//! straight to the object's manager (`protocols::unix::io`) with the handle
+//! the monitor gave: the monitor is bypassed, as in Ridge.
+//!
+//! The descriptor cache here maps an fd to (link, handle). It is only a
+//! cache: the monitor's table is the truth, and an fd this process has not
+//! looked up yet (after `exec`) is fetched with `OP_FD_INFO` on first use.
+//! `fork` copies it with the rest of memory, and the kernel copies the
+//! links it names.
+//!
+//! Errors are POSIX error numbers ([`Errno`]).
+
+use crate::msg::{self, Link, Queue};
+use abi::Pid;
+use alloc::string::String;
+use alloc::vec::Vec;
+use protocols::unix::{
+    self as ux, DirEntry as WireDirEntry, FdInfo, ProcInfo, Stat, errno, exec_args, io, monitor,
+};
+use spin::Mutex;
+
+/// A file descriptor.
+pub type Fd = i32;
+
+/// Most descriptors a process may have open (also the monitor's limit).
+pub const MAX_FDS: usize = 64;
+
+/// A POSIX error number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Errno(pub u64);
+
+impl Errno {
+    pub fn name(self) -> &'static str {
+        errno::name(self.0)
+    }
+}
+
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A kernel error on the way to a server, as the errno a UNIX program
+/// expects: a dead or missing server is an I/O error.
+fn from_kernel(e: abi::Error) -> Errno {
+    Errno(match e {
+        abi::Error::BadAddress => errno::EFAULT,
+        abi::Error::InvalidArgument => errno::EINVAL,
+        abi::Error::OutOfResources | abi::Error::LimitReached | abi::Error::QueueFull => errno::EAGAIN,
+        _ => errno::EIO,
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    /// Not looked up since this image started.
+    Unknown,
+    Closed,
+    Open { link: Link, info: FdInfo },
+}
+
+struct State {
+    monitor: Option<Link>,
+    fds: [Slot; MAX_FDS],
+    /// Links to managers, shared by every fd on the same (pid, queue).
+    links: [(u64, u32, u32); 16],
+    link_count: usize,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    monitor: None,
+    fds: [Slot::Unknown; MAX_FDS],
+    links: [(0, 0, 0); 16],
+    link_count: 0,
+});
+
+/// The program's arguments and environment (set by `_start` from the
+/// exec block, see `protocols::unix::exec_args`).
+static ARGV: Mutex<(&'static [u8], u32, u32)> = Mutex::new((&[], 0, 0));
+
+/// Is this process a UNIX process (started by the monitor's exec)?
+pub fn is_unix_process() -> bool {
+    ARGV.lock().1 > 0
+}
+
+#[doc(hidden)]
+pub fn set_exec_block(bytes: &'static [u8]) {
+    if let Some((h, strings)) = exec_args::decode(bytes) {
+        *ARGV.lock() = (strings, h.argc.max(1), h.envc);
+    }
+}
+
+fn strings() -> impl Iterator<Item = &'static str> {
+    let (bytes, _, _) = *ARGV.lock();
+    bytes.split(|&b| b == 0).map(|s| core::str::from_utf8(s).unwrap_or(""))
+}
+
+/// `argv`: the program name, then its arguments.
+pub fn args() -> impl Iterator<Item = &'static str> {
+    let argc = ARGV.lock().1 as usize;
+    strings().take(argc)
+}
+
+/// The environment, as `NAME=value` strings.
+pub fn env() -> impl Iterator<Item = &'static str> {
+    let (_, argc, envc) = *ARGV.lock();
+    strings().skip(argc as usize).take(envc as usize)
+}
+
+pub fn getenv(name: &str) -> Option<&'static str> {
+    env().find_map(|e| e.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')))
+}
+
+fn monitor_link() -> Result<Link, Errno> {
+    let mut st = STATE.lock();
+    if let Some(l) = st.monitor {
+        return Ok(l);
+    }
+    let (pid, queue) = crate::sys::bootstrap(abi::bootstrap::MONITOR).ok_or(Errno(errno::ENOSYS))?;
+    let l = msg::open_link(pid, Queue(queue)).map_err(from_kernel)?;
+    st.monitor = Some(l);
+    Ok(l)
+}
+
+/// One request to the monitor: the reply's words and data length.
+fn monitor_call(request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
+    let link = monitor_link()?;
+    let (words, len) = msg::call(link, &request, data, reply).map_err(from_kernel)?;
+    ux::result(words[0]).map_err(Errno)?;
+    Ok((words, len))
+}
+
+fn monitor_word(request: [u64; 4], data: &[u8]) -> Result<u64, Errno> {
+    monitor_call(request, data, &mut []).map(|(w, _)| w[0])
+}
+
+/// The link for a manager, opened once per (pid, queue).
+fn manager_link(st: &mut State, pid: u64, queue: u32) -> Result<Link, Errno> {
+    if let Some(&(_, _, l)) = st.links[..st.link_count].iter().find(|(p, q, _)| *p == pid && *q == queue) {
+        return Ok(Link(l));
+    }
+    let l = msg::open_link(Pid(pid), Queue(queue)).map_err(from_kernel)?;
+    if st.link_count < st.links.len() {
+        st.links[st.link_count] = (pid, queue, l.0);
+        st.link_count += 1;
+    }
+    Ok(l)
+}
+
+fn remember(fd: u64, info: FdInfo) -> Result<(Link, FdInfo), Errno> {
+    let mut st = STATE.lock();
+    let link = manager_link(&mut st, info.manager_pid, info.manager_queue)?;
+    if let Some(slot) = st.fds.get_mut(fd as usize) {
+        *slot = Slot::Open { link, info };
+    }
+    Ok((link, info))
+}
+
+fn forget(fd: Fd) {
+    if let Some(slot) = STATE.lock().fds.get_mut(fd as usize) {
+        *slot = Slot::Unknown;
+    }
+}
+
+fn fd_entry(fd: Fd) -> Result<(Link, FdInfo), Errno> {
+    let slot = *STATE.lock().fds.get(usize::try_from(fd).map_err(|_| Errno(errno::EBADF))?).ok_or(Errno(errno::EBADF))?;
+    match slot {
+        Slot::Open { link, info } => Ok((link, info)),
+        Slot::Closed => Err(Errno(errno::EBADF)),
+        Slot::Unknown => match monitor_call([monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []) {
+            Ok((w, _)) => remember(fd as u64, FdInfo::decode([w[1], w[2], w[3]])),
+            Err(e) => {
+                if e.0 == errno::EBADF {
+                    STATE.lock().fds[fd as usize] = Slot::Closed;
+                }
+                Err(e)
+            }
+        },
+    }
+}
+
+fn manager_call(fd: Fd, request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
+    let (link, info) = fd_entry(fd)?;
+    let mut req = request;
+    req[1] = info.handle;
+    let (words, len) = msg::call(link, &req, data, reply).map_err(from_kernel)?;
+    ux::result(words[0]).map_err(Errno)?;
+    Ok((words, len))
+}
+
+// --- processes ---
+
+/// `fork()`: 0 in the child, the child's pid in the parent.
+pub fn fork() -> Result<u64, Errno> {
+    monitor_word([monitor::OP_FORK, 0, 0, 0], &[])
+}
+
+/// `execve()`: returns only on failure.
+pub fn execve(path: &str, argv: &[&str], envp: &[&str]) -> Errno {
+    let mut block: Vec<u8> = Vec::new();
+    for s in core::iter::once(&path).chain(argv).chain(envp) {
+        if s.as_bytes().contains(&0) {
+            return Errno(errno::EINVAL);
+        }
+        block.extend_from_slice(s.as_bytes());
+        block.push(0);
+    }
+    if block.len() + exec_args::HEADER_BYTES > abi::msg::MAX_DATA_BYTES as usize {
+        return Errno(errno::E2BIG);
+    }
+    match monitor_call([monitor::OP_EXEC, argv.len() as u64, envp.len() as u64, 0], &block, &mut []) {
+        Ok(_) => Errno(errno::EIO), // a successful exec does not reply
+        Err(e) => e,
+    }
+}
+
+/// `execv()` with this process's environment.
+pub fn execv(path: &str, argv: &[&str]) -> Errno {
+    let env: Vec<&str> = env().collect();
+    execve(path, argv, &env)
+}
+
+pub fn exit(code: i32) -> ! {
+    crate::sys::exit(code as u32)
+}
+
+/// How a child ended (`<sys/wait.h>` encoding) and the CPU time it used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitStatus {
+    pub raw: u64,
+    pub cpu_ns: u64,
+}
+
+impl WaitStatus {
+    pub fn exit_code(&self) -> Option<u32> {
+        ux::wait_status::exit_code(self.raw)
+    }
+    pub fn signal(&self) -> Option<u64> {
+        ux::wait_status::term_signal(self.raw)
+    }
+}
+
+/// `waitpid(pid, WNOHANG?)`: `pid` of -1 waits for any child. `Ok(None)`
+/// with `nohang` when no child has ended yet.
+pub fn waitpid(pid: i64, nohang: bool) -> Result<Option<(u64, WaitStatus)>, Errno> {
+    let options = if nohang { ux::wait_status::NO_HANG } else { 0 };
+    let (w, _) = monitor_call([monitor::OP_WAIT, pid as u64, options, 0], &[], &mut [])?;
+    Ok((w[0] != 0).then_some((w[0], WaitStatus { raw: w[1], cpu_ns: w[2] })))
+}
+
+/// `getpid()`: one kernel call, no message (Ridge Table 2).
+pub fn getpid() -> u64 {
+    ux::pid::from_kernel(crate::sys::getpid())
+}
+
+pub fn getppid() -> u64 {
+    monitor_word([monitor::OP_GETPPID, 0, 0, 0], &[]).unwrap_or(0)
+}
+
+pub fn getuid() -> u32 {
+    monitor_call([monitor::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[0] as u32)
+}
+
+pub fn getgid() -> u32 {
+    monitor_call([monitor::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[1] as u32)
+}
+
+/// `setuid`/`setgid` in one (None = unchanged); root only.
+pub fn setuid_gid(uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
+    let u = uid.map_or(u64::MAX, u64::from);
+    let g = gid.map_or(u64::MAX, u64::from);
+    monitor_word([monitor::OP_SETUID, u, g, 0], &[]).map(|_| ())
+}
+
+/// `kill(pid, sig)`: pid ≤ 0 names a process group, as in POSIX.
+pub fn kill(pid: i64, sig: u64) -> Result<(), Errno> {
+    monitor_word([monitor::OP_KILL, pid as u64, sig, 0], &[]).map(|_| ())
+}
+
+/// Ignore `sig` (true) or restore its default action; returns whether it
+/// was ignored before.
+pub fn signal_ignore(sig: u64, ignore: bool) -> Result<bool, Errno> {
+    monitor_word([monitor::OP_SIGNAL_IGNORE, sig, ignore as u64, 0], &[]).map(|w| w != 0)
+}
+
+pub fn setpgid(pid: u64, pgid: u64) -> Result<(), Errno> {
+    monitor_word([monitor::OP_SETPGID, pid, pgid, 0], &[]).map(|_| ())
+}
+
+pub fn getpgrp() -> Result<u64, Errno> {
+    monitor_word([monitor::OP_GETPGRP, 0, 0, 0], &[])
+}
+
+/// Make `pgid` the foreground group of the terminal open on `fd`.
+pub fn tcsetpgrp(fd: Fd, pgid: u64) -> Result<(), Errno> {
+    manager_call(fd, [io::OP_FOREGROUND, 0, 1, pgid], &[], &mut []).map(|_| ())
+}
+
+/// CPU and elapsed time (`times()`), in ns.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Times {
+    pub self_cpu_ns: u64,
+    pub children_cpu_ns: u64,
+    pub uptime_ns: u64,
+}
+
+pub fn times() -> Times {
+    match monitor_call([monitor::OP_TIMES, 0, 0, 0], &[], &mut []) {
+        Ok((w, _)) => Times {
+            self_cpu_ns: crate::sys::info(abi::InfoKey::CpuTimeNs),
+            children_cpu_ns: w[1],
+            uptime_ns: w[2],
+        },
+        Err(_) => Times { uptime_ns: clock_ns(), ..Times::default() },
+    }
+}
+
+/// Nanoseconds since boot (monotonic).
+pub fn clock_ns() -> u64 {
+    crate::sys::info(abi::InfoKey::UptimeNs)
+}
+
+/// `time()`: seconds since boot (Ridgeback keeps no calendar clock).
+pub fn time() -> u64 {
+    clock_ns() / 1_000_000_000
+}
+
+pub fn sleep_ns(ns: u64) {
+    crate::sys::sleep_ns(ns)
+}
+
+/// The process table, for `ps`.
+pub fn ps() -> Result<Vec<ProcInfo>, Errno> {
+    let mut out = Vec::new();
+    let mut index = 0u64;
+    let mut buf = [0u8; ProcInfo::BYTES];
+    loop {
+        let (w, len) = monitor_call([monitor::OP_PS, index, 0, 0], &[], &mut buf)?;
+        if len >= ProcInfo::BYTES
+            && let Some(p) = ProcInfo::decode(&buf)
+        {
+            out.push(p);
+        }
+        if w[0] == 0 {
+            return Ok(out);
+        }
+        index = w[0];
+    }
+}
+
+// --- descriptors ---
+
+/// `open(path, flags, mode)`.
+pub fn open(path: &str, flags: u64, mode: u32) -> Result<Fd, Errno> {
+    let (w, _) = monitor_call([monitor::OP_OPEN, flags, mode as u64, 0], path.as_bytes(), &mut [])?;
+    remember(w[0], FdInfo::decode([w[1], w[2], w[3]]))?;
+    Ok(w[0] as Fd)
+}
+
+pub fn creat(path: &str, mode: u32) -> Result<Fd, Errno> {
+    use ux::open_flags::*;
+    open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+}
+
+pub fn close(fd: Fd) -> Result<(), Errno> {
+    let r = monitor_word([monitor::OP_CLOSE, fd as u64, 0, 0], &[]);
+    forget(fd);
+    r.map(|_| ())
+}
+
+pub fn dup(fd: Fd) -> Result<Fd, Errno> {
+    monitor_word([monitor::OP_DUP, fd as u64, 0, 0], &[]).map(|n| n as Fd)
+}
+
+pub fn dup2(old: Fd, new: Fd) -> Result<Fd, Errno> {
+    let r = monitor_word([monitor::OP_DUP2, old as u64, new as u64, 0], &[]);
+    forget(new);
+    r.map(|n| n as Fd)
+}
+
+/// `pipe()`: (read end, write end).
+pub fn pipe() -> Result<(Fd, Fd), Errno> {
+    let (w, _) = monitor_call([monitor::OP_PIPE, 0, 0, 0], &[], &mut [])?;
+    forget(w[0] as Fd);
+    forget(w[1] as Fd);
+    Ok((w[0] as Fd, w[1] as Fd))
+}
+
+/// `read()`: up to `buf.len()` bytes; 0 at end of file. A regular file is
+/// read in as many page-sized requests as the buffer needs; a pipe or
+/// terminal returns what it has.
+pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
+    let (_, info) = fd_entry(fd)?;
+    let is_file = ux::mode::is_reg(info.file_type);
+    let page = abi::msg::MAX_DATA_BYTES as usize;
+    let mut done = 0;
+    while done < buf.len() {
+        let want = (buf.len() - done).min(page);
+        let (w, len) = manager_call(fd, [io::OP_READ, 0, want as u64, 0], &[], &mut buf[done..done + want])?;
+        let got = (w[0] as usize).min(len);
+        done += got;
+        if got < want || !is_file {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// `write()`: all of `buf`, in page-sized requests (a whole aligned page
+/// travels by copy-on-write), unless an error stops it.
+pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
+    let page = abi::msg::MAX_DATA_BYTES as usize;
+    let mut done = 0;
+    while done < buf.len() {
+        let chunk = &buf[done..(done + page).min(buf.len())];
+        match manager_call(fd, [io::OP_WRITE, 0, 0, 0], chunk, &mut []) {
+            Ok((w, _)) if w[0] > 0 => done += (w[0] as usize).min(chunk.len()),
+            Ok(_) => return Err(Errno(errno::EIO)),
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    if buf.is_empty() {
+        fd_entry(fd)?;
+    }
+    Ok(done)
+}
+
+pub const SEEK_SET: u32 = 0;
+pub const SEEK_CUR: u32 = 1;
+pub const SEEK_END: u32 = 2;
+
+pub fn lseek(fd: Fd, offset: i64, whence: u32) -> Result<u64, Errno> {
+    manager_call(fd, [io::OP_SEEK, 0, offset as u64, whence as u64], &[], &mut []).map(|(w, _)| w[0])
+}
+
+pub fn fstat(fd: Fd) -> Result<Stat, Errno> {
+    let mut buf = [0u8; Stat::BYTES];
+    manager_call(fd, [io::OP_FSTAT, 0, 0, 0], &[], &mut buf)?;
+    Stat::decode(&buf).ok_or(Errno(errno::EIO))
+}
+
+// --- the name space ---
+
+pub fn stat(path: &str) -> Result<Stat, Errno> {
+    let mut buf = [0u8; Stat::BYTES];
+    monitor_call([monitor::OP_STAT, 0, 0, 0], path.as_bytes(), &mut buf)?;
+    Stat::decode(&buf).ok_or(Errno(errno::EIO))
+}
+
+pub fn unlink(path: &str) -> Result<(), Errno> {
+    monitor_word([monitor::OP_UNLINK, 0, 0, 0], path.as_bytes()).map(|_| ())
+}
+
+pub fn mkdir(path: &str, mode: u32) -> Result<(), Errno> {
+    monitor_word([monitor::OP_MKDIR, mode as u64, 0, 0], path.as_bytes()).map(|_| ())
+}
+
+pub fn rmdir(path: &str) -> Result<(), Errno> {
+    monitor_word([monitor::OP_RMDIR, 0, 0, 0], path.as_bytes()).map(|_| ())
+}
+
+pub fn rename(old: &str, new: &str) -> Result<(), Errno> {
+    let mut data = Vec::with_capacity(old.len() + new.len() + 1);
+    data.extend_from_slice(old.as_bytes());
+    data.push(0);
+    data.extend_from_slice(new.as_bytes());
+    monitor_word([monitor::OP_RENAME, 0, 0, 0], &data).map(|_| ())
+}
+
+pub fn chdir(path: &str) -> Result<(), Errno> {
+    monitor_word([monitor::OP_CHDIR, 0, 0, 0], path.as_bytes()).map(|_| ())
+}
+
+pub fn chmod(path: &str, mode: u32) -> Result<(), Errno> {
+    monitor_word([monitor::OP_CHMOD, mode as u64, 0, 0], path.as_bytes()).map(|_| ())
+}
+
+pub fn chown(path: &str, uid: u32, gid: u32) -> Result<(), Errno> {
+    monitor_word([monitor::OP_CHOWN, uid as u64, gid as u64, 0], path.as_bytes()).map(|_| ())
+}
+
+pub fn getcwd() -> Result<String, Errno> {
+    let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
+    let (_, len) = monitor_call([monitor::OP_GETCWD, 0, 0, 0], &[], &mut buf)?;
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|_| Errno(errno::EIO))
+}
+
+/// One entry of a directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: String,
+    pub ino: u64,
+    pub mode: u32,
+}
+
+/// Entry `index` of the directory open on `fd` (`None` past the end).
+pub fn readdir(fd: Fd, index: u64) -> Result<Option<DirEntry>, Errno> {
+    let mut buf = [0u8; 512];
+    let (w, len) = manager_call(fd, [io::OP_READDIR, 0, index, 0], &[], &mut buf)?;
+    if w[0] == 0 {
+        return Ok(None);
+    }
+    let (ino, mode, name) = WireDirEntry::decode(&buf[..len]).ok_or(Errno(errno::EIO))?;
+    Ok(Some(DirEntry { name: String::from_utf8_lossy(name).into_owned(), ino, mode }))
+}
+
+/// Every entry of the directory `path`, `.` and `..` included.
+pub fn read_dir(path: &str) -> Result<Vec<DirEntry>, Errno> {
+    use ux::open_flags::*;
+    let fd = open(path, O_RDONLY | O_DIRECTORY, 0)?;
+    let mut out = Vec::new();
+    let mut result = Ok(());
+    for index in 0.. {
+        match readdir(fd, index) {
+            Ok(Some(e)) => out.push(e),
+            Ok(None) => break,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    let _ = close(fd);
+    result.map(|_| out)
+}
+
+// --- memory ---
+
+/// `sbrk(increment)`: the Ridge way, no message and no kernel call: the
+/// break is a pointer in this process, and the VM manager supplies each
+/// page of the heap region on first touch. Returns the old break.
+pub fn sbrk(increment: i64) -> Result<u64, Errno> {
+    crate::heap::sbrk(increment).ok_or(Errno(errno::ENOMEM))
+}
