@@ -637,6 +637,16 @@ pub mod qemu_exit {
     }
 }
 
+/// Lines init prints around the first UNIX process, so that a host tool
+/// (`cargo xtask run --batch`) can tell its output from boot messages and
+/// learn its exit status.
+pub mod session {
+    /// Printed before the session starts.
+    pub const START: &str = "ridgeback: session start";
+    /// `ridgeback: session exit N`, printed when it ended with status N.
+    pub const EXIT: &str = "ridgeback: session exit ";
+}
+
 /// The serial-line protocol of in-QEMU test runs: the test runner prints one
 /// line per event and the host (`cargo xtask test`) parses them.
 pub mod test_protocol {

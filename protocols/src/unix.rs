@@ -424,7 +424,8 @@ pub mod monitor {
     /// word 2 to process group word 1 (^C). Accepted only from the console
     /// manager the monitor was started with.
     pub const OP_SIGNAL_GROUP: u64 = 31;
-    /// Statistics. Reply words: requests served, forks, execs, opens.
+    /// Statistics. Reply words: requests served, forks, execs, open-file
+    /// descriptions in use.
     pub const OP_STATS: u64 = 32;
 }
 
@@ -597,6 +598,15 @@ pub mod fs {
     pub const OP_STATS: u64 = 10;
     /// Reply word 0 of `OP_LOOKUP` for a path that crosses a device entry.
     pub const DEVICE: u64 = 1 << 62;
+    /// From memfs's starter only, once: word 1 = the monitor's kernel pid.
+    /// Afterwards the fs operations other than `OP_LOOKUP`, `io::OP_CLOSE`
+    /// and `device::OP_OPEN` are accepted from the starter and the monitor.
+    pub const OP_SET_MONITOR: u64 = 11;
+    /// The queue on which memfs serves [`super::io`] requests. It is not
+    /// [`QUEUE`] because `io` and `fs` operation numbers overlap. The
+    /// replies to `OP_OPEN` and to memfs's `device::OP_OPEN` carry it in
+    /// word 1 (the queue to use with the handle in word 0).
+    pub const IO_QUEUE: u32 = 1;
 }
 
 /// The device-open request every device manager serves (the console

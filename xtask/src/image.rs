@@ -272,9 +272,28 @@ pub fn build(workspace: &Workspace, kind: ImageKind) -> Result<BuiltImage> {
         }
         modules.push(path);
     }
+    modules.extend(config_files(workspace)?);
     let names: Vec<&str> = programs.iter().map(|p| p.name.as_str()).collect();
     eprintln!("xtask: {kind} image: kernel + {} program(s): {}", names.len(), names.join(", "));
     Ok(BuiltImage { kernel, modules })
+}
+
+/// The files of the repository's `etc/` directory, copied next to the
+/// programs as `etc.<name>`: the directory manager puts a module called so
+/// at `/etc/<name>` (the init file among them).
+fn config_files(workspace: &Workspace) -> Result<Vec<PathBuf>> {
+    let dir = workspace.root.join("etc");
+    let mut out = Vec::new();
+    let Ok(entries) = fs::read_dir(&dir) else { return Ok(out) };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+    paths.sort();
+    for path in paths {
+        let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| format!("odd file name {}", path.display()))?;
+        let copy = workspace.bin_dir().join(format!("etc.{name}"));
+        fs::copy(&path, &copy).map_err(|err| format!("cannot copy {} to {}: {err}", path.display(), copy.display()))?;
+        out.push(copy);
+    }
+    Ok(out)
 }
 
 /// `cargo xtask build`: the kernel and every program of every image.

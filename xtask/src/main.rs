@@ -30,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+mod batch;
 mod bench;
 mod image;
 mod linux_guest;
@@ -66,6 +67,8 @@ run options:
   --cmdline \"OPTIONS\"   kernel command line (default empty)
   --gdb                 wait for a debugger on localhost:1234 (QEMU -s -S)
   --accel tcg|kvm|auto  accelerator (default auto: KVM only with a real kvm_intel/kvm_amd)
+  --batch "COMMANDS"    run: boot, run COMMANDS with /bin/sh, print their output, power
+                        off and exit with their exit status
 
 test options:
   --only-host           only formatting, clippy and host unit tests
@@ -84,6 +87,9 @@ pub struct RunOptions {
     pub cmdline: String,
     pub is_gdb: bool,
     pub accel: AccelChoice,
+    /// `run --batch "<commands>"`: run them with the shell, print their
+    /// output, power off and exit with their status.
+    pub batch: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -94,6 +100,7 @@ impl Default for RunOptions {
             cmdline: String::new(),
             is_gdb: false,
             accel: AccelChoice::Auto,
+            batch: None,
         }
     }
 }
@@ -131,7 +138,10 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Build => image::build_command(),
-        Cmd::Run(opts) => qemu::run_command(&opts),
+        Cmd::Run(opts) => match &opts.batch {
+            Some(commands) => batch::run_command(&opts, commands),
+            None => qemu::run_command(&opts),
+        },
         Cmd::Image { run, kind } => qemu::image_command(&run, kind),
         Cmd::Test(opts) => test::run(&opts),
         Cmd::Bench(args) => Ok(bench::main(&args)),
@@ -237,6 +247,7 @@ fn parse_run_flag<'a>(flag: &Flag<'a>, cursor: &mut ArgCursor<'a>, run: &mut Run
             run.is_gdb = true;
         }
         "accel" => run.accel = cursor.value(flag)?.parse()?,
+        "batch" => run.batch = Some(cursor.value(flag)?.to_string()),
         _ => return Ok(false),
     }
     Ok(true)

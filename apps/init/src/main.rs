@@ -1,114 +1,196 @@
-//! init: the first user process.
+//! init: the first user process. It starts the system's servers in the
+//! order its init file names them (Ridge OS §8: the drivers and managers a
+//! system runs are named in a file read at boot), then starts the first
+//! UNIX process and powers the machine off when that process ends, with
+//! its exit status.
 //!
-//! It starts the console driver and makes it every later process's console
-//! (a bootstrap connection), then starts each program named in its
-//! argument list (default: `hello`), waits for all of them, reports how
-//! each ended, prints the kernel's counters and powers the machine off with
-//! status 0 when every program exited with 0. The UNIX-personality issue
-//! replaces this with a server starter that reads an init file (Ridge OS
-//! §8).
+//! The init file is the boot module `etc.inittab` (it also appears as
+//! `/etc/inittab`). Lines:
+//! - `server <program> <priority> <rights> <slot>`: start a server from the
+//!   boot image with that priority and those rights (`-`, or a
+//!   comma-separated list of `memory`, `modules`), wait for its ready
+//!   message, and make it bootstrap connection `<slot>` (`console`, `tty`,
+//!   `vm`, `fs`, `monitor`, or `-`) of every process started after it;
+//! - `run <path> [args…]`: the first UNIX process, started through the
+//!   monitor with the console as standard input, output and error.
+//!
+//! What replaces the `run` line: the boot module `etc.batch` if present
+//! (`cargo xtask run --batch`: `/bin/sh /etc/batch`), else init's own
+//! arguments (kernel command line after `--`: `/bin/sh -c "<arguments>"`).
 
 #![no_std]
 #![no_main]
 #![forbid(unsafe_code)]
 
-use abi::{COUNTER_COUNT, COUNTER_NAMES, ExitStatus, InfoKey};
-use runtime::msg;
+extern crate alloc;
+
+use abi::{Pid, bootstrap, rights};
+use alloc::string::String;
+use alloc::vec::Vec;
+use protocols::unix::{self as ux, fs, monitor, vm, wait_status};
+use runtime::msg::{self, Queue};
 use runtime::{Args, println, sys};
 
 runtime::entry!(main);
 
-const DEFAULT_PROGRAMS: &[&str] = &["hello"];
+const INITTAB: &str = "etc.inittab";
+const BATCH: &str = "etc.batch";
 
 fn main(args: Args) -> i32 {
-    start_console();
-    println!(
-        "init: pid {:#x}, {} CPUs online, {} MiB free",
-        sys::getpid().0,
-        sys::info(InfoKey::CpusOnline),
-        sys::info(InfoKey::FreeMemoryBytes) >> 20
-    );
-    let mut failures = 0;
-    let mut started = 0;
-    let mut start = |name: &str| match sys::spawn(name, "") {
-        Ok(pid) => {
-            println!("init: started {name} as {:#x}", pid.0);
-            started += 1;
-        }
-        Err(e) => {
-            println!("init: cannot start {name}: {}", e.name());
-            failures += 1;
-        }
+    let Ok(ready_queue) = msg::open_queue(8, true) else { return 1 };
+    let Some(table) = module_text(INITTAB) else {
+        println!("init: no {INITTAB} in the boot image; nothing to start");
+        return 1;
     };
-    if args.iter().next().is_some() {
-        args.iter().for_each(&mut start);
-    } else {
-        DEFAULT_PROGRAMS.iter().for_each(|n| start(n));
-    }
-    for _ in 0..started {
-        match sys::wait(None) {
-            Ok((pid, status)) => {
-                println!("init: {:#x} ended: {status:?}", pid.0);
-                if status != ExitStatus::Exited(0) {
-                    failures += 1;
+    let mut run_line: Option<String> = None;
+    let mut servers: Vec<(String, Pid)> = Vec::new();
+    for (number, line) in table.lines().enumerate() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            [] => {}
+            [w, ..] if w.starts_with('#') => {}
+            ["server", program, priority, rights, slot] => match start_server(program, priority, rights, slot, ready_queue) {
+                Ok(pid) => servers.push((String::from(*program), pid)),
+                Err(why) => {
+                    println!("init: line {}: cannot start {program}: {why}", number + 1);
+                    halt(1);
                 }
-            }
-            Err(e) => println!("init: wait: {}", e.name()),
+            },
+            ["run", rest @ ..] if !rest.is_empty() => run_line = Some(rest.join(" ")),
+            _ => println!("init: line {}: not understood: {line}", number + 1),
         }
     }
-    let mut counters = [0u64; COUNTER_COUNT];
-    if let Ok(n) = sys::counters(&mut counters) {
-        for (name, value) in COUNTER_NAMES.iter().zip(&counters[..n]) {
-            println!("init: counter {name} = {value}");
-        }
-    }
-    let _ = sys::shutdown(if failures == 0 { 0 } else { 1 });
-    1
+    tell_servers_the_monitor(&servers);
+    let command: Vec<String> = if module_text(BATCH).is_some() {
+        ["/bin/sh", "/etc/batch"].iter().map(|s| String::from(*s)).collect()
+    } else if args.iter().next().is_some() {
+        let joined: Vec<&str> = args.iter().collect();
+        ["/bin/sh", "-c"].iter().map(|s| String::from(*s)).chain([joined.join(" ")]).collect()
+    } else if let Some(line) = run_line {
+        line.split_whitespace().map(String::from).collect()
+    } else {
+        println!("init: the init file has no `run` line");
+        halt(1);
+    };
+    println!("{}", abi::session::START);
+    let status = run_session(&command);
+    println!("{}{status}", abi::session::EXIT);
+    halt(status)
 }
 
-/// Start the console driver and wait until it has taken the line; on
-/// failure, output stays on the kernel's debug console.
-fn start_console() {
-    let Ok(queue) = msg::open_queue(4, true) else { return };
-    let me = sys::getpid();
-    let driver = match sys::spawn_with_priority("console", &decimal(me.0), abi::MAX_PRIORITY as u64 - 1) {
-        Ok(pid) => pid,
-        Err(e) => {
-            println!("init: no console driver: {}", e.name());
-            return;
+/// Start one server and wait for its ready message (`[READY, queue, ..]`).
+fn start_server(program: &str, priority: &str, rights: &str, slot: &str, ready: Queue) -> Result<Pid, String> {
+    let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
+    let mut mask = 0;
+    for r in rights.split(',') {
+        mask |= match r {
+            "-" => 0,
+            "memory" => rights::MEMORY,
+            "modules" => rights::MODULES,
+            other => return Err(alloc::format!("unknown right `{other}`")),
+        };
+    }
+    let slot = match slot {
+        "-" => None,
+        "console" => Some(bootstrap::CONSOLE),
+        "monitor" => Some(bootstrap::MONITOR),
+        "vm" => Some(bootstrap::VM),
+        "fs" => Some(bootstrap::FS),
+        "tty" => Some(bootstrap::TTY),
+        other => return Err(alloc::format!("unknown bootstrap slot `{other}`")),
+    };
+    let me = alloc::format!("{}", sys::getpid().0);
+    let pid = sys::spawn_with_rights(program, &me, priority, mask).map_err(|e| String::from(e.name()))?;
+    let queue = loop {
+        match msg::receive_data(ready, &mut []) {
+            Ok(r) if r.sender == pid => break r.message[1] as u32,
+            Ok(_) => {}
+            Err(e) => return Err(String::from(e.name())),
         }
     };
-    match msg::receive_data(queue, &mut []) {
-        Ok(r) if r.sender == driver && r.message[0] == protocols::console::READY => {
-            let _ = sys::set_bootstrap(abi::bootstrap::CONSOLE, driver, r.message[1] as u32);
+    if let Some(slot) = slot {
+        sys::set_bootstrap(slot, pid, queue).map_err(|e| String::from(e.name()))?;
+        if slot == bootstrap::CONSOLE {
             runtime::io::reset_console();
         }
-        _ => println!("init: the console driver did not start"),
     }
+    Ok(pid)
 }
 
-/// A pid as decimal text, without a heap.
-fn decimal(pid: u64) -> DecimalText {
-    let mut t = DecimalText { bytes: [0; 20], start: 20 };
-    let mut n = pid;
-    loop {
-        t.start -= 1;
-        t.bytes[t.start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return t;
+/// The directory and VM managers obey only the monitor; init names it.
+fn tell_servers_the_monitor(servers: &[(String, Pid)]) {
+    let Some((monitor_pid, _)) = sys::bootstrap(bootstrap::MONITOR) else { return };
+    for (slot, op) in [(bootstrap::FS, fs::OP_SET_MONITOR), (bootstrap::VM, vm::OP_SET_MONITOR)] {
+        if let Some((pid, queue)) = sys::bootstrap(slot) {
+            let told = msg::open_link(pid, Queue(queue))
+                .and_then(|l| msg::call(l, &[op, monitor_pid.0, 0, 0], &[], &mut []));
+            if told.is_err() {
+                let name = servers.iter().find(|(_, p)| *p == pid).map_or("?", |(n, _)| n.as_str());
+                println!("init: cannot tell {name} who the monitor is");
+            }
         }
     }
 }
 
-struct DecimalText {
-    bytes: [u8; 20],
-    start: usize,
+/// Start the first UNIX process and wait for it; its exit status.
+fn run_session(command: &[String]) -> u32 {
+    let Some((monitor_pid, queue)) = sys::bootstrap(bootstrap::MONITOR) else {
+        println!("init: no monitor: cannot run {}", command.join(" "));
+        return 1;
+    };
+    let Ok(link) = msg::open_link(monitor_pid, Queue(queue)) else { return 1 };
+    let mut data = Vec::new();
+    for s in command {
+        data.extend_from_slice(s.as_bytes());
+        data.push(0);
+    }
+    // The request is the path, then argv (argv[0] = the path).
+    let mut request = Vec::from(command[0].as_bytes());
+    request.push(0);
+    request.extend_from_slice(&data);
+    let started = msg::call(link, &[monitor::OP_START, command.len() as u64, 0, 0], &request, &mut []);
+    let pid = match started.map(|(w, _)| ux::result(w[0])) {
+        Ok(Ok(pid)) => pid,
+        Ok(Err(e)) => {
+            println!("init: cannot run {}: {}", command[0], ux::errno::name(e));
+            return 127;
+        }
+        Err(e) => {
+            println!("init: the monitor failed: {}", e.name());
+            return 1;
+        }
+    };
+    match msg::call(link, &[monitor::OP_WAIT, pid, 0, 0], &[], &mut []) {
+        Ok((w, _)) if ux::result(w[0]).is_ok() => match wait_status::exit_code(w[1]) {
+            Some(code) => code,
+            None => {
+                println!("init: {} ended by signal {}", command[0], wait_status::term_signal(w[1]).unwrap_or(0));
+                128 + wait_status::term_signal(w[1]).unwrap_or(0) as u32
+            }
+        },
+        _ => {
+            println!("init: lost track of {}", command[0]);
+            1
+        }
+    }
 }
 
-impl core::ops::Deref for DecimalText {
-    type Target = str;
-    fn deref(&self) -> &str {
-        core::str::from_utf8(&self.bytes[self.start..]).unwrap_or("0")
+/// The text of a boot module, if present.
+fn module_text(wanted: &str) -> Option<String> {
+    let mut name = [0u8; 64];
+    for index in 0.. {
+        let (size, len) = sys::module_info(index, &mut name).ok()?;
+        if &name[..len.min(name.len())] == wanted.as_bytes() {
+            let mut bytes = alloc::vec![0u8; size as usize];
+            let n = sys::module_read(index, 0, &mut bytes).ok()?;
+            bytes.truncate(n);
+            return String::from_utf8(bytes).ok();
+        }
     }
+    None
+}
+
+fn halt(status: u32) -> ! {
+    let _ = sys::shutdown(status);
+    sys::exit(status)
 }
