@@ -67,7 +67,7 @@ run options:
   --cmdline \"OPTIONS\"   kernel command line (default empty)
   --gdb                 wait for a debugger on localhost:1234 (QEMU -s -S)
   --accel tcg|kvm|auto  accelerator (default auto: KVM only with a real kvm_intel/kvm_amd)
-  --batch "COMMANDS"    run: boot, run COMMANDS with /bin/sh, print their output, power
+  --batch \"COMMANDS\"    run: boot, run COMMANDS with /bin/sh, print their output, power
                         off and exit with their exit status
 
 test options:
