@@ -19,6 +19,8 @@
 //! is commentary and starts with `#`.
 
 use crate::{MAX_COUNTERS, Platform, now_ticks};
+use alloc::format;
+use alloc::string::String;
 use core::fmt::{self, Write};
 
 /// Most samples one measurement can hold (no allocator in `core`).
@@ -166,7 +168,7 @@ pub fn median(samples: &[f64]) -> f64 {
 /// the one counter read between them).
 pub fn measure<P: Platform>(unit: Unit, config: &Config, mut workload: impl FnMut(u64)) -> Measurement {
     let tsc_hz = P::tsc_hz();
-    let min_sample_ticks = ((config.min_sample_ns as u128 * tsc_hz as u128) / 1_000_000_000).max(1) as u64;
+    let min_sample_ticks = min_sample_ticks(config, tsc_hz);
     let time = |workload: &mut dyn FnMut(u64), iterations: u64| {
         let start = now_ticks();
         workload(iterations);
@@ -179,13 +181,7 @@ pub fn measure<P: Platform>(unit: Unit, config: &Config, mut workload: impl FnMu
         if ticks >= min_sample_ticks {
             break;
         }
-        // Aim straight for the target once a run is long enough to tell,
-        // instead of doubling all the way (each doubling costs a run).
-        iterations = if ticks > min_sample_ticks / 16 {
-            (iterations as u128 * min_sample_ticks as u128 * 5 / 4 / ticks as u128) as u64 + 1
-        } else {
-            iterations * 2
-        };
+        iterations = next_iterations(iterations, ticks, min_sample_ticks);
     }
 
     let sample_count = config.sample_count.clamp(1, MAX_SAMPLES);
@@ -197,20 +193,161 @@ pub fn measure<P: Platform>(unit: Unit, config: &Config, mut workload: impl FnMu
     }
     let mut counters_after = [0u64; MAX_COUNTERS];
     let counter_names = P::read_counters(&mut counters_after);
-    // Floating point only after the timed part: on a soft-float build it
-    // is slow, and the driver recomputes everything from the ticks anyway.
-    let mut samples = [0.0; MAX_SAMPLES];
-    for (sample, &sample_ticks) in samples.iter_mut().zip(&ticks[..sample_count]) {
-        let elapsed_ns = sample_ticks as f64 * 1e9 / tsc_hz as f64;
-        *sample = unit.value(elapsed_ns, iterations);
-    }
     let mut increase = [0u64; MAX_COUNTERS];
     for (delta, (after, before)) in increase.iter_mut().zip(counters_after.iter().zip(&counters_before)) {
         *delta = after.wrapping_sub(*before);
     }
-    Measurement::from_samples(&samples[..sample_count], iterations)
-        .with_ticks(&ticks[..sample_count], tsc_hz)
-        .with_counters(counter_names, &increase)
+    finish(unit, tsc_hz, iterations, &ticks[..sample_count], counter_names, &increase)
+}
+
+/// The shortest sample, in TSC ticks.
+fn min_sample_ticks(config: &Config, tsc_hz: u64) -> u64 {
+    ((config.min_sample_ns as u128 * tsc_hz as u128) / 1_000_000_000).max(1) as u64
+}
+
+/// The next calibration run's iterations after `iterations` took `ticks`,
+/// short of `min_sample_ticks`.
+fn next_iterations(iterations: u64, ticks: u64, min_sample_ticks: u64) -> u64 {
+    // Aim straight for the target once a run is long enough to tell,
+    // instead of doubling all the way (each doubling costs a run).
+    if ticks > min_sample_ticks / 16 {
+        (iterations as u128 * min_sample_ticks as u128 * 5 / 4 / ticks as u128) as u64 + 1
+    } else {
+        iterations * 2
+    }
+}
+
+/// The measurement of samples of `iterations` iterations that took
+/// `ticks`, with the counters' increase over them.
+fn finish(
+    unit: Unit,
+    tsc_hz: u64,
+    iterations: u64,
+    ticks: &[u64],
+    counter_names: &'static [&'static str],
+    increase: &[u64; MAX_COUNTERS],
+) -> Measurement {
+    // Floating point only after the timed part: on a soft-float build it
+    // is slow, and the driver recomputes everything from the ticks anyway.
+    let mut samples = [0.0; MAX_SAMPLES];
+    for (sample, &sample_ticks) in samples.iter_mut().zip(ticks) {
+        let elapsed_ns = sample_ticks as f64 * 1e9 / tsc_hz as f64;
+        *sample = unit.value(elapsed_ns, iterations);
+    }
+    Measurement::from_samples(&samples[..ticks.len()], iterations)
+        .with_ticks(ticks, tsc_hz)
+        .with_counters(counter_names, increase)
+}
+
+/// The clock of a workload that times only part of what it does (see
+/// [`measure_sections`]): what runs between [`Stopwatch::start`] and
+/// [`Stopwatch::stop`] is timed, the rest (setting up, cleaning up:
+/// removing the files a pass made, say) is not. During the timed samples
+/// the kernel counters are read at each start and stop too, so they cover
+/// the timed sections only, plus one counter read per section.
+pub struct Stopwatch<P: Platform> {
+    elapsed_ticks: u64,
+    /// When the running section started; `None` when stopped.
+    started_ticks: Option<u64>,
+    /// Whether to read the counters (timed samples only, not calibration).
+    is_counting: bool,
+    counters_at_start: [u64; MAX_COUNTERS],
+    increase: [u64; MAX_COUNTERS],
+    counter_names: &'static [&'static str],
+    platform: core::marker::PhantomData<P>,
+}
+
+impl<P: Platform> Stopwatch<P> {
+    fn new(is_counting: bool) -> Self {
+        Stopwatch {
+            elapsed_ticks: 0,
+            started_ticks: None,
+            is_counting,
+            counters_at_start: [0; MAX_COUNTERS],
+            increase: [0; MAX_COUNTERS],
+            counter_names: &[],
+            platform: core::marker::PhantomData,
+        }
+    }
+
+    /// Starts a timed section (a no-op if one is running).
+    pub fn start(&mut self) {
+        if self.started_ticks.is_some() {
+            return;
+        }
+        if self.is_counting {
+            P::read_counters(&mut self.counters_at_start);
+        }
+        self.started_ticks = Some(now_ticks());
+    }
+
+    /// Ends the timed section (a no-op if none is running).
+    pub fn stop(&mut self) {
+        let now = now_ticks();
+        let Some(started) = self.started_ticks.take() else { return };
+        self.elapsed_ticks += now.wrapping_sub(started);
+        if self.is_counting {
+            let mut after = [0u64; MAX_COUNTERS];
+            self.counter_names = P::read_counters(&mut after);
+            for (total, (after, before)) in
+                self.increase.iter_mut().zip(after.iter().zip(&self.counters_at_start))
+            {
+                *total += after.wrapping_sub(*before);
+            }
+        }
+    }
+}
+
+/// Most iterations a calibration tries before deciding that the workload
+/// times nothing (it never starts its stopwatch, say).
+const MAX_CALIBRATION_ITERATIONS: u64 = 1 << 40;
+
+/// [`measure`] for a workload that may fail and that times only part of
+/// each call, with the [`Stopwatch`] it is given. `workload(iterations,
+/// stopwatch)` does `iterations` operations; a section still running when
+/// it returns is stopped then. The first error ends the measurement and is
+/// returned.
+pub fn measure_sections<P: Platform>(
+    unit: Unit,
+    config: &Config,
+    mut workload: impl FnMut(u64, &mut Stopwatch<P>) -> Result<(), String>,
+) -> Result<Measurement, String> {
+    let tsc_hz = P::tsc_hz();
+    let min_sample_ticks = min_sample_ticks(config, tsc_hz);
+    let mut time = |iterations: u64, is_counting: bool| -> Result<Stopwatch<P>, String> {
+        let mut stopwatch = Stopwatch::new(is_counting);
+        let result = workload(iterations, &mut stopwatch);
+        stopwatch.stop();
+        result.map(|()| stopwatch)
+    };
+
+    let mut iterations = 1u64;
+    loop {
+        let ticks = time(iterations, false)?.elapsed_ticks;
+        if ticks >= min_sample_ticks {
+            break;
+        }
+        if iterations >= MAX_CALIBRATION_ITERATIONS {
+            return Err(format!("{iterations} iterations took {ticks} ticks: the workload times nothing"));
+        }
+        iterations = next_iterations(iterations, ticks, min_sample_ticks);
+    }
+
+    let sample_count = config.sample_count.clamp(1, MAX_SAMPLES);
+    let mut ticks = [0u64; MAX_SAMPLES];
+    let mut increase = [0u64; MAX_COUNTERS];
+    let mut counter_names: &'static [&'static str] = &[];
+    for sample_ticks in &mut ticks[..sample_count] {
+        let stopwatch = time(iterations, true)?;
+        *sample_ticks = stopwatch.elapsed_ticks.max(1);
+        for (total, value) in increase.iter_mut().zip(&stopwatch.increase) {
+            *total += value;
+        }
+        if !stopwatch.counter_names.is_empty() {
+            counter_names = stopwatch.counter_names;
+        }
+    }
+    Ok(finish(unit, tsc_hz, iterations, &ticks[..sample_count], counter_names, &increase))
 }
 
 /// Measures and prints one figure.
@@ -348,7 +485,6 @@ pub fn parse_options<'a, S: AsRef<str> + 'a>(
     mut words: impl Iterator<Item = S>,
     figures: &[&'static str],
 ) -> Result<(Config, alloc::vec::Vec<&'static str>), alloc::string::String> {
-    use alloc::format;
     let mut config = Config::default();
     let mut chosen = alloc::vec::Vec::new();
     while let Some(word) = words.next() {
@@ -511,5 +647,68 @@ mod tests {
         assert!(measurement.iterations > 1);
         assert!(measurement.median > 0.0);
         assert!(calls >= 4);
+    }
+
+    #[test]
+    fn sections_count_only_the_timed_parts() {
+        /// Its own counter (tests run in parallel): up by 5 at every read.
+        struct CountingSections;
+        impl Platform for CountingSections {
+            fn tsc_hz() -> u64 {
+                1_000_000_000
+            }
+            fn getpid() -> u64 {
+                1
+            }
+            fn yield_now() {}
+            fn write_stdout(_: &[u8]) {}
+            fn read_counters(values: &mut [u64; MAX_COUNTERS]) -> &'static [&'static str] {
+                static READS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+                values[0] = 5 * READS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                &["reads"]
+            }
+        }
+        let config = Config { sample_count: 3, min_sample_ns: 200_000 };
+        let mut calls = 0u64;
+        let measurement =
+            measure_sections::<CountingSections>(Unit::NanosPerOp, &config, |iterations, stopwatch| {
+                calls += 1;
+                for half in 0..2 {
+                    // Untimed: a counter read here must not be counted.
+                    CountingSections::read_counters(&mut [0; MAX_COUNTERS]);
+                    stopwatch.start();
+                    for i in 0..iterations / 2 + half {
+                        core::hint::black_box(i);
+                    }
+                    stopwatch.stop();
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert!(calls >= 4, "calibration and samples each call the workload");
+        assert!(measurement.iterations > 1 && measurement.ticks().iter().all(|&t| t > 0));
+        // Two sections per sample, each the increase between its own two
+        // reads (5); the untimed reads in between are left out.
+        let counters: std::vec::Vec<_> = measurement.counters().collect();
+        assert_eq!(counters, [("reads", 3 * 2 * 5)]);
+    }
+
+    #[test]
+    fn sections_stop_at_the_first_error() {
+        let config = Config { sample_count: 3, min_sample_ns: 100_000 };
+        let mut calls = 0;
+        let result = measure_sections::<Fake>(Unit::NanosPerOp, &config, |_, _| {
+            calls += 1;
+            Err(String::from("broken"))
+        });
+        assert_eq!(result.unwrap_err(), "broken");
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn sections_that_time_nothing_are_an_error_not_a_hang() {
+        let config = Config { sample_count: 1, min_sample_ns: 1_000_000 };
+        let result = measure_sections::<Fake>(Unit::NanosPerOp, &config, |_, _| Ok(()));
+        assert!(result.unwrap_err().contains("times nothing"));
     }
 }

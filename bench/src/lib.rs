@@ -3,7 +3,8 @@
 //! machine (`shared/BENCHMARKS.md`).
 //!
 //! What it is: the measuring harness ([`harness`]), the workloads that need
-//! nothing but the [`Platform`] calls ([`workloads`]), and the Linux
+//! nothing but the [`Platform`] calls ([`workloads`]), seed 001's Table 2
+//! rows, which need the UNIX calls of [`r2::Unix`] too ([`r2`]), and the Linux
 //! implementation of those calls plus the Linux peers of Ridgeback's
 //! message benchmarks: pipe, Unix-socket, futex and `sched_yield`
 //! ping-pong between two processes ([`linux`]).
@@ -13,10 +14,12 @@
 //! one `BENCH {json}` line per figure (see [`harness::report`]).
 //!
 //! Invariants:
-//! - Everything outside [`linux`] uses `core` only and reaches the system
-//!   through [`Platform`], so the Ridgeback build compiles the very same
-//!   benchmark code. The Ridgeback implementation of [`Platform`] and the
-//!   Ridgeback program (`ridgebench`) are in `bench/ridgeback/`.
+//! - Everything outside [`linux`] uses `core` and `alloc` only and reaches
+//!   the system through [`Platform`] (and [`r2::Unix`]), so the Ridgeback
+//!   build compiles the very same benchmark code. The Ridgeback
+//!   implementations of both traits and the Ridgeback programs
+//!   (`ridgebench`, booted as init, and `r2bench`, a UNIX process) are in
+//!   `bench/ridgeback/`.
 //! - Time is read from the time-stamp counter ([`now_ticks`]) and
 //!   converted with [`Platform::tsc_hz`]; a sample lasts at least
 //!   [`harness::Config::min_sample_ns`], so one reading of the counter is
@@ -35,6 +38,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod harness;
+pub mod r2;
 pub mod workloads;
 
 #[cfg(target_os = "linux")]

@@ -11,10 +11,11 @@
 //!
 //! Every `unsafe` here is a libc call; each says what it relies on.
 
+use crate::r2::{Errno, Fd, Unix};
 use crate::workloads::{DataRoundTrip, MESSAGE_BYTES, RoundTrip};
 use crate::{Platform, now_ticks};
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use libc::c_int;
 
 /// Linux as the benchmarks see it.
@@ -55,6 +56,169 @@ impl Platform for Linux {
     fn write_stdout(bytes: &[u8]) {
         write_all(1, bytes);
     }
+}
+
+/// The break as this program last set or read it, so that `sbrk` costs
+/// one `brk` system call as in glibc and 4.2BSD (musl's `sbrk` makes two:
+/// it asks the kernel for the break first). `sbrk(0)` reads it afresh.
+static BREAK: AtomicUsize = AtomicUsize::new(0);
+
+/// The longest path [`Unix`] calls take (with its NUL).
+const MAX_PATH_BYTES: usize = 256;
+
+/// Runs `call` with `path` as a NUL-terminated C string.
+fn with_c_path<T>(path: &str, call: impl FnOnce(*const libc::c_char) -> T) -> Result<T, Errno> {
+    let mut buffer = [0u8; MAX_PATH_BYTES];
+    if path.len() >= buffer.len() {
+        return Err(libc::ENAMETOOLONG as Errno);
+    }
+    if path.as_bytes().contains(&0) {
+        return Err(libc::EINVAL as Errno);
+    }
+    buffer[..path.len()].copy_from_slice(path.as_bytes());
+    Ok(call(buffer.as_ptr().cast()))
+}
+
+/// A system call's result: `Err(errno)` when it returned -1.
+fn checked(result: isize) -> Result<usize, Errno> {
+    if result < 0 { Err(errno() as Errno) } else { Ok(result as usize) }
+}
+
+impl Unix for Linux {
+    fn create(path: &str) -> Result<Fd, Errno> {
+        // SAFETY: the path is a live NUL-terminated string; the mode is
+        // passed as open's third argument, as O_CREAT requires.
+        let fd = with_c_path(path, |path| unsafe {
+            libc::open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644 as libc::c_uint)
+        })?;
+        checked(fd as isize).map(|fd| fd as Fd)
+    }
+
+    fn open_read(path: &str) -> Result<Fd, Errno> {
+        // SAFETY: the path is a live NUL-terminated string.
+        let fd = with_c_path(path, |path| unsafe { libc::open(path, libc::O_RDONLY) })?;
+        checked(fd as isize).map(|fd| fd as Fd)
+    }
+
+    fn read(fd: Fd, buffer: &mut [u8]) -> Result<usize, Errno> {
+        loop {
+            // SAFETY: `buffer` is a live, writable slice of the length passed.
+            match checked(unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) }) {
+                Err(e) if e == libc::EINTR as Errno => continue,
+                result => return result,
+            }
+        }
+    }
+
+    fn write(fd: Fd, bytes: &[u8]) -> Result<usize, Errno> {
+        loop {
+            // SAFETY: `bytes` is a live slice of the length passed.
+            match checked(unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }) {
+                Err(e) if e == libc::EINTR as Errno => continue,
+                result => return result,
+            }
+        }
+    }
+
+    fn close(fd: Fd) -> Result<(), Errno> {
+        // SAFETY: closing a descriptor; a bad one only gives EBADF.
+        checked(unsafe { libc::close(fd) } as isize).map(|_| ())
+    }
+
+    fn unlink(path: &str) -> Result<(), Errno> {
+        // SAFETY: the path is a live NUL-terminated string.
+        let result = with_c_path(path, |path| unsafe { libc::unlink(path) })?;
+        checked(result as isize).map(|_| ())
+    }
+
+    fn pipe() -> Result<(Fd, Fd), Errno> {
+        let mut fds = [0 as c_int; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe writes.
+        checked(unsafe { libc::pipe(fds.as_mut_ptr()) } as isize)?;
+        Ok((fds[0], fds[1]))
+    }
+
+    fn fork() -> Result<u64, Errno> {
+        // SAFETY: the benchmark program is single-threaded, so the child is
+        // a whole copy; the R2 children only make system calls and leave
+        // through `exit` (`_exit`). (The host's unit tests fork from a
+        // threaded test runner; their children do the same, which is safe
+        // there too: no locks are taken.)
+        checked(unsafe { libc::fork() } as isize).map(|pid| pid as u64)
+    }
+
+    fn exit(status: i32) -> ! {
+        // SAFETY: _exit ends the process at once; nothing is flushed twice.
+        unsafe { libc::_exit(status) }
+    }
+
+    fn wait(pid: u64) -> Result<Option<i32>, Errno> {
+        let mut status: c_int = 0;
+        loop {
+            // SAFETY: `status` is a live c_int.
+            match checked(unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } as isize) {
+                Err(e) if e == libc::EINTR as Errno => continue,
+                Err(e) => return Err(e),
+                Ok(_) => break,
+            }
+        }
+        Ok(libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)))
+    }
+
+    fn sbrk(increment: isize) -> Result<usize, Errno> {
+        // SAFETY: brk(0) only reads the break.
+        let ask = || unsafe { libc::syscall(libc::SYS_brk, 0usize) } as usize;
+        let current = match BREAK.load(Ordering::Relaxed) {
+            _ if increment == 0 => {
+                let now = ask();
+                BREAK.store(now, Ordering::Relaxed);
+                return Ok(now);
+            }
+            0 => ask(),
+            known => known,
+        };
+        let wanted = current.checked_add_signed(increment).ok_or(libc::ENOMEM as Errno)?;
+        // SAFETY: the program moves the break only between its own sbrk
+        // calls and puts it back (the R2 row), and allocates nothing from
+        // the region in between; the kernel answers the new break, or the
+        // old one on failure.
+        let now = unsafe { libc::syscall(libc::SYS_brk, wanted) } as usize;
+        BREAK.store(now, Ordering::Relaxed);
+        if now == wanted { Ok(current) } else { Err(libc::ENOMEM as Errno) }
+    }
+
+    fn errno_name(errno: Errno) -> &'static str {
+        match errno as c_int {
+            libc::EPERM => "EPERM",
+            libc::ENOENT => "ENOENT",
+            libc::ESRCH => "ESRCH",
+            libc::EINTR => "EINTR",
+            libc::EIO => "EIO",
+            libc::EBADF => "EBADF",
+            libc::ECHILD => "ECHILD",
+            libc::EAGAIN => "EAGAIN",
+            libc::ENOMEM => "ENOMEM",
+            libc::EACCES => "EACCES",
+            libc::EFAULT => "EFAULT",
+            libc::EEXIST => "EEXIST",
+            libc::ENOTDIR => "ENOTDIR",
+            libc::EISDIR => "EISDIR",
+            libc::EINVAL => "EINVAL",
+            libc::ENFILE => "ENFILE",
+            libc::EMFILE => "EMFILE",
+            libc::ENOSPC => "ENOSPC",
+            libc::EPIPE => "EPIPE",
+            libc::ENAMETOOLONG => "ENAMETOOLONG",
+            _ => "an error",
+        }
+    }
+}
+
+/// Lets `write` on a pipe without readers fail with EPIPE instead of
+/// killing the program (a failed figure is reported, not fatal).
+pub fn ignore_sigpipe() {
+    // SAFETY: installs the "ignore" disposition; no handler code runs.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
 }
 
 /// TSC ticks per second, against CLOCK_MONOTONIC over

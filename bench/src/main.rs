@@ -3,7 +3,8 @@
 //! Figures: `getpid`, `copy` (4 KiB and 1 MiB), `yield` (two processes
 //! taking turns with `sched_yield` on one vCPU), `pipe`, `unix`, `futex`
 //! (32-byte ping-pong), `pipedata` (4 KiB requests, 32-byte replies, through
-//! pipes), or `all` (the default). Ping-pong figures run with both ends on
+//! pipes), `r2` (seed 001's Table 2 rows, `bench::r2`, on the tmpfs at
+//! `/tmp`), or `all` (the default). Ping-pong figures run with both ends on
 //! one vCPU and, when there are two, on two. Options: `--samples N`,
 //! `--sample-ms N`. Output: one `BENCH {json}` line per figure, `#` lines
 //! of commentary (see `bench::harness`).
@@ -18,11 +19,11 @@ use bench::harness;
 use bench::linux::{
     Linux, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait, YieldPeer, online_cpus,
 };
-use bench::{Platform, workloads};
+use bench::{Platform, r2, workloads};
 
-const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata"];
+const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2"];
 const USAGE: &str =
-    "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata]...";
+    "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2]...";
 
 fn main() {
     let (config, selected) = match harness::parse_options(std::env::args().skip(1), FIGURES) {
@@ -45,6 +46,7 @@ fn main() {
         harness::comment::<Linux>(format_args!("one CPU online: cross-CPU figures skipped"));
     }
 
+    let mut failures = 0;
     for figure in selected {
         match figure {
             "getpid" => {
@@ -94,7 +96,23 @@ fn main() {
                     workloads::data_ping_pong::<Linux>(&name, &config, &mut channel, &mut request);
                 }
             }
+            // Unpinned, as the programs of seed 001's Table 2 ran: the
+            // pipe's two processes go wherever the scheduler puts them.
+            "r2" => {
+                bench::linux::ignore_sigpipe();
+                let mut session = r2::Session::new(r2::DIR);
+                for figure in r2::FIGURES {
+                    if let Err(reason) = session.run::<Linux>(figure, &config) {
+                        harness::failure::<Linux>(r2::figure_name(figure), &reason);
+                        failures += 1;
+                    }
+                }
+                session.clean_up::<Linux>();
+            }
             _ => unreachable!("parse_options accepts only FIGURES"),
         }
+    }
+    if failures > 0 {
+        std::process::exit(1);
     }
 }

@@ -28,7 +28,12 @@ impl Kernel {
         Ok(child)
     }
 
-    fn read_name(&self, slot: usize, ptr: u64, len: u64) -> Result<([u8; MAX_PROCESS_NAME_BYTES], usize), Error> {
+    fn read_name(
+        &self,
+        slot: usize,
+        ptr: u64,
+        len: u64,
+    ) -> Result<([u8; MAX_PROCESS_NAME_BYTES], usize), Error> {
         let mut name = [0u8; MAX_PROCESS_NAME_BYTES];
         let n = (len as usize).min(MAX_PROCESS_NAME_BYTES);
         let space = self.procs[slot].space.as_ref().ok_or(Error::NoSuchProcess)?;
@@ -65,7 +70,13 @@ impl Kernel {
         name[..src_name.len()].copy_from_slice(src_name);
         let name_len = src_name.len();
         let priority = self.procs[src].base_priority;
-        self.claim_slot(child, Some(slot), space, priority, core::str::from_utf8(&name[..name_len]).unwrap_or("?"));
+        self.claim_slot(
+            child,
+            Some(slot),
+            space,
+            priority,
+            core::str::from_utf8(&name[..name_len]).unwrap_or("?"),
+        );
         let s = &self.procs[src];
         let (bootstrap, mut frame) = (s.bootstrap, s.frame);
         // The copy returns from its `call` with no data and `reply`.
@@ -123,7 +134,8 @@ impl Kernel {
 
     pub fn sys_set_priority(&mut self, slot: usize, pid: u64, priority: u64) -> Result<u64, Error> {
         let target = if pid == self.pid_of(slot).0 { slot } else { self.child_slot(slot, pid)? };
-        let priority = u8::try_from(priority).ok().filter(|&p| p <= abi::MAX_PRIORITY).ok_or(Error::InvalidArgument)?;
+        let priority =
+            u8::try_from(priority).ok().filter(|&p| p <= abi::MAX_PRIORITY).ok_or(Error::InvalidArgument)?;
         let p = &mut self.procs[target];
         // Serving a call at a caller's priority: the new base applies after.
         if p.priority == p.base_priority {
@@ -144,7 +156,9 @@ impl Kernel {
         }
         let src = self.slot_of(Pid(src_pid)).ok_or(Error::NoSuchProcess)?;
         let dst = self.slot_of(Pid(dst_pid)).ok_or(Error::NoSuchProcess)?;
-        if src == dst || self.procs[dst].state != State::Stopped || matches!(self.procs[src].state, State::Running { .. })
+        if src == dst
+            || self.procs[dst].state != State::Stopped
+            || matches!(self.procs[src].state, State::Running { .. })
         {
             // A running source could write a page between the copy and the
             // loss of write access on another CPU.
@@ -161,7 +175,13 @@ impl Kernel {
         Ok(pages)
     }
 
-    pub fn sys_module_info(&mut self, slot: usize, index: u64, buf: u64, buf_len: u64) -> Result<(u64, u64), Error> {
+    pub fn sys_module_info(
+        &mut self,
+        slot: usize,
+        index: u64,
+        buf: u64,
+        buf_len: u64,
+    ) -> Result<(u64, u64), Error> {
         if self.procs[slot].rights & rights::MODULES == 0 {
             return Err(Error::PermissionDenied);
         }

@@ -8,10 +8,10 @@
 use crate::arch::paging::{self, PAGE_BYTES};
 use crate::arch::trap::TrapFrame;
 use crate::bootinfo::Module;
-use crate::usermem::UserSlice;
 use crate::memory::{AddressSpace, SpaceError};
 use crate::process::State;
 use crate::sched::Kernel;
+use crate::usermem::UserSlice;
 use abi::layout::{USER_ARGS_ADDR, USER_STACK_BYTES, USER_STACK_TOP};
 use abi::{Error, Pid};
 use kernel_core::elf;
@@ -144,7 +144,14 @@ impl Kernel {
     /// Fill the record of free `slot` for a new child of `parent` (none for
     /// init): everything starts afresh except what a child inherits
     /// (bootstrap connections). The caller sets registers and state.
-    pub fn claim_slot(&mut self, slot: usize, parent: Option<usize>, space: AddressSpace, priority: u8, name: &str) {
+    pub fn claim_slot(
+        &mut self,
+        slot: usize,
+        parent: Option<usize>,
+        space: AddressSpace,
+        priority: u8,
+        name: &str,
+    ) {
         let parent_pid = parent.map(|s| self.pid_of(s));
         let bootstrap = parent.map_or([(0, 0); abi::bootstrap::COUNT as usize], |s| self.procs[s].bootstrap);
         let p = &mut self.procs[slot];

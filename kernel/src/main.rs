@@ -123,7 +123,8 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
     });
     {
         let mut k = sched::KERNEL.lock();
-        let pid = k.spawn(None, init, init_args.as_bytes(), abi::DEFAULT_PRIORITY, abi::rights::ALL)
+        let pid = k
+            .spawn(None, init, init_args.as_bytes(), abi::DEFAULT_PRIORITY, abi::rights::ALL)
             .expect("starting init");
         k.init_slot = Some(pid.slot() as usize);
     }

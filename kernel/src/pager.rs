@@ -66,7 +66,9 @@ impl Kernel {
     pub fn default_heap_fault(&mut self, slot: usize, address: u64, error_code: u64) -> bool {
         use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
         const PRESENT: u64 = 1;
-        if !(USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address) || error_code & PRESENT != 0 {
+        if !(USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address)
+            || error_code & PRESENT != 0
+        {
             return false;
         }
         let Some(space) = self.procs[slot].space.as_mut() else { return false };

@@ -19,7 +19,9 @@ use kernel_core::qseg::QueueSegment;
 pub enum State {
     Free,
     Ready,
-    Running { cpu: usize },
+    Running {
+        cpu: usize,
+    },
     Blocked(Blocked),
     /// Made by `proc_create`/`proc_fork`; runs after `proc_exec`/`proc_start`.
     Stopped,

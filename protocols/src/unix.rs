@@ -343,7 +343,10 @@ pub mod exec_args {
             return None;
         }
         let u32_at = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-        Some((Header { argc: u32_at(4), envc: u32_at(8), uid: u32_at(12), gid: u32_at(16) }, &bytes[HEADER_BYTES..]))
+        Some((
+            Header { argc: u32_at(4), envc: u32_at(8), uid: u32_at(12), gid: u32_at(16) },
+            &bytes[HEADER_BYTES..],
+        ))
     }
 }
 
@@ -576,37 +579,37 @@ pub mod fs {
     /// = the device's Stat followed by the rest of the path. ENOENT with
     /// word 1 = 1 when the parent directory exists (for `O_CREAT`), and
     /// then data = the parent's Stat.
-    pub const OP_LOOKUP: u64 = 1;
+    pub const OP_LOOKUP: u64 = 32;
     /// `data = path, word 1 = open flags, word 2 = mode (for creation),
     /// word 3 = uid << 32 | gid (owner of a created file)`. Reply: word 0 =
     /// handle, data = the Stat.
-    pub const OP_OPEN: u64 = 2;
+    pub const OP_OPEN: u64 = 33;
     /// `data = path, word 1 = mode, word 3 = uid << 32 | gid`.
-    pub const OP_MKDIR: u64 = 3;
-    pub const OP_UNLINK: u64 = 4;
-    pub const OP_RMDIR: u64 = 5;
+    pub const OP_MKDIR: u64 = 34;
+    pub const OP_UNLINK: u64 = 35;
+    pub const OP_RMDIR: u64 = 36;
     /// `data = old NUL new`.
-    pub const OP_RENAME: u64 = 6;
+    pub const OP_RENAME: u64 = 37;
     /// Make a device entry: `data = path, word 1 = device pid, word 2 =
     /// device queue, word 3 = mode`.
-    pub const OP_MKDEV: u64 = 7;
+    pub const OP_MKDEV: u64 = 38;
     /// `data = path, word 1 = mode`.
-    pub const OP_CHMOD: u64 = 8;
+    pub const OP_CHMOD: u64 = 39;
     /// `data = path, word 1 = uid, word 2 = gid`.
-    pub const OP_CHOWN: u64 = 9;
+    pub const OP_CHOWN: u64 = 40;
     /// Statistics. Reply words: files, directories, bytes stored, handles open.
-    pub const OP_STATS: u64 = 10;
+    pub const OP_STATS: u64 = 41;
     /// Reply word 0 of `OP_LOOKUP` for a path that crosses a device entry.
     pub const DEVICE: u64 = 1 << 62;
     /// From memfs's starter only, once: word 1 = the monitor's kernel pid.
     /// Afterwards the fs operations other than `OP_LOOKUP`, `io::OP_CLOSE`
     /// and `device::OP_OPEN` are accepted from the starter and the monitor.
-    pub const OP_SET_MONITOR: u64 = 11;
-    /// The queue on which memfs serves [`super::io`] requests. It is not
-    /// [`QUEUE`] because `io` and `fs` operation numbers overlap. The
-    /// replies to `OP_OPEN` and to memfs's `device::OP_OPEN` carry it in
-    /// word 1 (the queue to use with the handle in word 0).
-    pub const IO_QUEUE: u32 = 1;
+    pub const OP_SET_MONITOR: u64 = 43;
+    /// The queue on which memfs serves [`super::io`] requests: the same
+    /// queue (the `fs` operation numbers start at 32, above every `io`
+    /// one), so one `reply_wait` serves both. The replies to `OP_OPEN` and
+    /// to memfs's `device::OP_OPEN` carry it in word 1.
+    pub const IO_QUEUE: u32 = QUEUE;
 }
 
 /// The device-open request every device manager serves (the console

@@ -49,9 +49,10 @@ impl Args {
         let bytes = self.bytes;
         let (plain, exec) = match self.argc {
             None => (Some(core::str::from_utf8(bytes).unwrap_or("").split_ascii_whitespace()), None),
-            Some(argc) => {
-                (None, Some(bytes.split(|&b| b == 0).map(|s| core::str::from_utf8(s).unwrap_or("")).take(argc)))
-            }
+            Some(argc) => (
+                None,
+                Some(bytes.split(|&b| b == 0).map(|s| core::str::from_utf8(s).unwrap_or("")).take(argc)),
+            ),
         };
         plain.into_iter().flatten().chain(exec.into_iter().flatten())
     }

@@ -52,7 +52,8 @@ pub fn spawn_with_priority(name: &str, args: &str, priority: u64) -> Result<Pid,
 /// Start a program with `priority` and those of `rights` (`abi::rights`)
 /// the caller holds.
 pub fn spawn_with_rights(name: &str, args: &str, priority: u64, rights: u64) -> Result<Pid, Error> {
-    let a = [name.as_ptr() as u64, name.len() as u64, args.as_ptr() as u64, args.len() as u64, priority, rights];
+    let a =
+        [name.as_ptr() as u64, name.len() as u64, args.as_ptr() as u64, args.len() as u64, priority, rights];
     decode_return(crate::msg::raw(Call::Spawn as u64, a, [0; 4]).rax).map(Pid)
 }
 
@@ -69,7 +70,14 @@ pub fn proc_fork(handle: crate::msg::ReplyHandle, reply: &abi::msg::Message) -> 
 
 /// Give child `pid` a new image from the ELF file `elf` (see `Call::ProcExec`).
 pub fn proc_exec(pid: Pid, elf: &[u8], args: &[u8], name: &[u8; 32]) -> Result<(), Error> {
-    let a = [pid.0, elf.as_ptr() as u64, elf.len() as u64, args.as_ptr() as u64, args.len() as u64, name.as_ptr() as u64];
+    let a = [
+        pid.0,
+        elf.as_ptr() as u64,
+        elf.len() as u64,
+        args.as_ptr() as u64,
+        args.len() as u64,
+        name.as_ptr() as u64,
+    ];
     decode_return(crate::msg::raw(Call::ProcExec as u64, a, [0; 4]).rax).map(|_| ())
 }
 

@@ -62,7 +62,10 @@ enum Slot {
     /// Not looked up since this image started.
     Unknown,
     Closed,
-    Open { link: Link, info: FdInfo },
+    Open {
+        link: Link,
+        info: FdInfo,
+    },
 }
 
 struct State {
@@ -73,12 +76,8 @@ struct State {
     link_count: usize,
 }
 
-static STATE: Mutex<State> = Mutex::new(State {
-    monitor: None,
-    fds: [Slot::Unknown; MAX_FDS],
-    links: [(0, 0, 0); 16],
-    link_count: 0,
-});
+static STATE: Mutex<State> =
+    Mutex::new(State { monitor: None, fds: [Slot::Unknown; MAX_FDS], links: [(0, 0, 0); 16], link_count: 0 });
 
 /// The program's arguments and environment (set by `_start` from the
 /// exec block, see `protocols::unix::exec_args`).
@@ -169,7 +168,11 @@ fn forget(fd: Fd) {
 }
 
 fn fd_entry(fd: Fd) -> Result<(Link, FdInfo), Errno> {
-    let slot = *STATE.lock().fds.get(usize::try_from(fd).map_err(|_| Errno(errno::EBADF))?).ok_or(Errno(errno::EBADF))?;
+    let slot = *STATE
+        .lock()
+        .fds
+        .get(usize::try_from(fd).map_err(|_| Errno(errno::EBADF))?)
+        .ok_or(Errno(errno::EBADF))?;
     match slot {
         Slot::Open { link, info } => Ok((link, info)),
         Slot::Closed => Err(Errno(errno::EBADF)),
@@ -185,7 +188,12 @@ fn fd_entry(fd: Fd) -> Result<(Link, FdInfo), Errno> {
     }
 }
 
-fn manager_call(fd: Fd, request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
+fn manager_call(
+    fd: Fd,
+    request: [u64; 4],
+    data: &[u8],
+    reply: &mut [u8],
+) -> Result<([u64; 4], usize), Errno> {
     let (link, info) = fd_entry(fd)?;
     let mut req = request;
     req[1] = info.handle;

@@ -70,7 +70,9 @@ pub fn components(abs: &str) -> impl Iterator<Item = &str> {
 
 /// Is `inner` equal to `outer` or below it (both normalised)?
 pub fn is_within(inner: &str, outer: &str) -> bool {
-    outer == "/" || inner == outer || (inner.starts_with(outer) && inner.as_bytes().get(outer.len()) == Some(&b'/'))
+    outer == "/"
+        || inner == outer
+        || (inner.starts_with(outer) && inner.as_bytes().get(outer.len()) == Some(&b'/'))
 }
 
 #[cfg(test)]

@@ -285,12 +285,17 @@ fn config_files(workspace: &Workspace) -> Result<Vec<PathBuf>> {
     let dir = workspace.root.join("etc");
     let mut out = Vec::new();
     let Ok(entries) = fs::read_dir(&dir) else { return Ok(out) };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+    let mut paths: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
     paths.sort();
     for path in paths {
-        let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| format!("odd file name {}", path.display()))?;
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| format!("odd file name {}", path.display()))?;
         let copy = workspace.bin_dir().join(format!("etc.{name}"));
-        fs::copy(&path, &copy).map_err(|err| format!("cannot copy {} to {}: {err}", path.display(), copy.display()))?;
+        fs::copy(&path, &copy)
+            .map_err(|err| format!("cannot copy {} to {}: {err}", path.display(), copy.display()))?;
         out.push(copy);
     }
     Ok(out)

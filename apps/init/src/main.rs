@@ -49,13 +49,15 @@ fn main(args: Args) -> i32 {
         match words.as_slice() {
             [] => {}
             [w, ..] if w.starts_with('#') => {}
-            ["server", program, priority, rights, slot] => match start_server(program, priority, rights, slot, ready_queue) {
-                Ok(pid) => servers.push((String::from(*program), pid)),
-                Err(why) => {
-                    println!("init: line {}: cannot start {program}: {why}", number + 1);
-                    halt(1);
+            ["server", program, priority, rights, slot] => {
+                match start_server(program, priority, rights, slot, ready_queue) {
+                    Ok(pid) => servers.push((String::from(*program), pid)),
+                    Err(why) => {
+                        println!("init: line {}: cannot start {program}: {why}", number + 1);
+                        halt(1);
+                    }
                 }
-            },
+            }
             ["run", rest @ ..] if !rest.is_empty() => run_line = Some(rest.join(" ")),
             _ => println!("init: line {}: not understood: {line}", number + 1),
         }
@@ -79,7 +81,13 @@ fn main(args: Args) -> i32 {
 }
 
 /// Start one server and wait for its ready message (`[READY, queue, ..]`).
-fn start_server(program: &str, priority: &str, rights: &str, slot: &str, ready: Queue) -> Result<Pid, String> {
+fn start_server(
+    program: &str,
+    priority: &str,
+    rights: &str,
+    slot: &str,
+    ready: Queue,
+) -> Result<Pid, String> {
     let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
     let mut mask = 0;
     for r in rights.split(',') {
@@ -164,7 +172,11 @@ fn run_session(command: &[String]) -> u32 {
         Ok((w, _)) if ux::result(w[0]).is_ok() => match wait_status::exit_code(w[1]) {
             Some(code) => code,
             None => {
-                println!("init: {} ended by signal {}", command[0], wait_status::term_signal(w[1]).unwrap_or(0));
+                println!(
+                    "init: {} ended by signal {}",
+                    command[0],
+                    wait_status::term_signal(w[1]).unwrap_or(0)
+                );
                 128 + wait_status::term_signal(w[1]).unwrap_or(0) as u32
             }
         },

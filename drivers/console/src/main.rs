@@ -7,11 +7,20 @@
 //! - `OP_WRITE`: write the data to the line (polled: the UART's transmit
 //!   holding register), reply with the byte count;
 //! - `OP_READ`: reply with typed bytes, or keep the call until some arrive;
-//! - interrupts: drain the receive buffer, echo, answer a waiting reader,
-//!   acknowledge the line.
+//! - `OP_SUBSCRIBE`: from then on hand every typed byte to the caller (the
+//!   console device manager) instead: no echo, no `OP_READ`;
+//! - interrupts: drain the receive buffer; then either echo and answer a
+//!   waiting reader, or send the bytes to the subscriber; acknowledge the
+//!   line.
 //!
 //! Line editing (backspace, ^C, ^D) belongs to the console device manager
 //! of the UNIX personality; this driver moves bytes.
+//!
+//! Input for the subscriber travels as one-way `send`s (never `call`: the
+//! driver must not wait on its client), 16 bytes a message. When a send
+//! fails the bytes are dropped and counted: a full queue loses input as a
+//! UART overrun would; a subscriber that has ended is forgotten, and the
+//! driver goes back to echoing and buffering until another subscribes.
 //!
 //! Arguments: the pid of the process to tell when it is ready (its queue 0
 //! gets a `READY` message).
@@ -22,8 +31,11 @@
 
 use abi::msg::Kind;
 use abi::{Error, Pid};
-use protocols::console::{COM1_IRQ, COM1_PORT, COM1_PORT_COUNT, OP_READ, OP_STATS, OP_WRITE, READY};
-use runtime::msg::{self, Queue, ReplyHandle};
+use protocols::console::{
+    COM1_IRQ, COM1_PORT, COM1_PORT_COUNT, INPUT, INPUT_BYTES_PER_MESSAGE, OP_INPUT_STATS, OP_READ, OP_STATS,
+    OP_SUBSCRIBE, OP_WRITE, READY,
+};
+use runtime::msg::{self, Link, Queue, ReplyHandle};
 use runtime::{Args, sys};
 
 runtime::entry!(main);
@@ -39,8 +51,22 @@ struct Stats {
     writes: u64,
     bytes_written: u64,
     interrupts: u64,
+    /// Bytes handed to readers or sent to the subscriber.
     bytes_read: u64,
+    bytes_sent: u64,
+    bytes_dropped: u64,
 }
+
+/// The process all typed input goes to (`OP_SUBSCRIBE`).
+#[derive(Clone, Copy)]
+struct Subscriber {
+    pid: Pid,
+    queue: u32,
+    link: Link,
+}
+
+/// Reply word 0 for a refused request (the driver's error answer).
+const REFUSED: u64 = u64::MAX;
 
 fn main(args: Args) -> i32 {
     let starter = args.get(0).and_then(|s| s.parse::<u64>().ok()).map(Pid);
@@ -81,22 +107,75 @@ fn write_byte(b: u8) {
     sys::outb(DATA, b);
 }
 
+/// Write bytes, turning a bare NL into CR NL (a NL already preceded by
+/// CR, as the console device manager's output processing sends it, stays).
 fn write_bytes(bytes: &[u8]) {
+    let mut after_cr = false;
     for &b in bytes {
-        if b == b'\n' {
+        if b == b'\n' && !after_cr {
             write_byte(b'\r');
         }
         write_byte(b);
+        after_cr = b == b'\r';
     }
 }
 
+/// Send typed bytes to the subscriber, `INPUT_BYTES_PER_MESSAGE` a message.
+/// Returns false when the subscriber has ended (or closed its queue).
+fn forward(sub: &Subscriber, bytes: &[u8], stats: &mut Stats) -> bool {
+    let mut alive = true;
+    for chunk in bytes.chunks(INPUT_BYTES_PER_MESSAGE) {
+        let mut packed = [0u8; INPUT_BYTES_PER_MESSAGE];
+        packed[..chunk.len()].copy_from_slice(chunk);
+        let word = |i: usize| u64::from_le_bytes(packed[i..i + 8].try_into().unwrap_or([0; 8]));
+        let message = [INPUT, chunk.len() as u64, word(0), word(8)];
+        // Once the subscriber is known to be gone, the rest is dropped too.
+        let sent = if alive { msg::send(sub.link, &message) } else { Err(Error::DeadPeer) };
+        match sent {
+            Ok(()) => {
+                stats.bytes_sent += chunk.len() as u64;
+                stats.bytes_read += chunk.len() as u64;
+            }
+            Err(e) => {
+                stats.bytes_dropped += chunk.len() as u64;
+                if matches!(e, Error::DeadPeer | Error::BadQueue | Error::BadLink | Error::NoSuchProcess) {
+                    alive = false;
+                }
+            }
+        }
+    }
+    alive
+}
+
+/// `OP_SUBSCRIBE` from `caller` with its `queue`: the new subscriber, or
+/// `None` when another live process holds the input.
+fn subscribe(current: Option<Subscriber>, caller: Pid, queue: u32) -> Option<Subscriber> {
+    if let Some(old) = current
+        && old.pid != caller
+    {
+        // Taken over only from a subscriber that has ended (a console
+        // device manager restarted), so no process can steal the input.
+        if let Ok(probe) = msg::open_link(old.pid, Queue(old.queue)) {
+            let _ = msg::close_link(probe);
+            return None;
+        }
+    }
+    let link = msg::open_link(caller, Queue(queue)).ok()?;
+    if let Some(old) = current {
+        let _ = msg::close_link(old.link);
+    }
+    Some(Subscriber { pid: caller, queue, link })
+}
+
 fn serve(queue: Queue) -> i32 {
-    let mut stats = Stats { writes: 0, bytes_written: 0, interrupts: 0, bytes_read: 0 };
+    let mut stats =
+        Stats { writes: 0, bytes_written: 0, interrupts: 0, bytes_read: 0, bytes_sent: 0, bytes_dropped: 0 };
     let mut buf = [0u8; 4096];
     let mut typed = [0u8; 256];
     let mut typed_len = 0;
     // A waiting reader: its reply handle and the most bytes it takes.
     let mut reader: Option<(ReplyHandle, usize)> = None;
+    let mut subscriber: Option<Subscriber> = None;
     loop {
         let r = match msg::receive_data(queue, &mut buf) {
             Ok(r) => r,
@@ -106,13 +185,35 @@ fn serve(queue: Queue) -> i32 {
         match r.kind {
             Kind::Interrupt => {
                 stats.interrupts += 1;
-                while sys::inb(LINE_STATUS) & LINE_STATUS_DATA_READY != 0 {
-                    let b = sys::inb(DATA);
-                    let b = if b == b'\r' { b'\n' } else { b };
-                    write_bytes(&[b]);
-                    if typed_len < typed.len() {
-                        typed[typed_len] = b;
-                        typed_len += 1;
+                match subscriber {
+                    Some(sub) => {
+                        let mut batch = [0u8; 64];
+                        let mut n = 0;
+                        let mut alive = true;
+                        while sys::inb(LINE_STATUS) & LINE_STATUS_DATA_READY != 0 {
+                            batch[n] = sys::inb(DATA);
+                            n += 1;
+                            if n == batch.len() {
+                                alive &= forward(&sub, &batch[..n], &mut stats);
+                                n = 0;
+                            }
+                        }
+                        alive &= forward(&sub, &batch[..n], &mut stats);
+                        if !alive {
+                            let _ = msg::close_link(sub.link);
+                            subscriber = None;
+                        }
+                    }
+                    None => {
+                        while sys::inb(LINE_STATUS) & LINE_STATUS_DATA_READY != 0 {
+                            let b = sys::inb(DATA);
+                            let b = if b == b'\r' { b'\n' } else { b };
+                            write_bytes(&[b]);
+                            if typed_len < typed.len() {
+                                typed[typed_len] = b;
+                                typed_len += 1;
+                            }
+                        }
                     }
                 }
                 let _ = sys::ack_irq(COM1_IRQ);
@@ -124,14 +225,41 @@ fn serve(queue: Queue) -> i32 {
                     stats.bytes_written += r.len as u64;
                     let _ = msg::reply(r.reply, &[r.len as u64, 0, 0, 0], &[]);
                 }
-                OP_READ if reader.is_none() => reader = Some((r.reply, r.message[1] as usize)),
+                OP_READ if reader.is_none() && subscriber.is_none() => {
+                    reader = Some((r.reply, r.message[1] as usize))
+                }
                 OP_STATS => {
                     let words = [stats.writes, stats.bytes_written, stats.interrupts, stats.bytes_read];
                     let _ = msg::reply(r.reply, &words, &[]);
                 }
-                // A second reader, or an unknown operation.
+                OP_INPUT_STATS => {
+                    let (pid, queue) = subscriber.map_or((0, 0), |s| (s.pid.0, s.queue as u64));
+                    let _ = msg::reply(r.reply, &[stats.bytes_sent, stats.bytes_dropped, pid, queue], &[]);
+                }
+                OP_SUBSCRIBE => match subscribe(subscriber, r.sender, r.message[1] as u32) {
+                    Some(sub) => {
+                        subscriber = Some(sub);
+                        let _ = msg::reply(r.reply, &[0, 0, 0, 0], &[]);
+                        // Input no longer comes to readers.
+                        if let Some((handle, _)) = reader.take() {
+                            let _ = msg::reply(handle, &[REFUSED, 0, 0, 0], &[]);
+                        }
+                        // Bytes typed before anyone subscribed are the
+                        // subscriber's too.
+                        if typed_len > 0 && !forward(&sub, &typed[..typed_len], &mut stats) {
+                            let _ = msg::close_link(sub.link);
+                            subscriber = None;
+                        }
+                        typed_len = 0;
+                    }
+                    None => {
+                        let _ = msg::reply(r.reply, &[REFUSED, 0, 0, 0], &[]);
+                    }
+                },
+                // A second reader, a reader while the input is subscribed,
+                // or an unknown operation.
                 _ => {
-                    let _ = msg::reply(r.reply, &[u64::MAX, 0, 0, 0], &[]);
+                    let _ = msg::reply(r.reply, &[REFUSED, 0, 0, 0], &[]);
                 }
             },
             _ => {}

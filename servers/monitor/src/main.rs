@@ -39,8 +39,8 @@ use alloc::vec::Vec;
 use files::{FdTable, OpenFiles};
 use procs::Proc;
 use protocols::unix::{
-    self as ux, FdInfo, ProcInfo, Stat, device, errno, exec_args, fs, io, mode, monitor, open_flags, pid, pipe,
-    signal, tty, vm, wait_status,
+    self as ux, FdInfo, ProcInfo, Stat, device, errno, exec_args, fs, io, mode, monitor, open_flags, pid,
+    pipe, signal, tty, vm, wait_status,
 };
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
@@ -92,7 +92,9 @@ fn main(args: Args) -> i32 {
     if msg::init_qseg(256, 4, 640, 64).is_err() {
         return 2;
     }
-    let (Ok(requests), Ok(_starts)) = (msg::open_queue(512, true), msg::open_queue(64, true)) else { return 3 };
+    let (Ok(requests), Ok(_starts)) = (msg::open_queue(512, true), msg::open_queue(64, true)) else {
+        return 3;
+    };
     if sys::set_exit_queue(requests.0).is_err() {
         return 4;
     }
@@ -101,6 +103,11 @@ fn main(args: Args) -> i32 {
     let vm = sys::bootstrap(abi::bootstrap::VM).and_then(|(p, q)| msg::open_link(p, Queue(q)).ok());
     let tty = sys::bootstrap(abi::bootstrap::TTY);
     let me = sys::getpid();
+    // UNIX processes are made by the monitor and inherit its bootstrap
+    // connections: the MONITOR one must name the monitor itself.
+    if sys::set_bootstrap(abi::bootstrap::MONITOR, me, requests.0).is_err() {
+        return 8;
+    }
     let mut m = Monitor {
         me,
         starter,
@@ -145,7 +152,9 @@ fn main(args: Args) -> i32 {
                 }
             }
             Kind::ChildExit => m.child_exit(Pid(r.message[0]), r.message[1], r.message[2]),
-            Kind::Short if r.message[0] == monitor::OP_SIGNAL_GROUP && Some(r.sender) == m.tty.map(|t| t.0) => {
+            Kind::Short
+                if r.message[0] == monitor::OP_SIGNAL_GROUP && Some(r.sender) == m.tty.map(|t| t.0) =>
+            {
                 m.signal_group(r.message[1], r.message[2]);
             }
             _ => {}
@@ -218,7 +227,17 @@ impl Monitor {
     }
 
     /// A call to a manager; `Err` for a kernel failure or an error reply.
-    fn call(&mut self, link: Link, req: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
+    /// Replies may carry data the caller does not need (a Stat after
+    /// `mkdir`); a call with no reply buffer gets a scratch one.
+    fn call(
+        &mut self,
+        link: Link,
+        req: [u64; 4],
+        data: &[u8],
+        reply: &mut [u8],
+    ) -> Result<([u64; 4], usize), Errno> {
+        let mut scratch = [0u8; 256];
+        let reply = if reply.is_empty() { &mut scratch[..] } else { reply };
         let (w, len) = msg::call(link, &req, data, reply).map_err(|_| errno::EIO)?;
         ux::result(w[0])?;
         Ok((w, len))
@@ -238,8 +257,11 @@ impl Monitor {
         match ux::result(w[0]) {
             Ok(v) => {
                 let stat = Stat::decode(&reply[..len]).ok_or((errno::EIO, None))?;
-                let rest = (v & fs::DEVICE != 0)
-                    .then(|| String::from_utf8_lossy(&reply[Stat::BYTES..len]).into_owned());
+                // A path that crosses a device entry, or ends at one, goes
+                // on at the device's manager (Ridge §3).
+                let is_device = mode::is_chr(stat.mode) && stat.device_pid != 0;
+                let rest = (v & fs::DEVICE != 0 || is_device)
+                    .then(|| String::from_utf8_lossy(&reply[Stat::BYTES.min(len)..len]).into_owned());
                 Ok((stat, rest))
             }
             Err(e) => {
@@ -373,7 +395,9 @@ impl Monitor {
                 self.fs_call([fs::OP_CHOWN, w[1], w[2], 0], abs.as_bytes(), &mut []).map(|_| 0)
             }),
             monitor::OP_START if sender == self.starter => return self.start(me, w[1], data),
-            monitor::OP_STATS => return Answer::Words([self.stats[0], self.stats[1], self.stats[2], self.files.in_use()]),
+            monitor::OP_STATS => {
+                return Answer::Words([self.stats[0], self.stats[1], self.stats[2], self.files.in_use()]);
+            }
             _ => Err(errno::ENOSYS),
         };
         answer(result)
@@ -435,12 +459,21 @@ impl Monitor {
     }
 
     /// Load `abs` into process `kpid` (UNIX pid `p`) and start it.
-    fn exec_into(&mut self, p: u64, kpid: Pid, abs: &str, strings: &[&[u8]], argc: usize) -> Result<(), Errno> {
+    fn exec_into(
+        &mut self,
+        p: u64,
+        kpid: Pid,
+        abs: &str,
+        strings: &[&[u8]],
+        argc: usize,
+    ) -> Result<(), Errno> {
         let (st, rest) = self.lookup(abs).map_err(|(e, _)| e)?;
         if rest.is_some() || !mode::is_reg(st.mode) || !self.permits(p, &st, 1) {
             return Err(errno::EACCES);
         }
-        let image = self.image(abs, &st)?;
+        let image = self
+            .image(abs, &st)
+            .inspect_err(|e| runtime::println!("monitor: loading {abs}: {}", errno::name(*e)))?;
         let (uid, gid) = (self.procs[&p].uid, self.procs[&p].gid);
         let header = exec_args::Header { argc: argc as u32, envc: (strings.len() - argc) as u32, uid, gid };
         let mut block = exec_args::encode_header(header).to_vec();
@@ -456,7 +489,10 @@ impl Monitor {
         let n = base.len().min(31);
         name[..n].copy_from_slice(&base.as_bytes()[..n]);
         let bytes = &self.images[image].bytes;
-        sys::proc_exec(kpid, bytes, &block, &name).map_err(kernel_errno)?;
+        sys::proc_exec(kpid, bytes, &block, &name).map_err(|e| {
+            runtime::println!("monitor: exec {abs}: {}", e.name());
+            kernel_errno(e)
+        })?;
         // The heap's pager must be set before the new image runs.
         if let Some(l) = self.vm {
             let _ = self.call(l, [vm::OP_NEW_IMAGE, kpid.0, 0, 0], &[], &mut []);
@@ -472,8 +508,10 @@ impl Monitor {
     /// The program file `abs` (whose stat is `st`), from the cache or read
     /// through the directory manager. Returns its cache index.
     fn image(&mut self, abs: &str, st: &Stat) -> Result<usize, Errno> {
-        if let Some(i) =
-            self.images.iter().position(|c| c.ino == st.ino && c.mtime_ns == st.mtime_ns && c.size == st.size_bytes)
+        if let Some(i) = self
+            .images
+            .iter()
+            .position(|c| c.ino == st.ino && c.mtime_ns == st.mtime_ns && c.size == st.size_bytes)
         {
             return Ok(i);
         }
@@ -530,7 +568,11 @@ impl Monitor {
         proc.pgid = p;
         self.procs.insert(p, proc);
         // Standard input, output and error: the console, if there is one.
-        if let Ok(info) = self.open_object(p, "/dev/console", open_flags::O_RDWR, 0) {
+        let console = self.open_object(p, "/dev/console", open_flags::O_RDWR, 0);
+        if let Err(e) = console {
+            runtime::println!("monitor: no console for {abs}: {}", errno::name(e));
+        }
+        if let Ok(info) = console {
             if let Some(i) = self.files.add(info) {
                 self.files.retain(i);
                 self.files.retain(i);
@@ -558,7 +600,10 @@ impl Monitor {
         self.devices_made = true;
         if let Some((tp, tq)) = self.tty {
             for name in ["/dev/console", "/dev/tty"] {
-                let _ = self.fs_call([fs::OP_MKDEV, tp.0, tq as u64, 0o620], name.as_bytes(), &mut []);
+                if let Err(e) = self.fs_call([fs::OP_MKDEV, tp.0, tq as u64, 0o620], name.as_bytes(), &mut [])
+                {
+                    runtime::println!("monitor: cannot make {name}: {}", errno::name(e));
+                }
             }
         }
     }
@@ -583,10 +628,9 @@ impl Monitor {
 
     /// Reap an ended child of `parent` matching `target`: reply words.
     fn reap_child(&mut self, parent: u64, target: i64) -> Option<[u64; 4]> {
-        let (&c, _) = self
-            .procs
-            .iter()
-            .find(|&(&c, p)| p.ppid == parent && p.zombie.is_some() && (target == -1 || target as u64 == c))?;
+        let (&c, _) = self.procs.iter().find(|&(&c, p)| {
+            p.ppid == parent && p.zombie.is_some() && (target == -1 || target as u64 == c)
+        })?;
         let child = self.procs.remove(&c)?;
         let (status, cpu_ns) = child.zombie?;
         if let Some(p) = self.procs.get_mut(&parent) {
@@ -610,9 +654,9 @@ impl Monitor {
             ExitStatus::Exited(code) => wait_status::exited(code),
             ExitStatus::Killed => wait_status::signaled(proc.signal_sent.unwrap_or(signal::SIGKILL)),
             ExitStatus::Fault { vector, .. } => wait_status::signaled(match vector {
-                abi::vector::DIVIDE_ERROR | abi::vector::X87_FLOATING_POINT | abi::vector::SIMD_FLOATING_POINT => {
-                    signal::SIGFPE
-                }
+                abi::vector::DIVIDE_ERROR
+                | abi::vector::X87_FLOATING_POINT
+                | abi::vector::SIMD_FLOATING_POINT => signal::SIGFPE,
                 abi::vector::INVALID_OPCODE => signal::SIGILL,
                 _ => signal::SIGSEGV,
             }),
@@ -661,7 +705,12 @@ impl Monitor {
         };
         let targets: Vec<u64> = match pgid {
             None => alloc::vec![target as u64],
-            Some(g) => self.procs.iter().filter(|(_, p)| p.pgid == g && p.zombie.is_none()).map(|(&c, _)| c).collect(),
+            Some(g) => self
+                .procs
+                .iter()
+                .filter(|(_, p)| p.pgid == g && p.zombie.is_none())
+                .map(|(&c, _)| c)
+                .collect(),
         };
         if targets.is_empty() {
             return Err(errno::ESRCH);
@@ -697,8 +746,12 @@ impl Monitor {
 
     /// ^C from the console manager: signal the foreground group.
     fn signal_group(&mut self, pgid: u64, sig: u64) {
-        let members: Vec<u64> =
-            self.procs.iter().filter(|(_, p)| p.pgid == pgid && p.zombie.is_none()).map(|(&c, _)| c).collect();
+        let members: Vec<u64> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| p.pgid == pgid && p.zombie.is_none())
+            .map(|(&c, _)| c)
+            .collect();
         for m in members {
             if self.procs[&m].kpid != self.starter {
                 self.deliver_signal(m, sig);
@@ -708,7 +761,8 @@ impl Monitor {
 
     fn setpgid(&mut self, me: u64, target: u64, pgid: u64) -> Result<u64, Errno> {
         let target = if target == 0 { me } else { target };
-        let allowed = target == me || self.procs.get(&target).is_some_and(|p| p.ppid == me && p.zombie.is_none());
+        let allowed =
+            target == me || self.procs.get(&target).is_some_and(|p| p.ppid == me && p.zombie.is_none());
         if !allowed {
             return Err(errno::ESRCH);
         }
@@ -774,7 +828,14 @@ impl Monitor {
         }
     }
 
-    fn fs_open(&mut self, abs: &str, flags: u64, create_mode: u32, uid: u32, gid: u32) -> Result<FdInfo, Errno> {
+    fn fs_open(
+        &mut self,
+        abs: &str,
+        flags: u64,
+        create_mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Result<FdInfo, Errno> {
         let mut reply = [0u8; Stat::BYTES];
         let owner = (uid as u64) << 32 | gid as u64;
         let create_mode = (create_mode & 0o7777 & !UMASK) as u64;

@@ -41,10 +41,11 @@ struct Stats {
 fn main(args: Args) -> i32 {
     let starter = args.get(0).and_then(|s| s.parse::<u64>().ok()).map(Pid);
     // Faults from every UNIX process arrive here: room for one per process.
-    let Ok(()) = msg::init_qseg(16, 2, 320, 4) else { return 1 };
+    let Ok(()) = msg::init_qseg(16, 4, 320, 16) else { return 1 };
     let Ok(queue) = msg::open_queue(300, true) else { return 1 };
     if let Some(starter) = starter {
-        let ready = msg::open_link(starter, Queue(0)).and_then(|l| msg::send(l, &[vm::READY, queue.0 as u64, 0, 0]));
+        let ready =
+            msg::open_link(starter, Queue(0)).and_then(|l| msg::send(l, &[vm::READY, queue.0 as u64, 0, 0]));
         if ready.is_err() {
             return 2;
         }
@@ -78,7 +79,9 @@ fn main(args: Args) -> i32 {
                         Ok(0)
                     }
                     vm::OP_NEW_IMAGE if from_monitor => {
-                        sys::set_pager(Pid(a), USER_HEAP_BASE, USER_HEAP_MAX_BYTES, me, queue.0).map(|_| 0).map_err(kernel_errno)
+                        sys::set_pager(Pid(a), USER_HEAP_BASE, USER_HEAP_MAX_BYTES, me, queue.0)
+                            .map(|_| 0)
+                            .map_err(kernel_errno)
                     }
                     vm::OP_FORK if from_monitor => match sys::space_copy(Pid(a), Pid(b)) {
                         Ok(pages) => {

@@ -9,6 +9,11 @@
 //! Ridgeback: booted with `cpus=1`); a multi-CPU figure is `_2cpu` on
 //! Linux (client pinned to CPU 0, peer to CPU 1) and `_<N>cpu` on
 //! Ridgeback (all N CPUs online, the kernel places the two ends).
+//!
+//! The R2 rows (seed 001's Table 2, `bench/src/r2.rs`) have the same
+//! names on both systems (`r2_...`) and run unpinned with every CPU
+//! online; on Ridgeback they come from `r2bench`, a UNIX process, not
+//! from `ridgebench` (see [`Group::is_unix`]).
 
 /// A group of figures: the unit of `--only`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -19,10 +24,12 @@ pub enum Group {
     Call,
     Send,
     Data,
+    /// Seed 001's Table 2: files, pipe, getpid, sbrk, creat, fork.
+    R2,
 }
 
-pub const ALL_GROUPS: [Group; 6] =
-    [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data];
+pub const ALL_GROUPS: [Group; 7] =
+    [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data, Group::R2];
 
 impl Group {
     pub fn name(self) -> &'static str {
@@ -33,15 +40,25 @@ impl Group {
             Group::Call => "call",
             Group::Send => "send",
             Group::Data => "data",
+            Group::R2 => "r2",
         }
     }
 
-    /// The `ridgebench` figure that measures this group.
+    /// The figure word that measures this group in its Ridgeback program
+    /// (`ridgebench`, or `r2bench` for a [`Group::is_unix`] group).
     pub fn ridgeback_figure(self) -> &'static str {
         match self {
             Group::Switch => "yield",
+            Group::R2 => "all",
             other => other.name(),
         }
+    }
+
+    /// Whether Ridgeback measures the group with a UNIX program
+    /// (`r2bench`, started by a batch script on the booted UNIX system)
+    /// rather than with `ridgebench` booted as init.
+    pub fn is_unix(self) -> bool {
+        self == Group::R2
     }
 
     /// The Linux `bench` figures of this group's rows.
@@ -53,6 +70,7 @@ impl Group {
             Group::Call => &["futex"],
             Group::Send => &["pipe", "unix"],
             Group::Data => &["pipedata"],
+            Group::R2 => &["r2"],
         }
     }
 
@@ -68,8 +86,9 @@ impl Group {
     }
 }
 
-/// Parses `--only` words: group names, `yield` (= `switch`) and `r1`
-/// (the message round trips: `call,send,data`). Commas separate words.
+/// Parses `--only` words: group names (`r2` among them), `yield` (=
+/// `switch`) and `r1` (the message round trips: `call,send,data`). Commas
+/// separate words.
 pub fn parse_groups(words: &[String]) -> Result<Vec<Group>, String> {
     let mut groups = Vec::new();
     for word in words.iter().flat_map(|w| w.split(',')).filter(|w| !w.is_empty()) {
@@ -123,6 +142,21 @@ const VAX_GETPID: Seed = Seed { source: "VAX 11/780 4.2BSD", as_published: "5 K/
 /// Ridge 32 round-trip message, seed 001 Table 1: 190 µs, four kernel
 /// entries (Send and ReceiveData on each side).
 const RIDGE_ROUND_TRIP: Seed = Seed { source: "Ridge 32, 1985", as_published: "190 µs", value: 190_000.0 };
+
+/// Seed 001's Table 2 sources.
+const RIDGE: &str = "Ridge 32, 1985";
+const VAX: &str = "VAX 11/780 4.2BSD";
+
+/// A Table 2 bandwidth in the rows' MB/s (10^6 bytes per second), from
+/// the seed's KB/s, taking a KB as 1024 bytes like its "8 KB blocks".
+const fn kb_per_s(source: &'static str, as_published: &'static str, kb_per_s: f64) -> Seed {
+    Seed { source, as_published, value: kb_per_s * 1024.0 / 1e6 }
+}
+
+/// A Table 2 rate (operations per second) in ns/op.
+const fn per_s(source: &'static str, as_published: &'static str, per_s: f64) -> Seed {
+    Seed { source, as_published, value: 1e9 / per_s }
+}
 
 /// The rows for a main boot of `smp` CPUs, in table order. With one CPU
 /// there are no multi-CPU rows.
@@ -205,7 +239,62 @@ pub fn rows(smp: u32) -> Vec<Row> {
             &[],
         );
     }
+    r2_rows(&mut row);
     rows
+}
+
+/// Seed 001's Table 2, one row per line of the table, with the Ridge 32's
+/// and the VAX's figures. The creat and fork lines' VAX figures are as
+/// `shared/BENCHMARKS.md` reads the scan (its row order is unclear there).
+fn r2_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
+    let table: [(&str, &str, &str, [Seed; 2]); 8] = [
+        (
+            "r2_write",
+            "R2 write 8 MB file, 8 KB blocks",
+            "r2_write_8MB",
+            [kb_per_s(RIDGE, "499 KB/s", 499.0), kb_per_s(VAX, "142 KB/s", 142.0)],
+        ),
+        (
+            "r2_read",
+            "R2 read 8 MB file, 8 KB blocks",
+            "r2_read_8MB",
+            [kb_per_s(RIDGE, "611 KB/s", 611.0), kb_per_s(VAX, "202 KB/s", 202.0)],
+        ),
+        (
+            "r2_copy",
+            "R2 copy 8 MB file (read+write)",
+            "r2_copy_8MB",
+            [kb_per_s(RIDGE, "303 KB/s", 303.0), kb_per_s(VAX, "243 KB/s", 243.0)],
+        ),
+        (
+            "r2_pipe",
+            "R2 pipe 8 MB to a forked reader",
+            "r2_pipe_8MB",
+            [kb_per_s(RIDGE, "435 KB/s", 435.0), kb_per_s(VAX, "243 KB/s", 243.0)],
+        ),
+        ("r2_getpid", "R2 getpid (UNIX process)", "r2_getpid", [RIDGE_GETPID, VAX_GETPID]),
+        (
+            "r2_sbrk",
+            "R2 sbrk(+64)",
+            "r2_sbrk",
+            [per_s(RIDGE, "62 K/s", 62_000.0), per_s(VAX, "2 K/s", 2_000.0)],
+        ),
+        (
+            "r2_creat",
+            "R2 creat+close, new name",
+            "r2_creat_close",
+            [per_s(RIDGE, "16 /s", 16.0), per_s(VAX, "30 /s", 30.0)],
+        ),
+        (
+            "r2_fork",
+            "R2 fork+exit+wait",
+            "r2_fork_exit_wait",
+            [per_s(RIDGE, "13 /s", 13.0), per_s(VAX, "28 /s", 28.0)],
+        ),
+    ];
+    for (key, label, figure, seeds) in table {
+        row(key, label, Group::R2, figure, figure, &seeds);
+    }
 }
 
 #[cfg(test)]
@@ -225,6 +314,10 @@ mod tests {
         );
         assert_eq!(parse_groups(&words("copy copy")).unwrap(), [Group::Copy]);
         assert!(parse_groups(&words("fork")).unwrap_err().contains("unknown benchmark `fork`"));
+        assert_eq!(
+            parse_groups(&words("r2,r1")).unwrap(),
+            [Group::Call, Group::Send, Group::Data, Group::R2]
+        );
     }
 
     #[test]
@@ -234,7 +327,7 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 14);
+        assert_eq!(rows.len(), 22);
         for row in &rows {
             let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
             if row.ridgeback.ends_with("cpu") {
@@ -243,7 +336,7 @@ mod tests {
         }
         let one_cpu_rows = super::rows(1);
         assert!(one_cpu_rows.iter().all(|r| !r.key.ends_with("2cpu")));
-        assert_eq!(one_cpu_rows.len(), 9);
+        assert_eq!(one_cpu_rows.len(), 17);
         // Four CPUs: Ridgeback's figure says 4, Linux's peer still uses 2.
         let four = super::rows(4);
         let call = four.iter().find(|r| r.key == "r1_call_2cpu").unwrap();
@@ -260,6 +353,16 @@ mod tests {
         assert!((getpid.seeds[0].value - 19_230.77).abs() < 0.01);
         let send = rows.iter().find(|r| r.key == "r1_send_pipe_1cpu").unwrap();
         assert_eq!(send.seeds[0].value, 190_000.0);
+        // Table 2: KB/s become MB/s, operations per second ns/op.
+        let write = rows.iter().find(|r| r.key == "r2_write").unwrap();
+        assert!((write.seeds[0].value - 0.510_976).abs() < 1e-9);
+        let fork = rows.iter().find(|r| r.key == "r2_fork").unwrap();
+        assert!((fork.seeds[1].value - 1e9 / 28.0).abs() < 1e-6);
+        assert!(
+            rows.iter()
+                .filter(|r| r.group == Group::R2)
+                .all(|r| r.seeds.len() == 2 && r.ridgeback == r.linux)
+        );
     }
 
     #[test]

@@ -27,6 +27,13 @@
 //! same machine with the kernel option `cpus=1`; Linux pins both ends to
 //! CPU 0 in its one boot. See `docs/benchmarks.md`.
 //!
+//! The UNIX rows (R2, seed 001's Table 2) need the whole UNIX system, so
+//! they get a boot of their own: the bench image booted normally (init,
+//! the servers of `etc/inittab`), with a batch script (the boot module
+//! `etc.batch`, as `cargo xtask run --batch` makes) that runs
+//! `/bin/r2bench`. On Linux they are the `r2` figure of the same `bench`
+//! program, on the guest's tmpfs.
+//!
 //! Contract with `main.rs`: [`main`] receives every argument after `bench`
 //! unparsed, and returns the process exit code.
 
@@ -64,7 +71,8 @@ options:
   --samples N           samples per figure and boot, 1..=15 (default 7; --quick: 3)
   --sample-ms MS        shortest sample (default 50; --quick: 10)
   --only LIST           only these benchmarks: getpid, copy, switch (yield), call,
-                        send, data, r1 (= call,send,data); commas or repeated
+                        send, data, r1 (= call,send,data), r2 (seed 001's Table 2:
+                        files, pipe, getpid, sbrk, creat, fork); commas or repeated
   --smp N               vCPUs of the machine (default 2); one-CPU figures always
                         come from a cpus=1 Ridgeback boot and pinned Linux processes
   --mem SIZE            guest memory (default 512M)
@@ -190,14 +198,34 @@ pub fn parse_args(args: &[String]) -> Result<BenchOptions> {
     Ok(opts)
 }
 
+/// The program that measures in a Ridgeback boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RidgebackProgram {
+    /// `ridgebench`, booted as init (`init=ridgebench -- ...`).
+    Ridgebench,
+    /// `r2bench`, a UNIX process: the normal init and servers, and a
+    /// batch script (boot module `etc.batch`) that runs it.
+    R2bench,
+}
+
+impl RidgebackProgram {
+    pub fn name(self) -> &'static str {
+        match self {
+            RidgebackProgram::Ridgebench => "ridgebench",
+            RidgebackProgram::R2bench => "r2bench",
+        }
+    }
+}
+
 /// One Ridgeback boot of a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RidgebackBootPlan {
-    /// `smp<N>` or `cpus=1`.
+    /// `smp<N>`, `cpus=1` or `unix`.
     pub label: String,
     /// The kernel option that limits the CPUs, if any.
     pub cpus_option: Option<&'static str>,
-    /// `ridgebench` figures.
+    pub program: RidgebackProgram,
+    /// The program's figures.
     pub figures: Vec<&'static str>,
 }
 
@@ -211,19 +239,36 @@ pub struct Plan {
 
 pub fn plan(groups: &[Group], smp: u32) -> Plan {
     let figures = |keep: &dyn Fn(Group) -> bool| -> Vec<&'static str> {
-        groups.iter().copied().filter(|&g| keep(g)).map(Group::ridgeback_figure).collect()
+        groups.iter().copied().filter(|&g| !g.is_unix() && keep(g)).map(Group::ridgeback_figure).collect()
     };
     let mut ridgeback = Vec::new();
     let main = if smp == 1 { figures(&|_| true) } else { figures(&|g| g.has_multi_cpu_figures()) };
     if !main.is_empty() {
-        ridgeback.push(RidgebackBootPlan { label: format!("smp{smp}"), cpus_option: None, figures: main });
+        ridgeback.push(RidgebackBootPlan {
+            label: format!("smp{smp}"),
+            cpus_option: None,
+            program: RidgebackProgram::Ridgebench,
+            figures: main,
+        });
     }
     let one_cpu = figures(&|g| g.has_one_cpu_figures());
     if smp > 1 && !one_cpu.is_empty() {
         ridgeback.push(RidgebackBootPlan {
             label: "cpus=1".to_string(),
             cpus_option: Some("cpus=1"),
+            program: RidgebackProgram::Ridgebench,
             figures: one_cpu,
+        });
+    }
+    let unix: Vec<&'static str> =
+        groups.iter().copied().filter(|g| g.is_unix()).map(Group::ridgeback_figure).collect();
+    if !unix.is_empty() {
+        // Every CPU online, nothing pinned, as on Linux.
+        ridgeback.push(RidgebackBootPlan {
+            label: "unix".to_string(),
+            cpus_option: None,
+            program: RidgebackProgram::R2bench,
+            figures: unix,
         });
     }
     let mut linux: Vec<&'static str> = Vec::new();
@@ -242,11 +287,27 @@ fn program_args(opts: &BenchOptions, figures: &[&str]) -> String {
     format!("--samples {} --sample-ms {} {}", opts.samples, opts.sample_ms, figures.join(" "))
 }
 
-/// The kernel command line of a Ridgeback boot: `ridgebench` as init, its
-/// arguments after the lone `--`.
+/// The kernel command line of a Ridgeback boot: for `ridgebench`, it as
+/// init and its arguments after the lone `--`; for `r2bench`, only the
+/// CPU option (the normal init runs the batch script).
 fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
-    let cpus = boot.cpus_option.map(|o| format!(" {o}")).unwrap_or_default();
-    format!("init=ridgebench{cpus} -- {}", program_args(opts, &boot.figures))
+    match boot.program {
+        RidgebackProgram::Ridgebench => {
+            let cpus = boot.cpus_option.map(|o| format!(" {o}")).unwrap_or_default();
+            format!("init=ridgebench{cpus} -- {}", program_args(opts, &boot.figures))
+        }
+        RidgebackProgram::R2bench => boot.cpus_option.unwrap_or_default().to_string(),
+    }
+}
+
+/// The name init looks for the batch script under (`apps/init`, and
+/// `xtask/src/batch.rs`, which writes it for `cargo xtask run --batch`).
+const BATCH_MODULE: &str = "etc.batch";
+
+/// The batch script of an `r2bench` boot: one command line, run by the
+/// shell; its exit status is the session's, and init's power-off status.
+fn batch_script(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
+    format!("/bin/{} {}\n", boot.program.name(), program_args(opts, &boot.figures))
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
@@ -367,8 +428,10 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     tools::ensure_qemu()?;
     let workspace = Workspace::load()?;
     let built = image::build(&workspace, ImageKind::Bench)?;
-    if !built.has_program("ridgebench") {
-        return Err("the bench image has no `ridgebench` program (bench/ridgeback/)".to_string());
+    for program in [RidgebackProgram::Ridgebench, RidgebackProgram::R2bench] {
+        if !built.has_program(program.name()) {
+            return Err(format!("the bench image has no `{}` program (bench/ridgeback/)", program.name()));
+        }
     }
     let now_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let date = iso_date(now_s);
@@ -383,9 +446,9 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         return Err("--icount needs TCG (QEMU's icount does not work with KVM); add --accel tcg".to_string());
     }
     let extra_args: Vec<String> = if opts.is_icount { ICOUNT.map(String::from).to_vec() } else { Vec::new() };
-    let config_for = |cmdline: String| QemuConfig {
+    let config_for = |cmdline: String, extra_modules: &[PathBuf]| QemuConfig {
         kernel: built.kernel.clone(),
-        modules: built.modules.clone(),
+        modules: built.modules.iter().chain(extra_modules).cloned().collect(),
         cmdline,
         smp: opts.smp,
         mem: opts.mem.clone(),
@@ -393,7 +456,7 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         serial: SerialMode::Captured,
         is_gdb: false,
     };
-    let mut machine_probe = config_for(String::new()).to_args()?;
+    let mut machine_probe = config_for(String::new(), &[]).to_args()?;
     machine_probe.extend(extra_args.iter().cloned());
     let machine = boot::machine_args(&machine_probe);
 
@@ -436,6 +499,23 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     };
 
     let plan = plan(&opts.groups, opts.smp);
+    // Each boot's own boot modules: the batch script of an r2bench boot,
+    // in a directory of its own (the kernel names a module by its file
+    // name, and init looks for `etc.batch`).
+    let mut boot_modules: Vec<Vec<PathBuf>> = Vec::new();
+    for boot_plan in &plan.ridgeback {
+        boot_modules.push(match boot_plan.program {
+            RidgebackProgram::Ridgebench => Vec::new(),
+            RidgebackProgram::R2bench => {
+                let dir = log_dir.join(format!("batch-{}", boot_plan.label));
+                fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                let script = dir.join(BATCH_MODULE);
+                fs::write(&script, batch_script(boot_plan, opts))
+                    .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+                vec![script]
+            }
+        });
+    }
     let timeout = Duration::from_secs(opts.timeout_s);
     let mut results = Results::new(meta);
     eprintln!("xtask: bench: machine: {}", machine.join(" "));
@@ -448,8 +528,8 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         {
             match (system, &linux) {
                 (System::Ridgeback, _) => {
-                    for boot_plan in &plan.ridgeback {
-                        let config = config_for(ridgeback_cmdline(boot_plan, opts));
+                    for (boot_plan, modules) in plan.ridgeback.iter().zip(&boot_modules) {
+                        let config = config_for(ridgeback_cmdline(boot_plan, opts), modules);
                         run_ridgeback(&mut results, run, boot_plan, &config, &extra_args, timeout, &log_dir);
                     }
                 }
@@ -567,7 +647,7 @@ fn run_ridgeback(
     log_dir: &Path,
 ) {
     let what = format!("run {run} ridgeback {}", boot_plan.label);
-    eprintln!("xtask: bench: {what}: {}", boot_plan.figures.join(" "));
+    eprintln!("xtask: bench: {what}: {} {}", boot_plan.program.name(), boot_plan.figures.join(" "));
     let booted = match boot::boot_ridgeback(config, extra_args, timeout) {
         Ok(booted) => booted,
         Err(e) => {
@@ -677,6 +757,7 @@ mod tests {
 
     #[test]
     fn options() {
+        assert_eq!(parse("--only r2").unwrap().groups, [Group::R2]);
         let opts =
             parse("--only getpid,r1 --smp 4 --mem 1G --accel tcg --ridgeback-only --timeout-s 9").unwrap();
         assert_eq!(opts.groups, [Group::Getpid, Group::Call, Group::Send, Group::Data]);
@@ -700,16 +781,27 @@ mod tests {
     #[test]
     fn plan_splits_one_cpu_figures_into_their_own_boot() {
         let plan = plan(&ALL_GROUPS, 2);
-        assert_eq!(plan.ridgeback.len(), 2);
+        assert_eq!(plan.ridgeback.len(), 3);
         assert_eq!(plan.ridgeback[0].label, "smp2");
         assert_eq!(plan.ridgeback[0].figures, ["getpid", "copy", "call", "send", "data"]);
         assert_eq!(plan.ridgeback[1].cpus_option, Some("cpus=1"));
         assert_eq!(plan.ridgeback[1].figures, ["yield", "call", "send", "data"]);
-        assert_eq!(plan.linux, ["getpid", "copy", "yield", "futex", "pipe", "unix", "pipedata"]);
+        assert_eq!(plan.ridgeback[2].program, RidgebackProgram::R2bench);
+        assert_eq!((plan.ridgeback[2].cpus_option, &plan.ridgeback[2].figures[..]), (None, &["all"][..]));
+        assert!(plan.ridgeback[..2].iter().all(|b| b.program == RidgebackProgram::Ridgebench));
+        assert_eq!(plan.linux, ["getpid", "copy", "yield", "futex", "pipe", "unix", "pipedata", "r2"]);
 
         let single = super::plan(&ALL_GROUPS, 1);
-        assert_eq!(single.ridgeback.len(), 1, "one CPU: one boot does everything");
+        assert_eq!(single.ridgeback.len(), 2, "one CPU: one ridgebench boot, one UNIX boot");
         assert_eq!(single.ridgeback[0].figures.len(), 6);
+
+        let r2 = super::plan(&[Group::R2], 2);
+        assert_eq!(r2.ridgeback.len(), 1);
+        assert_eq!(
+            (r2.ridgeback[0].label.as_str(), r2.ridgeback[0].program),
+            ("unix", RidgebackProgram::R2bench)
+        );
+        assert_eq!(r2.linux, ["r2"]);
 
         let getpid = super::plan(&[Group::Getpid], 2);
         assert_eq!(getpid.ridgeback.len(), 1);
@@ -725,12 +817,26 @@ mod tests {
         let boot = RidgebackBootPlan {
             label: "cpus=1".into(),
             cpus_option: Some("cpus=1"),
+            program: RidgebackProgram::Ridgebench,
             figures: vec!["yield", "call"],
         };
         assert_eq!(
             ridgeback_cmdline(&boot, &opts),
             "init=ridgebench cpus=1 -- --samples 3 --sample-ms 10 yield call"
         );
+    }
+
+    #[test]
+    fn r2bench_runs_from_a_batch_script_under_the_normal_init() {
+        let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
+        let boot = RidgebackBootPlan {
+            label: "unix".into(),
+            cpus_option: None,
+            program: RidgebackProgram::R2bench,
+            figures: vec!["all"],
+        };
+        assert_eq!(ridgeback_cmdline(&boot, &opts), "", "no init= : the normal init and servers");
+        assert_eq!(batch_script(&boot, &opts), "/bin/r2bench --samples 3 --sample-ms 10 all\n");
     }
 
     #[test]

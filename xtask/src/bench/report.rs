@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::line::{Better, better_for};
-use super::results::{Results, Series, System};
+use super::results::{self, Results, Series, System};
 
 /// A figure with 3–4 significant digits, no exponent.
 pub fn number(value: f64) -> String {
@@ -173,8 +173,9 @@ pub fn seeds(results: &Results) -> String {
                 number(seed.value)
             );
             if let Some(series) = row.ridgeback {
-                let _ =
-                    write!(text, "; Ridgeback here is {} as fast", ratio(Some(seed.value / series.median())));
+                // Faster is a lower time but a higher bandwidth.
+                let speed = results::speed_ratio(row.unit(), series.median(), seed.value);
+                let _ = write!(text, "; Ridgeback here is {} as fast", ratio(Some(speed)));
             }
             text.push('\n');
         }

@@ -1,0 +1,187 @@
+//! Output, copying and error reports on top of `runtime::unix`.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use runtime::eprintln;
+use runtime::unix::{self, Errno, Fd};
+
+/// Bytes moved per `read`/`write` by the copying utilities: several pages,
+/// so a file's read arrives in one call to this program and each aligned
+/// page of a write can travel by copy-on-write.
+pub const CHUNK_BYTES: usize = 16 * 1024;
+const PAGE_BYTES: usize = 4096;
+
+/// The status every utility exits with after an error.
+pub const FAILURE: i32 = 1;
+
+/// Report `prog: what: <errno name>` on standard error.
+pub fn report(prog: &str, what: &str, e: Errno) {
+    eprintln!("{prog}: {what}: {}", e.name());
+}
+
+/// Report a failed write to standard output. A closed pipe (EPIPE: the
+/// reader has gone, as in `cat f | wc` after `wc` died) is not worth a
+/// message; the status still says the output is incomplete.
+pub fn report_write(prog: &str, e: Errno) {
+    if e.0 != protocols::unix::errno::EPIPE {
+        report(prog, "write error", e);
+    }
+}
+
+/// Report a bad flag and the usage line; returns the status to exit with.
+pub fn usage(prog: &str, bad: Option<char>, usage: &str) -> i32 {
+    if let Some(c) = bad {
+        eprintln!("{prog}: invalid option -- '{c}'");
+    }
+    eprintln!("usage: {prog} {usage}");
+    FAILURE
+}
+
+/// The program's arguments after its name.
+pub fn operands(args: &runtime::Args) -> Vec<&'static str> {
+    args.iter().skip(1).collect()
+}
+
+/// A heap buffer of [`CHUNK_BYTES`] whose start is page-aligned.
+pub struct ChunkBuf {
+    storage: Vec<u8>,
+    start: usize,
+}
+
+impl ChunkBuf {
+    pub fn new() -> ChunkBuf {
+        let storage = vec![0u8; CHUNK_BYTES + PAGE_BYTES];
+        let start = storage.as_ptr().align_offset(PAGE_BYTES).min(PAGE_BYTES);
+        ChunkBuf { storage, start }
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + CHUNK_BYTES]
+    }
+}
+
+impl Default for ChunkBuf {
+    fn default() -> Self {
+        ChunkBuf::new()
+    }
+}
+
+/// Which side of a copy failed.
+pub enum CopyError {
+    Read(Errno),
+    Write(Errno),
+}
+
+/// Copy everything from `from` to `to`; returns the bytes copied.
+pub fn copy_fd(from: Fd, to: Fd, buf: &mut ChunkBuf) -> Result<u64, CopyError> {
+    let mut total = 0u64;
+    loop {
+        let chunk = buf.bytes_mut();
+        let n = unix::read(from, chunk).map_err(CopyError::Read)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        write_all(to, &chunk[..n]).map_err(CopyError::Write)?;
+        total += n as u64;
+    }
+}
+
+/// Write all of `bytes` (the runtime's `write` stops early only on error;
+/// a short count without an error is reported as EIO).
+pub fn write_all(fd: Fd, bytes: &[u8]) -> Result<(), Errno> {
+    let mut done = 0;
+    while done < bytes.len() {
+        match unix::write(fd, &bytes[done..])? {
+            0 => return Err(Errno(protocols::unix::errno::EIO)),
+            n => done += n,
+        }
+    }
+    Ok(())
+}
+
+/// Read `fd` to its end in chunks, handing each to `f`.
+pub fn for_each_chunk(fd: Fd, buf: &mut ChunkBuf, mut f: impl FnMut(&[u8])) -> Result<(), Errno> {
+    loop {
+        let chunk = buf.bytes_mut();
+        let n = unix::read(fd, chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        f(&chunk[..n]);
+    }
+}
+
+/// Standard output, buffered: written in chunks of at least a page, and
+/// at [`Out::flush`].
+pub struct Out {
+    buf: Vec<u8>,
+    /// The first write error; later output is dropped.
+    error: Option<Errno>,
+}
+
+impl Out {
+    pub fn new() -> Out {
+        Out { buf: Vec::with_capacity(PAGE_BYTES * 2), error: None }
+    }
+
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+        if self.buf.len() >= PAGE_BYTES {
+            self.write_out();
+        }
+    }
+
+    pub fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+
+    pub fn line(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+        self.bytes(b"\n");
+    }
+
+    fn write_out(&mut self) {
+        if self.error.is_none()
+            && let Err(e) = write_all(1, &self.buf)
+        {
+            self.error = Some(e);
+        }
+        self.buf.clear();
+    }
+
+    /// Write what is buffered; the first error of any write so far.
+    pub fn flush(&mut self) -> Result<(), Errno> {
+        if !self.buf.is_empty() {
+            self.write_out();
+        }
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Flush, reporting a failure as `prog: write error: …`; the status to
+    /// exit with given the status so far.
+    pub fn finish(mut self, prog: &str, status: i32) -> i32 {
+        match self.flush() {
+            Ok(()) => status,
+            Err(e) => {
+                report_write(prog, e);
+                FAILURE
+            }
+        }
+    }
+}
+
+impl Default for Out {
+    fn default() -> Self {
+        Out::new()
+    }
+}
+
+impl core::fmt::Write for Out {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.str(s);
+        Ok(())
+    }
+}

@@ -1,0 +1,159 @@
+//! r2bench: seed 001's Table 2 rows (`bench::r2`) as a UNIX program on
+//! Ridgeback: `r2bench [--samples N] [--sample-ms N] [figure...]`, with
+//! the figures `write`, `read`, `copy`, `pipe`, `getpid`, `sbrk`, `creat`,
+//! `fork`, or `all` (the default).
+//!
+//! What it is: the Ridgeback build of the very loops the Linux build runs
+//! (`bench/src/main.rs`, figure `r2`), over `runtime::unix`: file calls go
+//! to the memory file system (`/tmp`), pipes to a pipe manager, process
+//! calls to the user monitor. Each figure prints one `BENCH {json}` line
+//! on standard output with the kernel's event counters over its timed
+//! sections (machine-wide, so the servers' kernel entries and messages
+//! count too), or `# FAILED <figure>: <reason>`; the exit status is 1 if
+//! any figure failed.
+//!
+//! What it is not: init. It needs the whole UNIX system (monitor, VM
+//! manager, memfs, pipe managers), so `cargo xtask bench` boots the bench
+//! image normally and starts it from a batch script (the boot module
+//! `etc.batch`, run by `/bin/sh`); by hand:
+//! `cargo xtask run --batch "/bin/r2bench --samples 3 --sample-ms 10"` once
+//! the bench image's programs are in the image (see `docs/benchmarks.md`).
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+mod platform;
+
+use abi::InfoKey;
+use bench::harness::{self, MAX_SAMPLES};
+use bench::r2::{self, Errno, Fd, Unix};
+use bench::{MAX_COUNTERS, Platform};
+use platform::Ridgeback;
+use protocols::unix::{errno, open_flags};
+use runtime::{Args, sys, unix};
+
+runtime::entry!(main);
+
+/// A UNIX process on Ridgeback, as the benchmarks see it.
+struct UnixProcess;
+
+impl Platform for UnixProcess {
+    fn tsc_hz() -> u64 {
+        Ridgeback::tsc_hz()
+    }
+
+    /// The UNIX `getpid`: one kernel call, no message (`runtime::unix`).
+    fn getpid() -> u64 {
+        unix::getpid()
+    }
+
+    fn yield_now() {
+        sys::yield_now()
+    }
+
+    /// Standard output, as any UNIX program writes it (the console
+    /// manager); the kernel's console when there is no standard output
+    /// (started outside the UNIX system), so that the reason still shows.
+    fn write_stdout(bytes: &[u8]) {
+        if unix::write(1, bytes).is_err() {
+            let _ = sys::debug_write(bytes);
+        }
+    }
+
+    fn read_counters(values: &mut [u64; MAX_COUNTERS]) -> &'static [&'static str] {
+        Ridgeback::read_counters(values)
+    }
+}
+
+impl Unix for UnixProcess {
+    fn create(path: &str) -> Result<Fd, Errno> {
+        unix::creat(path, 0o644).map_err(|e| e.0)
+    }
+
+    fn open_read(path: &str) -> Result<Fd, Errno> {
+        unix::open(path, open_flags::O_RDONLY, 0).map_err(|e| e.0)
+    }
+
+    fn read(fd: Fd, buffer: &mut [u8]) -> Result<usize, Errno> {
+        unix::read(fd, buffer).map_err(|e| e.0)
+    }
+
+    fn write(fd: Fd, bytes: &[u8]) -> Result<usize, Errno> {
+        unix::write(fd, bytes).map_err(|e| e.0)
+    }
+
+    fn close(fd: Fd) -> Result<(), Errno> {
+        unix::close(fd).map_err(|e| e.0)
+    }
+
+    fn unlink(path: &str) -> Result<(), Errno> {
+        unix::unlink(path).map_err(|e| e.0)
+    }
+
+    fn pipe() -> Result<(Fd, Fd), Errno> {
+        unix::pipe().map_err(|e| e.0)
+    }
+
+    fn fork() -> Result<u64, Errno> {
+        unix::fork().map_err(|e| e.0)
+    }
+
+    fn exit(status: i32) -> ! {
+        unix::exit(status)
+    }
+
+    fn wait(pid: u64) -> Result<Option<i32>, Errno> {
+        match unix::waitpid(pid as i64, false) {
+            Ok(Some((_, status))) => Ok(status.exit_code().map(|code| code as i32)),
+            // Only a WNOHANG wait answers "nothing yet".
+            Ok(None) => Err(errno::ECHILD),
+            Err(e) => Err(e.0),
+        }
+    }
+
+    fn sbrk(increment: isize) -> Result<usize, Errno> {
+        unix::sbrk(increment as i64).map(|old| old as usize).map_err(|e| e.0)
+    }
+
+    fn errno_name(errno: Errno) -> &'static str {
+        errno::name(errno)
+    }
+}
+
+fn main(args: Args) -> i32 {
+    // A UNIX process's argument words start with its name.
+    let words = args.iter().skip(usize::from(args.is_unix()));
+    let (config, figures) = match harness::parse_options(words, &r2::FIGURES) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            harness::failure::<UnixProcess>("options", &message);
+            return 2;
+        }
+    };
+    if !unix::is_unix_process() {
+        // Started by the kernel's spawn, it would have no monitor to talk to.
+        harness::failure::<UnixProcess>("r2", "not a UNIX process: start it from the shell");
+        return 2;
+    }
+    harness::comment::<UnixProcess>(format_args!(
+        "r2bench on ridgeback: tsc_hz={} online_cpus={} samples={} min_sample_ms={} dir={}",
+        UnixProcess::tsc_hz(),
+        sys::info(InfoKey::CpusOnline),
+        config.sample_count.min(MAX_SAMPLES),
+        config.min_sample_ns / 1_000_000,
+        r2::DIR
+    ));
+    let mut session = r2::Session::new(r2::DIR);
+    let mut failures = 0;
+    for figure in figures {
+        if let Err(reason) = session.run::<UnixProcess>(figure, &config) {
+            harness::failure::<UnixProcess>(r2::figure_name(figure), &reason);
+            failures += 1;
+        }
+    }
+    session.clean_up::<UnixProcess>();
+    i32::from(failures > 0)
+}

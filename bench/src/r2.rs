@@ -1,0 +1,646 @@
+//! Seed 001's Table 2 (Ridge OS on a Ridge 32 against 4.2BSD on a VAX
+//! 11/780): the system-level rows, `shared/BENCHMARKS.md` R2. The same
+//! loops run on both systems through the [`Unix`] calls:
+//!
+//! | figure | one operation | unit |
+//! |---|---|---|
+//! | `write` | `creat` a new file, write 8 MiB in 8 KiB blocks, `close` | MB/s |
+//! | `read` | `open` that file, read its 8 MiB in 8 KiB blocks, `close` | MB/s |
+//! | `copy` | `open` it, `creat` a new file, 8 KiB `read` + `write` to the end, two `close`s | MB/s |
+//! | `pipe` | 8 MiB written in 8 KiB blocks into a pipe, read by a forked child, which acknowledges each 8 MiB with 8 bytes on a second pipe | MB/s |
+//! | `getpid` | one `getpid` | ns/op |
+//! | `sbrk` | one `sbrk(+64)`; every 1024th operation also moves the break back by 64 KiB | ns/op |
+//! | `creat` | `creat` a file of a name never used before, then `close` it | ns/op |
+//! | `fork` | `fork`; the child `exit(0)`s at once; the parent `waitpid`s for it | ns/op |
+//!
+//! What is timed and what is not (a [`harness::Stopwatch`] section each): the
+//! `unlink` of the previous pass's file (`write`, `copy`) and of each batch
+//! of [`CREAT_BATCH`] created names (`creat`) are not timed, so each pass
+//! creates a new file and the directory stays small, and freeing the old
+//! file's memory is not charged to the next write; making the pipes and
+//! forking the pipe's reader happen once, before the figure. Everything
+//! else is.
+//!
+//! Checks, so that a broken system fails a figure instead of flattering
+//! it: every block written carries its number in its first 8 bytes, and
+//! `read` and `copy` check each one they read; the pipe's reader checks
+//! every block's number and acknowledges the count it saw; `copy`'s result
+//! is read back after the figure; each forked child must exit with 0; the
+//! break must end where it started.
+//!
+//! Where: the files are in [`DIR`], the memory file system's `/tmp` on
+//! Ridgeback and a tmpfs on the Linux guest.
+
+use crate::Platform;
+use crate::harness::{self, Config, Measurement, Unit, measure_sections};
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use core::fmt::Write;
+use core::hint::black_box;
+
+/// A file descriptor.
+pub type Fd = i32;
+
+/// An error number, in the system's own numbering (see [`Unix::errno_name`]).
+pub type Errno = u64;
+
+/// The UNIX calls the R2 rows use, on top of [`Platform`]. Each is the
+/// system's own call, one to one: on Linux the C library's system call,
+/// on Ridgeback `runtime::unix` (a message to the user monitor or the
+/// object's manager).
+pub trait Unix: Platform {
+    /// `creat(path, 0644)`: `open` with write-only, create and truncate.
+    fn create(path: &str) -> Result<Fd, Errno>;
+    /// `open(path, O_RDONLY)`.
+    fn open_read(path: &str) -> Result<Fd, Errno>;
+    /// `read`: at most `buffer.len()` bytes; 0 at end of file.
+    fn read(fd: Fd, buffer: &mut [u8]) -> Result<usize, Errno>;
+    /// `write`: how many bytes of `bytes` were written.
+    fn write(fd: Fd, bytes: &[u8]) -> Result<usize, Errno>;
+    fn close(fd: Fd) -> Result<(), Errno>;
+    fn unlink(path: &str) -> Result<(), Errno>;
+    /// `pipe`: (read end, write end).
+    fn pipe() -> Result<(Fd, Fd), Errno>;
+    /// `fork`: 0 in the child, the child's process id in the parent.
+    fn fork() -> Result<u64, Errno>;
+    /// Ends the calling process with `status` (`_exit`: nothing is flushed).
+    fn exit(status: i32) -> !;
+    /// `waitpid(pid, 0)`: the child's exit status, or `None` when a
+    /// signal ended it.
+    fn wait(pid: u64) -> Result<Option<i32>, Errno>;
+    /// `sbrk(increment)`: moves the break; returns the old one.
+    /// `sbrk(0)` asks where it is.
+    fn sbrk(increment: isize) -> Result<usize, Errno>;
+    /// The error's symbolic name, for messages.
+    fn errno_name(errno: Errno) -> &'static str;
+}
+
+/// Where the files go: a memory file system on both systems.
+pub const DIR: &str = "/tmp";
+/// The file of the bandwidth rows: 8 MiB (the seed's "8 MB").
+pub const FILE_BYTES: usize = 8 << 20;
+/// One `read` or `write`: 8 KiB (the seed's "8 KB blocks").
+pub const BLOCK_BYTES: usize = 8 << 10;
+const BLOCKS: u64 = (FILE_BYTES / BLOCK_BYTES) as u64;
+/// The `sbrk` row's increment: small, as a program growing its heap by
+/// an object at a time would ask.
+pub const SBRK_INCREMENT_BYTES: isize = 64;
+/// After this many increments the break goes back where it was (one more
+/// `sbrk` call, timed), so the heap stays within 64 KiB.
+pub const SBRK_RESET_EVERY: u64 = 1024;
+/// The `creat` row removes its files, untimed, after this many.
+pub const CREAT_BATCH: u64 = 256;
+
+/// The figures, as the programs' command lines name them.
+pub const FIGURES: [&str; 8] = ["write", "read", "copy", "pipe", "getpid", "sbrk", "creat", "fork"];
+
+/// The name of a figure's result line (`BENCH {"name": ...}`), for a word
+/// of [`FIGURES`].
+pub fn figure_name(figure: &str) -> &'static str {
+    match figure {
+        "write" => "r2_write_8MB",
+        "read" => "r2_read_8MB",
+        "copy" => "r2_copy_8MB",
+        "pipe" => "r2_pipe_8MB",
+        "getpid" => "r2_getpid",
+        "sbrk" => "r2_sbrk",
+        "creat" => "r2_creat_close",
+        "fork" => "r2_fork_exit_wait",
+        _ => "r2_unknown",
+    }
+}
+
+/// One block of file or pipe data, on a page boundary as an I/O buffer
+/// usually is (on Ridgeback a whole aligned page may travel by loan
+/// instead of by copy; the kernel counters say which happened).
+#[repr(C, align(4096))]
+pub struct Block(pub [u8; BLOCK_BYTES]);
+
+impl Block {
+    fn new() -> Box<Block> {
+        Box::new(Block([0x5a; BLOCK_BYTES]))
+    }
+
+    /// Writes `number` into the first 8 bytes, as a producer of new data
+    /// would write each block.
+    fn stamp(&mut self, number: u64) {
+        self.0[..8].copy_from_slice(&number.to_le_bytes());
+    }
+
+    fn number(&self) -> u64 {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&self.0[..8]);
+        u64::from_le_bytes(word)
+    }
+}
+
+/// State kept between the figures of one program run: the buffers, the
+/// file paths and whether the 8 MiB file exists.
+pub struct Session {
+    file_path: String,
+    copy_path: String,
+    dir: String,
+    block: Box<Block>,
+    other_block: Box<Block>,
+    is_file_written: bool,
+    /// The next never-used name number of the `creat` row.
+    next_name: u64,
+}
+
+impl Session {
+    /// A session whose files go into `dir`.
+    pub fn new(dir: &str) -> Session {
+        Session {
+            file_path: format!("{dir}/r2-file"),
+            copy_path: format!("{dir}/r2-copy"),
+            dir: String::from(dir),
+            block: Block::new(),
+            other_block: Block::new(),
+            is_file_written: false,
+            next_name: 0,
+        }
+    }
+
+    /// Measures `figure` (a word of [`FIGURES`]) and prints its result
+    /// line; on failure returns the reason (the caller reports it).
+    pub fn run<P: Unix>(&mut self, figure: &str, config: &Config) -> Result<(), String> {
+        let (unit, measurement) = self.measure::<P>(figure, config)?;
+        harness::report::<P>(figure_name(figure), unit, &measurement);
+        Ok(())
+    }
+
+    /// Measures `figure` without printing it.
+    pub fn measure<P: Unix>(&mut self, figure: &str, config: &Config) -> Result<(Unit, Measurement), String> {
+        let file_bandwidth = Unit::MegabytesPerSecond { bytes_per_op: FILE_BYTES as u64 };
+        let measurement = match figure {
+            "write" => self.write_figure::<P>(config)?,
+            "read" => self.read_figure::<P>(config)?,
+            "copy" => self.copy_figure::<P>(config)?,
+            "pipe" => self.pipe_figure::<P>(config)?,
+            "getpid" => getpid_figure::<P>(config)?,
+            "sbrk" => sbrk_figure::<P>(config)?,
+            "creat" => self.creat_figure::<P>(config)?,
+            "fork" => fork_figure::<P>(config)?,
+            other => return Err(format!("unknown figure {other:?} (figures: {FIGURES:?})")),
+        };
+        let unit = match figure {
+            "write" | "read" | "copy" | "pipe" => file_bandwidth,
+            _ => Unit::NanosPerOp,
+        };
+        Ok((unit, measurement))
+    }
+
+    /// Removes the files the figures left (the 8 MiB file and its copy).
+    pub fn clean_up<P: Unix>(&mut self) {
+        let _ = P::unlink(&self.file_path);
+        let _ = P::unlink(&self.copy_path);
+        self.is_file_written = false;
+    }
+
+    fn write_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
+        let unit = Unit::MegabytesPerSecond { bytes_per_op: FILE_BYTES as u64 };
+        let (path, block) = (&self.file_path, &mut self.block);
+        let measurement = measure_sections::<P>(unit, config, |iterations, stopwatch| {
+            for _ in 0..iterations {
+                // A new file each time: the old one (absent the first
+                // time, hence no error check) goes untimed.
+                let _ = P::unlink(path);
+                stopwatch.start();
+                write_file::<P>(path, block)?;
+                stopwatch.stop();
+            }
+            Ok(())
+        })?;
+        self.is_file_written = true;
+        Ok(measurement)
+    }
+
+    /// Writes the 8 MiB file, untimed, unless a figure already did.
+    fn ensure_file<P: Unix>(&mut self) -> Result<(), String> {
+        if !self.is_file_written {
+            let _ = P::unlink(&self.file_path);
+            write_file::<P>(&self.file_path, &mut self.block)?;
+            self.is_file_written = true;
+        }
+        Ok(())
+    }
+
+    fn read_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
+        self.ensure_file::<P>()?;
+        let unit = Unit::MegabytesPerSecond { bytes_per_op: FILE_BYTES as u64 };
+        let (path, block) = (&self.file_path, &mut self.block);
+        measure_sections::<P>(unit, config, |iterations, stopwatch| {
+            stopwatch.start();
+            for _ in 0..iterations {
+                let fd = call::<P, _>("open", P::open_read(path))?;
+                for number in 0..BLOCKS {
+                    read_block::<P>(fd, block, number, path)?;
+                }
+                call::<P, _>("close", P::close(fd))?;
+            }
+            stopwatch.stop();
+            Ok(())
+        })
+    }
+
+    fn copy_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
+        self.ensure_file::<P>()?;
+        let unit = Unit::MegabytesPerSecond { bytes_per_op: FILE_BYTES as u64 };
+        let (from, to, block) = (&self.file_path, &self.copy_path, &mut self.block);
+        let measurement = measure_sections::<P>(unit, config, |iterations, stopwatch| {
+            for _ in 0..iterations {
+                let _ = P::unlink(to);
+                stopwatch.start();
+                let source = call::<P, _>("open", P::open_read(from))?;
+                let destination = call::<P, _>("creat", P::create(to))?;
+                for number in 0..BLOCKS {
+                    read_block::<P>(source, block, number, from)?;
+                    write_all::<P>(destination, &block.0)?;
+                }
+                call::<P, _>("close", P::close(source))?;
+                call::<P, _>("close", P::close(destination))?;
+                stopwatch.stop();
+            }
+            Ok(())
+        })?;
+        // The copy must hold what the source holds, block by block.
+        let fd = call::<P, _>("open the copy", P::open_read(&self.copy_path))?;
+        let checked =
+            (0..BLOCKS).try_for_each(|number| read_block::<P>(fd, &mut self.block, number, "the copy"));
+        let _ = P::close(fd);
+        checked?;
+        Ok(measurement)
+    }
+
+    fn pipe_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
+        let (data_read, data_write) = call::<P, _>("pipe", P::pipe())?;
+        let (ack_read, ack_write) = match P::pipe() {
+            Ok(ends) => ends,
+            Err(errno) => {
+                let _ = (P::close(data_read), P::close(data_write));
+                return Err(describe::<P>("pipe", errno));
+            }
+        };
+        let child = match P::fork() {
+            Ok(0) => {
+                // The reader: its own ends only, so that it sees end of
+                // file when the writer closes its end.
+                let _ = (P::close(data_write), P::close(ack_read));
+                P::exit(read_pipe::<P>(data_read, ack_write, &mut self.other_block) as i32)
+            }
+            Ok(pid) => pid,
+            Err(errno) => {
+                for fd in [data_read, data_write, ack_read, ack_write] {
+                    let _ = P::close(fd);
+                }
+                return Err(describe::<P>("fork", errno));
+            }
+        };
+        let _ = (P::close(data_read), P::close(ack_write));
+        let unit = Unit::MegabytesPerSecond { bytes_per_op: FILE_BYTES as u64 };
+        let mut sequence = 0u64;
+        let block = &mut self.block;
+        let measured = measure_sections::<P>(unit, config, |iterations, stopwatch| {
+            stopwatch.start();
+            for _ in 0..iterations {
+                for _ in 0..BLOCKS {
+                    block.stamp(sequence);
+                    sequence += 1;
+                    write_all::<P>(data_write, &block.0)?;
+                }
+                let mut ack = [0u8; 8];
+                if read_full::<P>(ack_read, &mut ack)? != ack.len() {
+                    return Err(String::from("the pipe's reader went away"));
+                }
+                let seen = u64::from_le_bytes(ack);
+                if seen != sequence {
+                    return Err(format!("the reader saw {seen} blocks, {sequence} were written"));
+                }
+            }
+            stopwatch.stop();
+            Ok(())
+        });
+        // The reader sees end of file and exits.
+        let _ = (P::close(data_write), P::close(ack_read));
+        let ended = P::wait(child);
+        let measurement = measured?;
+        match ended {
+            Ok(Some(0)) => Ok(measurement),
+            Ok(Some(status)) => {
+                Err(format!("the pipe's reader exited with {status} ({})", ReaderExit::meaning(status)))
+            }
+            Ok(None) => Err(String::from("the pipe's reader was killed by a signal")),
+            Err(errno) => Err(describe::<P>("waitpid", errno)),
+        }
+    }
+
+    fn creat_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
+        let (dir, next_name) = (&self.dir, &mut self.next_name);
+        measure_sections::<P>(Unit::NanosPerOp, config, |iterations, stopwatch| {
+            let mut first_of_batch = *next_name;
+            stopwatch.start();
+            for _ in 0..iterations {
+                let name = Name::new(dir, *next_name)?;
+                *next_name += 1;
+                let fd = call::<P, _>("creat", P::create(name.as_str()))?;
+                call::<P, _>("close", P::close(fd))?;
+                if *next_name - first_of_batch == CREAT_BATCH {
+                    stopwatch.stop();
+                    remove_names::<P>(dir, first_of_batch..*next_name)?;
+                    first_of_batch = *next_name;
+                    stopwatch.start();
+                }
+            }
+            stopwatch.stop();
+            remove_names::<P>(dir, first_of_batch..*next_name)
+        })
+    }
+}
+
+/// Adds the call's name and the error's to a failed call.
+fn call<P: Unix, T>(what: &str, result: Result<T, Errno>) -> Result<T, String> {
+    result.map_err(|errno| describe::<P>(what, errno))
+}
+
+fn describe<P: Unix>(what: &str, errno: Errno) -> String {
+    format!("{what}: {} (errno {errno})", P::errno_name(errno))
+}
+
+/// `creat`s the file and writes its [`BLOCKS`] numbered blocks.
+fn write_file<P: Unix>(path: &str, block: &mut Block) -> Result<(), String> {
+    let fd = call::<P, _>("creat", P::create(path))?;
+    for number in 0..BLOCKS {
+        block.stamp(number);
+        write_all::<P>(fd, &block.0)?;
+    }
+    call::<P, _>("close", P::close(fd))
+}
+
+/// Reads block `number` of `what` and checks that it is that block.
+fn read_block<P: Unix>(fd: Fd, block: &mut Block, number: u64, what: &str) -> Result<(), String> {
+    let got = read_full::<P>(fd, &mut block.0)?;
+    if got != BLOCK_BYTES {
+        return Err(format!("{what}: block {number} has {got} bytes, not {BLOCK_BYTES}"));
+    }
+    if block.number() != number {
+        return Err(format!("{what}: block {number} holds block {}", block.number()));
+    }
+    Ok(())
+}
+
+/// Writes all of `bytes`.
+fn write_all<P: Unix>(fd: Fd, mut bytes: &[u8]) -> Result<(), String> {
+    while !bytes.is_empty() {
+        match call::<P, _>("write", P::write(fd, bytes))? {
+            0 => return Err(String::from("write: wrote nothing")),
+            written => bytes = &bytes[written.min(bytes.len())..],
+        }
+    }
+    Ok(())
+}
+
+/// Reads until `buffer` is full or end of file; returns the bytes read.
+fn read_full<P: Unix>(fd: Fd, buffer: &mut [u8]) -> Result<usize, String> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match call::<P, _>("read", P::read(fd, &mut buffer[filled..]))? {
+            0 => break,
+            got => filled += got.min(buffer.len() - filled),
+        }
+    }
+    Ok(filled)
+}
+
+/// How the pipe's reader ends: its exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+enum ReaderExit {
+    /// End of file between two 8 MiB passes: the writer closed its end.
+    Done = 0,
+    /// End of file in the middle of a pass.
+    ShortPass = 3,
+    ReadFailed = 4,
+    /// A block out of order, lost or repeated.
+    WrongBlock = 5,
+    AckFailed = 6,
+}
+
+impl ReaderExit {
+    fn meaning(status: i32) -> &'static str {
+        match status {
+            0 => "done",
+            3 => "end of file in the middle of 8 MiB",
+            4 => "a read failed",
+            5 => "a block arrived out of order",
+            6 => "the acknowledgement could not be written",
+            _ => "not a status the reader uses",
+        }
+    }
+}
+
+/// The pipe's reader, in the forked child: reads 8 MiB passes of numbered
+/// blocks from `data`, checks every block's number, and after each pass
+/// writes the count of blocks seen so far to `ack`. Allocates nothing.
+fn read_pipe<P: Unix>(data: Fd, ack: Fd, block: &mut Block) -> ReaderExit {
+    let mut sequence = 0u64;
+    loop {
+        for index in 0..BLOCKS {
+            match read_full::<P>(data, &mut block.0) {
+                Ok(0) if index == 0 => return ReaderExit::Done,
+                Ok(BLOCK_BYTES) => {}
+                Ok(_) => return ReaderExit::ShortPass,
+                Err(_) => return ReaderExit::ReadFailed,
+            }
+            if block.number() != sequence {
+                return ReaderExit::WrongBlock;
+            }
+            sequence += 1;
+        }
+        let bytes = sequence.to_le_bytes();
+        if !matches!(P::write(ack, &bytes), Ok(8)) {
+            return ReaderExit::AckFailed;
+        }
+    }
+}
+
+fn getpid_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
+    measure_sections::<P>(Unit::NanosPerOp, config, |iterations, stopwatch| {
+        stopwatch.start();
+        for _ in 0..iterations {
+            black_box(P::getpid());
+        }
+        stopwatch.stop();
+        Ok(())
+    })
+}
+
+fn sbrk_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
+    let start = call::<P, _>("sbrk(0)", P::sbrk(0))?;
+    let measured = measure_sections::<P>(Unit::NanosPerOp, config, |iterations, stopwatch| {
+        let mut increments = 0u64;
+        stopwatch.start();
+        for _ in 0..iterations {
+            call::<P, _>("sbrk", P::sbrk(SBRK_INCREMENT_BYTES))?;
+            increments += 1;
+            if increments == SBRK_RESET_EVERY {
+                call::<P, _>("sbrk", P::sbrk(-SBRK_INCREMENT_BYTES * SBRK_RESET_EVERY as isize))?;
+                increments = 0;
+            }
+        }
+        stopwatch.stop();
+        call::<P, _>("sbrk", P::sbrk(-SBRK_INCREMENT_BYTES * increments as isize)).map(|_| ())
+    });
+    let end = call::<P, _>("sbrk(0)", P::sbrk(0))?;
+    let measurement = measured?;
+    if end != start {
+        return Err(format!("the break ended at {end:#x}, not where it started ({start:#x})"));
+    }
+    Ok(measurement)
+}
+
+fn fork_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
+    measure_sections::<P>(Unit::NanosPerOp, config, |iterations, stopwatch| {
+        stopwatch.start();
+        for _ in 0..iterations {
+            let child = call::<P, _>("fork", P::fork())?;
+            if child == 0 {
+                P::exit(0);
+            }
+            match call::<P, _>("waitpid", P::wait(child))? {
+                Some(0) => {}
+                Some(status) => return Err(format!("a forked child exited with {status}, not 0")),
+                None => return Err(String::from("a forked child was killed by a signal")),
+            }
+        }
+        stopwatch.stop();
+        Ok(())
+    })
+}
+
+/// Removes the `creat` row's files numbered `numbers`.
+fn remove_names<P: Unix>(dir: &str, numbers: core::ops::Range<u64>) -> Result<(), String> {
+    for number in numbers {
+        let name = Name::new(dir, number)?;
+        call::<P, _>("unlink", P::unlink(name.as_str()))?;
+    }
+    Ok(())
+}
+
+/// A path `<dir>/r2c<number>` built without allocating (it is made inside
+/// the timed loop of the `creat` row).
+struct Name {
+    bytes: [u8; Name::CAPACITY],
+    len: usize,
+}
+
+impl Name {
+    const CAPACITY: usize = 128;
+
+    fn new(dir: &str, number: u64) -> Result<Name, String> {
+        let mut name = Name { bytes: [0; Name::CAPACITY], len: 0 };
+        write!(name, "{dir}/r2c{number}").map_err(|_| format!("{dir}: directory name too long"))?;
+        Ok(name)
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `str`s are ever written into it.
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl Write for Name {
+    fn write_str(&mut self, text: &str) -> core::fmt::Result {
+        let end = self.len + text.len();
+        if end > self.bytes.len() {
+            return Err(core::fmt::Error);
+        }
+        self.bytes[self.len..end].copy_from_slice(text.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    //! The figures on the host's Linux, in a fresh directory: the same
+    //! code path as the Linux guest's, checks included.
+
+    use super::*;
+    use crate::linux::Linux;
+
+    const QUICK: Config = Config { sample_count: 1, min_sample_ns: 1_000_000 };
+
+    fn scratch_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("r2-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn file_figures_measure_and_leave_nothing_behind() {
+        let dir = scratch_dir("files");
+        let mut session = Session::new(dir.to_str().unwrap());
+        for figure in ["read", "write", "copy", "creat"] {
+            let (unit, measurement) = session.measure::<Linux>(figure, &QUICK).unwrap();
+            assert!(measurement.median > 0.0, "{figure}");
+            assert_eq!(unit.bytes_per_op(), if figure == "creat" { 0 } else { FILE_BYTES as u64 });
+        }
+        let copy = std::fs::read(dir.join("r2-copy")).unwrap();
+        assert_eq!(copy.len(), FILE_BYTES);
+        assert_eq!(copy, std::fs::read(dir.join("r2-file")).unwrap());
+        session.clean_up::<Linux>();
+        let left: std::vec::Vec<_> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "the creat row's files are removed: {left:?}");
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn read_notices_a_damaged_file() {
+        let dir = scratch_dir("damaged");
+        let mut session = Session::new(dir.to_str().unwrap());
+        session.measure::<Linux>("write", &QUICK).unwrap();
+        let path = dir.join("r2-file");
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[5 * BLOCK_BYTES] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let error = session.measure::<Linux>("read", &QUICK).unwrap_err();
+        assert!(error.contains("block 5 holds block"), "{error}");
+        bytes[5 * BLOCK_BYTES] ^= 1;
+        bytes.truncate(FILE_BYTES / 2);
+        std::fs::write(&path, &bytes).unwrap();
+        let error = session.measure::<Linux>("read", &QUICK).unwrap_err();
+        assert!(error.contains("has 0 bytes"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn process_figures_measure() {
+        let dir = scratch_dir("procs");
+        let mut session = Session::new(dir.to_str().unwrap());
+        for figure in ["pipe", "getpid", "sbrk", "fork"] {
+            let (_, measurement) = session.measure::<Linux>(figure, &QUICK).unwrap();
+            assert!(measurement.median > 0.0, "{figure}");
+        }
+        assert!(session.measure::<Linux>("nope", &QUICK).unwrap_err().contains("unknown figure"));
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_are_built_in_place() {
+        assert_eq!(Name::new("/tmp", 42).unwrap().as_str(), "/tmp/r2c42");
+        assert!(Name::new(&"x".repeat(200), 1).is_err());
+        assert_eq!(figure_name("creat"), "r2_creat_close");
+        assert!(FIGURES.iter().all(|f| figure_name(f).starts_with("r2_") && figure_name(f) != "r2_unknown"));
+        assert_eq!(ReaderExit::WrongBlock as i32, 5);
+        assert_eq!(ReaderExit::meaning(ReaderExit::ShortPass as i32), "end of file in the middle of 8 MiB");
+        assert_eq!(ReaderExit::meaning(ReaderExit::Done as i32), "done");
+        assert_eq!(ReaderExit::meaning(ReaderExit::ReadFailed as i32), "a read failed");
+        assert_eq!(
+            ReaderExit::meaning(ReaderExit::AckFailed as i32),
+            "the acknowledgement could not be written"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! memfs: the memory file system for `/`, one server process that is
+//! Ridge's directory manager, volume and file data at once (Ridge OS §3).
+//! The files live in this process's heap and are lost at power-off. The
+//! tree and the decoding of every request are `unix_core::memfs` (`Fs`,
+//! `Service`), host-tested; this file holds the kernel calls: queues,
+//! boot modules, the clock and the receive-reply loop.
+//!
+//! It serves two queues (the `fs` and `io` operation numbers overlap, so
+//! one queue could not tell them apart):
+//! - `fs::QUEUE` (0): the directory manager (`fs::*`), and
+//!   `device::OP_OPEN` for the `/dev/null` it makes and serves itself;
+//! - `fs::IO_QUEUE` (1): `io::*` on the handles it gave out. The replies
+//!   to `fs::OP_OPEN` and `device::OP_OPEN` say so in word 1.
+//!
+//! Who may ask what: `fs::OP_LOOKUP`, and `io` read, write, seek, fstat
+//! and readdir, from anyone (a handle is the capability: sparse numbers
+//! with a random check). Every other `fs` operation, `device::OP_OPEN` and
+//! `io::OP_CLOSE` only from the starter or from the monitor the starter
+//! names once with `fs::OP_SET_MONITOR`.
+//!
+//! What it is not: a permission checker (the monitor checks modes and
+//! ids, Ridge §3) nor a path normaliser (the monitor sends absolute,
+//! normalised paths; others get `EINVAL`).
+//!
+//! At start it makes `/bin`, `/etc`, `/dev`, `/tmp` (01777), `/home`,
+//! `/root` (0700), copies every boot module into the tree (`etc.<name>`
+//! becomes `/etc/<name>`, mode 0644; any other `/bin/<name>`, mode 0755),
+//! makes `/dev/null`, and sends its starter `[fs::READY, fs::QUEUE, 0, 0]`.
+//!
+//! Invariants: one reply per call; bad input (unknown operations, bad
+//! handles, non-UTF-8 paths, callers without the right) gets an errno
+//! reply, and messages that are not calls are dropped: nothing a client
+//! sends makes it panic or exit.
+//!
+//! Arguments: the starter's kernel pid, in decimal.
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+use abi::msg::{DEFAULT_LINKS, DEFAULT_MESSAGES, DEFAULT_QUEUES, Kind};
+use abi::{InfoKey, Pid};
+use protocols::unix::errno::{self, EIO};
+use protocols::unix::{fs, open_flags};
+use runtime::msg::{self, Page, Queue, ReplyHandle};
+use runtime::{Args, println, sys};
+use unix_core::memfs::{Fs, MESSAGE_DATA_BYTES, Service, module_destination};
+
+runtime::entry!(main);
+
+/// The most file data memfs holds. It also takes at most a quarter of the
+/// memory free when it starts: its heap pages come from the kernel on
+/// first touch, and a touch the kernel cannot satisfy would end memfs, so
+/// a full file system must answer `ENOSPC` well before that.
+const CAPACITY_BYTES: u64 = 256 << 20;
+/// The part of free memory the file data may take (1 / this).
+const FREE_MEMORY_SHARE: u64 = 4;
+/// Messages each queue holds; a caller finding it full gets `QueueFull`.
+const QUEUE_MESSAGES: u64 = 128;
+/// Data pages the queue segment may hold for waiting requests.
+const QUEUE_PAGES: u64 = 128;
+/// Longest boot-module name copied into the tree (`NAME_MAX`).
+const MAX_MODULE_NAME_BYTES: usize = 255;
+
+/// Nanoseconds since boot for mtimes, without a kernel entry per request:
+/// the kernel's uptime at start, advanced by the time-stamp counter (the
+/// kernel calibrated its frequency at boot).
+struct Clock {
+    base_ns: u64,
+    base_tsc: u64,
+    tsc_hz: u64,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        let base_tsc = sys::rdtsc();
+        Clock { base_ns: sys::info(InfoKey::UptimeNs), base_tsc, tsc_hz: sys::info(InfoKey::TscHz) }
+    }
+
+    fn now_ns(&self) -> u64 {
+        if self.tsc_hz == 0 {
+            return sys::info(InfoKey::UptimeNs);
+        }
+        let ticks = sys::rdtsc().saturating_sub(self.base_tsc) as u128;
+        let ns = ticks * 1_000_000_000 / self.tsc_hz as u128;
+        self.base_ns.saturating_add(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+}
+
+fn main(args: Args) -> i32 {
+    // Before anything else, so that the fs queue is queue 0.
+    let queues = open_queues();
+    let Some(starter) = args.get(0).and_then(|s| s.parse::<u64>().ok()).map(Pid) else {
+        println!("memfs: no starter pid in the arguments");
+        return 1;
+    };
+    let (fs_queue, io_queue) = match queues {
+        Ok(q) => q,
+        Err(why) => {
+            println!("memfs: cannot open its queues: {why}");
+            return 2;
+        }
+    };
+    let me = sys::getpid();
+    let clock = Clock::new();
+    let capacity_bytes = match sys::info(InfoKey::FreeMemoryBytes) {
+        0 => CAPACITY_BYTES,
+        free => (free / FREE_MEMORY_SHARE).min(CAPACITY_BYTES),
+    };
+    let mut fs = Fs::new(sys::rdtsc() ^ me.0, capacity_bytes);
+    fs.set_now(clock.now_ns());
+    let mut service = Service::new(fs, starter.0);
+    if let Err(e) = service.make_standard_tree(me.0) {
+        println!("memfs: cannot build the tree: {}", errno::name(e));
+        return 3;
+    }
+    let mut buf = Page::zeroed();
+    load_modules(&mut service.fs, &mut buf.0);
+    let ready = msg::open_link(starter, Queue(0)).and_then(|l| {
+        let sent = msg::send(l, &[fs::READY, fs::QUEUE as u64, 0, 0]);
+        let _ = msg::close_link(l);
+        sent
+    });
+    if ready.is_err() {
+        return 4;
+    }
+    serve(&mut service, &clock, fs_queue, io_queue)
+}
+
+/// The one queue of the protocol: `fs` and `io` requests share it (their
+/// operation numbers do not overlap), so `reply_wait` serves both.
+fn open_queues() -> Result<(Queue, Queue), &'static str> {
+    let capacity = match msg::init_qseg(DEFAULT_LINKS, DEFAULT_QUEUES, 2 * QUEUE_MESSAGES, QUEUE_PAGES) {
+        Ok(()) => 2 * QUEUE_MESSAGES,
+        Err(_) => DEFAULT_MESSAGES,
+    };
+    let queue = msg::open_queue(capacity, true).map_err(|e| e.name())?;
+    if queue.0 != fs::QUEUE || queue.0 != fs::IO_QUEUE {
+        return Err("queue numbers are not the protocol's");
+    }
+    Ok((queue, queue))
+}
+
+/// Copy every boot module into the tree (index 0 up to the first error).
+/// A module that cannot be copied is reported and left out, never half
+/// there.
+fn load_modules(fs: &mut Fs, buf: &mut [u8; MESSAGE_DATA_BYTES]) {
+    let mut name_buf = [0u8; MAX_MODULE_NAME_BYTES + 1];
+    let mut index = 0u64;
+    while let Ok((size_bytes, name_len)) = sys::module_info(index, &mut name_buf) {
+        let name = name_buf.get(..name_len).and_then(|n| core::str::from_utf8(n).ok());
+        match name {
+            Some(name) if name_len <= MAX_MODULE_NAME_BYTES => {
+                if let Err(e) = copy_module(fs, index, name, size_bytes, buf) {
+                    println!("memfs: boot module {name} not copied: {}", errno::name(e));
+                }
+            }
+            _ => println!("memfs: boot module {index} has no usable name; not copied"),
+        }
+        index += 1;
+    }
+}
+
+fn copy_module(fs: &mut Fs, index: u64, name: &str, size_bytes: u64, buf: &mut [u8]) -> Result<(), u64> {
+    let (file, perm) = module_destination(name)?;
+    let flags = open_flags::O_CREAT | open_flags::O_EXCL | open_flags::O_WRONLY;
+    let (handle, _) = fs.open(&file, flags, perm, 0, 0)?;
+    let copied = copy_module_data(fs, handle, index, size_bytes, buf);
+    let _ = fs.close(handle);
+    if copied.is_err() {
+        let _ = fs.unlink(&file);
+    }
+    copied
+}
+
+fn copy_module_data(
+    fs: &mut Fs,
+    handle: u64,
+    index: u64,
+    size_bytes: u64,
+    buf: &mut [u8],
+) -> Result<(), u64> {
+    let mut offset = 0;
+    while offset < size_bytes {
+        let n = sys::module_read(index, offset, buf).map_err(|_| EIO)?;
+        if n == 0 {
+            return Err(EIO);
+        }
+        fs.write(handle, &buf[..n])?;
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Receive, answer, repeat: one `reply_wait` per request (the answer to
+/// the last request and the wait for the next in one kernel entry).
+fn serve(service: &mut Service, clock: &Clock, queue: Queue, _io_queue: Queue) -> i32 {
+    let mut rx = Page::zeroed();
+    let mut tx = Page::zeroed();
+    let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
+    loop {
+        let received = match answer.take() {
+            Some((h, words, len)) => msg::reply_wait(Some(h), &words, &tx.0[..len], queue, &mut rx.0),
+            None => msg::reply_wait(None, &[0; 4], &[], queue, &mut rx.0),
+        };
+        let Ok(r) = received else { continue };
+        // Only calls can be answered; anything else is dropped.
+        if r.kind != Kind::Call {
+            continue;
+        }
+        let data = &rx.0[..r.len.min(rx.0.len())];
+        let (words, len) = if r.message[0] < fs::OP_LOOKUP {
+            service.io_request(r.sender.0, r.message, data, clock.now_ns(), &mut tx.0)
+        } else {
+            service.fs_request(r.sender.0, r.message, data, clock.now_ns(), &mut tx.0)
+        };
+        answer = Some((r.reply, words, len));
+    }
+}

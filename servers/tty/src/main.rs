@@ -1,0 +1,433 @@
+//! tty: the console device manager of the UNIX personality (Ridge OS §3:
+//! device managers are processes). It sits in front of the console driver
+//! (`drivers/console`), takes all typed input from it (`OP_SUBSCRIBE`),
+//! runs the line discipline (`unix_core::ldisc`: echo, erase, kill, ^C,
+//! ^D) and serves the console to UNIX processes through handles:
+//! - `device::OP_OPEN` gives a handle (with the open flags);
+//! - `io::OP_READ` answers one line per read, or keeps the call until a
+//!   line is typed (several readers wait in order); ^D on an empty line is
+//!   end of file (0 bytes) for one read;
+//! - `io::OP_WRITE` writes through the driver with NL → CR NL;
+//! - `io::OP_FSTAT` (a character device, `rw--w----`), `io::OP_SEEK`
+//!   (`ESPIPE`), `io::OP_READDIR` (`ENOTDIR`), `io::OP_FOREGROUND` (the
+//!   foreground process group, which ^C signals);
+//! - `io::OP_CLOSE` from the monitor only; reads kept on the handle fail
+//!   with `EBADF`.
+//!
+//! ^C is reported to the monitor with a one-way `send` of
+//! `monitor::OP_SIGNAL_GROUP`, never a `call`: the monitor calls this
+//! manager, so a call back could deadlock them.
+//!
+//! Trust: the monitor registers itself once (`tty::OP_SET_MONITOR`); from
+//! then on only it may open and close handles. Handles are sparse (slot
+//! and a random check), so a process cannot use one it was not given.
+//! Bad requests get a POSIX errno; nothing a client sends ends this
+//! process.
+//!
+//! What it is not: a terminal with modes (no raw mode, no `termios`), or
+//! a manager of more than one line.
+//!
+//! Arguments: the starter's kernel pid (decimal); its queue 0 gets
+//! `[tty::READY, queue, 0, 0]` once input is subscribed.
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+use abi::msg::{Kind, Message};
+use abi::{Error, Pid};
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use protocols::console;
+use protocols::unix::errno::{
+    EAGAIN, EBADF, EBUSY, EINVAL, EIO, ENFILE, ENOENT, ENOSYS, ENOTDIR, EPERM, ESPIPE, ESRCH,
+};
+use protocols::unix::{Stat, device, encode_result, io, mode, monitor, open_flags, signal, tty};
+use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
+use runtime::{Args, sys};
+use unix_core::ldisc::{Event, LineDiscipline, Read};
+
+runtime::entry!(main);
+
+/// Handles open at once (all descriptors of all processes share a few:
+/// the monitor opens the console once per `OP_START` and `dup`s it).
+const MAX_HANDLES: usize = 64;
+/// Reads kept waiting at most; the kernel gives this process
+/// `QSEG_MESSAGES` reply handles, and one must stay free to receive.
+const MAX_PENDING_READS: usize = 64;
+const QUEUE_CAPACITY: u64 = 64;
+const QSEG_LINKS: u64 = 16;
+const QSEG_QUEUES: u64 = 4;
+const QSEG_MESSAGES: u64 = 160;
+const QSEG_PAGES: u64 = 64;
+/// Most bytes one message carries.
+const MAX_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
+
+fn main(args: Args) -> i32 {
+    // The last number among the arguments (plain `spawn` text is just the
+    // pid; an exec block would put the program name first).
+    let starter = args.iter().filter_map(|s| s.parse::<u64>().ok()).last().map(Pid);
+    match start(starter) {
+        Ok(mut t) => t.serve(),
+        Err(why) => {
+            let _ = sys::debug_write(b"tty: cannot start: ");
+            let _ = sys::debug_write(why.as_bytes());
+            let _ = sys::debug_write(b"\n");
+            1
+        }
+    }
+}
+
+/// Set up, subscribe to the driver's input and tell the starter.
+fn start(starter: Option<Pid>) -> Result<Tty, &'static str> {
+    msg::init_qseg(QSEG_LINKS, QSEG_QUEUES, QSEG_MESSAGES, QSEG_PAGES).map_err(|_| "queue segment")?;
+    let queue = msg::open_queue(QUEUE_CAPACITY, true).map_err(|_| "open queue")?;
+    if queue.0 != tty::QUEUE {
+        return Err("queue is not tty::QUEUE");
+    }
+    let (driver_pid, driver_queue) = sys::bootstrap(abi::bootstrap::CONSOLE).ok_or("no console driver")?;
+    let driver = msg::open_link(driver_pid, Queue(driver_queue)).map_err(|_| "no link to the driver")?;
+    let (reply, _) = msg::call(driver, &[console::OP_SUBSCRIBE, queue.0 as u64, 0, 0], &[], &mut [])
+        .map_err(|_| "subscribe call failed")?;
+    if reply[0] != 0 {
+        return Err("the driver refused the subscription");
+    }
+    if let Some(starter) = starter {
+        msg::open_link(starter, Queue(0))
+            .and_then(|l| msg::send(l, &[tty::READY, queue.0 as u64, 0, 0]))
+            .map_err(|_| "cannot tell the starter")?;
+    }
+    Ok(Tty {
+        queue,
+        driver,
+        driver_pid,
+        ldisc: LineDiscipline::new(),
+        handles: Handles::new(),
+        readers: VecDeque::new(),
+        monitor: None,
+        foreground: 0,
+    })
+}
+
+/// The monitor, once registered.
+#[derive(Clone, Copy)]
+struct Monitor {
+    pid: Pid,
+    link: Link,
+}
+
+/// A read kept until a line is typed.
+struct PendingRead {
+    reply: ReplyHandle,
+    handle: u64,
+    max_bytes: usize,
+}
+
+/// What to answer the request just received.
+struct Answer {
+    words: Message,
+    data_len: usize,
+}
+
+impl Answer {
+    fn result(r: Result<u64, u64>) -> Answer {
+        Answer { words: [encode_result(r), 0, 0, 0], data_len: 0 }
+    }
+}
+
+struct Tty {
+    queue: Queue,
+    driver: Link,
+    driver_pid: Pid,
+    ldisc: LineDiscipline,
+    handles: Handles,
+    readers: VecDeque<PendingRead>,
+    monitor: Option<Monitor>,
+    /// The foreground process group (0 = none set).
+    foreground: u64,
+}
+
+impl Tty {
+    fn serve(&mut self) -> i32 {
+        let mut request = Page::zeroed();
+        let mut reply_data = Page::zeroed();
+        let mut answer: Option<(ReplyHandle, Answer)> = None;
+        loop {
+            let (handle, words, len) = match &answer {
+                Some((h, a)) => (Some(*h), a.words, a.data_len),
+                None => (None, [0; 4], 0),
+            };
+            let received = msg::reply_wait(handle, &words, &reply_data.0[..len], self.queue, &mut request.0);
+            answer = None;
+            // Data always fits a page; after any other failure the message
+            // is still queued or gone: receive again.
+            let Ok(r) = received else { continue };
+            match r.kind {
+                Kind::Short if r.sender == self.driver_pid && r.message[0] == console::INPUT => {
+                    self.input(&r.message, &mut reply_data.0);
+                }
+                Kind::Call => {
+                    let data = &request.0[..r.len.min(MAX_DATA_BYTES)];
+                    let a = self.request(r.sender, r.reply, &r.message, data, &mut reply_data.0);
+                    answer = a.map(|a| (r.reply, a));
+                }
+                // Messages of other kinds, or input not from the driver.
+                _ => {}
+            }
+        }
+    }
+
+    /// Typed bytes from the driver.
+    fn input(&mut self, m: &Message, scratch: &mut [u8]) {
+        let count = (m[1] as usize).min(console::INPUT_BYTES_PER_MESSAGE);
+        let mut bytes = [0u8; console::INPUT_BYTES_PER_MESSAGE];
+        bytes[..8].copy_from_slice(&m[2].to_le_bytes());
+        bytes[8..].copy_from_slice(&m[3].to_le_bytes());
+        let mut echo = Vec::new();
+        for &b in &bytes[..count] {
+            let event = self.ldisc.input(b, &mut echo);
+            // A finished line goes to a waiting reader before a later ^C
+            // in the same batch could flush it.
+            self.complete_reads(scratch);
+            if event == Some(Event::Interrupt) {
+                self.interrupt();
+            }
+        }
+        if !echo.is_empty() {
+            let _ = self.write_to_driver(&echo);
+        }
+    }
+
+    /// ^C: signal the foreground group through the monitor. Readers keep
+    /// waiting (the foreground job, not the reader, is interrupted).
+    fn interrupt(&mut self) {
+        if let Some(m) = self.monitor
+            && self.foreground != 0
+        {
+            let _ = msg::send(m.link, &[monitor::OP_SIGNAL_GROUP, self.foreground, signal::SIGINT, 0]);
+        }
+    }
+
+    /// Answer waiting readers, in order, while there is input for them.
+    /// Input is taken only when its reader was still there: a reader
+    /// killed while waiting (^C on `cat`) does not swallow the next line.
+    fn complete_reads(&mut self, scratch: &mut [u8]) {
+        while self.ldisc.readable()
+            && let Some(p) = self.readers.pop_front()
+        {
+            let peeked = self.ldisc.peek(&mut scratch[..p.max_bytes]);
+            let n = match peeked {
+                Read::Bytes(n) => n,
+                Read::EndOfFile | Read::Nothing => 0,
+            };
+            if msg::reply(p.reply, &[n as u64, 0, 0, 0], &scratch[..n]) != Err(Error::DeadPeer) {
+                self.ldisc.consume(peeked);
+            }
+        }
+    }
+
+    /// A call. `None`: the call is kept and answered later.
+    fn request(
+        &mut self,
+        sender: Pid,
+        reply: ReplyHandle,
+        m: &Message,
+        data: &[u8],
+        out: &mut [u8],
+    ) -> Option<Answer> {
+        let from_monitor = self.monitor.is_some_and(|mon| mon.pid == sender);
+        let result = match m[0] {
+            tty::OP_SET_MONITOR => self.set_monitor(Pid(m[1]), m[2] as u32),
+            device::OP_OPEN => {
+                if self.monitor.is_some() && !from_monitor {
+                    Err(EPERM)
+                } else if !data.is_empty() && data != b"/" {
+                    // Nothing lies below the console's device entry.
+                    Err(ENOENT)
+                } else {
+                    self.handles.open(m[1]).ok_or(ENFILE)
+                }
+            }
+            io::OP_READ => return self.read(reply, m[1], m[2], out),
+            io::OP_WRITE => match self.handles.get(m[1]) {
+                Some(flags) if open_flags::writable(flags) => self.write(data),
+                _ => Err(EBADF),
+            },
+            io::OP_FSTAT => match self.handles.get(m[1]) {
+                Some(_) => {
+                    let stat = Stat {
+                        ino: 1,
+                        mode: mode::S_IFCHR | 0o620,
+                        nlink: 1,
+                        uid: 0,
+                        gid: 0,
+                        size_bytes: 0,
+                        mtime_ns: 0,
+                        device_pid: sys::getpid().0,
+                        device_queue: tty::QUEUE,
+                    };
+                    out[..Stat::BYTES].copy_from_slice(&stat.encode());
+                    return Some(Answer { words: [0; 4], data_len: Stat::BYTES });
+                }
+                None => Err(EBADF),
+            },
+            io::OP_SEEK => self.handles.get(m[1]).map_or(Err(EBADF), |_| Err(ESPIPE)),
+            io::OP_READDIR => self.handles.get(m[1]).map_or(Err(EBADF), |_| Err(ENOTDIR)),
+            io::OP_FOREGROUND => match (self.handles.get(m[1]), m[2]) {
+                (None, _) => Err(EBADF),
+                (Some(_), 0) => Ok(self.foreground),
+                (Some(_), 1) => {
+                    self.foreground = m[3];
+                    Ok(0)
+                }
+                (Some(_), _) => Err(EINVAL),
+            },
+            io::OP_CLOSE => {
+                if !from_monitor {
+                    Err(EPERM)
+                } else if self.handles.close(m[1]) {
+                    self.fail_reads_on(m[1]);
+                    Ok(0)
+                } else {
+                    Err(EBADF)
+                }
+            }
+            _ => Err(ENOSYS),
+        };
+        Some(Answer::result(result))
+    }
+
+    fn set_monitor(&mut self, pid: Pid, queue: u32) -> Result<u64, u64> {
+        if self.monitor.is_some() {
+            return Err(EBUSY);
+        }
+        match msg::open_link(pid, Queue(queue)) {
+            Ok(link) => {
+                self.monitor = Some(Monitor { pid, link });
+                Ok(0)
+            }
+            Err(Error::NoSuchProcess | Error::DeadPeer) => Err(ESRCH),
+            Err(_) => Err(EINVAL),
+        }
+    }
+
+    fn read(&mut self, reply: ReplyHandle, handle: u64, max: u64, out: &mut [u8]) -> Option<Answer> {
+        match self.handles.get(handle) {
+            Some(flags) if open_flags::readable(flags) => {}
+            _ => return Some(Answer::result(Err(EBADF))),
+        }
+        let max_bytes = (max as usize).min(MAX_DATA_BYTES);
+        if max_bytes == 0 {
+            return Some(Answer::result(Ok(0)));
+        }
+        if self.readers.is_empty() && self.ldisc.readable() {
+            let n = match self.ldisc.read(&mut out[..max_bytes]) {
+                Read::Bytes(n) => n,
+                Read::EndOfFile | Read::Nothing => 0,
+            };
+            return Some(Answer { words: [n as u64, 0, 0, 0], data_len: n });
+        }
+        if self.readers.len() >= MAX_PENDING_READS {
+            return Some(Answer::result(Err(EAGAIN)));
+        }
+        self.readers.push_back(PendingRead { reply, handle, max_bytes });
+        None
+    }
+
+    /// Output-process `data` and write it; the reply counts `data`'s bytes.
+    fn write(&mut self, data: &[u8]) -> Result<u64, u64> {
+        let mut processed = Vec::new();
+        self.ldisc.output(data, &mut processed);
+        self.write_to_driver(&processed)?;
+        Ok(data.len() as u64)
+    }
+
+    fn write_to_driver(&mut self, bytes: &[u8]) -> Result<(), u64> {
+        for chunk in bytes.chunks(MAX_DATA_BYTES) {
+            match msg::call(self.driver, &[console::OP_WRITE, 0, 0, 0], chunk, &mut []) {
+                Ok((reply, _)) if reply[0] == chunk.len() as u64 => {}
+                _ => return Err(EIO),
+            }
+        }
+        Ok(())
+    }
+
+    /// The monitor closed `handle`: reads kept on it fail.
+    fn fail_reads_on(&mut self, handle: u64) {
+        let err = encode_result(Err(EBADF));
+        self.readers.retain(|p| {
+            if p.handle == handle {
+                let _ = msg::reply(p.reply, &[err, 0, 0, 0], &[]);
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
+/// Open handles: `slot | check << SLOT_BITS`, the check random and never 0.
+struct Handles {
+    slots: [Option<(u32, u64)>; MAX_HANDLES],
+    random: Random,
+}
+
+const SLOT_BITS: u32 = 8;
+
+impl Handles {
+    fn new() -> Handles {
+        Handles { slots: [None; MAX_HANDLES], random: Random::new() }
+    }
+
+    /// A new handle with open `flags`; `None` when the table is full.
+    fn open(&mut self, flags: u64) -> Option<u64> {
+        let slot = self.slots.iter().position(Option::is_none)?;
+        let check = (self.random.next() as u32).max(1);
+        self.slots[slot] = Some((check, flags));
+        Some(slot as u64 | (check as u64) << SLOT_BITS)
+    }
+
+    fn slot_of(&self, handle: u64) -> Option<usize> {
+        let slot = (handle & ((1 << SLOT_BITS) - 1)) as usize;
+        let check = handle >> SLOT_BITS;
+        match self.slots.get(slot) {
+            Some(Some((c, _))) if *c as u64 == check => Some(slot),
+            _ => None,
+        }
+    }
+
+    /// The open flags of `handle`, if it is open.
+    fn get(&self, handle: u64) -> Option<u64> {
+        self.slot_of(handle).and_then(|s| self.slots[s]).map(|(_, flags)| flags)
+    }
+
+    fn close(&mut self, handle: u64) -> bool {
+        match self.slot_of(handle) {
+            Some(s) => {
+                self.slots[s] = None;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// splitmix64, seeded from the time-stamp counter and the pid: handle
+/// checks need to be unguessable by other processes, not cryptographic.
+struct Random(u64);
+
+impl Random {
+    fn new() -> Random {
+        Random(sys::rdtsc() ^ sys::getpid().0.rotate_left(29))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15) ^ sys::rdtsc();
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
