@@ -374,9 +374,14 @@ impl Kernel {
         if self.verbose {
             crate::kprintln!("process {} ({:#x}) ended: {:?}", self.procs[slot].name(), pid.0, status);
         }
-        // Orphans: nobody will wait for them any more.
+        // Orphans: nobody will wait for them any more. A child still
+        // stopped (made by proc_create or proc_fork and never started) can
+        // never run now: it ends with its parent, or it would leak.
         for child in 0..MAX_PROCESSES {
             if self.procs[child].parent == Some(pid) {
+                if self.procs[child].state == State::Stopped {
+                    self.finish(child, ExitStatus::Killed);
+                }
                 self.procs[child].parent = None;
                 if self.procs[child].state == State::Zombie {
                     self.free_slot(child);
