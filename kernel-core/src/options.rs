@@ -126,6 +126,10 @@ pub fn parse<'a>(cmdline: &'a str, mut warn: impl FnMut(Warning<'a>)) -> Options
                 "1" => opts.verbose = true,
                 _ => bad("0 or 1"),
             },
+            // `server.option=value`: a server's boot option (the monitor's
+            // `monitor.files`, for one), read by that server with the
+            // `kernel_options` call; not the kernel's business.
+            n if n.contains('.') => {}
             _ => warn(Warning::UnknownOption(name)),
         }
     }
@@ -137,6 +141,14 @@ mod tests {
     extern crate std;
     use super::*;
     use std::vec::Vec;
+
+    #[test]
+    fn server_options_are_left_to_servers() {
+        let mut warnings = Vec::new();
+        let o = parse("monitor.files=per-file cpus=2", |w| warnings.push(std::format!("{w}")));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(o.max_cpus, Some(2));
+    }
 
     fn parse_all(s: &str) -> (Options<'_>, Vec<Warning<'_>>) {
         let mut w = Vec::new();

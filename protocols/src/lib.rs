@@ -70,3 +70,30 @@ pub mod pager {
     pub const READY: u64 = 0x0050_4147_4552;
 }
 pub mod unix;
+
+/// Servers' boot options: words `server.option=value` on the kernel
+/// command line (before any `--`), which the kernel leaves alone and a
+/// server reads with the `kernel_options` call.
+pub mod options {
+    /// The value of `key` (e.g. `monitor.files`) on `cmdline`; the last
+    /// occurrence wins, as for kernel options.
+    pub fn lookup<'a>(cmdline: &'a str, key: &str) -> Option<&'a str> {
+        cmdline
+            .split_ascii_whitespace()
+            .take_while(|w| *w != "--")
+            .filter_map(|w| w.split_once('='))
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .last()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn lookup_finds_the_last_before_init_args() {
+            let line = "cpus=2 monitor.files=per-file monitor.files=shared -- monitor.files=x";
+            assert_eq!(super::lookup(line, "monitor.files"), Some("shared"));
+            assert_eq!(super::lookup(line, "vm.x"), None);
+        }
+    }
+}

@@ -540,6 +540,9 @@ pub mod io {
     /// Console only: set (word 2 = 1, word 3 = group) or get (word 2 = 0)
     /// the foreground process group.
     pub const OP_FOREGROUND: u64 = 7;
+    /// Regular files only, from a file manager writing back: set the
+    /// file's length to word 2 (cut, or grow with zeros).
+    pub const OP_TRUNCATE: u64 = 8;
 }
 
 /// One directory entry in an `OP_READDIR` reply's data: ino (u64 LE),
@@ -646,6 +649,31 @@ pub mod pipe {
     /// Bytes a pipe holds before writers wait (POSIX `PIPE_BUF` is 4096;
     /// Linux holds 64 KiB).
     pub const CAPACITY_BYTES: usize = 64 * 1024;
+}
+
+/// A file manager (servers/filemgr): with the boot option
+/// `monitor.files=per-file`, Ridge's arrangement: every regular file that
+/// is open has a process of its own whose data space holds the file's
+/// contents (Ridge §3), shared by every open of that file. The monitor
+/// starts it (argument: the monitor's kernel pid), it sends the monitor
+/// `[READY, queue, 0, 0]` on the monitor's queue 1, and the monitor then
+/// attaches it to the file and opens handles on it. Clients send it the
+/// [`io`] requests READ, WRITE, SEEK, FSTAT on those handles.
+pub mod filemgr {
+    pub const QUEUE: u32 = 0;
+    pub const READY: u64 = 0x0046_4d47_5200;
+    /// From the monitor, once: load the file. Word 1 = the directory
+    /// manager's kernel pid, word 2 = its queue, word 3 = a handle open at
+    /// it for reading and writing (the file manager reads the contents
+    /// through it now and writes them back through it at the end).
+    /// Reply: word 0 = bytes loaded.
+    pub const OP_ATTACH: u64 = 70;
+    /// From the monitor: a new open of the file with flags word 1 (with
+    /// `O_TRUNC`, the contents go). Reply: word 0 = handle.
+    pub const OP_OPEN: u64 = 71;
+    /// The monitor's `io::OP_CLOSE` of the last handle gets reply word 1 =
+    /// 1: the contents are written back, and the file manager exits.
+    pub const CLOSED_LAST: u64 = 1;
 }
 
 /// The console device manager (servers/tty): line discipline in front of

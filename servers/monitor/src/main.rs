@@ -39,8 +39,8 @@ use alloc::vec::Vec;
 use files::{FdTable, OpenFiles};
 use procs::Proc;
 use protocols::unix::{
-    self as ux, FdInfo, ProcInfo, Stat, device, errno, exec_args, fs, io, mode, monitor, open_flags, pid,
-    pipe, signal, tty, vm, wait_status,
+    self as ux, FdInfo, ProcInfo, Stat, device, errno, exec_args, filemgr, fs, io, mode, monitor, open_flags,
+    pid, pipe, signal, tty, vm, wait_status,
 };
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
@@ -81,6 +81,11 @@ struct Monitor {
     tty: Option<(Pid, u32)>,
     links: BTreeMap<(u64, u32), Link>,
     pipe_managers: Vec<Pid>,
+    /// `monitor.files=per-file`: Ridge's file manager per open file.
+    per_file: bool,
+    /// Per-file mode: the file manager of each open file, by inode, and
+    /// the handle at the directory manager it loads and writes back through.
+    file_managers: BTreeMap<u64, (Pid, u64)>,
     images: Vec<CachedImage>,
     devices_made: bool,
     /// Requests served, forks, execs.
@@ -118,6 +123,8 @@ fn main(args: Args) -> i32 {
         tty,
         links: BTreeMap::new(),
         pipe_managers: Vec::new(),
+        per_file: files_option() == "per-file",
+        file_managers: BTreeMap::new(),
         images: Vec::new(),
         devices_made: false,
         stats: [0; 3],
@@ -158,6 +165,23 @@ fn main(args: Args) -> i32 {
                 m.signal_group(r.message[1], r.message[2]);
             }
             _ => {}
+        }
+    }
+}
+
+/// The boot option `monitor.files`: `shared` (the default: the directory
+/// manager serves file data itself) or `per-file` (Ridge: a file-manager
+/// process per open file).
+fn files_option() -> String {
+    let mut buf = [0u8; 1024];
+    let n = sys::kernel_options(&mut buf).unwrap_or(0).min(buf.len());
+    let line = core::str::from_utf8(&buf[..n]).unwrap_or("");
+    match protocols::options::lookup(line, "monitor.files") {
+        Some("per-file") => String::from("per-file"),
+        Some("shared") | None => String::from("shared"),
+        Some(other) => {
+            runtime::println!("monitor: monitor.files={other} is not `shared` or `per-file`; using shared");
+            String::from("shared")
         }
     }
 }
@@ -645,6 +669,10 @@ impl Monitor {
             self.drop_link(kpid);
             return;
         }
+        if self.file_managers.values().any(|(p, _)| *p == kpid) {
+            self.file_manager_gone(kpid);
+            return;
+        }
         let p = pid::from_kernel(kpid);
         let Some(proc) = self.procs.get_mut(&p) else { return };
         if proc.kpid != kpid || proc.zombie.is_some() {
@@ -839,6 +867,19 @@ impl Monitor {
         let mut reply = [0u8; Stat::BYTES];
         let owner = (uid as u64) << 32 | gid as u64;
         let create_mode = (create_mode & 0o7777 & !UMASK) as u64;
+        if self.per_file {
+            // The file manager needs read and write access for loading and
+            // writing back; the caller's own flags were checked above.
+            let creating = flags & (open_flags::O_CREAT | open_flags::O_EXCL | open_flags::O_TRUNC);
+            let at_fs = creating | open_flags::O_RDWR;
+            let (w, _) =
+                self.fs_call([fs::OP_OPEN, at_fs, create_mode, owner], abs.as_bytes(), &mut reply)?;
+            let st = Stat::decode(&reply).unwrap_or_default();
+            if mode::is_reg(st.mode) {
+                return self.open_at_file_manager(st.ino, w[0], flags);
+            }
+            self.fs_call([io::OP_CLOSE, w[0], 0, 0], &[], &mut [])?;
+        }
         let (w, _) = self.fs_call([fs::OP_OPEN, flags, create_mode, owner], abs.as_bytes(), &mut reply)?;
         let st = Stat::decode(&reply).unwrap_or_default();
         Ok(FdInfo {
@@ -848,6 +889,61 @@ impl Monitor {
             flags: flags as u32,
             handle: w[0],
         })
+    }
+
+    /// Per-file mode: open inode `ino` (whose directory-manager handle is
+    /// `fs_handle`) at its file manager, starting one if it has none.
+    fn open_at_file_manager(&mut self, ino: u64, fs_handle: u64, flags: u64) -> Result<FdInfo, Errno> {
+        let manager = match self.file_managers.get(&ino) {
+            Some(&(pid, _)) => {
+                // This open's directory-manager handle is not needed: the
+                // manager already holds the file (an O_TRUNC was done there
+                // too, and the manager cuts its copy below).
+                let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+                pid
+            }
+            None => {
+                let started = self.start_helper("filemgr", filemgr::READY);
+                let (pid, queue, _, _) = match started {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+                        return Err(e);
+                    }
+                };
+                let (fs_pid, _) = self.fs;
+                let attached = self.link(pid, queue).and_then(|l| {
+                    self.call(l, [filemgr::OP_ATTACH, fs_pid.0, fs::QUEUE as u64, fs_handle], &[], &mut [])
+                });
+                if let Err(e) = attached {
+                    let _ = sys::kill(pid);
+                    let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+                    return Err(e);
+                }
+                self.file_managers.insert(ino, (pid, fs_handle));
+                pid
+            }
+        };
+        let l = self.link(manager, filemgr::QUEUE)?;
+        let (w, _) = self.call(l, [filemgr::OP_OPEN, flags, 0, 0], &[], &mut [])?;
+        Ok(FdInfo {
+            manager_pid: manager.0,
+            manager_queue: filemgr::QUEUE,
+            file_type: mode::S_IFREG,
+            flags: flags as u32,
+            handle: w[0],
+        })
+    }
+
+    /// A file manager ended (written back, or died): close its handle at
+    /// the directory manager.
+    fn file_manager_gone(&mut self, pid: Pid) {
+        let Some((&ino, &(_, fs_handle))) = self.file_managers.iter().find(|(_, (p, _))| *p == pid) else {
+            return;
+        };
+        self.file_managers.remove(&ino);
+        let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+        self.drop_link(pid);
     }
 
     fn open(&mut self, me: u64, data: &[u8], flags: u64, create_mode: u32) -> Answer {
@@ -871,7 +967,13 @@ impl Monitor {
 
     fn close_at_manager(&mut self, info: FdInfo) {
         if let Ok(l) = self.link(Pid(info.manager_pid), info.manager_queue) {
-            let _ = msg::call(l, &[io::OP_CLOSE, info.handle, 0, 0], &[], &mut []);
+            let closed = msg::call(l, &[io::OP_CLOSE, info.handle, 0, 0], &[], &mut []);
+            if let Ok((w, _)) = closed
+                && w[1] == filemgr::CLOSED_LAST
+                && self.file_managers.values().any(|(p, _)| p.0 == info.manager_pid)
+            {
+                self.file_manager_gone(Pid(info.manager_pid));
+            }
         }
     }
 
@@ -910,10 +1012,11 @@ impl Monitor {
         let fds = &self.procs[&me].fds;
         let Some(rfd) = fds.lowest_free(0) else { return err(errno::EMFILE) };
         let Some(wfd) = fds.lowest_free(rfd + 1) else { return err(errno::EMFILE) };
-        let manager = match self.start_pipe_manager() {
+        let manager = match self.start_helper("pipe", pipe::READY) {
             Ok(m) => m,
             Err(e) => return err(e),
         };
+        self.pipe_managers.push(manager.0);
         let (kpid, queue, read_handle, write_handle) = manager;
         let info = |flags: u64, handle| FdInfo {
             manager_pid: kpid.0,
@@ -935,13 +1038,14 @@ impl Monitor {
         Answer::Words([rfd as u64, wfd as u64, 0, 0])
     }
 
-    /// Start a pipe manager and wait for its handles. Children's ends are
-    /// reported on the start queue meanwhile, so a manager that dies
-    /// before it is ready cannot leave the monitor waiting.
-    fn start_pipe_manager(&mut self) -> Result<(Pid, u32, u64, u64), Errno> {
+    /// Start a helper server (a pipe or file manager) and wait for its
+    /// ready message `[ready, queue, a, b]` on queue 1. Children's ends are
+    /// reported on that queue meanwhile, so a helper that dies before it
+    /// is ready cannot leave the monitor waiting.
+    fn start_helper(&mut self, program: &str, ready: u64) -> Result<(Pid, u32, u64, u64), Errno> {
         let starts = Queue(1);
         sys::set_exit_queue(starts.0).map_err(kernel_errno)?;
-        let kpid = sys::spawn("pipe", &decimal(self.me.0));
+        let kpid = sys::spawn(program, &decimal(self.me.0));
         let mut other_exits = Vec::new();
         let result = match kpid {
             Err(e) => Err(kernel_errno(e)),
@@ -949,8 +1053,7 @@ impl Monitor {
                 match msg::receive_data(starts, &mut []) {
                     Ok(r) if r.kind == Kind::ChildExit && r.message[0] == kpid.0 => break Err(errno::EAGAIN),
                     Ok(r) if r.kind == Kind::ChildExit => other_exits.push(r.message),
-                    Ok(r) if r.sender == kpid && r.message[0] == pipe::READY => {
-                        self.pipe_managers.push(kpid);
+                    Ok(r) if r.sender == kpid && r.message[0] == ready => {
                         break Ok((kpid, r.message[1] as u32, r.message[2], r.message[3]));
                     }
                     Ok(_) => {}
