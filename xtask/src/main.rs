@@ -328,6 +328,14 @@ mod tests {
     }
 
     #[test]
+    fn run_batch_takes_the_commands() {
+        match parse(&["run", "--batch", "ls; echo hi"]) {
+            Ok(Cmd::Run(opts)) => assert_eq!(opts.batch.as_deref(), Some("ls; echo hi")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn run_options_both_spellings() {
         let expected = Cmd::Run(RunOptions {
             smp: 4,
@@ -335,6 +343,7 @@ mod tests {
             cmdline: "init=shell verbose".to_string(),
             is_gdb: true,
             accel: AccelChoice::Tcg,
+            batch: None,
         });
         assert_eq!(
             parse(&[
