@@ -115,6 +115,17 @@ impl ReplyTable {
         Ok(index as u64 | (self.generations[index] as u64) << 32)
     }
 
+    /// [`ReplyTable::insert`] without growing the table: `None` when no
+    /// slot below `limit` is free (the caller then takes the general path).
+    #[inline]
+    pub(crate) fn insert_in_place(&mut self, caller: Pid, limit: usize) -> Option<u64> {
+        let index = self.entries.iter().position(Option::is_none).filter(|&i| i < limit)?;
+        let generation = *self.generations.get(index)?;
+        *self.entries.get_mut(index)? = Some(caller);
+        Some(index as u64 | (generation as u64) << 32)
+    }
+
+    #[inline]
     pub(crate) fn peek(&self, handle: u64) -> Result<Pid, Error> {
         let index = (handle & 0xffff_ffff) as usize;
         match (self.entries.get(index), self.generations.get(index)) {
@@ -125,9 +136,7 @@ impl ReplyTable {
 
     pub(crate) fn take(&mut self, handle: u64) -> Result<Pid, Error> {
         let caller = self.peek(handle)?;
-        let index = (handle & 0xffff_ffff) as usize;
-        self.entries[index] = None;
-        self.generations[index] = self.generations[index].wrapping_add(1).max(1);
+        self.use_up(handle);
         Ok(caller)
     }
 
@@ -141,7 +150,20 @@ impl ReplyTable {
         }
     }
 
+    /// Use up a handle that [`ReplyTable::peek`] accepted.
+    #[inline]
+    pub(crate) fn use_up(&mut self, handle: u64) {
+        let index = (handle & 0xffff_ffff) as usize;
+        if let (Some(entry), Some(generation)) =
+            (self.entries.get_mut(index), self.generations.get_mut(index))
+        {
+            *entry = None;
+            *generation = generation.wrapping_add(1).max(1);
+        }
+    }
+
     /// No call is waiting for an answer.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.entries.iter().all(Option::is_none)
     }

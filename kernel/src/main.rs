@@ -129,7 +129,7 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
         k.init_slot = Some(pid.slot() as usize);
     }
     apic::start_timer(kernel_core::limits::TICK_MS);
-    arch::trap::enter_frame(&TrapFrame::idle_start(percpu::kernel_stack_top(0)), percpu::kernel_stack_top(0));
+    arch::trap::enter_frame(&TrapFrame::idle_start(percpu::kernel_stack_top(0)));
 }
 
 /// Per-CPU set-up shared by the boot CPU and the others.
@@ -237,7 +237,7 @@ extern "C" fn ap_main(cpu_index: u64) -> ! {
     bring_up_this_cpu(cpu_index);
     apic::start_timer(kernel_core::limits::TICK_MS);
     let top = percpu::kernel_stack_top(cpu_index);
-    arch::trap::enter_frame(&TrapFrame::idle_start(top), top);
+    arch::trap::enter_frame(&TrapFrame::idle_start(top));
 }
 
 /// Power the machine off: through QEMU's isa-debug-exit when present

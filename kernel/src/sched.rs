@@ -197,13 +197,17 @@ impl Kernel {
 
     /// Hand `cpu` from `from` (already saved and no longer running) to
     /// `to` (made running here): the tail of `resume` when both are known,
-    /// for the call fast path.
-    pub fn switch_to(&mut self, cpu: usize, from: usize, to: usize, frame: &mut TrapFrame) {
+    /// for the call fast path. Returns `to`'s saved registers to leave
+    /// through.
+    #[inline(always)]
+    pub fn switch_to(&mut self, cpu: usize, from: usize, to: usize) -> *mut TrapFrame {
         let now_tsc = cpu::rdtsc();
-        self.procs[from].cpu_time_tsc += now_tsc.saturating_sub(self.cpus[cpu].dispatched_tsc);
-        self.cpus[cpu].dispatched_tsc = now_tsc;
-        self.cpus[cpu].current = Some(to);
-        self.cpus[cpu].slice_expired = false;
+        let c = &mut self.cpus[cpu];
+        let ran = now_tsc.saturating_sub(c.dispatched_tsc);
+        c.dispatched_tsc = now_tsc;
+        c.current = Some(to);
+        c.slice_expired = false;
+        self.procs[from].cpu_time_tsc += ran;
         let p = &mut self.procs[to];
         p.state = State::Running { cpu };
         if p.slice_ticks_left == 0 {
@@ -218,12 +222,13 @@ impl Kernel {
             crate::arch::descriptors::switch_io_ports(cpu, self.cpus[cpu].ports, ports);
             self.cpus[cpu].ports = ports;
         }
-        *frame = self.procs[to].frame;
+        &raw mut self.procs[to].frame
     }
 
-    /// Choose what `cpu` runs next and write its registers into `frame`.
-    /// Called at the end of every kernel entry.
-    pub fn resume(&mut self, cpu: usize, frame: &mut TrapFrame) {
+    /// Choose what `cpu` runs next and return its saved registers, for the
+    /// exit code to restore (and, for a process, to save its next kernel
+    /// call into). Called at the end of every kernel entry.
+    pub fn resume(&mut self, cpu: usize) -> *mut TrapFrame {
         self.cpus[cpu].kicked = false;
         let now_tsc = cpu::rdtsc();
         let previous = self.cpus[cpu].current;
@@ -288,23 +293,18 @@ impl Kernel {
                     crate::arch::descriptors::switch_io_ports(cpu, self.cpus[cpu].ports, ports);
                     self.cpus[cpu].ports = ports;
                 }
-                if keep.is_some() {
-                    // The process ran on without a switch: the kernel can
-                    // only have changed its result registers.
-                    self.procs[slot].frame.copy_results_to(frame);
-                } else {
-                    *frame = self.procs[slot].frame;
-                }
+                self.reap_spaces();
+                &raw mut self.procs[slot].frame
             }
             None => {
                 let loaded = self.cpus[cpu].loaded_root;
                 if self.dead_spaces.iter().any(|s| s.root() == loaded) {
                     self.load_root(cpu, memory::kernel_root(), 0);
                 }
-                *frame = TrapFrame::idle(percpu::kernel_stack_top(cpu));
+                self.reap_spaces();
+                crate::arch::trap::idle_frame(cpu)
             }
         }
-        self.reap_spaces();
     }
 
     /// This CPU has just flushed its own TLB entries for the changed pages

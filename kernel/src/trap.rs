@@ -1,10 +1,12 @@
 //! What the kernel does on each entry: kernel calls, timer ticks,
 //! inter-processor interrupts, and faults.
 //!
-//! The entry code (arch/trap.rs) hands each function the saved register
-//! frame; the function takes the kernel lock, saves the frame into the
-//! running process, does its work, and leaves the registers of whatever
-//! should run next in the frame.
+//! Each function takes the kernel lock, does its work and returns the
+//! saved registers of whatever should run next (a slot of the process
+//! table, or the CPU's idle context), which the exit code (arch/trap.rs)
+//! restores. A kernel call's registers are already in the caller's slot
+//! (the `syscall` entry saves them there); an interrupt's or exception's
+//! are on the kernel stack, and `Kernel::save` copies them into the slot.
 
 use crate::arch::apic::{self, VECTOR_HALT, VECTOR_RESCHEDULE, VECTOR_SPURIOUS, VECTOR_TIMER};
 use crate::arch::percpu;
@@ -12,27 +14,28 @@ use crate::arch::trap::TrapFrame;
 use crate::sched::KERNEL;
 use abi::{Counter, ExitStatus};
 
-/// `syscall` from a user process.
-pub extern "C" fn syscall_handler(frame: &mut TrapFrame) {
+/// `syscall` from a user process, whose registers the entry code has
+/// saved in its slot of the process table.
+pub extern "C" fn syscall_handler() -> *mut TrapFrame {
     let cpu = percpu::current_cpu();
     let mut k = KERNEL.lock();
     k.count(Counter::KernelCalls);
-    if k.fastpath(cpu, frame) {
-        return;
+    if let Some(next) = k.fastpath(cpu) {
+        return next;
     }
-    k.save(cpu, frame);
     crate::syscall::dispatch(&mut k, cpu);
-    k.resume(cpu, frame);
+    k.resume(cpu)
 }
 
-/// Every exception and interrupt.
-pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
+/// Every exception and interrupt. Null: go back to `frame` as it is.
+pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
     let vector = frame.vector as u8;
     if vector < 32 && !frame.is_user() {
         kernel_fault(frame);
     }
     match vector {
-        VECTOR_SPURIOUS => return, // no EOI for spurious interrupts (SDM §10.9)
+        // No EOI for spurious interrupts (SDM §10.9).
+        VECTOR_SPURIOUS => return core::ptr::null_mut(),
         VECTOR_HALT => crate::arch::cpu::halt_forever(),
         _ => {}
     }
@@ -53,19 +56,16 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
                 if space.resolve_copy_on_write(address) {
                     k.note_local_flush(cpu, slot);
                     k.count(Counter::CowCopies);
-                    k.resume(cpu, frame);
-                    return;
+                    return k.resume(cpu);
                 }
             }
             let address =
                 if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip };
             if vector == abi::vector::PAGE_FAULT && k.page_fault_to_pager(slot, address, frame.error_code) {
-                k.resume(cpu, frame);
-                return;
+                return k.resume(cpu);
             }
             if vector == abi::vector::PAGE_FAULT && k.default_heap_fault(slot, address, frame.error_code) {
-                k.resume(cpu, frame);
-                return;
+                return k.resume(cpu);
             }
             crate::kprintln!(
                 "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",
@@ -97,7 +97,7 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) {
             apic::eoi();
         }
     }
-    k.resume(cpu, frame);
+    k.resume(cpu)
 }
 
 /// A fault in the kernel itself is a bug: report everything and stop.

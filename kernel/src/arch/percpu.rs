@@ -19,8 +19,11 @@ static mut EMERGENCY_STACKS: [Stack<EMERGENCY_STACK_BYTES>; MAX_CPUS] =
     [const { Stack([0; EMERGENCY_STACK_BYTES]) }; MAX_CPUS];
 
 /// Offsets read by the `syscall` entry code (trap.rs).
-pub const OFFSET_KERNEL_STACK_TOP: usize = 0;
-pub const OFFSET_USER_RSP: usize = 8;
+pub const OFFSET_KERNEL_STACK_TOP: usize = core::mem::offset_of!(PerCpu, kernel_stack_top);
+pub const OFFSET_USER_RSP: usize = core::mem::offset_of!(PerCpu, user_rsp_scratch);
+pub const OFFSET_SAVE_AREA_END: usize = core::mem::offset_of!(PerCpu, save_area_end);
+const OFFSET_INDEX: usize = core::mem::offset_of!(PerCpu, index);
+const _: () = assert!(OFFSET_INDEX == 16, "current_cpu reads gs:[16]");
 
 #[repr(C)]
 pub struct PerCpu {
@@ -30,13 +33,24 @@ pub struct PerCpu {
     pub user_rsp_scratch: u64,
     /// This CPU's index (0 = the boot CPU).
     pub index: u64,
+    /// End of the register frame this CPU last left the kernel through:
+    /// the saved-register slot of the process it runs, in the process
+    /// table. The `syscall` entry pushes the caller's registers down from
+    /// here (trap.rs), so they land in the process table with no copy.
+    pub save_area_end: u64,
     /// Local APIC id.
     pub apic_id: AtomicU32,
 }
 
-pub static mut PER_CPU: [PerCpu; MAX_CPUS] =
-    [const { PerCpu { kernel_stack_top: 0, user_rsp_scratch: 0, index: 0, apic_id: AtomicU32::new(0) } };
-        MAX_CPUS];
+pub static mut PER_CPU: [PerCpu; MAX_CPUS] = [const {
+    PerCpu {
+        kernel_stack_top: 0,
+        user_rsp_scratch: 0,
+        index: 0,
+        save_area_end: 0,
+        apic_id: AtomicU32::new(0),
+    }
+}; MAX_CPUS];
 
 pub fn kernel_stack_top(cpu: usize) -> u64 {
     // SAFETY: only the address of the static is taken.

@@ -1,19 +1,35 @@
 //! Every way into the kernel: exception and interrupt stubs, `syscall`,
 //! and the single way back out.
 //!
-//! All entries save the full register state as a [`TrapFrame`] on this
-//! CPU's kernel stack and call one Rust function with `&mut TrapFrame`. That
-//! function may overwrite the frame with another process's saved state; the
-//! exit path then restores whatever the frame holds and `iretq`s. So a
-//! context switch is "write a different frame", and the kernel needs no
-//! per-process kernel stack (seL4's and Ridge's design).
+//! Interrupts and exceptions save the full register state as a
+//! [`TrapFrame`] on this CPU's kernel stack and call `trap_handler` with
+//! `&mut TrapFrame`. `syscall` saves it straight into the calling process's
+//! slot in the process table (Hubris's and seL4's way): the per-CPU record
+//! holds the end of the frame this CPU last left the kernel through, which
+//! is the running process's slot, and the entry pushes the registers down
+//! from there before switching to the kernel stack. So a kernel call
+//! copies no frame at all.
+//!
+//! Both handlers return the frame to leave through: a process's slot in
+//! the process table (or this CPU's idle context), which becomes the save
+//! area of the next `syscall`. A context switch is "return a different
+//! frame", and the kernel needs no per-process kernel stack (seL4's and
+//! Ridge's design). A frame saved by `syscall` is left with `sysretq`,
+//! every other one with `iretq`.
 //!
 //! GS: while in user mode, GS base is the user's (0) and KERNEL_GS_BASE
 //! points at the CPU's record; entries from user mode `swapgs`, entries from
 //! kernel mode (the idle loop) do not (SDM vol. 3A §5.8.8).
+//!
+//! Ownership of a saved frame: the lock holder reads and writes the frames
+//! of processes that are not running. The frame of a process running on a
+//! CPU belongs to that CPU alone: its entry code writes it before taking
+//! the kernel lock, and its exit code reads it after letting the lock go.
+//! No other CPU touches it meanwhile (a process is only changed from
+//! elsewhere through flags such as `kill_requested`, never its registers).
 
 use super::descriptors::{KERNEL_CODE, KERNEL_DATA, USER_CODE, USER_DATA};
-use super::percpu::{OFFSET_KERNEL_STACK_TOP, OFFSET_USER_RSP};
+use super::percpu::{OFFSET_KERNEL_STACK_TOP, OFFSET_SAVE_AREA_END, OFFSET_USER_RSP};
 use core::arch::global_asm;
 
 /// Saved registers of an interrupted context, in push order reversed (the
@@ -48,7 +64,17 @@ pub struct TrapFrame {
 
 /// Marks a frame saved by the `syscall` entry.
 pub const SYSCALL_VECTOR: u64 = 0x100;
-const FRAME_WORDS: usize = core::mem::size_of::<TrapFrame>() / 8;
+const FRAME_BYTES: usize = core::mem::size_of::<TrapFrame>();
+/// Offsets from the `vector` field, where the exit code's stack pointer
+/// is once the general registers are popped.
+const VECTOR_TO_RIP: usize = core::mem::offset_of!(TrapFrame, rip) - core::mem::offset_of!(TrapFrame, vector);
+const VECTOR_TO_RFLAGS: usize =
+    core::mem::offset_of!(TrapFrame, rflags) - core::mem::offset_of!(TrapFrame, vector);
+const VECTOR_TO_RSP: usize = core::mem::offset_of!(TrapFrame, rsp) - core::mem::offset_of!(TrapFrame, vector);
+const VECTOR_TO_RCX: isize =
+    core::mem::offset_of!(TrapFrame, rcx) as isize - core::mem::offset_of!(TrapFrame, vector) as isize;
+const VECTOR_TO_R11: isize =
+    core::mem::offset_of!(TrapFrame, r11) as isize - core::mem::offset_of!(TrapFrame, vector) as isize;
 /// RFLAGS.IF, plus the always-one bit 1.
 pub const RFLAGS_USER: u64 = 0x202;
 
@@ -83,20 +109,6 @@ impl TrapFrame {
         rsp: 0,
         ss: 0,
     };
-
-    /// Copy the registers a kernel call returns results in (rax, rdx, rsi,
-    /// r10 and the message registers r12..r15) into `to`: all a call can
-    /// change in the process that made it (see `abi`).
-    pub fn copy_results_to(&self, to: &mut TrapFrame) {
-        to.rax = self.rax;
-        to.rdx = self.rdx;
-        to.rsi = self.rsi;
-        to.r10 = self.r10;
-        to.r12 = self.r12;
-        to.r13 = self.r13;
-        to.r14 = self.r14;
-        to.r15 = self.r15;
-    }
 
     pub fn is_user(&self) -> bool {
         self.cs & 3 == 3
@@ -139,7 +151,7 @@ unsafe extern "C" {
     fn idle_loop();
     fn idle_start();
     fn syscall_entry();
-    fn enter_frame_asm(frame: *const TrapFrame, stack_top: u64) -> !;
+    fn enter_frame_asm(frame: *mut TrapFrame) -> !;
 }
 
 /// Address of the entry stub for `vector` (16 bytes each).
@@ -153,21 +165,34 @@ pub fn syscall_entry_address() -> u64 {
 
 /// Leave the kernel into `frame` on this CPU, abandoning the current kernel
 /// stack contents. Used once per CPU at the end of bring-up.
-pub fn enter_frame(frame: &TrapFrame, kernel_stack_top: u64) -> ! {
-    let cpu = super::percpu::current_cpu();
-    // SAFETY: (1) each CPU uses only its own staging slot, once, here; the
-    // slot is a static, so the copy below cannot overlap the top of the
-    // stack that the asm overwrites (the caller's `frame` may live there).
-    // (2) the frame is a complete context (TrapFrame::idle_start), and
-    // nothing on the abandoned stack is used again.
+pub fn enter_frame(frame: &TrapFrame) -> ! {
+    let slot = idle_frame(super::percpu::current_cpu());
+    // SAFETY: (1) `slot` is this CPU's own idle context, a static that only
+    // this CPU uses; nothing else refers to it now. (2) the frame is a
+    // complete context (TrapFrame::idle_start) that runs on the top of
+    // this CPU's kernel stack, and nothing on the abandoned stack is used
+    // again.
     unsafe {
-        let slot = &raw mut STAGING[cpu];
         *slot = *frame;
-        enter_frame_asm(slot, kernel_stack_top)
+        enter_frame_asm(slot)
     }
 }
 
-static mut STAGING: [TrapFrame; kernel_core::limits::MAX_CPUS] =
+/// This CPU's idle context (halting on the top of its kernel stack), for
+/// the scheduler to return when it has nothing to run.
+pub fn idle_frame(cpu: usize) -> *mut TrapFrame {
+    let frame = TrapFrame::idle(super::percpu::kernel_stack_top(cpu));
+    // SAFETY: each CPU uses only its own slot, and only while in the kernel
+    // with interrupts off (here, or in its exit code after this returns);
+    // the slot is a static, so the pointer stays valid.
+    unsafe {
+        let slot = &raw mut IDLE[cpu];
+        *slot = frame;
+        slot
+    }
+}
+
+static mut IDLE: [TrapFrame; kernel_core::limits::MAX_CPUS] =
     [TrapFrame::ZERO; kernel_core::limits::MAX_CPUS];
 
 // Vectors for which the CPU pushes an error code (SDM vol. 3A table 6-1).
@@ -218,13 +243,22 @@ trap_common:
     cld
     mov rdi, rsp
     call {trap_handler}
-    jmp trap_return
+    /* rax: the frame to leave through, or null for the frame on the
+       stack (the interrupted context, untouched). */
+    test rax, rax
+    jnz leave_through
+    jmp restore
 
+    /* The CPU's syscall: rcx = user rip, r11 = user rflags, IF clear.
+       The registers go straight into the caller's slot of the process
+       table: gs:[save_area_end] is the end of the frame this CPU last
+       left through, which is the running process's (see the module
+       comment). */
     .global syscall_entry
 syscall_entry:
     swapgs
     mov gs:[{user_rsp}], rsp
-    mov rsp, gs:[{kstack}]
+    mov rsp, gs:[{save_area_end}]
     push {user_data}
     push qword ptr gs:[{user_rsp}]
     push r11
@@ -233,10 +267,17 @@ syscall_entry:
     push 0
     push {syscall_vector}
     PUSH_GENERAL_REGISTERS
-    mov rdi, rsp
+    mov rsp, gs:[{kstack}]
     call {syscall_handler}
 
-trap_return:
+    /* rax = the frame to leave through: it is also where the next
+       syscall on this CPU saves its registers. */
+    .global leave_through
+leave_through:
+    lea rcx, [rax + {frame_bytes}]
+    mov gs:[{save_area_end}], rcx
+    mov rsp, rax
+restore:
     pop r15
     pop r14
     pop r13
@@ -252,6 +293,25 @@ trap_return:
     pop rcx
     pop rbx
     pop rax
+    /* rsp = &frame.vector. A frame saved by syscall goes back with
+       sysretq (rcx = rip, r11 = rflags, as syscall left them; the ABI
+       says a kernel call destroys both), unless its rip is outside the
+       canonical lower half: sysretq would fault in ring 0 there (the
+       Intel SYSRET erratum), so that one takes iretq. */
+    cmp qword ptr [rsp], {syscall_vector}
+    jne 3f
+    mov rcx, [rsp + {vector_to_rip}]
+    mov r11, rcx
+    shr r11, 47
+    jnz 4f
+    mov r11, [rsp + {vector_to_rflags}]
+    mov rsp, [rsp + {vector_to_rsp}]
+    swapgs
+    sysretq
+4:
+    mov rcx, [rsp + ({vector_to_rcx})]
+    mov r11, [rsp + ({vector_to_r11})]
+3:
     add rsp, 16
     test qword ptr [rsp + 8], 3
     jz 2f
@@ -261,17 +321,8 @@ trap_return:
 
     .global enter_frame_asm
 enter_frame_asm:
-    /* rdi = frame, rsi = kernel stack top: copy the frame just below the
-       top, switch to it, and leave through trap_return. GS is this CPU's
-       record here, so the frame's privilege decides the swapgs as usual. */
-    sub rsi, {frame_bytes}
-    mov rsp, rsi
-    mov rcx, {frame_words}
     mov rax, rdi
-    mov rdi, rsi
-    mov rsi, rax
-    rep movsq
-    jmp trap_return
+    jmp leave_through
 
     .global idle_start
 idle_start:
@@ -285,11 +336,16 @@ idle_loop:
     syscall_handler = sym crate::trap::syscall_handler,
     user_rsp = const OFFSET_USER_RSP,
     kstack = const OFFSET_KERNEL_STACK_TOP,
+    save_area_end = const OFFSET_SAVE_AREA_END,
     user_data = const USER_DATA as u64,
     user_code = const USER_CODE as u64,
     syscall_vector = const SYSCALL_VECTOR,
-    frame_bytes = const FRAME_WORDS * 8,
-    frame_words = const FRAME_WORDS,
+    frame_bytes = const FRAME_BYTES,
+    vector_to_rip = const VECTOR_TO_RIP,
+    vector_to_rflags = const VECTOR_TO_RFLAGS,
+    vector_to_rsp = const VECTOR_TO_RSP,
+    vector_to_rcx = const VECTOR_TO_RCX,
+    vector_to_r11 = const VECTOR_TO_R11,
     reschedule = const super::apic::VECTOR_RESCHEDULE,
 );
 
