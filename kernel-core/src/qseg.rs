@@ -92,6 +92,7 @@ impl<M> QueueSegment<M> {
         Ok(QueueSegment { limits, links, queues, generations, messages_reserved: 0, pages_in_use: 0 })
     }
 
+    #[inline]
     pub fn limits(&self) -> Limits {
         self.limits
     }
@@ -174,16 +175,19 @@ impl<M> QueueSegment<M> {
     }
 
     /// The generation of open queue `q` (see [`Link`]).
+    #[inline(always)]
     pub fn generation(&self, q: u64) -> Result<u32, Error> {
         self.queue(q)?;
         Ok(self.generations[q as usize])
     }
 
     /// Is `q` still the queue a link opened with `generation` points to?
+    #[inline]
     pub fn check_generation(&self, q: u64, generation: u32) -> Result<(), Error> {
         if self.generation(q)? == generation { Ok(()) } else { Err(Error::BadQueue) }
     }
 
+    #[inline(always)]
     fn queue(&self, q: u64) -> Result<&Queue<M>, Error> {
         self.queues.get(q as usize).and_then(Option::as_ref).ok_or(Error::BadQueue)
     }
@@ -236,6 +240,7 @@ impl<M> QueueSegment<M> {
         slot.take().map(|_| ()).ok_or(Error::BadLink)
     }
 
+    #[inline]
     pub fn link(&self, l: u64) -> Result<Link, Error> {
         self.links.get(l as usize).copied().flatten().ok_or(Error::BadLink)
     }
@@ -272,6 +277,7 @@ impl<M> QueueSegment<M> {
         Ok(self.queue(q)?.messages.front())
     }
 
+    #[inline]
     pub fn len(&self, q: u64) -> Result<usize, Error> {
         Ok(self.queue(q)?.messages.len())
     }

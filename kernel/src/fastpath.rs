@@ -12,8 +12,8 @@
 //! `None` before changing anything, and the general path handles the call
 //! from the start, so the two can never disagree about an error.
 //!
-//! Each check is one that the general path makes too, in the order that
-//! costs least: the cheap register tests first, the table look-ups after.
+//! All of it is inlined into `trap::syscall_handler` (one prologue, no
+//! calls, nothing spilled): it is most of what a round trip costs.
 
 use crate::arch::trap::TrapFrame;
 use crate::process::{Blocked, State};
@@ -49,39 +49,39 @@ impl Kernel {
 
     /// `call(link, 0-byte request)` to a server blocked receiving on that
     /// queue, at a priority no lower than the caller's.
-    #[inline(never)]
+    #[inline(always)]
     fn fast_call(&mut self, cpu: usize, me: usize) -> Option<*mut TrapFrame> {
-        let f = &self.procs[me].frame;
+        let p = &self.procs[me];
         // a0 = link, a2 = request length, a3/a4 = reply buffer.
-        let (link, send_len, recv_buf, recv_len) = (f.rdi, f.rdx, f.r10, f.r8);
-        let words = [f.r12, f.r13, f.r14, f.r15];
-        if send_len != 0 {
+        if p.frame.rdx != 0 {
             return None;
         }
-        let link = self.procs[me].qseg.as_ref()?.link(link).ok()?;
-        let server = self.slot_of(Pid(link.receiver))?;
-        let caller_priority = self.procs[me].priority;
-        let s = &self.procs[server];
+        let link = p.qseg.as_ref()?.link(p.frame.rdi).ok()?;
+        let server_pid = Pid(link.receiver);
+        let server = server_pid.slot() as usize;
+        let s = self.procs.get(server)?;
+        // A stale pid, or a slot that is not blocked receiving on the
+        // link's queue (a free slot, or the caller itself, never is).
         let State::Blocked(Blocked::Receive { queue, .. }) = s.state else { return None };
-        if queue != link.queue || server == me || s.priority < caller_priority {
-            return None;
-        }
-        let sq = s.qseg.as_ref()?;
-        if sq.check_generation(queue as u64, link.generation).is_err()
-            || !self.may_switch_from(me, caller_priority)
+        if s.generation != server_pid.generation()
+            || queue != link.queue
+            || s.priority < p.priority
+            || s.qseg.as_ref()?.check_generation(queue as u64, link.generation).is_err()
+            || !self.may_switch_from(me, p.priority)
         {
             return None;
         }
-        let limit = (sq.limits().messages as usize).max(1);
         let caller = self.pid_of(me);
-        let handle = self.procs[server].replies.insert_in_place(caller, limit)?;
+        let handle = self.procs[server].replies.insert_in_place(caller)?;
         // Committed: the caller waits for its reply.
-        let server_pid = self.pid_of(server);
-        self.procs[me].state =
-            State::Blocked(Blocked::Call { server: server_pid, buf: recv_buf, buf_len: recv_len });
+        let p = &mut self.procs[me];
+        let priority = p.priority;
+        let (recv_buf, recv_len) = (p.frame.r10, p.frame.r8);
+        p.state = State::Blocked(Blocked::Call { server: server_pid, buf: recv_buf, buf_len: recv_len });
+        let words = [p.frame.r12, p.frame.r13, p.frame.r14, p.frame.r15];
         // The server runs at the caller's priority (see ipc.rs).
         let s = &mut self.procs[server];
-        s.priority = caller_priority;
+        s.priority = priority;
         let f = &mut s.frame;
         f.rax = 0;
         f.rdx = caller.0;
@@ -95,26 +95,23 @@ impl Kernel {
 
     /// `reply_wait(handle, 0-byte reply, queue)` whose caller waits and
     /// whose queue is empty: the server blocks and the caller runs.
-    #[inline(never)]
+    #[inline(always)]
     fn fast_reply_wait(&mut self, cpu: usize, me: usize) -> Option<*mut TrapFrame> {
-        let f = &self.procs[me].frame;
-        // a0 = handle, a2 = reply length, a3 = queue, a4/a5 = receive buffer.
-        let (handle, reply_len, queue, recv_buf, recv_len) = (f.rdi, f.rdx, f.r10, f.r8, f.r9);
-        let words = [f.r12, f.r13, f.r14, f.r15];
-        if handle == NO_REPLY || reply_len != 0 {
-            return None;
-        }
         let p = &self.procs[me];
-        if p.qseg.as_ref()?.len(queue) != Ok(0) {
+        // a0 = handle, a2 = reply length, a3 = queue, a4/a5 = receive buffer.
+        let (handle, queue) = (p.frame.rdi, p.frame.r10);
+        if handle == NO_REPLY || p.frame.rdx != 0 || p.qseg.as_ref()?.len(queue) != Ok(0) {
             return None;
         }
         let caller_pid = p.replies.peek(handle).ok()?;
-        let caller = self.slot_of(caller_pid)?;
-        let me_pid = self.pid_of(me);
-        let c = &self.procs[caller];
-        let waits = matches!(c.state, State::Blocked(Blocked::Call { server, .. }) if server == me_pid);
-        let caller_priority = c.priority;
-        if !waits || !self.may_switch_from(me, caller_priority) {
+        let caller = caller_pid.slot() as usize;
+        let c = self.procs.get(caller)?;
+        // A stale pid, or a process not waiting in a call to this one.
+        let State::Blocked(Blocked::Call { server, .. }) = c.state else { return None };
+        if c.generation != caller_pid.generation()
+            || server != self.pid_of(me)
+            || !self.may_switch_from(me, c.priority)
+        {
             return None;
         }
         // Committed: the call is answered and the server waits for the next.
@@ -123,7 +120,9 @@ impl Kernel {
         if p.replies.is_empty() {
             p.priority = p.base_priority;
         }
+        let (recv_buf, recv_len) = (p.frame.r8, p.frame.r9);
         p.state = State::Blocked(Blocked::Receive { queue: queue as u32, buf: recv_buf, buf_len: recv_len });
+        let words = [p.frame.r12, p.frame.r13, p.frame.r14, p.frame.r15];
         let f = &mut self.procs[caller].frame;
         f.rax = 0;
         [f.r12, f.r13, f.r14, f.r15] = words;

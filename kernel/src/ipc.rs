@@ -90,46 +90,52 @@ pub enum Payload {
 /// use bumps the generation, so a handle works once and a forged or stale
 /// one is refused.
 pub struct ReplyTable {
-    entries: Vec<Option<Pid>>,
-    generations: Vec<u32>,
+    entries: Vec<ReplyEntry>,
+    /// Entries with a caller: `is_empty` without a scan.
+    outstanding: usize,
+}
+
+#[derive(Clone, Copy)]
+struct ReplyEntry {
+    caller: Option<Pid>,
+    generation: u32,
 }
 
 impl ReplyTable {
     pub const fn new() -> ReplyTable {
-        ReplyTable { entries: Vec::new(), generations: Vec::new() }
+        ReplyTable { entries: Vec::new(), outstanding: 0 }
     }
 
     pub(crate) fn insert(&mut self, caller: Pid, limit: usize) -> Result<u64, Error> {
-        let index = match self.entries.iter().position(Option::is_none) {
-            Some(i) => i,
-            None if self.entries.len() < limit => {
-                self.entries.try_reserve(1).map_err(|_| Error::OutOfResources)?;
-                self.generations.try_reserve(1).map_err(|_| Error::OutOfResources)?;
-                self.entries.push(None);
-                self.generations.push(1);
-                self.entries.len() - 1
-            }
-            None => return Err(Error::LimitReached),
-        };
-        self.entries[index] = Some(caller);
-        Ok(index as u64 | (self.generations[index] as u64) << 32)
+        if let Some(handle) = self.insert_in_place(caller) {
+            return Ok(handle);
+        }
+        if self.entries.len() >= limit {
+            return Err(Error::LimitReached);
+        }
+        self.entries.try_reserve(1).map_err(|_| Error::OutOfResources)?;
+        self.entries.push(ReplyEntry { caller: None, generation: 1 });
+        self.insert_in_place(caller).ok_or(Error::LimitReached)
     }
 
     /// [`ReplyTable::insert`] without growing the table: `None` when no
-    /// slot below `limit` is free (the caller then takes the general path).
-    #[inline]
-    pub(crate) fn insert_in_place(&mut self, caller: Pid, limit: usize) -> Option<u64> {
-        let index = self.entries.iter().position(Option::is_none).filter(|&i| i < limit)?;
-        let generation = *self.generations.get(index)?;
-        *self.entries.get_mut(index)? = Some(caller);
-        Some(index as u64 | (generation as u64) << 32)
+    /// slot is free (the caller then takes the general path, which grows
+    /// it up to its limit).
+    #[inline(always)]
+    pub(crate) fn insert_in_place(&mut self, caller: Pid) -> Option<u64> {
+        let index = self.entries.iter().position(|e| e.caller.is_none())?;
+        let entry = self.entries.get_mut(index)?;
+        entry.caller = Some(caller);
+        self.outstanding += 1;
+        Some(index as u64 | (entry.generation as u64) << 32)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn peek(&self, handle: u64) -> Result<Pid, Error> {
-        let index = (handle & 0xffff_ffff) as usize;
-        match (self.entries.get(index), self.generations.get(index)) {
-            (Some(Some(caller)), Some(&g)) if g as u64 == handle >> 32 => Ok(*caller),
+        match self.entries.get((handle & 0xffff_ffff) as usize) {
+            Some(&ReplyEntry { caller: Some(caller), generation }) if generation as u64 == handle >> 32 => {
+                Ok(caller)
+            }
             _ => Err(Error::BadReplyHandle),
         }
     }
@@ -151,26 +157,25 @@ impl ReplyTable {
     }
 
     /// Use up a handle that [`ReplyTable::peek`] accepted.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn use_up(&mut self, handle: u64) {
-        let index = (handle & 0xffff_ffff) as usize;
-        if let (Some(entry), Some(generation)) =
-            (self.entries.get_mut(index), self.generations.get_mut(index))
+        if let Some(entry) = self.entries.get_mut((handle & 0xffff_ffff) as usize)
+            && entry.caller.take().is_some()
         {
-            *entry = None;
-            *generation = generation.wrapping_add(1).max(1);
+            entry.generation = entry.generation.wrapping_add(1).max(1);
+            self.outstanding -= 1;
         }
     }
 
     /// No call is waiting for an answer.
-    #[inline]
+    #[inline(always)]
     pub fn is_empty(&self) -> bool {
-        self.entries.iter().all(Option::is_none)
+        self.outstanding == 0
     }
 
     pub fn clear(&mut self) {
         self.entries = Vec::new();
-        self.generations = Vec::new();
+        self.outstanding = 0;
     }
 }
 

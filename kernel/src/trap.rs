@@ -11,19 +11,30 @@
 use crate::arch::apic::{self, VECTOR_HALT, VECTOR_RESCHEDULE, VECTOR_SPURIOUS, VECTOR_TIMER};
 use crate::arch::percpu;
 use crate::arch::trap::TrapFrame;
-use crate::sched::KERNEL;
+use crate::sched::{KERNEL, Kernel};
 use abi::{Counter, ExitStatus};
 
 /// `syscall` from a user process, whose registers the entry code has
-/// saved in its slot of the process table.
-pub extern "C" fn syscall_handler() -> *mut TrapFrame {
+/// saved in its slot of the process table. Leaves the kernel itself (no
+/// return: nothing of the caller's needs restoring, so the compiler saves
+/// and restores no registers around the fast path).
+pub extern "C" fn syscall_handler() -> ! {
     let cpu = percpu::current_cpu();
     let mut k = KERNEL.lock();
     k.count(Counter::KernelCalls);
-    if let Some(next) = k.fastpath(cpu) {
-        return next;
-    }
-    crate::syscall::dispatch(&mut k, cpu);
+    let next = match k.fastpath(cpu) {
+        Some(next) => next,
+        None => general_path(&mut k, cpu),
+    };
+    drop(k);
+    crate::arch::trap::leave_through(next)
+}
+
+/// Every kernel call the fast path does not take: kept out of line so that
+/// the fast path (inlined into `syscall_handler`) pays nothing for it.
+#[inline(never)]
+fn general_path(k: &mut Kernel, cpu: usize) -> *mut TrapFrame {
+    crate::syscall::dispatch(k, cpu);
     k.resume(cpu)
 }
 

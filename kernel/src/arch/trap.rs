@@ -151,7 +151,20 @@ unsafe extern "C" {
     fn idle_loop();
     fn idle_start();
     fn syscall_entry();
-    fn enter_frame_asm(frame: *mut TrapFrame) -> !;
+    fn leave_through_asm(frame: *mut TrapFrame) -> !;
+}
+
+/// Leave the kernel through `frame`, the saved registers of the process
+/// this CPU runs next (a slot of the process table) or its idle context,
+/// abandoning the kernel stack. The kernel lock must be released.
+pub fn leave_through(frame: *mut TrapFrame) -> ! {
+    // SAFETY: the scheduler hands out only frames that live for ever (the
+    // process table, IDLE) and hold a complete context: a user frame made
+    // by TrapFrame::new_user or saved on entry, or an idle context. The
+    // frame of a process running on this CPU is this CPU's alone (module
+    // comment), so reading it after the lock is released is not a race.
+    // Nothing on the kernel stack is used again.
+    unsafe { leave_through_asm(frame) }
 }
 
 /// Address of the entry stub for `vector` (16 bytes each).
@@ -174,7 +187,7 @@ pub fn enter_frame(frame: &TrapFrame) -> ! {
     // again.
     unsafe {
         *slot = *frame;
-        enter_frame_asm(slot)
+        leave_through_asm(slot)
     }
 }
 
@@ -246,8 +259,9 @@ trap_common:
     /* rax: the frame to leave through, or null for the frame on the
        stack (the interrupted context, untouched). */
     test rax, rax
-    jnz leave_through
-    jmp restore
+    jz restore
+    mov rdi, rax
+    jmp leave_through
 
     /* The CPU's syscall: rcx = user rip, r11 = user rflags, IF clear.
        The registers go straight into the caller's slot of the process
@@ -268,15 +282,18 @@ syscall_entry:
     push {syscall_vector}
     PUSH_GENERAL_REGISTERS
     mov rsp, gs:[{kstack}]
+    /* It leaves through leave_through (below) and does not return. */
     call {syscall_handler}
+    ud2
 
-    /* rax = the frame to leave through: it is also where the next
+    /* rdi = the frame to leave through: it is also where the next
        syscall on this CPU saves its registers. */
-    .global leave_through
+    .global leave_through_asm
+leave_through_asm:
 leave_through:
-    lea rcx, [rax + {frame_bytes}]
+    lea rcx, [rdi + {frame_bytes}]
     mov gs:[{save_area_end}], rcx
-    mov rsp, rax
+    mov rsp, rdi
 restore:
     pop r15
     pop r14
@@ -318,11 +335,6 @@ restore:
     swapgs
 2:
     iretq
-
-    .global enter_frame_asm
-enter_frame_asm:
-    mov rax, rdi
-    jmp leave_through
 
     .global idle_start
 idle_start:
