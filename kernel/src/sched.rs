@@ -203,7 +203,8 @@ impl Kernel {
     pub fn switch_to(&mut self, cpu: usize, from: usize, to: usize) -> *mut TrapFrame {
         let now_tsc = cpu::rdtsc();
         let c = &mut self.cpus[cpu];
-        let ran = now_tsc.saturating_sub(c.dispatched_tsc);
+        // Both readings come from this CPU's TSC, which never goes back.
+        let ran = now_tsc.wrapping_sub(c.dispatched_tsc);
         c.dispatched_tsc = now_tsc;
         c.current = Some(to);
         c.slice_expired = false;

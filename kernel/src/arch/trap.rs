@@ -33,7 +33,10 @@ use super::percpu::{OFFSET_KERNEL_STACK_TOP, OFFSET_SAVE_AREA_END, OFFSET_USER_R
 use core::arch::global_asm;
 
 /// Saved registers of an interrupted context, in push order reversed (the
-/// last pushed register is the first field).
+/// last pushed register is the first field). `rcx` and `r11` come right
+/// after the hardware part: `syscall` destroys both (they hold the return
+/// rip and rflags, saved in those fields), so its entry skips their slots
+/// with one instruction and `sysretq` never reads them.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct TrapFrame {
@@ -41,7 +44,6 @@ pub struct TrapFrame {
     pub r14: u64,
     pub r13: u64,
     pub r12: u64,
-    pub r11: u64,
     pub r10: u64,
     pub r9: u64,
     pub r8: u64,
@@ -49,9 +51,10 @@ pub struct TrapFrame {
     pub rdi: u64,
     pub rsi: u64,
     pub rdx: u64,
-    pub rcx: u64,
     pub rbx: u64,
     pub rax: u64,
+    pub r11: u64,
+    pub rcx: u64,
     /// Interrupt vector, or [`SYSCALL_VECTOR`] for `syscall`.
     pub vector: u64,
     pub error_code: u64,
@@ -63,18 +66,23 @@ pub struct TrapFrame {
 }
 
 /// Marks a frame saved by the `syscall` entry.
+/// Its `rcx` and `r11` fields are stale: user code sees rip and rflags in
+/// those registers after a kernel call, as after `syscall` itself.
 pub const SYSCALL_VECTOR: u64 = 0x100;
 const FRAME_BYTES: usize = core::mem::size_of::<TrapFrame>();
-/// Offsets from the `vector` field, where the exit code's stack pointer
-/// is once the general registers are popped.
-const VECTOR_TO_RIP: usize = core::mem::offset_of!(TrapFrame, rip) - core::mem::offset_of!(TrapFrame, vector);
-const VECTOR_TO_RFLAGS: usize =
-    core::mem::offset_of!(TrapFrame, rflags) - core::mem::offset_of!(TrapFrame, vector);
-const VECTOR_TO_RSP: usize = core::mem::offset_of!(TrapFrame, rsp) - core::mem::offset_of!(TrapFrame, vector);
-const VECTOR_TO_RCX: isize =
-    core::mem::offset_of!(TrapFrame, rcx) as isize - core::mem::offset_of!(TrapFrame, vector) as isize;
-const VECTOR_TO_R11: isize =
-    core::mem::offset_of!(TrapFrame, r11) as isize - core::mem::offset_of!(TrapFrame, vector) as isize;
+/// Offsets from the `r11` field, where the exit code's stack pointer is
+/// once the other general registers are popped.
+const fn from_r11(offset: usize) -> usize {
+    offset - core::mem::offset_of!(TrapFrame, r11)
+}
+const R11_TO_VECTOR: usize = from_r11(core::mem::offset_of!(TrapFrame, vector));
+const R11_TO_RIP: usize = from_r11(core::mem::offset_of!(TrapFrame, rip));
+const R11_TO_RFLAGS: usize = from_r11(core::mem::offset_of!(TrapFrame, rflags));
+const R11_TO_RSP: usize = from_r11(core::mem::offset_of!(TrapFrame, rsp));
+const _: () = assert!(
+    core::mem::offset_of!(TrapFrame, rcx) == core::mem::offset_of!(TrapFrame, r11) + 8 && R11_TO_VECTOR == 16,
+    "the exit code pops r11, rcx, then skips vector and error code"
+);
 /// RFLAGS.IF, plus the always-one bit 1.
 pub const RFLAGS_USER: u64 = 0x202;
 
@@ -157,6 +165,7 @@ unsafe extern "C" {
 /// Leave the kernel through `frame`, the saved registers of the process
 /// this CPU runs next (a slot of the process table) or its idle context,
 /// abandoning the kernel stack. The kernel lock must be released.
+#[inline(always)]
 pub fn leave_through(frame: *mut TrapFrame) -> ! {
     // SAFETY: the scheduler hands out only frames that live for ever (the
     // process table, IDLE) and hold a complete context: a user frame made
@@ -211,10 +220,10 @@ static mut IDLE: [TrapFrame; kernel_core::limits::MAX_CPUS] =
 // Vectors for which the CPU pushes an error code (SDM vol. 3A table 6-1).
 global_asm!(
     r#"
-    .macro PUSH_GENERAL_REGISTERS
+    /* The general registers but rcx and r11, in TrapFrame order. */
+    .macro PUSH_OTHER_REGISTERS
     push rax
     push rbx
-    push rcx
     push rdx
     push rsi
     push rdi
@@ -222,7 +231,6 @@ global_asm!(
     push r8
     push r9
     push r10
-    push r11
     push r12
     push r13
     push r14
@@ -252,7 +260,9 @@ trap_common:
     jz 1f
     swapgs
 1:
-    PUSH_GENERAL_REGISTERS
+    push rcx
+    push r11
+    PUSH_OTHER_REGISTERS
     cld
     mov rdi, rsp
     call {trap_handler}
@@ -280,7 +290,8 @@ syscall_entry:
     push rcx
     push 0
     push {syscall_vector}
-    PUSH_GENERAL_REGISTERS
+    sub rsp, 16   /* rcx and r11: stale (see SYSCALL_VECTOR) */
+    PUSH_OTHER_REGISTERS
     mov rsp, gs:[{kstack}]
     /* It leaves through leave_through (below) and does not return. */
     call {syscall_handler}
@@ -299,7 +310,6 @@ restore:
     pop r14
     pop r13
     pop r12
-    pop r11
     pop r10
     pop r9
     pop r8
@@ -307,28 +317,32 @@ restore:
     pop rdi
     pop rsi
     pop rdx
-    pop rcx
     pop rbx
     pop rax
-    /* rsp = &frame.vector. A frame saved by syscall goes back with
-       sysretq (rcx = rip, r11 = rflags, as syscall left them; the ABI
-       says a kernel call destroys both), unless its rip is outside the
+    /* rsp = &frame.r11. A frame saved by syscall goes back with sysretq
+       (rcx = rip, r11 = rflags, as syscall left them; the ABI says a
+       kernel call destroys both), unless its rip is outside the
        canonical lower half: sysretq would fault in ring 0 there (the
-       Intel SYSRET erratum), so that one takes iretq. */
-    cmp qword ptr [rsp], {syscall_vector}
+       Intel SYSRET erratum), so that one takes iretq, with the same rcx
+       and r11. */
+    cmp qword ptr [rsp + {r11_to_vector}], {syscall_vector}
     jne 3f
-    mov rcx, [rsp + {vector_to_rip}]
+    mov rcx, [rsp + {r11_to_rip}]
     mov r11, rcx
     shr r11, 47
     jnz 4f
-    mov r11, [rsp + {vector_to_rflags}]
-    mov rsp, [rsp + {vector_to_rsp}]
+    mov r11, [rsp + {r11_to_rflags}]
+    mov rsp, [rsp + {r11_to_rsp}]
     swapgs
     sysretq
 4:
-    mov rcx, [rsp + ({vector_to_rcx})]
-    mov r11, [rsp + ({vector_to_r11})]
+    mov r11, [rsp + {r11_to_rflags}]
+    add rsp, {r11_to_rip}
+    swapgs
+    iretq
 3:
+    pop r11
+    pop rcx
     add rsp, 16
     test qword ptr [rsp + 8], 3
     jz 2f
@@ -353,11 +367,10 @@ idle_loop:
     user_code = const USER_CODE as u64,
     syscall_vector = const SYSCALL_VECTOR,
     frame_bytes = const FRAME_BYTES,
-    vector_to_rip = const VECTOR_TO_RIP,
-    vector_to_rflags = const VECTOR_TO_RFLAGS,
-    vector_to_rsp = const VECTOR_TO_RSP,
-    vector_to_rcx = const VECTOR_TO_RCX,
-    vector_to_r11 = const VECTOR_TO_R11,
+    r11_to_vector = const R11_TO_VECTOR,
+    r11_to_rip = const R11_TO_RIP,
+    r11_to_rflags = const R11_TO_RFLAGS,
+    r11_to_rsp = const R11_TO_RSP,
     reschedule = const super::apic::VECTOR_RESCHEDULE,
 );
 
