@@ -62,7 +62,9 @@ pub struct Process {
     pub priority: u8,
     pub base_priority: u8,
     /// Saved user registers while not running; the kernel call's arguments
-    /// and results while in the kernel.
+    /// and results while in the kernel (the `syscall` entry saves them
+    /// here directly). While the process runs, this field belongs to its
+    /// CPU's entry and exit code (arch/trap.rs): no other CPU may touch it.
     pub frame: TrapFrame,
     pub space: Option<AddressSpace>,
     pub qseg: Option<QueueSegment<Message>>,
