@@ -148,10 +148,11 @@ impl ReplyTable {
 
     /// Drop every handle of calls from `caller` (it will never read the answer).
     pub(crate) fn forget_caller(&mut self, caller: Pid) {
-        for (i, e) in self.entries.iter_mut().enumerate() {
-            if *e == Some(caller) {
-                *e = None;
-                self.generations[i] = self.generations[i].wrapping_add(1).max(1);
+        for e in self.entries.iter_mut() {
+            if e.caller == Some(caller) {
+                e.caller = None;
+                e.generation = e.generation.wrapping_add(1).max(1);
+                self.outstanding -= 1;
             }
         }
     }
