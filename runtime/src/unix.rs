@@ -548,3 +548,10 @@ pub fn read_dir(path: &str) -> Result<Vec<DirEntry>, Errno> {
 pub fn sbrk(increment: i64) -> Result<u64, Errno> {
     crate::heap::sbrk(increment).ok_or(Errno(errno::ENOMEM))
 }
+
+/// `brk(addr)`: set the break (see [`sbrk`]); `ENOMEM` outside the heap region.
+pub fn brk(addr: u64) -> Result<(), Errno> {
+    let current = crate::heap::sbrk(0).ok_or(Errno(errno::ENOMEM))?;
+    let delta = addr.wrapping_sub(current) as i64;
+    crate::heap::sbrk(delta).map(|_| ()).ok_or(Errno(errno::ENOMEM))
+}

@@ -53,6 +53,8 @@ const UMASK: u32 = 0o022;
 /// Program images kept after an exec, so the next exec of the same file
 /// does not read it again.
 const IMAGE_CACHE_ENTRIES: usize = 8;
+/// Paths whose lookup the monitor remembers for `open`.
+const LOOKUP_CACHE_ENTRIES: usize = 128;
 
 type Errno = u64;
 
@@ -87,6 +89,12 @@ struct Monitor {
     /// the handle at the directory manager it loads and writes back through.
     file_managers: BTreeMap<u64, (Pid, u64)>,
     images: Vec<CachedImage>,
+    /// Recent lookups for `open` (Ridge's directory manager keeps a cache
+    /// of them): path → the attributes the permission check needs. Every
+    /// change to names, modes or owners passes through the monitor, which
+    /// empties the cache then. Sizes and times are never read from it
+    /// (writes go straight to the managers).
+    lookups: BTreeMap<String, (Stat, Option<String>)>,
     devices_made: bool,
     /// Requests served, forks, execs.
     stats: [u64; 3],
@@ -126,6 +134,7 @@ fn main(args: Args) -> i32 {
         per_file: files_option() == "per-file",
         file_managers: BTreeMap::new(),
         images: Vec::new(),
+        lookups: BTreeMap::new(),
         devices_made: false,
         stats: [0; 3],
     };
@@ -329,6 +338,18 @@ impl Monitor {
 
     fn handle(&mut self, sender: Pid, reply: ReplyHandle, w: [u64; 4], data: &[u8]) -> Answer {
         let Some(me) = self.proc_of(sender) else { return err(errno::EPERM) };
+        if matches!(
+            w[0],
+            monitor::OP_UNLINK
+                | monitor::OP_RMDIR
+                | monitor::OP_RENAME
+                | monitor::OP_MKDIR
+                | monitor::OP_CHMOD
+                | monitor::OP_CHOWN
+                | monitor::OP_START
+        ) {
+            self.lookups.clear();
+        }
         let result = match w[0] {
             monitor::OP_FORK => return self.fork(me, reply),
             monitor::OP_EXEC => return self.exec_call(me, w, data),
@@ -821,7 +842,20 @@ impl Monitor {
         let want = if open_flags::readable(flags) { 4 } else { 0 }
             | if open_flags::writable(flags) || flags & open_flags::O_TRUNC != 0 { 2 } else { 0 };
         let (uid, gid) = (self.procs[&me].uid, self.procs[&me].gid);
-        match self.lookup(abs) {
+        let found = match self.lookups.get(abs) {
+            Some(hit) => Ok(hit.clone()),
+            None => {
+                let found = self.lookup(abs);
+                if let Ok(hit) = &found {
+                    if self.lookups.len() >= LOOKUP_CACHE_ENTRIES {
+                        self.lookups.clear();
+                    }
+                    self.lookups.insert(String::from(abs), hit.clone());
+                }
+                found
+            }
+        };
+        match found {
             Ok((st, Some(rest))) => {
                 if !self.permits(me, &st, want) {
                     return Err(errno::EACCES);
