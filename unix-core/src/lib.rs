@@ -19,6 +19,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod filedata;
 pub mod ldisc;
 pub mod memfs;
 pub mod path;

@@ -966,6 +966,17 @@ impl Fs {
         self.stat_of(self.description(handle)?.ino)
     }
 
+    /// `io::OP_TRUNCATE`: set the size of the file open on `handle`, which
+    /// must be open for writing (`EBADF` otherwise); regular files only
+    /// (`EINVAL` for a device). See [`Fs::truncate`].
+    pub fn truncate_handle(&mut self, handle: u64, size_bytes: u64) -> Result<(), Errno> {
+        let d = self.description(handle)?;
+        if !open_flags::writable(d.flags) {
+            return Err(EBADF);
+        }
+        self.truncate(d.ino, size_bytes)
+    }
+
     /// The inode a handle is open on.
     pub fn handle_ino(&self, handle: u64) -> Result<u64, Errno> {
         Ok(self.description(handle)?.ino)
@@ -1076,8 +1087,8 @@ fn owner_word(word: u64) -> (u32, u32) {
 /// (`servers/memfs` receives, calls these, and replies). Senders are
 /// kernel pids as `u64`.
 ///
-/// Who may ask what: `fs::OP_LOOKUP` and `io` read, write, seek, fstat
-/// and readdir anyone (a handle is the capability); the other `fs`
+/// Who may ask what: `fs::OP_LOOKUP` and `io` read, write, seek, fstat,
+/// readdir and truncate (a file manager's write-back) anyone (a handle is the capability); the other `fs`
 /// operations, `device::OP_OPEN` and `io::OP_CLOSE` only the starter, or
 /// the monitor the starter names once with `fs::OP_SET_MONITOR`.
 pub struct Service {
@@ -1252,6 +1263,10 @@ impl Service {
                 self.fs.write(handle, data).map(|n| value(n as u64))
             }
             io::OP_SEEK => self.fs.seek(handle, w2 as i64, w3).map(value),
+            io::OP_TRUNCATE => {
+                self.fs.set_now(now_ns);
+                self.fs.truncate_handle(handle, w2).map(|()| value(0))
+            }
             io::OP_FSTAT => self.fs.fstat(handle).map(|st| with_stat([0; 4], &st, tx)),
             io::OP_READDIR => match self.fs.readdir(handle, w2) {
                 Ok(Some(item)) => {
@@ -2220,6 +2235,47 @@ mod tests {
             c.fs(STARTER, [io::OP_FOREGROUND + 100, 0, 0, 0], b"").0,
             Err(protocols::unix::errno::ENOSYS)
         );
+    }
+
+    #[test]
+    fn truncate_requests() {
+        let mut s = service();
+        let mut c = caller(&mut s);
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o644, 0], b"/tmp/t");
+        let rw = r.unwrap();
+        assert_eq!(
+            c.io(STRANGER, [io::OP_WRITE, rw, 0, 0], &[7u8; 3 * PAGE_BYTES]).0,
+            Ok(3 * PAGE_BYTES as u64)
+        );
+        // Anyone with a handle open for writing (a file manager) may cut.
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, 10, 0], b"").0, Ok(0));
+        let st = Stat::decode(&c.io(STRANGER, [io::OP_FSTAT, rw, 0, 0], b"").2).unwrap();
+        assert_eq!((st.size_bytes, st.mtime_ns), (10, 5678));
+        assert_eq!(c.s.fs.stats().bytes_stored, PAGE_BYTES as u64);
+        // Growing reads back zeros past the old end; the offset stays.
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, 20, 0], b"").0, Ok(0));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, rw, 0, SEEK_CUR], b"").0, Ok(3 * PAGE_BYTES as u64));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, rw, 0, SEEK_SET], b"").0, Ok(0));
+        let (r, _, data) = c.io(STRANGER, [io::OP_READ, rw, 100, 0], b"");
+        assert_eq!(r, Ok(20));
+        assert_eq!(&data[..10], &[7u8; 10]);
+        assert_eq!(&data[10..], &[0u8; 10]);
+        // A handle without write access, a bad handle, too large a size.
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY, 0, 0], b"/tmp/t");
+        let ro = r.unwrap();
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, ro, 0, 0], b"").0, Err(EBADF));
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw ^ (1 << 40), 0, 0], b"").0, Err(EBADF));
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, CAP + 1, 0], b"").0, Err(EFBIG));
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, u64::MAX, 0], b"").0, Err(EFBIG));
+        // Directories cannot be open for writing; the null device is no file.
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY | O_DIRECTORY, 0, 0], b"/tmp");
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, r.unwrap(), 0, 0], b"").0, Err(EBADF));
+        let (r, _, _) = c.fs(STARTER, [device::OP_OPEN, O_WRONLY, 0, 0], b"");
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, r.unwrap(), 0, 0], b"").0, Err(EINVAL));
+        // A file unlinked while open is still cut through its handle.
+        assert_eq!(c.fs(STARTER, [fsp::OP_UNLINK, 0, 0, 0], b"/tmp/t").0, Ok(0));
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, 0, 0], b"").0, Ok(0));
+        assert_eq!(c.s.fs.stats().bytes_stored, 0);
     }
 
     #[test]

@@ -901,7 +901,13 @@ impl Monitor {
         let mut reply = [0u8; Stat::BYTES];
         let owner = (uid as u64) << 32 | gid as u64;
         let create_mode = (create_mode & 0o7777 & !UMASK) as u64;
-        if self.per_file {
+        // Per-file mode covers regular files (and files being created);
+        // directories stay with the directory manager.
+        let regular_or_new = match self.lookups.get(abs) {
+            Some((st, _)) => mode::is_reg(st.mode),
+            None => true,
+        };
+        if self.per_file && regular_or_new {
             // The file manager needs read and write access for loading and
             // writing back; the caller's own flags were checked above.
             let creating = flags & (open_flags::O_CREAT | open_flags::O_EXCL | open_flags::O_TRUNC);

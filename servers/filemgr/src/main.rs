@@ -1,0 +1,300 @@
+//! filemgr: a file manager, one process per open regular file (Ridge OS
+//! §3: "each open file has its own file manager process whose data space
+//! is the file's contents"). The monitor starts one when a regular file is
+//! opened and no manager holds it yet (boot option
+//! `monitor.files=per-file`), and every open of that file shares it:
+//! - `filemgr::OP_ATTACH` (monitor only, once): read the whole file through
+//!   a handle open at the directory manager (memfs) into this process's
+//!   memory, page by page;
+//! - `filemgr::OP_OPEN` (monitor only): a new handle, with its own offset
+//!   and flags (`O_TRUNC` empties the contents);
+//! - `io` READ, WRITE, SEEK and FSTAT from whoever holds a handle, served
+//!   from memory without the directory manager; READDIR is `ENOTDIR`,
+//!   FOREGROUND `ENOTTY`, anything else `ENOSYS`;
+//! - `io::OP_CLOSE` (monitor only): drops a handle. At the last one the
+//!   changes go back to memfs (its `io::OP_TRUNCATE` when the length
+//!   changed, then `OP_SEEK` + `OP_WRITE` for each changed page), the reply
+//!   says `[result, filemgr::CLOSED_LAST, 0, 0]`, and the process exits
+//!   (status 0, or 1 when the write-back failed).
+//!
+//! The rules themselves are `unix_core::filedata` (host-tested); this file
+//! holds the kernel calls: the queue, the clock, the calls to memfs and
+//! the receive-reply loop.
+//!
+//! What it is not: a permission checker (the monitor checks modes before
+//! it opens a handle here) nor the owner of the memfs handle (the monitor
+//! closes that after the last close).
+//!
+//! Invariants: one reply per call; bad input (unknown operations, bad
+//! handles, callers without the right) gets an errno reply and messages
+//! that are not calls are dropped: nothing a client sends makes it panic
+//! or exit. Memory is taken fallibly and within a share of the memory free
+//! when the file is attached (a page the kernel could not supply on first
+//! touch would end the process and lose the file's changes).
+//!
+//! Arguments: the monitor's kernel pid (decimal; the last number among the
+//! arguments). The monitor's queue 1 gets `[filemgr::READY, queue, 0, 0]`.
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+use abi::msg::{DEFAULT_LINKS, DEFAULT_MESSAGES, DEFAULT_QUEUES, Kind};
+use abi::{Error, InfoKey, Pid};
+use protocols::unix::errno::{EAGAIN, EINVAL, EIO, EISDIR, ESRCH};
+use protocols::unix::{Stat, encode_result, filemgr, io, mode, result};
+use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
+use runtime::{Args, sys};
+use unix_core::filedata::{Errno, FileData, FileManager, Limits, PAGE_BYTES, SEEK_SET, Step};
+
+runtime::entry!(main);
+
+/// The monitor's queue for file and pipe managers' READY messages.
+const MONITOR_START_QUEUE: u32 = 1;
+/// Messages the queue holds; a caller finding it full gets `QueueFull`.
+const QUEUE_MESSAGES: u64 = 128;
+/// Data pages the queue segment may hold for waiting requests (writes).
+const QUEUE_PAGES: u64 = 128;
+/// The largest file: memfs's own capacity, past which it could not take
+/// the file back anyway.
+const MAX_FILE_BYTES: u64 = 256 << 20;
+/// The part of the memory free at attach time the contents may take (1 /
+/// this), so the heap's pages can always be had when first touched.
+const FREE_MEMORY_SHARE: u64 = 4;
+/// Times a call to memfs is retried while its queue is full.
+const QUEUE_FULL_RETRIES: u32 = 1000;
+
+/// Nanoseconds since boot for mtimes, without a kernel entry per write:
+/// the kernel's uptime at start, advanced by the time-stamp counter (the
+/// kernel calibrated its frequency at boot).
+struct Clock {
+    base_ns: u64,
+    base_tsc: u64,
+    tsc_hz: u64,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        let base_tsc = sys::rdtsc();
+        Clock { base_ns: sys::info(InfoKey::UptimeNs), base_tsc, tsc_hz: sys::info(InfoKey::TscHz) }
+    }
+
+    fn now_ns(&self) -> u64 {
+        if self.tsc_hz == 0 {
+            return sys::info(InfoKey::UptimeNs);
+        }
+        let ticks = sys::rdtsc().saturating_sub(self.base_tsc) as u128;
+        let ns = ticks * 1_000_000_000 / self.tsc_hz as u128;
+        self.base_ns.saturating_add(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+}
+
+fn main(args: Args) -> i32 {
+    // The last number among the arguments: plain `spawn` text gives just
+    // the pid, an exec block gives the program name first.
+    let Some(monitor) = args.iter().filter_map(|s| s.parse::<u64>().ok()).last().map(Pid) else {
+        let _ = sys::debug_write(b"filemgr: no monitor pid given\n");
+        return 1;
+    };
+    // Room for many clients' writes at once (each holds a data page).
+    let capacity = match msg::init_qseg(DEFAULT_LINKS, DEFAULT_QUEUES, QUEUE_MESSAGES, QUEUE_PAGES) {
+        Ok(()) => QUEUE_MESSAGES,
+        Err(_) => DEFAULT_MESSAGES,
+    };
+    let Ok(queue) = msg::open_queue(capacity, true) else { return 2 };
+    if queue.0 != filemgr::QUEUE {
+        return 2;
+    }
+    let ready = msg::open_link(monitor, Queue(MONITOR_START_QUEUE)).and_then(|l| {
+        let sent = msg::send(l, &[filemgr::READY, queue.0 as u64, 0, 0]);
+        let _ = msg::close_link(l);
+        sent
+    });
+    if ready.is_err() {
+        return 4;
+    }
+    let seed = sys::rdtsc() ^ sys::getpid().0.rotate_left(17);
+    let mut server =
+        Server { manager: FileManager::new(monitor.0, seed), backing: None, clock: Clock::new() };
+    server.serve(queue)
+}
+
+/// The file at the directory manager: a link to its queue and the handle
+/// the monitor opened there for reading and writing.
+struct Backing {
+    link: Link,
+    handle: u64,
+    /// The handle's offset at memfs, when known (a seek is skipped when a
+    /// write goes where the last one ended).
+    offset_bytes: Option<u64>,
+}
+
+impl Backing {
+    /// One `io` call on the handle: reply word 0 as a result, and the bytes
+    /// of reply data in `reply`.
+    fn call(&self, op: u64, w2: u64, w3: u64, data: &[u8], reply: &mut [u8]) -> Result<(u64, usize), Errno> {
+        let message = [op, self.handle, w2, w3];
+        let mut tries = 0;
+        loop {
+            match msg::call(self.link, &message, data, reply) {
+                Ok((words, len)) => return result(words[0]).map(|v| (v, len)),
+                // memfs is busy: its queue empties as it works.
+                Err(Error::QueueFull) if tries < QUEUE_FULL_RETRIES => {
+                    tries += 1;
+                    sys::yield_now();
+                }
+                Err(Error::QueueFull) => return Err(EAGAIN),
+                Err(Error::DeadPeer | Error::NoSuchProcess) => return Err(ESRCH),
+                Err(_) => return Err(EIO),
+            }
+        }
+    }
+
+    fn seek(&mut self, offset_bytes: u64) -> Result<(), Errno> {
+        if self.offset_bytes != Some(offset_bytes) {
+            self.offset_bytes = None;
+            let (at, _) = self.call(io::OP_SEEK, offset_bytes, SEEK_SET, &[], &mut [])?;
+            if at != offset_bytes {
+                return Err(EIO);
+            }
+            self.offset_bytes = Some(at);
+        }
+        Ok(())
+    }
+}
+
+struct Server {
+    manager: FileManager,
+    /// Set once `OP_ATTACH` has loaded the file.
+    backing: Option<Backing>,
+    clock: Clock,
+}
+
+impl Server {
+    /// Receive, answer, repeat: one `reply_wait` per request (the answer
+    /// to the last request and the wait for the next in one kernel entry).
+    /// Returns the exit status after the last close.
+    fn serve(&mut self, queue: Queue) -> i32 {
+        let mut rx = Page::zeroed();
+        let mut tx = Page::zeroed();
+        let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
+        loop {
+            let received = match answer.take() {
+                Some((h, words, len)) => msg::reply_wait(Some(h), &words, &tx.0[..len], queue, &mut rx.0),
+                None => msg::reply_wait(None, &[0; 4], &[], queue, &mut rx.0),
+            };
+            // Data always fits a page; after any other failure the message
+            // is still queued or gone: receive again.
+            let Ok(r) = received else { continue };
+            if r.kind != Kind::Call {
+                continue;
+            }
+            let data = &rx.0[..r.len.min(PAGE_BYTES)];
+            let now_ns = self.clock.now_ns();
+            match self.manager.request(r.sender.0, r.message, data, now_ns, &mut tx.0) {
+                Step::Reply(words, len) => answer = Some((r.reply, words, len)),
+                Step::Attach { fs_pid, fs_queue, fs_handle } => {
+                    let loaded = self.attach(Pid(fs_pid), Queue(fs_queue), fs_handle, &mut rx);
+                    answer = Some((r.reply, [encode_result(loaded), 0, 0, 0], 0));
+                }
+                Step::CloseLast => {
+                    let written = self.write_back();
+                    let words = [encode_result(written.map(|()| 0)), filemgr::CLOSED_LAST, 0, 0];
+                    let _ = msg::reply(r.reply, &words, &[]);
+                    return if written.is_ok() { 0 } else { 1 };
+                }
+            }
+        }
+    }
+
+    /// `OP_ATTACH`: load the file through memfs handle `handle` on
+    /// `fs_queue` of `fs_pid`. Returns the bytes loaded. On failure nothing
+    /// is kept, so the monitor may try again.
+    fn attach(&mut self, fs_pid: Pid, fs_queue: Queue, handle: u64, buf: &mut Page) -> Result<u64, Errno> {
+        let link = msg::open_link(fs_pid, fs_queue).map_err(|e| match e {
+            Error::NoSuchProcess | Error::DeadPeer => ESRCH,
+            Error::OutOfResources | Error::LimitReached => EAGAIN,
+            _ => EINVAL,
+        })?;
+        let mut backing = Backing { link, handle, offset_bytes: None };
+        match load(&mut backing, buf) {
+            Ok((stat, data)) => {
+                let size_bytes = data.size_bytes();
+                self.manager.attached(stat, data);
+                self.backing = Some(backing);
+                Ok(size_bytes)
+            }
+            Err(e) => {
+                let _ = msg::close_link(link);
+                Err(e)
+            }
+        }
+    }
+
+    /// After the last close: give memfs the changes. Cut or set the length
+    /// first (when it changed), then write each changed page.
+    fn write_back(&mut self) -> Result<(), Errno> {
+        let (Some(data), Some(backing)) = (self.manager.data(), self.backing.as_mut()) else {
+            return Ok(()); // never attached: nothing to give back
+        };
+        if !data.is_modified() {
+            return Ok(());
+        }
+        for len_bytes in data.length_steps() {
+            backing.call(io::OP_TRUNCATE, len_bytes, 0, &[], &mut [])?;
+        }
+        for (offset_bytes, bytes) in data.dirty_pages() {
+            backing.seek(offset_bytes)?;
+            backing.offset_bytes = None;
+            let (n, _) = backing.call(io::OP_WRITE, 0, 0, bytes, &mut [])?;
+            if n != bytes.len() as u64 {
+                return Err(EIO);
+            }
+            backing.offset_bytes = Some(offset_bytes + n);
+        }
+        if let Some(d) = self.manager.data_mut() {
+            d.mark_clean();
+        }
+        Ok(())
+    }
+}
+
+/// Pages the contents may take: a share of the memory free now, and no
+/// more than the largest file needs.
+fn page_budget() -> u64 {
+    let most = MAX_FILE_BYTES / PAGE_BYTES as u64;
+    match sys::info(InfoKey::FreeMemoryBytes) {
+        0 => most,
+        free => (free / FREE_MEMORY_SHARE / PAGE_BYTES as u64).min(most),
+    }
+}
+
+/// The file's Stat and contents, read through `backing` from offset 0 to
+/// its end, a page per call.
+fn load(backing: &mut Backing, buf: &mut Page) -> Result<(Stat, FileData), Errno> {
+    let (_, len) = backing.call(io::OP_FSTAT, 0, 0, &[], &mut buf.0)?;
+    let stat = buf.0.get(..len).and_then(Stat::decode).ok_or(EIO)?;
+    if !mode::is_reg(stat.mode) {
+        return Err(if mode::is_dir(stat.mode) { EISDIR } else { EINVAL });
+    }
+    let mut data = FileData::new(Limits { max_size_bytes: MAX_FILE_BYTES, max_pages: page_budget() });
+    data.reserve(stat.size_bytes)?;
+    backing.seek(0)?;
+    let mut offset_bytes = 0u64;
+    loop {
+        backing.offset_bytes = None;
+        let (n, len) = backing.call(io::OP_READ, PAGE_BYTES as u64, 0, &[], &mut buf.0)?;
+        if n == 0 {
+            break;
+        }
+        // The reply's count and its data must agree.
+        if n != len as u64 {
+            return Err(EIO);
+        }
+        data.load(offset_bytes, &buf.0[..len])?;
+        offset_bytes += n;
+        backing.offset_bytes = Some(offset_bytes);
+    }
+    backing.offset_bytes = Some(offset_bytes);
+    Ok((stat, data))
+}
