@@ -10,6 +10,7 @@
 //! - [`memfs`]: the memory file system's tree (directory manager + files);
 //! - [`ldisc`]: the console line discipline (echo, erase, ^C, ^D);
 //! - [`pipebuf`]: a pipe's ring buffer;
+//! - [`filedata`]: a file manager's pages and requests (per-file mode);
 //! - [`shell`]: the shell's command-line parser.
 
 #![no_std]
