@@ -80,6 +80,12 @@ pub enum Call {
     SetExitQueue = 12,
     /// `set_priority(pid, priority) -> 0`: of the caller or a child.
     SetPriority = 13,
+    /// `proc_image(pid, entry, args_ptr, args_len, name_ptr) -> 0`: as
+    /// `proc_exec`, but the new address space holds only the stack and the
+    /// argument page and the registers start at `entry`: the program's
+    /// text and data arrive from a pager (the VM manager), which sets its
+    /// regions with `set_pager` before `proc_start`.
+    ProcImage = 14,
     // --- machine ---
     /// `debug_write(ptr, len) -> len`: write bytes to the kernel console.
     DebugWrite = 16,
@@ -199,6 +205,7 @@ impl Call {
             11 => ProcStart,
             12 => SetExitQueue,
             13 => SetPriority,
+            14 => ProcImage,
             16 => DebugWrite,
             17 => Info,
             18 => KernelOptions,
@@ -268,13 +275,17 @@ pub mod pager {
     pub const ZERO: u64 = 1;
     /// Map a copy of the pager's page at `src_addr`.
     pub const COPY: u64 = 2;
-    /// Map the pager's page at `src_addr` itself, copy-on-write: both see
-    /// the same frame until either writes.
+    /// Map the pager's page at `src_addr` itself. With WRITABLE it is
+    /// copy-on-write (both see the same frame until either writes; the
+    /// writer gets a copy); without, it is read-only (program text).
     pub const SHARE: u64 = 4;
-    /// With ZERO or COPY: the page is writable (else read-only).
+    /// The page is writable (else read-only); with SHARE, copy-on-write.
     pub const WRITABLE: u64 = 8;
     /// Refuse: the faulting process ends with a page fault.
     pub const FAIL: u64 = 16;
+    /// With ZERO, COPY or SHARE: the page may be executed (else it is
+    /// mapped no-execute).
+    pub const EXECUTABLE: u64 = 32;
     /// Regions one process can have.
     pub const MAX_REGIONS: usize = 8;
 }

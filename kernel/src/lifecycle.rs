@@ -89,7 +89,13 @@ impl Kernel {
         Ok(self.pid_of(child).0)
     }
 
-    pub fn sys_proc_exec(&mut self, slot: usize, a: [u64; 6]) -> Result<u64, Error> {
+    /// `proc_exec` (`elf_len` > 0) and `proc_image` (`image_entry` given).
+    pub fn sys_proc_exec(
+        &mut self,
+        slot: usize,
+        a: [u64; 6],
+        image_entry: Option<u64>,
+    ) -> Result<u64, Error> {
         let [pid, elf_ptr, elf_len, args_ptr, args_len, name_ptr] = a;
         let child = self.child_slot(slot, pid)?;
         let me = self.pid_of(slot);
@@ -112,7 +118,10 @@ impl Kernel {
         let mut name_copy = [0u8; MAX_PROCESS_NAME_BYTES];
         name_copy[..name.len()].copy_from_slice(name.as_bytes());
         let name = core::str::from_utf8(&name_copy[..n]).unwrap_or("?");
-        self.exec_from_user(child, slot, elf_ptr, elf_len, &args[..args_len as usize], name)?;
+        match image_entry {
+            Some(entry) => self.image_from_user(child, slot, entry, &args[..args_len as usize], name)?,
+            None => self.exec_from_user(child, slot, elf_ptr, elf_len, &args[..args_len as usize], name)?,
+        }
         Ok(0)
     }
 

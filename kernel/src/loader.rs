@@ -87,6 +87,12 @@ fn build_space(file: &ImageSource, program: &elf::Program, args: &[u8]) -> Resul
             page += PAGE_BYTES;
         }
     }
+    add_stack_and_args(&mut space, args)?;
+    Ok(space)
+}
+
+/// The stack and the read-only argument page every new image has.
+fn add_stack_and_args(space: &mut AddressSpace, args: &[u8]) -> Result<(), Error> {
     let mut page = USER_STACK_TOP - USER_STACK_BYTES;
     while page < USER_STACK_TOP {
         space.map_new_page(page, true, false)?;
@@ -94,7 +100,7 @@ fn build_space(file: &ImageSource, program: &elf::Program, args: &[u8]) -> Resul
     }
     let args_frame = space.map_new_page(USER_ARGS_ADDR, false, false)?;
     paging::copy_to_frame(args_frame, 0, args);
-    Ok(space)
+    Ok(())
 }
 
 /// The registers of a program about to run its first instruction.
@@ -194,9 +200,46 @@ impl Kernel {
             let program = file.parse()?;
             (program, build_space(&file, &program, args)?)
         };
+        self.replace_image(slot, from, space, program.entry, args.len(), name);
+        Ok(())
+    }
+
+    /// As [`Kernel::exec_from_user`] with no program: the new space holds
+    /// the stack and arguments only, and the registers start at `entry`;
+    /// text and data come from the pager the caller then sets (`proc_image`).
+    pub fn image_from_user(
+        &mut self,
+        slot: usize,
+        from: usize,
+        entry: u64,
+        args: &[u8],
+        name: &str,
+    ) -> Result<(), Error> {
+        if args.len() as u64 > abi::layout::MAX_ARGS_BYTES
+            || !(abi::layout::USER_MIN..USER_STACK_TOP).contains(&entry)
+        {
+            return Err(Error::InvalidArgument);
+        }
+        let mut space = AddressSpace::new().ok_or(Error::OutOfResources)?;
+        add_stack_and_args(&mut space, args)?;
+        self.replace_image(slot, from, space, entry, args.len(), name);
+        Ok(())
+    }
+
+    /// Give `slot` the new address space `space`, stopped at `entry`. The
+    /// old image's queues, links, pager regions and calls go, as when a
+    /// process ends (its call to `from` is never answered); its identity,
+    /// parent and bootstrap connections stay.
+    fn replace_image(
+        &mut self,
+        slot: usize,
+        from: usize,
+        space: AddressSpace,
+        entry: u64,
+        args_len: usize,
+        name: &str,
+    ) {
         let pid = self.pid_of(slot);
-        // The old image's queues, links, pager regions and calls go, as
-        // when a process ends; its identity, parent and bootstrap stay.
         self.ipc_cleanup(slot, pid);
         self.procs[from].replies.forget_caller(pid);
         self.procs[slot].regions = [None; abi::pager::MAX_REGIONS];
@@ -207,8 +250,7 @@ impl Kernel {
         let p = &mut self.procs[slot];
         p.qseg = None;
         p.set_name(name);
-        p.frame = first_frame(program.entry, args.len());
+        p.frame = first_frame(entry, args_len);
         p.state = State::Stopped;
-        Ok(())
     }
 }

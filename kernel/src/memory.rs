@@ -248,11 +248,18 @@ impl AddressSpace {
 
     /// Map `frame` (whose reference the caller hands over) at user page
     /// `va`, replacing what was there: writable, or read-only, or shared
-    /// copy-on-write.
-    pub fn map_frame(&mut self, va: u64, frame: u64, writable: bool, cow: bool) -> Result<(), SpaceError> {
+    /// copy-on-write; executable or not.
+    pub fn map_frame(
+        &mut self,
+        va: u64,
+        frame: u64,
+        writable: bool,
+        cow: bool,
+        executable: bool,
+    ) -> Result<(), SpaceError> {
         let old = paging::leaf_entry(self.root, va);
         let flags = paging::USER
-            | paging::NO_EXECUTE
+            | if executable { 0 } else { paging::NO_EXECUTE }
             | paging::PRESENT
             | if writable { WRITABLE } else { 0 }
             | if cow { paging::COPY_ON_WRITE } else { 0 };

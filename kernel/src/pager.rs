@@ -122,7 +122,8 @@ impl Kernel {
             return Ok(0);
         }
         let writable = flags & pager::WRITABLE != 0;
-        let frame = match flags & !pager::WRITABLE {
+        let executable = flags & pager::EXECUTABLE != 0;
+        let frame = match flags & !(pager::WRITABLE | pager::EXECUTABLE) {
             pager::ZERO => memory::alloc_frame().ok_or(Error::OutOfResources)?,
             pager::COPY | pager::SHARE => {
                 if src % PAGE_SIZE != 0 {
@@ -144,9 +145,11 @@ impl Kernel {
             }
             _ => return Err(Error::InvalidArgument),
         };
+        // A shared frame is never writable in place: copy-on-write when the
+        // pager allows writes, read-only (program text) when not.
         let shared = flags & pager::SHARE != 0;
         let space = self.procs[target].space.as_mut().ok_or(Error::NoSuchProcess)?;
-        if let Err(e) = space.map_frame(page, frame, writable && !shared, shared) {
+        if let Err(e) = space.map_frame(page, frame, writable && !shared, shared && writable, executable) {
             memory::frame_unref(frame);
             return Err(e.into());
         }

@@ -47,7 +47,9 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::Spawn => spawn(k, slot, [a0, a1, a2, a3, a4, a5]),
         Call::ProcCreate => k.sys_proc_create(slot, a0, a1),
         Call::ProcFork => k.sys_proc_fork(slot, a0, words),
-        Call::ProcExec => k.sys_proc_exec(slot, [a0, a1, a2, a3, a4, a5]),
+        Call::ProcExec => k.sys_proc_exec(slot, [a0, a1, a2, a3, a4, a5], None),
+        // proc_image(pid, entry, args_ptr, args_len, name_ptr)
+        Call::ProcImage => k.sys_proc_exec(slot, [a0, 0, 0, a2, a3, a4], Some(a1)),
         Call::ProcStart => k.sys_proc_start(slot, a0),
         Call::SetExitQueue => k.sys_set_exit_queue(slot, a0),
         Call::SetPriority => k.sys_set_priority(slot, a0, a1),

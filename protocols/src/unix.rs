@@ -626,17 +626,28 @@ pub mod device {
 pub mod vm {
     pub const QUEUE: u32 = 0;
     pub const READY: u64 = 0x0056_4d52_4459;
-    /// A new image in process word 1 (kernel pid): page its heap region
-    /// (zero-filled on first touch, Ridge's `sbrk`).
+    /// Page the new image of process word 1 (kernel pid): word 2 = the
+    /// image id from `OP_LOAD_IMAGE` (its segments are paged from the
+    /// program file) and the heap region (zero-filled on first touch,
+    /// Ridge's `sbrk`). Call it after `proc_image`, before `proc_start`.
     pub const OP_NEW_IMAGE: u64 = 1;
     /// Copy-on-write fork: give child word 2 a copy of parent word 1's
     /// address space and pager regions.
     pub const OP_FORK: u64 = 2;
-    /// Statistics. Reply words: page faults served, forks, pages shared by forks.
+    /// Statistics. Reply words: page faults served, forks, pages shared
+    /// (by forks and by mapping program pages), images held.
     pub const OP_STATS: u64 = 3;
     /// From its starter (init), once: word 1 = the monitor's kernel pid,
-    /// the only process whose `OP_NEW_IMAGE` and `OP_FORK` are obeyed.
+    /// the only process whose other requests are obeyed.
     pub const OP_SET_MONITOR: u64 = 4;
+    /// Read the loadable parts of a program file, or find them cached:
+    /// word 1 = a handle open for reading at the directory manager (the
+    /// caller closes it afterwards), data = the file's [`super::Stat`]
+    /// (inode, mtime and size are the cache key). Reply: word 0 = image
+    /// id, word 1 = entry point; ENOEXEC for a file that is not a program.
+    pub const OP_LOAD_IMAGE: u64 = 5;
+    /// Process word 1 (kernel pid) has ended: forget its regions.
+    pub const OP_EXIT: u64 = 6;
 }
 
 /// The pipe manager (servers/pipe), one process per pipe (Ridge §3). The

@@ -81,6 +81,13 @@ pub fn proc_exec(pid: Pid, elf: &[u8], args: &[u8], name: &[u8; 32]) -> Result<(
     decode_return(crate::msg::raw(Call::ProcExec as u64, a, [0; 4]).rax).map(|_| ())
 }
 
+/// Give child `pid` a new image with only a stack and `args`, starting
+/// at `entry`: its text and data come from a pager (see `Call::ProcImage`).
+pub fn proc_image(pid: Pid, entry: u64, args: &[u8], name: &[u8; 32]) -> Result<(), Error> {
+    let a = [pid.0, entry, args.as_ptr() as u64, args.len() as u64, name.as_ptr() as u64, 0];
+    decode_return(crate::msg::raw(Call::ProcImage as u64, a, [0; 4]).rax).map(|_| ())
+}
+
 /// Let a stopped child run.
 pub fn proc_start(pid: Pid) -> Result<(), Error> {
     call(Call::ProcStart, pid.0, 0, 0, 0, 0).map(|_| ())

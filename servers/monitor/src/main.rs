@@ -516,9 +516,6 @@ impl Monitor {
         if rest.is_some() || !mode::is_reg(st.mode) || !self.permits(p, &st, 1) {
             return Err(errno::EACCES);
         }
-        let image = self
-            .image(abs, &st)
-            .inspect_err(|e| runtime::println!("monitor: loading {abs}: {}", errno::name(*e)))?;
         let (uid, gid) = (self.procs[&p].uid, self.procs[&p].gid);
         let header = exec_args::Header { argc: argc as u32, envc: (strings.len() - argc) as u32, uid, gid };
         let mut block = exec_args::encode_header(header).to_vec();
@@ -533,14 +530,30 @@ impl Monitor {
         let mut name = [0u8; 32];
         let n = base.len().min(31);
         name[..n].copy_from_slice(&base.as_bytes()[..n]);
-        let bytes = &self.images[image].bytes;
-        sys::proc_exec(kpid, bytes, &block, &name).map_err(|e| {
-            runtime::println!("monitor: exec {abs}: {}", e.name());
-            kernel_errno(e)
-        })?;
-        // The heap's pager must be set before the new image runs.
-        if let Some(l) = self.vm {
-            let _ = self.call(l, [vm::OP_NEW_IMAGE, kpid.0, 0, 0], &[], &mut []);
+        match self.vm {
+            // The VM manager pages text and data in from the file.
+            Some(vm_link) => {
+                let (w, _) =
+                    self.fs_call([fs::OP_OPEN, open_flags::O_RDONLY, 0, 0], abs.as_bytes(), &mut [])?;
+                let handle = w[0];
+                let loaded = self.call(vm_link, [vm::OP_LOAD_IMAGE, handle, 0, 0], &st.encode(), &mut []);
+                let _ = self.fs_call([io::OP_CLOSE, handle, 0, 0], &[], &mut []);
+                let (w, _) = loaded?;
+                let (image, entry) = (w[0], w[1]);
+                sys::proc_image(kpid, entry, &block, &name).map_err(kernel_errno)?;
+                if let Err(e) = self.call(vm_link, [vm::OP_NEW_IMAGE, kpid.0, image, 0], &[], &mut []) {
+                    // The old image is gone and the new one has no pager:
+                    // the process cannot run.
+                    let _ = sys::kill(kpid);
+                    return Err(e);
+                }
+            }
+            // No VM manager: the kernel loads the file from this buffer.
+            None => {
+                let image = self.image(abs, &st)?;
+                let bytes = &self.images[image].bytes;
+                sys::proc_exec(kpid, bytes, &block, &name).map_err(kernel_errno)?;
+            }
         }
         if let Some(proc) = self.procs.get_mut(&p) {
             proc.name = name;
@@ -711,6 +724,10 @@ impl Monitor {
             }),
         };
         proc.zombie = Some((status, cpu_ns));
+        if let Some(l) = self.vm {
+            let _ = msg::call(l, &[vm::OP_EXIT, kpid.0, 0, 0], &[], &mut []);
+        }
+        let Some(proc) = self.procs.get_mut(&p) else { return };
         let fds = core::mem::replace(&mut proc.fds, FdTable::new());
         let ppid = proc.ppid;
         for i in fds.fds.iter().flatten() {

@@ -74,7 +74,12 @@ fn main(args: Args) -> i32 {
                 let _ = match region.map(|g| g.policy) {
                     Some(Policy::Zero) => sys::page_resolve(Pid(pid), addr, 0, pager::ZERO | pager::WRITABLE),
                     Some(Policy::Template(t)) => match &templates[t] {
-                        Some(t) => sys::page_resolve(Pid(pid), addr, t.page.0.as_ptr() as u64, pager::SHARE),
+                        Some(t) => sys::page_resolve(
+                            Pid(pid),
+                            addr,
+                            t.page.0.as_ptr() as u64,
+                            pager::SHARE | pager::WRITABLE,
+                        ),
                         None => sys::page_resolve(Pid(pid), addr, 0, pager::FAIL),
                     },
                     Some(Policy::Stall) => Ok(()),

@@ -1,20 +1,27 @@
-//! vm: the virtual-memory manager (Ridge OS §3; MINIX 3's VM server).
+//! vm: the virtual-memory manager (Ridge OS §3; MINIX 3's VM server): the
+//! pager of every UNIX process's memory except its stack.
 //!
-//! - It is the pager of every UNIX process's heap region: the runtime's
-//!   `sbrk` only moves a pointer, and the first touch of each page is a
-//!   fault message here, answered with a zero-filled page (Ridge's `sbrk`).
-//! - It does `fork`'s memory work: the child gets the parent's address
-//!   space copy-on-write (`space_copy`, one kernel call for the whole
-//!   space) and the parent's pager regions, so the child's heap faults come
-//!   here too.
+//! - **Program text and data** are paged in from the program file on first
+//!   touch. `OP_LOAD_IMAGE` reads the loadable parts of a file (through a
+//!   directory-manager handle the monitor opened) once and keeps them;
+//!   `OP_NEW_IMAGE` makes this manager the pager of each segment of a new
+//!   image. A text page, and a data page not yet written, is this
+//!   manager's own page mapped into the process (`SHARE`: read-only for
+//!   text, copy-on-write for data), so every process running a program
+//!   shares its text; a page the file only partly fills gets a private
+//!   copy with the rest zeroed.
+//! - **The heap** (Ridge's `sbrk`): the runtime only moves a pointer; the
+//!   first touch of each page is a fault here, answered with a zero page.
+//! - **fork**: the child gets the parent's address space copy-on-write
+//!   (`space_copy`, one kernel call) and its pager regions, so the child's
+//!   faults come here too.
 //!
-//! What it is not: the owner of program text and data, which `proc_exec`
-//! loads eagerly from the monitor's buffer; and it does not page its own
-//! memory (its heap gets the kernel's zero-fill default).
+//! What it is not: the pager of its own memory (its heap gets the kernel's
+//! zero-fill default), nor of stacks (mapped by the kernel at exec).
 //!
-//! Only the monitor (named by init with `OP_SET_MONITOR`) may ask for
-//! `OP_NEW_IMAGE` and `OP_FORK`: `space_copy` would otherwise let any
-//! process read another's memory through a child of its own.
+//! Only the monitor (named by init with `OP_SET_MONITOR`) may load images
+//! and set up processes: `space_copy` and `set_pager` would otherwise let
+//! any process read or replace another's memory.
 //!
 //! Arguments: the starter's kernel pid (decimal).
 
@@ -22,20 +29,65 @@
 #![no_main]
 #![forbid(unsafe_code)]
 
-use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
+extern crate alloc;
+
+use abi::layout::{PAGE_SIZE, USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
 use abi::msg::Kind;
 use abi::{Pid, pager};
-use protocols::unix::{encode_result, errno, vm};
-use runtime::msg::{self, Queue, ReplyHandle};
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use kernel_core::elf::{self, Segment};
+use protocols::unix::{Stat, encode_result, errno, io, vm};
+use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
 
 runtime::entry!(main);
+
+/// Program images kept; the least recently loaded one no process runs
+/// goes first.
+const MAX_IMAGES: usize = 16;
 
 #[derive(Default)]
 struct Stats {
     faults: u64,
     forks: u64,
     pages_shared: u64,
+}
+
+/// A program file's loadable parts.
+struct Image {
+    ino: u64,
+    mtime_ns: u64,
+    size_bytes: u64,
+    generation: u32,
+    entry: u64,
+    segments: Vec<Segment>,
+    /// File pages (index = file offset / 4096) that some segment covers.
+    pages: BTreeMap<u64, Box<Page>>,
+    /// Processes whose regions name this image.
+    users: u32,
+}
+
+/// One paged region of a process: a segment of an image.
+#[derive(Clone, Copy)]
+struct Region {
+    start: u64,
+    end: u64,
+    image: usize,
+    segment: usize,
+}
+
+struct Vm {
+    me: Pid,
+    queue: Queue,
+    fs: Option<Link>,
+    images: Vec<Option<Image>>,
+    next_generation: u32,
+    processes: BTreeMap<u64, Vec<Region>>,
+    stats: Stats,
+    /// A page for building partly filled pages (COPY copies from it).
+    scratch: Box<Page>,
 }
 
 fn main(args: Args) -> i32 {
@@ -50,25 +102,31 @@ fn main(args: Args) -> i32 {
             return 2;
         }
     }
-    let me = sys::getpid();
+    let fs = sys::bootstrap(abi::bootstrap::FS).and_then(|(p, q)| msg::open_link(p, Queue(q)).ok());
+    let mut vm = Vm {
+        me: sys::getpid(),
+        queue,
+        fs,
+        images: Vec::new(),
+        next_generation: 1,
+        processes: BTreeMap::new(),
+        stats: Stats::default(),
+        scratch: Box::new(Page::zeroed()),
+    };
     let mut monitor: Option<Pid> = None;
-    let mut stats = Stats::default();
+    let mut buf = Page::zeroed();
     let mut pending: Option<(ReplyHandle, [u64; 4])> = None;
     loop {
         let (handle, answer) = match pending.take() {
             Some((h, a)) => (Some(h), a),
             None => (None, [0; 4]),
         };
-        let Ok(r) = msg::reply_wait(handle, &answer, &[], queue, &mut []) else { continue };
+        let Ok(r) = msg::reply_wait(handle, &answer, &[], queue, &mut buf.0) else { continue };
         match r.kind {
             Kind::PageFault => {
                 let [pid, addr, _error, start] = r.message;
-                stats.faults += 1;
-                let flags = if start == USER_HEAP_BASE { pager::ZERO | pager::WRITABLE } else { pager::FAIL };
-                if sys::page_resolve(Pid(pid), addr, 0, flags).is_err() {
-                    // Out of memory: the process cannot go on.
-                    let _ = sys::page_resolve(Pid(pid), addr, 0, pager::FAIL);
-                }
+                vm.stats.faults += 1;
+                vm.fault(Pid(pid), addr, start);
             }
             Kind::Call => {
                 let [op, a, b, _] = r.message;
@@ -78,27 +136,36 @@ fn main(args: Args) -> i32 {
                         monitor = Some(Pid(a));
                         Ok(0)
                     }
-                    vm::OP_NEW_IMAGE if from_monitor => {
-                        sys::set_pager(Pid(a), USER_HEAP_BASE, USER_HEAP_MAX_BYTES, me, queue.0)
-                            .map(|_| 0)
-                            .map_err(kernel_errno)
+                    vm::OP_LOAD_IMAGE if from_monitor => match Stat::decode(&buf.0[..r.len.min(4096)]) {
+                        Some(st) => vm.load_image(a, &st).map(|(id, entry)| {
+                            pending = Some((r.reply, [id, entry, 0, 0]));
+                        }),
+                        None => Err(errno::EINVAL),
                     }
-                    vm::OP_FORK if from_monitor => match sys::space_copy(Pid(a), Pid(b)) {
-                        Ok(pages) => {
-                            stats.forks += 1;
-                            stats.pages_shared += pages;
-                            Ok(pages)
-                        }
-                        Err(e) => Err(kernel_errno(e)),
-                    },
+                    .map(|_| u64::MAX),
+                    vm::OP_NEW_IMAGE if from_monitor => vm.new_image(Pid(a), b),
+                    vm::OP_FORK if from_monitor => vm.fork(Pid(a), Pid(b)),
+                    vm::OP_EXIT if from_monitor => {
+                        vm.forget(a);
+                        Ok(0)
+                    }
                     vm::OP_STATS => {
-                        pending = Some((r.reply, [stats.faults, stats.forks, stats.pages_shared, 0]));
+                        let s = &vm.stats;
+                        pending = Some((
+                            r.reply,
+                            [s.faults, s.forks, s.pages_shared, vm.images.iter().flatten().count() as u64],
+                        ));
                         continue;
                     }
-                    vm::OP_SET_MONITOR | vm::OP_NEW_IMAGE | vm::OP_FORK => Err(errno::EPERM),
+                    vm::OP_SET_MONITOR | vm::OP_LOAD_IMAGE | vm::OP_NEW_IMAGE | vm::OP_FORK | vm::OP_EXIT => {
+                        Err(errno::EPERM)
+                    }
                     _ => Err(errno::ENOSYS),
                 };
-                pending = Some((r.reply, [encode_result(result), 0, 0, 0]));
+                match result {
+                    Ok(u64::MAX) => {} // answered above
+                    other => pending = Some((r.reply, [encode_result(other), 0, 0, 0])),
+                }
             }
             _ => {}
         }
@@ -113,4 +180,191 @@ fn kernel_errno(e: abi::Error) -> u64 {
         abi::Error::InUse => errno::EBUSY,
         _ => errno::EINVAL,
     }
+}
+
+impl Vm {
+    /// Read the loadable parts of the file open at the directory manager
+    /// as `handle` (whose attributes are `st`), or find them cached.
+    /// Returns (image id, entry point).
+    fn load_image(&mut self, handle: u64, st: &Stat) -> Result<(u64, u64), u64> {
+        let found = self.images.iter().position(|m| {
+            m.as_ref().is_some_and(|m| {
+                m.ino == st.ino && m.mtime_ns == st.mtime_ns && m.size_bytes == st.size_bytes
+            })
+        });
+        if let Some(i) = found {
+            let img = self.images[i].as_ref().expect("found");
+            return Ok((id(i, img.generation), img.entry));
+        }
+        let fs = self.fs.ok_or(errno::ENOSYS)?;
+        let mut head = Page::zeroed();
+        let head_len = read_at(fs, handle, 0, &mut head)?;
+        let program = elf::parse_headers(&head.0[..head_len], st.size_bytes).map_err(|_| errno::ENOEXEC)?;
+        let segments: Vec<Segment> = program.segments().to_vec();
+        let mut pages = BTreeMap::new();
+        for seg in &segments {
+            let first = seg.file_offset / PAGE_SIZE;
+            let end = (seg.file_offset + seg.file_bytes).div_ceil(PAGE_SIZE);
+            for index in first..end {
+                if pages.contains_key(&index) {
+                    continue;
+                }
+                let mut page = Box::new(Page::zeroed());
+                read_at(fs, handle, index * PAGE_SIZE, &mut page)?;
+                pages.insert(index, page);
+            }
+        }
+        let slot = self.free_image_slot()?;
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1).max(1);
+        let entry = program.entry;
+        self.images[slot] = Some(Image {
+            ino: st.ino,
+            mtime_ns: st.mtime_ns,
+            size_bytes: st.size_bytes,
+            generation,
+            entry,
+            segments,
+            pages,
+            users: 0,
+        });
+        Ok((id(slot, generation), entry))
+    }
+
+    fn free_image_slot(&mut self) -> Result<usize, u64> {
+        if let Some(i) = self.images.iter().position(Option::is_none) {
+            return Ok(i);
+        }
+        if self.images.len() < MAX_IMAGES {
+            self.images.push(None);
+            return Ok(self.images.len() - 1);
+        }
+        // Evict the oldest image no process runs.
+        let victim = self
+            .images
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.as_ref().is_some_and(|m| m.users == 0))
+            .min_by_key(|(_, m)| m.as_ref().map_or(u32::MAX, |m| m.generation))
+            .map(|(i, _)| i)
+            .ok_or(errno::ENOMEM)?;
+        self.images[victim] = None;
+        Ok(victim)
+    }
+
+    fn image_of(&self, image_id: u64) -> Option<usize> {
+        let (slot, generation) = ((image_id & 0xffff_ffff) as usize, (image_id >> 32) as u32);
+        self.images.get(slot)?.as_ref().filter(|m| m.generation == generation).map(|_| slot)
+    }
+
+    /// Page the new image of `pid`: its segments and its heap.
+    fn new_image(&mut self, pid: Pid, image_id: u64) -> Result<u64, u64> {
+        self.forget(pid.0);
+        let slot = self.image_of(image_id).ok_or(errno::EINVAL)?;
+        let segments = self.images[slot].as_ref().expect("checked").segments.clone();
+        let mut regions = Vec::with_capacity(segments.len());
+        for (i, seg) in segments.iter().enumerate() {
+            let (start, end) = (seg.page_start(), seg.page_end());
+            sys::set_pager(pid, start, end - start, self.me, self.queue.0).map_err(kernel_errno)?;
+            regions.push(Region { start, end, image: slot, segment: i });
+        }
+        sys::set_pager(pid, USER_HEAP_BASE, USER_HEAP_MAX_BYTES, self.me, self.queue.0)
+            .map_err(kernel_errno)?;
+        if let Some(img) = self.images[slot].as_mut() {
+            img.users += 1;
+        }
+        self.processes.insert(pid.0, regions);
+        Ok(0)
+    }
+
+    fn fork(&mut self, parent: Pid, child: Pid) -> Result<u64, u64> {
+        let pages = sys::space_copy(parent, child).map_err(kernel_errno)?;
+        self.stats.forks += 1;
+        self.stats.pages_shared += pages;
+        if let Some(regions) = self.processes.get(&parent.0).cloned() {
+            if let Some(r) = regions.first()
+                && let Some(img) = self.images[r.image].as_mut()
+            {
+                img.users += 1;
+            }
+            self.processes.insert(child.0, regions);
+        }
+        Ok(pages)
+    }
+
+    /// A process ended or got a new image: its regions are gone.
+    fn forget(&mut self, pid: u64) {
+        if let Some(regions) = self.processes.remove(&pid)
+            && let Some(r) = regions.first()
+            && let Some(img) = self.images[r.image].as_mut()
+        {
+            img.users = img.users.saturating_sub(1);
+        }
+    }
+
+    fn fault(&mut self, pid: Pid, addr: u64, region_start: u64) {
+        let flags_and_src = if region_start == USER_HEAP_BASE {
+            Some((pager::ZERO | pager::WRITABLE, 0))
+        } else {
+            self.image_page(pid.0, addr)
+        };
+        let resolved = match flags_and_src {
+            Some((flags, src)) => sys::page_resolve(pid, addr, src, flags).is_ok(),
+            None => false,
+        };
+        if !resolved {
+            // Outside the image, or out of memory: the process cannot go on.
+            let _ = sys::page_resolve(pid, addr, 0, pager::FAIL);
+        }
+    }
+
+    /// How to map the page of `addr` in process `pid`'s image: (flags,
+    /// source address in this process).
+    fn image_page(&mut self, pid: u64, addr: u64) -> Option<(u64, u64)> {
+        let region = *self.processes.get(&pid)?.iter().find(|r| (r.start..r.end).contains(&addr))?;
+        let img = self.images[region.image].as_ref()?;
+        let seg = img.segments[region.segment];
+        let page = addr & !(PAGE_SIZE - 1);
+        let mut flags = if seg.is_writable { pager::WRITABLE } else { 0 };
+        if seg.is_executable {
+            flags |= pager::EXECUTABLE;
+        }
+        // The file bytes that land in this page.
+        let lo = page.max(seg.vaddr);
+        let hi = (page + PAGE_SIZE).min(seg.vaddr + seg.file_bytes);
+        let file_at = |va: u64| seg.file_offset + (va - seg.vaddr);
+        if lo == page && hi == page + PAGE_SIZE && file_at(page) % PAGE_SIZE == 0 {
+            // A whole file page: map this manager's copy itself.
+            let src = img.pages.get(&(file_at(page) / PAGE_SIZE))?;
+            self.stats.pages_shared += 1;
+            return Some((flags | pager::SHARE, src.0.as_ptr() as u64));
+        }
+        // Partly file, partly zero (or unaligned): a private copy.
+        self.scratch.0.fill(0);
+        let mut va = lo;
+        while va < hi {
+            let off = file_at(va);
+            let src = img.pages.get(&(off / PAGE_SIZE))?;
+            let in_page = (off % PAGE_SIZE) as usize;
+            let n = ((PAGE_SIZE as usize - in_page) as u64).min(hi - va) as usize;
+            let dst = (va - page) as usize;
+            self.scratch.0[dst..dst + n].copy_from_slice(&src.0[in_page..in_page + n]);
+            va += n as u64;
+        }
+        Some((flags | pager::COPY, self.scratch.0.as_ptr() as u64))
+    }
+}
+
+fn id(slot: usize, generation: u32) -> u64 {
+    slot as u64 | (generation as u64) << 32
+}
+
+/// Read the file page at `offset` through the directory manager.
+fn read_at(fs: Link, handle: u64, offset: u64, page: &mut Page) -> Result<usize, u64> {
+    let sought = msg::call(fs, &[io::OP_SEEK, handle, offset, 0], &[], &mut []).map_err(|_| errno::EIO)?;
+    protocols::unix::result(sought.0[0])?;
+    let (w, len) =
+        msg::call(fs, &[io::OP_READ, handle, PAGE_SIZE, 0], &[], &mut page.0).map_err(|_| errno::EIO)?;
+    let n = protocols::unix::result(w[0])? as usize;
+    Ok(n.min(len))
 }
