@@ -71,13 +71,14 @@ enum Slot {
 struct State {
     monitor: Option<Link>,
     fds: [Slot; MAX_FDS],
-    /// Links to managers, shared by every fd on the same (pid, queue).
-    links: [(u64, u32, u32); 16],
-    link_count: usize,
+    /// Links to managers (pid, queue, link), shared by every fd on the
+    /// same (pid, queue) and closed when the last such fd is forgotten, so
+    /// a process that opens many files over its life (each of its own
+    /// manager, with `monitor.files=per-file`) never runs out of links.
+    links: Vec<(u64, u32, u32)>,
 }
 
-static STATE: Mutex<State> =
-    Mutex::new(State { monitor: None, fds: [Slot::Unknown; MAX_FDS], links: [(0, 0, 0); 16], link_count: 0 });
+static STATE: Mutex<State> = Mutex::new(State { monitor: None, fds: [Slot::Unknown; MAX_FDS], links: Vec::new() });
 
 /// The program's arguments and environment (set by `_start` from the
 /// exec block, see `protocols::unix::exec_args`).
@@ -141,14 +142,11 @@ fn monitor_word(request: [u64; 4], data: &[u8]) -> Result<u64, Errno> {
 
 /// The link for a manager, opened once per (pid, queue).
 fn manager_link(st: &mut State, pid: u64, queue: u32) -> Result<Link, Errno> {
-    if let Some(&(_, _, l)) = st.links[..st.link_count].iter().find(|(p, q, _)| *p == pid && *q == queue) {
+    if let Some(&(_, _, l)) = st.links.iter().find(|(p, q, _)| *p == pid && *q == queue) {
         return Ok(Link(l));
     }
     let l = msg::open_link(Pid(pid), Queue(queue)).map_err(from_kernel)?;
-    if st.link_count < st.links.len() {
-        st.links[st.link_count] = (pid, queue, l.0);
-        st.link_count += 1;
-    }
+    st.links.push((pid, queue, l.0));
     Ok(l)
 }
 
@@ -161,9 +159,18 @@ fn remember(fd: u64, info: FdInfo) -> Result<(Link, FdInfo), Errno> {
     Ok((link, info))
 }
 
+/// Drop the cached entry of `fd`, and the link it used if no other fd
+/// uses it.
 fn forget(fd: Fd) {
-    if let Some(slot) = STATE.lock().fds.get_mut(fd as usize) {
-        *slot = Slot::Unknown;
+    let mut st = STATE.lock();
+    let Some(slot) = st.fds.get_mut(fd as usize) else { return };
+    let old = core::mem::replace(slot, Slot::Unknown);
+    if let Slot::Open { link, .. } = old {
+        let still_used = st.fds.iter().any(|s| matches!(s, Slot::Open { link: l, .. } if l.0 == link.0));
+        if !still_used {
+            st.links.retain(|&(_, _, l)| l != link.0);
+            let _ = msg::close_link(link);
+        }
     }
 }
 
