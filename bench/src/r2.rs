@@ -343,7 +343,10 @@ impl Session {
             for _ in 0..iterations {
                 let name = Name::new(dir, *next_name)?;
                 *next_name += 1;
-                let fd = call::<P, _>("creat", P::create(name.as_str()))?;
+                // The name says how far the figure got (its number counts
+                // from the session's first creat).
+                let fd = P::create(name.as_str())
+                    .map_err(|e| describe::<P>(&format!("creat {}", name.as_str()), e))?;
                 call::<P, _>("close", P::close(fd))?;
                 if *next_name - first_of_batch == CREAT_BATCH {
                     stopwatch.stop();

@@ -848,8 +848,10 @@ fn find_file(dir: &Path, matches: impl Fn(&str) -> bool) -> Result<Option<PathBu
 /// Prefers `x86_64-unknown-linux-musl` (static by default), adding that
 /// target with rustup when it is missing; where it cannot be had, builds for
 /// `x86_64-unknown-linux-gnu` with `+crt-static` into a separate target
-/// directory, so those flags never invalidate the host build.
-pub fn build_bench_for_linux(workspace_root: &Path) -> Result<PathBuf, String> {
+/// directory, so those flags never invalidate the host build. `target_dir`
+/// is cargo's target directory (`CARGO_TARGET_DIR` or the workspace's
+/// `target/`, as `cargo metadata` reports it): where the binary lands.
+pub fn build_bench_for_linux(workspace_root: &Path, target_dir: &Path) -> Result<PathBuf, String> {
     const MUSL: &str = "x86_64-unknown-linux-musl";
     const GNU: &str = "x86_64-unknown-linux-gnu";
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -865,9 +867,9 @@ pub fn build_bench_for_linux(workspace_root: &Path) -> Result<PathBuf, String> {
     command.current_dir(workspace_root).args(["build", "--release", "--package", "bench", "--bin", "bench"]);
     let binary = if has_musl {
         command.args(["--target", MUSL]);
-        workspace_root.join("target").join(MUSL).join("release/bench")
+        target_dir.join(MUSL).join("release/bench")
     } else {
-        let target_dir = workspace_root.join("target/linux-bench-static");
+        let target_dir = target_dir.join("linux-bench-static");
         command
             .args(["--target", GNU, "--target-dir"])
             .arg(&target_dir)
@@ -1095,7 +1097,9 @@ mod tests {
     #[ignore]
     fn linux_guest_runs_the_benchmarks() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let bench = build_bench_for_linux(root).unwrap();
+        let target_dir =
+            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+        let bench = build_bench_for_linux(root, &target_dir).unwrap();
         let guest = prepare(&root.join("target/linux-guest")).unwrap();
         let machine: Vec<String> =
             ["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "512M"].map(String::from).to_vec();

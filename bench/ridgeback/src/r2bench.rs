@@ -1,7 +1,10 @@
 //! r2bench: seed 001's Table 2 rows (`bench::r2`) as a UNIX program on
-//! Ridgeback: `r2bench [--samples N] [--sample-ms N] [figure...]`, with
-//! the figures `write`, `read`, `copy`, `pipe`, `getpid`, `sbrk`, `creat`,
-//! `fork`, or `all` (the default).
+//! Ridgeback: `r2bench [--samples N] [--sample-ms N] [--suffix S]
+//! [figure...]`, with the figures `write`, `read`, `copy`, `pipe`,
+//! `getpid`, `sbrk`, `creat`, `fork`, or `all` (the default). `--suffix`
+//! is appended to every figure's name (`r2_write_8MB_perfile`), so that
+//! boots of different configurations (the monitor's `monitor.files=`
+//! arrangement) report different figures.
 //!
 //! What it is: the Ridgeback build of the very loops the Linux build runs
 //! (`bench/src/main.rs`, figure `r2`), over `runtime::unix`: file calls go
@@ -15,9 +18,10 @@
 //! What it is not: init. It needs the whole UNIX system (monitor, VM
 //! manager, memfs, pipe managers), so `cargo xtask bench` boots the bench
 //! image normally and starts it from a batch script (the boot module
-//! `etc.batch`, run by `/bin/sh`); by hand:
-//! `cargo xtask run --batch "/bin/r2bench --samples 3 --sample-ms 10"` once
-//! the bench image's programs are in the image (see `docs/benchmarks.md`).
+//! `etc.batch`, run by `/bin/sh`). It is in the bench image only, so
+//! `cargo xtask run --batch` (the normal image) cannot start it; `cargo
+//! xtask bench --only r2 --ridgeback-only` runs it alone and keeps the
+//! serial log (see `docs/benchmarks.md`).
 
 #![no_std]
 #![no_main]
@@ -28,6 +32,8 @@ extern crate alloc;
 mod platform;
 
 use abi::InfoKey;
+use alloc::format;
+use alloc::vec::Vec;
 use bench::harness::{self, MAX_SAMPLES};
 use bench::r2::{self, Errno, Fd, Unix};
 use bench::{MAX_COUNTERS, Platform};
@@ -125,8 +131,15 @@ impl Unix for UnixProcess {
 
 fn main(args: Args) -> i32 {
     // A UNIX process's argument words start with its name.
-    let words = args.iter().skip(usize::from(args.is_unix()));
-    let (config, figures) = match harness::parse_options(words, &r2::FIGURES) {
+    let mut words: Vec<&str> = args.iter().skip(usize::from(args.is_unix())).collect();
+    let suffix = match take_option(&mut words, "--suffix") {
+        Ok(suffix) => suffix.unwrap_or(""),
+        Err(message) => {
+            harness::failure::<UnixProcess>("options", message);
+            return 2;
+        }
+    };
+    let (config, figures) = match harness::parse_options(words.into_iter(), &r2::FIGURES) {
         Ok(parsed) => parsed,
         Err(message) => {
             harness::failure::<UnixProcess>("options", &message);
@@ -139,7 +152,7 @@ fn main(args: Args) -> i32 {
         return 2;
     }
     harness::comment::<UnixProcess>(format_args!(
-        "r2bench on ridgeback: tsc_hz={} online_cpus={} samples={} min_sample_ms={} dir={}",
+        "r2bench on ridgeback: tsc_hz={} online_cpus={} samples={} min_sample_ms={} dir={} suffix={suffix:?}",
         UnixProcess::tsc_hz(),
         sys::info(InfoKey::CpusOnline),
         config.sample_count.min(MAX_SAMPLES),
@@ -149,11 +162,26 @@ fn main(args: Args) -> i32 {
     let mut session = r2::Session::new(r2::DIR);
     let mut failures = 0;
     for figure in figures {
-        if let Err(reason) = session.run::<UnixProcess>(figure, &config) {
-            harness::failure::<UnixProcess>(r2::figure_name(figure), &reason);
-            failures += 1;
+        let name = format!("{}{suffix}", r2::figure_name(figure));
+        match session.measure::<UnixProcess>(figure, &config) {
+            Ok((unit, measurement)) => harness::report::<UnixProcess>(&name, unit, &measurement),
+            Err(reason) => {
+                harness::failure::<UnixProcess>(&name, &reason);
+                failures += 1;
+            }
         }
     }
     session.clean_up::<UnixProcess>();
     i32::from(failures > 0)
+}
+
+/// Removes `option VALUE` from `words` and returns the value.
+fn take_option<'a>(words: &mut Vec<&'a str>, option: &str) -> Result<Option<&'a str>, &'static str> {
+    let Some(at) = words.iter().position(|w| *w == option) else { return Ok(None) };
+    if at + 1 >= words.len() {
+        return Err("--suffix needs a value");
+    }
+    let value = words.remove(at + 1);
+    words.remove(at);
+    Ok(Some(value))
 }

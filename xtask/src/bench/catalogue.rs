@@ -243,57 +243,80 @@ pub fn rows(smp: u32) -> Vec<Row> {
     rows
 }
 
+/// The `r2bench` figures that open files, measured a second time with
+/// the monitor's per-file file managers (`monitor.files=per-file`).
+pub const R2_FILE_FIGURES: [&str; 4] = ["write", "read", "copy", "creat"];
+/// What those figures' names end with in that boot.
+pub const PER_FILE_SUFFIX: &str = "_perfile";
+
 /// Seed 001's Table 2, one row per line of the table, with the Ridge 32's
 /// and the VAX's figures. The creat and fork lines' VAX figures are as
 /// `shared/BENCHMARKS.md` reads the scan (its row order is unclear there).
+/// Then the file rows again with Ridge's per-file managers on Ridgeback
+/// against the same Linux figures (the seeds are on the first set only).
 fn r2_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
-    let table: [(&str, &str, &str, [Seed; 2]); 8] = [
+    // (key, label, figure word, figure name, seeds)
+    let table: [(&str, &str, &str, &str, [Seed; 2]); 8] = [
         (
             "r2_write",
             "R2 write 8 MB file, 8 KB blocks",
+            "write",
             "r2_write_8MB",
             [kb_per_s(RIDGE, "499 KB/s", 499.0), kb_per_s(VAX, "142 KB/s", 142.0)],
         ),
         (
             "r2_read",
             "R2 read 8 MB file, 8 KB blocks",
+            "read",
             "r2_read_8MB",
             [kb_per_s(RIDGE, "611 KB/s", 611.0), kb_per_s(VAX, "202 KB/s", 202.0)],
         ),
         (
             "r2_copy",
             "R2 copy 8 MB file (read+write)",
+            "copy",
             "r2_copy_8MB",
             [kb_per_s(RIDGE, "303 KB/s", 303.0), kb_per_s(VAX, "243 KB/s", 243.0)],
         ),
         (
             "r2_pipe",
             "R2 pipe 8 MB to a forked reader",
+            "pipe",
             "r2_pipe_8MB",
             [kb_per_s(RIDGE, "435 KB/s", 435.0), kb_per_s(VAX, "243 KB/s", 243.0)],
         ),
-        ("r2_getpid", "R2 getpid (UNIX process)", "r2_getpid", [RIDGE_GETPID, VAX_GETPID]),
+        ("r2_getpid", "R2 getpid (UNIX process)", "getpid", "r2_getpid", [RIDGE_GETPID, VAX_GETPID]),
         (
             "r2_sbrk",
             "R2 sbrk(+64)",
+            "sbrk",
             "r2_sbrk",
             [per_s(RIDGE, "62 K/s", 62_000.0), per_s(VAX, "2 K/s", 2_000.0)],
         ),
         (
             "r2_creat",
             "R2 creat+close, new name",
+            "creat",
             "r2_creat_close",
             [per_s(RIDGE, "16 /s", 16.0), per_s(VAX, "30 /s", 30.0)],
         ),
         (
             "r2_fork",
             "R2 fork+exit+wait",
+            "fork",
             "r2_fork_exit_wait",
             [per_s(RIDGE, "13 /s", 13.0), per_s(VAX, "28 /s", 28.0)],
         ),
     ];
-    for (key, label, figure, seeds) in table {
-        row(key, label, Group::R2, figure, figure, &seeds);
+    for (key, label, _, figure, seeds) in &table {
+        row(key, label, Group::R2, figure, figure, seeds);
+    }
+    for (key, label, word, figure, _) in &table {
+        if R2_FILE_FIGURES.contains(word) {
+            let label = format!("{}, per-file mgr", label.split(',').next().unwrap_or(label));
+            let ridgeback = format!("{figure}{PER_FILE_SUFFIX}");
+            row(&format!("{key}{PER_FILE_SUFFIX}"), &label, Group::R2, &ridgeback, figure, &[]);
+        }
     }
 }
 
@@ -327,7 +350,7 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 22);
+        assert_eq!(rows.len(), 26);
         for row in &rows {
             let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
             if row.ridgeback.ends_with("cpu") {
@@ -336,7 +359,7 @@ mod tests {
         }
         let one_cpu_rows = super::rows(1);
         assert!(one_cpu_rows.iter().all(|r| !r.key.ends_with("2cpu")));
-        assert_eq!(one_cpu_rows.len(), 17);
+        assert_eq!(one_cpu_rows.len(), 21);
         // Four CPUs: Ridgeback's figure says 4, Linux's peer still uses 2.
         let four = super::rows(4);
         let call = four.iter().find(|r| r.key == "r1_call_2cpu").unwrap();
@@ -358,11 +381,16 @@ mod tests {
         assert!((write.seeds[0].value - 0.510_976).abs() < 1e-9);
         let fork = rows.iter().find(|r| r.key == "r2_fork").unwrap();
         assert!((fork.seeds[1].value - 1e9 / 28.0).abs() < 1e-6);
-        assert!(
-            rows.iter()
-                .filter(|r| r.group == Group::R2)
-                .all(|r| r.seeds.len() == 2 && r.ridgeback == r.linux)
+        let r2: Vec<&Row> = rows.iter().filter(|r| r.group == Group::R2).collect();
+        assert_eq!(r2.len(), 12);
+        assert!(r2[..8].iter().all(|r| r.seeds.len() == 2 && r.ridgeback == r.linux));
+        // The per-file rows: Ridgeback's figure with the suffix, the same Linux figure.
+        let per_file = rows.iter().find(|r| r.key == "r2_copy_perfile").unwrap();
+        assert_eq!(
+            (per_file.ridgeback.as_str(), per_file.linux.as_str(), per_file.label.as_str()),
+            ("r2_copy_8MB_perfile", "r2_copy_8MB", "R2 copy 8 MB file (read+write), per-file mgr")
         );
+        assert!(r2[8..].iter().all(|r| r.seeds.is_empty() && r.key.ends_with(PER_FILE_SUFFIX)));
     }
 
     #[test]

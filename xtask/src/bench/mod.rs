@@ -204,15 +204,44 @@ pub enum RidgebackProgram {
     /// `ridgebench`, booted as init (`init=ridgebench -- ...`).
     Ridgebench,
     /// `r2bench`, a UNIX process: the normal init and servers, and a
-    /// batch script (boot module `etc.batch`) that runs it.
-    R2bench,
+    /// batch script (boot module `etc.batch`) that runs it, with the
+    /// monitor serving file data as [`Files`] says.
+    R2bench(Files),
 }
 
 impl RidgebackProgram {
     pub fn name(self) -> &'static str {
         match self {
             RidgebackProgram::Ridgebench => "ridgebench",
-            RidgebackProgram::R2bench => "r2bench",
+            RidgebackProgram::R2bench(_) => "r2bench",
+        }
+    }
+}
+
+/// Who serves a file's data (the monitor's `monitor.files=` boot option,
+/// `docs/unix.md`). The issue asks for both to be measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Files {
+    /// The directory manager (memfs) itself: the default.
+    Shared,
+    /// Ridge's arrangement: a file-manager process per open file, loaded
+    /// at the first open and written back at the last close.
+    PerFile,
+}
+
+impl Files {
+    pub fn kernel_option(self) -> &'static str {
+        match self {
+            Files::Shared => "monitor.files=shared",
+            Files::PerFile => "monitor.files=per-file",
+        }
+    }
+
+    /// What `r2bench --suffix` appends to the figures' names.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Files::Shared => "",
+            Files::PerFile => catalogue::PER_FILE_SUFFIX,
         }
     }
 }
@@ -260,15 +289,20 @@ pub fn plan(groups: &[Group], smp: u32) -> Plan {
             figures: one_cpu,
         });
     }
-    let unix: Vec<&'static str> =
-        groups.iter().copied().filter(|g| g.is_unix()).map(Group::ridgeback_figure).collect();
-    if !unix.is_empty() {
-        // Every CPU online, nothing pinned, as on Linux.
+    if groups.iter().any(|g| g.is_unix()) {
+        // Every CPU online, nothing pinned, as on Linux; once with each
+        // file arrangement (only the rows that open files differ).
         ridgeback.push(RidgebackBootPlan {
             label: "unix".to_string(),
             cpus_option: None,
-            program: RidgebackProgram::R2bench,
-            figures: unix,
+            program: RidgebackProgram::R2bench(Files::Shared),
+            figures: vec![Group::R2.ridgeback_figure()],
+        });
+        ridgeback.push(RidgebackBootPlan {
+            label: "unix-perfile".to_string(),
+            cpus_option: None,
+            program: RidgebackProgram::R2bench(Files::PerFile),
+            figures: catalogue::R2_FILE_FIGURES.to_vec(),
         });
     }
     let mut linux: Vec<&'static str> = Vec::new();
@@ -296,7 +330,10 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             let cpus = boot.cpus_option.map(|o| format!(" {o}")).unwrap_or_default();
             format!("init=ridgebench{cpus} -- {}", program_args(opts, &boot.figures))
         }
-        RidgebackProgram::R2bench => boot.cpus_option.unwrap_or_default().to_string(),
+        RidgebackProgram::R2bench(files) => match boot.cpus_option {
+            Some(cpus) => format!("{cpus} {}", files.kernel_option()),
+            None => files.kernel_option().to_string(),
+        },
     }
 }
 
@@ -307,7 +344,13 @@ const BATCH_MODULE: &str = "etc.batch";
 /// The batch script of an `r2bench` boot: one command line, run by the
 /// shell; its exit status is the session's, and init's power-off status.
 fn batch_script(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
-    format!("/bin/{} {}\n", boot.program.name(), program_args(opts, &boot.figures))
+    let suffix = match boot.program {
+        RidgebackProgram::R2bench(files) if !files.suffix().is_empty() => {
+            format!(" --suffix {}", files.suffix())
+        }
+        _ => String::new(),
+    };
+    format!("/bin/{}{suffix} {}\n", boot.program.name(), program_args(opts, &boot.figures))
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
@@ -428,7 +471,7 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     tools::ensure_qemu()?;
     let workspace = Workspace::load()?;
     let built = image::build(&workspace, ImageKind::Bench)?;
-    for program in [RidgebackProgram::Ridgebench, RidgebackProgram::R2bench] {
+    for program in [RidgebackProgram::Ridgebench, RidgebackProgram::R2bench(Files::Shared)] {
         if !built.has_program(program.name()) {
             return Err(format!("the bench image has no `{}` program (bench/ridgeback/)", program.name()));
         }
@@ -465,7 +508,7 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     } else {
         let linux_started = Instant::now();
         eprintln!("xtask: bench: building the Linux benchmark program and preparing the Linux guest");
-        let program = linux_guest::build_bench_for_linux(&workspace.root)?;
+        let program = linux_guest::build_bench_for_linux(&workspace.root, &workspace.target_dir)?;
         let guest = linux_guest::prepare(&workspace.target_dir.join("linux-guest"))?;
         eprintln!(
             "xtask: bench: Linux guest {} ready in {:.1} s",
@@ -506,7 +549,7 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     for boot_plan in &plan.ridgeback {
         boot_modules.push(match boot_plan.program {
             RidgebackProgram::Ridgebench => Vec::new(),
-            RidgebackProgram::R2bench => {
+            RidgebackProgram::R2bench(_) => {
                 let dir = log_dir.join(format!("batch-{}", boot_plan.label));
                 fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
                 let script = dir.join(BATCH_MODULE);
@@ -781,26 +824,29 @@ mod tests {
     #[test]
     fn plan_splits_one_cpu_figures_into_their_own_boot() {
         let plan = plan(&ALL_GROUPS, 2);
-        assert_eq!(plan.ridgeback.len(), 3);
+        assert_eq!(plan.ridgeback.len(), 4);
         assert_eq!(plan.ridgeback[0].label, "smp2");
         assert_eq!(plan.ridgeback[0].figures, ["getpid", "copy", "call", "send", "data"]);
         assert_eq!(plan.ridgeback[1].cpus_option, Some("cpus=1"));
         assert_eq!(plan.ridgeback[1].figures, ["yield", "call", "send", "data"]);
-        assert_eq!(plan.ridgeback[2].program, RidgebackProgram::R2bench);
+        assert_eq!(plan.ridgeback[2].program, RidgebackProgram::R2bench(Files::Shared));
         assert_eq!((plan.ridgeback[2].cpus_option, &plan.ridgeback[2].figures[..]), (None, &["all"][..]));
+        assert_eq!(plan.ridgeback[3].program, RidgebackProgram::R2bench(Files::PerFile));
+        assert_eq!(plan.ridgeback[3].figures, ["write", "read", "copy", "creat"]);
         assert!(plan.ridgeback[..2].iter().all(|b| b.program == RidgebackProgram::Ridgebench));
         assert_eq!(plan.linux, ["getpid", "copy", "yield", "futex", "pipe", "unix", "pipedata", "r2"]);
 
         let single = super::plan(&ALL_GROUPS, 1);
-        assert_eq!(single.ridgeback.len(), 2, "one CPU: one ridgebench boot, one UNIX boot");
+        assert_eq!(single.ridgeback.len(), 3, "one CPU: one ridgebench boot, two UNIX boots");
         assert_eq!(single.ridgeback[0].figures.len(), 6);
 
         let r2 = super::plan(&[Group::R2], 2);
-        assert_eq!(r2.ridgeback.len(), 1);
+        assert_eq!(r2.ridgeback.len(), 2);
         assert_eq!(
             (r2.ridgeback[0].label.as_str(), r2.ridgeback[0].program),
-            ("unix", RidgebackProgram::R2bench)
+            ("unix", RidgebackProgram::R2bench(Files::Shared))
         );
+        assert_eq!(r2.ridgeback[1].label, "unix-perfile");
         assert_eq!(r2.linux, ["r2"]);
 
         let getpid = super::plan(&[Group::Getpid], 2);
@@ -829,14 +875,25 @@ mod tests {
     #[test]
     fn r2bench_runs_from_a_batch_script_under_the_normal_init() {
         let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
-        let boot = RidgebackBootPlan {
+        let shared = RidgebackBootPlan {
             label: "unix".into(),
             cpus_option: None,
-            program: RidgebackProgram::R2bench,
+            program: RidgebackProgram::R2bench(Files::Shared),
             figures: vec!["all"],
         };
-        assert_eq!(ridgeback_cmdline(&boot, &opts), "", "no init= : the normal init and servers");
-        assert_eq!(batch_script(&boot, &opts), "/bin/r2bench --samples 3 --sample-ms 10 all\n");
+        assert_eq!(ridgeback_cmdline(&shared, &opts), "monitor.files=shared", "no init=: the normal init");
+        assert_eq!(batch_script(&shared, &opts), "/bin/r2bench --samples 3 --sample-ms 10 all\n");
+        let per_file = RidgebackBootPlan {
+            label: "unix-perfile".into(),
+            cpus_option: Some("cpus=1"),
+            program: RidgebackProgram::R2bench(Files::PerFile),
+            figures: vec!["write", "creat"],
+        };
+        assert_eq!(ridgeback_cmdline(&per_file, &opts), "cpus=1 monitor.files=per-file");
+        assert_eq!(
+            batch_script(&per_file, &opts),
+            "/bin/r2bench --suffix _perfile --samples 3 --sample-ms 10 write creat\n"
+        );
     }
 
     #[test]
