@@ -798,6 +798,10 @@ impl Kernel {
         words: [u64; 4],
     ) -> Option<Result<u64, Error>> {
         let [handle, buf, len, queue, recv_buf, recv_len] = a;
+        // The caller is made ready on this CPU without an interrupt, on the
+        // bet that this server blocks in the receive below and the caller
+        // runs here next.
+        let caller = self.procs[slot].replies.peek(handle).ok().and_then(|p| self.slot_of(p));
         if handle != NO_REPLY
             && let Err(e) = self.reply(slot, handle, buf, len, words, true)
         {
@@ -806,6 +810,16 @@ impl Kernel {
                 return Some(Err(e));
             }
         }
-        self.sys_receive(slot, queue, recv_buf, recv_len, 0)
+        let received = self.sys_receive(slot, queue, recv_buf, recv_len, 0);
+        // The bet lost (a message was waiting, so the server goes on): find
+        // the caller a CPU now, or it waits for the server to block or for
+        // a timer tick while another CPU idles.
+        if received.is_some()
+            && let Some(c) = caller
+            && self.procs[c].state == State::Ready
+        {
+            self.kick_for(self.procs[c].priority);
+        }
+        received
     }
 }
