@@ -71,6 +71,11 @@ impl Kernel {
         {
             return false;
         }
+        // A region given to a pager stays the pager's, even after it died:
+        // the process ends then (see `pager_cleanup`).
+        if self.procs[slot].regions.iter().flatten().any(|r| (r.start..r.end).contains(&address)) {
+            return false;
+        }
         let Some(space) = self.procs[slot].space.as_mut() else { return false };
         space.map_new_page(address & !(PAGE_SIZE - 1), true, false).is_ok()
     }

@@ -14,6 +14,9 @@ use core::arch::asm;
 use runtime::msg;
 use runtime::{Args, println, sys};
 
+#[path = "../server_deaths.rs"]
+mod server_deaths;
+
 runtime::entry!(main);
 
 fn main(args: Args) -> i32 {
@@ -129,6 +132,11 @@ fn main(args: Args) -> i32 {
         },
         "paged-refused" => paged_refused(Pid(arg(1)), protocols::pager::OP_REGISTER_REFUSE),
         "paged-stalled" => paged_refused(Pid(arg(1)), protocols::pager::OP_REGISTER_STALL),
+        // Clients of servers that the runner kills under them.
+        "call-loop" => call_loop(&args),
+        "call-once" => call_once(&args),
+        "read-expect" => read_expect(&args),
+        "heap-touch" => heap_touch(),
         "shutdown" => match sys::shutdown(0) {
             Err(Error::PermissionDenied) => 0,
             other => {
@@ -473,6 +481,155 @@ fn fuzz(count: u64, seed: u64) -> i32 {
             return 1;
         }
     }
+    0
+}
+
+// ---- clients of servers that die (issue 5) ----
+
+/// Argument `i` as a number (0 when missing or not a number).
+fn num(args: &Args, i: usize) -> u64 {
+    args.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+}
+
+/// The server named by arguments 1 (its kernel pid) and 2 (its queue).
+fn server_link(args: &Args) -> Result<msg::Link, Error> {
+    msg::open_link(Pid(num(args, 1)), msg::Queue(num(args, 2) as u32))
+}
+
+/// `call-loop SERVER QUEUE OP WORD1 WORD2 [DATA]`: call the server with
+/// `[OP, WORD1, WORD2, 0]` and the text DATA, over and over, until a call
+/// fails. After the first answer (or a first failure) it tells its parent
+/// (`server_deaths::LOOPING`), which then kills the server. Exits 0 only
+/// when the calls ended with `DeadPeer` after at least one answer: the
+/// server's death reached this client as an error, not a hang.
+fn call_loop(args: &Args) -> i32 {
+    use server_deaths::LOOPING;
+    let Some(parent) = sys::getppid() else { return 90 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 91 };
+    let tell_parent = |looping: u64| msg::send(to_parent, &[LOOPING, looping, 0, 0]).is_ok();
+    let link = match server_link(args) {
+        Ok(l) => l,
+        Err(e) => {
+            println!("tchild call-loop: no link to the server: {}", e.name());
+            tell_parent(0);
+            return 2;
+        }
+    };
+    let request = [num(args, 3), num(args, 4), num(args, 5), 0];
+    let data = args.get(6).unwrap_or("").as_bytes();
+    let mut reply = [0u8; 4096];
+    let mut answers = 0u64;
+    loop {
+        match msg::call(link, &request, data, &mut reply) {
+            Ok((words, _)) => {
+                if let Err(e) = protocols::unix::result(words[0]) {
+                    println!(
+                        "tchild call-loop: answer {} is {}",
+                        answers + 1,
+                        protocols::unix::errno::name(e)
+                    );
+                    if answers == 0 {
+                        tell_parent(0);
+                    }
+                    return 3;
+                }
+                answers += 1;
+                if answers == 1 && !tell_parent(1) {
+                    return 92;
+                }
+            }
+            Err(Error::DeadPeer) if answers > 0 => return 0,
+            Err(e) => {
+                println!("tchild call-loop: call {} failed with {}", answers + 1, e.name());
+                if answers == 0 {
+                    tell_parent(0);
+                }
+                return 4;
+            }
+        }
+    }
+}
+
+/// `call-once SERVER QUEUE OP WORD1 WORD2 DATA_BYTES`: one call that the
+/// server keeps (a read of an empty pipe, a write to a full one, a read of
+/// a terminal nobody types at), with DATA_BYTES bytes of data. Exits 0 when
+/// the call failed with `DeadPeer`: the server died while holding it.
+fn call_once(args: &Args) -> i32 {
+    let Ok(link) = server_link(args) else { return 2 };
+    let data = [0x5au8; 4096];
+    let len = (num(args, 6) as usize).min(data.len());
+    let mut reply = [0u8; 4096];
+    match msg::call(link, &[num(args, 3), num(args, 4), num(args, 5), 0], &data[..len], &mut reply) {
+        Err(Error::DeadPeer) => 0,
+        Ok((words, n)) => {
+            println!("tchild call-once: answered with {words:?} and {n} bytes, expected DeadPeer");
+            1
+        }
+        Err(e) => {
+            println!("tchild call-once: failed with {}, expected DeadPeer", e.name());
+            3
+        }
+    }
+}
+
+/// `read-expect SERVER QUEUE HANDLE TEXT`: one `io::OP_READ` of HANDLE,
+/// which must return exactly TEXT. Exits 0 if it did.
+fn read_expect(args: &Args) -> i32 {
+    let Ok(link) = server_link(args) else { return 2 };
+    let want = args.get(4).unwrap_or("").as_bytes();
+    let mut reply = [0u8; 4096];
+    match msg::call(link, &[protocols::unix::io::OP_READ, num(args, 3), 4096, 0], &[], &mut reply) {
+        Ok((words, n)) if words[0] == want.len() as u64 && reply.get(..n) == Some(want) => 0,
+        Ok((words, n)) => {
+            println!("tchild read-expect: read gave {words:?} and {n} bytes, expected {} bytes", want.len());
+            1
+        }
+        Err(e) => {
+            println!("tchild read-expect: read failed with {}", e.name());
+            3
+        }
+    }
+}
+
+/// `heap-touch`: a process whose heap the runner has the VM manager page.
+/// It says hello with its queue, and after a go-ahead takes two heap pages
+/// with `sbrk` and touches the first (served by vm); it tells its parent,
+/// and after a second go-ahead touches the second. The runner kills vm
+/// while that fault waits, so this process must end with a page fault
+/// there; exit 0 means the touch returned. Nothing here allocates: the
+/// heap's pages must be untouched until vm pages the region.
+fn heap_touch() -> i32 {
+    use abi::layout::PAGE_SIZE;
+    use server_deaths::{HEAP_HELLO, HEAP_TOUCHED};
+    let Some(parent) = sys::getppid() else { return 90 };
+    let Ok(queue) = msg::open_queue(2, true) else { return 91 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 92 };
+    if msg::send(to_parent, &[HEAP_HELLO, queue.0 as u64, 0, 0]).is_err() {
+        return 93;
+    }
+    if msg::receive_data(queue, &mut []).is_err() {
+        return 94;
+    }
+    let Ok(first) = runtime::unix::sbrk(2 * PAGE_SIZE as i64) else { return 95 };
+    let first = first as *mut u64;
+    // SAFETY: sbrk gave this process these two pages of its heap region;
+    // nothing else in it uses them (this role allocates nothing). The
+    // first touch of each is a fault that its pager answers.
+    let seen = unsafe {
+        first.write_volatile(0x1234);
+        first.read_volatile()
+    };
+    if seen != 0x1234 {
+        return 96;
+    }
+    if msg::send(to_parent, &[HEAP_TOUCHED, 0, 0, 0]).is_err() {
+        return 97;
+    }
+    if msg::receive_data(queue, &mut []).is_err() {
+        return 98;
+    }
+    // SAFETY: as above, the second page.
+    unsafe { first.add(PAGE_SIZE as usize / 8).write_volatile(1) };
     0
 }
 
