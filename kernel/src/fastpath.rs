@@ -18,8 +18,9 @@
 use crate::arch::trap::TrapFrame;
 use crate::process::{Blocked, State};
 use crate::sched::Kernel;
-use abi::msg::{Kind, NO_REPLY};
-use abi::{Call, Counter, Pid};
+use abi::msg::Kind;
+use abi::{Call, Pid};
+use kernel_core::limits::{MAX_CPUS, MAX_PROCESSES};
 
 impl Kernel {
     /// Try the fast path for the kernel call of the process running on
@@ -27,7 +28,10 @@ impl Kernel {
     /// the registers to leave through.
     #[inline(always)]
     pub fn fastpath(&mut self, cpu: usize) -> Option<*mut TrapFrame> {
-        let me = self.cpus[cpu].current?;
+        // Both are always in range (per-CPU indices, and the table slot of
+        // the running process); the masks only spare the bounds checks.
+        let cpu = cpu % MAX_CPUS;
+        let me = self.cpus[cpu].current? % MAX_PROCESSES;
         let number = self.procs[me].frame.rax;
         if number == Call::Call as u64 {
             self.fast_call(cpu, me)
@@ -62,11 +66,14 @@ impl Kernel {
         let s = self.procs.get(server)?;
         // A stale pid, or a slot that is not blocked receiving on the
         // link's queue (a free slot, or the caller itself, never is).
-        let State::Blocked(Blocked::Receive { queue, .. }) = s.state else { return None };
+        let State::Blocked(Blocked::Receive { queue, generation, .. }) = s.state else { return None };
+        // The queue's generation was recorded when the server blocked on
+        // it, and a blocked owner cannot close or reopen it: comparing it
+        // is `check_generation` without the look-up.
         if s.generation != server_pid.generation()
             || queue != link.queue
+            || generation != link.generation
             || s.priority < p.priority
-            || s.qseg.as_ref()?.check_generation(queue as u64, link.generation).is_err()
             || !self.may_switch_from(me, p.priority)
         {
             return None;
@@ -88,8 +95,9 @@ impl Kernel {
         f.rsi = Kind::Call as u64;
         f.r10 = handle;
         [f.r12, f.r13, f.r14, f.r15] = words;
-        self.count(Counter::Messages);
-        self.count(Counter::DirectHandoffs);
+        // One increment for the kernel call, the message, the direct
+        // handoff and the context switch (see `Kernel::counter_values`).
+        self.fast_calls += 1;
         Some(self.switch_to(cpu, me, server))
     }
 
@@ -100,9 +108,16 @@ impl Kernel {
         let p = &self.procs[me];
         // a0 = handle, a2 = reply length, a3 = queue, a4/a5 = receive buffer.
         let (handle, queue) = (p.frame.rdi, p.frame.r10);
-        if handle == NO_REPLY || p.frame.rdx != 0 || p.qseg.as_ref()?.len(queue) != Ok(0) {
+        // `NO_REPLY` (no answer to send) is refused by `peek` below: its
+        // index is never one of the table's.
+        if p.frame.rdx != 0 {
             return None;
         }
+        let qseg = p.qseg.as_ref()?;
+        if qseg.len(queue) != Ok(0) {
+            return None;
+        }
+        let generation = qseg.generation(queue).ok()?;
         let caller_pid = p.replies.peek(handle).ok()?;
         let caller = caller_pid.slot() as usize;
         let c = self.procs.get(caller)?;
@@ -121,12 +136,18 @@ impl Kernel {
             p.priority = p.base_priority;
         }
         let (recv_buf, recv_len) = (p.frame.r8, p.frame.r9);
-        p.state = State::Blocked(Blocked::Receive { queue: queue as u32, buf: recv_buf, buf_len: recv_len });
+        p.state = State::Blocked(Blocked::Receive {
+            queue: queue as u32,
+            generation,
+            buf: recv_buf,
+            buf_len: recv_len,
+        });
         let words = [p.frame.r12, p.frame.r13, p.frame.r14, p.frame.r15];
         let f = &mut self.procs[caller].frame;
         f.rax = 0;
         [f.r12, f.r13, f.r14, f.r15] = words;
-        self.count(Counter::Messages);
+        // The kernel call, the message and the context switch.
+        self.fast_reply_waits += 1;
         Some(self.switch_to(cpu, me, caller))
     }
 }

@@ -123,7 +123,10 @@ impl ReplyTable {
     /// it up to its limit).
     #[inline(always)]
     pub(crate) fn insert_in_place(&mut self, caller: Pid) -> Option<u64> {
-        let index = self.entries.iter().position(|e| e.caller.is_none())?;
+        // With no call outstanding every entry is free: the first, without
+        // a scan (the steady state of a server answering one call at a time).
+        let index =
+            if self.outstanding == 0 { 0 } else { self.entries.iter().position(|e| e.caller.is_none())? };
         let entry = self.entries.get_mut(index)?;
         entry.caller = Some(caller);
         self.outstanding += 1;
@@ -291,7 +294,7 @@ impl Kernel {
             return Err(Error::BadQueue);
         }
         // The receiver waits on this very queue: hand the message over.
-        if let State::Blocked(Blocked::Receive { queue: q, buf, buf_len }) = self.procs[to].state
+        if let State::Blocked(Blocked::Receive { queue: q, buf, buf_len, .. }) = self.procs[to].state
             && q == queue
         {
             // Straight into its registers (and its buffer: one copy), when
@@ -391,6 +394,12 @@ impl Kernel {
         Ok(())
     }
 
+    /// The state of `slot` blocking to receive on its open queue `queue`.
+    fn receiving(&self, slot: usize, queue: u64, buf: u64, buf_len: u64) -> State {
+        let generation = self.procs[slot].qseg.as_ref().and_then(|q| q.generation(queue).ok()).unwrap_or(0);
+        State::Blocked(Blocked::Receive { queue: queue as u32, generation, buf, buf_len })
+    }
+
     /// Give `to` a reply handle for a call from `caller`, and `to` takes on
     /// the caller's priority while it serves the call.
     fn accept_call(&mut self, to: usize, caller: Pid) -> Result<u64, Error> {
@@ -438,10 +447,7 @@ impl Kernel {
                     self.procs[slot].state = State::Ready; // caller makes it runnable
                 }
             }
-            Ok(false) => {
-                self.procs[slot].state =
-                    State::Blocked(Blocked::Receive { queue: queue as u32, buf, buf_len })
-            }
+            Ok(false) => self.procs[slot].state = self.receiving(slot, queue, buf, buf_len),
             Err(e) => {
                 self.procs[slot].set_return(Err(e));
                 if matches!(self.procs[slot].state, State::Blocked(_)) {
@@ -662,8 +668,7 @@ impl Kernel {
             }
             Ok(false) if flags & abi::msg::NONBLOCKING != 0 => Some(Err(Error::WouldBlock)),
             Ok(false) => {
-                let queue = queue as u32;
-                self.procs[slot].state = State::Blocked(Blocked::Receive { queue, buf, buf_len });
+                self.procs[slot].state = self.receiving(slot, queue, buf, buf_len);
                 None
             }
             Err(e) => Some(Err(e)),

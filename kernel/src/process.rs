@@ -35,7 +35,11 @@ pub enum Blocked {
     /// In `sleep`, until uptime reaches `wake_at_ns`.
     Sleep,
     /// In `receive_data`/`reply_wait` on `queue`, with this buffer for data.
-    Receive { queue: u32, buf: u64, buf_len: u64 },
+    /// `generation` is the queue's (`QueueSegment::generation`) when the
+    /// process blocked; it cannot change meanwhile, since only the owner
+    /// closes or reopens its queues. The call fast path compares it with a
+    /// link's instead of looking the queue up.
+    Receive { queue: u32, generation: u32, buf: u64, buf_len: u64 },
     /// In `wait_armed`.
     WaitArmed,
     /// In `call` to `server`, with this buffer for the reply's data.

@@ -48,7 +48,13 @@ pub struct Kernel {
     pub procs: [Process; MAX_PROCESSES],
     pub ready: ReadyQueues<MAX_PROCESSES>,
     pub cpus: [CpuState; MAX_CPUS],
+    /// Read through [`Kernel::counter_values`], which adds in the fast
+    /// path's counts.
     pub counters: [u64; COUNTER_COUNT],
+    /// Calls and reply-waits done by the fast path (fastpath.rs): each
+    /// stands for several counters, added up only when they are read.
+    pub fast_calls: u64,
+    pub fast_reply_waits: u64,
     pub init_slot: Option<usize>,
     pub timeslice_ticks: u64,
     pub verbose: bool,
@@ -75,6 +81,8 @@ pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
         dispatched_tsc: 0,
     }; MAX_CPUS],
     counters: [0; COUNTER_COUNT],
+    fast_calls: 0,
+    fast_reply_waits: 0,
     init_slot: None,
     timeslice_ticks: 2,
     verbose: false,
@@ -87,6 +95,20 @@ pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
 impl Kernel {
     pub fn count(&mut self, c: Counter) {
         self.counters[c as usize] += 1;
+    }
+
+    /// Every counter, the fast path's included: a fast `call` is a kernel
+    /// call, a message, a direct handoff, a context switch and an
+    /// address-space switch; a fast `reply_wait` the same but the handoff.
+    pub fn counter_values(&self) -> [u64; COUNTER_COUNT] {
+        let mut c = self.counters;
+        let (calls, waits) = (self.fast_calls, self.fast_reply_waits);
+        c[Counter::KernelCalls as usize] += calls + waits;
+        c[Counter::Messages as usize] += calls + waits;
+        c[Counter::DirectHandoffs as usize] += calls;
+        c[Counter::ContextSwitches as usize] += calls + waits;
+        c[Counter::AddressSpaceSwitches as usize] += calls + waits;
+        c
     }
 
     pub fn add(&mut self, c: Counter, n: u64) {
@@ -198,7 +220,8 @@ impl Kernel {
     /// Hand `cpu` from `from` (already saved and no longer running) to
     /// `to` (made running here): the tail of `resume` when both are known,
     /// for the call fast path. Returns `to`'s saved registers to leave
-    /// through.
+    /// through. The caller counts the switch (`fast_calls`,
+    /// `fast_reply_waits`).
     #[inline(always)]
     pub fn switch_to(&mut self, cpu: usize, from: usize, to: usize) -> *mut TrapFrame {
         let now_tsc = cpu::rdtsc();
@@ -214,10 +237,15 @@ impl Kernel {
         if p.slice_ticks_left == 0 {
             p.slice_ticks_left = self.timeslice_ticks;
         }
-        self.count(Counter::ContextSwitches);
+        // `from` ran here, so its root is loaded, and two processes never
+        // share one: the root always changes (counted with the switch, see
+        // `counter_values`).
         let space = self.procs[to].space.as_ref().expect("a running process has memory");
         let (root, epoch) = (space.root(), space.tlb_epoch);
-        self.load_root(cpu, root, epoch);
+        cpu::switch_address_space(root);
+        let c = &mut self.cpus[cpu];
+        c.loaded_root = root;
+        c.loaded_epoch = epoch;
         let ports = self.procs[to].io_ports;
         if self.cpus[cpu].ports != ports {
             crate::arch::descriptors::switch_io_ports(cpu, self.cpus[cpu].ports, ports);

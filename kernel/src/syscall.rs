@@ -93,7 +93,7 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         }
         Call::Counters => {
             let mut bytes = [0u8; COUNTER_COUNT * 8];
-            for (i, c) in k.counters.iter().enumerate() {
+            for (i, c) in k.counter_values().iter().enumerate() {
                 bytes[i * 8..i * 8 + 8].copy_from_slice(&c.to_le_bytes());
             }
             let n = (a1 as usize).min(COUNTER_COUNT);

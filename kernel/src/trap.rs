@@ -21,7 +21,6 @@ use abi::{Counter, ExitStatus};
 pub extern "C" fn syscall_handler() -> ! {
     let cpu = percpu::current_cpu();
     let mut k = KERNEL.lock();
-    k.count(Counter::KernelCalls);
     let next = match k.fastpath(cpu) {
         Some(next) => next,
         None => general_path(&mut k, cpu),
@@ -34,6 +33,7 @@ pub extern "C" fn syscall_handler() -> ! {
 /// the fast path (inlined into `syscall_handler`) pays nothing for it.
 #[inline(never)]
 fn general_path(k: &mut Kernel, cpu: usize) -> *mut TrapFrame {
+    k.count(Counter::KernelCalls);
     crate::syscall::dispatch(k, cpu);
     k.resume(cpu)
 }
