@@ -28,7 +28,7 @@
 //! No other CPU touches it meanwhile (a process is only changed from
 //! elsewhere through flags such as `kill_requested`, never its registers).
 
-use super::descriptors::{KERNEL_CODE, KERNEL_DATA, USER_CODE, USER_DATA};
+use super::descriptors::{KERNEL_CODE, KERNEL_DATA, STAR_USER_BASE, USER_CODE, USER_DATA};
 use super::percpu::{OFFSET_KERNEL_STACK_TOP, OFFSET_SAVE_AREA_END, OFFSET_USER_RSP};
 use core::arch::global_asm;
 
@@ -67,9 +67,38 @@ pub struct TrapFrame {
 
 /// Marks a frame saved by the `syscall` entry.
 /// Its `rcx` and `r11` fields are stale: user code sees rip and rflags in
-/// those registers after a kernel call, as after `syscall` itself.
+/// those registers after a kernel call, as after `syscall` itself. So is
+/// its `error_code` (whatever the last exception left there; nothing
+/// reads it for a syscall frame), and `cs` and `ss` are the ones already
+/// in the slot, which are always the user selectors.
 pub const SYSCALL_VECTOR: u64 = 0x100;
-const FRAME_BYTES: usize = core::mem::size_of::<TrapFrame>();
+/// Where the `syscall` entry starts saving: the end of the `rsp` field
+/// (it pushes the user's `rsp` first, then stores the rest around it).
+const SAVE_AREA_END_OFFSET: usize = core::mem::offset_of!(TrapFrame, ss);
+/// Offsets from the `rsp` field, where the `syscall` entry's stack pointer
+/// is once it has pushed the user's `rsp`.
+const fn from_rsp(offset: usize) -> isize {
+    offset as isize - core::mem::offset_of!(TrapFrame, rsp) as isize
+}
+const RSP_TO_RFLAGS: isize = from_rsp(core::mem::offset_of!(TrapFrame, rflags));
+const RSP_TO_RIP: isize = from_rsp(core::mem::offset_of!(TrapFrame, rip));
+const RSP_TO_VECTOR: isize = from_rsp(core::mem::offset_of!(TrapFrame, vector));
+/// Past `rcx` and `r11` (left stale), to where `rax` is pushed next.
+const RSP_TO_R11: isize = from_rsp(core::mem::offset_of!(TrapFrame, r11));
+const _: () = assert!(
+    SAVE_AREA_END_OFFSET == core::mem::offset_of!(TrapFrame, rsp) + 8
+        && core::mem::offset_of!(TrapFrame, rax) + 8 == core::mem::offset_of!(TrapFrame, r11),
+    "the syscall entry pushes rsp from the end of its field and the other registers below r11"
+);
+// `sysretq` loads these selectors (SDM vol. 3A §5.8.8: CS = STAR[63:48] +
+// 16, SS = STAR[63:48] + 8, RPL 3), the same that TrapFrame::new_user puts
+// in a fresh frame. So a running process's frame always holds them (a
+// saved interrupt frame copies what the CPU had), and the syscall entry
+// need not store them.
+const _: () = assert!(
+    (STAR_USER_BASE + 16) | 3 == USER_CODE && (STAR_USER_BASE + 8) | 3 == USER_DATA,
+    "syscall frames keep the user selectors of the frame they were saved over"
+);
 /// Offsets from the `r11` field, where the exit code's stack pointer is
 /// once the other general registers are popped.
 const fn from_r11(offset: usize) -> usize {
@@ -282,15 +311,14 @@ trap_common:
 syscall_entry:
     swapgs
     mov gs:[{user_rsp}], rsp
-    mov rsp, gs:[{save_area_end}]
-    push {user_data}
+    mov rsp, gs:[{save_area_end}]   /* &frame.ss */
     push qword ptr gs:[{user_rsp}]
-    push r11
-    push {user_code}
-    push rcx
-    push 0
-    push {syscall_vector}
-    sub rsp, 16   /* rcx and r11: stale (see SYSCALL_VECTOR) */
+    /* rsp = &frame.rsp. ss and cs already hold the user selectors, and
+       the error code is not read for a syscall frame (see TrapFrame). */
+    mov [rsp + {rsp_to_rflags}], r11
+    mov [rsp + {rsp_to_rip}], rcx
+    mov qword ptr [rsp + {rsp_to_vector}], {syscall_vector}
+    lea rsp, [rsp + {rsp_to_r11}]   /* rcx and r11: stale (see SYSCALL_VECTOR) */
     PUSH_OTHER_REGISTERS
     mov rsp, gs:[{kstack}]
     /* It leaves through leave_through (below) and does not return. */
@@ -302,7 +330,7 @@ syscall_entry:
     .global leave_through_asm
 leave_through_asm:
 leave_through:
-    lea rcx, [rdi + {frame_bytes}]
+    lea rcx, [rdi + {save_area_end_offset}]
     mov gs:[{save_area_end}], rcx
     mov rsp, rdi
 restore:
@@ -363,10 +391,12 @@ idle_loop:
     user_rsp = const OFFSET_USER_RSP,
     kstack = const OFFSET_KERNEL_STACK_TOP,
     save_area_end = const OFFSET_SAVE_AREA_END,
-    user_data = const USER_DATA as u64,
-    user_code = const USER_CODE as u64,
     syscall_vector = const SYSCALL_VECTOR,
-    frame_bytes = const FRAME_BYTES,
+    save_area_end_offset = const SAVE_AREA_END_OFFSET,
+    rsp_to_rflags = const RSP_TO_RFLAGS,
+    rsp_to_rip = const RSP_TO_RIP,
+    rsp_to_vector = const RSP_TO_VECTOR,
+    rsp_to_r11 = const RSP_TO_R11,
     r11_to_vector = const R11_TO_VECTOR,
     r11_to_rip = const R11_TO_RIP,
     r11_to_rflags = const R11_TO_RFLAGS,
