@@ -88,11 +88,16 @@ pub fn invlpg(addr: u64) {
     unsafe { asm!("invlpg [{}]", in(reg) addr, options(nostack, preserves_flags)) }
 }
 
+#[inline(always)]
 pub fn rdtsc() -> u64 {
-    let (lo, hi): (u32, u32);
-    // SAFETY: rdtsc has no side effects.
-    unsafe { asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) }
-    ((hi as u64) << 32) | lo as u64
+    let tsc: u64;
+    // SAFETY: rdtsc has no side effects; it zeroes the upper halves of rax
+    // and rdx, so the halves combine without the compiler's extra
+    // zero-extension.
+    unsafe {
+        asm!("rdtsc", "shl rdx, 32", "or rax, rdx", out("rax") tsc, out("rdx") _, options(nomem, nostack))
+    }
+    tsc
 }
 
 pub struct CpuidResult {
