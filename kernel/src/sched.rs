@@ -246,12 +246,20 @@ impl Kernel {
         let c = &mut self.cpus[cpu];
         c.loaded_root = root;
         c.loaded_epoch = epoch;
+        // Usually neither has I/O ports: two tests, no compare.
+        if self.cpus[cpu].ports.is_some() || self.procs[to].io_ports.is_some() {
+            self.switch_ports(cpu, to);
+        }
+        &raw mut self.procs[to].frame
+    }
+
+    #[inline(never)]
+    fn switch_ports(&mut self, cpu: usize, to: usize) {
         let ports = self.procs[to].io_ports;
         if self.cpus[cpu].ports != ports {
             crate::arch::descriptors::switch_io_ports(cpu, self.cpus[cpu].ports, ports);
             self.cpus[cpu].ports = ports;
         }
-        &raw mut self.procs[to].frame
     }
 
     /// Choose what `cpu` runs next and return its saved registers, for the
