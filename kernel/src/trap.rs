@@ -21,10 +21,13 @@ use abi::{Counter, ExitStatus};
 pub extern "C" fn syscall_handler() -> ! {
     let cpu = percpu::current_cpu();
     let mut k = KERNEL.lock();
-    let next = match k.fastpath(cpu) {
-        Some(next) => next,
-        None => general_path(&mut k, cpu),
-    };
+    if let Some(next) = k.fastpath(cpu) {
+        drop(k);
+        // The fast path switches only to a process blocked in a kernel
+        // call: its frame was saved by the syscall entry.
+        crate::arch::trap::leave_syscall_frame(next)
+    }
+    let next = general_path(&mut k, cpu);
     drop(k);
     crate::arch::trap::leave_through(next)
 }

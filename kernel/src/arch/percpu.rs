@@ -20,7 +20,6 @@ static mut EMERGENCY_STACKS: [Stack<EMERGENCY_STACK_BYTES>; MAX_CPUS] =
 
 /// Offsets read by the `syscall` entry code (trap.rs).
 pub const OFFSET_KERNEL_STACK_TOP: usize = core::mem::offset_of!(PerCpu, kernel_stack_top);
-pub const OFFSET_USER_RSP: usize = core::mem::offset_of!(PerCpu, user_rsp_scratch);
 pub const OFFSET_SAVE_AREA_END: usize = core::mem::offset_of!(PerCpu, save_area_end);
 const OFFSET_INDEX: usize = core::mem::offset_of!(PerCpu, index);
 const _: () = assert!(OFFSET_INDEX == 16, "current_cpu reads gs:[16]");
@@ -29,27 +28,24 @@ const _: () = assert!(OFFSET_INDEX == 16, "current_cpu reads gs:[16]");
 pub struct PerCpu {
     /// Top of this CPU's kernel stack (also TSS.rsp0).
     pub kernel_stack_top: u64,
-    /// Scratch: the user stack pointer during `syscall` entry.
-    pub user_rsp_scratch: u64,
+    /// Unused (the `syscall` entry keeps the user's stack pointer in
+    /// `save_area_end` for a moment instead); keeps `index` at 16.
+    pub reserved: u64,
     /// This CPU's index (0 = the boot CPU).
     pub index: u64,
-    /// End of the register frame this CPU last left the kernel through:
-    /// the saved-register slot of the process it runs, in the process
-    /// table. The `syscall` entry pushes the caller's registers down from
-    /// here (trap.rs), so they land in the process table with no copy.
+    /// End of the `rsp` field of the register frame this CPU last left
+    /// the kernel through: the saved-register slot of the process it runs,
+    /// in the process table. The `syscall` entry pushes the caller's
+    /// registers down from here (trap.rs), so they land in the process
+    /// table with no copy. From that entry to the exit, the user's stack
+    /// pointer.
     pub save_area_end: u64,
     /// Local APIC id.
     pub apic_id: AtomicU32,
 }
 
 pub static mut PER_CPU: [PerCpu; MAX_CPUS] = [const {
-    PerCpu {
-        kernel_stack_top: 0,
-        user_rsp_scratch: 0,
-        index: 0,
-        save_area_end: 0,
-        apic_id: AtomicU32::new(0),
-    }
+    PerCpu { kernel_stack_top: 0, reserved: 0, index: 0, save_area_end: 0, apic_id: AtomicU32::new(0) }
 }; MAX_CPUS];
 
 pub fn kernel_stack_top(cpu: usize) -> u64 {

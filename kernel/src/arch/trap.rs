@@ -29,7 +29,7 @@
 //! elsewhere through flags such as `kill_requested`, never its registers).
 
 use super::descriptors::{KERNEL_CODE, KERNEL_DATA, STAR_USER_BASE, USER_CODE, USER_DATA};
-use super::percpu::{OFFSET_KERNEL_STACK_TOP, OFFSET_SAVE_AREA_END, OFFSET_USER_RSP};
+use super::percpu::{OFFSET_KERNEL_STACK_TOP, OFFSET_SAVE_AREA_END};
 use core::arch::global_asm;
 
 /// Saved registers of an interrupted context, in push order reversed (the
@@ -108,6 +108,7 @@ const R11_TO_VECTOR: usize = from_r11(core::mem::offset_of!(TrapFrame, vector));
 const R11_TO_RIP: usize = from_r11(core::mem::offset_of!(TrapFrame, rip));
 const R11_TO_RFLAGS: usize = from_r11(core::mem::offset_of!(TrapFrame, rflags));
 const R11_TO_RSP: usize = from_r11(core::mem::offset_of!(TrapFrame, rsp));
+const R11_TO_SS: usize = from_r11(SAVE_AREA_END_OFFSET);
 const _: () = assert!(
     core::mem::offset_of!(TrapFrame, rcx) == core::mem::offset_of!(TrapFrame, r11) + 8 && R11_TO_VECTOR == 16,
     "the exit code pops r11, rcx, then skips vector and error code"
@@ -189,6 +190,23 @@ unsafe extern "C" {
     fn idle_start();
     fn syscall_entry();
     fn leave_through_asm(frame: *mut TrapFrame) -> !;
+    fn leave_syscall_frame_asm(frame: *mut TrapFrame) -> !;
+}
+
+/// [`leave_through`] for a frame known to be saved by the `syscall`
+/// entry (its `vector` is [`SYSCALL_VECTOR`]): the frame of a process
+/// blocked in a kernel call, which the call fast path switches to. It
+/// skips the exit's test of the vector.
+#[inline(always)]
+pub fn leave_syscall_frame(frame: *mut TrapFrame) -> ! {
+    // SAFETY: as for leave_through; and the frame was saved by
+    // syscall_entry (the caller's promise), so leaving with sysretq
+    // restores all of it: its rcx and r11 are stale by the ABI, its cs
+    // and ss are the ones sysretq loads.
+    unsafe {
+        debug_assert_eq!((*frame).vector, SYSCALL_VECTOR);
+        leave_syscall_frame_asm(frame)
+    }
 }
 
 /// Leave the kernel through `frame`, the saved registers of the process
@@ -266,6 +284,22 @@ global_asm!(
     push r15
     .endm
 
+    .macro POP_OTHER_REGISTERS
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop r10
+    pop r9
+    pop r8
+    pop rbp
+    pop rdi
+    pop rsi
+    pop rdx
+    pop rbx
+    pop rax
+    .endm
+
     .text
     .balign 16
     .global trap_stubs
@@ -310,9 +344,11 @@ trap_common:
     .global syscall_entry
 syscall_entry:
     swapgs
-    mov gs:[{user_rsp}], rsp
-    mov rsp, gs:[{save_area_end}]   /* &frame.ss */
-    push qword ptr gs:[{user_rsp}]
+    /* rsp = &frame.ss; the per-CPU field holds the user's rsp until the
+       exit (leave_through, leave_syscall_frame) sets it again: nothing
+       else reads it meanwhile. */
+    xchg rsp, gs:[{save_area_end}]
+    push qword ptr gs:[{save_area_end}]
     /* rsp = &frame.rsp. ss and cs already hold the user selectors, and
        the error code is not read for a syscall frame (see TrapFrame). */
     mov [rsp + {rsp_to_rflags}], r11
@@ -334,19 +370,7 @@ leave_through:
     mov gs:[{save_area_end}], rcx
     mov rsp, rdi
 restore:
-    pop r15
-    pop r14
-    pop r13
-    pop r12
-    pop r10
-    pop r9
-    pop r8
-    pop rbp
-    pop rdi
-    pop rsi
-    pop rdx
-    pop rbx
-    pop rax
+    POP_OTHER_REGISTERS
     /* rsp = &frame.r11. A frame saved by syscall goes back with sysretq
        (rcx = rip, r11 = rflags, as syscall left them; the ABI says a
        kernel call destroys both), unless its rip is outside the
@@ -364,10 +388,28 @@ restore:
     swapgs
     sysretq
 4:
+noncanonical_rip:
     mov r11, [rsp + {r11_to_rflags}]
     add rsp, {r11_to_rip}
     swapgs
     iretq
+
+    /* rdi = a frame saved by syscall_entry (see leave_syscall_frame):
+       leave_through without the vector test. */
+    .global leave_syscall_frame_asm
+leave_syscall_frame_asm:
+    mov rsp, rdi
+    POP_OTHER_REGISTERS
+    lea rcx, [rsp + {r11_to_ss}]
+    mov gs:[{save_area_end}], rcx
+    mov rcx, [rsp + {r11_to_rip}]
+    mov r11, rcx
+    shr r11, 47
+    jnz noncanonical_rip
+    mov r11, [rsp + {r11_to_rflags}]
+    mov rsp, [rsp + {r11_to_rsp}]
+    swapgs
+    sysretq
 3:
     pop r11
     pop rcx
@@ -388,7 +430,6 @@ idle_loop:
     "#,
     trap_handler = sym crate::trap::trap_handler,
     syscall_handler = sym crate::trap::syscall_handler,
-    user_rsp = const OFFSET_USER_RSP,
     kstack = const OFFSET_KERNEL_STACK_TOP,
     save_area_end = const OFFSET_SAVE_AREA_END,
     syscall_vector = const SYSCALL_VECTOR,
@@ -401,6 +442,7 @@ idle_loop:
     r11_to_rip = const R11_TO_RIP,
     r11_to_rflags = const R11_TO_RFLAGS,
     r11_to_rsp = const R11_TO_RSP,
+    r11_to_ss = const R11_TO_SS,
     reschedule = const super::apic::VECTOR_RESCHEDULE,
 );
 
