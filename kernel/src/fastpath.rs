@@ -60,7 +60,18 @@ impl Kernel {
         if p.frame.rdx != 0 {
             return None;
         }
-        let link = p.qseg.as_ref()?.link(p.frame.rdi).ok()?;
+        // The segment is still checked: `exec` drops it (and the new
+        // program's first `init_qseg` the cached link).
+        let qseg = p.qseg.as_ref()?;
+        let number = p.frame.rdi;
+        let link = if p.link_cache.0 == number {
+            p.link_cache.1
+        } else {
+            let link = qseg.link(number).ok()?;
+            self.procs[me].link_cache = (number, link);
+            link
+        };
+        let p = &self.procs[me];
         let server_pid = Pid(link.receiver);
         let server = server_pid.slot() as usize;
         let s = self.procs.get(server)?;

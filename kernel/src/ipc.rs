@@ -125,8 +125,13 @@ impl ReplyTable {
     pub(crate) fn insert_in_place(&mut self, caller: Pid) -> Option<u64> {
         // With no call outstanding every entry is free: the first, without
         // a scan (the steady state of a server answering one call at a time).
-        let index =
-            if self.outstanding == 0 { 0 } else { self.entries.iter().position(|e| e.caller.is_none())? };
+        if self.outstanding == 0 {
+            let entry = self.entries.first_mut()?;
+            entry.caller = Some(caller);
+            self.outstanding = 1;
+            return Some((entry.generation as u64) << 32);
+        }
+        let index = self.entries.iter().position(|e| e.caller.is_none())?;
         let entry = self.entries.get_mut(index)?;
         entry.caller = Some(caller);
         self.outstanding += 1;
@@ -557,6 +562,7 @@ impl Kernel {
             return qseg.grow(limits).map(|_| 0);
         }
         let qseg = QueueSegment::new(limits)?;
+        self.procs[slot].forget_link();
         self.procs[slot].qseg = Some(qseg);
         Ok(0)
     }
@@ -600,6 +606,7 @@ impl Kernel {
     }
 
     pub fn sys_close_link(&mut self, slot: usize, link: u64) -> Result<u64, Error> {
+        self.procs[slot].forget_link();
         self.qseg(slot)?.close_link(link).map(|_| 0)
     }
 

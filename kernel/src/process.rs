@@ -13,7 +13,7 @@ use crate::ipc::{Message, ReplyTable};
 use crate::memory::AddressSpace;
 use abi::Pid;
 use kernel_core::limits::MAX_PROCESS_NAME_BYTES;
-use kernel_core::qseg::QueueSegment;
+use kernel_core::qseg::{Link, QueueSegment};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
@@ -57,6 +57,9 @@ pub struct PagerRegion {
     pub queue: u32,
 }
 
+/// No link number is `u64::MAX` (at most `abi::msg::MAX_LINKS`).
+const NO_LINK_CACHED: (u64, Link) = (u64::MAX, Link { receiver: 0, queue: 0, generation: 0 });
+
 pub struct Process {
     pub state: State,
     pub generation: u32,
@@ -79,6 +82,12 @@ pub struct Process {
     /// Inherited connections: (pid, queue), pid 0 = unset.
     pub bootstrap: [(u64, u32); abi::bootstrap::COUNT as usize],
     pub replies: ReplyTable,
+    /// The link the call fast path last used and where it leads (a copy
+    /// of `qseg.link(number)`), so a client calling the same server again
+    /// skips the look-up. Whatever could change that link drops it:
+    /// `close_link`, a new queue segment (`init_qseg`), the slot freed
+    /// ([`Process::forget_link`]). `open_link` only fills free numbers.
+    pub link_cache: (u64, Link),
     pub exit_status: u64,
     /// Set when another CPU asked this running process to end.
     pub kill_requested: bool,
@@ -108,6 +117,7 @@ impl Process {
             regions: [None; abi::pager::MAX_REGIONS],
             bootstrap: [(0, 0); abi::bootstrap::COUNT as usize],
             replies: ReplyTable::new(),
+            link_cache: NO_LINK_CACHED,
             exit_status: 0,
             kill_requested: false,
             slice_ticks_left: 0,
@@ -118,6 +128,11 @@ impl Process {
             name: [0; MAX_PROCESS_NAME_BYTES],
             name_len: 0,
         }
+    }
+
+    /// Drop the fast path's cached link (see `link_cache`).
+    pub fn forget_link(&mut self) {
+        self.link_cache = NO_LINK_CACHED;
     }
 
     pub fn name(&self) -> &str {

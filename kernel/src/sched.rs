@@ -493,6 +493,7 @@ impl Kernel {
         let p = &mut self.procs[slot];
         p.state = State::Free;
         p.generation = p.generation.wrapping_add(1).max(1);
+        p.forget_link();
         p.parent = None;
         p.space = None;
         p.set_name("");
