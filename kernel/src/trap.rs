@@ -18,7 +18,8 @@ use abi::{Counter, ExitStatus};
 /// saved in its slot of the process table. Leaves the kernel itself (no
 /// return: nothing of the caller's needs restoring, so the compiler saves
 /// and restores no registers around the fast path).
-pub extern "C" fn syscall_handler() -> ! {
+#[inline(always)]
+pub fn syscall_handler() -> ! {
     let cpu = percpu::current_cpu();
     let mut k = KERNEL.lock();
     if let Some(next) = k.fastpath(cpu) {
