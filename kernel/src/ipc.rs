@@ -89,8 +89,14 @@ pub enum Payload {
 /// A server's outstanding calls. Handle = index | generation << 32; each
 /// use bumps the generation, so a handle works once and a forged or stale
 /// one is refused.
+///
+/// Entry 0 lives in the table itself (in the process slot) and the others
+/// on the heap: a server answering one call at a time never reaches the
+/// heap, which under QEMU is one page fewer to walk after each CR3 write.
 pub struct ReplyTable {
-    entries: Vec<ReplyEntry>,
+    first: ReplyEntry,
+    /// Entries 1, 2, …
+    rest: Vec<ReplyEntry>,
     /// Entries with a caller: `is_empty` without a scan.
     outstanding: usize,
 }
@@ -101,20 +107,31 @@ struct ReplyEntry {
     generation: u32,
 }
 
+const FRESH_ENTRY: ReplyEntry = ReplyEntry { caller: None, generation: 1 };
+
 impl ReplyTable {
     pub const fn new() -> ReplyTable {
-        ReplyTable { entries: Vec::new(), outstanding: 0 }
+        ReplyTable { first: FRESH_ENTRY, rest: Vec::new(), outstanding: 0 }
+    }
+
+    #[inline(always)]
+    fn entry_mut(&mut self, index: usize) -> Option<&mut ReplyEntry> {
+        if index == 0 { Some(&mut self.first) } else { self.rest.get_mut(index - 1) }
+    }
+
+    fn entries_mut(&mut self) -> impl Iterator<Item = &mut ReplyEntry> {
+        core::iter::once(&mut self.first).chain(self.rest.iter_mut())
     }
 
     pub(crate) fn insert(&mut self, caller: Pid, limit: usize) -> Result<u64, Error> {
         if let Some(handle) = self.insert_in_place(caller) {
             return Ok(handle);
         }
-        if self.entries.len() >= limit {
+        if 1 + self.rest.len() >= limit {
             return Err(Error::LimitReached);
         }
-        self.entries.try_reserve(1).map_err(|_| Error::OutOfResources)?;
-        self.entries.push(ReplyEntry { caller: None, generation: 1 });
+        self.rest.try_reserve(1).map_err(|_| Error::OutOfResources)?;
+        self.rest.push(FRESH_ENTRY);
         self.insert_in_place(caller).ok_or(Error::LimitReached)
     }
 
@@ -123,24 +140,25 @@ impl ReplyTable {
     /// it up to its limit).
     #[inline(always)]
     pub(crate) fn insert_in_place(&mut self, caller: Pid) -> Option<u64> {
-        // With no call outstanding every entry is free: the first, without
-        // a scan (the steady state of a server answering one call at a time).
-        if self.outstanding == 0 {
-            let entry = self.entries.first_mut()?;
-            entry.caller = Some(caller);
-            self.outstanding = 1;
-            return Some((entry.generation as u64) << 32);
-        }
-        let index = self.entries.iter().position(|e| e.caller.is_none())?;
-        let entry = self.entries.get_mut(index)?;
+        // The lowest free entry; entry 0 first, without a scan (the steady
+        // state of a server answering one call at a time).
+        let index = if self.first.caller.is_none() {
+            0
+        } else {
+            1 + self.rest.iter().position(|e| e.caller.is_none())?
+        };
+        let entry = self.entry_mut(index)?;
         entry.caller = Some(caller);
+        let generation = entry.generation;
         self.outstanding += 1;
-        Some(index as u64 | (entry.generation as u64) << 32)
+        Some(index as u64 | (generation as u64) << 32)
     }
 
     #[inline(always)]
     pub(crate) fn peek(&self, handle: u64) -> Result<Pid, Error> {
-        match self.entries.get((handle & 0xffff_ffff) as usize) {
+        let index = (handle & 0xffff_ffff) as usize;
+        let entry = if index == 0 { Some(&self.first) } else { self.rest.get(index - 1) };
+        match entry {
             Some(&ReplyEntry { caller: Some(caller), generation }) if generation as u64 == handle >> 32 => {
                 Ok(caller)
             }
@@ -156,19 +174,21 @@ impl ReplyTable {
 
     /// Drop every handle of calls from `caller` (it will never read the answer).
     pub(crate) fn forget_caller(&mut self, caller: Pid) {
-        for e in self.entries.iter_mut() {
+        let mut dropped = 0;
+        for e in self.entries_mut() {
             if e.caller == Some(caller) {
                 e.caller = None;
                 e.generation = e.generation.wrapping_add(1).max(1);
-                self.outstanding -= 1;
+                dropped += 1;
             }
         }
+        self.outstanding -= dropped;
     }
 
     /// Use up a handle that [`ReplyTable::peek`] accepted.
     #[inline(always)]
     pub(crate) fn use_up(&mut self, handle: u64) {
-        if let Some(entry) = self.entries.get_mut((handle & 0xffff_ffff) as usize)
+        if let Some(entry) = self.entry_mut((handle & 0xffff_ffff) as usize)
             && entry.caller.take().is_some()
         {
             entry.generation = entry.generation.wrapping_add(1).max(1);
@@ -183,8 +203,7 @@ impl ReplyTable {
     }
 
     pub fn clear(&mut self) {
-        self.entries = Vec::new();
-        self.outstanding = 0;
+        *self = ReplyTable::new();
     }
 }
 
