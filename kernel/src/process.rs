@@ -60,40 +60,44 @@ pub struct PagerRegion {
 /// No link number is `u64::MAX` (at most `abi::msg::MAX_LINKS`).
 const NO_LINK_CACHED: (u64, Link) = (u64::MAX, Link { receiver: 0, queue: 0, generation: 0 });
 
+/// In declaration order (`repr(C)`): the fields a kernel call's fast path
+/// reads and writes first, the rest after them, so that the hot part of a
+/// slot spans as few pages as possible (see `Kernel`).
+#[repr(C)]
 pub struct Process {
     pub state: State,
     pub generation: u32,
-    pub parent: Option<Pid>,
     /// Effective priority: `base_priority`, or a caller's while serving
     /// a call (see ipc.rs).
     pub priority: u8,
     pub base_priority: u8,
-    /// Saved user registers while not running; the kernel call's arguments
-    /// and results while in the kernel (the `syscall` entry saves them
-    /// here directly). While the process runs, this field belongs to its
-    /// CPU's entry and exit code (arch/trap.rs): no other CPU may touch it.
-    pub frame: TrapFrame,
-    pub space: Option<AddressSpace>,
-    pub qseg: Option<QueueSegment<Message>>,
+    /// Set when another CPU asked this running process to end.
+    pub kill_requested: bool,
     /// I/O ports this process may use (device drivers only).
     pub io_ports: Option<(u16, u16)>,
-    /// Regions whose faults go to user-level pagers.
-    pub regions: [Option<PagerRegion>; abi::pager::MAX_REGIONS],
-    /// Inherited connections: (pid, queue), pid 0 = unset.
-    pub bootstrap: [(u64, u32); abi::bootstrap::COUNT as usize],
-    pub replies: ReplyTable,
+    pub slice_ticks_left: u64,
+    pub cpu_time_tsc: u64,
+    pub space: Option<AddressSpace>,
     /// The link the call fast path last used and where it leads (a copy
     /// of `qseg.link(number)`), so a client calling the same server again
     /// skips the look-up. Whatever could change that link drops it:
     /// `close_link`, a new queue segment (`init_qseg`), the slot freed
     /// ([`Process::forget_link`]). `open_link` only fills free numbers.
     pub link_cache: (u64, Link),
+    pub replies: ReplyTable,
+    /// Saved user registers while not running; the kernel call's arguments
+    /// and results while in the kernel (the `syscall` entry saves them
+    /// here directly). While the process runs, this field belongs to its
+    /// CPU's entry and exit code (arch/trap.rs): no other CPU may touch it.
+    pub frame: TrapFrame,
+    pub qseg: Option<QueueSegment<Message>>,
+    pub parent: Option<Pid>,
+    /// Regions whose faults go to user-level pagers.
+    pub regions: [Option<PagerRegion>; abi::pager::MAX_REGIONS],
+    /// Inherited connections: (pid, queue), pid 0 = unset.
+    pub bootstrap: [(u64, u32); abi::bootstrap::COUNT as usize],
     pub exit_status: u64,
-    /// Set when another CPU asked this running process to end.
-    pub kill_requested: bool,
-    pub slice_ticks_left: u64,
     pub wake_at_ns: u64,
-    pub cpu_time_tsc: u64,
     /// `abi::rights` held.
     pub rights: u64,
     /// Where children's ends are reported (`set_exit_queue`), if anywhere.

@@ -44,9 +44,12 @@ pub struct CpuState {
     pub dispatched_tsc: u64,
 }
 
+/// In declaration order (`repr(C)`): what every kernel call touches
+/// (`cpus`, the counters, the ready lists' summary) comes first, right
+/// after the lock, and the process table last. Under QEMU each page the
+/// fast path touches after a CR3 write costs a software-TLB refill.
+#[repr(C)]
 pub struct Kernel {
-    pub procs: [Process; MAX_PROCESSES],
-    pub ready: ReadyQueues<MAX_PROCESSES>,
     pub cpus: [CpuState; MAX_CPUS],
     /// Read through [`Kernel::counter_values`], which adds in the fast
     /// path's counts.
@@ -55,6 +58,7 @@ pub struct Kernel {
     /// stands for several counters, added up only when they are read.
     pub fast_calls: u64,
     pub fast_reply_waits: u64,
+    pub ready: ReadyQueues<MAX_PROCESSES>,
     pub init_slot: Option<usize>,
     pub timeslice_ticks: u64,
     pub verbose: bool,
@@ -65,6 +69,7 @@ pub struct Kernel {
     pub irq_routing: IrqRouting,
     /// Address spaces of ended processes still loaded on some CPU.
     dead_spaces: Vec<AddressSpace>,
+    pub procs: [Process; MAX_PROCESSES],
 }
 
 pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
