@@ -78,7 +78,8 @@ struct State {
     links: Vec<(u64, u32, u32)>,
 }
 
-static STATE: Mutex<State> = Mutex::new(State { monitor: None, fds: [Slot::Unknown; MAX_FDS], links: Vec::new() });
+static STATE: Mutex<State> =
+    Mutex::new(State { monitor: None, fds: [Slot::Unknown; MAX_FDS], links: Vec::new() });
 
 /// The program's arguments and environment (set by `_start` from the
 /// exec block, see `protocols::unix::exec_args`).
