@@ -600,7 +600,8 @@ pub mod fs {
     pub const OP_CHMOD: u64 = 39;
     /// `data = path, word 1 = uid, word 2 = gid`.
     pub const OP_CHOWN: u64 = 40;
-    /// Statistics. Reply words: files, directories, bytes stored, handles open.
+    /// Statistics, to anyone. Reply words: files, directories, bytes
+    /// stored, handles open.
     pub const OP_STATS: u64 = 41;
     /// Reply word 0 of `OP_LOOKUP` for a path that crosses a device entry.
     pub const DEVICE: u64 = 1 << 62;

@@ -148,6 +148,7 @@ pub fn send(l: Link, message: &Message) -> Result<(), Error> {
 /// Queue a message with up to 4096 bytes of data. One whole page-aligned
 /// page ([`Page`]) moves by copy-on-write mapping instead of being copied.
 pub fn send_data(l: Link, message: &Message, data: &[u8]) -> Result<(), Error> {
+    touch(data);
     simple(Call::SendData, [l.0 as u64, data.as_ptr() as u64, data.len() as u64, 0, 0, 0], *message)
         .map(|_| ())
 }
@@ -155,6 +156,7 @@ pub fn send_data(l: Link, message: &Message, data: &[u8]) -> Result<(), Error> {
 /// Take the next message from `q` (waiting for one), its data into `buf`.
 #[inline]
 pub fn receive_data(q: Queue, buf: &mut [u8]) -> Result<Received, Error> {
+    touch(buf);
     received(raw(
         Call::ReceiveData as u64,
         [q.0 as u64, buf.as_mut_ptr() as u64, buf.len() as u64, 0, 0, 0],
@@ -164,6 +166,7 @@ pub fn receive_data(q: Queue, buf: &mut [u8]) -> Result<Received, Error> {
 
 /// As [`receive_data`], but `Ok(None)` instead of waiting on an empty queue.
 pub fn try_receive(q: Queue, buf: &mut [u8]) -> Result<Option<Received>, Error> {
+    touch(buf);
     let args = [q.0 as u64, buf.as_mut_ptr() as u64, buf.len() as u64, abi::msg::NONBLOCKING, 0, 0];
     match received(raw(Call::ReceiveData as u64, args, [0; 4])) {
         Ok(r) => Ok(Some(r)),
@@ -196,6 +199,8 @@ pub fn call(
     data: &[u8],
     reply_buf: &mut [u8],
 ) -> Result<(Message, usize), Error> {
+    touch(data);
+    touch(reply_buf);
     let args = [
         l.0 as u64,
         data.as_ptr() as u64,
@@ -211,6 +216,7 @@ pub fn call(
 /// Answer a call; does not wait.
 #[inline]
 pub fn reply(handle: ReplyHandle, message: &Message, data: &[u8]) -> Result<(), Error> {
+    touch(data);
     let args = [handle.0, data.as_ptr() as u64, data.len() as u64, 0, 0, 0];
     simple(Call::Reply, args, *message).map(|_| ())
 }
@@ -225,6 +231,8 @@ pub fn reply_wait(
     q: Queue,
     buf: &mut [u8],
 ) -> Result<Received, Error> {
+    touch(data);
+    touch(buf);
     let args = [
         handle.map_or(NO_REPLY, |h| h.0),
         data.as_ptr() as u64,
@@ -234,6 +242,28 @@ pub fn reply_wait(
         buf.len() as u64,
     ];
     received(raw(Call::ReplyWait as u64, args, *message))
+}
+
+/// Touch every page of `buf`, so that the kernel finds it mapped. A UNIX
+/// process's text, data and heap arrive page by page from the VM manager
+/// on first touch; the kernel does not take page faults on a process's
+/// behalf in the middle of a call (it answers `BadAddress`), so a buffer
+/// the process has not touched yet (a string in read-only data, a fresh
+/// heap buffer) is touched here first. A read is enough: the kernel makes
+/// a copy-on-write page writable itself when it writes a reply. Processes
+/// the kernel started (servers, tests) have all their memory mapped and
+/// skip this, so a deliberately bad pointer still reaches the kernel.
+#[inline]
+pub fn touch(buf: &[u8]) {
+    if !crate::unix::is_unix_process() {
+        return;
+    }
+    let start = buf.as_ptr() as usize;
+    let mut i = 0;
+    while i < buf.len() {
+        core::hint::black_box(buf[i]);
+        i = ((start + i) / 4096 + 1) * 4096 - start;
+    }
 }
 
 /// One page-aligned page, for sending and receiving data by copy-on-write.

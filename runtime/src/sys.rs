@@ -52,6 +52,8 @@ pub fn spawn_with_priority(name: &str, args: &str, priority: u64) -> Result<Pid,
 /// Start a program with `priority` and those of `rights` (`abi::rights`)
 /// the caller holds.
 pub fn spawn_with_rights(name: &str, args: &str, priority: u64, rights: u64) -> Result<Pid, Error> {
+    crate::msg::touch(name.as_bytes());
+    crate::msg::touch(args.as_bytes());
     let a =
         [name.as_ptr() as u64, name.len() as u64, args.as_ptr() as u64, args.len() as u64, priority, rights];
     decode_return(crate::msg::raw(Call::Spawn as u64, a, [0; 4]).rax).map(Pid)
@@ -59,6 +61,7 @@ pub fn spawn_with_rights(name: &str, args: &str, priority: u64, rights: u64) -> 
 
 /// A stopped child with an empty address space (see `Call::ProcCreate`).
 pub fn proc_create(name: &str) -> Result<Pid, Error> {
+    crate::msg::touch(name.as_bytes());
     call(Call::ProcCreate, name.as_ptr() as u64, name.len() as u64, 0, 0, 0).map(Pid)
 }
 
@@ -70,6 +73,8 @@ pub fn proc_fork(handle: crate::msg::ReplyHandle, reply: &abi::msg::Message) -> 
 
 /// Give child `pid` a new image from the ELF file `elf` (see `Call::ProcExec`).
 pub fn proc_exec(pid: Pid, elf: &[u8], args: &[u8], name: &[u8; 32]) -> Result<(), Error> {
+    crate::msg::touch(elf);
+    crate::msg::touch(args);
     let a = [
         pid.0,
         elf.as_ptr() as u64,
@@ -84,6 +89,7 @@ pub fn proc_exec(pid: Pid, elf: &[u8], args: &[u8], name: &[u8; 32]) -> Result<(
 /// Give child `pid` a new image with only a stack and `args`, starting
 /// at `entry`: its text and data come from a pager (see `Call::ProcImage`).
 pub fn proc_image(pid: Pid, entry: u64, args: &[u8], name: &[u8; 32]) -> Result<(), Error> {
+    crate::msg::touch(args);
     let a = [pid.0, entry, args.as_ptr() as u64, args.len() as u64, name.as_ptr() as u64, 0];
     decode_return(crate::msg::raw(Call::ProcImage as u64, a, [0; 4]).rax).map(|_| ())
 }
@@ -106,12 +112,14 @@ pub fn set_priority(pid: Pid, priority: u8) -> Result<(), Error> {
 /// Boot module `index`: its size and name (copied into `name`; returns
 /// the name's length). Needs `abi::rights::MODULES`.
 pub fn module_info(index: u64, name: &mut [u8]) -> Result<(u64, usize), Error> {
+    crate::msg::touch(name);
     let (rax, rdx) = raw(Call::ModuleInfo as u64, index, name.as_mut_ptr() as u64, name.len() as u64, 0, 0);
     decode_return(rax).map(|size| (size, rdx as usize))
 }
 
 /// Copy bytes of boot module `index` from `offset`; returns the count.
 pub fn module_read(index: u64, offset: u64, buf: &mut [u8]) -> Result<usize, Error> {
+    crate::msg::touch(buf);
     call(Call::ModuleRead, index, offset, buf.as_mut_ptr() as u64, buf.len() as u64, 0).map(|n| n as usize)
 }
 
@@ -149,6 +157,7 @@ pub fn sleep_ns(duration_ns: u64) {
 }
 
 pub fn debug_write(bytes: &[u8]) -> Result<u64, Error> {
+    crate::msg::touch(bytes);
     call(Call::DebugWrite, bytes.as_ptr() as u64, bytes.len() as u64, 0, 0, 0)
 }
 
@@ -158,6 +167,7 @@ pub fn info(key: InfoKey) -> u64 {
 
 /// Copy the kernel command line into `buf`; returns its full length.
 pub fn kernel_options(buf: &mut [u8]) -> Result<usize, Error> {
+    crate::msg::touch(buf);
     call(Call::KernelOptions, buf.as_mut_ptr() as u64, buf.len() as u64, 0, 0, 0).map(|n| n as usize)
 }
 

@@ -85,15 +85,20 @@ static STATE: Mutex<State> =
 /// exec block, see `protocols::unix::exec_args`).
 static ARGV: Mutex<(&'static [u8], u32, u32)> = Mutex::new((&[], 0, 0));
 
+/// Set once, before `main`, for a process started by the monitor's exec.
+static IS_UNIX: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
 /// Is this process a UNIX process (started by the monitor's exec)?
+#[inline]
 pub fn is_unix_process() -> bool {
-    ARGV.lock().1 > 0
+    IS_UNIX.load(core::sync::atomic::Ordering::Relaxed)
 }
 
 #[doc(hidden)]
 pub fn set_exec_block(bytes: &'static [u8]) {
     if let Some((h, strings)) = exec_args::decode(bytes) {
         *ARGV.lock() = (strings, h.argc.max(1), h.envc);
+        IS_UNIX.store(true, core::sync::atomic::Ordering::Relaxed);
     }
 }
 

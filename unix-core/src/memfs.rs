@@ -1142,7 +1142,6 @@ impl Service {
             | fs::OP_MKDEV
             | fs::OP_CHMOD
             | fs::OP_CHOWN
-            | fs::OP_STATS
             | device::OP_OPEN
                 if !trusted =>
             {
@@ -2054,7 +2053,6 @@ mod tests {
             fsp::OP_MKDEV,
             fsp::OP_CHMOD,
             fsp::OP_CHOWN,
-            fsp::OP_STATS,
             device::OP_OPEN,
         ] {
             assert_eq!(c.fs(STRANGER, [op, O_CREAT | O_WRONLY, 0o644, 0], path).0, Err(EPERM), "op {op}");

@@ -654,7 +654,9 @@ impl Shell {
             eprintln!("sh: {name}: {}", e.name());
             unix::exit(if e.0 == errno::ENOENT { STATUS_NOT_FOUND } else { STATUS_NOT_EXECUTABLE });
         }
-        let path = self.vars.get("PATH").map_or(DEFAULT_PATH, String::as_str);
+        // `PATH=... cmd` searches the command's own PATH (POSIX 2.9.1).
+        let own_path = env.iter().find_map(|e| e.strip_prefix("PATH="));
+        let path = own_path.or_else(|| self.vars.get("PATH").map(String::as_str)).unwrap_or(DEFAULT_PATH);
         // The first failure other than "not there" is the one to report.
         let mut failure: Option<(String, Errno)> = None;
         for dir in path.split(':') {

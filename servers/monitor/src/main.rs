@@ -309,12 +309,57 @@ impl Monitor {
         self.procs.get(&p).filter(|p| p.kpid == sender && p.zombie.is_none()).map(|_| p)
     }
 
-    fn abs_path(&self, me: u64, data: &[u8]) -> Result<String, Errno> {
+    /// `data` as an absolute, normalised path, after checking that `me`
+    /// may search every directory on the way to its last name (POSIX:
+    /// execute permission on each directory of a path prefix).
+    fn abs_path(&mut self, me: u64, data: &[u8]) -> Result<String, Errno> {
         let p = text(data)?;
-        path::normalize(&self.procs[&me].cwd, p).map_err(|e| match e {
+        let abs = path::normalize(&self.procs[&me].cwd, p).map_err(|e| match e {
             path::PathError::Empty => errno::ENOENT,
             path::PathError::TooLong | path::PathError::NameTooLong => errno::ENAMETOOLONG,
-        })
+        })?;
+        if self.procs[&me].uid != 0 {
+            self.check_search(me, &abs)?;
+        }
+        Ok(abs)
+    }
+
+    /// Search permission on `/` and every directory above the last name of
+    /// `abs`. Directory attributes come from the lookup cache (emptied by
+    /// every mode or owner change), so a deep path costs one lookup per
+    /// directory once.
+    fn check_search(&mut self, me: u64, abs: &str) -> Result<(), Errno> {
+        let Some((parent, _)) = path::split_last(abs) else { return Ok(()) };
+        let mut prefix = String::from("/");
+        let mut names = path::components(parent).peekable();
+        loop {
+            let st = match self.lookups.get(&prefix) {
+                Some((st, None)) => *st,
+                _ => match self.lookup(&prefix) {
+                    Ok((st, None)) => {
+                        if self.lookups.len() >= LOOKUP_CACHE_ENTRIES {
+                            self.lookups.clear();
+                        }
+                        self.lookups.insert(prefix.clone(), (st, None));
+                        st
+                    }
+                    // A device entry or a missing directory: the request
+                    // itself reports it.
+                    _ => return Ok(()),
+                },
+            };
+            if !mode::is_dir(st.mode) {
+                return Err(errno::ENOTDIR);
+            }
+            if !self.permits(me, &st, 1) {
+                return Err(errno::EACCES);
+            }
+            let Some(name) = names.next() else { return Ok(()) };
+            if prefix.len() > 1 {
+                prefix.push('/');
+            }
+            prefix.push_str(name);
+        }
     }
 
     fn permits(&self, me: u64, st: &Stat, want: u32) -> bool {
@@ -691,8 +736,10 @@ impl Monitor {
         })?;
         let child = self.procs.remove(&c)?;
         let (status, cpu_ns) = child.zombie?;
+        // POSIX times(): a waited-for child's time includes the time of the
+        // children it waited for.
         if let Some(p) = self.procs.get_mut(&parent) {
-            p.children_cpu_ns += cpu_ns;
+            p.children_cpu_ns += cpu_ns + child.children_cpu_ns;
         }
         Some([c, status, cpu_ns, 0])
     }
@@ -742,6 +789,7 @@ impl Monitor {
                 self.procs.remove(&c);
             } else if let Some(c) = self.procs.get_mut(&c) {
                 c.ppid = init;
+                c.orphaned = true;
             }
         }
         match self.procs.get_mut(&ppid).and_then(|pp| pp.waiting.take().map(|w| (w, pp.kpid))) {
@@ -756,6 +804,11 @@ impl Monitor {
                 self.procs.remove(&p);
             }
             None => {}
+        }
+        // Nobody waits for an orphan: init waits only for the processes it
+        // started itself.
+        if self.procs.get(&p).is_some_and(|c| c.orphaned && c.zombie.is_some()) {
+            self.procs.remove(&p);
         }
     }
 
@@ -1127,17 +1180,23 @@ impl Monitor {
 
     // --- the name space ---
 
+    /// The sticky bit on `dir` (/tmp): the name `abs` in it may be removed
+    /// or replaced only by its file's owner, the directory's owner or root.
+    fn check_sticky(&mut self, me: u64, dir: &Stat, abs: &str) -> Result<(), Errno> {
+        let uid = self.procs[&me].uid;
+        if dir.mode & 0o1000 == 0 || uid == 0 || uid == dir.uid {
+            return Ok(());
+        }
+        match self.lookup(abs) {
+            Ok((st, _)) if st.uid != uid => Err(errno::EPERM),
+            _ => Ok(()),
+        }
+    }
+
     fn unlink(&mut self, me: u64, data: &[u8]) -> Result<u64, Errno> {
         let abs = self.abs_path(me, data)?;
         let dir = self.check_parent_writable(me, &abs)?;
-        // The sticky bit (/tmp): only the file's or the directory's owner.
-        let uid = self.procs[&me].uid;
-        if dir.mode & 0o1000 != 0 && uid != 0 && uid != dir.uid {
-            let (st, _) = self.lookup(&abs).map_err(|(e, _)| e)?;
-            if st.uid != uid {
-                return Err(errno::EPERM);
-            }
-        }
+        self.check_sticky(me, &dir, &abs)?;
         self.fs_call([fs::OP_UNLINK, 0, 0, 0], abs.as_bytes(), &mut []).map(|_| 0)
     }
 
@@ -1154,8 +1213,12 @@ impl Monitor {
         let mut parts = data.splitn(2, |&b| b == 0);
         let (Some(old), Some(new)) = (parts.next(), parts.next()) else { return Err(errno::EINVAL) };
         let (old, new) = (self.abs_path(me, old)?, self.abs_path(me, new)?);
-        self.check_parent_writable(me, &old)?;
-        self.check_parent_writable(me, &new)?;
+        let old_dir = self.check_parent_writable(me, &old)?;
+        let new_dir = self.check_parent_writable(me, &new)?;
+        // The sticky bit (/tmp): a name there is removed or replaced only
+        // by its file's owner, the directory's owner or root.
+        self.check_sticky(me, &old_dir, &old)?;
+        self.check_sticky(me, &new_dir, &new)?;
         let mut both = Vec::with_capacity(old.len() + new.len() + 1);
         both.extend_from_slice(old.as_bytes());
         both.push(0);

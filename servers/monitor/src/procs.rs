@@ -23,6 +23,8 @@ pub struct Proc {
     /// The signal that made the kernel end it, for the wait status.
     pub signal_sent: Option<u64>,
     pub name: [u8; 32],
+    /// Its parent ended and init adopted it: nobody waits for it.
+    pub orphaned: bool,
 }
 
 impl Proc {
@@ -45,6 +47,7 @@ impl Proc {
             children_cpu_ns: 0,
             signal_sent: None,
             name,
+            orphaned: false,
         }
     }
 
@@ -66,6 +69,7 @@ impl Proc {
             children_cpu_ns: 0,
             signal_sent: None,
             name: self.name,
+            orphaned: false,
         }
     }
 }
