@@ -31,9 +31,16 @@ pub struct BatchRun {
     pub transcript: String,
 }
 
-/// The QEMU configuration of a batch boot of `commands`.
-pub fn prepare(workspace: &Workspace, opts: &RunOptions, commands: &str) -> Result<QemuConfig> {
-    let built = image::build(workspace, ImageKind::Normal)?;
+/// The QEMU configuration of a batch boot of `commands` on image `kind`
+/// (the test image adds the programs under `tests/`). The script is the
+/// boot module `etc.batch`; callers may add further modules to the result.
+pub fn prepare(
+    workspace: &Workspace,
+    opts: &RunOptions,
+    commands: &str,
+    kind: ImageKind,
+) -> Result<QemuConfig> {
+    let built = image::build(workspace, kind)?;
     let script = workspace.bin_dir().join("etc.batch");
     let mut text = commands.to_string();
     if !text.ends_with('\n') {
@@ -116,7 +123,7 @@ pub fn boot(config: &QemuConfig, timeout: Duration, echo: bool) -> Result<BatchR
 pub fn run_command(opts: &RunOptions, commands: &str) -> Result<ExitCode> {
     tools::ensure_qemu()?;
     let workspace = Workspace::load()?;
-    let config = prepare(&workspace, opts, commands)?;
+    let config = prepare(&workspace, opts, commands, ImageKind::Normal)?;
     let run = boot(&config, DEFAULT_TIMEOUT, true)?;
     match run.status {
         Some(status) => Ok(ExitCode::from(status.min(255) as u8)),

@@ -6,7 +6,12 @@
 //! 3. the host crates' unit tests;
 //! 4. build the test image and boot it once per configuration (1, 2 and 4
 //!    CPUs) with `init=testrunner`, each boot under a timeout;
-//! 5. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
+//! 5. the UNIX personality's tests: the test image booted normally (init
+//!    from `etc/inittab`) with `/bin/utest` as the batch command
+//!    (`tests/utest`, the same line protocol as the test runner), on 1 and
+//!    2 CPUs; then one boot of the normal image running every shell
+//!    scenario of `tests/unix` ([`scenarios`]);
+//! 6. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
 //!    the Linux guest; it checks that every figure is measured, never a
 //!    figure's value).
 //!
@@ -39,7 +44,9 @@ use abi::test_protocol::{FAIL, OK, START, SUMMARY};
 
 use crate::image::{self, ImageKind, PROFILE, TARGET, Workspace};
 use crate::qemu::{self, AccelChoice, QemuConfig, QemuExit, SerialMode};
-use crate::{Result, tools};
+use crate::{Result, RunOptions, batch, tools};
+
+mod scenarios;
 
 /// Default limit for one boot. TCG on two host cores is slow, and a boot
 /// with 4 guest CPUs shares those cores; three boots at this limit still
@@ -52,6 +59,9 @@ pub const TEST_RUNNER: &str = "testrunner";
 /// Guest CPU counts of the test configurations: uniprocessor, the default,
 /// and more CPUs than the CI host has cores.
 const TEST_SMP_CONFIGS: [u32; 3] = [1, 2, 4];
+/// The UNIX test program (a `bin` under `tests/`) and its CPU counts.
+pub const UNIX_TEST_PROGRAM: &str = "utest";
+const UNIX_SMP_CONFIGS: [u32; 2] = [1, 2];
 /// What the kernel prints when it panics.
 const PANIC_MARKER: &str = "KERNEL PANIC";
 /// How long to wait for QEMU to exit once its output has ended, and for the
@@ -273,7 +283,7 @@ pub fn run(opts: &TestOptions) -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     let is_host = opts.parts != Parts::QemuOnly;
     let is_qemu = opts.parts != Parts::HostOnly;
-    let mut headers = Headers { done: 0, total: 4 * usize::from(is_host) + 3 * usize::from(is_qemu) };
+    let mut headers = Headers { done: 0, total: 4 * usize::from(is_host) + 5 * usize::from(is_qemu) };
     let mut outcomes = Vec::new();
     if is_host {
         outcomes.extend(host_steps(&workspace, &mut headers));
@@ -437,7 +447,66 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
         let log_path = log_dir.join(format!("{name}.log"));
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
     }
+    outcomes.extend(unix_steps(workspace, opts, headers, &built, &log_dir));
     outcomes.push(bench_smoke(opts, headers));
+    outcomes
+}
+
+/// The UNIX personality: `/bin/utest` under the shell on the test image,
+/// then the shell scenarios.
+fn unix_steps(
+    workspace: &Workspace,
+    opts: &TestOptions,
+    headers: &mut Headers,
+    built: &image::BuiltImage,
+    log_dir: &Path,
+) -> Vec<Outcome> {
+    let smp_configs = unix_smp_configs(opts);
+    let names: Vec<String> = smp_configs.iter().map(|smp| format!("unix smp{smp}")).collect();
+    headers.next(&format!(
+        "UNIX tests: /bin/{UNIX_TEST_PROGRAM} on {} (timeout {} s each)",
+        names.join(", "),
+        opts.timeout_s
+    ));
+    let mut outcomes = unix_boots(workspace, opts, built, log_dir);
+    headers.next(&format!("shell scenarios: {} (one boot, timeout {} s)", scenarios::DIR, opts.timeout_s));
+    outcomes.push(scenarios::run(workspace, opts, log_dir));
+    outcomes
+}
+
+fn unix_smp_configs(opts: &TestOptions) -> Vec<u32> {
+    match opts.smp {
+        Some(smp) => vec![smp],
+        None => UNIX_SMP_CONFIGS.to_vec(),
+    }
+}
+
+/// `/bin/utest` as the batch command, once per CPU count, judged like the
+/// test runner's boots: its protocol lines, its summary, and QEMU's
+/// status, which is the session's (init powers off with it).
+fn unix_boots(
+    workspace: &Workspace,
+    opts: &TestOptions,
+    built: &image::BuiltImage,
+    log_dir: &Path,
+) -> Vec<Outcome> {
+    if !built.has_program(UNIX_TEST_PROGRAM) {
+        let problem = format!("the test image has no program `{UNIX_TEST_PROGRAM}` (tests/utest)");
+        return vec![Outcome::step("UNIX tests", Err(problem))];
+    }
+    let mut outcomes = Vec::new();
+    for smp in unix_smp_configs(opts) {
+        let name = format!("unix smp{smp}");
+        let run_opts = RunOptions { smp, accel: opts.accel, ..RunOptions::default() };
+        let command = format!("/bin/{UNIX_TEST_PROGRAM}");
+        match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
+            Ok(config) => {
+                let log_path = log_dir.join(format!("unix-smp{smp}.log"));
+                outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
+            }
+            Err(err) => outcomes.push(Outcome::step(&format!("boot {name}"), Err(err))),
+        }
+    }
     outcomes
 }
 
@@ -853,6 +922,21 @@ ktest: summary 2 passed, 0 failed
         assert!(problems.contains("timed out after 2 s"), "{problems}");
         assert!(problems.contains("test hangs started but never finished"), "{problems}");
         assert_eq!(outcome.failed, 1);
+    }
+
+    /// The UNIX test boot alone (slow: `cargo test -p xtask -- --ignored
+    /// boot_the_unix_tests --nocapture`), on 2 CPUs.
+    #[test]
+    #[ignore]
+    fn boot_the_unix_tests() {
+        let workspace = Workspace::load().unwrap();
+        let built = image::build(&workspace, ImageKind::Test).unwrap();
+        let log_dir = workspace.target_dir.join("ktest");
+        fs::create_dir_all(&log_dir).unwrap();
+        let opts = TestOptions { smp: Some(2), ..TestOptions::default() };
+        for outcome in unix_boots(&workspace, &opts, &built, &log_dir) {
+            assert!(outcome.is_ok(), "{}: {:?}", outcome.name, outcome.problems);
+        }
     }
 
     #[test]

@@ -1,0 +1,225 @@
+//! utest: the in-QEMU tests of the UNIX personality, as a UNIX program.
+//!
+//! `cargo xtask test` boots the test image and runs `/bin/utest` through
+//! the shell (`cargo xtask run --batch` style, see xtask/src/test.rs); it
+//! is an ordinary UNIX process started by the monitor, so every call it
+//! makes goes through `runtime::unix` to the monitor and the managers,
+//! exactly as any program's would. It prints the line protocol of the
+//! kernel tests (`abi::test_protocol`: `ktest: start NAME`, `ktest: ok
+//! NAME`, `ktest: FAIL NAME: reason`, then `ktest: summary N passed, M
+//! failed`) and exits 0 only when every test passed.
+//!
+//! Usage: `utest [--prefault] [--repeat N] [NAME…]`: every test, or those
+//! whose names start with one of the NAMEs (e.g. `utest pipe::`), N times
+//! over (to catch what fails now and then). `--prefault` first reads every
+//! page of the program image, a diagnostic that tells the failures caused
+//! by message data in not-yet-touched pages (see
+//! `mem::message_data_from_untouched_pages`) from the others. `utest
+//! role-…` is not for people: the tests exec this program in a role to
+//! check what crosses an `exec` (see `proc::role`, `leak::role_hold`).
+//!
+//! Each test asserts results, never timings; a test that forks reaps its
+//! children. After each test the runner checks that no child was left
+//! behind and that the monitor holds as many open-file descriptions as
+//! before (a test that leaks either fails). Files go under
+//! `/tmp/utest.<pid>/`, removed at the end.
+//!
+//! What it is not: a test of the servers' insides (unix-core's host tests
+//! do that) nor a benchmark.
+
+#![no_std]
+#![no_main]
+#![deny(unsafe_code)]
+
+extern crate alloc;
+
+mod fs;
+mod leak;
+mod mem;
+mod pipe;
+mod proc;
+mod raw;
+mod util;
+
+use abi::test_protocol::{FAIL, OK, START, SUMMARY};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use protocols::unix::signal::SIGKILL;
+use runtime::unix;
+use runtime::{Args, println};
+use util::{RUNNER_PID, TestResult};
+
+runtime::entry!(main);
+
+type Test = (&'static str, fn() -> TestResult);
+
+const TESTS: &[Test] = &[
+    ("fs::standard_descriptors_are_open", fs::standard_descriptors_are_open),
+    ("fs::create_write_read", fs::create_write_read),
+    ("fs::open_errors", fs::open_errors),
+    ("fs::bad_descriptors", fs::bad_descriptors),
+    ("fs::emfile_at_64_descriptors", fs::emfile_at_64_descriptors),
+    ("fs::dup_shares_the_offset", fs::dup_shares_the_offset),
+    ("fs::fork_shares_the_offset", fs::fork_shares_the_offset),
+    ("fs::lseek_whence_and_holes", fs::lseek_whence_and_holes),
+    ("fs::o_append_writes_at_the_end", fs::o_append_writes_at_the_end),
+    ("fs::o_trunc_empties_the_file", fs::o_trunc_empties_the_file),
+    ("fs::unlinked_open_file_stays_readable", fs::unlinked_open_file_stays_readable),
+    ("fs::rename_files", fs::rename_files),
+    ("fs::rename_directories", fs::rename_directories),
+    ("fs::mkdir_rmdir", fs::mkdir_rmdir),
+    ("fs::readdir_lists_entries", fs::readdir_lists_entries),
+    ("fs::stat_and_fstat_fields", fs::stat_and_fstat_fields),
+    ("fs::chdir_and_getcwd", fs::chdir_and_getcwd),
+    ("fs::chmod_and_chown", fs::chmod_and_chown),
+    ("fs::dev_null", fs::dev_null),
+    ("perm::non_root_is_refused", fs::permissions_as_non_root),
+    ("perm::sticky_tmp_protects_other_users_files", fs::sticky_tmp_protects_other_users_files),
+    ("perm::search_permission_on_directories", fs::search_permission_on_directories),
+    ("proc::fork_returns_pids", proc::fork_returns_pids),
+    ("proc::exit_codes_reach_the_parent", proc::exit_codes_reach_the_parent),
+    ("proc::killed_children_report_the_signal", proc::killed_children_report_the_signal),
+    ("proc::faulting_child_reports_sigsegv", proc::faulting_child_reports_sigsegv),
+    ("proc::wait_nohang", proc::wait_nohang),
+    ("proc::wait_errors", proc::wait_errors),
+    ("proc::wait_for_a_specific_child", proc::wait_for_a_specific_child),
+    ("proc::fork_tree", proc::fork_tree),
+    ("proc::orphans_go_to_init", proc::orphans_go_to_init),
+    ("proc::process_groups_and_kill_pgid", proc::process_groups_and_kill_pgid),
+    ("proc::kill_pgid_reaches_every_member_only", proc::kill_pgid_reaches_every_member_only),
+    ("proc::setpgid_errors", proc::setpgid_errors),
+    ("proc::kill_errors", proc::kill_errors),
+    ("proc::signal_ignore", proc::signal_ignore),
+    ("proc::times_count_reaped_children", proc::times_count_reaped_children),
+    ("proc::times_include_waited_for_grandchildren", proc::times_include_waited_for_grandchildren),
+    ("proc::ps_lists_processes", proc::ps_lists_processes),
+    ("proc::ids_of_root", proc::ids_of_root),
+    ("proc::clock_and_sleep", proc::clock_and_sleep),
+    ("proc::tcsetpgrp", proc::tcsetpgrp),
+    ("exec::arguments_and_environment", proc::exec_arguments_and_environment),
+    ("exec::execv_keeps_the_environment", proc::execv_keeps_the_environment),
+    ("exec::descriptors_and_pid_survive_exec", proc::descriptors_and_pid_survive_exec),
+    ("exec::exit_status", proc::exec_exit_status),
+    ("exec::errors", proc::exec_errors),
+    ("pipe::data_and_end_of_file", pipe::data_and_end_of_file),
+    ("pipe::end_of_file_needs_every_writer_closed", pipe::end_of_file_needs_every_writer_closed),
+    ("pipe::errors", pipe::pipe_errors),
+    ("pipe::epipe_without_a_reader", pipe::epipe_without_a_reader),
+    ("pipe::blocked_writer_wakes_when_the_reader_goes", pipe::blocked_writer_wakes_when_the_reader_goes),
+    (
+        "pipe::reader_sees_end_of_file_when_the_writer_dies",
+        pipe::reader_sees_end_of_file_when_the_writer_dies,
+    ),
+    ("pipe::small_writes_are_atomic", pipe::small_writes_are_atomic),
+    ("pipe::megabytes_between_processes", pipe::megabytes_between_processes),
+    ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
+    ("mem::sbrk_errors", mem::sbrk_errors),
+    ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),
+    ("mem::message_data_from_untouched_pages", mem::message_data_from_untouched_pages),
+    ("leak::monitor_counts_descriptions", leak::monitor_counts_descriptions),
+    ("leak::exited_children_leak_nothing", leak::exited_children_leak_nothing),
+    ("leak::killed_children_leak_nothing", leak::killed_children_leak_nothing),
+    ("leak::memfs_handles_come_back_after_kills", leak::memfs_handles_come_back_after_kills),
+];
+
+fn main(args: Args) -> i32 {
+    let argv: Vec<&str> = args.iter().collect();
+    match argv.get(1) {
+        Some(&"role-hold") => return leak::role_hold(&argv),
+        Some(role) if role.starts_with("role-") => return proc::role(&argv),
+        _ => {}
+    }
+    RUNNER_PID.store(unix::getpid(), Ordering::Relaxed);
+    let mut filters: Vec<&str> = argv.iter().skip(1).copied().collect();
+    let mut repeat = 1;
+    loop {
+        match filters.first().copied() {
+            Some("--prefault") => {
+                filters.remove(0);
+                println!("utest: --prefault: touched {} pages of the program image", raw::touch_image());
+            }
+            Some("--repeat") if filters.len() > 1 => {
+                repeat = filters[1].parse().unwrap_or(1);
+                filters.drain(..2);
+            }
+            _ => break,
+        }
+    }
+    let once: Vec<&Test> = TESTS
+        .iter()
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.starts_with(f)))
+        .collect();
+    let chosen: Vec<&Test> = (0..repeat).flat_map(|_| once.iter().copied()).collect();
+    let root = util::scratch_root();
+    if unix::stat(&root).is_ok() {
+        let _ = util::remove_tree(&root);
+    }
+    if let Err(e) = unix::mkdir(&root, 0o755) {
+        println!("utest: cannot make {root}: {}", e.name());
+        println!("{SUMMARY}0 passed, 1 failed");
+        return 1;
+    }
+    println!("utest: pid {}, {} of {} tests", unix::getpid(), chosen.len(), TESTS.len());
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in chosen {
+        println!("{START}{name}");
+        let before = util::open_descriptions();
+        let mut result = test();
+        let strays = reap_strays();
+        if result.is_ok() {
+            result = strays;
+        }
+        if result.is_ok() {
+            result = check_descriptions(before);
+        }
+        match result {
+            Ok(()) => {
+                passed += 1;
+                println!("{OK}{name}");
+            }
+            Err(why) => {
+                failed += 1;
+                println!("{FAIL}{name}: {}", why.replace('\n', " / "));
+            }
+        }
+    }
+    if let Err(e) = util::remove_tree(&root) {
+        println!("utest: cannot remove {root}: {e}");
+        failed += 1;
+    }
+    println!("{SUMMARY}{passed} passed, {failed} failed");
+    if failed == 0 { 0 } else { 1 }
+}
+
+/// Kill and reap any child a test left behind; an error names them.
+fn reap_strays() -> TestResult {
+    let kids = util::children()?;
+    if kids.is_empty() {
+        return Ok(());
+    }
+    for &(pid, _) in &kids {
+        let _ = unix::kill(pid as i64, SIGKILL);
+        let _ = unix::waitpid(pid as i64, false);
+    }
+    let pids: Vec<String> = kids.iter().map(|(p, s)| format!("{p} ({})", *s as char)).collect();
+    Err(format!("the test left children behind: {}", pids.join(", ")))
+}
+
+/// The monitor's open-file descriptions are what they were before the test.
+fn check_descriptions(before: Result<u64, String>) -> TestResult {
+    let before = before?;
+    let mut now = util::open_descriptions()?;
+    // Orphaned grandchildren end on their own; give the monitor time to
+    // close what they held.
+    util::poll_until(400, 5, || {
+        now = util::open_descriptions()?;
+        Ok(now == before)
+    })?;
+    ensure!(
+        now == before,
+        "{before} open-file descriptions before the test, {now} after: the test or a server leaked"
+    );
+    Ok(())
+}

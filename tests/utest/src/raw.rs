@@ -1,0 +1,67 @@
+//! The only code here that touches memory by address, which safe Rust
+//! cannot do: reading and writing the pages `sbrk` hands out (they belong
+//! to no Rust object), and touching an unmapped address on purpose.
+
+#![allow(unsafe_code)]
+
+/// Index (in u64 words) of the first non-zero word of `len_bytes` at `addr`.
+pub fn first_nonzero_word(addr: u64, len_bytes: usize) -> Option<usize> {
+    (0..len_bytes / 8).find(|&i| {
+        // SAFETY: the caller took `addr..addr + len_bytes` from sbrk for
+        // this check; no Rust object lives there, and the heap region is
+        // mapped on first touch by the process's pager.
+        unsafe { ((addr as *const u64).add(i)).read_volatile() != 0 }
+    })
+}
+
+/// Write word `i` of the range as `pattern ^ i`.
+pub fn fill_words(addr: u64, len_bytes: usize, pattern: u64) {
+    for i in 0..len_bytes / 8 {
+        // SAFETY: as in `first_nonzero_word`.
+        unsafe { ((addr as *mut u64).add(i)).write_volatile(pattern ^ i as u64) };
+    }
+}
+
+/// Index of the first word that is not `pattern ^ i`.
+pub fn first_wrong_word(addr: u64, len_bytes: usize, pattern: u64) -> Option<usize> {
+    (0..len_bytes / 8).find(|&i| {
+        // SAFETY: as in `first_nonzero_word`.
+        unsafe { ((addr as *const u64).add(i)).read_volatile() != pattern ^ i as u64 }
+    })
+}
+
+/// Read an address no process has mapped; the kernel ends the process
+/// with a page fault, which the monitor reports as SIGSEGV.
+pub fn touch_unmapped_memory() -> i32 {
+    // SAFETY: deliberately faults: nothing is mapped at this user address
+    // (programs are linked at 0x200000 and the heap and stack are far
+    // above); the test expects this process to be ended here.
+    let v = unsafe { (0xdead_0000 as *const u64).read_volatile() };
+    v as i32
+}
+
+unsafe extern "C" {
+    /// Linker-defined: the ELF header (the first byte of the first loaded
+    /// segment) and the end of the last (`.bss`).
+    static __ehdr_start: u8;
+    static _end: u8;
+}
+
+/// Read one byte of every page of this program's image, so that each is
+/// present before any test runs (`utest --prefault`, a diagnostic: it
+/// tells failures caused by message data in untouched pages from others).
+pub fn touch_image() -> usize {
+    let start = (&raw const __ehdr_start) as u64 & !0xfff;
+    let end = (&raw const _end) as u64;
+    let mut pages = 0;
+    let mut at = start;
+    while at < end {
+        // SAFETY: every page from the ELF header to `_end` belongs to a
+        // loaded segment of this program (the segments are contiguous in
+        // pages), so it is mapped readable; the read changes nothing.
+        let _ = unsafe { (at as *const u8).read_volatile() };
+        pages += 1;
+        at += 4096;
+    }
+    pages
+}
