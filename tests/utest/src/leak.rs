@@ -25,23 +25,12 @@ enum Then {
 type Role = fn(path: &str, ctl: Fd, ready: Fd, then: Then) -> i32;
 
 const ROLES: [Role; 6] =
-    [files_and_memory, pipes_and_grandchild, blocked_in_pipe_write, spinner, waiter, exec_holder];
-
-/// "/dev/null" as a heap string. Message data in a page the process has
-/// not touched yet is refused by the kernel (see
-/// `mem::message_data_from_untouched_pages`); a string literal can sit in
-/// such a page, and that failure must not mask what these tests look for.
-fn dev_null() -> String {
-    String::from("/dev/null")
-}
+    [files_and_memory, pipes_and_grandchild, blocked_in_pipe_write, waiter, exec_holder, spinner];
 
 /// Report ready and drop the ready pipe (so that the parent sees end of
 /// file rather than waiting forever if another child fails to set up).
 fn ready_and_close(ready: Fd) -> bool {
-    // From the stack (black_box keeps it out of read-only data), for the
-    // reason given at `dev_null`.
-    let byte = core::hint::black_box([b'r']);
-    let ok = write_all(ready, &byte).is_ok();
+    let ok = write_all(ready, b"r").is_ok();
     let _ = unix::close(ready);
     ok
 }
@@ -70,7 +59,7 @@ fn files_and_memory(path: &str, ctl: Fd, ready: Fd, then: Then) -> i32 {
             return 12;
         }
     }
-    if unix::open(&dev_null(), O_RDWR, 0).is_err() {
+    if unix::open("/dev/null", O_RDWR, 0).is_err() {
         return 13;
     }
     let mut memory = vec![0u8; 2 << 20];
@@ -176,7 +165,7 @@ pub fn role_hold(argv: &[&str]) -> i32 {
     let fd = |i: usize| argv.get(i).and_then(|s| s.parse::<Fd>().ok()).unwrap_or(-1);
     let (ready, ctl) = (fd(2), fd(3));
     let then = if argv.get(4) == Some(&"exit") { Then::Exit } else { Then::Block };
-    if unix::open(&dev_null(), O_RDONLY, 0).is_err() {
+    if unix::open("/dev/null", O_RDONLY, 0).is_err() {
         return 70;
     }
     let memory = vec![9u8; 1 << 20];
@@ -189,13 +178,21 @@ pub fn role_hold(argv: &[&str]) -> i32 {
 /// set up, then kill the group (or let them exit) and reap them.
 fn round(dir: &str, round: u32, then: Then) -> TestResult {
     let (ctl_r, ctl_w) = unix::pipe().ctx("pipe")?;
-    let (ready_r, ready_w) = unix::pipe().ctx("pipe")?;
     let mut kids = Vec::new();
     let mut leader = 0;
     let mut result = Ok(());
+    // One child at a time, each set up before the next starts: on one CPU
+    // the spinner would otherwise share it with every later setup.
     for (i, role) in ROLES.iter().enumerate() {
         let path = format!("{dir}/r{round}-c{i}");
         let group = leader;
+        let (ready_r, ready_w) = match unix::pipe() {
+            Ok(p) => p,
+            Err(e) => {
+                result = Err(format!("pipe: {}", e.name()));
+                break;
+            }
+        };
         let spawned = spawn(move || {
             // Join the group before making grandchildren, so that
             // kill(-group) reaches them.
@@ -206,33 +203,35 @@ fn round(dir: &str, round: u32, then: Then) -> TestResult {
             let _ = unix::close(ctl_w);
             role(&path, ctl_r, ready_w, then)
         });
-        match spawned {
-            Ok(pid) => {
-                if leader == 0 {
-                    leader = pid;
-                }
-                // Also from here, so the group exists before the next fork.
-                let _ = unix::setpgid(pid, leader);
-                kids.push(pid);
+        let _ = unix::close(ready_w);
+        if let Ok(pid) = spawned {
+            if leader == 0 {
+                leader = pid;
             }
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
+            // Also from here, so the group exists before the next fork.
+            let _ = unix::setpgid(pid, leader);
+            kids.push(pid);
+            let mut ready = [0u8; 1];
+            let t = unix::clock_ns();
+            let rr = read_exact(ready_r, &mut ready);
+            runtime::eprintln!("DBG child {i} ready after {} ms", (unix::clock_ns() - t) / 1_000_000);
+            result = rr.map_err(|e| format!("child {i} did not get ready: {e}"));
+        } else if let Err(e) = spawned {
+            result = Err(e);
+        }
+        let _ = unix::close(ready_r);
+        if result.is_err() {
+            break;
         }
     }
-    let _ = unix::close(ready_w);
-    if result.is_ok() {
-        let mut ready = vec![0u8; kids.len()];
-        result =
-            read_exact(ready_r, &mut ready).map_err(|e| format!("waiting for the children to set up: {e}"));
-    }
-    if then == Then::Block || result.is_err() {
+    // (leader 0: no child was made; kill(0) would be this process's group.)
+    if leader != 0 && (then == Then::Block || result.is_err()) {
         let killed = unix::kill(-(leader as i64), SIGKILL).ctx("kill(-group, SIGKILL)");
         if result.is_ok() {
             result = killed;
         }
     }
+    let tk = unix::clock_ns();
     let setup_failed = result.is_err();
     for (i, pid) in kids.into_iter().enumerate() {
         let status = wait_for(pid);
@@ -251,7 +250,8 @@ fn round(dir: &str, round: u32, then: Then) -> TestResult {
             };
         }
     }
-    for fd in [ctl_r, ctl_w, ready_r] {
+    runtime::eprintln!("DBG reaped after {} ms", (unix::clock_ns() - tk) / 1_000_000);
+    for fd in [ctl_r, ctl_w] {
         let _ = unix::close(fd);
     }
     result?;
@@ -289,14 +289,18 @@ fn leak_test(name: &str, then: Then) -> TestResult {
     let mut free = settled_free_memory(None);
     let mut lost_kib = Vec::new();
     for n in 1..=MEASURED_ROUNDS {
+        let t0 = unix::clock_ns();
         round(&dir, n, then)?;
+        runtime::eprintln!("DBG round {n} {} ms", (unix::clock_ns() - t0) / 1_000_000);
         // Descriptions are exact: every one the children held is closed.
         let now = settled_descriptions(files)?;
         ensure!(
             now == files,
             "round {n}: {files} open-file descriptions before, {now} after the children were reaped"
         );
+        runtime::eprintln!("DBG descr {} ms", (unix::clock_ns() - t0) / 1_000_000);
         let after = settled_free_memory(Some(free));
+        runtime::eprintln!("DBG free {} ms: {free} -> {after}", (unix::clock_ns() - t0) / 1_000_000);
         lost_kib.push((free as i64 - after as i64) / 1024);
         free = after;
     }

@@ -9,20 +9,19 @@
 //! NAME`, `ktest: FAIL NAME: reason`, then `ktest: summary N passed, M
 //! failed`) and exits 0 only when every test passed.
 //!
-//! Usage: `utest [--prefault] [--repeat N] [NAME…]`: every test, or those
-//! whose names start with one of the NAMEs (e.g. `utest pipe::`), N times
-//! over (to catch what fails now and then). `--prefault` first reads every
-//! page of the program image, a diagnostic that tells the failures caused
-//! by message data in not-yet-touched pages (see
-//! `mem::message_data_from_untouched_pages`) from the others. `utest
+//! Usage: `utest [--repeat N] [NAME…]`: every test, or those whose names
+//! start with one of the NAMEs (e.g. `utest pipe::`), N times over (to
+//! catch what fails now and then). `utest
 //! role-…` is not for people: the tests exec this program in a role to
 //! check what crosses an `exec` (see `proc::role`, `leak::role_hold`).
 //!
 //! Each test asserts results, never timings; a test that forks reaps its
-//! children. After each test the runner checks that no child was left
-//! behind and that the monitor holds as many open-file descriptions as
-//! before (a test that leaks either fails). Files go under
-//! `/tmp/utest.<pid>/`, removed at the end.
+//! children. Each runs in a forked child of the runner (`run_isolated`),
+//! which afterwards checks that no child was left behind and that the
+//! monitor holds as many open-file descriptions as before (a test that
+//! leaks either fails); a test still running after a generous watchdog
+//! (`WATCHDOG_NS`) is killed and reported, so one hang does not hide the
+//! rest. Files go under `/tmp/utest.<runner pid>/`, removed at the end.
 //!
 //! What it is not: a test of the servers' insides (unix-core's host tests
 //! do that) nor a benchmark.
@@ -134,18 +133,9 @@ fn main(args: Args) -> i32 {
     RUNNER_PID.store(unix::getpid(), Ordering::Relaxed);
     let mut filters: Vec<&str> = argv.iter().skip(1).copied().collect();
     let mut repeat = 1;
-    loop {
-        match filters.first().copied() {
-            Some("--prefault") => {
-                filters.remove(0);
-                println!("utest: --prefault: touched {} pages of the program image", raw::touch_image());
-            }
-            Some("--repeat") if filters.len() > 1 => {
-                repeat = filters[1].parse().unwrap_or(1);
-                filters.drain(..2);
-            }
-            _ => break,
-        }
+    if filters.first() == Some(&"--repeat") && filters.len() > 1 {
+        repeat = filters[1].parse().unwrap_or(1);
+        filters.drain(..2);
     }
     let once: Vec<&Test> = TESTS
         .iter()
@@ -166,11 +156,10 @@ fn main(args: Args) -> i32 {
     for (name, test) in chosen {
         println!("{START}{name}");
         let before = util::open_descriptions();
-        let mut result = test();
-        let strays = reap_strays();
-        if result.is_ok() {
-            result = strays;
-        }
+        let started_ns = unix::clock_ns();
+        let mut result = run_isolated(*test);
+        // For people reading the log; no verdict depends on it.
+        println!("utest: {name} took {} ms", (unix::clock_ns() - started_ns) / 1_000_000);
         if result.is_ok() {
             result = check_descriptions(before);
         }
@@ -191,6 +180,95 @@ fn main(args: Args) -> i32 {
     }
     println!("{SUMMARY}{passed} passed, {failed} failed");
     if failed == 0 { 0 } else { 1 }
+}
+
+/// Longest a test may take before the runner ends it. Not a performance
+/// limit (the slowest test takes a few seconds even on one emulated CPU):
+/// it only turns a hang (a lost wake-up, a signal that never arrives)
+/// into one failed test instead of a silent boot that times out with
+/// every later test unrun.
+const WATCHDOG_NS: u64 = 120_000_000_000;
+
+/// Run `test` in a forked child of the runner, so that a test that hangs
+/// can be ended and a test that breaks its process (its descriptors, its
+/// ids) cannot disturb the next. The child reports a failure's text
+/// through a pipe and reaps its own strays.
+fn run_isolated(test: fn() -> TestResult) -> TestResult {
+    let (r, w) = unix::pipe().map_err(|e| format!("pipe for the test's report: {}", e.name()))?;
+    let child = util::spawn(move || {
+        let _ = unix::close(r);
+        let mut result = test();
+        let strays = reap_strays();
+        if result.is_ok() {
+            result = strays;
+        }
+        match result {
+            Ok(()) => 0,
+            Err(why) => {
+                let _ = util::write_all(w, why.as_bytes());
+                1
+            }
+        }
+    });
+    let _ = unix::close(w);
+    let child = match child {
+        Ok(pid) => pid,
+        Err(e) => {
+            let _ = unix::close(r);
+            return Err(e);
+        }
+    };
+    let deadline = unix::clock_ns() + WATCHDOG_NS;
+    let status = loop {
+        match unix::waitpid(child as i64, true) {
+            Ok(Some((_, status))) => break Ok(status),
+            Ok(None) if unix::clock_ns() < deadline => unix::sleep_ns(5_000_000),
+            Ok(None) => break Err(end_hung_test(child)),
+            Err(e) => break Err(format!("waitpid for the test process: {}", e.name())),
+        }
+    };
+    let report = util::read_to_end(r);
+    let _ = unix::close(r);
+    let status = status?;
+    let text = match report {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => format!("(reading the test's report: {})", e.name()),
+    };
+    match status.exit_code() {
+        Some(0) => Ok(()),
+        _ if !text.is_empty() => Err(text),
+        _ => Err(format!("the test process {}", util::describe(&status))),
+    }
+}
+
+/// Kill a hung test process and everything it started; the failure text.
+fn end_hung_test(child: u64) -> String {
+    // Every descendant, from the process table, before anything dies (an
+    // orphan's parent becomes init).
+    let table = unix::ps().unwrap_or_default();
+    let mut tree = alloc::vec![child];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(table.iter().filter(|p| p.ppid == parent).map(|p| p.pid));
+        i += 1;
+    }
+    let states: Vec<String> = tree
+        .iter()
+        .map(|&pid| {
+            let state = table.iter().find(|p| p.pid == pid).map_or('?', |p| p.state as char);
+            format!("{pid} {state}")
+        })
+        .collect();
+    for &pid in tree.iter().rev() {
+        let _ = unix::kill(pid as i64, SIGKILL);
+    }
+    let _ = unix::waitpid(child as i64, false);
+    format!(
+        "did not finish within {} s: killed it and its processes (pid state: {})",
+        WATCHDOG_NS / 1_000_000_000,
+        states.join(", ")
+    )
 }
 
 /// Kill and reap any child a test left behind; an error names them.

@@ -22,7 +22,6 @@ fn blocked_child(fd: Fd, code: i32) -> Result<u64, String> {
 
 pub fn fork_returns_pids() -> TestResult {
     let me = unix::getpid();
-    ensure!(me == RUNNER_PID.load(core::sync::atomic::Ordering::Relaxed), "getpid changed");
     let parent_of_me = unix::getppid();
     ensure!(parent_of_me != 0 && parent_of_me != me, "getppid {parent_of_me}");
     let (r, w) = unix::pipe().ctx("pipe")?;
@@ -57,46 +56,14 @@ pub fn exit_codes_reach_the_parent() -> TestResult {
 
 pub fn killed_children_report_the_signal() -> TestResult {
     for sig in [SIGTERM, SIGKILL, SIGINT, SIGHUP] {
-        runtime::eprintln!("DBG sig {sig} pipe");
         let (r, w) = unix::pipe().ctx("pipe")?;
-        runtime::eprintln!("DBG fork");
         let child = blocked_child(r, 0)?;
-        runtime::eprintln!("DBG kill {child}");
         unix::kill(child as i64, sig).ctx(&format!("kill {child} with {sig}"))?;
-        runtime::eprintln!("DBG wait");
-        let mut reaped = None;
-        for _ in 0..500 {
-            if let Ok(Some(x)) = unix::waitpid(child as i64, true) {
-                reaped = Some(x);
-                break;
-            }
-            unix::sleep_ns(10_000_000);
-        }
-        if reaped.is_none() {
-            let e = unix::ps().ok().and_then(|t| t.into_iter().find(|p| p.pid == child));
-            runtime::eprintln!(
-                "DBG not reaped after 5 s: ps entry {e:?}; kill(child,0) = {:?}; free procs {}",
-                unix::kill(child as i64, 0),
-                runtime::sys::info(abi::InfoKey::ProcessCount)
-            );
-            let again = unix::kill(child as i64, SIGKILL);
-            runtime::eprintln!("DBG SIGKILL again: {again:?}");
-            for _ in 0..300 {
-                if let Ok(Some(x)) = unix::waitpid(child as i64, true) {
-                    reaped = Some(x);
-                    break;
-                }
-                unix::sleep_ns(10_000_000);
-            }
-            runtime::eprintln!("DBG after second kill: {reaped:?}");
-        }
         let result = expect_signal(child, sig);
-        runtime::eprintln!("DBG close");
         unix::close(r).ctx("close")?;
         unix::close(w).ctx("close")?;
         result?;
     }
-    runtime::eprintln!("DBG spinner");
     // A running (not blocked) child too.
     let child = spawn(|| {
         let mut x = 0u64;

@@ -39,29 +39,3 @@ pub fn touch_unmapped_memory() -> i32 {
     let v = unsafe { (0xdead_0000 as *const u64).read_volatile() };
     v as i32
 }
-
-unsafe extern "C" {
-    /// Linker-defined: the ELF header (the first byte of the first loaded
-    /// segment) and the end of the last (`.bss`).
-    static __ehdr_start: u8;
-    static _end: u8;
-}
-
-/// Read one byte of every page of this program's image, so that each is
-/// present before any test runs (`utest --prefault`, a diagnostic: it
-/// tells failures caused by message data in untouched pages from others).
-pub fn touch_image() -> usize {
-    let start = (&raw const __ehdr_start) as u64 & !0xfff;
-    let end = (&raw const _end) as u64;
-    let mut pages = 0;
-    let mut at = start;
-    while at < end {
-        // SAFETY: every page from the ELF header to `_end` belongs to a
-        // loaded segment of this program (the segments are contiguous in
-        // pages), so it is mapped readable; the read changes nothing.
-        let _ = unsafe { (at as *const u8).read_volatile() };
-        pages += 1;
-        at += 4096;
-    }
-    pages
-}
