@@ -22,6 +22,7 @@
 extern crate alloc;
 
 pub mod args;
+pub mod clock;
 mod heap;
 pub mod io;
 pub mod msg;

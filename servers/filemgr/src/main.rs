@@ -64,30 +64,7 @@ const FREE_MEMORY_SHARE: u64 = 4;
 /// Times a call to memfs is retried while its queue is full.
 const QUEUE_FULL_RETRIES: u32 = 1000;
 
-/// Nanoseconds since boot for mtimes, without a kernel entry per write:
-/// the kernel's uptime at start, advanced by the time-stamp counter (the
-/// kernel calibrated its frequency at boot).
-struct Clock {
-    base_ns: u64,
-    base_tsc: u64,
-    tsc_hz: u64,
-}
-
-impl Clock {
-    fn new() -> Clock {
-        let base_tsc = sys::rdtsc();
-        Clock { base_ns: sys::info(InfoKey::UptimeNs), base_tsc, tsc_hz: sys::info(InfoKey::TscHz) }
-    }
-
-    fn now_ns(&self) -> u64 {
-        if self.tsc_hz == 0 {
-            return sys::info(InfoKey::UptimeNs);
-        }
-        let ticks = sys::rdtsc().saturating_sub(self.base_tsc) as u128;
-        let ns = ticks * 1_000_000_000 / self.tsc_hz as u128;
-        self.base_ns.saturating_add(u64::try_from(ns).unwrap_or(u64::MAX))
-    }
-}
+use runtime::clock::Clock;
 
 fn main(args: Args) -> i32 {
     // The last number among the arguments: plain `spawn` text gives just

@@ -62,30 +62,7 @@ const QUEUE_PAGES: u64 = 128;
 /// Longest boot-module name copied into the tree (`NAME_MAX`).
 const MAX_MODULE_NAME_BYTES: usize = 255;
 
-/// Nanoseconds since boot for mtimes, without a kernel entry per request:
-/// the kernel's uptime at start, advanced by the time-stamp counter (the
-/// kernel calibrated its frequency at boot).
-struct Clock {
-    base_ns: u64,
-    base_tsc: u64,
-    tsc_hz: u64,
-}
-
-impl Clock {
-    fn new() -> Clock {
-        let base_tsc = sys::rdtsc();
-        Clock { base_ns: sys::info(InfoKey::UptimeNs), base_tsc, tsc_hz: sys::info(InfoKey::TscHz) }
-    }
-
-    fn now_ns(&self) -> u64 {
-        if self.tsc_hz == 0 {
-            return sys::info(InfoKey::UptimeNs);
-        }
-        let ticks = sys::rdtsc().saturating_sub(self.base_tsc) as u128;
-        let ns = ticks * 1_000_000_000 / self.tsc_hz as u128;
-        self.base_ns.saturating_add(u64::try_from(ns).unwrap_or(u64::MAX))
-    }
-}
+use runtime::clock::Clock;
 
 fn main(args: Args) -> i32 {
     // Before anything else, so that the fs queue is queue 0.
