@@ -276,8 +276,11 @@ impl Kernel {
         let previous = self.cpus[cpu].current;
         if let Some(slot) = previous
             && self.procs[slot].kill_requested
-            && matches!(self.procs[slot].state, State::Running { .. })
+            && !matches!(self.procs[slot].state, State::Free | State::Zombie)
         {
+            // Asked to end while it ran here: end it even if the kernel
+            // entry that brought it here has just blocked it (a read on an
+            // empty pipe), or the kill would be lost.
             self.finish(slot, ExitStatus::Killed);
         }
         // Charge CPU time to the process that ran until now.

@@ -29,6 +29,8 @@ pub struct BatchRun {
     pub status: Option<u32>,
     /// Everything the machine printed, for diagnosis.
     pub transcript: String,
+    /// When each line of `output` arrived, from the start of the boot.
+    pub line_times: Vec<Duration>,
 }
 
 /// The QEMU configuration of a batch boot of `commands` on image `kind`
@@ -81,8 +83,10 @@ pub fn boot(config: &QemuConfig, timeout: Duration, echo: bool) -> Result<BatchR
             buf.clear();
         }
     });
-    let deadline = Instant::now() + timeout;
-    let mut run = BatchRun { output: String::new(), status: None, transcript: String::new() };
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let mut run =
+        BatchRun { output: String::new(), status: None, transcript: String::new(), line_times: Vec::new() };
     let mut in_session = false;
     let stdout_handle = std::io::stdout();
     loop {
@@ -106,6 +110,7 @@ pub fn boot(config: &QemuConfig, timeout: Duration, echo: bool) -> Result<BatchR
                 let _ = out.flush();
             }
             run.output.push_str(&line);
+            run.line_times.push(started.elapsed());
             run.output.push('\n');
         }
         if Instant::now() >= deadline {

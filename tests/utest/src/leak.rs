@@ -212,10 +212,7 @@ fn round(dir: &str, round: u32, then: Then) -> TestResult {
             let _ = unix::setpgid(pid, leader);
             kids.push(pid);
             let mut ready = [0u8; 1];
-            let t = unix::clock_ns();
-            let rr = read_exact(ready_r, &mut ready);
-            runtime::eprintln!("DBG child {i} ready after {} ms", (unix::clock_ns() - t) / 1_000_000);
-            result = rr.map_err(|e| format!("child {i} did not get ready: {e}"));
+            result = read_exact(ready_r, &mut ready).map_err(|e| format!("child {i} did not get ready: {e}"));
         } else if let Err(e) = spawned {
             result = Err(e);
         }
@@ -231,7 +228,6 @@ fn round(dir: &str, round: u32, then: Then) -> TestResult {
             result = killed;
         }
     }
-    let tk = unix::clock_ns();
     let setup_failed = result.is_err();
     for (i, pid) in kids.into_iter().enumerate() {
         let status = wait_for(pid);
@@ -250,7 +246,6 @@ fn round(dir: &str, round: u32, then: Then) -> TestResult {
             };
         }
     }
-    runtime::eprintln!("DBG reaped after {} ms", (unix::clock_ns() - tk) / 1_000_000);
     for fd in [ctl_r, ctl_w] {
         let _ = unix::close(fd);
     }
@@ -289,18 +284,14 @@ fn leak_test(name: &str, then: Then) -> TestResult {
     let mut free = settled_free_memory(None);
     let mut lost_kib = Vec::new();
     for n in 1..=MEASURED_ROUNDS {
-        let t0 = unix::clock_ns();
         round(&dir, n, then)?;
-        runtime::eprintln!("DBG round {n} {} ms", (unix::clock_ns() - t0) / 1_000_000);
         // Descriptions are exact: every one the children held is closed.
         let now = settled_descriptions(files)?;
         ensure!(
             now == files,
             "round {n}: {files} open-file descriptions before, {now} after the children were reaped"
         );
-        runtime::eprintln!("DBG descr {} ms", (unix::clock_ns() - t0) / 1_000_000);
         let after = settled_free_memory(Some(free));
-        runtime::eprintln!("DBG free {} ms: {free} -> {after}", (unix::clock_ns() - t0) / 1_000_000);
         lost_kib.push((free as i64 - after as i64) / 1024);
         free = after;
     }

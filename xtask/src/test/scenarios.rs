@@ -133,6 +133,29 @@ pub fn split(output: &str) -> Split {
     split
 }
 
+/// How long each scenario ran: from its begin marker to its end marker
+/// (or to the last line, if it never ended), given each output line's
+/// arrival time.
+pub fn durations(output: &str, line_times: &[Duration]) -> BTreeMap<String, Duration> {
+    let mut out = BTreeMap::new();
+    let mut open: Option<(String, Duration)> = None;
+    let mut last = Duration::ZERO;
+    for (line, &at) in output.lines().zip(line_times) {
+        last = at;
+        if let Some(name) = line.strip_prefix(BEGIN) {
+            open = Some((name.trim().to_string(), at));
+        } else if line.starts_with(END)
+            && let Some((name, began)) = open.take()
+        {
+            out.insert(name, at.saturating_sub(began));
+        }
+    }
+    if let Some((name, began)) = open {
+        out.insert(name, last.saturating_sub(began));
+    }
+    out
+}
+
 /// `None` when `actual` is `expected`; else where they first differ.
 pub fn compare(expected: &str, actual: &str) -> Option<String> {
     if expected == actual {
@@ -193,6 +216,9 @@ pub fn run(workspace: &Workspace, opts: &TestOptions, log_dir: &Path) -> Outcome
     let _ = fs::create_dir_all(&actual_dir);
 
     let split = split(&run.output);
+    let took = durations(&run.output, &run.line_times);
+    let seconds_of =
+        |name: &str| took.get(name).map_or(String::from("?"), |d| format!("{:.1}", d.as_secs_f64()));
     let mut outcome = Outcome::step(row, Ok(()));
     outcome.passed = 0;
     for s in &scenarios {
@@ -206,12 +232,12 @@ pub fn run(workspace: &Workspace, opts: &TestOptions, log_dir: &Path) -> Outcome
             None => {
                 outcome.passed += 1;
                 let _ = fs::remove_file(&actual_path);
-                println!("  ok    {}", s.name);
+                println!("  ok    {} ({} s)", s.name, seconds_of(&s.name));
             }
             Some((why, text)) => {
                 outcome.failed += 1;
                 let _ = fs::write(&actual_path, &text);
-                println!("  FAIL  {}: {why}", s.name);
+                println!("  FAIL  {} ({} s): {why}", s.name, seconds_of(&s.name));
                 outcome.problems.push(format!(
                     "scenario {}: {why} (diff {} {})",
                     s.name,
@@ -280,6 +306,15 @@ mod tests {
         assert_eq!(s.unfinished["a"], "x\n");
         assert_eq!(s.stray, ["@@@ end b 0"]);
         assert!(!s.done);
+    }
+
+    #[test]
+    fn durations_run_from_begin_to_end() {
+        let out = "@@@ begin a\nx\n@@@ end a 0\n@@@ begin b\ny\n";
+        let times: Vec<Duration> = [1, 2, 5, 6, 9].iter().map(|&s| Duration::from_secs(s)).collect();
+        let d = durations(out, &times);
+        assert_eq!(d["a"], Duration::from_secs(4));
+        assert_eq!(d["b"], Duration::from_secs(3), "an unfinished scenario runs to the last line");
     }
 
     #[test]
