@@ -70,10 +70,10 @@ const MAX_PATH_BYTES: usize = 256;
 fn with_c_path<T>(path: &str, call: impl FnOnce(*const libc::c_char) -> T) -> Result<T, Errno> {
     let mut buffer = [0u8; MAX_PATH_BYTES];
     if path.len() >= buffer.len() {
-        return Err(libc::ENAMETOOLONG as Errno);
+        return Err(Errno(libc::ENAMETOOLONG as u64));
     }
     if path.as_bytes().contains(&0) {
-        return Err(libc::EINVAL as Errno);
+        return Err(Errno(libc::EINVAL as u64));
     }
     buffer[..path.len()].copy_from_slice(path.as_bytes());
     Ok(call(buffer.as_ptr().cast()))
@@ -81,7 +81,7 @@ fn with_c_path<T>(path: &str, call: impl FnOnce(*const libc::c_char) -> T) -> Re
 
 /// A system call's result: `Err(errno)` when it returned -1.
 fn checked(result: isize) -> Result<usize, Errno> {
-    if result < 0 { Err(errno() as Errno) } else { Ok(result as usize) }
+    if result < 0 { Err(Errno(errno() as u64)) } else { Ok(result as usize) }
 }
 
 impl Unix for Linux {
@@ -104,7 +104,7 @@ impl Unix for Linux {
         loop {
             // SAFETY: `buffer` is a live, writable slice of the length passed.
             match checked(unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) }) {
-                Err(e) if e == libc::EINTR as Errno => continue,
+                Err(e) if e == Errno(libc::EINTR as u64) => continue,
                 result => return result,
             }
         }
@@ -114,7 +114,7 @@ impl Unix for Linux {
         loop {
             // SAFETY: `bytes` is a live slice of the length passed.
             match checked(unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }) {
-                Err(e) if e == libc::EINTR as Errno => continue,
+                Err(e) if e == Errno(libc::EINTR as u64) => continue,
                 result => return result,
             }
         }
@@ -157,7 +157,7 @@ impl Unix for Linux {
         loop {
             // SAFETY: `status` is a live c_int.
             match checked(unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } as isize) {
-                Err(e) if e == libc::EINTR as Errno => continue,
+                Err(e) if e == Errno(libc::EINTR as u64) => continue,
                 Err(e) => return Err(e),
                 Ok(_) => break,
             }
@@ -177,40 +177,14 @@ impl Unix for Linux {
             0 => ask(),
             known => known,
         };
-        let wanted = current.checked_add_signed(increment).ok_or(libc::ENOMEM as Errno)?;
+        let wanted = current.checked_add_signed(increment).ok_or(Errno(libc::ENOMEM as u64))?;
         // SAFETY: the program moves the break only between its own sbrk
         // calls and puts it back (the R2 row), and allocates nothing from
         // the region in between; the kernel answers the new break, or the
         // old one on failure.
         let now = unsafe { libc::syscall(libc::SYS_brk, wanted) } as usize;
         BREAK.store(now, Ordering::Relaxed);
-        if now == wanted { Ok(current) } else { Err(libc::ENOMEM as Errno) }
-    }
-
-    fn errno_name(errno: Errno) -> &'static str {
-        match errno as c_int {
-            libc::EPERM => "EPERM",
-            libc::ENOENT => "ENOENT",
-            libc::ESRCH => "ESRCH",
-            libc::EINTR => "EINTR",
-            libc::EIO => "EIO",
-            libc::EBADF => "EBADF",
-            libc::ECHILD => "ECHILD",
-            libc::EAGAIN => "EAGAIN",
-            libc::ENOMEM => "ENOMEM",
-            libc::EACCES => "EACCES",
-            libc::EFAULT => "EFAULT",
-            libc::EEXIST => "EEXIST",
-            libc::ENOTDIR => "ENOTDIR",
-            libc::EISDIR => "EISDIR",
-            libc::EINVAL => "EINVAL",
-            libc::ENFILE => "ENFILE",
-            libc::EMFILE => "EMFILE",
-            libc::ENOSPC => "ENOSPC",
-            libc::EPIPE => "EPIPE",
-            libc::ENAMETOOLONG => "ENAMETOOLONG",
-            _ => "an error",
-        }
+        if now == wanted { Ok(current) } else { Err(Errno(libc::ENOMEM as u64)) }
     }
 }
 

@@ -42,8 +42,8 @@ use core::hint::black_box;
 /// A file descriptor.
 pub type Fd = i32;
 
-/// An error number, in the system's own numbering (see [`Unix::errno_name`]).
-pub type Errno = u64;
+/// An error number: POSIX numbers with Linux's values, which both systems use.
+pub use protocols::unix::Errno;
 
 /// The UNIX calls the R2 rows use, on top of [`Platform`]. Each is the
 /// system's own call, one to one: on Linux the C library's system call,
@@ -72,8 +72,6 @@ pub trait Unix: Platform {
     /// `sbrk(increment)`: moves the break; returns the old one.
     /// `sbrk(0)` asks where it is.
     fn sbrk(increment: isize) -> Result<usize, Errno>;
-    /// The error's symbolic name, for messages.
-    fn errno_name(errno: Errno) -> &'static str;
 }
 
 /// Where the files go: a memory file system on both systems.
@@ -279,7 +277,7 @@ impl Session {
             Ok(ends) => ends,
             Err(errno) => {
                 let _ = (P::close(data_read), P::close(data_write));
-                return Err(describe::<P>("pipe", errno));
+                return Err(describe("pipe", errno));
             }
         };
         let child = match P::fork() {
@@ -294,7 +292,7 @@ impl Session {
                 for fd in [data_read, data_write, ack_read, ack_write] {
                     let _ = P::close(fd);
                 }
-                return Err(describe::<P>("fork", errno));
+                return Err(describe("fork", errno));
             }
         };
         let _ = (P::close(data_read), P::close(ack_write));
@@ -331,7 +329,7 @@ impl Session {
                 Err(format!("the pipe's reader exited with {status} ({})", ReaderExit::meaning(status)))
             }
             Ok(None) => Err(String::from("the pipe's reader was killed by a signal")),
-            Err(errno) => Err(describe::<P>("waitpid", errno)),
+            Err(errno) => Err(describe("waitpid", errno)),
         }
     }
 
@@ -345,8 +343,8 @@ impl Session {
                 *next_name += 1;
                 // The name says how far the figure got (its number counts
                 // from the session's first creat).
-                let fd = P::create(name.as_str())
-                    .map_err(|e| describe::<P>(&format!("creat {}", name.as_str()), e))?;
+                let fd =
+                    P::create(name.as_str()).map_err(|e| describe(&format!("creat {}", name.as_str()), e))?;
                 call::<P, _>("close", P::close(fd))?;
                 if *next_name - first_of_batch == CREAT_BATCH {
                     stopwatch.stop();
@@ -363,11 +361,11 @@ impl Session {
 
 /// Adds the call's name and the error's to a failed call.
 fn call<P: Unix, T>(what: &str, result: Result<T, Errno>) -> Result<T, String> {
-    result.map_err(|errno| describe::<P>(what, errno))
+    result.map_err(|errno| describe(what, errno))
 }
 
-fn describe<P: Unix>(what: &str, errno: Errno) -> String {
-    format!("{what}: {} (errno {errno})", P::errno_name(errno))
+fn describe(what: &str, errno: Errno) -> String {
+    format!("{what}: {} (errno {errno})", errno.name())
 }
 
 /// `creat`s the file and writes its [`BLOCKS`] numbered blocks.

@@ -20,43 +20,70 @@
 //!   ([`vm`]) and device managers; managers never call the monitor, except
 //!   the console manager's one-way `send` of [`monitor::OP_SIGNAL_GROUP`].
 
+/// A POSIX error number, as a manager replies it and a UNIX program sees
+/// it: the one error type of the UNIX personality, on both sides of every
+/// protocol here. The values are Linux's on x86-64 ([`errno`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Errno(pub u64);
+
+impl Errno {
+    /// The wire value (positive; replies carry it negated, see [`result`]).
+    pub const fn code(self) -> u64 {
+        self.0
+    }
+
+    /// The usual short name with a few words of meaning, for messages.
+    pub fn name(self) -> &'static str {
+        errno::name(self)
+    }
+}
+
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// POSIX error numbers (the values Linux uses on x86-64).
 pub mod errno {
-    pub const EPERM: u64 = 1;
-    pub const ENOENT: u64 = 2;
-    pub const ESRCH: u64 = 3;
-    pub const EINTR: u64 = 4;
-    pub const EIO: u64 = 5;
-    pub const E2BIG: u64 = 7;
-    pub const ENOEXEC: u64 = 8;
-    pub const EBADF: u64 = 9;
-    pub const ECHILD: u64 = 10;
-    pub const EAGAIN: u64 = 11;
-    pub const ENOMEM: u64 = 12;
-    pub const EACCES: u64 = 13;
-    pub const EFAULT: u64 = 14;
-    pub const EBUSY: u64 = 16;
-    pub const EEXIST: u64 = 17;
-    pub const EXDEV: u64 = 18;
-    pub const ENODEV: u64 = 19;
-    pub const ENOTDIR: u64 = 20;
-    pub const EISDIR: u64 = 21;
-    pub const EINVAL: u64 = 22;
-    pub const ENFILE: u64 = 23;
-    pub const EMFILE: u64 = 24;
-    pub const ENOTTY: u64 = 25;
-    pub const EFBIG: u64 = 27;
-    pub const ENOSPC: u64 = 28;
-    pub const ESPIPE: u64 = 29;
-    pub const EROFS: u64 = 30;
-    pub const EPIPE: u64 = 32;
-    pub const ERANGE: u64 = 34;
-    pub const ENAMETOOLONG: u64 = 36;
-    pub const ENOSYS: u64 = 38;
-    pub const ENOTEMPTY: u64 = 39;
+    use super::Errno;
+
+    pub const EPERM: Errno = Errno(1);
+    pub const ENOENT: Errno = Errno(2);
+    pub const ESRCH: Errno = Errno(3);
+    pub const EINTR: Errno = Errno(4);
+    pub const EIO: Errno = Errno(5);
+    pub const E2BIG: Errno = Errno(7);
+    pub const ENOEXEC: Errno = Errno(8);
+    pub const EBADF: Errno = Errno(9);
+    pub const ECHILD: Errno = Errno(10);
+    pub const EAGAIN: Errno = Errno(11);
+    pub const ENOMEM: Errno = Errno(12);
+    pub const EACCES: Errno = Errno(13);
+    pub const EFAULT: Errno = Errno(14);
+    pub const EBUSY: Errno = Errno(16);
+    pub const EEXIST: Errno = Errno(17);
+    pub const EXDEV: Errno = Errno(18);
+    pub const ENODEV: Errno = Errno(19);
+    pub const ENOTDIR: Errno = Errno(20);
+    pub const EISDIR: Errno = Errno(21);
+    pub const EINVAL: Errno = Errno(22);
+    pub const ENFILE: Errno = Errno(23);
+    pub const EMFILE: Errno = Errno(24);
+    pub const ENOTTY: Errno = Errno(25);
+    pub const EFBIG: Errno = Errno(27);
+    pub const ENOSPC: Errno = Errno(28);
+    pub const ESPIPE: Errno = Errno(29);
+    pub const EROFS: Errno = Errno(30);
+    pub const EPIPE: Errno = Errno(32);
+    pub const ERANGE: Errno = Errno(34);
+    pub const ENAMETOOLONG: Errno = Errno(36);
+    pub const ENOSYS: Errno = Errno(38);
+    pub const ENOTEMPTY: Errno = Errno(39);
 
     /// The usual short name of an error number, for messages.
-    pub fn name(e: u64) -> &'static str {
+    pub fn name(e: Errno) -> &'static str {
         match e {
             EPERM => "EPERM (operation not permitted)",
             ENOENT => "ENOENT (no such file or directory)",
@@ -96,16 +123,16 @@ pub mod errno {
 }
 
 /// Word 0 of a reply: `Ok(value)` or `Err(errno)`.
-pub fn result(word0: u64) -> Result<u64, u64> {
+pub fn result(word0: u64) -> Result<u64, Errno> {
     let signed = word0 as i64;
-    if signed < 0 { Err(signed.unsigned_abs()) } else { Ok(word0) }
+    if signed < 0 { Err(Errno(signed.unsigned_abs())) } else { Ok(word0) }
 }
 
 /// Word 0 of a reply from a result.
-pub fn encode_result(r: Result<u64, u64>) -> u64 {
+pub fn encode_result(r: Result<u64, Errno>) -> u64 {
     match r {
         Ok(v) => v,
-        Err(e) => (e as i64).wrapping_neg() as u64,
+        Err(e) => (e.0 as i64).wrapping_neg() as u64,
     }
 }
 

@@ -30,31 +30,17 @@ pub type Fd = i32;
 /// Most descriptors a process may have open (also the monitor's limit).
 pub const MAX_FDS: usize = 64;
 
-/// A POSIX error number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Errno(pub u64);
-
-impl Errno {
-    pub fn name(self) -> &'static str {
-        errno::name(self.0)
-    }
-}
-
-impl core::fmt::Display for Errno {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use protocols::unix::Errno;
 
 /// A kernel error on the way to a server, as the errno a UNIX program
 /// expects: a dead or missing server is an I/O error.
 fn from_kernel(e: abi::Error) -> Errno {
-    Errno(match e {
+    match e {
         abi::Error::BadAddress => errno::EFAULT,
         abi::Error::InvalidArgument => errno::EINVAL,
         abi::Error::OutOfResources | abi::Error::LimitReached | abi::Error::QueueFull => errno::EAGAIN,
         _ => errno::EIO,
-    })
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -128,7 +114,7 @@ fn monitor_link() -> Result<Link, Errno> {
     if let Some(l) = st.monitor {
         return Ok(l);
     }
-    let (pid, queue) = crate::sys::bootstrap(abi::bootstrap::MONITOR).ok_or(Errno(errno::ENOSYS))?;
+    let (pid, queue) = crate::sys::bootstrap(abi::bootstrap::MONITOR).ok_or(errno::ENOSYS)?;
     let l = msg::open_link(pid, Queue(queue)).map_err(from_kernel)?;
     st.monitor = Some(l);
     Ok(l)
@@ -138,7 +124,7 @@ fn monitor_link() -> Result<Link, Errno> {
 fn monitor_call(request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
     let link = monitor_link()?;
     let (words, len) = msg::call(link, &request, data, reply).map_err(from_kernel)?;
-    ux::result(words[0]).map_err(Errno)?;
+    ux::result(words[0])?;
     Ok((words, len))
 }
 
@@ -181,18 +167,14 @@ fn forget(fd: Fd) {
 }
 
 fn fd_entry(fd: Fd) -> Result<(Link, FdInfo), Errno> {
-    let slot = *STATE
-        .lock()
-        .fds
-        .get(usize::try_from(fd).map_err(|_| Errno(errno::EBADF))?)
-        .ok_or(Errno(errno::EBADF))?;
+    let slot = *STATE.lock().fds.get(usize::try_from(fd).map_err(|_| errno::EBADF)?).ok_or(errno::EBADF)?;
     match slot {
         Slot::Open { link, info } => Ok((link, info)),
-        Slot::Closed => Err(Errno(errno::EBADF)),
+        Slot::Closed => Err(errno::EBADF),
         Slot::Unknown => match monitor_call([monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []) {
             Ok((w, _)) => remember(fd as u64, FdInfo::decode([w[1], w[2], w[3]])),
             Err(e) => {
-                if e.0 == errno::EBADF {
+                if e == errno::EBADF {
                     STATE.lock().fds[fd as usize] = Slot::Closed;
                 }
                 Err(e)
@@ -211,7 +193,7 @@ fn manager_call(
     let mut req = request;
     req[1] = info.handle;
     let (words, len) = msg::call(link, &req, data, reply).map_err(from_kernel)?;
-    ux::result(words[0]).map_err(Errno)?;
+    ux::result(words[0])?;
     Ok((words, len))
 }
 
@@ -227,16 +209,16 @@ pub fn execve(path: &str, argv: &[&str], envp: &[&str]) -> Errno {
     let mut block: Vec<u8> = Vec::new();
     for s in core::iter::once(&path).chain(argv).chain(envp) {
         if s.as_bytes().contains(&0) {
-            return Errno(errno::EINVAL);
+            return errno::EINVAL;
         }
         block.extend_from_slice(s.as_bytes());
         block.push(0);
     }
     if block.len() + exec_args::HEADER_BYTES > abi::msg::MAX_DATA_BYTES as usize {
-        return Errno(errno::E2BIG);
+        return errno::E2BIG;
     }
     match monitor_call([monitor::OP_EXEC, argv.len() as u64, envp.len() as u64, 0], &block, &mut []) {
-        Ok(_) => Errno(errno::EIO), // a successful exec does not reply
+        Ok(_) => errno::EIO, // a successful exec does not reply
         Err(e) => e,
     }
 }
@@ -442,7 +424,7 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
         let chunk = &buf[done..(done + page).min(buf.len())];
         match manager_call(fd, [io::OP_WRITE, 0, 0, 0], chunk, &mut []) {
             Ok((w, _)) if w[0] > 0 => done += (w[0] as usize).min(chunk.len()),
-            Ok(_) => return Err(Errno(errno::EIO)),
+            Ok(_) => return Err(errno::EIO),
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
         }
@@ -464,7 +446,7 @@ pub fn lseek(fd: Fd, offset: i64, whence: u32) -> Result<u64, Errno> {
 pub fn fstat(fd: Fd) -> Result<Stat, Errno> {
     let mut buf = [0u8; Stat::BYTES];
     manager_call(fd, [io::OP_FSTAT, 0, 0, 0], &[], &mut buf)?;
-    Stat::decode(&buf).ok_or(Errno(errno::EIO))
+    Stat::decode(&buf).ok_or(errno::EIO)
 }
 
 // --- the name space ---
@@ -472,7 +454,7 @@ pub fn fstat(fd: Fd) -> Result<Stat, Errno> {
 pub fn stat(path: &str) -> Result<Stat, Errno> {
     let mut buf = [0u8; Stat::BYTES];
     monitor_call([monitor::OP_STAT, 0, 0, 0], path.as_bytes(), &mut buf)?;
-    Stat::decode(&buf).ok_or(Errno(errno::EIO))
+    Stat::decode(&buf).ok_or(errno::EIO)
 }
 
 pub fn unlink(path: &str) -> Result<(), Errno> {
@@ -511,7 +493,7 @@ pub fn getcwd() -> Result<String, Errno> {
     let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
     let (_, len) = monitor_call([monitor::OP_GETCWD, 0, 0, 0], &[], &mut buf)?;
     buf.truncate(len);
-    String::from_utf8(buf).map_err(|_| Errno(errno::EIO))
+    String::from_utf8(buf).map_err(|_| errno::EIO)
 }
 
 /// One entry of a directory.
@@ -529,7 +511,7 @@ pub fn readdir(fd: Fd, index: u64) -> Result<Option<DirEntry>, Errno> {
     if w[0] == 0 {
         return Ok(None);
     }
-    let (ino, mode, name) = WireDirEntry::decode(&buf[..len]).ok_or(Errno(errno::EIO))?;
+    let (ino, mode, name) = WireDirEntry::decode(&buf[..len]).ok_or(errno::EIO)?;
     Ok(Some(DirEntry { name: String::from_utf8_lossy(name).into_owned(), ino, mode }))
 }
 
@@ -559,12 +541,12 @@ pub fn read_dir(path: &str) -> Result<Vec<DirEntry>, Errno> {
 /// break is a pointer in this process, and the VM manager supplies each
 /// page of the heap region on first touch. Returns the old break.
 pub fn sbrk(increment: i64) -> Result<u64, Errno> {
-    crate::heap::sbrk(increment).ok_or(Errno(errno::ENOMEM))
+    crate::heap::sbrk(increment).ok_or(errno::ENOMEM)
 }
 
 /// `brk(addr)`: set the break (see [`sbrk`]); `ENOMEM` outside the heap region.
 pub fn brk(addr: u64) -> Result<(), Errno> {
-    let current = crate::heap::sbrk(0).ok_or(Errno(errno::ENOMEM))?;
+    let current = crate::heap::sbrk(0).ok_or(errno::ENOMEM)?;
     let delta = addr.wrapping_sub(current) as i64;
-    crate::heap::sbrk(delta).map(|_| ()).ok_or(Errno(errno::ENOMEM))
+    crate::heap::sbrk(delta).map(|_| ()).ok_or(errno::ENOMEM)
 }

@@ -43,7 +43,7 @@ use protocols::unix::errno::{
 use protocols::unix::{Stat, encode_result, filemgr, io, open_flags};
 
 /// A POSIX error number (`protocols::unix::errno`).
-pub type Errno = u64;
+pub use protocols::unix::Errno;
 
 /// Bytes in one page of the contents (and in one message's data).
 pub const PAGE_BYTES: usize = 4096;
@@ -857,7 +857,7 @@ mod tests {
         m
     }
 
-    fn call(m: &mut FileManager, sender: u64, words: [u64; 4], data: &[u8]) -> (Result<u64, u64>, Vec<u8>) {
+    fn call(m: &mut FileManager, sender: u64, words: [u64; 4], data: &[u8]) -> (Result<u64, Errno>, Vec<u8>) {
         let mut tx = [0u8; P];
         match m.request(sender, words, data, 1000, &mut tx) {
             Step::Reply(w, len) => (result(w[0]), tx[..len].to_vec()),

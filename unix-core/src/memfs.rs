@@ -42,7 +42,7 @@ use protocols::unix::{Stat, mode, open_flags};
 use crate::path::{self, MAX_NAME_BYTES, MAX_PATH_BYTES};
 
 /// A POSIX error number (`protocols::unix::errno`).
-pub type Errno = u64;
+pub use protocols::unix::Errno;
 
 /// Bytes in one data page of a file.
 pub const PAGE_BYTES: usize = 4096;
@@ -1994,11 +1994,11 @@ mod tests {
     }
 
     impl Call<'_> {
-        fn fs(&mut self, from: u64, m: [u64; 4], data: &[u8]) -> (Result<u64, u64>, [u64; 4], Vec<u8>) {
+        fn fs(&mut self, from: u64, m: [u64; 4], data: &[u8]) -> (Result<u64, Errno>, [u64; 4], Vec<u8>) {
             let (w, len) = self.s.fs_request(from, m, data, 1234, &mut self.tx);
             (result(w[0]), w, self.tx[..len].to_vec())
         }
-        fn io(&mut self, from: u64, m: [u64; 4], data: &[u8]) -> (Result<u64, u64>, [u64; 4], Vec<u8>) {
+        fn io(&mut self, from: u64, m: [u64; 4], data: &[u8]) -> (Result<u64, Errno>, [u64; 4], Vec<u8>) {
             let (w, len) = self.s.io_request(from, m, data, 5678, &mut self.tx);
             (result(w[0]), w, self.tx[..len].to_vec())
         }

@@ -33,6 +33,7 @@
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
+use protocols::unix::Errno;
 use protocols::unix::errno::{EAGAIN, EBADF, ENOMEM, EPIPE};
 
 /// Sizes and bounds of one pipe.
@@ -142,7 +143,7 @@ impl Ring {
 pub enum Now {
     /// Reply with this: bytes read or written (0 from a read is end of
     /// file), or an errno.
-    Reply(Result<usize, u64>),
+    Reply(Result<usize, Errno>),
     /// The pipe kept the request; a [`Completion`] answers it later.
     Wait,
 }
@@ -154,7 +155,7 @@ pub enum Completion<T> {
     Data { token: T, bytes: Vec<u8> },
     /// A read (`Ok(0)` = end of file) or write (`Ok(bytes written)`) ends,
     /// or fails with an errno.
-    Reply { token: T, result: Result<usize, u64> },
+    Reply { token: T, result: Result<usize, Errno> },
 }
 
 /// Where a pipe sends its [`Completion`]s: the manager replies to each
@@ -214,7 +215,7 @@ pub struct Pipe<T> {
 impl<T: Copy> Pipe<T> {
     /// A pipe with both ends open; `Err(ENOMEM)` when its buffer cannot be
     /// allocated.
-    pub fn new(limits: Limits) -> Result<Pipe<T>, u64> {
+    pub fn new(limits: Limits) -> Result<Pipe<T>, Errno> {
         let ring = Ring::new(limits.capacity_bytes.max(1)).ok_or(ENOMEM)?;
         Ok(Pipe {
             limits,
@@ -314,7 +315,7 @@ impl<T: Copy> Pipe<T> {
     }
 
     /// The monitor closed `end`. Returns `Err(EBADF)` if it was closed.
-    pub fn close(&mut self, end: End, done: &mut impl Deliver<T>) -> Result<(), u64> {
+    pub fn close(&mut self, end: End, done: &mut impl Deliver<T>) -> Result<(), Errno> {
         match end {
             End::Read if self.read_open => {
                 self.read_open = false;
@@ -428,7 +429,7 @@ mod tests {
         .unwrap()
     }
 
-    fn read_now(p: &mut Pipe<u32>, max: usize, done: &mut Vec<Completion<u32>>) -> Result<Vec<u8>, u64> {
+    fn read_now(p: &mut Pipe<u32>, max: usize, done: &mut Vec<Completion<u32>>) -> Result<Vec<u8>, Errno> {
         let mut out = vec![0u8; max];
         match p.read(0, &mut out, done) {
             Now::Reply(Ok(n)) => Ok(out[..n].to_vec()),

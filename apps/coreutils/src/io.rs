@@ -23,7 +23,7 @@ pub fn report(prog: &str, what: &str, e: Errno) {
 /// reader has gone, as in `cat f | wc` after `wc` died) is not worth a
 /// message; the status still says the output is incomplete.
 pub fn report_write(prog: &str, e: Errno) {
-    if e.0 != protocols::unix::errno::EPIPE {
+    if e != protocols::unix::errno::EPIPE {
         report(prog, "write error", e);
     }
 }
@@ -92,7 +92,7 @@ pub fn write_all(fd: Fd, bytes: &[u8]) -> Result<(), Errno> {
     let mut done = 0;
     while done < bytes.len() {
         match unix::write(fd, &bytes[done..])? {
-            0 => return Err(Errno(protocols::unix::errno::EIO)),
+            0 => return Err(protocols::unix::errno::EIO),
             n => done += n,
         }
     }

@@ -175,7 +175,7 @@ impl Input {
                 match unix::read(0, &mut chunk) {
                     Ok(0) => *eof = true,
                     Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    Err(e) if e.0 == errno::EINTR => {
+                    Err(e) if e == errno::EINTR => {
                         buf.clear();
                         return Line::Interrupted;
                     }
@@ -652,7 +652,7 @@ impl Shell {
         if name.contains('/') {
             let e = unix::execve(name, &argv, &envp);
             eprintln!("sh: {name}: {}", e.name());
-            unix::exit(if e.0 == errno::ENOENT { STATUS_NOT_FOUND } else { STATUS_NOT_EXECUTABLE });
+            unix::exit(if e == errno::ENOENT { STATUS_NOT_FOUND } else { STATUS_NOT_EXECUTABLE });
         }
         // `PATH=... cmd` searches the command's own PATH (POSIX 2.9.1).
         let own_path = env.iter().find_map(|e| e.strip_prefix("PATH="));
@@ -663,7 +663,7 @@ impl Shell {
             let dir = if dir.is_empty() { "." } else { dir };
             let full = format!("{}/{}", dir.trim_end_matches('/'), name);
             let e = unix::execve(&full, &argv, &envp);
-            if e.0 != errno::ENOENT && e.0 != errno::ENOTDIR && failure.is_none() {
+            if e != errno::ENOENT && e != errno::ENOTDIR && failure.is_none() {
                 failure = Some((full, e));
             }
         }
@@ -703,7 +703,7 @@ impl Shell {
                         self.jobs.child_ended(pid, o);
                     }
                 }
-                Err(e) if e.0 == errno::EINTR => {}
+                Err(e) if e == errno::EINTR => {}
                 Ok(None) => break,
                 Err(e) => {
                     eprintln!("sh: wait: {}", e.name());
@@ -885,7 +885,7 @@ impl Shell {
                     Ok(Some((pid, ws))) => {
                         self.jobs.child_ended(pid, Outcome::new(ws.exit_code(), ws.signal()));
                     }
-                    Err(e) if e.0 == errno::EINTR => {}
+                    Err(e) if e == errno::EINTR => {}
                     _ => break,
                 }
             }
@@ -915,7 +915,7 @@ impl Shell {
                     Ok(Some((pid, ws))) => {
                         self.jobs.child_ended(pid, Outcome::new(ws.exit_code(), ws.signal()));
                     }
-                    Err(e) if e.0 == errno::EINTR => {}
+                    Err(e) if e == errno::EINTR => {}
                     _ => break,
                 }
             }
@@ -990,7 +990,7 @@ type Saved = Vec<(Fd, Option<Fd>)>;
 /// A copy of `fd` on a free high descriptor; `None` if `fd` is not open
 /// (or no high descriptor is free, then it cannot be restored).
 fn save_fd(fd: Fd) -> Option<Fd> {
-    let free = SAVE_FDS.rev().find(|&c| unix::fstat(c).is_err_and(|e| e.0 == errno::EBADF))?;
+    let free = SAVE_FDS.rev().find(|&c| unix::fstat(c).is_err_and(|e| e == errno::EBADF))?;
     unix::dup2(fd, free).ok()
 }
 

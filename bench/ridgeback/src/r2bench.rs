@@ -76,35 +76,35 @@ impl Platform for UnixProcess {
 
 impl Unix for UnixProcess {
     fn create(path: &str) -> Result<Fd, Errno> {
-        unix::creat(path, 0o644).map_err(|e| e.0)
+        unix::creat(path, 0o644)
     }
 
     fn open_read(path: &str) -> Result<Fd, Errno> {
-        unix::open(path, open_flags::O_RDONLY, 0).map_err(|e| e.0)
+        unix::open(path, open_flags::O_RDONLY, 0)
     }
 
     fn read(fd: Fd, buffer: &mut [u8]) -> Result<usize, Errno> {
-        unix::read(fd, buffer).map_err(|e| e.0)
+        unix::read(fd, buffer)
     }
 
     fn write(fd: Fd, bytes: &[u8]) -> Result<usize, Errno> {
-        unix::write(fd, bytes).map_err(|e| e.0)
+        unix::write(fd, bytes)
     }
 
     fn close(fd: Fd) -> Result<(), Errno> {
-        unix::close(fd).map_err(|e| e.0)
+        unix::close(fd)
     }
 
     fn unlink(path: &str) -> Result<(), Errno> {
-        unix::unlink(path).map_err(|e| e.0)
+        unix::unlink(path)
     }
 
     fn pipe() -> Result<(Fd, Fd), Errno> {
-        unix::pipe().map_err(|e| e.0)
+        unix::pipe()
     }
 
     fn fork() -> Result<u64, Errno> {
-        unix::fork().map_err(|e| e.0)
+        unix::fork()
     }
 
     fn exit(status: i32) -> ! {
@@ -116,16 +116,12 @@ impl Unix for UnixProcess {
             Ok(Some((_, status))) => Ok(status.exit_code().map(|code| code as i32)),
             // Only a WNOHANG wait answers "nothing yet".
             Ok(None) => Err(errno::ECHILD),
-            Err(e) => Err(e.0),
+            Err(e) => Err(e),
         }
     }
 
     fn sbrk(increment: isize) -> Result<usize, Errno> {
-        unix::sbrk(increment as i64).map(|old| old as usize).map_err(|e| e.0)
-    }
-
-    fn errno_name(errno: Errno) -> &'static str {
-        errno::name(errno)
+        unix::sbrk(increment as i64).map(|old| old as usize)
     }
 }
 

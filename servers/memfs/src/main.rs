@@ -40,6 +40,7 @@
 
 use abi::msg::{DEFAULT_LINKS, DEFAULT_MESSAGES, DEFAULT_QUEUES, Kind};
 use abi::{InfoKey, Pid};
+use protocols::unix::Errno;
 use protocols::unix::errno::{self, EIO};
 use protocols::unix::{fs, open_flags};
 use runtime::msg::{self, Page, Queue, ReplyHandle};
@@ -138,7 +139,7 @@ fn load_modules(fs: &mut Fs, buf: &mut [u8; MESSAGE_DATA_BYTES]) {
     }
 }
 
-fn copy_module(fs: &mut Fs, index: u64, name: &str, size_bytes: u64, buf: &mut [u8]) -> Result<(), u64> {
+fn copy_module(fs: &mut Fs, index: u64, name: &str, size_bytes: u64, buf: &mut [u8]) -> Result<(), Errno> {
     let (file, perm) = module_destination(name)?;
     let flags = open_flags::O_CREAT | open_flags::O_EXCL | open_flags::O_WRONLY;
     let (handle, _) = fs.open(&file, flags, perm, 0, 0)?;
@@ -156,7 +157,7 @@ fn copy_module_data(
     index: u64,
     size_bytes: u64,
     buf: &mut [u8],
-) -> Result<(), u64> {
+) -> Result<(), Errno> {
     let mut offset = 0;
     while offset < size_bytes {
         let n = sys::module_read(index, offset, buf).map_err(|_| EIO)?;

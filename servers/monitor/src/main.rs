@@ -56,7 +56,7 @@ const IMAGE_CACHE_ENTRIES: usize = 8;
 /// Paths whose lookup the monitor remembers for `open`.
 const LOOKUP_CACHE_ENTRIES: usize = 128;
 
-type Errno = u64;
+use protocols::unix::Errno;
 
 /// What the monitor answers a call with.
 enum Answer {

@@ -30,6 +30,7 @@
 
 use abi::msg::{Kind, Message};
 use abi::{Error, Pid};
+use protocols::unix::Errno;
 use protocols::unix::errno::{EBADF, ENOSYS, ENOTDIR, ENOTTY, EPERM, ESPIPE};
 use protocols::unix::{Stat, encode_result, io, mode, pipe};
 use runtime::msg::{self, Page, Queue, ReplyHandle};
@@ -130,7 +131,7 @@ struct Answer {
 }
 
 impl Answer {
-    fn result(r: Result<u64, u64>) -> Answer {
+    fn result(r: Result<u64, Errno>) -> Answer {
         Answer { words: [encode_result(r), 0, 0, 0], data_len: 0 }
     }
 }

@@ -41,6 +41,7 @@ use abi::{Error, Pid};
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use protocols::console;
+use protocols::unix::Errno;
 use protocols::unix::errno::{
     EAGAIN, EBADF, EBUSY, EINVAL, EIO, ENFILE, ENOENT, ENOSYS, ENOTDIR, EPERM, ESPIPE, ESRCH,
 };
@@ -132,7 +133,7 @@ struct Answer {
 }
 
 impl Answer {
-    fn result(r: Result<u64, u64>) -> Answer {
+    fn result(r: Result<u64, Errno>) -> Answer {
         Answer { words: [encode_result(r), 0, 0, 0], data_len: 0 }
     }
 }
@@ -299,7 +300,7 @@ impl Tty {
         Some(Answer::result(result))
     }
 
-    fn set_monitor(&mut self, pid: Pid, queue: u32) -> Result<u64, u64> {
+    fn set_monitor(&mut self, pid: Pid, queue: u32) -> Result<u64, Errno> {
         if self.monitor.is_some() {
             return Err(EBUSY);
         }
@@ -337,14 +338,14 @@ impl Tty {
     }
 
     /// Output-process `data` and write it; the reply counts `data`'s bytes.
-    fn write(&mut self, data: &[u8]) -> Result<u64, u64> {
+    fn write(&mut self, data: &[u8]) -> Result<u64, Errno> {
         let mut processed = Vec::new();
         self.ldisc.output(data, &mut processed);
         self.write_to_driver(&processed)?;
         Ok(data.len() as u64)
     }
 
-    fn write_to_driver(&mut self, bytes: &[u8]) -> Result<(), u64> {
+    fn write_to_driver(&mut self, bytes: &[u8]) -> Result<(), Errno> {
         for chunk in bytes.chunks(MAX_DATA_BYTES) {
             match msg::call(self.driver, &[console::OP_WRITE, 0, 0, 0], chunk, &mut []) {
                 Ok((reply, _)) if reply[0] == chunk.len() as u64 => {}

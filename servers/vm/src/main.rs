@@ -38,6 +38,7 @@ use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use kernel_core::elf::{self, Segment};
+use protocols::unix::Errno;
 use protocols::unix::{Stat, encode_result, errno, io, vm};
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
@@ -172,7 +173,7 @@ fn main(args: Args) -> i32 {
     }
 }
 
-fn kernel_errno(e: abi::Error) -> u64 {
+fn kernel_errno(e: abi::Error) -> Errno {
     match e {
         abi::Error::OutOfResources => errno::ENOMEM,
         abi::Error::NoSuchProcess => errno::ESRCH,
@@ -186,7 +187,7 @@ impl Vm {
     /// Read the loadable parts of the file open at the directory manager
     /// as `handle` (whose attributes are `st`), or find them cached.
     /// Returns (image id, entry point).
-    fn load_image(&mut self, handle: u64, st: &Stat) -> Result<(u64, u64), u64> {
+    fn load_image(&mut self, handle: u64, st: &Stat) -> Result<(u64, u64), Errno> {
         let found = self.images.iter().position(|m| {
             m.as_ref().is_some_and(|m| {
                 m.ino == st.ino && m.mtime_ns == st.mtime_ns && m.size_bytes == st.size_bytes
@@ -231,7 +232,7 @@ impl Vm {
         Ok((id(slot, generation), entry))
     }
 
-    fn free_image_slot(&mut self) -> Result<usize, u64> {
+    fn free_image_slot(&mut self) -> Result<usize, Errno> {
         if let Some(i) = self.images.iter().position(Option::is_none) {
             return Ok(i);
         }
@@ -258,7 +259,7 @@ impl Vm {
     }
 
     /// Page the new image of `pid`: its segments and its heap.
-    fn new_image(&mut self, pid: Pid, image_id: u64) -> Result<u64, u64> {
+    fn new_image(&mut self, pid: Pid, image_id: u64) -> Result<u64, Errno> {
         self.forget(pid.0);
         let slot = self.image_of(image_id).ok_or(errno::EINVAL)?;
         let segments = self.images[slot].as_ref().expect("checked").segments.clone();
@@ -277,7 +278,7 @@ impl Vm {
         Ok(0)
     }
 
-    fn fork(&mut self, parent: Pid, child: Pid) -> Result<u64, u64> {
+    fn fork(&mut self, parent: Pid, child: Pid) -> Result<u64, Errno> {
         let pages = sys::space_copy(parent, child).map_err(kernel_errno)?;
         self.stats.forks += 1;
         self.stats.pages_shared += pages;
@@ -360,7 +361,7 @@ fn id(slot: usize, generation: u32) -> u64 {
 }
 
 /// Read the file page at `offset` through the directory manager.
-fn read_at(fs: Link, handle: u64, offset: u64, page: &mut Page) -> Result<usize, u64> {
+fn read_at(fs: Link, handle: u64, offset: u64, page: &mut Page) -> Result<usize, Errno> {
     let sought = msg::call(fs, &[io::OP_SEEK, handle, offset, 0], &[], &mut []).map_err(|_| errno::EIO)?;
     protocols::unix::result(sought.0[0])?;
     let (w, len) =

@@ -106,7 +106,7 @@ pub fn emfile_at_64_descriptors() -> TestResult {
             ensure!(opened.len() <= MAX_FDS, "more than {MAX_FDS} descriptors opened");
         };
         ensure!(
-            last_error.0 == EMFILE,
+            last_error == EMFILE,
             "open number {} gave {}, expected EMFILE after {MAX_FDS} descriptors",
             opened.len() + 1,
             last_error.name()
@@ -541,7 +541,7 @@ pub fn permissions_as_non_root() -> TestResult {
             "signal a root process",
         )?;
         let e = unix::execve(&script, &["prog"], &[]);
-        ensure!(e.0 == EACCES, "exec a 0700 root file: {}, expected EACCES", e.name());
+        ensure!(e == EACCES, "exec a 0700 root file: {}, expected EACCES", e.name());
         ensure!(file_contents(&public)? == b"public", "a refused open changed the file");
         // What the user owns, the user may do.
         unix::mkdir(&user_tmp, 0o700).ctx("mkdir in sticky /tmp")?;

@@ -5,6 +5,7 @@ use crate::util::*;
 use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
+use protocols::unix::Errno;
 use protocols::unix::errno::*;
 use protocols::unix::mode::{S_IFIFO, S_IFMT};
 use protocols::unix::signal::SIGPIPE;
@@ -129,7 +130,7 @@ pub fn blocked_writer_wakes_when_the_reader_goes() -> TestResult {
     unix::close(rep_r).ctx("close")?;
     expect_exit(writer, 0)?;
     let text = alloc::string::String::from_utf8_lossy(&report).into_owned();
-    let outcome = text.split(' ').nth(1).and_then(|s| s.parse::<u64>().ok());
+    let outcome = text.split(' ').nth(1).and_then(|s| s.parse::<u64>().ok().map(Errno));
     ensure!(outcome == Some(EPIPE), "the writer ended with {text:?}, expected EPIPE ({EPIPE})");
     Ok(())
 }

@@ -6,6 +6,7 @@ use crate::util::*;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use protocols::unix::Errno;
 use protocols::unix::errno::*;
 use protocols::unix::signal::*;
 use runtime::unix::{self, Fd};
@@ -161,7 +162,7 @@ pub fn fork_tree() -> TestResult {
                     Err(_) => return 201,
                 }
             }
-            if unix::waitpid(-1, true).map(|_| ()).err().map(|e| e.0) != Some(ECHILD) {
+            if unix::waitpid(-1, true).map(|_| ()).err() != Some(ECHILD) {
                 return 202;
             }
             sum
@@ -593,7 +594,7 @@ pub fn exec_errors() -> TestResult {
     make_file(&text_file, b"echo not an ELF file\n", 0o755)?;
     let big = alloc::vec![b'a'; 5000];
     let big = String::from_utf8(big).unwrap_or_default();
-    let cases: [(&str, &[&str], u64, &str); 7] = [
+    let cases: [(&str, &[&str], Errno, &str); 7] = [
         ("/bin/no-such-program", &["x"], ENOENT, "a missing program"),
         ("/etc/inittab", &["inittab"], EACCES, "a file without execute permission"),
         ("/bin", &["bin"], EACCES, "a directory"),
@@ -605,7 +606,7 @@ pub fn exec_errors() -> TestResult {
     in_child(|| {
         for (path, argv, want, what) in cases {
             let e = unix::execve(path, argv, &[]);
-            ensure!(e.0 == want, "exec {what}: {}, expected {}", e.name(), name_of(want));
+            ensure!(e == want, "exec {what}: {}, expected {}", e.name(), name_of(want));
         }
         // After the failures the process still works.
         ensure!(unix::getpid() != 0 && unix::getcwd().is_ok(), "the process after failed execs");
@@ -613,7 +614,7 @@ pub fn exec_errors() -> TestResult {
     })
 }
 
-fn name_of(e: u64) -> &'static str {
+fn name_of(e: Errno) -> &'static str {
     protocols::unix::errno::name(e)
 }
 

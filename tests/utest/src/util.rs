@@ -36,9 +36,9 @@ impl<T> Context<T> for Result<T, Errno> {
 }
 
 /// `r` must have failed with `want`.
-pub fn expect_errno<T: Debug>(r: Result<T, Errno>, want: u64, what: &str) -> TestResult {
+pub fn expect_errno<T: Debug>(r: Result<T, Errno>, want: Errno, what: &str) -> TestResult {
     match r {
-        Err(e) if e.0 == want => Ok(()),
+        Err(e) if e == want => Ok(()),
         Err(e) => Err(format!("{what}: got {}, expected {}", e.name(), errno::name(want))),
         Ok(v) => Err(format!("{what}: succeeded with {v:?}, expected {}", errno::name(want))),
     }
@@ -165,7 +165,7 @@ pub fn write_all(fd: Fd, bytes: &[u8]) -> Result<(), Errno> {
     while done < bytes.len() {
         let n = unix::write(fd, &bytes[done..])?;
         if n == 0 {
-            return Err(Errno(errno::EIO));
+            return Err(errno::EIO);
         }
         done += n;
     }

@@ -9,7 +9,7 @@
 use coreutils::io::{self, ChunkBuf, CopyError};
 use coreutils::text::{self, Options};
 use protocols::unix::{errno, mode, open_flags};
-use runtime::unix::{self, Errno};
+use runtime::unix;
 
 runtime::entry!(main);
 
@@ -25,7 +25,7 @@ fn main(args: runtime::Args) -> i32 {
     };
     let into_dir = unix::stat(target).is_ok_and(|st| mode::is_dir(st.mode));
     if sources.len() > 1 && !into_dir {
-        io::report("cp", target, Errno(errno::ENOTDIR));
+        io::report("cp", target, errno::ENOTDIR);
         return io::FAILURE;
     }
     let mut buf = ChunkBuf::new();
@@ -43,7 +43,7 @@ fn main(args: runtime::Args) -> i32 {
 fn copy(src: &str, dest: &str, buf: &mut ChunkBuf) -> Result<(), ()> {
     let st = unix::stat(src).map_err(|e| io::report("cp", src, e))?;
     if mode::is_dir(st.mode) {
-        io::report("cp", src, Errno(errno::EISDIR));
+        io::report("cp", src, errno::EISDIR);
         return Err(());
     }
     if unix::stat(dest).is_ok_and(|d| d.ino == st.ino && d.device_pid == st.device_pid) {

@@ -11,7 +11,7 @@ extern crate alloc;
 use coreutils::io::{self, Out};
 use coreutils::text;
 use protocols::unix::{errno, signal};
-use runtime::unix::{self, Errno};
+use runtime::unix;
 
 runtime::entry!(main);
 
@@ -56,7 +56,7 @@ fn main(args: runtime::Args) -> i32 {
     let mut status = 0;
     for pid in rest {
         let Ok(number) = pid.parse::<i64>() else {
-            io::report("kill", pid, Errno(errno::EINVAL));
+            io::report("kill", pid, errno::EINVAL);
             status = io::FAILURE;
             continue;
         };

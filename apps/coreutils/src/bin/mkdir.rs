@@ -32,8 +32,7 @@ fn main(args: runtime::Args) -> i32 {
             for dir in text::prefixes(op) {
                 match unix::mkdir(dir, DIR_MODE) {
                     Ok(()) => {}
-                    Err(e) if e.0 == errno::EEXIST && unix::stat(dir).is_ok_and(|s| mode::is_dir(s.mode)) => {
-                    }
+                    Err(e) if e == errno::EEXIST && unix::stat(dir).is_ok_and(|s| mode::is_dir(s.mode)) => {}
                     Err(e) => {
                         io::report("mkdir", dir, e);
                         status = io::FAILURE;

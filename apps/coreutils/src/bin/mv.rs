@@ -11,7 +11,7 @@ extern crate alloc;
 use coreutils::io;
 use coreutils::text::{self, Options};
 use protocols::unix::{errno, mode};
-use runtime::unix::{self, Errno};
+use runtime::unix;
 
 runtime::entry!(main);
 
@@ -27,7 +27,7 @@ fn main(args: runtime::Args) -> i32 {
     };
     let into_dir = unix::stat(target).is_ok_and(|st| mode::is_dir(st.mode));
     if sources.len() > 1 && !into_dir {
-        io::report("mv", target, Errno(errno::ENOTDIR));
+        io::report("mv", target, errno::ENOTDIR);
         return io::FAILURE;
     }
     let mut status = 0;

@@ -51,7 +51,7 @@ fn main(args: runtime::Args) -> i32 {
 /// Remove `path` (and, with `-r`, what a directory holds); errors are
 /// reported here. Returns whether everything went.
 fn remove(path: &str, flags: &Flags) -> bool {
-    let ignored = |e: Errno| flags.force && e.0 == errno::ENOENT;
+    let ignored = |e: Errno| flags.force && e == errno::ENOENT;
     let st = match unix::stat(path) {
         Ok(st) => st,
         Err(e) if ignored(e) => return true,
@@ -71,7 +71,7 @@ fn remove(path: &str, flags: &Flags) -> bool {
         };
     }
     if !flags.recursive {
-        io::report("rm", path, Errno(errno::EISDIR));
+        io::report("rm", path, errno::EISDIR);
         return false;
     }
     let entries = match unix::read_dir(path) {
