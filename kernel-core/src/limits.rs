@@ -27,5 +27,8 @@ pub const MAX_BOOT_MODULES: usize = 64;
 pub const MAX_CMDLINE_BYTES: usize = 1024;
 /// Longest process name kept (for logs and `ps`), in bytes.
 pub const MAX_PROCESS_NAME_BYTES: usize = 32;
+/// Lines of the I/O APIC the kernel hands out to drivers (QEMU's I/O
+/// APIC has 24).
+pub const IRQ_LINES: usize = 24;
 /// Most physical memory the kernel manages (the bitmap is sized for it).
 pub const MAX_PHYS_BYTES: u64 = 64 * 1024 * 1024 * 1024;

@@ -7,6 +7,23 @@ use crate::arch::paging::phys_slice;
 use kernel_core::frame_alloc::PhysRange;
 use kernel_core::limits::{MAX_BOOT_MODULES, MAX_CMDLINE_BYTES};
 
+static BOOT_INFO: spin::Once<BootInfo> = spin::Once::new();
+
+/// Parse the boot loader's information once, at boot, and keep it.
+pub fn init(multiboot_info: u64) -> &'static BootInfo {
+    BOOT_INFO.call_once(|| parse(multiboot_info))
+}
+
+/// What the boot loader passed (after [`init`]).
+pub fn boot_info() -> &'static BootInfo {
+    BOOT_INFO.get().expect("boot info parsed")
+}
+
+/// The kernel command line, for the `kernel_options` call.
+pub fn cmdline() -> &'static str {
+    boot_info().cmdline()
+}
+
 const FLAG_CMDLINE: u32 = 1 << 2;
 const FLAG_MODULES: u32 = 1 << 3;
 const FLAG_MEMORY_MAP: u32 = 1 << 6;
@@ -80,7 +97,7 @@ fn read_c_string(pa: u64, out: &mut [u8]) -> usize {
 
 /// Parse the Multiboot information at physical `info_pa` (reached through
 /// the boot mapping of the first GiB, where QEMU and GRUB place it).
-pub fn parse(info_pa: u64) -> BootInfo {
+fn parse(info_pa: u64) -> BootInfo {
     let info = phys_slice(info_pa, 52);
     let flags = u32_at(info, 0);
     let mut bi = BootInfo {

@@ -20,30 +20,12 @@
 //! its drivers from an initialisation file read at boot, §8).
 
 use crate::arch::apic::{IRQ_BASE, IoApic};
-use crate::ipc::{Head, Payload};
-use crate::process::Process;
-use crate::sched::Kernel;
+use crate::irq::IrqLine;
+use crate::message::{Head, Payload};
+use crate::state::Kernel;
 use abi::msg::Kind;
 use abi::{Error, Pid};
-
-/// Lines of the I/O APIC the kernel hands out.
-pub const IRQ_LINES: usize = 24;
-
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IrqLine {
-    pub owner: Option<(Pid, u32)>,
-    /// An interrupt arrived while the owner's queue was full.
-    pub pending: bool,
-}
-
-/// What the kernel learned about interrupt routing at boot.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IrqRouting {
-    pub io_apic_phys: u64,
-    pub bsp_apic_id: u32,
-    /// ISA IRQ → (GSI, level-triggered, active-low), from the MADT.
-    pub isa_override: [Option<(u32, bool, bool)>; 16],
-}
+use kernel_core::limits::IRQ_LINES;
 
 /// Ports the kernel keeps: the PICs, the PIT and its gate, QEMU's exit
 /// device, ACPI power management, PCI configuration space.
@@ -58,14 +40,14 @@ fn overlaps(a: (u16, u16), b: (u16, u16)) -> bool {
 
 impl Kernel {
     fn may_drive_devices(&self, slot: usize) -> bool {
-        let init = self.init_slot;
+        let init = self.init_slot();
         Some(slot) == init
-            || self.procs[slot].parent.is_some_and(|p| init.is_some_and(|i| self.pid_of(i) == p))
+            || self.proc(slot).parent.is_some_and(|p| init.is_some_and(|i| self.pid_of(i) == p))
     }
 
     /// The I/O APIC line and trigger mode of `irq`.
     fn line_of(&self, irq: u64) -> Result<(u32, bool, bool), Error> {
-        let r = &self.irq_routing;
+        let r = &self.irqs().routing;
         let line = if irq < 16 {
             r.isa_override[irq as usize].unwrap_or((irq as u32, false, false))
         } else {
@@ -79,66 +61,66 @@ impl Kernel {
     }
 
     fn io_apic(&self) -> IoApic {
-        IoApic { phys: self.irq_routing.io_apic_phys }
+        IoApic { phys: self.irqs().routing.io_apic_phys }
     }
 
-    pub fn sys_claim_irq(&mut self, slot: usize, irq: u64, queue: u64) -> Result<u64, Error> {
+    pub fn claim_irq(&mut self, slot: usize, irq: u64, queue: u64) -> Result<(), Error> {
         if !self.may_drive_devices(slot) {
             return Err(Error::PermissionDenied);
         }
         let (line, level, active_low) = self.line_of(irq)?;
-        let qseg = self.procs[slot].qseg.as_ref().ok_or(Error::NoQueueSegment)?;
+        let qseg = self.proc(slot).qseg.as_ref().ok_or(Error::NoQueueSegment)?;
         qseg.len(queue)?;
         let me = self.pid_of(slot);
-        let l = &mut self.irqs[line as usize];
+        let l = &mut self.irqs_mut().lines[line as usize];
         if l.owner.is_some_and(|(p, _)| p != me) {
             return Err(Error::InUse);
         }
         *l = IrqLine { owner: Some((me, queue as u32)), pending: false };
-        let bsp = self.irq_routing.bsp_apic_id;
+        let bsp = self.irqs().routing.bsp_apic_id;
         self.io_apic().route(line, IRQ_BASE + line as u8, bsp, level, active_low, false);
-        Ok(0)
+        Ok(())
     }
 
     fn owned_line(&self, slot: usize, irq: u64) -> Result<(u32, bool, bool), Error> {
         let line = self.line_of(irq)?;
-        match self.irqs[line.0 as usize].owner {
+        match self.irqs().lines[line.0 as usize].owner {
             Some((p, _)) if p == self.pid_of(slot) => Ok(line),
             _ => Err(Error::PermissionDenied),
         }
     }
 
-    pub fn sys_ack_irq(&mut self, slot: usize, irq: u64) -> Result<u64, Error> {
+    pub fn ack_irq(&mut self, slot: usize, irq: u64) -> Result<(), Error> {
         let (line, level, active_low) = self.owned_line(slot, irq)?;
-        let bsp = self.irq_routing.bsp_apic_id;
+        let bsp = self.irqs().routing.bsp_apic_id;
         self.io_apic().route(line, IRQ_BASE + line as u8, bsp, level, active_low, false);
-        Ok(0)
+        Ok(())
     }
 
-    pub fn sys_release_irq(&mut self, slot: usize, irq: u64) -> Result<u64, Error> {
+    pub fn release_irq(&mut self, slot: usize, irq: u64) -> Result<(), Error> {
         let (line, ..) = self.owned_line(slot, irq)?;
         self.release_line(line);
-        Ok(0)
+        Ok(())
     }
 
     fn release_line(&mut self, line: u32) {
-        self.irqs[line as usize] = IrqLine::default();
-        let bsp = self.irq_routing.bsp_apic_id;
+        self.irqs_mut().lines[line as usize] = IrqLine::default();
+        let bsp = self.irqs().routing.bsp_apic_id;
         self.io_apic().route(line, IRQ_BASE + line as u8, bsp, false, false, true);
     }
 
     /// Interrupt on I/O APIC line `line`: mask it and tell its owner.
     pub fn irq_fired(&mut self, line: u32) {
-        let bsp = self.irq_routing.bsp_apic_id;
+        let bsp = self.irqs().routing.bsp_apic_id;
         self.io_apic().route(line, IRQ_BASE + line as u8, bsp, false, false, true);
-        let Some((owner, queue)) = self.irqs[line as usize].owner else { return };
+        let Some((owner, queue)) = self.irqs().lines[line as usize].owner else { return };
         let Some(slot) = self.slot_of(owner) else {
             self.release_line(line);
             return;
         };
         let head = Head { words: [line as u64, 0, 0, 0], sender: Pid(0), kind: Kind::Interrupt };
         if self.deliver(slot, queue, head, Payload::None, false) == Err(Error::QueueFull) {
-            self.irqs[line as usize].pending = true;
+            self.irqs_mut().lines[line as usize].pending = true;
         }
     }
 
@@ -147,15 +129,15 @@ impl Kernel {
     pub fn redeliver_pending_irqs(&mut self, slot: usize, queue: u64) {
         let me = self.pid_of(slot);
         for line in 0..IRQ_LINES {
-            let l = self.irqs[line];
+            let l = self.irqs().lines[line];
             if l.pending && l.owner == Some((me, queue as u32)) {
-                self.irqs[line].pending = false;
+                self.irqs_mut().lines[line].pending = false;
                 self.irq_fired(line as u32);
             }
         }
     }
 
-    pub fn sys_io_ports(&mut self, slot: usize, base: u64, count: u64) -> Result<u64, Error> {
+    pub fn io_ports(&mut self, slot: usize, base: u64, count: u64) -> Result<(), Error> {
         if !self.may_drive_devices(slot) {
             return Err(Error::PermissionDenied);
         }
@@ -166,51 +148,44 @@ impl Kernel {
         if KERNEL_PORTS.iter().any(|&k| overlaps(k, range)) {
             return Err(Error::PermissionDenied);
         }
-        let taken =
-            self.procs.iter().enumerate().any(|(i, p)| {
-                i != slot && p.io_ports.is_some_and(|r| overlaps(r, range)) && p.state_is_live()
-            });
+        let taken = self.slots().any(|i| {
+            let p = self.proc(i);
+            i != slot && p.io_ports.is_some_and(|r| overlaps(r, range)) && p.is_live()
+        });
         if taken {
             return Err(Error::InUse);
         }
         // The CPU's bitmap follows on the way out of the kernel (resume).
-        self.procs[slot].io_ports = Some(range);
-        Ok(0)
+        self.proc_mut(slot).io_ports = Some(range);
+        Ok(())
     }
 
     /// A process ended: free its lines and ports.
     pub fn devices_cleanup(&mut self, slot: usize, pid: Pid) {
         for line in 0..IRQ_LINES {
-            if self.irqs[line].owner.is_some_and(|(p, _)| p == pid) {
+            if self.irqs().lines[line].owner.is_some_and(|(p, _)| p == pid) {
                 self.release_line(line as u32);
             }
         }
-        self.procs[slot].io_ports = None;
+        self.proc_mut(slot).io_ports = None;
     }
 
-    pub fn sys_set_bootstrap(&mut self, slot: usize, index: u64, pid: u64, queue: u64) -> Result<u64, Error> {
+    pub fn set_bootstrap(&mut self, slot: usize, index: u64, pid: u64, queue: u64) -> Result<(), Error> {
         if index >= abi::bootstrap::COUNT || queue > u32::MAX as u64 {
             return Err(Error::InvalidArgument);
         }
         if pid != 0 && self.slot_of(Pid(pid)).is_none() {
             return Err(Error::NoSuchProcess);
         }
-        self.procs[slot].bootstrap[index as usize] = (pid, queue as u32);
-        Ok(0)
+        self.proc_mut(slot).bootstrap[index as usize] = (pid, queue as u32);
+        Ok(())
     }
 
-    pub fn sys_get_bootstrap(&mut self, slot: usize, index: u64) -> Result<u64, Error> {
+    /// Bootstrap connection `index` of the process in `slot`: (pid, queue).
+    pub fn get_bootstrap(&self, slot: usize, index: u64) -> Result<(u64, u32), Error> {
         if index >= abi::bootstrap::COUNT {
             return Err(Error::InvalidArgument);
         }
-        let (pid, queue) = self.procs[slot].bootstrap[index as usize];
-        self.procs[slot].frame.rdx = queue as u64;
-        Ok(pid)
-    }
-}
-
-impl Process {
-    fn state_is_live(&self) -> bool {
-        !matches!(self.state, crate::process::State::Free | crate::process::State::Zombie)
+        Ok(self.proc(slot).bootstrap[index as usize])
     }
 }

@@ -15,9 +15,10 @@
 //! All of it is inlined into `trap::syscall_handler` (one prologue, no
 //! calls, nothing spilled): it is most of what a round trip costs.
 
+use crate::arch::regs::{Received, ReplyWaitArgs};
 use crate::arch::trap::TrapFrame;
 use crate::process::{Blocked, State};
-use crate::sched::Kernel;
+use crate::state::Kernel;
 use abi::msg::Kind;
 use abi::{Call, Pid};
 use kernel_core::limits::{MAX_CPUS, MAX_PROCESSES};
@@ -31,8 +32,8 @@ impl Kernel {
         // Both are always in range (per-CPU indices, and the table slot of
         // the running process); the masks only spare the bounds checks.
         let cpu = cpu % MAX_CPUS;
-        let me = self.cpus[cpu].current? % MAX_PROCESSES;
-        let number = self.procs[me].frame.rax;
+        let me = self.cpu(cpu).current? % MAX_PROCESSES;
+        let number = self.proc(me).frame.call_number();
         if number == Call::Call as u64 {
             self.fast_call(cpu, me)
         } else if number == Call::ReplyWait as u64 {
@@ -48,33 +49,35 @@ impl Kernel {
     /// queued behind those).
     #[inline(always)]
     fn may_switch_from(&self, from: usize, to_priority: u8) -> bool {
-        !self.procs[from].kill_requested && self.ready.highest_priority().is_none_or(|h| h < to_priority)
+        !self.proc(from).kill_requested && self.ready().highest_priority().is_none_or(|h| h < to_priority)
     }
 
     /// `call(link, 0-byte request)` to a server blocked receiving on that
     /// queue, at a priority no lower than the caller's.
     #[inline(always)]
     fn fast_call(&mut self, cpu: usize, me: usize) -> Option<*mut TrapFrame> {
-        let p = &self.procs[me];
-        // a0 = link, a2 = request length, a3/a4 = reply buffer.
-        if p.frame.rdx != 0 {
+        let p = self.proc(me);
+        // Each argument is read where it is used, as the original
+        // hand-written path did: reading them all up front costs loads on
+        // every declined call.
+        if p.frame.as_call_args().send_len != 0 {
             return None;
         }
         // The segment is still checked: `exec` drops it (and the new
         // program's first `init_qseg` the cached link).
         let qseg = p.qseg.as_ref()?;
-        let number = p.frame.rdi;
+        let number = p.frame.as_call_args().link;
         let link = if p.link_cache.0 == number {
             p.link_cache.1
         } else {
             let link = qseg.link(number).ok()?;
-            self.procs[me].link_cache = (number, link);
+            self.proc_mut(me).link_cache = (number, link);
             link
         };
-        let p = &self.procs[me];
+        let p = self.proc(me);
         let server_pid = Pid(link.receiver);
         let server = server_pid.slot() as usize;
-        let s = self.procs.get(server)?;
+        let s = self.try_proc(server)?;
         // A stale pid, or a slot that is not blocked receiving on the
         // link's queue (a free slot, or the caller itself, never is).
         let State::Blocked(Blocked::Receive { queue, generation, .. }) = s.state else { return None };
@@ -90,25 +93,27 @@ impl Kernel {
             return None;
         }
         let caller = self.pid_of(me);
-        let handle = self.procs[server].replies.insert_in_place(caller)?;
+        let handle = self.proc_mut(server).replies.insert_in_place(caller)?;
         // Committed: the caller waits for its reply.
-        let p = &mut self.procs[me];
+        let p = self.proc_mut(me);
         let priority = p.priority;
-        let (recv_buf, recv_len) = (p.frame.r10, p.frame.r8);
-        p.state = State::Blocked(Blocked::Call { server: server_pid, buf: recv_buf, buf_len: recv_len });
-        let words = [p.frame.r12, p.frame.r13, p.frame.r14, p.frame.r15];
+        let args = p.frame.as_call_args();
+        p.state =
+            State::Blocked(Blocked::Call { server: server_pid, buf: args.recv_buf, buf_len: args.recv_len });
+        let words = p.frame.message();
         // The server runs at the caller's priority (see ipc.rs).
-        let s = &mut self.procs[server];
+        let s = self.proc_mut(server);
         s.priority = priority;
-        let f = &mut s.frame;
-        f.rax = 0;
-        f.rdx = caller.0;
-        f.rsi = Kind::Call as u64;
-        f.r10 = handle;
-        [f.r12, f.r13, f.r14, f.r15] = words;
+        s.frame.set_received(Received {
+            len_bytes: 0,
+            sender: caller,
+            kind: Kind::Call,
+            reply_handle: handle,
+            message: words,
+        });
         // One increment for the kernel call, the message, the direct
         // handoff and the context switch (see `Kernel::counter_values`).
-        self.fast_calls += 1;
+        self.count_fast_call();
         Some(self.switch_to(cpu, me, server))
     }
 
@@ -116,12 +121,12 @@ impl Kernel {
     /// whose queue is empty: the server blocks and the caller runs.
     #[inline(always)]
     fn fast_reply_wait(&mut self, cpu: usize, me: usize) -> Option<*mut TrapFrame> {
-        let p = &self.procs[me];
-        // a0 = handle, a2 = reply length, a3 = queue, a4/a5 = receive buffer.
-        let (handle, queue) = (p.frame.rdi, p.frame.r10);
+        let p = self.proc(me);
+        // As in `fast_call`, each argument is read where it is used.
+        let ReplyWaitArgs { handle, queue, reply_len, .. } = p.frame.as_reply_wait_args();
         // `NO_REPLY` (no answer to send) is refused by `peek` below: its
         // index is never one of the table's.
-        if p.frame.rdx != 0 {
+        if reply_len != 0 {
             return None;
         }
         let qseg = p.qseg.as_ref()?;
@@ -131,7 +136,7 @@ impl Kernel {
         let generation = qseg.generation(queue).ok()?;
         let caller_pid = p.replies.peek(handle).ok()?;
         let caller = caller_pid.slot() as usize;
-        let c = self.procs.get(caller)?;
+        let c = self.try_proc(caller)?;
         // A stale pid, or a process not waiting in a call to this one.
         let State::Blocked(Blocked::Call { server, .. }) = c.state else { return None };
         if c.generation != caller_pid.generation()
@@ -141,24 +146,24 @@ impl Kernel {
             return None;
         }
         // Committed: the call is answered and the server waits for the next.
-        let p = &mut self.procs[me];
+        let p = self.proc_mut(me);
         p.replies.use_up(handle);
         if p.replies.is_empty() {
             p.priority = p.base_priority;
         }
-        let (recv_buf, recv_len) = (p.frame.r8, p.frame.r9);
+        let ReplyWaitArgs { recv_buf, recv_len, .. } = p.frame.as_reply_wait_args();
         p.state = State::Blocked(Blocked::Receive {
             queue: queue as u32,
             generation,
             buf: recv_buf,
             buf_len: recv_len,
         });
-        let words = [p.frame.r12, p.frame.r13, p.frame.r14, p.frame.r15];
-        let f = &mut self.procs[caller].frame;
-        f.rax = 0;
-        [f.r12, f.r13, f.r14, f.r15] = words;
+        let words = p.frame.message();
+        let f = &mut self.proc_mut(caller).frame;
+        f.set_result(Ok(0));
+        f.set_message(words);
         // The kernel call, the message and the context switch.
-        self.fast_reply_waits += 1;
+        self.count_fast_reply_wait();
         Some(self.switch_to(cpu, me, caller))
     }
 }

@@ -35,36 +35,30 @@ mod console;
 mod devices;
 mod fastpath;
 mod ipc;
+mod irq;
 mod lifecycle;
 mod loader;
 mod memory;
+mod message;
 mod pager;
+mod power;
 mod process;
+mod reply_table;
 mod sched;
+mod state;
 mod syscall;
 mod trap;
 mod usermem;
 
 use arch::trap::TrapFrame;
 use arch::{apic, cpu, descriptors, paging, percpu, serial, smp};
-use bootinfo::BootInfo;
 use core::sync::atomic::Ordering;
 use kernel_core::acpi;
 use kernel_core::frame_alloc::PhysRange;
 use kernel_core::limits::MAX_CPUS;
 use kernel_core::options::{self, Options};
 
-static BOOT_INFO: spin::Once<BootInfo> = spin::Once::new();
 static OPTIONS: spin::Once<Options<'static>> = spin::Once::new();
-
-pub fn boot_info() -> &'static BootInfo {
-    BOOT_INFO.get().expect("boot info parsed")
-}
-
-/// The kernel command line, for the `kernel_options` call.
-pub fn cmdline() -> &'static str {
-    boot_info().cmdline()
-}
 
 /// Entered from boot.rs on the boot CPU, on CPU 0's kernel stack.
 pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
@@ -73,7 +67,7 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
     if multiboot_magic != arch::boot::MULTIBOOT_BOOTLOADER_MAGIC {
         panic!("not started by a Multiboot loader (eax = {multiboot_magic:#x})");
     }
-    let boot = BOOT_INFO.call_once(|| bootinfo::parse(multiboot_info as u64));
+    let boot = bootinfo::init(multiboot_info as u64);
     let (kernel_words, init_args) = options::split_init_args(boot.cmdline());
     let opts = *OPTIONS.call_once(|| options::parse(kernel_words, |w| kprintln!("warning: {w}")));
     kprintln!("command line: \"{}\"", boot.cmdline());
@@ -91,7 +85,7 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
         boot.modules().len()
     );
 
-    descriptors::init_idt();
+    descriptors::init_idt(arch::trap::stub_address);
     bring_up_this_cpu(0);
     apic::mask_legacy_pic();
     let madt = find_madt();
@@ -103,16 +97,15 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
         kprintln!("I/O APIC at {:#x}: {} lines, all masked", io.phys, io.line_count());
     }
     {
-        let mut k = sched::KERNEL.lock();
-        k.timeslice_ticks = opts.timeslice_ms.div_ceil(kernel_core::limits::TICK_MS).max(1);
-        k.verbose = opts.verbose;
-        k.cpus[0].online = true;
-        k.irq_routing = devices::IrqRouting {
+        let mut k = state::KERNEL.lock();
+        k.configure(opts.timeslice_ms.div_ceil(kernel_core::limits::TICK_MS), opts.verbose);
+        k.cpu_mut(0).online = true;
+        k.cpu_mut(0).loaded_root = memory::kernel_root();
+        k.irqs_mut().routing = irq::IrqRouting {
             io_apic_phys: madt.io_apic_phys,
             bsp_apic_id: apic::lapic_id(),
             isa_override: madt.isa_override,
         };
-        k.cpus[0].loaded_root = memory::kernel_root();
     }
     start_other_cpus(&madt, opts.max_cpus.unwrap_or(MAX_CPUS));
     kprintln!("smp: {} CPUs online", percpu::cpus_online());
@@ -122,11 +115,11 @@ pub extern "C" fn kernel_main(multiboot_magic: u32, multiboot_info: u32) -> ! {
         panic!("init program `{}` is not in the boot image (it has: {names:?})", opts.init)
     });
     {
-        let mut k = sched::KERNEL.lock();
+        let mut k = state::KERNEL.lock();
         let pid = k
             .spawn(None, init, init_args.as_bytes(), abi::DEFAULT_PRIORITY, abi::rights::ALL)
             .expect("starting init");
-        k.init_slot = Some(pid.slot() as usize);
+        k.set_init_slot(pid.slot() as usize);
     }
     apic::start_timer(kernel_core::limits::TICK_MS);
     arch::trap::enter_frame(&TrapFrame::idle_start(percpu::kernel_stack_top(0)));
@@ -230,25 +223,14 @@ fn start_other_cpus(madt: &acpi::Madt, max_cpus: usize) {
 extern "C" fn ap_main(cpu_index: u64) -> ! {
     let cpu_index = cpu_index as usize;
     {
-        let mut k = sched::KERNEL.lock();
-        k.cpus[cpu_index].online = true;
-        k.cpus[cpu_index].loaded_root = memory::kernel_root();
+        let mut k = state::KERNEL.lock();
+        k.cpu_mut(cpu_index).online = true;
+        k.cpu_mut(cpu_index).loaded_root = memory::kernel_root();
     }
     bring_up_this_cpu(cpu_index);
     apic::start_timer(kernel_core::limits::TICK_MS);
     let top = percpu::kernel_stack_top(cpu_index);
     arch::trap::enter_frame(&TrapFrame::idle_start(top));
-}
-
-/// Power the machine off: through QEMU's isa-debug-exit when present
-/// (code 0 → success status), else ACPI's PM1a control of QEMU's PIIX4.
-pub fn power_off(code: u32) -> ! {
-    kprintln!("power off (status {code})");
-    apic::send_ipi_all_others(apic::VECTOR_HALT);
-    let exit = if code == 0 { abi::qemu_exit::SUCCESS_CODE } else { abi::qemu_exit::FAILURE_CODE };
-    serial::qemu_exit(exit);
-    arch::cpu::acpi_power_off();
-    cpu::halt_forever()
 }
 
 #[panic_handler]

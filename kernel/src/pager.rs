@@ -10,37 +10,59 @@
 //! or fail faults there. A pager that ends takes its waiting faulters with
 //! it (they end with a page fault); a later fault in its regions does too.
 
-use crate::ipc::{Head, Payload};
 use crate::memory;
+use crate::message::{Head, Payload};
 use crate::process::{Blocked, PagerRegion, State};
-use crate::sched::Kernel;
+use crate::state::Kernel;
 use crate::usermem::UserSlice;
 use abi::layout::{PAGE_SIZE, USER_MIN};
 use abi::msg::Kind;
-use abi::{Counter, Error, ExitStatus, Pid, pager, vector};
+use abi::{Counter, Error, Pid, pager, rights};
+
+/// What `page_resolve` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// The page is mapped (and its faulter, if it waited, made ready).
+    Mapped,
+    /// The pager failed the fault: the process in this slot, which waited
+    /// on it, is to end with a page fault at `address`.
+    Failed { slot: usize, address: u64 },
+    /// The pager failed a fault nobody waits on: nothing to do.
+    Nothing,
+}
 
 impl Kernel {
-    pub fn sys_set_pager(&mut self, slot: usize, a: [u64; 5]) -> Result<u64, Error> {
-        let [pid, start, len, pager_pid, queue] = a;
+    /// Give `start..start + len` of process `pid` to a pager (`pager_pid`,
+    /// its queue `queue`).
+    pub fn set_pager(
+        &mut self,
+        slot: usize,
+        pid: u64,
+        start: u64,
+        len: u64,
+        pager_pid: u64,
+        queue: u64,
+    ) -> Result<(), Error> {
         let target = self.slot_of(Pid(pid)).ok_or(Error::NoSuchProcess)?;
         let me = self.pid_of(slot);
         let may = target == slot
-            || self.procs[target].parent == Some(me)
-            || self.procs[slot].rights & abi::rights::MEMORY != 0;
+            || self.proc(target).parent == Some(me)
+            || self.proc(slot).rights & abi::rights::MEMORY != 0;
         if !may {
             return Err(Error::PermissionDenied);
         }
         let end = start.checked_add(len).ok_or(Error::InvalidArgument)?;
-        if len == 0 || start % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 || start < USER_MIN {
+        if len == 0 || !start.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) || start < USER_MIN
+        {
             return Err(Error::InvalidArgument);
         }
         if end > kernel_core::elf::STACK_AREA_START {
             return Err(Error::BadAddress);
         }
         let p = self.slot_of(Pid(pager_pid)).ok_or(Error::NoSuchProcess)?;
-        let pq = self.procs[p].qseg.as_ref().ok_or(Error::NoQueueSegment)?;
+        let pq = self.proc(p).qseg.as_ref().ok_or(Error::NoQueueSegment)?;
         pq.len(queue)?;
-        let t = &self.procs[target];
+        let t = self.proc(target);
         if t.regions.iter().flatten().any(|r| r.start < end && start < r.end) {
             return Err(Error::InvalidArgument);
         }
@@ -54,9 +76,9 @@ impl Kernel {
             va += PAGE_SIZE;
         }
         let free = t.regions.iter().position(Option::is_none).ok_or(Error::LimitReached)?;
-        self.procs[target].regions[free] =
+        self.proc_mut(target).regions[free] =
             Some(PagerRegion { start, end, pager: Pid(pager_pid), queue: queue as u32 });
-        Ok(0)
+        Ok(())
     }
 
     /// The kernel's default for the heap region of a process that has no
@@ -73,10 +95,10 @@ impl Kernel {
         }
         // A region given to a pager stays the pager's, even after it died:
         // the process ends then (see `pager_cleanup`).
-        if self.procs[slot].regions.iter().flatten().any(|r| (r.start..r.end).contains(&address)) {
+        if self.proc(slot).regions.iter().flatten().any(|r| (r.start..r.end).contains(&address)) {
             return false;
         }
-        let Some(space) = self.procs[slot].space.as_mut() else { return false };
+        let Some(space) = self.proc_mut(slot).space.as_mut() else { return false };
         space.map_new_page(address & !(PAGE_SIZE - 1), true, false).is_ok()
     }
 
@@ -84,7 +106,7 @@ impl Kernel {
     /// serves it, tell the pager and block; returns false otherwise.
     pub fn page_fault_to_pager(&mut self, slot: usize, address: u64, error_code: u64) -> bool {
         let Some(region) =
-            self.procs[slot].regions.iter().flatten().find(|r| (r.start..r.end).contains(&address))
+            self.proc(slot).regions.iter().flatten().find(|r| (r.start..r.end).contains(&address))
         else {
             return false;
         };
@@ -95,19 +117,29 @@ impl Kernel {
         let head =
             Head { words: [me.0, address, error_code, region.start], sender: Pid(0), kind: Kind::PageFault };
         // Block first: a pager waiting on its queue runs at once.
-        self.procs[slot].state = State::Blocked(Blocked::PageFault { page });
+        self.proc_mut(slot).state = State::Blocked(Blocked::PageFault { page });
         if self.deliver(p, region.queue, head, Payload::None, false).is_err() {
-            self.procs[slot].state = State::Running { cpu: crate::arch::percpu::current_cpu() };
+            self.proc_mut(slot).state = State::Running { cpu: crate::arch::percpu::current_cpu() };
             return false;
         }
         true
     }
 
-    pub fn sys_page_resolve(&mut self, slot: usize, a: [u64; 4]) -> Result<u64, Error> {
-        let [pid, addr, src, flags] = a;
+    /// The pager in `slot` answers a fault at `addr` in process `pid`: map
+    /// a page (zero-filled, a copy of its page at `src`, or that page
+    /// shared), or fail the fault.
+    pub fn page_resolve(
+        &mut self,
+        slot: usize,
+        pid: u64,
+        addr: u64,
+        src: u64,
+        flags: u64,
+    ) -> Result<Resolved, Error> {
         let target = self.slot_of(Pid(pid)).ok_or(Error::NoSuchProcess)?;
         let me = self.pid_of(slot);
-        let region = self.procs[target]
+        let region = self
+            .proc(target)
             .regions
             .iter()
             .flatten()
@@ -119,22 +151,23 @@ impl Kernel {
         }
         let page = addr & !(PAGE_SIZE - 1);
         let waiting =
-            matches!(self.procs[target].state, State::Blocked(Blocked::PageFault { page: p }) if p == page);
+            matches!(self.proc(target).state, State::Blocked(Blocked::PageFault { page: p }) if p == page);
         if flags == pager::FAIL {
-            if waiting {
-                self.finish(target, ExitStatus::Fault { vector: vector::PAGE_FAULT, address: addr });
-            }
-            return Ok(0);
+            return Ok(if waiting {
+                Resolved::Failed { slot: target, address: addr }
+            } else {
+                Resolved::Nothing
+            });
         }
         let writable = flags & pager::WRITABLE != 0;
         let executable = flags & pager::EXECUTABLE != 0;
         let frame = match flags & !(pager::WRITABLE | pager::EXECUTABLE) {
             pager::ZERO => memory::alloc_frame().ok_or(Error::OutOfResources)?,
             pager::COPY | pager::SHARE => {
-                if src % PAGE_SIZE != 0 {
+                if !src.is_multiple_of(PAGE_SIZE) {
                     return Err(Error::InvalidArgument);
                 }
-                let space = self.procs[slot].space.as_mut().expect("live process");
+                let space = self.space_mut(slot);
                 UserSlice::new(src, PAGE_SIZE)?.check(space, false)?;
                 if flags & pager::SHARE != 0 {
                     let frame = space.loan_page(src).ok_or(Error::BadAddress)?;
@@ -153,7 +186,7 @@ impl Kernel {
         // A shared frame is never writable in place: copy-on-write when the
         // pager allows writes, read-only (program text) when not.
         let shared = flags & pager::SHARE != 0;
-        let space = self.procs[target].space.as_mut().ok_or(Error::NoSuchProcess)?;
+        let space = self.proc_mut(target).space.as_mut().ok_or(Error::NoSuchProcess)?;
         if let Err(e) = space.map_frame(page, frame, writable && !shared, shared && writable, executable) {
             memory::frame_unref(frame);
             return Err(e.into());
@@ -161,22 +194,49 @@ impl Kernel {
         if waiting {
             self.make_ready(target);
         }
-        Ok(0)
+        Ok(Resolved::Mapped)
     }
 
-    /// A pager ended: processes waiting on it end with a page fault.
-    pub fn pager_cleanup(&mut self, pid: Pid) {
-        for s in 0..self.procs.len() {
-            if let State::Blocked(Blocked::PageFault { page }) = self.procs[s].state {
-                let served_by_dead = self.procs[s]
-                    .regions
-                    .iter()
-                    .flatten()
-                    .any(|r| r.pager == pid && (r.start..r.end).contains(&page));
-                if served_by_dead {
-                    self.finish(s, ExitStatus::Fault { vector: vector::PAGE_FAULT, address: page });
-                }
-            }
+    /// A process waiting for pager `pid` to resolve its fault (the
+    /// faulting page), if any: when the pager ends, each such process ends
+    /// with a page fault (lifecycle.rs).
+    pub fn waiting_on_pager(&self, pid: Pid) -> Option<(usize, u64)> {
+        self.slots().find_map(|s| {
+            let State::Blocked(Blocked::PageFault { page }) = self.proc(s).state else { return None };
+            let served_by = self
+                .proc(s)
+                .regions
+                .iter()
+                .flatten()
+                .any(|r| r.pager == pid && (r.start..r.end).contains(&page));
+            served_by.then_some((s, page))
+        })
+    }
+
+    /// Give the stopped process `dst_pid` a copy-on-write copy of the
+    /// address space of `src_pid` and its pager regions (`fork`). Needs
+    /// `rights::MEMORY`. Returns the pages shared.
+    pub fn space_copy(&mut self, slot: usize, src_pid: u64, dst_pid: u64) -> Result<u64, Error> {
+        if self.proc(slot).rights & rights::MEMORY == 0 {
+            return Err(Error::PermissionDenied);
         }
+        let src = self.slot_of(Pid(src_pid)).ok_or(Error::NoSuchProcess)?;
+        let dst = self.slot_of(Pid(dst_pid)).ok_or(Error::NoSuchProcess)?;
+        if src == dst
+            || self.proc(dst).state != State::Stopped
+            || matches!(self.proc(src).state, State::Running { .. })
+        {
+            // A running source could write a page between the copy and the
+            // loss of write access on another CPU.
+            return Err(Error::InUse);
+        }
+        let (src_proc, dst_proc) = self.two_procs_mut(src, dst);
+        let dst_space = dst_proc.space.as_mut().ok_or(Error::NoSuchProcess)?;
+        let pages = match src_proc.space.as_mut() {
+            Some(src_space) => src_space.copy_on_write_into(dst_space)?,
+            None => 0,
+        };
+        dst_proc.regions = src_proc.regions;
+        Ok(pages)
     }
 }

@@ -9,8 +9,9 @@
 //! gone is freed as soon as it ends.
 
 use crate::arch::trap::TrapFrame;
-use crate::ipc::{Message, ReplyTable};
 use crate::memory::AddressSpace;
+use crate::message::Message;
+use crate::reply_table::ReplyTable;
 use abi::Pid;
 use kernel_core::limits::MAX_PROCESS_NAME_BYTES;
 use kernel_core::qseg::{Link, QueueSegment};
@@ -149,11 +150,13 @@ impl Process {
         self.name_len = n;
     }
 
-    /// Set the kernel call's result registers.
+    /// Set the result of the kernel call it is in (see arch/regs.rs).
     pub fn set_return(&mut self, result: Result<u64, abi::Error>) {
-        self.frame.rax = match result {
-            Ok(v) => v,
-            Err(e) => e.to_return(),
-        };
+        self.frame.set_result(result);
+    }
+
+    /// Neither free nor ended.
+    pub fn is_live(&self) -> bool {
+        !matches!(self.state, State::Free | State::Zombie)
     }
 }

@@ -11,8 +11,9 @@
 use crate::arch::apic::{self, VECTOR_HALT, VECTOR_RESCHEDULE, VECTOR_SPURIOUS, VECTOR_TIMER};
 use crate::arch::percpu;
 use crate::arch::trap::TrapFrame;
-use crate::sched::{KERNEL, Kernel};
+use crate::state::{KERNEL, Kernel};
 use abi::{Counter, ExitStatus};
+use kernel_core::limits::IRQ_LINES;
 
 /// `syscall` from a user process, whose registers the entry code has
 /// saved in its slot of the process table. Leaves the kernel itself (no
@@ -39,6 +40,13 @@ pub fn syscall_handler() -> ! {
 fn general_path(k: &mut Kernel, cpu: usize) -> *mut TrapFrame {
     k.count(Counter::KernelCalls);
     crate::syscall::dispatch(k, cpu);
+    next_to_run(k, cpu)
+}
+
+/// The end of every kernel entry but the fast path's: a kill asked of the
+/// process that ran here takes effect, then the scheduler chooses.
+fn next_to_run(k: &mut Kernel, cpu: usize) -> *mut TrapFrame {
+    k.finish_if_kill_requested(cpu);
     k.resume(cpu)
 }
 
@@ -67,24 +75,23 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
             if vector == abi::vector::PAGE_FAULT && frame.error_code & PRESENT_AND_WRITE == PRESENT_AND_WRITE
             {
                 let address = crate::arch::cpu::read_cr2();
-                let space = k.procs[slot].space.as_mut().expect("a running process has memory");
-                if space.resolve_copy_on_write(address) {
+                if k.space_mut(slot).resolve_copy_on_write(address) {
                     k.note_local_flush(cpu, slot);
                     k.count(Counter::CowCopies);
-                    return k.resume(cpu);
+                    return next_to_run(&mut k, cpu);
                 }
             }
             let address =
                 if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip };
             if vector == abi::vector::PAGE_FAULT && k.page_fault_to_pager(slot, address, frame.error_code) {
-                return k.resume(cpu);
+                return next_to_run(&mut k, cpu);
             }
             if vector == abi::vector::PAGE_FAULT && k.default_heap_fault(slot, address, frame.error_code) {
-                return k.resume(cpu);
+                return next_to_run(&mut k, cpu);
             }
             crate::kprintln!(
                 "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",
-                k.procs[slot].name(),
+                k.proc(slot).name(),
                 k.pid_of(slot).0,
                 exception_name(vector),
                 frame.error_code,
@@ -101,7 +108,7 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
             k.count(Counter::Interrupts);
             apic::eoi();
         }
-        v if (apic::IRQ_BASE..apic::IRQ_BASE + crate::devices::IRQ_LINES as u8).contains(&v) => {
+        v if (apic::IRQ_BASE..apic::IRQ_BASE + IRQ_LINES as u8).contains(&v) => {
             k.count(Counter::Interrupts);
             k.irq_fired((v - apic::IRQ_BASE) as u32);
             apic::eoi();
@@ -112,7 +119,7 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
             apic::eoi();
         }
     }
-    k.resume(cpu)
+    next_to_run(&mut k, cpu)
 }
 
 /// A fault in the kernel itself is a bug: report everything and stop.

@@ -8,6 +8,9 @@
 //! reached through the direct map by physical address, so a bad pointer
 //! can only produce [`Error::BadAddress`], never a kernel fault, and the
 //! target address space need not be the current one.
+//!
+//! [`copy_between`] moves bytes from one process's memory to another's the
+//! same way, both ranges checked first: the message system's one copy.
 
 use crate::arch::paging::{self, COPY_ON_WRITE, PAGE_BYTES, USER, WRITABLE};
 use crate::memory::AddressSpace;
@@ -101,4 +104,38 @@ impl UserSlice {
         }
         UserSlice { addr: self.addr + offset, len: dst.len() as u64 }.read(space, dst)
     }
+}
+
+/// Copy `len` bytes from `src` in `src_space` to `dst` in `dst_space`,
+/// page piece by page piece, between physical frames: one copy, no bounce
+/// buffer. Both ranges are checked (and the destination's copy-on-write
+/// pages made private) before a byte moves, so a failed copy changes
+/// nothing.
+pub fn copy_between(
+    src_space: &AddressSpace,
+    src: u64,
+    dst_space: &mut AddressSpace,
+    dst: u64,
+    len: u64,
+) -> Result<(), Error> {
+    let src_slice = UserSlice::new(src, len)?;
+    let dst_slice = UserSlice::new(dst, len)?;
+    src_slice.check(src_space, false)?;
+    dst_slice.prepare_write(dst_space)?;
+    let mut done = 0;
+    while done < len {
+        let (s, d) = (src + done, dst + done);
+        let (spa, _) = src_space.translate(s).ok_or(Error::BadAddress)?;
+        let (dpa, _) = dst_space.translate(d).ok_or(Error::BadAddress)?;
+        let n = (PAGE_BYTES - s % PAGE_BYTES).min(PAGE_BYTES - d % PAGE_BYTES).min(len - done);
+        paging::copy_between_frames(
+            spa & !(PAGE_BYTES - 1),
+            (s % PAGE_BYTES) as usize,
+            dpa & !(PAGE_BYTES - 1),
+            (d % PAGE_BYTES) as usize,
+            n as usize,
+        );
+        done += n;
+    }
+    Ok(())
 }

@@ -109,12 +109,13 @@ static mut IDT: Idt =
     Idt([Gate { offset_low: 0, selector: 0, ist: 0, type_attr: 0, offset_mid: 0, offset_high: 0, _zero: 0 };
         256]);
 
-/// Build the shared IDT: every vector goes to its stub in trap.rs.
-/// Interrupt gates (type 0xE) clear IF, so the kernel runs with interrupts
-/// off (Ridge OS §4: a synchronous, non-interruptible kernel).
-pub fn init_idt() {
+/// Build the shared IDT: every vector goes to its entry stub
+/// (`stub_address(vector)`, trap.rs's). Interrupt gates (type 0xE) clear
+/// IF, so the kernel runs with interrupts off (Ridge OS §4: a synchronous,
+/// non-interruptible kernel).
+pub fn init_idt(stub_address: fn(usize) -> u64) {
     for vector in 0..256 {
-        let handler = super::trap::stub_address(vector);
+        let handler = stub_address(vector);
         let ist = if vector == 8 || vector == 2 || vector == 18 { IST_DOUBLE_FAULT } else { 0 };
         let gate = Gate {
             offset_low: handler as u16,

@@ -6,6 +6,7 @@
 //! - [`paging`]: page tables and physical memory through the direct map.
 //! - [`descriptors`]: GDT, TSS, IDT.
 //! - [`trap`]: entry stubs, `syscall`, the register frame, the way out.
+//! - [`regs`]: the kernel-call register convention as typed views of a frame.
 //! - [`percpu`]: per-CPU records and stacks.
 //! - [`apic`]: local APIC, I/O APIC, legacy PIC/PIT.
 //! - [`smp`]: the real-mode trampoline for starting CPUs.
@@ -22,6 +23,7 @@ pub mod descriptors;
 pub mod heap;
 pub mod paging;
 pub mod percpu;
+pub mod regs;
 pub mod serial;
 pub mod smp;
 pub mod trap;

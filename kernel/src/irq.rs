@@ -1,0 +1,39 @@
+//! Interrupt lines as the kernel's state records them: who owns each line
+//! of the I/O APIC and what the firmware said about routing. Plain data;
+//! the kernel calls that claim, acknowledge and release lines, and the
+//! delivery of an interrupt as a message, are in devices.rs.
+
+use abi::Pid;
+use kernel_core::limits::IRQ_LINES;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IrqLine {
+    /// The driver that claimed the line and the queue its interrupts go to.
+    pub owner: Option<(Pid, u32)>,
+    /// An interrupt arrived while the owner's queue was full.
+    pub pending: bool,
+}
+
+/// What the kernel learned about interrupt routing at boot.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IrqRouting {
+    pub io_apic_phys: u64,
+    pub bsp_apic_id: u32,
+    /// ISA IRQ → (GSI, level-triggered, active-low), from the MADT.
+    pub isa_override: [Option<(u32, bool, bool)>; 16],
+}
+
+/// Every line and the routing facts.
+pub struct IrqTable {
+    pub lines: [IrqLine; IRQ_LINES],
+    pub routing: IrqRouting,
+}
+
+impl IrqTable {
+    pub const fn new() -> IrqTable {
+        IrqTable {
+            lines: [IrqLine { owner: None, pending: false }; IRQ_LINES],
+            routing: IrqRouting { io_apic_phys: 0, bsp_apic_id: 0, isa_override: [None; 16] },
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! The kernel's state: one [`Kernel`] behind one lock, [`KERNEL`], taken on
+//! every kernel entry and released on the way out.
+//!
+//! Ridge OS's kernel is synchronous — interrupts off, every operation short
+//! and bounded (seed 001, §4) — so one lock costs little and rules out a
+//! whole class of bugs; seL4 makes the same choice on multiprocessors. User
+//! programs run in parallel on every CPU; only their kernel calls are
+//! serialised.
+//!
+//! What this module is: the record and small accessors over it (a process
+//! by slot, its address space, a CPU's record, the counters). What it is
+//! not: any policy. Scheduling is sched.rs, messages ipc.rs, process life
+//! and death lifecycle.rs, and so on up the map in main.rs; each of them
+//! reaches these fields only through the accessors here.
+//!
+//! Invariants kept here:
+//! - a process's pid is (slot, generation) and [`Kernel::slot_of`] finds
+//!   only a process that exists (live or zombie) with that generation;
+//! - a live process has an address space ([`Kernel::space`] relies on it);
+//! - the counters of the call fast path are added in only when read
+//!   ([`Kernel::counter_values`]).
+
+use crate::irq::IrqTable;
+use crate::memory::AddressSpace;
+use crate::process::{Process, State};
+use abi::{COUNTER_COUNT, Counter, Pid};
+use alloc::vec::Vec;
+use kernel_core::limits::{MAX_CPUS, MAX_PROCESSES};
+use kernel_core::ready::ReadyQueues;
+use spin::mutex::TicketMutex;
+
+/// What a kernel operation leaves for its caller's registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Done: this value is the call's result, and the caller goes on.
+    Return(u64),
+    /// Nothing more to write: the caller blocked (whoever completes the
+    /// call writes its result), ended, or its registers hold the result
+    /// already (a received message).
+    AsIs,
+}
+
+/// One CPU's record.
+#[derive(Clone, Copy)]
+pub struct CpuState {
+    pub online: bool,
+    /// The process this CPU runs (state `Running { cpu }`), if any.
+    pub current: Option<usize>,
+    /// The page-table root loaded in CR3. Idle CPUs keep the last one
+    /// (switching costs a TLB flush); `resume` drops it if it died.
+    pub loaded_root: u64,
+    /// The `tlb_epoch` of that address space when it was loaded.
+    pub loaded_epoch: u64,
+    /// The current process has used up its slice or yielded.
+    pub slice_expired: bool,
+    /// The I/O ports this CPU's permission bitmap grants to user mode.
+    pub ports: Option<(u16, u16)>,
+    /// A reschedule interrupt is on its way to this CPU.
+    pub kicked: bool,
+    pub dispatched_tsc: u64,
+}
+
+const CPU_OFFLINE: CpuState = CpuState {
+    online: false,
+    current: None,
+    loaded_root: 0,
+    loaded_epoch: 0,
+    slice_expired: false,
+    kicked: false,
+    ports: None,
+    dispatched_tsc: 0,
+};
+
+/// In declaration order (`repr(C)`): what every kernel call touches
+/// (`cpus`, the counters, the ready lists' summary) comes first, right
+/// after the lock, and the process table last. Under QEMU each page the
+/// fast path touches after a CR3 write costs a software-TLB refill.
+#[repr(C)]
+pub struct Kernel {
+    cpus: [CpuState; MAX_CPUS],
+    /// Read through [`Kernel::counter_values`], which adds in the fast
+    /// path's counts.
+    counters: [u64; COUNTER_COUNT],
+    /// Calls and reply-waits done by the fast path (fastpath.rs): each
+    /// stands for several counters, added up only when they are read.
+    fast_calls: u64,
+    fast_reply_waits: u64,
+    ready: ReadyQueues<MAX_PROCESSES>,
+    init_slot: Option<usize>,
+    timeslice_ticks: u64,
+    is_verbose: bool,
+    /// Processes blocked in `sleep`.
+    sleepers: usize,
+    /// Interrupt lines and their owners (devices.rs).
+    irqs: IrqTable,
+    /// Address spaces of ended processes still loaded on some CPU.
+    dead_spaces: Vec<AddressSpace>,
+    procs: [Process; MAX_PROCESSES],
+}
+
+pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
+    cpus: [CPU_OFFLINE; MAX_CPUS],
+    counters: [0; COUNTER_COUNT],
+    fast_calls: 0,
+    fast_reply_waits: 0,
+    ready: ReadyQueues::new(),
+    init_slot: None,
+    timeslice_ticks: 2,
+    is_verbose: false,
+    sleepers: 0,
+    irqs: IrqTable::new(),
+    dead_spaces: Vec::new(),
+    procs: [const { Process::empty() }; MAX_PROCESSES],
+});
+
+impl Kernel {
+    // ---- boot-time settings ----
+
+    pub fn configure(&mut self, timeslice_ticks: u64, is_verbose: bool) {
+        self.timeslice_ticks = timeslice_ticks.max(1);
+        self.is_verbose = is_verbose;
+    }
+
+    #[inline(always)]
+    pub fn timeslice_ticks(&self) -> u64 {
+        self.timeslice_ticks
+    }
+
+    /// Log process starts and ends (`verbose=1`).
+    pub fn is_verbose(&self) -> bool {
+        self.is_verbose
+    }
+
+    pub fn init_slot(&self) -> Option<usize> {
+        self.init_slot
+    }
+
+    pub fn set_init_slot(&mut self, slot: usize) {
+        self.init_slot = Some(slot);
+    }
+
+    pub fn is_init(&self, slot: usize) -> bool {
+        self.init_slot == Some(slot)
+    }
+
+    // ---- the process table ----
+
+    #[inline(always)]
+    pub fn proc(&self, slot: usize) -> &Process {
+        &self.procs[slot]
+    }
+
+    #[inline(always)]
+    pub fn proc_mut(&mut self, slot: usize) -> &mut Process {
+        &mut self.procs[slot]
+    }
+
+    /// The process in `slot`, or None for a slot number out of range.
+    #[inline(always)]
+    pub fn try_proc(&self, slot: usize) -> Option<&Process> {
+        self.procs.get(slot)
+    }
+
+    /// Two different processes at once (a copy between their memories).
+    pub fn two_procs_mut(&mut self, a: usize, b: usize) -> (&mut Process, &mut Process) {
+        let [pa, pb] = self.procs.get_disjoint_mut([a, b]).expect("two different slots in range");
+        (pa, pb)
+    }
+
+    /// Every slot number.
+    pub fn slots(&self) -> core::ops::Range<usize> {
+        0..MAX_PROCESSES
+    }
+
+    /// The address space of a live process.
+    #[inline(always)]
+    pub fn space(&self, slot: usize) -> &AddressSpace {
+        self.procs[slot].space.as_ref().expect("a live process has an address space")
+    }
+
+    #[inline(always)]
+    pub fn space_mut(&mut self, slot: usize) -> &mut AddressSpace {
+        self.procs[slot].space.as_mut().expect("a live process has an address space")
+    }
+
+    /// The pid of the process in `slot`.
+    #[inline(always)]
+    pub fn pid_of(&self, slot: usize) -> Pid {
+        Pid::new(slot as u32, self.procs[slot].generation)
+    }
+
+    /// The slot of a process that exists (live or zombie) with this id.
+    pub fn slot_of(&self, pid: Pid) -> Option<usize> {
+        let slot = pid.slot() as usize;
+        let p = self.procs.get(slot)?;
+        (p.generation == pid.generation() && p.state != State::Free).then_some(slot)
+    }
+
+    /// A free slot.
+    pub fn free_slot_index(&self) -> Option<usize> {
+        self.procs.iter().position(|p| p.state == State::Free)
+    }
+
+    pub fn live_processes(&self) -> usize {
+        self.procs.iter().filter(|p| p.state != State::Free).count()
+    }
+
+    // ---- CPUs ----
+
+    #[inline(always)]
+    pub fn cpu(&self, cpu: usize) -> &CpuState {
+        &self.cpus[cpu]
+    }
+
+    #[inline(always)]
+    pub fn cpu_mut(&mut self, cpu: usize) -> &mut CpuState {
+        &mut self.cpus[cpu]
+    }
+
+    /// The process running on `cpu`. Kernel calls and user faults always
+    /// have one.
+    pub fn current(&self, cpu: usize) -> usize {
+        self.cpus[cpu].current.expect("a process is running on this CPU")
+    }
+
+    // ---- scheduling state (sched.rs) ----
+
+    #[inline(always)]
+    pub fn ready(&self) -> &ReadyQueues<MAX_PROCESSES> {
+        &self.ready
+    }
+
+    pub fn ready_mut(&mut self) -> &mut ReadyQueues<MAX_PROCESSES> {
+        &mut self.ready
+    }
+
+    pub fn sleepers(&self) -> usize {
+        self.sleepers
+    }
+
+    pub fn sleeper_added(&mut self) {
+        self.sleepers += 1;
+    }
+
+    pub fn sleeper_removed(&mut self) {
+        self.sleepers -= 1;
+    }
+
+    pub fn dead_spaces_mut(&mut self) -> &mut Vec<AddressSpace> {
+        &mut self.dead_spaces
+    }
+
+    pub fn dead_spaces(&self) -> &[AddressSpace] {
+        &self.dead_spaces
+    }
+
+    // ---- interrupt lines (devices.rs) ----
+
+    pub fn irqs(&self) -> &IrqTable {
+        &self.irqs
+    }
+
+    pub fn irqs_mut(&mut self) -> &mut IrqTable {
+        &mut self.irqs
+    }
+
+    // ---- counters ----
+
+    pub fn count(&mut self, c: Counter) {
+        self.counters[c as usize] += 1;
+    }
+
+    pub fn add(&mut self, c: Counter, n: u64) {
+        self.counters[c as usize] += n;
+    }
+
+    /// One call done by the fast path: a kernel call, a message, a direct
+    /// handoff, a context switch and an address-space switch.
+    #[inline(always)]
+    pub fn count_fast_call(&mut self) {
+        self.fast_calls += 1;
+    }
+
+    /// One reply-wait done by the fast path: as a call, but no handoff.
+    #[inline(always)]
+    pub fn count_fast_reply_wait(&mut self) {
+        self.fast_reply_waits += 1;
+    }
+
+    /// Every counter, the fast path's included.
+    pub fn counter_values(&self) -> [u64; COUNTER_COUNT] {
+        let mut c = self.counters;
+        let (calls, waits) = (self.fast_calls, self.fast_reply_waits);
+        c[Counter::KernelCalls as usize] += calls + waits;
+        c[Counter::Messages as usize] += calls + waits;
+        c[Counter::DirectHandoffs as usize] += calls;
+        c[Counter::ContextSwitches as usize] += calls + waits;
+        c[Counter::AddressSpaceSwitches as usize] += calls + waits;
+        c
+    }
+}
