@@ -437,6 +437,7 @@ impl Kernel {
     /// while it ran (see [`Kernel::kill`]): even if the kernel entry that
     /// brought it here has just blocked it (a read on an empty pipe), or
     /// the kill would be lost. Done on every way out of the kernel.
+    #[inline(always)]
     pub fn finish_if_kill_requested(&mut self, cpu: usize) {
         if let Some(slot) = self.cpu(cpu).current
             && self.proc(slot).kill_requested

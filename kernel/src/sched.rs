@@ -120,11 +120,12 @@ impl Kernel {
         c.current = Some(to);
         c.slice_expired = false;
         self.proc_mut(from).cpu_time_tsc += ran;
-        let timeslice_ticks = self.timeslice_ticks();
-        let p = self.proc_mut(to);
-        p.state = State::Running { cpu };
-        if p.slice_ticks_left == 0 {
-            p.slice_ticks_left = timeslice_ticks;
+        self.proc_mut(to).state = State::Running { cpu };
+        // The slice length is read only when a new slice starts: reading it
+        // every time is an instruction on every fast-path switch.
+        if self.proc(to).slice_ticks_left == 0 {
+            let timeslice_ticks = self.timeslice_ticks();
+            self.proc_mut(to).slice_ticks_left = timeslice_ticks;
         }
         // `from` ran here, so its root is loaded, and two processes never
         // share one: the root always changes (counted with the switch, see
