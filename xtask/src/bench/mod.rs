@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the benchmark suite of `shared/BENCHMARKS.md`.
+//! `cargo xtask bench`: the benchmark suite of `docs/benchmarks.md`.
 //!
 //! What it is: the driver that boots Ridgeback and a Linux guest in the
 //! same QEMU machine (accelerator, CPU model, vCPU count, memory: taken
