@@ -4,7 +4,7 @@
 //! regressions found there. The peers are `tmsg` roles, which say hello on
 //! the runner's queue 0 before they start.
 
-use crate::util::{MAIN_QUEUE, TestResult, check};
+use crate::util::{MAIN_QUEUE, MAX_DATA, TestResult, check};
 use abi::msg::Kind;
 use abi::{Error, ExitStatus, InfoKey, Pid};
 use alloc::format;
@@ -101,11 +101,11 @@ pub fn message_stress() -> TestResult {
 pub fn call_round_trips() -> TestResult {
     let calls = 300u64;
     let (pid, link) = start_tmsg("echo", &format!("{calls}"), abi::DEFAULT_PRIORITY as u64 + 2)?;
-    let mut data = [0u8; 4096];
-    let mut reply = [0u8; 4096];
+    let mut data = [0u8; MAX_DATA];
+    let mut reply = [0u8; MAX_DATA];
     let entries_before = counter(abi::Counter::KernelCalls);
     for i in 0..calls {
-        let len = (i as usize * 131) % 4097;
+        let len = (i as usize * 131) % (MAX_DATA + 1);
         for (j, b) in data[..len].iter_mut().enumerate() {
             *b = (j as u64 ^ i) as u8;
         }
@@ -154,7 +154,7 @@ pub fn message_errors() -> TestResult {
     let own = msg::open_link(me, q).map_err(|e| e.name())?;
     e(msg::call(own, &[0; 4], &[], &mut []).map(|_| ()), Error::InvalidArgument, "call to oneself")?;
     e(
-        msg::send_data(own, &[0; 4], &[0u8; 4097][..]).map(|_| ()),
+        msg::send_data(own, &[0; 4], &[0u8; MAX_DATA + 1][..]).map(|_| ()),
         Error::InvalidArgument,
         "data over a page",
     )?;
@@ -293,7 +293,7 @@ pub fn copy_on_write() -> TestResult {
     msg::send(link, &[0; 4]).map_err(|e| e.name())?;
     expect_exit(pid, 0)?;
     let r = msg::receive_data(MAIN_QUEUE, &mut page.0).map_err(|e| e.name())?;
-    check(r.message[0] == 1 && r.len == 4096, "the lent page arrives")?;
+    check(r.message[0] == 1 && r.len == page.0.len(), "the lent page arrives")?;
     check(page.0.iter().all(|&b| b == 0xaa), "the receiver sees the page as it was when sent")?;
     check(counter(abi::Counter::PagesLoaned) > loaned_before, "the page moved by mapping, not copying")?;
     let cow_before = counter(abi::Counter::CowCopies);

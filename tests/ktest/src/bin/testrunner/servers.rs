@@ -11,7 +11,7 @@
 
 use crate::server_deaths;
 use crate::started::{Started, looper_priority, subject_priority};
-use crate::util::{MAIN_QUEUE, MANAGER_QUEUE, TestResult, check};
+use crate::util::{MAIN_QUEUE, MANAGER_QUEUE, MAX_DATA, TestResult, check};
 use abi::{Error, ExitStatus, Pid, vector};
 use alloc::format;
 use alloc::string::String;
@@ -116,7 +116,7 @@ fn file_manager_killed_under_a_read_loop(s: &mut Started, memfs: Memfs) -> TestR
     let (w, _) = server_call(link, attach, &[], &mut [], "attach")?;
     check(w[0] == text.len() as u64, "the file manager loaded the whole file")?;
     let (w, _) = server_call(link, [filemgr::OP_OPEN, open_flags::O_RDONLY, 0, 0], &[], &mut [], "open")?;
-    let reads = format!("call-loop {} {queue} {} {} 4096", manager.0, io::OP_READ, w[0]);
+    let reads = format!("call-loop {} {queue} {} {} {MAX_DATA}", manager.0, io::OP_READ, w[0]);
     let reads = s.spawn("tchild", &reads, looper_priority(), 0)?;
     wait_looping(&[reads])?;
     s.kill(manager, "the file manager")?;
@@ -141,7 +141,7 @@ fn memfs_killed_under_loops(s: &mut Started, memfs: Memfs) -> TestResult {
     let (pid, queue) = (memfs.pid.0, memfs.queue);
     let lookups = format!("call-loop {pid} {queue} {} 0 0 {path}", fs::OP_LOOKUP);
     let lookups = s.spawn("tchild", &lookups, looper_priority(), 0)?;
-    let reads = format!("call-loop {pid} {queue} {} {} 4096", io::OP_READ, w[0]);
+    let reads = format!("call-loop {pid} {queue} {} {} {MAX_DATA}", io::OP_READ, w[0]);
     let reads = s.spawn("tchild", &reads, looper_priority(), 0)?;
     wait_looping(&[lookups, reads])?;
     s.kill(memfs.pid, "memfs")?;
@@ -177,7 +177,7 @@ impl PipeUnderTest {
     /// tchild's arguments for one call of `op` on `handle` with
     /// `data_bytes` of data, which the pipe keeps.
     fn call_once(&self, op: u64, handle: u64, data_bytes: usize) -> String {
-        format!("call-once {} {} {op} {handle} 4096 {data_bytes}", self.pid.0, self.queue)
+        format!("call-once {} {} {op} {handle} {MAX_DATA} {data_bytes}", self.pid.0, self.queue)
     }
 
     /// Bytes in the pipe's buffer.
@@ -212,13 +212,14 @@ pub fn pipe_killed_under_a_blocked_writer() -> TestResult {
     use protocols::unix::{io, pipe};
     let mut s = Started::new();
     let pipe = PipeUnderTest::start(&mut s)?;
-    let chunk = [0x77u8; 4096];
+    let chunk = [0x77u8; MAX_DATA];
     for _ in 0..pipe::CAPACITY_BYTES / chunk.len() {
         pipe.write(&chunk)?;
     }
     check(pipe.buffered()? == pipe::CAPACITY_BYTES as u64, "the pipe is full")?;
     s.hold_cpus()?;
-    let writer = s.spawn("tchild", &pipe.call_once(io::OP_WRITE, pipe.write, 4096), subject_priority(), 0)?;
+    let writer =
+        s.spawn("tchild", &pipe.call_once(io::OP_WRITE, pipe.write, MAX_DATA), subject_priority(), 0)?;
     s.until_blocked()?;
     // The writer waits in its write to the full pipe, kept by the manager.
     s.kill(pipe.pid, "the pipe manager")?;
@@ -342,7 +343,7 @@ pub fn tty_killed_under_a_blocked_reader() -> TestResult {
     s.kill(driver, "the console driver")?;
     let (w, _) = msg::call(link, &[io::OP_WRITE, handle, 0, 0], text, &mut []).map_err(|e| e.name())?;
     check(protocols::unix::result(w[0]) == Err(errno::EIO), "a write with the driver dead gets EIO")?;
-    let reader = format!("call-once {} {queue} {} {handle} 4096 0", manager.0, io::OP_READ);
+    let reader = format!("call-once {} {queue} {} {handle} {MAX_DATA} 0", manager.0, io::OP_READ);
     s.hold_cpus()?;
     let reader = s.spawn("tchild", &reader, subject_priority(), 0)?;
     s.until_blocked()?;

@@ -15,6 +15,8 @@ pub const MAIN_QUEUE: Queue = Queue(0);
 /// The runner's queue for pipe and file managers' READY (their starter,
 /// the monitor, takes them on its queue 1).
 pub const MANAGER_QUEUE: Queue = Queue(1);
+/// The most data one message carries, as a buffer length.
+pub const MAX_DATA: usize = abi::msg::MAX_DATA_BYTES as usize;
 
 /// Start tchild with `args` and wait for it.
 pub fn run(args: &str) -> Result<ExitStatus, String> {
