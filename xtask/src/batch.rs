@@ -7,6 +7,10 @@
 //! place of its init file's `run` line and brackets the session with the
 //! `abi::session` lines, which tell the session's output from the boot
 //! messages and carry its status.
+//!
+//! Besides the command, [`prepare`] and [`boot`] serve `cargo xtask test`
+//! (the UNIX tests and the shell scenarios are batch boots). It stands on
+//! `image`, `qemu` and `run`'s options; no other command is imported.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -15,8 +19,14 @@ use std::time::{Duration, Instant};
 
 use crate::image::{self, ImageKind, Workspace};
 use crate::qemu::{self, QemuConfig, SerialMode};
-use crate::{Result, RunOptions, tools};
+use crate::run::RunOptions;
+use crate::tools::Result;
 
+/// The boot module that carries the commands: init runs `/bin/sh
+/// /etc/batch` when the image has it (`apps/init`, where the same name is
+/// defined for its side of the contract). `cargo xtask bench` boots its
+/// UNIX rows the same way.
+pub const BATCH_MODULE: &str = "etc.batch";
 /// How long a batch may run before QEMU is stopped.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(900);
 
@@ -43,7 +53,7 @@ pub fn prepare(
     kind: ImageKind,
 ) -> Result<QemuConfig> {
     let built = image::build(workspace, kind)?;
-    let script = workspace.bin_dir().join("etc.batch");
+    let script = workspace.bin_dir().join(BATCH_MODULE);
     let mut text = commands.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
@@ -126,7 +136,7 @@ pub fn boot(config: &QemuConfig, timeout: Duration, echo: bool) -> Result<BatchR
 
 /// `cargo xtask run --batch`.
 pub fn run_command(opts: &RunOptions, commands: &str) -> Result<ExitCode> {
-    tools::ensure_qemu()?;
+    qemu::ensure_qemu()?;
     let workspace = Workspace::load()?;
     let config = prepare(&workspace, opts, commands, ImageKind::Normal)?;
     let run = boot(&config, DEFAULT_TIMEOUT, true)?;

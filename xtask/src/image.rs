@@ -13,6 +13,10 @@
 //!   (the test image only) or under `bench/ridgeback/` (the bench image
 //!   only, which `cargo xtask bench` boots).
 //!
+//! What it is not: a boot. It hands the built files ([`BuiltImage`]) to the
+//! layers above (`qemu`'s configuration, the commands); it stands on
+//! [`crate::tools`] and [`crate::multiboot`] only.
+//!
 //! Invariant: program names are unique across both images and differ from
 //! the kernel's. The kernel names a module by the basename of its path, and
 //! cargo puts every binary of a target in one directory, so two programs
@@ -26,7 +30,8 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use crate::{Result, multiboot, tools};
+use crate::multiboot;
+use crate::tools::{self, Result};
 
 /// The Rust target of the kernel and of every user program.
 pub const TARGET: &str = "x86_64-unknown-none";
@@ -34,6 +39,12 @@ pub const TARGET: &str = "x86_64-unknown-none";
 pub const PROFILE: &str = "release";
 /// The kernel's package and binary name.
 pub const KERNEL: &str = "kernel";
+/// The program the test image boots as init: a `bin` target under `tests/`.
+pub const TEST_RUNNER: &str = "testrunner";
+/// The kernel command line that boots the test image into [`TEST_RUNNER`]
+/// (`cargo xtask test`, and `cargo xtask image --test` unless `--cmdline`
+/// says otherwise).
+pub const TEST_KERNEL_CMDLINE: &str = "init=testrunner";
 
 /// Which boot image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -237,7 +248,7 @@ impl BuiltImage {
 /// Builds the kernel and the programs of an image, then checks that QEMU
 /// can load the kernel and that every module exists.
 pub fn build(workspace: &Workspace, kind: ImageKind) -> Result<BuiltImage> {
-    tools::ensure_target()?;
+    tools::ensure_target(TARGET)?;
     let programs = workspace.programs(kind)?;
     let mut packages = vec![KERNEL];
     for program in &programs {

@@ -22,11 +22,21 @@
 //!   take their inputs as values and are unit-tested on the host; the code
 //!   that touches processes and files is a thin layer around them.
 //!
-//! Module map: [`qemu`] (the QEMU command line and exit statuses), [`tools`]
-//! (running children, installing the Rust target and QEMU), [`image`]
-//! (workspace discovery and the build), [`multiboot`] (the kernel loadability
-//! check), [`test`] (the suite and its parsers), [`bench`] (the benchmark
-//! suite) and [`linux_guest`] (the Linux guest it measures against).
+//! Module map, from the ground up (each layer imports only those below it,
+//! so there is no import circle):
+//! 1. [`tools`]: running children, installing a Rust target or a Debian
+//!    package, the crate's [`Result`]; [`multiboot`]: the kernel
+//!    loadability check (pure).
+//! 2. [`image`]: workspace discovery and the build of a boot image.
+//! 3. [`qemu`]: the QEMU machine as a library (command line, accelerator,
+//!    exit statuses, waiting for a child); it imports no command.
+//! 4. [`linux_guest`]: the Linux guest the benchmarks measure against,
+//!    booted on the same machine.
+//! 5. The commands: [`run`] (`run`, `image`), [`batch`] (`run --batch`),
+//!    [`bench`] (the benchmark suite, which boots its UNIX rows as a
+//!    batch), [`test`] (the suite, which also runs batches and the quick
+//!    benchmark).
+//! 6. This file: the command line, parsed and dispatched.
 
 #![forbid(unsafe_code)]
 
@@ -36,17 +46,16 @@ mod image;
 mod linux_guest;
 mod multiboot;
 mod qemu;
+mod run;
 mod test;
 mod tools;
 
 use std::process::ExitCode;
 
 use image::ImageKind;
-use qemu::AccelChoice;
-
-/// Errors are human-readable messages: every one of them ends up printed for
-/// a person, and none is inspected by code.
-pub type Result<T> = std::result::Result<T, String>;
+use qemu::{parse_mem, parse_smp};
+use run::RunOptions;
+use tools::Result;
 
 const USAGE: &str = "\
 usage: cargo xtask <command> [options]
@@ -77,33 +86,6 @@ test options:
   --timeout-s S         per-boot timeout in seconds (default 300)
   --accel tcg|kvm|auto  accelerator (default auto)
 ";
-
-/// Options shared by `run` and `image`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunOptions {
-    pub smp: u32,
-    /// Guest memory in QEMU's `-m` syntax (`512M`, `1G`, or a bare number of MiB).
-    pub mem: String,
-    pub cmdline: String,
-    pub is_gdb: bool,
-    pub accel: AccelChoice,
-    /// `run --batch "<commands>"`: run them with the shell, print their
-    /// output, power off and exit with their status.
-    pub batch: Option<String>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            smp: qemu::DEFAULT_SMP,
-            mem: qemu::DEFAULT_MEM.to_string(),
-            cmdline: String::new(),
-            is_gdb: false,
-            accel: AccelChoice::Auto,
-            batch: None,
-        }
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Cmd {
@@ -140,9 +122,9 @@ fn main() -> ExitCode {
         Cmd::Build => image::build_command(),
         Cmd::Run(opts) => match &opts.batch {
             Some(commands) => batch::run_command(&opts, commands),
-            None => qemu::run_command(&opts),
+            None => run::run_command(&opts),
         },
-        Cmd::Image { run, kind } => qemu::image_command(&run, kind),
+        Cmd::Image { run, kind } => run::image_command(&run, kind),
         Cmd::Test(opts) => test::run(&opts),
         Cmd::Bench(args) => Ok(bench::main(&args)),
     };
@@ -288,30 +270,10 @@ fn parse_test_args(cursor: &mut ArgCursor) -> Result<test::TestOptions> {
     Ok(opts)
 }
 
-fn parse_smp(text: &str) -> Result<u32> {
-    match text.parse::<u32>() {
-        Ok(cpus) if cpus >= 1 => Ok(cpus),
-        _ => Err(format!("--smp wants a CPU count of at least 1, got `{text}`")),
-    }
-}
-
-/// Accepts what QEMU's `-m` accepts in practice: a number of MiB, or a
-/// number with a K/M/G/T suffix. Checking here turns a typo into a usage
-/// error instead of a QEMU start-up failure.
-fn parse_mem(text: &str) -> Result<String> {
-    let digits = text.trim_end_matches(['k', 'K', 'm', 'M', 'g', 'G', 't', 'T']);
-    let suffix_len = text.len() - digits.len();
-    let is_number = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    if is_number && suffix_len <= 1 && digits.parse::<u64>().is_ok_and(|n| n > 0) {
-        Ok(text.to_string())
-    } else {
-        Err(format!("--mem wants a size such as 512M or 1G, got `{text}`"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qemu::AccelChoice;
 
     fn parse(words: &[&str]) -> Result<Cmd> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
@@ -378,16 +340,6 @@ mod tests {
         assert!(parse(&["run", "--gdb=yes"]).is_err());
         assert!(parse(&["run", "--frobnicate"]).is_err());
         assert!(parse(&["run", "stray"]).is_err());
-    }
-
-    #[test]
-    fn mem_sizes() {
-        for ok in ["512M", "512m", "1G", "2048", "65536K"] {
-            assert_eq!(parse_mem(ok), Ok(ok.to_string()));
-        }
-        for bad in ["", "M", "1.5G", "-1G", "1GG"] {
-            assert!(parse_mem(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

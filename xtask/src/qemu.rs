@@ -1,4 +1,6 @@
-//! The QEMU command line, the accelerator choice and QEMU's exit status.
+//! The QEMU machine, as a library: its command line, the accelerator
+//! choice, the machine's size (CPUs, memory), how a run ended, and the
+//! waiting for and reading of a QEMU child.
 //!
 //! The boot contract (also in `docs/building.md`): QEMU's built-in Multiboot1
 //! loader boots the kernel ELF (`-kernel`), each user program is one
@@ -7,21 +9,35 @@
 //! `isa-debug-exit` device, which makes QEMU exit with
 //! `abi::qemu_exit::host_status(code)`.
 //!
-//! [`QemuConfig`] is plain data and [`QemuConfig::to_args`] a pure function
-//! of it, so the exact command line is unit-tested and `cargo xtask image`
-//! prints the same arguments that `run` and `test` execute.
+//! Map: [`AccelChoice`], [`Accel`] and [`choose_accel`] (which accelerator,
+//! and why); [`QemuConfig`] (everything that decides the command line);
+//! [`QemuExit`] and [`classify_exit`] (what QEMU's status means);
+//! [`collect_stderr`] and [`wait_until`] (ending a child, used by every
+//! boot: tests, benchmarks, the Linux guest); [`parse_smp`] and
+//! [`parse_mem`] (the machine-size options of `run`, `image` and `bench`);
+//! [`ensure_qemu`] (installing QEMU when it is missing).
+//!
+//! What it is not: a command. It builds no image and imports none of the
+//! commands (`run`, `image`, `test`, `bench`, `batch`), which all stand on
+//! it; it imports only [`crate::tools`].
+//!
+//! Invariant: [`QemuConfig`] is plain data and [`QemuConfig::to_args`] a
+//! pure function of it, so the exact command line is unit-tested and
+//! `cargo xtask image` prints the same arguments that `run` and `test`
+//! execute.
 
 use std::fmt;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::str::FromStr;
 
-use crate::image::{self, ImageKind, Workspace};
-use crate::{Result, RunOptions, tools};
+use crate::tools::{self, Result};
 
 /// The QEMU system emulator for x86-64 hosts and guests.
 pub const QEMU_BINARY: &str = "qemu-system-x86_64";
+/// The Debian package that provides [`QEMU_BINARY`].
+const QEMU_DEBIAN_PACKAGE: &str = "qemu-system-x86";
 /// Default number of guest CPUs for `run`: two, so that SMP paths run by default.
 pub const DEFAULT_SMP: u32 = 2;
 /// Default guest memory for `run` and `test`, in QEMU's `-m` syntax.
@@ -274,66 +290,32 @@ impl fmt::Display for QemuExit {
     }
 }
 
-/// Builds the image and assembles the configuration for it.
-fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<QemuConfig> {
-    let workspace = Workspace::load()?;
-    let built = image::build(&workspace, kind)?;
-    let accel = choose_and_report_accel(opts.accel);
-    Ok(QemuConfig {
-        kernel: built.kernel,
-        modules: built.modules,
-        cmdline: opts.cmdline.clone(),
-        smp: opts.smp,
-        mem: opts.mem.clone(),
-        accel,
-        serial,
-        is_gdb: opts.is_gdb,
-    })
+/// Makes sure [`QEMU_BINARY`] is on `PATH`, installing Debian's package
+/// when it is not.
+pub fn ensure_qemu() -> Result<()> {
+    tools::ensure_program(QEMU_BINARY, QEMU_DEBIAN_PACKAGE, "QEMU")
 }
 
-fn print_gdb_hint(kernel: &Path) {
-    eprintln!(
-        "xtask: QEMU waits for a debugger; attach with:\n  gdb {} -ex 'target remote :{GDB_PORT}'",
-        kernel.display()
-    );
-}
-
-/// `cargo xtask run`: build, then boot with the serial console on the terminal.
-pub fn run_command(opts: &RunOptions) -> Result<ExitCode> {
-    tools::ensure_qemu()?;
-    let config = prepare(opts, ImageKind::Normal, SerialMode::Interactive)?;
-    if config.is_gdb {
-        print_gdb_hint(&config.kernel);
+/// The guest's CPU count (`--smp`): at least one.
+pub fn parse_smp(text: &str) -> Result<u32> {
+    match text.parse::<u32>() {
+        Ok(cpus) if cpus >= 1 => Ok(cpus),
+        _ => Err(format!("--smp wants a CPU count of at least 1, got `{text}`")),
     }
-    eprintln!("xtask: booting (Ctrl-A X quits QEMU)\n$ {}", config.to_shell()?);
-    let status = config.to_command()?.status().map_err(|err| format!("cannot start {QEMU_BINARY}: {err}"))?;
-    let exit = classify_exit(status.code());
-    eprintln!("xtask: {exit}");
-    Ok(if exit == QemuExit::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// `cargo xtask image`: build, then print the exact QEMU command line on
-/// stdout (everything else goes to stderr, so the output can be captured).
-/// The test image is shown as `test` boots it: serial captured and, unless
-/// `--cmdline` says otherwise, the test runner as init.
-pub fn image_command(opts: &RunOptions, kind: ImageKind) -> Result<ExitCode> {
-    let (serial, opts) = match kind {
-        // `image` never asks for the bench image: `bench` prints its own lines.
-        ImageKind::Normal | ImageKind::Bench => (SerialMode::Interactive, opts.clone()),
-        ImageKind::Test => {
-            let mut opts = opts.clone();
-            if opts.cmdline.is_empty() {
-                opts.cmdline = crate::test::TEST_KERNEL_CMDLINE.to_string();
-            }
-            (SerialMode::Captured, opts)
-        }
-    };
-    let config = prepare(&opts, kind, serial)?;
-    if config.is_gdb {
-        print_gdb_hint(&config.kernel);
+/// The guest's memory (`--mem`). Accepts what QEMU's `-m` accepts in
+/// practice: a number of MiB, or a number with a K/M/G/T suffix. Checking
+/// here turns a typo into a usage error instead of a QEMU start-up failure.
+pub fn parse_mem(text: &str) -> Result<String> {
+    let digits = text.trim_end_matches(['k', 'K', 'm', 'M', 'g', 'G', 't', 'T']);
+    let suffix_len = text.len() - digits.len();
+    let is_number = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    if is_number && suffix_len <= 1 && digits.parse::<u64>().is_ok_and(|n| n > 0) {
+        Ok(text.to_string())
+    } else {
+        Err(format!("--mem wants a size such as 512M or 1G, got `{text}`"))
     }
-    println!("{}", config.to_shell()?);
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Read a QEMU child's standard error to the end on a thread of its own
@@ -442,6 +424,16 @@ mod tests {
         assert_eq!(classify_exit(Some(1)), QemuExit::Other(1));
         assert_eq!(classify_exit(Some(0)), QemuExit::Other(0));
         assert_eq!(classify_exit(None), QemuExit::Signal);
+    }
+
+    #[test]
+    fn mem_sizes() {
+        for ok in ["512M", "512m", "1G", "2048", "65536K"] {
+            assert_eq!(parse_mem(ok), Ok(ok.to_string()));
+        }
+        for bad in ["", "M", "1.5G", "-1G", "1GG"] {
+            assert!(parse_mem(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

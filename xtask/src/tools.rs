@@ -1,22 +1,24 @@
-//! Running child processes, and installing what the build needs when it is
-//! missing: the `x86_64-unknown-none` Rust target and QEMU.
+//! The ground floor of xtask: running child processes, and installing what
+//! the build needs when it is missing (a Rust target, a Debian package).
 //!
 //! Why xtask installs things itself: the README promises two commands on a
 //! fresh Debian machine with only rustup and cargo, and CI may run on a new
 //! machine. Each install runs only when its tool is absent, so on a prepared
 //! machine these checks cost a file lookup.
+//!
+//! What it is not: it knows no particular target or program. The layers
+//! above name them (`image` the Rust target, `qemu` the emulator and its
+//! package), so this file imports nothing of xtask and everything may
+//! import it.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::Result;
-use crate::image::TARGET;
-use crate::qemu::QEMU_BINARY;
-
-/// The Debian package that provides `qemu-system-x86_64`.
-const QEMU_DEBIAN_PACKAGE: &str = "qemu-system-x86";
+/// Errors are human-readable messages: every one of them ends up printed for
+/// a person, and none is inspected by code.
+pub type Result<T> = std::result::Result<T, String>;
 
 /// The workspace root: xtask's own manifest sits one level below it.
 pub fn workspace_root() -> PathBuf {
@@ -94,39 +96,40 @@ fn is_root() -> bool {
     fs::read_to_string("/proc/self/status").ok().and_then(|status| effective_uid(&status)) == Some(0)
 }
 
-/// Installs the `x86_64-unknown-none` standard library with rustup when the
-/// active toolchain lacks it. rustup normally installs it already, from
-/// `rust-toolchain.toml`, but not on a toolchain installed before that file
-/// listed the target.
-pub fn ensure_target() -> Result<()> {
+/// Installs the standard library of the Rust target `target` with rustup
+/// when the active toolchain lacks it. rustup normally installs it already,
+/// from `rust-toolchain.toml`, but not on a toolchain installed before that
+/// file listed the target.
+pub fn ensure_target(target: &str) -> Result<()> {
     let mut rustc = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
     rustc.current_dir(workspace_root()).args(["--print", "sysroot"]);
     let sysroot = output(&mut rustc)?;
-    let target_lib = Path::new(sysroot.trim()).join("lib/rustlib").join(TARGET);
+    let target_lib = Path::new(sysroot.trim()).join("lib/rustlib").join(target);
     if target_lib.is_dir() {
         return Ok(());
     }
-    eprintln!("xtask: the Rust target {TARGET} is missing; installing it with rustup");
+    eprintln!("xtask: the Rust target {target} is missing; installing it with rustup");
     let mut rustup = Command::new("rustup");
-    rustup.current_dir(workspace_root()).args(["target", "add", TARGET]);
+    rustup.current_dir(workspace_root()).args(["target", "add", target]);
     run(&mut rustup)
-        .map_err(|err| format!("{err}\nxtask: install the target by hand with `rustup target add {TARGET}`"))
+        .map_err(|err| format!("{err}\nxtask: install the target by hand with `rustup target add {target}`"))
 }
 
-/// Makes sure `qemu-system-x86_64` is on `PATH`, installing Debian's
-/// package when it is not.
-pub fn ensure_qemu() -> Result<()> {
-    if is_on_path(QEMU_BINARY) {
+/// Makes sure `program` is on `PATH`, installing the Debian package
+/// `debian_package` when it is not. `what` names the tool for a person
+/// (`QEMU`) in the hint printed when that fails.
+pub fn ensure_program(program: &str, debian_package: &str, what: &str) -> Result<()> {
+    if is_on_path(program) {
         return Ok(());
     }
     let hint = format!(
-        "install QEMU so that `{QEMU_BINARY}` is on PATH \
-         (Debian/Ubuntu: `sudo apt-get install {QEMU_DEBIAN_PACKAGE}`)"
+        "install {what} so that `{program}` is on PATH \
+         (Debian/Ubuntu: `sudo apt-get install {debian_package}`)"
     );
     if !is_on_path("apt-get") {
-        return Err(format!("{QEMU_BINARY} is not on PATH and apt-get is missing; {hint}"));
+        return Err(format!("{program} is not on PATH and apt-get is missing; {hint}"));
     }
-    eprintln!("xtask: {QEMU_BINARY} is not on PATH; installing Debian's {QEMU_DEBIAN_PACKAGE}");
+    eprintln!("xtask: {program} is not on PATH; installing Debian's {debian_package}");
     let apt = |args: &[&str]| {
         let mut command = if is_root() {
             Command::new("apt-get")
@@ -140,12 +143,12 @@ pub fn ensure_qemu() -> Result<()> {
         command
     };
     run(&mut apt(&["update"]))
-        .and_then(|()| run(&mut apt(&["install", "-y", QEMU_DEBIAN_PACKAGE])))
+        .and_then(|()| run(&mut apt(&["install", "-y", debian_package])))
         .map_err(|err| format!("{err}\nxtask: {hint}"))?;
-    if is_on_path(QEMU_BINARY) {
+    if is_on_path(program) {
         Ok(())
     } else {
-        Err(format!("{QEMU_DEBIAN_PACKAGE} was installed but {QEMU_BINARY} is still not on PATH; {hint}"))
+        Err(format!("{debian_package} was installed but {program} is still not on PATH; {hint}"))
     }
 }
 

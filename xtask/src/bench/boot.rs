@@ -8,8 +8,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::Result;
 use crate::qemu::{self, QemuConfig, QemuExit};
+use crate::tools::Result;
 
 /// QEMU options that shape the machine (and its clock), with one value
 /// each. Everything else on a command line is the system's own: kernel,
@@ -76,9 +76,9 @@ pub fn boot_ridgeback(
             }
         })
     };
-    let stderr_reader = crate::qemu::collect_stderr(&mut child);
+    let stderr_reader = qemu::collect_stderr(&mut child);
     let deadline = started + timeout;
-    let status = crate::qemu::wait_until(&mut child, deadline);
+    let status = qemu::wait_until(&mut child, deadline);
     let elapsed = started.elapsed();
     let _ = reader.join();
     let qemu_stderr = stderr_reader.join().unwrap_or_default();

@@ -1,7 +1,7 @@
 //! What the suite measures: the groups of figures (what `--only` selects
 //! and what each system's program is asked to run), and the rows of the
 //! table, each pairing a Ridgeback figure with its Linux peer and, where
-//! the seed documents one, the historical figure (`shared/BENCHMARKS.md`).
+//! the seed documents one, the historical figure (`docs/benchmarks.md`).
 //!
 //! Figure names are the programs' own (`bench/src/main.rs` for Linux,
 //! `bench/ridgeback/src/main.rs` for Ridgeback). Placement suffixes:
@@ -251,7 +251,8 @@ pub const PER_FILE_SUFFIX: &str = "_perfile";
 
 /// Seed 001's Table 2, one row per line of the table, with the Ridge 32's
 /// and the VAX's figures. The creat and fork lines' VAX figures are as
-/// `shared/BENCHMARKS.md` reads the scan (its row order is unclear there).
+/// the suite's definition reads the scan (its row order is unclear there;
+/// see `docs/benchmarks.md`).
 /// Then the file rows again with Ridge's per-file managers on Ridgeback
 /// against the same Linux figures (the seeds are on the first set only).
 fn r2_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {

@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the benchmark suite of `shared/BENCHMARKS.md`.
+//! `cargo xtask bench`: the benchmark suite of `docs/benchmarks.md`.
 //!
 //! What it is: the driver that boots Ridgeback and a Linux guest in the
 //! same QEMU machine (accelerator, CPU model, vCPU count, memory: taken
@@ -52,9 +52,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use catalogue::{ALL_GROUPS, Group};
 use results::{Boot, Meta, Results, System};
 
+use crate::batch::BATCH_MODULE;
 use crate::image::{self, ImageKind, Workspace};
+use crate::linux_guest;
 use crate::qemu::{self, Accel, AccelChoice, QemuConfig, QemuExit, SerialMode};
-use crate::{Result, linux_guest, tools};
+use crate::tools::{self, Result};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [options]
@@ -163,8 +165,8 @@ pub fn parse_args(args: &[String]) -> Result<BenchOptions> {
             "--sample-ms" => sample_ms = Some(number(value()?)?),
             "--timeout-s" => timeout_s = Some(number(value()?)?),
             "--only" => only.push(value()?),
-            "--smp" => smp = Some(crate::parse_smp(&value()?)?),
-            "--mem" => opts.mem = crate::parse_mem(&value()?)?,
+            "--smp" => smp = Some(qemu::parse_smp(&value()?)?),
+            "--mem" => opts.mem = qemu::parse_mem(&value()?)?,
             "--accel" => opts.accel = value()?.parse()?,
             "--compare" => {
                 let a = value()?;
@@ -337,10 +339,6 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
     }
 }
 
-/// The name init looks for the batch script under (`apps/init`, and
-/// `xtask/src/batch.rs`, which writes it for `cargo xtask run --batch`).
-const BATCH_MODULE: &str = "etc.batch";
-
 /// The batch script of an `r2bench` boot: one command line, run by the
 /// shell; its exit status is the session's, and init's power-off status.
 fn batch_script(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
@@ -468,7 +466,7 @@ pub fn smoke(accel: AccelChoice) -> std::result::Result<(), Vec<String>> {
 /// Runs the suite, writes its files and prints its report.
 fn measure(opts: &BenchOptions) -> Result<Results> {
     let started = Instant::now();
-    tools::ensure_qemu()?;
+    qemu::ensure_qemu()?;
     let workspace = Workspace::load()?;
     let built = image::build(&workspace, ImageKind::Bench)?;
     for program in [RidgebackProgram::Ridgebench, RidgebackProgram::R2bench(Files::Shared)] {

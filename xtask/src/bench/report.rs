@@ -161,7 +161,7 @@ pub fn seeds(results: &Results) -> String {
     for row in results.table_rows() {
         for seed in &row.row.seeds {
             if text.is_empty() {
-                text.push_str("Historical figures from the seeds (shared/BENCHMARKS.md):\n");
+                text.push_str("Historical figures from the seeds (docs/benchmarks.md):\n");
             }
             let unit = shown_unit(row.unit(), results.meta.is_icount);
             let _ = write!(

@@ -11,6 +11,7 @@ use std::fmt::Write;
 
 use super::report::number;
 use super::results::Results;
+use crate::qemu::QEMU_BINARY;
 
 const WIDTH: f64 = 1100.0;
 const ROW_HEIGHT: f64 = 46.0;
@@ -56,7 +57,7 @@ pub fn chart(results: &Results) -> String {
     let revision: String = meta.git_revision.chars().take(12).collect();
     let subtitle = [
         format!(
-            "qemu-system-x86_64 {}{}",
+            "{QEMU_BINARY} {}{}",
             meta.machine_args.join(" "),
             if meta.is_icount { " (icount: times are instruction counts)" } else { "" }
         ),

@@ -24,10 +24,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Outcome, TestOptions};
+use super::outcome::Outcome;
 use crate::batch;
 use crate::image::{ImageKind, Workspace};
-use crate::{Result, RunOptions};
+use crate::run::RunOptions;
+use crate::tools::Result;
 
 /// Where the scenarios live, relative to the workspace root.
 pub const DIR: &str = "tests/unix";
@@ -170,8 +171,9 @@ pub fn compare(expected: &str, actual: &str) -> Option<String> {
     Some(format!("line {}: expected {}, got {}", at + 1, line(&e), line(&a)))
 }
 
-/// The step: one boot running every scenario.
-pub fn run(workspace: &Workspace, opts: &TestOptions, log_dir: &Path) -> Outcome {
+/// The step: one boot running every scenario, on the machine of `run_opts`
+/// (the normal image; its CPU count and accelerator), under `timeout_s`.
+pub fn run(workspace: &Workspace, run_opts: &RunOptions, timeout_s: u64, log_dir: &Path) -> Outcome {
     let row = "shell scenarios";
     let started = Instant::now();
     let scenarios = match load(&workspace.root.join(DIR)) {
@@ -181,12 +183,7 @@ pub fn run(workspace: &Workspace, opts: &TestOptions, log_dir: &Path) -> Outcome
     };
     let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     println!("scenarios: {}", names.join(", "));
-    let run_opts = RunOptions {
-        smp: opts.smp.unwrap_or(crate::qemu::DEFAULT_SMP),
-        accel: opts.accel,
-        ..RunOptions::default()
-    };
-    let config = batch::prepare(workspace, &run_opts, &driver_script(&names), ImageKind::Normal).and_then(
+    let config = batch::prepare(workspace, run_opts, &driver_script(&names), ImageKind::Normal).and_then(
         |mut config| {
             for s in &scenarios {
                 let module = workspace.bin_dir().join(format!("etc.unix.{}.sh", s.name));
@@ -206,7 +203,7 @@ pub fn run(workspace: &Workspace, opts: &TestOptions, log_dir: &Path) -> Outcome
         Ok(line) => println!("--- scenarios: {line}"),
         Err(err) => return Outcome::step(row, Err(err)),
     }
-    let run = match batch::boot(&config, Duration::from_secs(opts.timeout_s), false) {
+    let run = match batch::boot(&config, Duration::from_secs(timeout_s), false) {
         Ok(run) => run,
         Err(err) => return Outcome::step(row, Err(err)),
     };
@@ -253,7 +250,7 @@ pub fn run(workspace: &Workspace, opts: &TestOptions, log_dir: &Path) -> Outcome
     let ended = split.done && run.status == Some(0);
     if !ended {
         let why = match run.status {
-            None => format!("the session did not end within {} s", opts.timeout_s),
+            None => format!("the session did not end within {timeout_s} s"),
             Some(status) if !split.done => format!("the driver stopped early (status {status})"),
             Some(status) => format!("the driver ended with status {status}"),
         };
@@ -333,7 +330,8 @@ mod tests {
         let workspace = Workspace::load().unwrap();
         let log_dir = workspace.target_dir.join("ktest");
         fs::create_dir_all(&log_dir).unwrap();
-        let outcome = run(&workspace, &TestOptions::default(), &log_dir);
+        let outcome =
+            run(&workspace, &RunOptions::default(), super::super::boot::DEFAULT_TIMEOUT_S, &log_dir);
         assert!(outcome.is_ok(), "{:?}", outcome.problems);
     }
 

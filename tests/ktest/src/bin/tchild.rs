@@ -8,7 +8,7 @@
 
 extern crate alloc;
 
-use abi::layout::{USER_ARGS_ADDR, USER_END, USER_STACK_TOP};
+use abi::layout::{MAX_ARGS_BYTES, PAGE_SIZE, USER_ARGS_ADDR, USER_END, USER_STACK_TOP};
 use abi::{Call, Error, InfoKey, Pid};
 use core::arch::asm;
 use runtime::msg;
@@ -18,6 +18,11 @@ use runtime::{Args, println, sys};
 mod server_deaths;
 
 runtime::entry!(main);
+
+/// A page, as a buffer length.
+const PAGE_BYTES: usize = PAGE_SIZE as usize;
+/// The most data one message carries, as a buffer length.
+const MAX_DATA: usize = abi::msg::MAX_DATA_BYTES as usize;
 
 fn main(args: Args) -> i32 {
     let role = args.get(0).unwrap_or("");
@@ -228,7 +233,7 @@ fn bad_pointers() -> i32 {
     expect("bad priority", call(Call::Spawn, np, name.len() as u64, 0, 0, 32), Error::InvalidArgument);
     expect(
         "huge args",
-        call(Call::Spawn, np, name.len() as u64, np, 4097, abi::PRIORITY_INHERIT),
+        call(Call::Spawn, np, name.len() as u64, np, MAX_ARGS_BYTES + 1, abi::PRIORITY_INHERIT),
         Error::InvalidArgument,
     );
     expect(
@@ -310,7 +315,7 @@ fn register(
     data: &[u8],
 ) -> Result<u64, alloc::string::String> {
     use alloc::format;
-    let len = pages * 4096;
+    let len = pages * PAGE_SIZE;
     let (reply, _) = msg::call(link, &[op, start, len, 0], data, &mut [])
         .map_err(|e| format!("register: {}", e.name()))?;
     if reply[0] != 0 {
@@ -349,14 +354,14 @@ fn paged_checks(pager: Pid) -> Result<(), alloc::string::String> {
     if first != 0 || second != 0x1234 {
         return Err(format!("zero region read {first:#x}, then {second:#x}"));
     }
-    let template = [0x5au8; 4096];
+    let template = [0x5au8; PAGE_BYTES];
     let t = register(link, pager, OP_REGISTER_TEMPLATE, TEMPLATE_REGION, 2, &template)?;
     let shared = TEMPLATE_REGION as *mut u8;
     // SAFETY: as above; the first write copies the shared page.
     let (seen, mine, other) = unsafe {
         let seen = shared.add(100).read_volatile();
         shared.add(100).write_volatile(0x11);
-        (seen, shared.add(100).read_volatile(), shared.add(4096 + 100).read_volatile())
+        (seen, shared.add(100).read_volatile(), shared.add(PAGE_BYTES + 100).read_volatile())
     };
     if seen != 0x5a || mine != 0x11 || other != 0x5a {
         return Err(format!(
@@ -393,20 +398,20 @@ fn pager_rights_checks() -> Result<(), alloc::string::String> {
     let e = |r: Result<(), Error>, want: Error, what: &str| -> Result<(), alloc::string::String> {
         if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
     };
-    e(sys::set_pager(me, 0x5000_0001, 4096, me, 0), Error::InvalidArgument, "unaligned region")?;
+    e(sys::set_pager(me, 0x5000_0001, PAGE_SIZE, me, 0), Error::InvalidArgument, "unaligned region")?;
     e(sys::set_pager(me, 0x5000_0000, 0, me, 0), Error::InvalidArgument, "empty region")?;
-    e(sys::set_pager(me, 0x5000_0000, 4096, Pid(4242), 0), Error::NoSuchProcess, "no such pager")?;
-    e(sys::set_pager(me, 0x5000_0000, 4096, me, 7), Error::BadQueue, "a pager queue that is not open")?;
-    let text = pager_rights_checks as *const () as u64 & !0xfff;
-    e(sys::set_pager(me, text, 4096, me, 0), Error::InvalidArgument, "a region over mapped pages")?;
-    e(sys::set_pager(Pid(4242), 0x5000_0000, 4096, me, 0), Error::NoSuchProcess, "a region of nobody")?;
+    e(sys::set_pager(me, 0x5000_0000, PAGE_SIZE, Pid(4242), 0), Error::NoSuchProcess, "no such pager")?;
+    e(sys::set_pager(me, 0x5000_0000, PAGE_SIZE, me, 7), Error::BadQueue, "a pager queue that is not open")?;
+    let text = pager_rights_checks as *const () as u64 & !(PAGE_SIZE - 1);
+    e(sys::set_pager(me, text, PAGE_SIZE, me, 0), Error::InvalidArgument, "a region over mapped pages")?;
+    e(sys::set_pager(Pid(4242), 0x5000_0000, PAGE_SIZE, me, 0), Error::NoSuchProcess, "a region of nobody")?;
     e(
         sys::page_resolve(me, 0x5000_0000, 0, abi::pager::ZERO),
         Error::BadAddress,
         "resolve outside any region",
     )?;
     // We are our own pager for one page: resolve it, then read it.
-    sys::set_pager(me, 0x5000_0000, 4096, me, 0).map_err(|e| e.name())?;
+    sys::set_pager(me, 0x5000_0000, PAGE_SIZE, me, 0).map_err(|e| e.name())?;
     e(sys::page_resolve(me, 0x5000_0000, 0, 999), Error::InvalidArgument, "unknown flags")?;
     sys::page_resolve(me, 0x5000_0000, 0, abi::pager::ZERO).map_err(|e| e.name())?;
     // SAFETY: the page was just mapped (zero-filled, read-only).
@@ -414,7 +419,7 @@ fn pager_rights_checks() -> Result<(), alloc::string::String> {
     if v != 0 {
         return Err("a page resolved in advance is not there".into());
     }
-    e(sys::set_pager(me, 0x5000_0000, 4096, me, 0), Error::InvalidArgument, "overlapping regions")
+    e(sys::set_pager(me, 0x5000_0000, PAGE_SIZE, me, 0), Error::InvalidArgument, "overlapping regions")
 }
 
 /// Make `count` kernel calls with random arguments (seeded, so a failure
@@ -437,7 +442,7 @@ fn fuzz(count: u64, seed: u64) -> i32 {
         0,
         1,
         2,
-        4096,
+        PAGE_SIZE,
         u64::MAX,
         u64::MAX - 1,
         u32::MAX as u64,
@@ -517,7 +522,7 @@ fn call_loop(args: &Args) -> i32 {
     };
     let request = [num(args, 3), num(args, 4), num(args, 5), 0];
     let data = args.get(6).unwrap_or("").as_bytes();
-    let mut reply = [0u8; 4096];
+    let mut reply = [0u8; MAX_DATA];
     let mut answers = 0u64;
     loop {
         match msg::call(link, &request, data, &mut reply) {
@@ -556,9 +561,9 @@ fn call_loop(args: &Args) -> i32 {
 /// the call failed with `DeadPeer`: the server died while holding it.
 fn call_once(args: &Args) -> i32 {
     let Ok(link) = server_link(args) else { return 2 };
-    let data = [0x5au8; 4096];
+    let data = [0x5au8; MAX_DATA];
     let len = (num(args, 6) as usize).min(data.len());
-    let mut reply = [0u8; 4096];
+    let mut reply = [0u8; MAX_DATA];
     match msg::call(link, &[num(args, 3), num(args, 4), num(args, 5), 0], &data[..len], &mut reply) {
         Err(Error::DeadPeer) => 0,
         Ok((words, n)) => {
@@ -577,8 +582,13 @@ fn call_once(args: &Args) -> i32 {
 fn read_expect(args: &Args) -> i32 {
     let Ok(link) = server_link(args) else { return 2 };
     let want = args.get(4).unwrap_or("").as_bytes();
-    let mut reply = [0u8; 4096];
-    match msg::call(link, &[protocols::unix::io::OP_READ, num(args, 3), 4096, 0], &[], &mut reply) {
+    let mut reply = [0u8; MAX_DATA];
+    match msg::call(
+        link,
+        &[protocols::unix::io::OP_READ, num(args, 3), abi::msg::MAX_DATA_BYTES, 0],
+        &[],
+        &mut reply,
+    ) {
         Ok((words, n)) if words[0] == want.len() as u64 && reply.get(..n) == Some(want) => 0,
         Ok((words, n)) => {
             println!("tchild read-expect: read gave {words:?} and {n} bytes, expected {} bytes", want.len());

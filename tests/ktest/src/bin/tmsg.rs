@@ -13,6 +13,9 @@ use runtime::{Args, println, sys};
 
 runtime::entry!(main);
 
+/// The most data one message carries, as a buffer length.
+const MAX_DATA: usize = abi::msg::MAX_DATA_BYTES as usize;
+
 pub const HELLO: u64 = 0x0048_454c_4c4f;
 
 fn main(args: Args) -> i32 {
@@ -128,8 +131,8 @@ fn send_retrying(link: Link, m: &[u64; 4]) -> Result<(), Error> {
 }
 
 fn echo(q: Queue, calls: u64) -> i32 {
-    let mut buf = [0u8; 4096];
-    let mut out = [0u8; 4096];
+    let mut buf = [0u8; MAX_DATA];
+    let mut out = [0u8; MAX_DATA];
     let mut reply = None;
     let mut words = [0u64; 4];
     let mut len = 0;

@@ -1,0 +1,54 @@
+//! The kernel's health after everything else: random arguments to every
+//! kernel call must each get an answer, and at the very end the kernel must
+//! still start programs and have every page it handed out back.
+//!
+//! Invariant: [`record_free_memory_at_start`] runs once, in `main`, before
+//! the first test; [`kernel_healthy`] compares with it after the last.
+
+use crate::util::{TestResult, check, expect_status};
+use abi::{ExitStatus, InfoKey};
+use alloc::format;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+use runtime::sys;
+
+/// Free memory before the first test, with the runner's own heap warm:
+/// what the final check must find again.
+static FREE_AT_START: AtomicU64 = AtomicU64::new(0);
+
+/// Take the baseline of [`kernel_healthy`].
+pub fn record_free_memory_at_start() {
+    FREE_AT_START.store(settled_free_memory(), Ordering::Relaxed);
+}
+
+/// Free memory once every ended process's pages are back.
+fn settled_free_memory() -> u64 {
+    // Address spaces of ended processes are freed when no CPU has them
+    // loaded any more; a short sleep lets every CPU pass through the kernel.
+    sys::sleep_ns(30_000_000);
+    sys::info(InfoKey::FreeMemoryBytes)
+}
+
+/// Random arguments to every kernel call, from several processes at once
+/// (several seeds, so on several CPUs): each must get an answer, and the
+/// kernel must stay up (the next tests and the leak check run after).
+pub fn random_kernel_calls() -> TestResult {
+    let mut pids = Vec::new();
+    for seed in 1..=4u64 {
+        pids.push(sys::spawn("tchild", &format!("fuzz 8000 {}", seed * 0x9e37_79b9)).map_err(|e| e.name())?);
+    }
+    for pid in pids {
+        let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
+        check(status == ExitStatus::Exited(0), &format!("fuzzer {:#x} ended {status:?}", pid.0))?;
+    }
+    Ok(())
+}
+
+pub fn kernel_healthy() -> TestResult {
+    expect_status("exit 3", ExitStatus::Exited(3))?;
+    let shared = sys::info(InfoKey::SharedFrames);
+    check(shared == 0, &format!("{shared} frames still shared after every lender ended"))?;
+    let now = settled_free_memory();
+    let start = FREE_AT_START.load(Ordering::Relaxed);
+    if now == start { Ok(()) } else { Err(format!("{start} bytes free at start, {now} now: pages leaked")) }
+}

@@ -1,0 +1,350 @@
+//! The message system: order and contents under stress from every CPU,
+//! call and reply with data, the errors each call names, private queues,
+//! arming several queues, dead peers, pages lent copy-on-write, and the
+//! regressions found there. The peers are `tmsg` roles, which say hello on
+//! the runner's queue 0 before they start.
+
+use crate::util::{MAIN_QUEUE, MAX_DATA, TestResult, check};
+use abi::msg::Kind;
+use abi::{Error, ExitStatus, InfoKey, Pid};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use runtime::msg::{self, Page, Queue};
+use runtime::sys;
+
+const HELLO: u64 = 0x0048_454c_4c4f;
+
+/// Start a tmsg role and wait for its hello; returns its pid and a link to
+/// its queue.
+fn start_tmsg(role: &str, extra: &str, priority: u64) -> Result<(Pid, msg::Link), String> {
+    let args = format!("{role} {} {extra}", sys::getpid().0);
+    let pid =
+        sys::spawn_with_priority("tmsg", &args, priority).map_err(|e| format!("spawn tmsg: {}", e.name()))?;
+    let mut buf = [0u8; 16];
+    let r = msg::receive_data(MAIN_QUEUE, &mut buf).map_err(|e| format!("receive hello: {}", e.name()))?;
+    if r.sender != pid || r.message[0] != HELLO {
+        return Err(format!("expected hello from {:#x}, got {:?} from {:#x}", pid.0, r.message, r.sender.0));
+    }
+    let link = msg::open_link(pid, Queue(r.message[1] as u32)).map_err(|e| format!("link: {}", e.name()))?;
+    Ok((pid, link))
+}
+
+fn expect_exit(pid: Pid, code: u32) -> TestResult {
+    let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
+    if status == ExitStatus::Exited(code) {
+        Ok(())
+    } else {
+        Err(format!("{:#x} ended {status:?}, expected Exited({code})", pid.0))
+    }
+}
+
+fn counter(c: abi::Counter) -> u64 {
+    let mut all = [0u64; abi::COUNTER_COUNT];
+    let _ = sys::counters(&mut all);
+    all[c as usize]
+}
+
+pub fn messages_in_order() -> TestResult {
+    let tag = 0x7a67;
+    let (pid, link) = start_tmsg("sender", &format!("200 {tag}"), abi::PRIORITY_INHERIT)?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    let mut buf = [0u8; 16];
+    for i in 0..200u64 {
+        let r = msg::receive_data(MAIN_QUEUE, &mut buf).map_err(|e| e.name())?;
+        let want = [tag, i, !i, tag ^ i];
+        if r.sender != pid || r.message != want || r.kind != Kind::Short || r.len != 0 {
+            return Err(format!("message {i}: got {:?} from {:#x}", r.message, r.sender.0));
+        }
+    }
+    expect_exit(pid, 0)?;
+    msg::close_link(link).map_err(|e| e.name().into())
+}
+
+pub fn message_stress() -> TestResult {
+    let cpus = sys::info(InfoKey::CpusOnline);
+    let senders = 2 * cpus + 2;
+    let per_sender = 300u64;
+    let mut pids = Vec::new();
+    let mut links = Vec::new();
+    for tag in 0..senders {
+        // Each sender starts and says hello before the next starts; then
+        // all of them are told to go at once, and send on every CPU.
+        let (pid, link) = start_tmsg("sender", &format!("{per_sender} {tag}"), abi::PRIORITY_INHERIT)?;
+        pids.push(pid);
+        links.push(link);
+    }
+    for &link in &links {
+        msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    }
+    let mut next = alloc::vec![0u64; senders as usize];
+    let mut buf = [0u8; 16];
+    for _ in 0..senders * per_sender {
+        let r = msg::receive_data(MAIN_QUEUE, &mut buf).map_err(|e| e.name())?;
+        let [tag, i, not_i, check] = r.message;
+        let Some(expected) = next.get_mut(tag as usize) else { return Err(format!("bad tag {tag}")) };
+        if pids[tag as usize] != r.sender || i != *expected || not_i != !i || check != tag ^ i {
+            return Err(format!("sender {tag}: got {:?}, expected sequence {}", r.message, *expected));
+        }
+        *expected += 1;
+    }
+    check(msg::test(MAIN_QUEUE) == Ok(0), "no extra messages")?;
+    for pid in pids {
+        expect_exit(pid, 0)?;
+    }
+    for link in links {
+        msg::close_link(link).map_err(|e| e.name())?;
+    }
+    Ok(())
+}
+
+pub fn call_round_trips() -> TestResult {
+    let calls = 300u64;
+    let (pid, link) = start_tmsg("echo", &format!("{calls}"), abi::DEFAULT_PRIORITY as u64 + 2)?;
+    let mut data = [0u8; MAX_DATA];
+    let mut reply = [0u8; MAX_DATA];
+    let entries_before = counter(abi::Counter::KernelCalls);
+    for i in 0..calls {
+        let len = (i as usize * 131) % (MAX_DATA + 1);
+        for (j, b) in data[..len].iter_mut().enumerate() {
+            *b = (j as u64 ^ i) as u8;
+        }
+        let words = [i, i * 3, u64::MAX - i, 7];
+        let (got, n) = msg::call(link, &words, &data[..len], &mut reply)
+            .map_err(|e| format!("call {i}: {}", e.name()))?;
+        if got != words.map(|w| w.wrapping_add(1)) || n != len {
+            return Err(format!("call {i}: reply {got:?} with {n} bytes"));
+        }
+        if (0..len).any(|j| reply[j] != data[len - 1 - j]) {
+            return Err(format!("call {i}: reply data is not the request reversed"));
+        }
+    }
+    let entries = counter(abi::Counter::KernelCalls) - entries_before;
+    expect_exit(pid, 0)?;
+    // Two kernel entries per round trip: the call, and the server's
+    // reply_wait. Besides those: the server's first receive and last reply,
+    // its exit, and our reading of the counter.
+    if entries > 2 * calls + 4 {
+        return Err(format!("{entries} kernel entries for {calls} round trips"));
+    }
+    Ok(())
+}
+
+pub fn message_errors() -> TestResult {
+    let me = sys::getpid();
+    let e = |r: Result<(), Error>, want: Error, what: &str| -> TestResult {
+        if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
+    };
+    e(msg::init_qseg(1, 1, 1, 1), Error::InvalidArgument, "init_qseg that would shrink the segment")?;
+    e(
+        msg::init_qseg(abi::msg::MAX_LINKS + 1, 8, 256, 64),
+        Error::LimitReached,
+        "init_qseg beyond the kernel's limits",
+    )?;
+    e(msg::send(msg::Link(999), &[0; 4]), Error::BadLink, "send on a bad link")?;
+    e(msg::close_link(msg::Link(40)), Error::BadLink, "close an unopened link")?;
+    e(msg::test(Queue(7)).map(|_| ()), Error::BadQueue, "test an unopened queue")?;
+    e(msg::receive_data(Queue(99), &mut [0; 4]).map(|_| ()), Error::BadQueue, "receive on a bad queue")?;
+    e(msg::open_queue(0, true).map(|_| ()), Error::InvalidArgument, "zero-sized queue")?;
+    e(msg::open_queue(100_000, true).map(|_| ()), Error::LimitReached, "queue beyond the message quota")?;
+    e(msg::open_link(Pid(12345), MAIN_QUEUE).map(|_| ()), Error::NoSuchProcess, "link to nobody")?;
+    e(msg::open_link(me, Queue(5)).map(|_| ()), Error::BadQueue, "link to an unopened queue")?;
+    // A link to ourselves: calls to oneself are refused (never answered).
+    let q = msg::open_queue(4, false).map_err(|e| e.name())?;
+    let own = msg::open_link(me, q).map_err(|e| e.name())?;
+    e(msg::call(own, &[0; 4], &[], &mut []).map(|_| ()), Error::InvalidArgument, "call to oneself")?;
+    e(
+        msg::send_data(own, &[0; 4], &[0u8; MAX_DATA + 1][..]).map(|_| ()),
+        Error::InvalidArgument,
+        "data over a page",
+    )?;
+    let bad = unsafe_slice(0xdead_0000, 64);
+    e(msg::send_data(own, &[0; 4], bad), Error::BadAddress, "data from a bad address")?;
+    // A message with data that does not fit stays queued.
+    msg::send_data(own, &[9, 0, 0, 0], &[1u8; 100]).map_err(|e| e.name())?;
+    let mut small = [0u8; 10];
+    let r = msg::receive_data(q, &mut small);
+    check(r == Err(Error::BufferTooSmall), "receive into a small buffer")?;
+    check(msg::test(q) == Ok(1), "the message stayed queued")?;
+    let bad_buf = unsafe_slice_mut(0xdead_0000, 200);
+    check(msg::receive_data(q, bad_buf).map(|_| ()) == Err(Error::BadAddress), "receive into a bad buffer")?;
+    let mut big = [0u8; 200];
+    let r = msg::receive_data(q, &mut big).map_err(|e| e.name())?;
+    check(
+        r.len == 100 && r.kind == Kind::Data && r.message[0] == 9 && big[..100].iter().all(|&b| b == 1),
+        "data arrives",
+    )?;
+    // A full queue refuses and loses nothing.
+    for i in 0..4 {
+        msg::send(own, &[i, 0, 0, 0]).map_err(|e| e.name())?;
+    }
+    e(msg::send(own, &[4, 0, 0, 0]), Error::QueueFull, "send to a full queue")?;
+    for i in 0..4 {
+        let r = msg::try_receive(q, &mut []).map_err(|e| e.name())?;
+        check(r.is_some_and(|r| r.message[0] == i), "queued messages survive a full queue")?;
+    }
+    check(msg::try_receive(q, &mut []) == Ok(None), "empty queue does not block with NONBLOCKING")?;
+    // Forged reply handles.
+    e(msg::reply(msg::ReplyHandle(0), &[0; 4], &[]), Error::BadReplyHandle, "reply with a forged handle")?;
+    e(
+        msg::reply(msg::ReplyHandle(7 | 5 << 32), &[0; 4], &[]),
+        Error::BadReplyHandle,
+        "reply with a made-up handle",
+    )?;
+    let r = msg::raw(abi::Call::ReceiveData as u64, [q.0 as u64, 0, 0, 0xff, 0, 0], [0; 4]);
+    check(abi::decode_return(r.rax) == Err(Error::InvalidArgument), "unknown receive flags")?;
+    msg::close_link(own).map_err(|e| e.name())?;
+    e(msg::send(own, &[0; 4]), Error::BadLink, "send on a closed link")?;
+    // A link to a queue that was closed does not reach a new queue that
+    // got the same number.
+    let stale = msg::open_link(me, q).map_err(|e| e.name())?;
+    msg::close_queue(q).map_err(|e| e.name())?;
+    e(msg::send(stale, &[0; 4]), Error::BadQueue, "send to a closed queue")?;
+    let reopened = msg::open_queue(4, false).map_err(|e| e.name())?;
+    check(reopened == q, "the queue number is reused")?;
+    e(msg::send(stale, &[0; 4]), Error::BadQueue, "send through a link to the old queue")?;
+    msg::close_link(stale).map_err(|e| e.name())?;
+    msg::close_queue(q).map_err(|e| e.name())?;
+    e(msg::close_queue(q), Error::BadQueue, "close a closed queue")
+}
+
+/// A slice at an address this process does not map, to test that the
+/// kernel refuses it. Never read or written by this program.
+fn unsafe_slice(addr: u64, len: usize) -> &'static [u8] {
+    // SAFETY: the slice is only passed to the kernel, which checks it; this
+    // program never dereferences it.
+    unsafe { core::slice::from_raw_parts(addr as *const u8, len) }
+}
+
+fn unsafe_slice_mut(addr: u64, len: usize) -> &'static mut [u8] {
+    // SAFETY: as in unsafe_slice.
+    unsafe { core::slice::from_raw_parts_mut(addr as *mut u8, len) }
+}
+
+pub fn private_queues() -> TestResult {
+    let private = msg::open_queue(2, false).map_err(|e| e.name())?;
+    let extra = format!("{}", private.0);
+    let (pid, link) = start_tmsg("try-link-after-go", &extra, abi::PRIORITY_INHERIT)?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    expect_exit(pid, Error::PermissionDenied as u32)?;
+    let (pid, link) = start_tmsg("try-link-after-go", &extra, abi::PRIORITY_INHERIT)?;
+    msg::allow_sender(private, pid).map_err(|e| e.name())?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    expect_exit(pid, 0)?;
+    msg::close_queue(private).map_err(|e| e.name().into())
+}
+
+pub fn arm_and_wait() -> TestResult {
+    let me = sys::getpid();
+    let a = msg::open_queue(2, false).map_err(|e| e.name())?;
+    let b = msg::open_queue(2, false).map_err(|e| e.name())?;
+    check(msg::wait_armed() == Err(Error::NothingArmed), "wait with nothing armed")?;
+    let to_b = msg::open_link(me, b).map_err(|e| e.name())?;
+    msg::arm(a, true).map_err(|e| e.name())?;
+    msg::arm(b, true).map_err(|e| e.name())?;
+    msg::send(to_b, &[5, 0, 0, 0]).map_err(|e| e.name())?;
+    check(msg::wait_armed() == Ok(b), "wait names the queue with a message")?;
+    check(msg::test(a) == Ok(0) && msg::test(b) == Ok(1), "test counts per queue")?;
+    let r = msg::receive_data(b, &mut []).map_err(|e| e.name())?;
+    check(r.message[0] == 5 && r.sender == me, "the armed message")?;
+    msg::close_link(to_b).map_err(|e| e.name())?;
+    msg::close_queue(a).map_err(|e| e.name())?;
+    msg::close_queue(b).map_err(|e| e.name().into())
+}
+
+pub fn dead_peers() -> TestResult {
+    // Plain messages of a sender that has ended stay deliverable (they
+    // were sent); sends and calls to it fail.
+    let (pid, link) = start_tmsg("send-and-die", "5", abi::PRIORITY_INHERIT)?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    expect_exit(pid, 0)?;
+    for i in 0..5 {
+        let r = msg::receive_data(MAIN_QUEUE, &mut []).map_err(|e| e.name())?;
+        check(r.sender == pid && r.message[0] == i, "a dead sender's message")?;
+    }
+    check(msg::send(link, &[0; 4]) == Err(Error::DeadPeer), "send to a dead process")?;
+    check(
+        msg::call(link, &[0; 4], &[], &mut []).map(|_| ()) == Err(Error::DeadPeer),
+        "call to a dead process",
+    )?;
+    msg::close_link(link).map_err(|e| e.name())?;
+    // A server that ends while a call waits on it answers with DeadPeer.
+    let (pid, link) = start_tmsg("die-on-call", "", abi::PRIORITY_INHERIT)?;
+    let r = msg::call(link, &[1, 2, 3, 4], &[], &mut []);
+    check(r.map(|_| ()) == Err(Error::DeadPeer), "caller of a server that died")?;
+    expect_exit(pid, 0)?;
+    msg::close_link(link).map_err(|e| e.name())?;
+    // A call whose caller is killed before it is received is dropped.
+    let (pid, link) = start_tmsg("call-runner", "", abi::PRIORITY_INHERIT)?;
+    while msg::test(MAIN_QUEUE).map_err(|e| e.name())? == 0 {
+        sys::sleep_ns(1_000_000);
+    }
+    sys::kill(pid).map_err(|e| e.name())?;
+    let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
+    check(status == ExitStatus::Killed, "the caller was killed")?;
+    check(msg::test(MAIN_QUEUE) == Ok(0), "the dead caller's call was dropped")?;
+    msg::close_link(link).map_err(|e| e.name().into())
+}
+
+pub fn copy_on_write() -> TestResult {
+    let mut page = Page::zeroed(); // page-aligned, on the stack
+    let loaned_before = counter(abi::Counter::PagesLoaned);
+    let (pid, link) = start_tmsg("lend-page", "", abi::PRIORITY_INHERIT)?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    expect_exit(pid, 0)?;
+    let r = msg::receive_data(MAIN_QUEUE, &mut page.0).map_err(|e| e.name())?;
+    check(r.message[0] == 1 && r.len == page.0.len(), "the lent page arrives")?;
+    check(page.0.iter().all(|&b| b == 0xaa), "the receiver sees the page as it was when sent")?;
+    check(counter(abi::Counter::PagesLoaned) > loaned_before, "the page moved by mapping, not copying")?;
+    let cow_before = counter(abi::Counter::CowCopies);
+    page.0[0] = 1;
+    check(page.0[0] == 1 && page.0[1] == 0xaa, "writing to the received page")?;
+    check(counter(abi::Counter::CowCopies) >= cow_before, "copy-on-write resolved")?;
+    let mut small = [0u8; 100];
+    let r = msg::receive_data(MAIN_QUEUE, &mut small).map_err(|e| e.name())?;
+    check(r.message[0] == 2 && r.len == 100 && small.iter().all(|&b| b == 0xbb), "the later copy")?;
+    msg::close_link(link).map_err(|e| e.name().into())
+}
+
+pub fn kill_blocked_receiver() -> TestResult {
+    let (pid, link) = start_tmsg("receive-forever", "", abi::PRIORITY_INHERIT)?;
+    sys::sleep_ns(10_000_000);
+    sys::kill(pid).map_err(|e| e.name())?;
+    let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
+    check(status == ExitStatus::Killed, "killed while receiving")?;
+    check(msg::send(link, &[0; 4]) == Err(Error::DeadPeer), "its queue is gone")?;
+    msg::close_link(link).map_err(|e| e.name().into())
+}
+
+/// Regression: close_queue dropped data messages without giving their
+/// pages back to the quota, so a process ran out after enough closes.
+pub fn close_queue_returns_quota() -> TestResult {
+    let me = sys::getpid();
+    for round in 0..100 {
+        let q = msg::open_queue(1, false).map_err(|e| e.name())?;
+        let link = msg::open_link(me, q).map_err(|e| e.name())?;
+        msg::send_data(link, &[round, 0, 0, 0], &[7u8; 10])
+            .map_err(|e| format!("round {round}: send_data: {}", e.name()))?;
+        msg::close_link(link).map_err(|e| e.name())?;
+        msg::close_queue(q).map_err(|e| e.name())?;
+    }
+    Ok(())
+}
+
+/// Regression: a receiver blocked with a bad buffer stayed blocked when a
+/// copied message could not be placed there. Whether the message arrives
+/// before or after we block, we must get BadAddress and the message must
+/// stay queued.
+pub fn bad_receive_buffer_reported() -> TestResult {
+    let mut page = Page::zeroed();
+    let (pid, link) = start_tmsg("lend-page", "", abi::PRIORITY_INHERIT)?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    msg::receive_data(MAIN_QUEUE, &mut page.0).map_err(|e| e.name())?;
+    let bad = unsafe_slice_mut(0xdead_0000, 200);
+    check(msg::receive_data(MAIN_QUEUE, bad).map(|_| ()) == Err(Error::BadAddress), "bad buffer reported")?;
+    let mut good = [0u8; 200];
+    let r = msg::receive_data(MAIN_QUEUE, &mut good).map_err(|e| e.name())?;
+    check(r.message[0] == 2 && r.len == 100, "the message stayed queued")?;
+    expect_exit(pid, 0)?;
+    msg::close_link(link).map_err(|e| e.name().into())
+}

@@ -1,0 +1,106 @@
+//! `cargo xtask run` and `cargo xtask image`: build an image, then boot it
+//! with the serial console on the terminal (`run`), or print the exact QEMU
+//! command line that would boot it (`image`).
+//!
+//! What it is: two commands over the layers below, sharing their options
+//! ([`RunOptions`]) and one step, [`prepare`]: build the image with
+//! [`crate::image`], then fill a [`QemuConfig`] from the options.
+//!
+//! What it is not: the QEMU machine itself (that is [`crate::qemu`]), nor
+//! `run --batch` (that is [`crate::batch`], which takes the same options).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::image::{self, ImageKind, TEST_KERNEL_CMDLINE, Workspace};
+use crate::qemu::{self, AccelChoice, GDB_PORT, QEMU_BINARY, QemuConfig, QemuExit, SerialMode};
+use crate::tools::Result;
+
+/// Options shared by `run` and `image`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    pub smp: u32,
+    /// Guest memory in QEMU's `-m` syntax (`512M`, `1G`, or a bare number of MiB).
+    pub mem: String,
+    pub cmdline: String,
+    pub is_gdb: bool,
+    pub accel: AccelChoice,
+    /// `run --batch "<commands>"`: run them with the shell, print their
+    /// output, power off and exit with their status.
+    pub batch: Option<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            smp: qemu::DEFAULT_SMP,
+            mem: qemu::DEFAULT_MEM.to_string(),
+            cmdline: String::new(),
+            is_gdb: false,
+            accel: AccelChoice::Auto,
+            batch: None,
+        }
+    }
+}
+
+/// Builds the image and assembles the configuration for it.
+fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<QemuConfig> {
+    let workspace = Workspace::load()?;
+    let built = image::build(&workspace, kind)?;
+    let accel = qemu::choose_and_report_accel(opts.accel);
+    Ok(QemuConfig {
+        kernel: built.kernel,
+        modules: built.modules,
+        cmdline: opts.cmdline.clone(),
+        smp: opts.smp,
+        mem: opts.mem.clone(),
+        accel,
+        serial,
+        is_gdb: opts.is_gdb,
+    })
+}
+
+fn print_gdb_hint(kernel: &Path) {
+    eprintln!(
+        "xtask: QEMU waits for a debugger; attach with:\n  gdb {} -ex 'target remote :{GDB_PORT}'",
+        kernel.display()
+    );
+}
+
+/// `cargo xtask run`: build, then boot with the serial console on the terminal.
+pub fn run_command(opts: &RunOptions) -> Result<ExitCode> {
+    qemu::ensure_qemu()?;
+    let config = prepare(opts, ImageKind::Normal, SerialMode::Interactive)?;
+    if config.is_gdb {
+        print_gdb_hint(&config.kernel);
+    }
+    eprintln!("xtask: booting (Ctrl-A X quits QEMU)\n$ {}", config.to_shell()?);
+    let status = config.to_command()?.status().map_err(|err| format!("cannot start {QEMU_BINARY}: {err}"))?;
+    let exit = qemu::classify_exit(status.code());
+    eprintln!("xtask: {exit}");
+    Ok(if exit == QemuExit::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `cargo xtask image`: build, then print the exact QEMU command line on
+/// stdout (everything else goes to stderr, so the output can be captured).
+/// The test image is shown as `test` boots it: serial captured and, unless
+/// `--cmdline` says otherwise, the test runner as init.
+pub fn image_command(opts: &RunOptions, kind: ImageKind) -> Result<ExitCode> {
+    let (serial, opts) = match kind {
+        // `image` never asks for the bench image: `bench` prints its own lines.
+        ImageKind::Normal | ImageKind::Bench => (SerialMode::Interactive, opts.clone()),
+        ImageKind::Test => {
+            let mut opts = opts.clone();
+            if opts.cmdline.is_empty() {
+                opts.cmdline = TEST_KERNEL_CMDLINE.to_string();
+            }
+            (SerialMode::Captured, opts)
+        }
+    };
+    let config = prepare(&opts, kind, serial)?;
+    if config.is_gdb {
+        print_gdb_hint(&config.kernel);
+    }
+    println!("{}", config.to_shell()?);
+    Ok(ExitCode::SUCCESS)
+}
