@@ -19,7 +19,7 @@
 //! stay at the directory manager).
 //!
 //! # Invariants
-//! - The contents are 4096-byte pages, `None` for a hole: a hole, a page
+//! - The contents are pages of [`PAGE_BYTES`], `None` for a hole: a hole, a page
 //!   past the vector's end, and every byte of a page at or past the size
 //!   read as zeros.
 //! - A page that is not dirty holds what the directory manager holds once
@@ -45,8 +45,11 @@ use protocols::unix::{Stat, encode_result, filemgr, io, open_flags};
 /// A POSIX error number (`protocols::unix::errno`).
 pub use protocols::unix::Errno;
 
-/// Bytes in one page of the contents (and in one message's data).
-pub const PAGE_BYTES: usize = 4096;
+/// Bytes in one page of the contents: the machine's page
+/// (`abi::layout::PAGE_SIZE`), and also one message's data, since a reply
+/// sends a whole page of the contents (checked below).
+pub const PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
+const _: () = assert!(abi::msg::MAX_DATA_BYTES as usize == PAGE_BYTES);
 /// Open-file descriptions one file manager holds at once (then `ENFILE`).
 pub const MAX_HANDLES: usize = 4096;
 
@@ -56,9 +59,11 @@ pub const SEEK_CUR: u64 = 1;
 pub const SEEK_END: u64 = 2;
 
 /// One page of bytes, aligned to a page so that a whole page can be sent
-/// by copy-on-write instead of being copied.
+/// by copy-on-write instead of being copied. (`align` takes only a
+/// literal; the assertion below ties it to [`PAGE_BYTES`].)
 #[repr(C, align(4096))]
 pub struct PageBytes(pub [u8; PAGE_BYTES]);
+const _: () = assert!(core::mem::align_of::<PageBytes>() == PAGE_BYTES);
 
 /// A page on the heap. (A one-element boxed array: the only way to get an
 /// aligned heap page fallibly without `unsafe`.)
@@ -655,7 +660,7 @@ mod tests {
     }
 
     fn pattern(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i * 7 + i / 4096) as u8).collect()
+        (0..len).map(|i| (i * 7 + i / P) as u8).collect()
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! - An inode lives while a directory entry names it (`nlink > 0`) or a
 //!   handle is open on it (`open_count > 0`), so an unlinked file stays
 //!   readable through its handles until the last one closes.
-//! - File data is a vector of optional 4096-byte pages: a hole (`None`, or
+//! - File data is a vector of optional pages of [`PAGE_BYTES`]: a hole (`None`, or
 //!   past the vector's end) reads as zeros, and every byte of an allocated
 //!   page at or past the file's size is zero, so growing a file never has
 //!   to clear old bytes.
@@ -44,8 +44,9 @@ use crate::path::{self, MAX_NAME_BYTES, MAX_PATH_BYTES};
 /// A POSIX error number (`protocols::unix::errno`).
 pub use protocols::unix::Errno;
 
-/// Bytes in one data page of a file.
-pub const PAGE_BYTES: usize = 4096;
+/// Bytes in one data page of a file: the machine's page
+/// (`abi::layout::PAGE_SIZE`).
+pub const PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
 /// The inode number of `/`.
 pub const ROOT_INO: u64 = 1;
 /// Open-file descriptions the table holds at once (then `ENFILE`).
@@ -1025,8 +1026,9 @@ impl Fs {
 /// Reply words and the bytes of reply data placed in the reply buffer.
 pub type Reply = ([u64; 4], usize);
 
-/// Bytes of one message's data (request and reply buffers).
-pub const MESSAGE_DATA_BYTES: usize = 4096;
+/// Bytes of one message's data (request and reply buffers): the kernel's
+/// `abi::msg::MAX_DATA_BYTES`.
+pub const MESSAGE_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 
 /// The directories every boot starts with, and their modes.
 pub const STANDARD_DIRS: [(&str, u32); 6] =
@@ -2090,14 +2092,15 @@ mod tests {
         let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o644, 0], b"/tmp/f");
         let h = r.unwrap();
         let block = vec![9u8; 6000];
-        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &block[..4096]).0, Ok(4096));
-        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &block[4096..]).0, Ok(6000 - 4096));
+        const M: usize = MESSAGE_DATA_BYTES;
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &block[..M]).0, Ok(M as u64));
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &block[M..]).0, Ok((6000 - M) as u64));
         assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 0, SEEK_SET], b"").0, Ok(0));
-        // At most one page per read, whatever is asked.
+        // At most one message's data per read, whatever is asked.
         let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, u64::MAX, 0], b"");
-        assert_eq!((r, data.len()), (Ok(4096), 4096));
+        assert_eq!((r, data.len()), (Ok(M as u64), M));
         let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, 10_000, 0], b"");
-        assert_eq!((r, data.len()), (Ok(6000 - 4096), 6000 - 4096));
+        assert_eq!((r, data.len()), (Ok((6000 - M) as u64), 6000 - M));
         assert!(data.iter().all(|&b| b == 9));
         assert_eq!(c.io(STRANGER, [io::OP_READ, h, 100, 0], b"").0, Ok(0), "end of file");
         assert_eq!(c.io(STRANGER, [io::OP_READ, h, 0, 0], b"").0, Ok(0));
@@ -2285,8 +2288,9 @@ mod tests {
         let h = r.unwrap();
         assert_eq!(w[1], fsp::IO_QUEUE as u64);
         assert_eq!(Stat::decode(&data).unwrap().ino, stat(&c.s.fs, "/dev/null").ino);
-        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &[5u8; 4096]).0, Ok(4096));
-        let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, 4096, 0], b"");
+        const M: usize = MESSAGE_DATA_BYTES;
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &[5u8; M]).0, Ok(M as u64));
+        let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, M as u64, 0], b"");
         assert_eq!((r, data.len()), (Ok(0), 0));
         assert_eq!(c.fs(STARTER, [device::OP_OPEN, 3, 0, 0], b"").0, Err(EINVAL));
         assert_eq!(c.io(STARTER, [io::OP_CLOSE, h, 0, 0], b"").0, Ok(0));
