@@ -23,9 +23,8 @@
 //!   the server gives; running out is `ENOSPC`, never a panic.
 //! - A directory's `nlink` is 2 plus its subdirectories while it is
 //!   linked, 0 after `rmdir`.
-//! - A handle is `check << 32 | slot` with a random 31-bit `check` that is
-//!   never 0, so handles are positive as `i64` (they travel in reply word
-//!   0) and a guessed or stale one is `EBADF`.
+//! - Handles are numbered by [`crate::handles::HandleTable`]: positive as
+//!   `i64`, unguessable, and `EBADF` once stale.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -34,12 +33,14 @@ use alloc::vec::Vec;
 use core::ops::Bound;
 
 use protocols::unix::errno::{
-    EBADF, EBUSY, EEXIST, EFBIG, EINVAL, EISDIR, ENAMETOOLONG, ENFILE, ENODEV, ENOENT, ENOSPC, ENOTDIR,
-    ENOTEMPTY, EPERM,
+    EBADF, EBUSY, EEXIST, EFBIG, EINVAL, EISDIR, ENAMETOOLONG, ENODEV, ENOENT, ENOSPC, ENOTDIR, ENOTEMPTY,
+    EPERM,
 };
 use protocols::unix::{Stat, mode, open_flags};
 
+use crate::handles::HandleTable;
 use crate::path::{self, MAX_NAME_BYTES, MAX_PATH_BYTES};
+use crate::seek::seek_offset;
 
 /// A POSIX error number (`protocols::unix::errno`).
 pub use protocols::unix::Errno;
@@ -49,13 +50,6 @@ pub use protocols::unix::Errno;
 pub const PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
 /// The inode number of `/`.
 pub const ROOT_INO: u64 = 1;
-/// Open-file descriptions the table holds at once (then `ENFILE`).
-pub const MAX_HANDLES: usize = 4096;
-
-/// `whence` values of [`Fs::seek`] (POSIX `SEEK_SET`, `SEEK_CUR`, `SEEK_END`).
-pub const SEEK_SET: u64 = 0;
-pub const SEEK_CUR: u64 = 1;
-pub const SEEK_END: u64 = 2;
 
 type DataPage = Box<[u8; PAGE_BYTES]>;
 
@@ -107,7 +101,6 @@ struct Description {
     ino: u64,
     flags: u64,
     offset_bytes: u64,
-    check: u32,
     /// The last entry `readdir` gave (its index and name), so the next
     /// index continues from it instead of counting from the start.
     dir_cursor: Option<(u64, String)>,
@@ -153,44 +146,11 @@ pub struct FsStats {
     pub handles_open: u64,
 }
 
-/// A small xorshift generator for the handles' check values; the server
-/// seeds it from the time-stamp counter.
-struct Xorshift(u64);
-
-impl Xorshift {
-    fn new(seed: u64) -> Xorshift {
-        // xorshift's one fixed point is 0.
-        Xorshift(if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed })
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    /// A value in `1..2^31`.
-    fn check(&mut self) -> u32 {
-        loop {
-            let c = (self.next() >> 33) as u32;
-            if c != 0 {
-                return c;
-            }
-        }
-    }
-}
-
 /// The file system: inodes, the tree, and open handles.
 pub struct Fs {
     inodes: BTreeMap<u64, Inode>,
     next_ino: u64,
-    handles: Vec<Option<Description>>,
-    free_slots: Vec<u32>,
-    handles_open: usize,
-    rng: Xorshift,
+    handles: HandleTable<Description>,
     now_ns: u64,
     stored_bytes: u64,
     capacity_bytes: u64,
@@ -275,10 +235,7 @@ impl Fs {
         Fs {
             inodes,
             next_ino: ROOT_INO + 1,
-            handles: Vec::new(),
-            free_slots: Vec::new(),
-            handles_open: 0,
-            rng: Xorshift::new(seed),
+            handles: HandleTable::new(seed),
             now_ns: 0,
             stored_bytes: 0,
             capacity_bytes,
@@ -618,7 +575,7 @@ impl Fs {
     pub fn stats(&self) -> FsStats {
         let mut s = FsStats {
             bytes_stored: self.stored_bytes,
-            handles_open: self.handles_open as u64,
+            handles_open: self.handles.len() as u64,
             ..FsStats::default()
         };
         for n in self.inodes.values() {
@@ -769,55 +726,25 @@ impl Fs {
     // ---- handles ----
 
     fn description(&self, handle: u64) -> Result<&Description, Errno> {
-        let slot = handle as u32 as usize;
-        let check = (handle >> 32) as u32;
-        match self.handles.get(slot) {
-            Some(Some(d)) if d.check == check => Ok(d),
-            _ => Err(EBADF),
-        }
+        self.handles.get(handle)
     }
 
     fn description_mut(&mut self, handle: u64) -> Result<&mut Description, Errno> {
-        let slot = handle as u32 as usize;
-        let check = (handle >> 32) as u32;
-        match self.handles.get_mut(slot) {
-            Some(Some(d)) if d.check == check => Ok(d),
-            _ => Err(EBADF),
-        }
+        self.handles.get_mut(handle)
     }
 
-    /// Is there a slot for one more handle? Reserves the memory for it
-    /// (and for its slot's later return to the free list, so `close`
-    /// never allocates).
+    /// Is there a slot for one more handle? (Running out of memory for
+    /// it is `ENOSPC`, as for file data.)
     fn handle_room(&mut self) -> Result<(), Errno> {
-        if !self.free_slots.is_empty() {
-            return Ok(());
-        }
-        if self.handles.len() >= MAX_HANDLES {
-            return Err(ENFILE);
-        }
-        self.handles.try_reserve(1).map_err(|_| ENOSPC)?;
-        self.free_slots.try_reserve(self.handles.len() + 1).map_err(|_| ENOSPC)
+        self.handles.reserve(ENOSPC)
     }
 
     /// A new description of `ino` at offset 0.
     fn new_handle(&mut self, ino: u64, flags: u64) -> Result<u64, Errno> {
         self.handle_room()?;
         self.inode_mut(ino)?.open_count += 1;
-        let check = self.rng.check();
-        let d = Description { ino, flags, offset_bytes: 0, check, dir_cursor: None };
-        let slot = match self.free_slots.pop() {
-            Some(s) => {
-                self.handles[s as usize] = Some(d);
-                s
-            }
-            None => {
-                self.handles.push(Some(d));
-                (self.handles.len() - 1) as u32
-            }
-        };
-        self.handles_open += 1;
-        Ok(((check as u64) << 32) | slot as u64)
+        // Cannot fail: `handle_room` made room.
+        self.handles.insert(Description { ino, flags, offset_bytes: 0, dir_cursor: None }, ENOSPC)
     }
 
     /// `open`: a handle on `abs` with `flags` (`open_flags`), creating a
@@ -894,12 +821,7 @@ impl Fs {
 
     /// Close a description; the inode goes if nothing names it any more.
     pub fn close(&mut self, handle: u64) -> Result<(), Errno> {
-        self.description(handle)?;
-        let slot = handle as u32;
-        let Some(d) = self.handles[slot as usize].take() else { return Err(EBADF) };
-        // `handle_room` reserved room for every slot there is.
-        self.free_slots.push(slot);
-        self.handles_open -= 1;
+        let d = self.handles.remove(handle)?;
         if let Ok(n) = self.inode_mut(d.ino) {
             n.open_count = n.open_count.saturating_sub(1);
         }
@@ -940,26 +862,17 @@ impl Fs {
         Ok(n)
     }
 
-    /// `lseek`: a new offset from `whence` ([`SEEK_SET`], [`SEEK_CUR`],
-    /// [`SEEK_END`]); a negative or unrepresentable result is `EINVAL`.
-    /// Seeking past the end is allowed (a later write leaves a hole).
+    /// `lseek`: a new offset by [`crate::seek`]'s rule; the end of
+    /// anything but a regular file is 0.
     pub fn seek(&mut self, handle: u64, offset: i64, whence: u64) -> Result<u64, Errno> {
         let d = self.description(handle)?;
-        let base = match whence {
-            SEEK_SET => 0,
-            SEEK_CUR => d.offset_bytes,
-            SEEK_END => match &self.inode(d.ino)?.body {
-                Body::File { size_bytes, .. } => *size_bytes,
-                _ => 0,
-            },
-            _ => return Err(EINVAL),
+        let end = match &self.inode(d.ino)?.body {
+            Body::File { size_bytes, .. } => *size_bytes,
+            _ => 0,
         };
-        let new = base as i128 + offset as i128;
-        if new < 0 || new > i64::MAX as i128 {
-            return Err(EINVAL);
-        }
-        self.description_mut(handle)?.offset_bytes = new as u64;
-        Ok(new as u64)
+        let new = seek_offset(d.offset_bytes, end, offset, whence)?;
+        self.description_mut(handle)?.offset_bytes = new;
+        Ok(new)
     }
 
     /// `fstat` through a handle.
@@ -1289,7 +1202,10 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handles::MAX_HANDLES;
+    use crate::seek::{SEEK_CUR, SEEK_END, SEEK_SET};
     use open_flags::{O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY};
+    use protocols::unix::errno::ENFILE;
     use std::vec;
 
     const CAP: u64 = 64 * 1024 * 1024;
