@@ -14,7 +14,7 @@
 //! - [`handles`]: the handle table memfs and the file managers number
 //!   their open files with;
 //! - [`seek`]: `lseek`'s rule, for memfs and the file managers;
-//! - [`shell`]: the shell's command-line parser.
+//! - [`shell`]: the shell's language (lexer, parser, expansion) and its jobs.
 
 #![no_std]
 #![forbid(unsafe_code)]
