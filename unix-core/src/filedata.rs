@@ -19,7 +19,7 @@
 //! stay at the directory manager).
 //!
 //! # Invariants
-//! - The contents are 4096-byte pages, `None` for a hole: a hole, a page
+//! - The contents are pages of [`PAGE_BYTES`], `None` for a hole: a hole, a page
 //!   past the vector's end, and every byte of a page at or past the size
 //!   read as zeros.
 //! - A page that is not dirty holds what the directory manager holds once
@@ -30,35 +30,33 @@
 //! - Memory is taken fallibly and within [`Limits`]: running out is an
 //!   errno (`ENOMEM` while loading, `ENOSPC` for a write), never a panic,
 //!   and a write either happens whole or not at all.
-//! - A handle is `check << 32 | slot` with a random 31-bit `check` that is
-//!   never 0, so handles are positive as `i64` (they travel in reply word
-//!   0) and a guessed or stale one is `EBADF`.
+//! - Handles are numbered by [`crate::handles::HandleTable`]: positive as
+//!   `i64`, unguessable, and `EBADF` once stale.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use protocols::unix::errno::{
-    EBADF, EBUSY, EFBIG, EINVAL, ENFILE, ENOMEM, ENOSPC, ENOSYS, ENOTDIR, ENOTTY, EPERM,
-};
+use protocols::unix::errno::{EBADF, EBUSY, EFBIG, EINVAL, ENOMEM, ENOSPC, ENOSYS, ENOTDIR, ENOTTY, EPERM};
 use protocols::unix::{Stat, encode_result, filemgr, io, open_flags};
+
+use crate::handles::HandleTable;
+use crate::seek::seek_offset;
 
 /// A POSIX error number (`protocols::unix::errno`).
 pub use protocols::unix::Errno;
 
-/// Bytes in one page of the contents (and in one message's data).
-pub const PAGE_BYTES: usize = 4096;
-/// Open-file descriptions one file manager holds at once (then `ENFILE`).
-pub const MAX_HANDLES: usize = 4096;
-
-/// `whence` values of `io::OP_SEEK` (POSIX `SEEK_SET`, `SEEK_CUR`, `SEEK_END`).
-pub const SEEK_SET: u64 = 0;
-pub const SEEK_CUR: u64 = 1;
-pub const SEEK_END: u64 = 2;
+/// Bytes in one page of the contents: the machine's page
+/// (`abi::layout::PAGE_SIZE`), and also one message's data, since a reply
+/// sends a whole page of the contents (checked below).
+pub const PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
+const _: () = assert!(abi::msg::MAX_DATA_BYTES as usize == PAGE_BYTES);
 
 /// One page of bytes, aligned to a page so that a whole page can be sent
-/// by copy-on-write instead of being copied.
+/// by copy-on-write instead of being copied. (`align` takes only a
+/// literal; the assertion below ties it to [`PAGE_BYTES`].)
 #[repr(C, align(4096))]
 pub struct PageBytes(pub [u8; PAGE_BYTES]);
+const _: () = assert!(core::mem::align_of::<PageBytes>() == PAGE_BYTES);
 
 /// A page on the heap. (A one-element boxed array: the only way to get an
 /// aligned heap page fallibly without `unsafe`.)
@@ -330,38 +328,11 @@ impl FileData {
     }
 }
 
-/// A small xorshift generator for the handles' check values; the server
-/// seeds it from the time-stamp counter.
-struct Xorshift(u64);
-
-impl Xorshift {
-    fn new(seed: u64) -> Xorshift {
-        // xorshift's one fixed point is 0.
-        Xorshift(if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed })
-    }
-
-    /// A value in `1..2^31`.
-    fn check(&mut self) -> u32 {
-        loop {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            let c = (x >> 33) as u32;
-            if c != 0 {
-                return c;
-            }
-        }
-    }
-}
-
 /// One open of the file: what the monitor's descriptors point at (several
 /// descriptors after `dup` or `fork` share its offset).
 struct Description {
     flags: u64,
     offset_bytes: u64,
-    check: u32,
 }
 
 /// What the server does with a request.
@@ -402,24 +373,14 @@ struct Attached {
 pub struct FileManager {
     monitor: u64,
     file: Option<Attached>,
-    handles: Vec<Option<Description>>,
-    free_slots: Vec<u32>,
-    handles_open: usize,
-    rng: Xorshift,
+    handles: HandleTable<Description>,
 }
 
 impl FileManager {
     /// A manager with no file yet, obeying `monitor`; `seed` feeds the
     /// handle generator.
     pub fn new(monitor: u64, seed: u64) -> FileManager {
-        FileManager {
-            monitor,
-            file: None,
-            handles: Vec::new(),
-            free_slots: Vec::new(),
-            handles_open: 0,
-            rng: Xorshift::new(seed),
-        }
+        FileManager { monitor, file: None, handles: HandleTable::new(seed) }
     }
 
     /// The file loaded for [`Step::Attach`], with its Stat from the
@@ -438,24 +399,13 @@ impl FileManager {
     }
 
     pub fn handles_open(&self) -> usize {
-        self.handles_open
-    }
-
-    fn description(&self, handle: u64) -> Result<&Description, Errno> {
-        let slot = handle as u32 as usize;
-        let check = (handle >> 32) as u32;
-        match self.handles.get(slot) {
-            Some(Some(d)) if d.check == check => Ok(d),
-            _ => Err(EBADF),
-        }
+        self.handles.len()
     }
 
     /// A handle is valid only on an attached file.
     fn file_and_description(&mut self, handle: u64) -> Result<(&mut Attached, &mut Description), Errno> {
-        let slot = handle as u32 as usize;
-        let check = (handle >> 32) as u32;
-        match (self.file.as_mut(), self.handles.get_mut(slot)) {
-            (Some(f), Some(Some(d))) if d.check == check => Ok((f, d)),
+        match (self.file.as_mut(), self.handles.get_mut(handle)) {
+            (Some(f), Ok(d)) => Ok((f, d)),
             _ => Err(EBADF),
         }
     }
@@ -472,15 +422,8 @@ impl FileManager {
         if self.file.is_none() {
             return Err(EINVAL);
         }
-        // Room first (and for the slot's later return to the free list,
-        // so `close` never allocates), so a failure changes nothing.
-        if self.free_slots.is_empty() {
-            if self.handles.len() >= MAX_HANDLES {
-                return Err(ENFILE);
-            }
-            self.handles.try_reserve(1).map_err(|_| ENOMEM)?;
-            self.free_slots.try_reserve(self.handles.len() + 1).map_err(|_| ENOMEM)?;
-        }
+        // Room first, so a failure changes nothing.
+        self.handles.reserve(ENOMEM)?;
         if flags & open_flags::O_TRUNC != 0
             && open_flags::writable(flags)
             && let Some(f) = self.file.as_mut()
@@ -488,31 +431,14 @@ impl FileManager {
             f.data.truncate(0)?;
             f.stat.mtime_ns = now_ns;
         }
-        let check = self.rng.check();
-        let d = Description { flags, offset_bytes: 0, check };
-        let slot = match self.free_slots.pop() {
-            Some(s) => {
-                self.handles[s as usize] = Some(d);
-                s
-            }
-            None => {
-                self.handles.push(Some(d));
-                (self.handles.len() - 1) as u32
-            }
-        };
-        self.handles_open += 1;
-        Ok(((check as u64) << 32) | slot as u64)
+        // Cannot fail: the room is there.
+        self.handles.insert(Description { flags, offset_bytes: 0 }, ENOMEM)
     }
 
     /// `io::OP_CLOSE`: drop a handle. `Ok(true)` when it was the last.
     pub fn close(&mut self, handle: u64) -> Result<bool, Errno> {
-        self.description(handle)?;
-        let slot = handle as u32;
-        self.handles[slot as usize] = None;
-        // `open` reserved room for every slot there is.
-        self.free_slots.push(slot);
-        self.handles_open -= 1;
-        Ok(self.handles_open == 0)
+        self.handles.remove(handle)?;
+        Ok(self.handles.is_empty())
     }
 
     /// `read` at the handle's offset, which advances by the bytes read.
@@ -542,23 +468,11 @@ impl FileManager {
         Ok(n)
     }
 
-    /// `lseek`: a new offset from `whence` ([`SEEK_SET`], [`SEEK_CUR`],
-    /// [`SEEK_END`]); a negative or unrepresentable result is `EINVAL`.
-    /// Seeking past the end is allowed (a later write leaves a hole).
+    /// `lseek`: a new offset by [`crate::seek`]'s rule.
     pub fn seek(&mut self, handle: u64, offset: i64, whence: u64) -> Result<u64, Errno> {
         let (f, d) = self.file_and_description(handle)?;
-        let base = match whence {
-            SEEK_SET => 0,
-            SEEK_CUR => d.offset_bytes,
-            SEEK_END => f.data.size_bytes(),
-            _ => return Err(EINVAL),
-        };
-        let new = base as i128 + offset as i128;
-        if new < 0 || new > i64::MAX as i128 {
-            return Err(EINVAL);
-        }
-        d.offset_bytes = new as u64;
-        Ok(new as u64)
+        d.offset_bytes = seek_offset(d.offset_bytes, f.data.size_bytes(), offset, whence)?;
+        Ok(d.offset_bytes)
     }
 
     /// `fstat`: the directory manager's Stat with the size and mtime kept
@@ -615,7 +529,10 @@ impl FileManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handles::MAX_HANDLES;
+    use crate::seek::{SEEK_CUR, SEEK_END, SEEK_SET};
     use open_flags::{O_APPEND, O_DIRECTORY, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY};
+    use protocols::unix::errno::ENFILE;
     use protocols::unix::{mode, result};
     use std::vec;
 
@@ -655,7 +572,7 @@ mod tests {
     }
 
     fn pattern(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i * 7 + i / 4096) as u8).collect()
+        (0..len).map(|i| (i * 7 + i / P) as u8).collect()
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //! - [`ldisc`]: the console line discipline (echo, erase, ^C, ^D);
 //! - [`pipebuf`]: a pipe's ring buffer;
 //! - [`filedata`]: a file manager's pages and requests (per-file mode);
-//! - [`shell`]: the shell's command-line parser.
+//! - [`handles`]: the handle table memfs and the file managers number
+//!   their open files with;
+//! - [`seek`]: `lseek`'s rule, for memfs and the file managers;
+//! - [`shell`]: the shell's language (lexer, parser, expansion) and its jobs.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -21,8 +24,10 @@ extern crate alloc;
 extern crate std;
 
 pub mod filedata;
+pub mod handles;
 pub mod ldisc;
 pub mod memfs;
 pub mod path;
 pub mod pipebuf;
+pub mod seek;
 pub mod shell;

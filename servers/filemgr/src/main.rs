@@ -45,7 +45,8 @@ use protocols::unix::errno::{EAGAIN, EINVAL, EIO, EISDIR, ESRCH};
 use protocols::unix::{Stat, encode_result, filemgr, io, mode, result};
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
-use unix_core::filedata::{Errno, FileData, FileManager, Limits, PAGE_BYTES, SEEK_SET, Step};
+use unix_core::filedata::{Errno, FileData, FileManager, Limits, PAGE_BYTES, Step};
+use unix_core::seek::SEEK_SET;
 
 runtime::entry!(main);
 

@@ -1,0 +1,617 @@
+//! memfs's requests: decoding each message, asking [`Fs`], and placing
+//! the answer in the reply words and buffer ([`Service`]), and the
+//! standard tree every boot starts with.
+//!
+//! What it is not: the server loop. `servers/memfs` receives, calls
+//! [`Service::fs_request`] or [`Service::io_request`], and replies; nothing
+//! here makes a kernel call or reads the clock (the time of a request
+//! comes in as `now_ns`).
+//!
+//! # Invariants
+//! - Who may ask what is decided here, before `Fs` is asked (see
+//!   [`Service`]); a refused request changes nothing.
+//! - A reply's data never exceeds [`MESSAGE_DATA_BYTES`]; a read asks for
+//!   at most that much whatever the caller wanted.
+
+use alloc::string::String;
+
+use protocols::unix::errno::{EBUSY, EINVAL, ENAMETOOLONG, ENOSPC, ENOTDIR, EPERM};
+use protocols::unix::{Errno, Stat, mode};
+
+use super::open::Fs;
+use super::tree::Lookup;
+
+/// Reply words and the bytes of reply data placed in the reply buffer.
+pub type Reply = ([u64; 4], usize);
+
+/// Bytes of one message's data (request and reply buffers): the kernel's
+/// `abi::msg::MAX_DATA_BYTES`.
+pub const MESSAGE_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
+
+/// The directories every boot starts with, and their modes.
+pub const STANDARD_DIRS: [(&str, u32); 6] =
+    [("/bin", 0o755), ("/etc", 0o755), ("/dev", 0o755), ("/tmp", 0o1777), ("/home", 0o755), ("/root", 0o700)];
+
+/// Where boot module `name` goes and its mode: `etc.<rest>` becomes
+/// `/etc/<rest>` (0644), anything else `/bin/<name>` (0755). The path is
+/// checked when the file is made.
+pub fn module_destination(name: &str) -> Result<(String, u32), Errno> {
+    let (dir, rest, perm) = match name.strip_prefix("etc.") {
+        Some(rest) => ("/etc/", rest, 0o644),
+        None => ("/bin/", name, 0o755),
+    };
+    let mut p = String::new();
+    p.try_reserve_exact(dir.len() + rest.len()).map_err(|_| ENOSPC)?;
+    p.push_str(dir);
+    p.push_str(rest);
+    Ok((p, perm))
+}
+
+fn error(e: Errno) -> Reply {
+    ([protocols::unix::encode_result(Err(e)), 0, 0, 0], 0)
+}
+
+fn value(v: u64) -> Reply {
+    ([v, 0, 0, 0], 0)
+}
+
+/// Reply words `words` with a Stat as the data.
+fn with_stat(words: [u64; 4], stat: &Stat, tx: &mut [u8; MESSAGE_DATA_BYTES]) -> Reply {
+    tx[..Stat::BYTES].copy_from_slice(&stat.encode());
+    (words, Stat::BYTES)
+}
+
+fn utf8_path(data: &[u8]) -> Result<&str, Errno> {
+    core::str::from_utf8(data).map_err(|_| EINVAL)
+}
+
+fn perm_word(word: u64) -> u32 {
+    (word & mode::PERMISSIONS as u64) as u32
+}
+
+/// A `chown` id word: `u64::MAX` or `u32::MAX` (-1 at either width)
+/// leaves the id as it is.
+fn id_word(word: u64) -> Result<Option<u32>, Errno> {
+    if word == u64::MAX || word == u32::MAX as u64 {
+        return Ok(None);
+    }
+    u32::try_from(word).map(Some).map_err(|_| EINVAL)
+}
+
+/// The owner of a created object: `uid << 32 | gid`.
+fn owner_word(word: u64) -> (u32, u32) {
+    ((word >> 32) as u32, word as u32)
+}
+
+/// memfs's requests decoded and answered, everything but the kernel calls
+/// (`servers/memfs` receives, calls these, and replies). Senders are
+/// kernel pids as `u64`.
+///
+/// Who may ask what: `fs::OP_LOOKUP` and `io` read, write, seek, fstat,
+/// readdir and truncate (a file manager's write-back) anyone (a handle is the capability); the other `fs`
+/// operations, `device::OP_OPEN` and `io::OP_CLOSE` only the starter, or
+/// the monitor the starter names once with `fs::OP_SET_MONITOR`.
+pub struct Service {
+    pub fs: Fs,
+    starter: u64,
+    monitor: Option<u64>,
+}
+
+impl Service {
+    pub fn new(fs: Fs, starter_pid: u64) -> Service {
+        Service { fs, starter: starter_pid, monitor: None }
+    }
+
+    /// Build the standard tree: [`STANDARD_DIRS`] and `/dev/null`, served
+    /// by `server_pid` on `fs::QUEUE`.
+    pub fn make_standard_tree(&mut self, server_pid: u64) -> Result<(), Errno> {
+        for (dir, perm) in STANDARD_DIRS {
+            self.fs.mkdir(dir, perm, 0, 0)?;
+        }
+        self.fs.make_null_device("/dev/null", server_pid, protocols::unix::fs::QUEUE)?;
+        Ok(())
+    }
+
+    fn trusts(&self, sender: u64) -> bool {
+        sender == self.starter || Some(sender) == self.monitor
+    }
+
+    /// A request on `fs::QUEUE`: words `m`, data `data`, from `sender`.
+    pub fn fs_request(
+        &mut self,
+        sender: u64,
+        m: [u64; 4],
+        data: &[u8],
+        now_ns: u64,
+        tx: &mut [u8; MESSAGE_DATA_BYTES],
+    ) -> Reply {
+        use protocols::unix::{device, fs};
+        let [op, w1, w2, w3] = m;
+        let trusted = self.trusts(sender);
+        if op != fs::OP_LOOKUP {
+            self.fs.set_now(now_ns);
+        }
+        let result = match op {
+            fs::OP_LOOKUP => return self.lookup_request(data, tx),
+            fs::OP_SET_MONITOR => self.set_monitor(sender, w1),
+            fs::OP_OPEN
+            | fs::OP_MKDIR
+            | fs::OP_UNLINK
+            | fs::OP_RMDIR
+            | fs::OP_RENAME
+            | fs::OP_MKDEV
+            | fs::OP_CHMOD
+            | fs::OP_CHOWN
+            | device::OP_OPEN
+                if !trusted =>
+            {
+                Err(EPERM)
+            }
+            fs::OP_OPEN => {
+                let (uid, gid) = owner_word(w3);
+                utf8_path(data)
+                    .and_then(|p| self.fs.open(p, w1, perm_word(w2), uid, gid))
+                    .map(|(handle, stat)| with_stat([handle, fs::IO_QUEUE as u64, 0, 0], &stat, tx))
+            }
+            fs::OP_MKDIR => {
+                let (uid, gid) = owner_word(w3);
+                utf8_path(data)
+                    .and_then(|p| self.fs.mkdir(p, perm_word(w1), uid, gid))
+                    .map(|st| with_stat([0; 4], &st, tx))
+            }
+            fs::OP_UNLINK => utf8_path(data).and_then(|p| self.fs.unlink(p)).map(|()| value(0)),
+            fs::OP_RMDIR => utf8_path(data).and_then(|p| self.fs.rmdir(p)).map(|()| value(0)),
+            fs::OP_RENAME => self.rename_request(data),
+            fs::OP_MKDEV => u32::try_from(w2)
+                .map_err(|_| EINVAL)
+                .and_then(|queue| {
+                    utf8_path(data).and_then(|p| self.fs.mkdev(p, w1, queue, perm_word(w3), 0, 0))
+                })
+                .map(|st| with_stat([0; 4], &st, tx)),
+            fs::OP_CHMOD => utf8_path(data)
+                .and_then(|p| self.fs.chmod(p, perm_word(w1)))
+                .map(|st| with_stat([0; 4], &st, tx)),
+            fs::OP_CHOWN => id_word(w1)
+                .and_then(|uid| Ok((uid, id_word(w2)?)))
+                .and_then(|(uid, gid)| self.fs.chown(utf8_path(data)?, uid, gid))
+                .map(|st| with_stat([0; 4], &st, tx)),
+            fs::OP_STATS => {
+                let s = self.fs.stats();
+                Ok(([s.files, s.dirs, s.bytes_stored, s.handles_open], 0))
+            }
+            // The null device has no names below it.
+            device::OP_OPEN if !data.is_empty() => Err(ENOTDIR),
+            device::OP_OPEN => self
+                .fs
+                .open_null(w1)
+                .map(|(handle, st)| with_stat([handle, fs::IO_QUEUE as u64, 0, 0], &st, tx)),
+            _ => Err(protocols::unix::errno::ENOSYS),
+        };
+        result.unwrap_or_else(error)
+    }
+
+    fn set_monitor(&mut self, sender: u64, pid: u64) -> Result<Reply, Errno> {
+        if sender != self.starter {
+            return Err(EPERM);
+        }
+        if self.monitor.is_some() {
+            return Err(EBUSY);
+        }
+        if pid == 0 {
+            return Err(EINVAL);
+        }
+        self.monitor = Some(pid);
+        Ok(value(0))
+    }
+
+    /// `fs::OP_LOOKUP`: the Stat; `DEVICE` with the Stat and the rest of
+    /// the path; or an error, with word 1 = 1 and the parent's Stat when
+    /// only the last name is missing.
+    fn lookup_request(&self, data: &[u8], tx: &mut [u8; MESSAGE_DATA_BYTES]) -> Reply {
+        use protocols::unix::fs;
+        let p = match utf8_path(data) {
+            Ok(p) => p,
+            Err(e) => return error(e),
+        };
+        match self.fs.lookup(p) {
+            Ok(Lookup::Found(stat)) => with_stat([0; 4], &stat, tx),
+            Ok(Lookup::Device { stat, rest }) => {
+                let end = Stat::BYTES + rest.len();
+                if end > tx.len() {
+                    return error(ENAMETOOLONG);
+                }
+                tx[Stat::BYTES..end].copy_from_slice(rest.as_bytes());
+                let (words, _) = with_stat([fs::DEVICE, 0, 0, 0], &stat, tx);
+                (words, end)
+            }
+            Err(e) => match e.parent {
+                Some(parent) => {
+                    with_stat([protocols::unix::encode_result(Err(e.errno)), 1, 0, 0], &parent, tx)
+                }
+                None => error(e.errno),
+            },
+        }
+    }
+
+    /// `fs::OP_RENAME`: data = old NUL new.
+    fn rename_request(&mut self, data: &[u8]) -> Result<Reply, Errno> {
+        let nul = data.iter().position(|&b| b == 0).ok_or(EINVAL)?;
+        let old = utf8_path(&data[..nul])?;
+        let new = utf8_path(&data[nul + 1..])?;
+        self.fs.rename(old, new).map(|()| value(0))
+    }
+
+    /// A request on `fs::IO_QUEUE`.
+    pub fn io_request(
+        &mut self,
+        sender: u64,
+        m: [u64; 4],
+        data: &[u8],
+        now_ns: u64,
+        tx: &mut [u8; MESSAGE_DATA_BYTES],
+    ) -> Reply {
+        use protocols::unix::{DirEntry, io};
+        let [op, handle, w2, w3] = m;
+        let result = match op {
+            io::OP_READ => {
+                let max = usize::try_from(w2).unwrap_or(usize::MAX).min(tx.len());
+                self.fs.read(handle, &mut tx[..max]).map(|n| ([n as u64, 0, 0, 0], n))
+            }
+            io::OP_WRITE => {
+                self.fs.set_now(now_ns);
+                self.fs.write(handle, data).map(|n| value(n as u64))
+            }
+            io::OP_SEEK => self.fs.seek(handle, w2 as i64, w3).map(value),
+            io::OP_TRUNCATE => {
+                self.fs.set_now(now_ns);
+                self.fs.truncate_handle(handle, w2).map(|()| value(0))
+            }
+            io::OP_FSTAT => self.fs.fstat(handle).map(|st| with_stat([0; 4], &st, tx)),
+            io::OP_READDIR => match self.fs.readdir(handle, w2) {
+                Ok(Some(item)) => {
+                    Ok(([1, 0, 0, 0], DirEntry::encode(item.ino, item.mode, item.name.as_bytes(), tx)))
+                }
+                Ok(None) => Ok(value(0)),
+                Err(e) => Err(e),
+            },
+            io::OP_CLOSE if !self.trusts(sender) => Err(EPERM),
+            io::OP_CLOSE => self.fs.close(handle).map(|()| value(0)),
+            // Files and /dev/null are not terminals.
+            io::OP_FOREGROUND => Err(protocols::unix::errno::ENOTTY),
+            _ => Err(protocols::unix::errno::ENOSYS),
+        };
+        result.unwrap_or_else(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memfs::data::PAGE_BYTES;
+    use crate::memfs::testing::{CAP, fs, stat};
+    use crate::seek::{SEEK_CUR, SEEK_END, SEEK_SET};
+    use alloc::boxed::Box;
+    use alloc::vec::Vec;
+    use protocols::unix::errno::{EBADF, EEXIST, EFBIG, EISDIR, ENODEV, ENOENT, ENOTEMPTY};
+    use protocols::unix::open_flags::{O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_RDWR, O_WRONLY};
+    use protocols::unix::{DirEntry, device, fs as fsp, io, result};
+    use std::vec;
+
+    const STARTER: u64 = 0x1_0000_0001;
+    const MONITOR: u64 = 0x1_0000_0007;
+    const STRANGER: u64 = 0x1_0000_0009;
+    const ME: u64 = 0x1_0000_0004;
+
+    fn service() -> Service {
+        let mut s = Service::new(Fs::new(3, CAP), STARTER);
+        s.make_standard_tree(ME).unwrap();
+        s
+    }
+
+    struct Call<'a> {
+        s: &'a mut Service,
+        tx: Box<[u8; MESSAGE_DATA_BYTES]>,
+    }
+
+    impl Call<'_> {
+        fn fs(&mut self, from: u64, m: [u64; 4], data: &[u8]) -> (Result<u64, Errno>, [u64; 4], Vec<u8>) {
+            let (w, len) = self.s.fs_request(from, m, data, 1234, &mut self.tx);
+            (result(w[0]), w, self.tx[..len].to_vec())
+        }
+        fn io(&mut self, from: u64, m: [u64; 4], data: &[u8]) -> (Result<u64, Errno>, [u64; 4], Vec<u8>) {
+            let (w, len) = self.s.io_request(from, m, data, 5678, &mut self.tx);
+            (result(w[0]), w, self.tx[..len].to_vec())
+        }
+    }
+
+    fn caller(s: &mut Service) -> Call<'_> {
+        Call { s, tx: Box::new([0u8; MESSAGE_DATA_BYTES]) }
+    }
+
+    #[test]
+    fn module_destinations() {
+        assert_eq!(module_destination("sh").unwrap(), ("/bin/sh".into(), 0o755));
+        assert_eq!(module_destination("etc.inittab").unwrap(), ("/etc/inittab".into(), 0o644));
+        assert_eq!(module_destination("etcetera").unwrap(), ("/bin/etcetera".into(), 0o755));
+        // Odd names give paths that `open` refuses.
+        let mut f = fs();
+        f.mkdir("/etc", 0o755, 0, 0).unwrap();
+        for odd in ["etc.", "a/b", ".", ".."] {
+            let (p, _) = module_destination(odd).unwrap();
+            assert!(f.open(&p, O_CREAT | O_EXCL | O_WRONLY, 0o644, 0, 0).is_err(), "{odd}");
+        }
+    }
+
+    #[test]
+    fn standard_tree() {
+        let s = service();
+        for (dir, perm) in STANDARD_DIRS {
+            let st = stat(&s.fs, dir);
+            assert_eq!(st.mode, mode::S_IFDIR | perm, "{dir}");
+            assert_eq!((st.uid, st.gid), (0, 0));
+        }
+        assert_eq!(stat(&s.fs, "/tmp").mode & 0o7777, 0o1777);
+        assert_eq!(stat(&s.fs, "/root").mode & 0o7777, 0o700);
+        let null = stat(&s.fs, "/dev/null");
+        assert_eq!(null.mode, mode::S_IFCHR | 0o666);
+        assert_eq!((null.device_pid, null.device_queue), (ME, fsp::QUEUE));
+        let mut again = service();
+        assert_eq!(again.make_standard_tree(ME), Err(EEXIST));
+    }
+
+    #[test]
+    fn who_may_ask() {
+        let mut s = service();
+        let mut c = caller(&mut s);
+        let path = b"/tmp/f";
+        for op in [
+            fsp::OP_OPEN,
+            fsp::OP_MKDIR,
+            fsp::OP_UNLINK,
+            fsp::OP_RMDIR,
+            fsp::OP_RENAME,
+            fsp::OP_MKDEV,
+            fsp::OP_CHMOD,
+            fsp::OP_CHOWN,
+            device::OP_OPEN,
+        ] {
+            assert_eq!(c.fs(STRANGER, [op, O_CREAT | O_WRONLY, 0o644, 0], path).0, Err(EPERM), "op {op}");
+            assert_eq!(c.fs(MONITOR, [op, O_CREAT | O_WRONLY, 0o644, 0], path).0, Err(EPERM), "op {op}");
+        }
+        assert!(c.s.fs.lookup("/tmp/f").is_err(), "nothing was made");
+        // Anyone may look up.
+        assert_eq!(c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"/tmp").0, Ok(0));
+        // Only the starter names the monitor, once, and not as pid 0.
+        assert_eq!(c.fs(STRANGER, [fsp::OP_SET_MONITOR, STRANGER, 0, 0], b"").0, Err(EPERM));
+        assert_eq!(c.fs(STARTER, [fsp::OP_SET_MONITOR, 0, 0, 0], b"").0, Err(EINVAL));
+        assert_eq!(c.fs(STARTER, [fsp::OP_SET_MONITOR, MONITOR, 0, 0], b"").0, Ok(0));
+        assert_eq!(c.fs(STARTER, [fsp::OP_SET_MONITOR, STRANGER, 0, 0], b"").0, Err(EBUSY));
+        assert_eq!(c.fs(MONITOR, [fsp::OP_SET_MONITOR, STRANGER, 0, 0], b"").0, Err(EPERM));
+        // Now the monitor and the starter may; the stranger still may not.
+        let (r, w, data) = c.fs(MONITOR, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o640, 5 << 32 | 6], path);
+        let handle = r.unwrap();
+        assert_eq!(w[1], fsp::IO_QUEUE as u64);
+        let st = Stat::decode(&data).unwrap();
+        assert_eq!((st.mode, st.uid, st.gid, st.mtime_ns), (mode::S_IFREG | 0o640, 5, 6, 1234));
+        assert_eq!(c.fs(STARTER, [fsp::OP_MKDIR, 0o755, 0, 0], b"/tmp/d").0, Ok(0));
+        assert_eq!(c.fs(STRANGER, [fsp::OP_UNLINK, 0, 0, 0], path).0, Err(EPERM));
+        // Handles are the capability for io, except close.
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, handle, 0, 0], b"hi").0, Ok(2));
+        assert_eq!(c.io(STRANGER, [io::OP_CLOSE, handle, 0, 0], b"").0, Err(EPERM));
+        assert_eq!(c.io(MONITOR, [io::OP_CLOSE, handle, 0, 0], b"").0, Ok(0));
+        assert_eq!(c.io(MONITOR, [io::OP_CLOSE, handle, 0, 0], b"").0, Err(EBADF));
+        assert_eq!(c.s.fs.stats().handles_open, 0);
+    }
+
+    #[test]
+    fn io_requests() {
+        let mut s = service();
+        let mut c = caller(&mut s);
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o644, 0], b"/tmp/f");
+        let h = r.unwrap();
+        let block = vec![9u8; 6000];
+        const M: usize = MESSAGE_DATA_BYTES;
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &block[..M]).0, Ok(M as u64));
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &block[M..]).0, Ok((6000 - M) as u64));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 0, SEEK_SET], b"").0, Ok(0));
+        // At most one message's data per read, whatever is asked.
+        let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, u64::MAX, 0], b"");
+        assert_eq!((r, data.len()), (Ok(M as u64), M));
+        let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, 10_000, 0], b"");
+        assert_eq!((r, data.len()), (Ok((6000 - M) as u64), 6000 - M));
+        assert!(data.iter().all(|&b| b == 9));
+        assert_eq!(c.io(STRANGER, [io::OP_READ, h, 100, 0], b"").0, Ok(0), "end of file");
+        assert_eq!(c.io(STRANGER, [io::OP_READ, h, 0, 0], b"").0, Ok(0));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, (-1i64) as u64, SEEK_SET], b"").0, Err(EINVAL));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, (-10i64) as u64, SEEK_END], b"").0, Ok(5990));
+        let (r, _, data) = c.io(STRANGER, [io::OP_FSTAT, h, 0, 0], b"");
+        assert_eq!(r, Ok(0));
+        let st = Stat::decode(&data).unwrap();
+        assert_eq!((st.size_bytes, st.mtime_ns), (6000, 5678));
+        // Directory entries.
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY | O_DIRECTORY, 0, 0], b"/tmp");
+        let d = r.unwrap();
+        let mut seen = Vec::new();
+        for i in 0.. {
+            let (r, _, data) = c.io(STRANGER, [io::OP_READDIR, d, i, 0], b"");
+            if r == Ok(0) {
+                break;
+            }
+            assert_eq!(r, Ok(1));
+            let (ino, m, name) = DirEntry::decode(&data).unwrap();
+            seen.push((ino, m, std::string::String::from_utf8(name.to_vec()).unwrap()));
+        }
+        let names: Vec<&str> = seen.iter().map(|(_, _, n)| n.as_str()).collect();
+        assert_eq!(names, [".", "..", "f"]);
+        assert_eq!(seen[2], (st.ino, st.mode, "f".into()));
+        assert_eq!(c.io(STRANGER, [io::OP_READDIR, h, 0, 0], b"").0, Err(ENOTDIR));
+        assert_eq!(c.io(STRANGER, [io::OP_READ, d, 10, 0], b"").0, Err(EISDIR));
+        // Bad handles, unknown operations, not a terminal.
+        for op in [io::OP_READ, io::OP_WRITE, io::OP_SEEK, io::OP_FSTAT, io::OP_READDIR] {
+            assert_eq!(c.io(STRANGER, [op, h ^ (1 << 33), 1, 0], b"x").0, Err(EBADF), "op {op}");
+        }
+        assert_eq!(c.io(STARTER, [io::OP_CLOSE, 12345, 0, 0], b"").0, Err(EBADF));
+        assert_eq!(c.io(STRANGER, [io::OP_FOREGROUND, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOTTY));
+        assert_eq!(c.io(STRANGER, [99, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOSYS));
+        assert_eq!(c.io(STRANGER, [u64::MAX, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOSYS));
+    }
+
+    #[test]
+    fn lookup_requests() {
+        let mut s = service();
+        let mut c = caller(&mut s);
+        c.s.fs.mkdev("/dev/tty", 77, 2, 0o620, 0, 0).unwrap();
+        let (r, w, data) = c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"/etc");
+        assert_eq!((r, w[1]), (Ok(0), 0));
+        assert!(mode::is_dir(Stat::decode(&data).unwrap().mode));
+        // Ending at a device entry: its Stat, as for any object.
+        let (r, _, data) = c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"/dev/tty");
+        assert_eq!(r, Ok(0));
+        assert_eq!(data.len(), Stat::BYTES);
+        assert_eq!(Stat::decode(&data).unwrap().device_pid, 77);
+        // Crossing one: DEVICE, the Stat, then the rest of the path.
+        let (r, _, data) = c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"/dev/tty/x/y");
+        assert_eq!(r, Ok(fsp::DEVICE));
+        assert_eq!(Stat::decode(&data).unwrap().device_queue, 2);
+        assert_eq!(&data[Stat::BYTES..], b"x/y");
+        // Missing last name: ENOENT, word 1 = 1, the parent's Stat.
+        let (r, w, data) = c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"/tmp/none");
+        assert_eq!((r, w[1]), (Err(ENOENT), 1));
+        assert_eq!(Stat::decode(&data).unwrap().mode, mode::S_IFDIR | 0o1777);
+        // Missing earlier: no parent.
+        let (r, w, data) = c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"/none/x");
+        assert_eq!((r, w[1], data.len()), (Err(ENOENT), 0, 0));
+        // Malformed paths.
+        assert_eq!(c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"/tmp/\xff").0, Err(EINVAL));
+        assert_eq!(c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"relative").0, Err(EINVAL));
+        assert_eq!(c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], b"").0, Err(ENOENT));
+        let huge = vec![b'a'; MESSAGE_DATA_BYTES];
+        assert_eq!(c.fs(STRANGER, [fsp::OP_LOOKUP, 0, 0, 0], &huge).0, Err(EINVAL));
+    }
+
+    #[test]
+    fn tree_requests() {
+        let mut s = service();
+        let mut c = caller(&mut s);
+        let (r, _, data) = c.fs(STARTER, [fsp::OP_MKDIR, 0o750, 0, 3 << 32 | 4], b"/home/u");
+        assert_eq!(r, Ok(0));
+        let st = Stat::decode(&data).unwrap();
+        assert_eq!((st.mode, st.uid, st.gid, st.mtime_ns), (mode::S_IFDIR | 0o750, 3, 4, 1234));
+        assert_eq!(c.fs(STARTER, [fsp::OP_MKDIR, 0o755, 0, 0], b"/home/u").0, Err(EEXIST));
+        assert_eq!(c.fs(STARTER, [fsp::OP_MKDIR, 0o755, 0, 0], b"/home/\xc3").0, Err(EINVAL));
+        // Rename: old NUL new.
+        assert_eq!(c.fs(STARTER, [fsp::OP_RENAME, 0, 0, 0], b"/home/u\0/home/v").0, Ok(0));
+        assert_eq!(stat(&c.s.fs, "/home/v").ino, st.ino);
+        assert_eq!(c.fs(STARTER, [fsp::OP_RENAME, 0, 0, 0], b"/home/v/home/w").0, Err(EINVAL), "no NUL");
+        assert_eq!(c.fs(STARTER, [fsp::OP_RENAME, 0, 0, 0], b"/home/v\0").0, Err(ENOENT), "empty new");
+        assert_eq!(c.fs(STARTER, [fsp::OP_RENAME, 0, 0, 0], b"/home/v\0/a\0b").0, Err(EINVAL));
+        assert_eq!(c.fs(STARTER, [fsp::OP_RENAME, 0, 0, 0], b"/home/none\0/home/x").0, Err(ENOENT));
+        // chmod and chown (-1 leaves an id).
+        let (r, _, data) = c.fs(STARTER, [fsp::OP_CHMOD, 0o170711, 0, 0], b"/home/v");
+        assert_eq!(r, Ok(0));
+        assert_eq!(
+            Stat::decode(&data).unwrap().mode,
+            mode::S_IFDIR | 0o711,
+            "type bits in the word are ignored"
+        );
+        let (r, _, data) = c.fs(STARTER, [fsp::OP_CHOWN, u64::MAX, 8, 0], b"/home/v");
+        assert_eq!(r, Ok(0));
+        let st = Stat::decode(&data).unwrap();
+        assert_eq!((st.uid, st.gid), (3, 8));
+        let (_, _, data) = c.fs(STARTER, [fsp::OP_CHOWN, 9, u32::MAX as u64, 0], b"/home/v");
+        let st = Stat::decode(&data).unwrap();
+        assert_eq!((st.uid, st.gid), (9, 8));
+        assert_eq!(c.fs(STARTER, [fsp::OP_CHOWN, 1 << 40, 0, 0], b"/home/v").0, Err(EINVAL));
+        assert_eq!(c.fs(STARTER, [fsp::OP_CHOWN, 0, 1 << 40, 0], b"/home/v").0, Err(EINVAL));
+        assert_eq!(c.fs(STARTER, [fsp::OP_CHMOD, 0o755, 0, 0], b"/home/none").0, Err(ENOENT));
+        // Device entries.
+        let (r, _, data) = c.fs(STARTER, [fsp::OP_MKDEV, 42, 3, 0o620], b"/dev/tty");
+        assert_eq!(r, Ok(0));
+        let st = Stat::decode(&data).unwrap();
+        assert_eq!((st.mode, st.device_pid, st.device_queue), (mode::S_IFCHR | 0o620, 42, 3));
+        assert_eq!(c.fs(STARTER, [fsp::OP_MKDEV, 42, 1 << 32, 0o620], b"/dev/x").0, Err(EINVAL));
+        assert_eq!(c.fs(STARTER, [fsp::OP_MKDEV, 42, 3, 0o620], b"/dev/tty").0, Err(EEXIST));
+        // unlink and rmdir.
+        assert_eq!(c.fs(STARTER, [fsp::OP_UNLINK, 0, 0, 0], b"/dev/tty").0, Ok(0));
+        assert_eq!(c.fs(STARTER, [fsp::OP_UNLINK, 0, 0, 0], b"/home/v").0, Err(EISDIR));
+        assert_eq!(c.fs(STARTER, [fsp::OP_RMDIR, 0, 0, 0], b"/home").0, Err(ENOTEMPTY));
+        assert_eq!(c.fs(STARTER, [fsp::OP_RMDIR, 0, 0, 0], b"/home/v").0, Ok(0));
+        assert_eq!(c.fs(STARTER, [fsp::OP_RMDIR, 0, 0, 0], b"/").0, Err(EBUSY));
+        // Open errors travel as errno.
+        assert_eq!(c.fs(STARTER, [fsp::OP_OPEN, O_WRONLY, 0, 0], b"/tmp").0, Err(EISDIR));
+        assert_eq!(c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY, 0, 0], b"/tmp/none").0, Err(ENOENT));
+        assert_eq!(c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY, 0, 0], b"/dev/null").0, Err(ENODEV));
+        // Statistics and unknown operations.
+        let files_before = c.s.fs.stats().files;
+        let (r, w, _) = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_WRONLY, 0o644, 0], b"/tmp/s");
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, r.unwrap(), 0, 0], &[1u8; 10]).0, Ok(10));
+        assert_eq!(w[1], fsp::IO_QUEUE as u64);
+        let (r, w, _) = c.fs(STARTER, [fsp::OP_STATS, 0, 0, 0], b"");
+        assert_eq!(r, Ok(files_before + 1));
+        assert_eq!(w, [files_before + 1, STANDARD_DIRS.len() as u64 + 1, PAGE_BYTES as u64, 1]);
+        assert_eq!(c.fs(STARTER, [0, 0, 0, 0], b"").0, Err(protocols::unix::errno::ENOSYS));
+        assert_eq!(
+            c.fs(STARTER, [io::OP_FOREGROUND + 100, 0, 0, 0], b"").0,
+            Err(protocols::unix::errno::ENOSYS)
+        );
+    }
+
+    #[test]
+    fn truncate_requests() {
+        let mut s = service();
+        let mut c = caller(&mut s);
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o644, 0], b"/tmp/t");
+        let rw = r.unwrap();
+        assert_eq!(
+            c.io(STRANGER, [io::OP_WRITE, rw, 0, 0], &[7u8; 3 * PAGE_BYTES]).0,
+            Ok(3 * PAGE_BYTES as u64)
+        );
+        // Anyone with a handle open for writing (a file manager) may cut.
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, 10, 0], b"").0, Ok(0));
+        let st = Stat::decode(&c.io(STRANGER, [io::OP_FSTAT, rw, 0, 0], b"").2).unwrap();
+        assert_eq!((st.size_bytes, st.mtime_ns), (10, 5678));
+        assert_eq!(c.s.fs.stats().bytes_stored, PAGE_BYTES as u64);
+        // Growing reads back zeros past the old end; the offset stays.
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, 20, 0], b"").0, Ok(0));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, rw, 0, SEEK_CUR], b"").0, Ok(3 * PAGE_BYTES as u64));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, rw, 0, SEEK_SET], b"").0, Ok(0));
+        let (r, _, data) = c.io(STRANGER, [io::OP_READ, rw, 100, 0], b"");
+        assert_eq!(r, Ok(20));
+        assert_eq!(&data[..10], &[7u8; 10]);
+        assert_eq!(&data[10..], &[0u8; 10]);
+        // A handle without write access, a bad handle, too large a size.
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY, 0, 0], b"/tmp/t");
+        let ro = r.unwrap();
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, ro, 0, 0], b"").0, Err(EBADF));
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw ^ (1 << 40), 0, 0], b"").0, Err(EBADF));
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, CAP + 1, 0], b"").0, Err(EFBIG));
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, u64::MAX, 0], b"").0, Err(EFBIG));
+        // Directories cannot be open for writing; the null device is no file.
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY | O_DIRECTORY, 0, 0], b"/tmp");
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, r.unwrap(), 0, 0], b"").0, Err(EBADF));
+        let (r, _, _) = c.fs(STARTER, [device::OP_OPEN, O_WRONLY, 0, 0], b"");
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, r.unwrap(), 0, 0], b"").0, Err(EINVAL));
+        // A file unlinked while open is still cut through its handle.
+        assert_eq!(c.fs(STARTER, [fsp::OP_UNLINK, 0, 0, 0], b"/tmp/t").0, Ok(0));
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, rw, 0, 0], b"").0, Ok(0));
+        assert_eq!(c.s.fs.stats().bytes_stored, 0);
+    }
+
+    #[test]
+    fn null_device_requests() {
+        let mut s = service();
+        let mut c = caller(&mut s);
+        assert_eq!(c.fs(STARTER, [device::OP_OPEN, O_RDWR, 0, 0], b"x").0, Err(ENOTDIR));
+        let (r, w, data) = c.fs(STARTER, [device::OP_OPEN, O_RDWR, 0, 0], b"");
+        let h = r.unwrap();
+        assert_eq!(w[1], fsp::IO_QUEUE as u64);
+        assert_eq!(Stat::decode(&data).unwrap().ino, stat(&c.s.fs, "/dev/null").ino);
+        const M: usize = MESSAGE_DATA_BYTES;
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &[5u8; M]).0, Ok(M as u64));
+        let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, M as u64, 0], b"");
+        assert_eq!((r, data.len()), (Ok(0), 0));
+        assert_eq!(c.fs(STARTER, [device::OP_OPEN, 3, 0, 0], b"").0, Err(EINVAL));
+        assert_eq!(c.io(STARTER, [io::OP_CLOSE, h, 0, 0], b"").0, Ok(0));
+        assert_eq!(c.s.fs.stats().bytes_stored, 0);
+    }
+}

@@ -1,0 +1,162 @@
+//! The shell's syntax tree: what [`parse`](super::parse) builds and
+//! `apps/sh` walks, with the words still unexpanded.
+//!
+//! What it is not: the parser or the expander. The types here only say
+//! what a command line is; the lexer and parser make them, expansion reads
+//! them.
+//!
+//! # Invariants
+//! - A [`Word`] keeps its quoting (each [`Part`] says whether it was
+//!   quoted), so that expansion can happen when the command runs.
+//! - A [`Pipeline`] has at least one command; a [`Command`] has at least
+//!   one assignment, word or redirection.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// A whole command line or script: items run one after the other (or, for
+/// background items, without waiting).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct List {
+    pub items: Vec<ListItem>,
+}
+
+/// One `and_or` of a list, ended by `;`, `&`, a newline or the end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListItem {
+    pub and_or: AndOr,
+    /// Ended by `&`: run without waiting, as a job.
+    pub background: bool,
+    /// The item's source text (without the `&`), for job reports.
+    pub text: String,
+}
+
+/// Pipelines joined by `&&` and `||`, evaluated left to right.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AndOr {
+    pub first: Pipeline,
+    pub rest: Vec<(Connector, Pipeline)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Connector {
+    /// `&&`: run the next pipeline if the last status was 0.
+    And,
+    /// `||`: run the next pipeline if the last status was not 0.
+    Or,
+}
+
+/// Commands joined by `|`; the pipeline's status is the last command's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    /// Never empty.
+    pub commands: Vec<Command>,
+    /// Preceded by the keyword `time`: report elapsed and CPU time.
+    pub timed: bool,
+    /// Preceded by `!`: the status is inverted (0 becomes 1, others 0).
+    pub negated: bool,
+}
+
+/// A simple command, unexpanded. At least one of the three lists is not
+/// empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Command {
+    /// `NAME=value` words before the command name.
+    pub assignments: Vec<Assignment>,
+    /// The command name and its arguments.
+    pub words: Vec<Word>,
+    /// In source order (it matters: `>f 2>&1` differs from `2>&1 >f`).
+    pub redirections: Vec<Redirection<Word>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub name: String,
+    pub value: Word,
+}
+
+/// A redirection of descriptor `fd`; `T` is a [`Word`] before expansion
+/// and a `String` (the path) after.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redirection<T> {
+    pub fd: i32,
+    pub kind: RedirKind<T>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedirKind<T> {
+    /// `<path`: open for reading.
+    Read(T),
+    /// `>path`: create or truncate, open for writing.
+    Write(T),
+    /// `>>path`: create if needed, open for appending.
+    Append(T),
+    /// `n>&m` or `n<&m`: make `fd` a copy of descriptor `m`.
+    Dup(i32),
+    /// `n>&-` or `n<&-`: close `fd`.
+    Close,
+}
+
+/// A word as written: literal text and parameter references, each
+/// remembering whether it was quoted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Word {
+    pub parts: Vec<Part>,
+    /// The source text, for messages.
+    pub raw: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Literal text. `quoted` text was inside quotes or escaped.
+    Text { text: String, quoted: bool },
+    /// `$name`, `${name}` or a special parameter (`?`, `$`, `!`, `#`, `0`…`9`).
+    Param { name: String, quoted: bool },
+    /// A leading unquoted `~` (followed by `/` or nothing): `$HOME`.
+    Home,
+}
+
+impl Word {
+    /// The word's text if it holds no expansion at all.
+    pub fn literal(&self) -> Option<String> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text { text, .. } => out.push_str(text),
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+
+    /// Is the word exactly `s`, unquoted (how keywords are recognised)?
+    pub(super) fn is_bare(&self, s: &str) -> bool {
+        matches!(self.parts.as_slice(), [Part::Text { text, quoted: false }] if text == s)
+    }
+}
+
+/// Is `s` a valid variable name (`[A-Za-z_][A-Za-z0-9_]*`)?
+pub fn is_valid_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::parse;
+
+    #[test]
+    fn literal_and_names() {
+        let l = parse("'a'b\"c\" $X").unwrap();
+        let words = &l.items[0].and_or.first.commands[0].words;
+        assert_eq!(words[0].literal().as_deref(), Some("abc"));
+        assert_eq!(words[1].literal(), None);
+        assert!(is_valid_name("_a1"));
+        assert!(is_valid_name("PATH"));
+        assert!(!is_valid_name(""));
+        assert!(!is_valid_name("1a"));
+        assert!(!is_valid_name("a-b"));
+    }
+}
