@@ -500,7 +500,7 @@ impl Monitor {
             return err(errno::EPERM);
         }
         let parent_k = self.procs[&me].kpid;
-        let child_k = match sys::proc_fork(reply, &[0; 4]) {
+        let child_k = match msg::proc_fork(reply, &[0; 4]) {
             Ok(k) => k,
             Err(e) => return err(kernel_errno(e)),
         };
