@@ -55,7 +55,7 @@ pub mod pager {
     /// Pages of the region start zero-filled and writable.
     pub const OP_REGISTER_ZERO: u64 = 1;
     /// Every page of the region starts as a copy-on-write share of the
-    /// template page sent as the call's data (up to 4096 bytes, the rest zero).
+    /// template page sent as the call's data (up to one page, the rest zero).
     pub const OP_REGISTER_TEMPLATE: u64 = 2;
     /// Faults in the region are refused: the faulting process ends.
     pub const OP_REGISTER_REFUSE: u64 = 3;

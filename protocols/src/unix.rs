@@ -384,6 +384,14 @@ pub mod monitor {
     pub const QUEUE: u32 = 0;
     /// Word 0 of the monitor's "ready" message to its starter.
     pub const READY: u64 = 0x004d_4f4e_4954;
+    /// The monitor's second queue, where a helper server it starts (a
+    /// [`super::pipe`] or [`super::filemgr`] manager) sends its `READY`
+    /// message.
+    pub const START_QUEUE: u32 = 1;
+    /// Descriptors per process: fds are `0..MAX_FDS`. The monitor keeps
+    /// tables this long and answers `EBADF`/`EMFILE` beyond them; the
+    /// runtime's descriptor cache has one entry per fd.
+    pub const MAX_FDS: usize = 64;
 
     /// `fork()`. Reply to the parent: word 0 = child pid. The child starts
     /// as if its own call had returned with word 0 = 0.
@@ -547,7 +555,8 @@ impl ProcInfo {
 /// directly; handles come from the monitor. A handle is a sparse number
 /// (slot and a random check), so a process cannot guess another's.
 pub mod io {
-    /// Word 1 = handle, word 2 = most bytes wanted (≤ 4096). Reply: word 0
+    /// Word 1 = handle, word 2 = most bytes wanted (at most
+    /// `abi::msg::MAX_DATA_BYTES`, one message's data). Reply: word 0
     /// = bytes (0 at end of file), data = the bytes. A pipe or terminal
     /// with nothing to read keeps the call until it has.
     pub const OP_READ: u64 = 1;
