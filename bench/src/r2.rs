@@ -231,11 +231,11 @@ impl Session {
         measure_sections::<P>(unit, config, |iterations, stopwatch| {
             stopwatch.start();
             for _ in 0..iterations {
-                let fd = call::<P, _>("open", P::open_read(path))?;
+                let fd = call("open", P::open_read(path))?;
                 for number in 0..BLOCKS {
                     read_block::<P>(fd, block, number, path)?;
                 }
-                call::<P, _>("close", P::close(fd))?;
+                call("close", P::close(fd))?;
             }
             stopwatch.stop();
             Ok(())
@@ -250,20 +250,20 @@ impl Session {
             for _ in 0..iterations {
                 let _ = P::unlink(to);
                 stopwatch.start();
-                let source = call::<P, _>("open", P::open_read(from))?;
-                let destination = call::<P, _>("creat", P::create(to))?;
+                let source = call("open", P::open_read(from))?;
+                let destination = call("creat", P::create(to))?;
                 for number in 0..BLOCKS {
                     read_block::<P>(source, block, number, from)?;
                     write_all::<P>(destination, &block.0)?;
                 }
-                call::<P, _>("close", P::close(source))?;
-                call::<P, _>("close", P::close(destination))?;
+                call("close", P::close(source))?;
+                call("close", P::close(destination))?;
                 stopwatch.stop();
             }
             Ok(())
         })?;
         // The copy must hold what the source holds, block by block.
-        let fd = call::<P, _>("open the copy", P::open_read(&self.copy_path))?;
+        let fd = call("open the copy", P::open_read(&self.copy_path))?;
         let checked =
             (0..BLOCKS).try_for_each(|number| read_block::<P>(fd, &mut self.block, number, "the copy"));
         let _ = P::close(fd);
@@ -272,7 +272,7 @@ impl Session {
     }
 
     fn pipe_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
-        let (data_read, data_write) = call::<P, _>("pipe", P::pipe())?;
+        let (data_read, data_write) = call("pipe", P::pipe())?;
         let (ack_read, ack_write) = match P::pipe() {
             Ok(ends) => ends,
             Err(errno) => {
@@ -345,7 +345,7 @@ impl Session {
                 // from the session's first creat).
                 let fd =
                     P::create(name.as_str()).map_err(|e| describe(&format!("creat {}", name.as_str()), e))?;
-                call::<P, _>("close", P::close(fd))?;
+                call("close", P::close(fd))?;
                 if *next_name - first_of_batch == CREAT_BATCH {
                     stopwatch.stop();
                     remove_names::<P>(dir, first_of_batch..*next_name)?;
@@ -360,7 +360,7 @@ impl Session {
 }
 
 /// Adds the call's name and the error's to a failed call.
-fn call<P: Unix, T>(what: &str, result: Result<T, Errno>) -> Result<T, String> {
+fn call<T>(what: &str, result: Result<T, Errno>) -> Result<T, String> {
     result.map_err(|errno| describe(what, errno))
 }
 
@@ -370,12 +370,12 @@ fn describe(what: &str, errno: Errno) -> String {
 
 /// `creat`s the file and writes its [`BLOCKS`] numbered blocks.
 fn write_file<P: Unix>(path: &str, block: &mut Block) -> Result<(), String> {
-    let fd = call::<P, _>("creat", P::create(path))?;
+    let fd = call("creat", P::create(path))?;
     for number in 0..BLOCKS {
         block.stamp(number);
         write_all::<P>(fd, &block.0)?;
     }
-    call::<P, _>("close", P::close(fd))
+    call("close", P::close(fd))
 }
 
 /// Reads block `number` of `what` and checks that it is that block.
@@ -393,7 +393,7 @@ fn read_block<P: Unix>(fd: Fd, block: &mut Block, number: u64, what: &str) -> Re
 /// Writes all of `bytes`.
 fn write_all<P: Unix>(fd: Fd, mut bytes: &[u8]) -> Result<(), String> {
     while !bytes.is_empty() {
-        match call::<P, _>("write", P::write(fd, bytes))? {
+        match call("write", P::write(fd, bytes))? {
             0 => return Err(String::from("write: wrote nothing")),
             written => bytes = &bytes[written.min(bytes.len())..],
         }
@@ -405,7 +405,7 @@ fn write_all<P: Unix>(fd: Fd, mut bytes: &[u8]) -> Result<(), String> {
 fn read_full<P: Unix>(fd: Fd, buffer: &mut [u8]) -> Result<usize, String> {
     let mut filled = 0;
     while filled < buffer.len() {
-        match call::<P, _>("read", P::read(fd, &mut buffer[filled..]))? {
+        match call("read", P::read(fd, &mut buffer[filled..]))? {
             0 => break,
             got => filled += got.min(buffer.len() - filled),
         }
@@ -477,22 +477,22 @@ fn getpid_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
 }
 
 fn sbrk_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
-    let start = call::<P, _>("sbrk(0)", P::sbrk(0))?;
+    let start = call("sbrk(0)", P::sbrk(0))?;
     let measured = measure_sections::<P>(Unit::NanosPerOp, config, |iterations, stopwatch| {
         let mut increments = 0u64;
         stopwatch.start();
         for _ in 0..iterations {
-            call::<P, _>("sbrk", P::sbrk(SBRK_INCREMENT_BYTES))?;
+            call("sbrk", P::sbrk(SBRK_INCREMENT_BYTES))?;
             increments += 1;
             if increments == SBRK_RESET_EVERY {
-                call::<P, _>("sbrk", P::sbrk(-SBRK_INCREMENT_BYTES * SBRK_RESET_EVERY as isize))?;
+                call("sbrk", P::sbrk(-SBRK_INCREMENT_BYTES * SBRK_RESET_EVERY as isize))?;
                 increments = 0;
             }
         }
         stopwatch.stop();
-        call::<P, _>("sbrk", P::sbrk(-SBRK_INCREMENT_BYTES * increments as isize)).map(|_| ())
+        call("sbrk", P::sbrk(-SBRK_INCREMENT_BYTES * increments as isize)).map(|_| ())
     });
-    let end = call::<P, _>("sbrk(0)", P::sbrk(0))?;
+    let end = call("sbrk(0)", P::sbrk(0))?;
     let measurement = measured?;
     if end != start {
         return Err(format!("the break ended at {end:#x}, not where it started ({start:#x})"));
@@ -504,11 +504,11 @@ fn fork_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
     measure_sections::<P>(Unit::NanosPerOp, config, |iterations, stopwatch| {
         stopwatch.start();
         for _ in 0..iterations {
-            let child = call::<P, _>("fork", P::fork())?;
+            let child = call("fork", P::fork())?;
             if child == 0 {
                 P::exit(0);
             }
-            match call::<P, _>("waitpid", P::wait(child))? {
+            match call("waitpid", P::wait(child))? {
                 Some(0) => {}
                 Some(status) => return Err(format!("a forked child exited with {status}, not 0")),
                 None => return Err(String::from("a forked child was killed by a signal")),
@@ -523,7 +523,7 @@ fn fork_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
 fn remove_names<P: Unix>(dir: &str, numbers: core::ops::Range<u64>) -> Result<(), String> {
     for number in numbers {
         let name = Name::new(dir, number)?;
-        call::<P, _>("unlink", P::unlink(name.as_str()))?;
+        call("unlink", P::unlink(name.as_str()))?;
     }
     Ok(())
 }
