@@ -363,7 +363,7 @@ fn close(fd: c_int) {
 
 /// Largest request a descriptor-based peer reads at once (one page, the
 /// most a Ridgeback message carries).
-pub const MAX_REQUEST_BYTES: usize = 4096;
+pub const MAX_REQUEST_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 
 /// The peer's loop for the descriptor-based channels: read each request of
 /// `request_bytes` and send back its first [`MESSAGE_BYTES`] bytes, until
@@ -387,7 +387,7 @@ impl PipeChannel {
         PipeChannel::with_request_bytes(placement, MESSAGE_BYTES)
     }
 
-    /// Requests of `request_bytes` (32..=4096), replies of 32 bytes: the
+    /// Requests of `request_bytes` (32..=[`MAX_REQUEST_BYTES`]), replies of 32 bytes: the
     /// Linux peer of Ridgeback's SendData round trip.
     pub fn with_request_bytes(placement: Placement, request_bytes: usize) -> Self {
         assert!((MESSAGE_BYTES..=MAX_REQUEST_BYTES).contains(&request_bytes), "request size");
@@ -504,7 +504,8 @@ struct SharedPage {
     slot: *const Slot,
 }
 
-const SHARED_PAGE_BYTES: usize = 4096;
+/// The x86-64 page, the same on Linux as on Ridgeback.
+const SHARED_PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
 
 impl SharedPage {
     fn new() -> Self {

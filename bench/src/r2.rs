@@ -115,6 +115,9 @@ pub fn figure_name(figure: &str) -> &'static str {
 #[repr(C, align(4096))]
 pub struct Block(pub [u8; BLOCK_BYTES]);
 
+// `align` takes only a literal: this ties it to the page size.
+const _: () = assert!(core::mem::align_of::<Block>() as u64 == abi::layout::PAGE_SIZE);
+
 impl Block {
     fn new() -> Box<Block> {
         Box::new(Block([0x5a; BLOCK_BYTES]))

@@ -64,7 +64,7 @@ struct Image {
     generation: u32,
     entry: u64,
     segments: Vec<Segment>,
-    /// File pages (index = file offset / 4096) that some segment covers.
+    /// File pages (index = file offset / `PAGE_SIZE`) that some segment covers.
     pages: BTreeMap<u64, Box<Page>>,
     /// Processes whose regions name this image.
     users: u32,
@@ -137,7 +137,8 @@ fn main(args: Args) -> i32 {
                         monitor = Some(Pid(a));
                         Ok(0)
                     }
-                    vm::OP_LOAD_IMAGE if from_monitor => match Stat::decode(&buf.0[..r.len.min(4096)]) {
+                    vm::OP_LOAD_IMAGE if from_monitor => match Stat::decode(&buf.0[..r.len.min(buf.0.len())])
+                    {
                         Some(st) => vm.load_image(a, &st).map(|(id, entry)| {
                             pending = Some((r.reply, [id, entry, 0, 0]));
                         }),
