@@ -94,7 +94,7 @@ impl Monitor {
         gid: u32,
     ) -> Result<FdInfo, Errno> {
         let mut reply = [0u8; Stat::BYTES];
-        let owner = (uid as u64) << 32 | gid as u64;
+        let owner = fs::owner_word(uid, gid);
         let create_mode = (create_mode & 0o7777 & !UMASK) as u64;
         // Per-file mode covers regular files (and files being created);
         // directories stay with the directory manager.

@@ -178,7 +178,7 @@ impl Monitor {
         let abs = self.abs_path(me, data)?;
         self.check_parent_writable(me, &abs)?;
         let p = &self.procs[&me];
-        let owner = (p.uid as u64) << 32 | p.gid as u64;
+        let owner = fs::owner_word(p.uid, p.gid);
         let m = (mode_bits & 0o7777 & !UMASK) as u64;
         self.fs_call([fs::OP_MKDIR, m, 0, owner], abs.as_bytes(), &mut []).map(|_| 0)
     }
