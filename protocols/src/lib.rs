@@ -10,6 +10,12 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+/// Where a server tells the process that started it (init, or a test
+/// program) that it serves: the starter's first queue gets the server's
+/// `[READY, queue, ..]` message (each server's `READY` word is in its
+/// module here).
+pub const STARTER_QUEUE: u32 = 0;
+
 /// The serial console driver (drivers/console).
 ///
 /// The driver serves calls on its queue 0. Word 0 of a request is the

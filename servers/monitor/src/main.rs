@@ -117,7 +117,7 @@ fn main(args: Args) -> i32 {
     {
         let _ = msg::call(l, &[tty::OP_SET_MONITOR, me.0, requests.0 as u64, 0], &[], &mut []);
     }
-    let ready = msg::open_link(starter, Queue(0))
+    let ready = msg::open_link(starter, Queue(protocols::STARTER_QUEUE))
         .and_then(|l| msg::send(l, &[monitor::READY, requests.0 as u64, 0, 0]));
     if ready.is_err() {
         return 7;

@@ -97,8 +97,8 @@ fn main(args: Args) -> i32 {
     let Ok(()) = msg::init_qseg(16, 4, 320, 16) else { return 1 };
     let Ok(queue) = msg::open_queue(300, true) else { return 1 };
     if let Some(starter) = starter {
-        let ready =
-            msg::open_link(starter, Queue(0)).and_then(|l| msg::send(l, &[vm::READY, queue.0 as u64, 0, 0]));
+        let ready = msg::open_link(starter, Queue(protocols::STARTER_QUEUE))
+            .and_then(|l| msg::send(l, &[vm::READY, queue.0 as u64, 0, 0]));
         if ready.is_err() {
             return 2;
         }
