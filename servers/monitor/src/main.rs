@@ -23,7 +23,7 @@
 //! process 1.
 //!
 //! # Rooms, from the ground up
-//! Each builds only on those above it in this list.
+//! Each builds only on those listed before it.
 //! - `tables`: the data: process-table entries, open-file descriptions,
 //!   descriptor tables, cached program images. Sends no message.
 //! - `state`: the [`state::Monitor`] that holds them, the [`state::Answer`]
