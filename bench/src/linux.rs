@@ -363,7 +363,7 @@ fn close(fd: c_int) {
 
 /// Largest request a descriptor-based peer reads at once (one page, the
 /// most a Ridgeback message carries).
-pub const MAX_REQUEST_BYTES: usize = 4096;
+pub const MAX_REQUEST_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 
 /// The peer's loop for the descriptor-based channels: read each request of
 /// `request_bytes` and send back its first [`MESSAGE_BYTES`] bytes, until
@@ -387,7 +387,7 @@ impl PipeChannel {
         PipeChannel::with_request_bytes(placement, MESSAGE_BYTES)
     }
 
-    /// Requests of `request_bytes` (32..=4096), replies of 32 bytes: the
+    /// Requests of `request_bytes` (32..=[`MAX_REQUEST_BYTES`]), replies of 32 bytes: the
     /// Linux peer of Ridgeback's SendData round trip.
     pub fn with_request_bytes(placement: Placement, request_bytes: usize) -> Self {
         assert!((MESSAGE_BYTES..=MAX_REQUEST_BYTES).contains(&request_bytes), "request size");
@@ -504,7 +504,8 @@ struct SharedPage {
     slot: *const Slot,
 }
 
-const SHARED_PAGE_BYTES: usize = 4096;
+/// The x86-64 page, the same on Linux as on Ridgeback.
+const SHARED_PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
 
 impl SharedPage {
     fn new() -> Self {
@@ -667,5 +668,76 @@ impl Drop for YieldPeer {
     fn drop(&mut self) {
         // Then `_peer` waits for the peer, which sees STOP at its next turn.
         self.page.slot().state.store(STATE_STOP, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Seed 001's Table 2 figures ([`crate::r2`]) on the host's Linux, in
+    //! a fresh directory: the same code path as the Linux guest's, checks
+    //! included.
+
+    use super::*;
+    use crate::harness::Config;
+    use crate::r2::{BLOCK_BYTES, FILE_BYTES, Session};
+    use alloc::format;
+
+    const QUICK: Config = Config { sample_count: 1, min_sample_ns: 1_000_000 };
+
+    fn scratch_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("r2-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn file_figures_measure_and_leave_nothing_behind() {
+        let dir = scratch_dir("files");
+        let mut session = Session::new(dir.to_str().unwrap());
+        for figure in ["read", "write", "copy", "creat"] {
+            let (unit, measurement) = session.measure::<Linux>(figure, &QUICK).unwrap();
+            assert!(measurement.median > 0.0, "{figure}");
+            assert_eq!(unit.bytes_per_op(), if figure == "creat" { 0 } else { FILE_BYTES as u64 });
+        }
+        let copy = std::fs::read(dir.join("r2-copy")).unwrap();
+        assert_eq!(copy.len(), FILE_BYTES);
+        assert_eq!(copy, std::fs::read(dir.join("r2-file")).unwrap());
+        session.clean_up::<Linux>();
+        let left: std::vec::Vec<_> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "the creat row's files are removed: {left:?}");
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn read_notices_a_damaged_file() {
+        let dir = scratch_dir("damaged");
+        let mut session = Session::new(dir.to_str().unwrap());
+        session.measure::<Linux>("write", &QUICK).unwrap();
+        let path = dir.join("r2-file");
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[5 * BLOCK_BYTES] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let error = session.measure::<Linux>("read", &QUICK).unwrap_err();
+        assert!(error.contains("block 5 holds block"), "{error}");
+        bytes[5 * BLOCK_BYTES] ^= 1;
+        bytes.truncate(FILE_BYTES / 2);
+        std::fs::write(&path, &bytes).unwrap();
+        let error = session.measure::<Linux>("read", &QUICK).unwrap_err();
+        assert!(error.contains("has 0 bytes"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn process_figures_measure() {
+        let dir = scratch_dir("procs");
+        let mut session = Session::new(dir.to_str().unwrap());
+        for figure in ["pipe", "getpid", "sbrk", "fork"] {
+            let (_, measurement) = session.measure::<Linux>(figure, &QUICK).unwrap();
+            assert!(measurement.median > 0.0, "{figure}");
+        }
+        assert!(session.measure::<Linux>("nope", &QUICK).unwrap_err().contains("unknown figure"));
+        std::fs::remove_dir(&dir).unwrap();
     }
 }

@@ -17,7 +17,8 @@ compile_error!("this is the Linux entry point; Ridgeback's build has its own");
 
 use bench::harness;
 use bench::linux::{
-    Linux, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait, YieldPeer, online_cpus,
+    Linux, MAX_REQUEST_BYTES, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait,
+    YieldPeer, online_cpus,
 };
 use bench::{Platform, r2, workloads};
 
@@ -90,8 +91,8 @@ fn main() {
             }
             "pipedata" => {
                 for &placement in placements {
-                    let mut channel = PipeChannel::with_request_bytes(placement, 4096);
-                    let mut request = vec![0x3c_u8; 4096];
+                    let mut channel = PipeChannel::with_request_bytes(placement, MAX_REQUEST_BYTES);
+                    let mut request = vec![0x3c_u8; MAX_REQUEST_BYTES];
                     let name = format!("pipe_4KiB_{}", placement.suffix());
                     workloads::data_ping_pong::<Linux>(&name, &config, &mut channel, &mut request);
                 }

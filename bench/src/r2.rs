@@ -115,6 +115,9 @@ pub fn figure_name(figure: &str) -> &'static str {
 #[repr(C, align(4096))]
 pub struct Block(pub [u8; BLOCK_BYTES]);
 
+// `align` takes only a literal: this ties it to the page size.
+const _: () = assert!(core::mem::align_of::<Block>() as u64 == abi::layout::PAGE_SIZE);
+
 impl Block {
     fn new() -> Box<Block> {
         Box::new(Block([0x5a; BLOCK_BYTES]))
@@ -562,72 +565,11 @@ impl Write for Name {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
 mod tests {
-    //! The figures on the host's Linux, in a fresh directory: the same
-    //! code path as the Linux guest's, checks included.
+    //! The figures themselves run on the host's Linux in `linux`'s tests.
 
     use super::*;
-    use crate::linux::Linux;
-
-    const QUICK: Config = Config { sample_count: 1, min_sample_ns: 1_000_000 };
-
-    fn scratch_dir(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("r2-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    #[test]
-    fn file_figures_measure_and_leave_nothing_behind() {
-        let dir = scratch_dir("files");
-        let mut session = Session::new(dir.to_str().unwrap());
-        for figure in ["read", "write", "copy", "creat"] {
-            let (unit, measurement) = session.measure::<Linux>(figure, &QUICK).unwrap();
-            assert!(measurement.median > 0.0, "{figure}");
-            assert_eq!(unit.bytes_per_op(), if figure == "creat" { 0 } else { FILE_BYTES as u64 });
-        }
-        let copy = std::fs::read(dir.join("r2-copy")).unwrap();
-        assert_eq!(copy.len(), FILE_BYTES);
-        assert_eq!(copy, std::fs::read(dir.join("r2-file")).unwrap());
-        session.clean_up::<Linux>();
-        let left: std::vec::Vec<_> =
-            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert!(left.is_empty(), "the creat row's files are removed: {left:?}");
-        std::fs::remove_dir(&dir).unwrap();
-    }
-
-    #[test]
-    fn read_notices_a_damaged_file() {
-        let dir = scratch_dir("damaged");
-        let mut session = Session::new(dir.to_str().unwrap());
-        session.measure::<Linux>("write", &QUICK).unwrap();
-        let path = dir.join("r2-file");
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes[5 * BLOCK_BYTES] ^= 1;
-        std::fs::write(&path, &bytes).unwrap();
-        let error = session.measure::<Linux>("read", &QUICK).unwrap_err();
-        assert!(error.contains("block 5 holds block"), "{error}");
-        bytes[5 * BLOCK_BYTES] ^= 1;
-        bytes.truncate(FILE_BYTES / 2);
-        std::fs::write(&path, &bytes).unwrap();
-        let error = session.measure::<Linux>("read", &QUICK).unwrap_err();
-        assert!(error.contains("has 0 bytes"), "{error}");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn process_figures_measure() {
-        let dir = scratch_dir("procs");
-        let mut session = Session::new(dir.to_str().unwrap());
-        for figure in ["pipe", "getpid", "sbrk", "fork"] {
-            let (_, measurement) = session.measure::<Linux>(figure, &QUICK).unwrap();
-            assert!(measurement.median > 0.0, "{figure}");
-        }
-        assert!(session.measure::<Linux>("nope", &QUICK).unwrap_err().contains("unknown figure"));
-        std::fs::remove_dir(&dir).unwrap();
-    }
 
     #[test]
     fn names_are_built_in_place() {

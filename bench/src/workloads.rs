@@ -174,10 +174,11 @@ mod tests {
     #[test]
     fn data_ping_pong_sends_the_whole_buffer_with_a_fresh_sequence() {
         let mut echo = DataEcho { bytes: 0 };
-        let mut request = [0u8; 4096];
+        const REQUEST_BYTES: u64 = 4096;
+        let mut request = [0u8; REQUEST_BYTES as usize];
         let measurement = data_ping_pong::<Quiet>("data", &QUICK, &mut echo, &mut request);
-        assert_eq!(echo.bytes % 4096, 0);
-        assert!(echo.bytes / 4096 >= 3 * measurement.iterations);
+        assert_eq!(echo.bytes % REQUEST_BYTES, 0);
+        assert!(echo.bytes / REQUEST_BYTES >= 3 * measurement.iterations);
         assert_ne!(request[..8], [0; 8], "the sequence number was written");
     }
 
@@ -216,8 +217,9 @@ mod tests {
 
     #[test]
     fn copy_bandwidth_copies() {
-        let source = [7u8; 4096];
-        let mut destination = [0u8; 4096];
+        const COPY_BYTES: usize = 4096;
+        let source = [7u8; COPY_BYTES];
+        let mut destination = [0u8; COPY_BYTES];
         let measurement = copy_bandwidth::<Quiet>("copy", &QUICK, &source, &mut destination);
         assert_eq!(destination, source);
         assert!(measurement.median > 0.0);

@@ -10,6 +10,12 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+/// Where a server tells the process that started it (init, or a test
+/// program) that it serves: the starter's first queue gets the server's
+/// `[READY, queue, ..]` message (each server's `READY` word is in its
+/// module here).
+pub const STARTER_QUEUE: u32 = 0;
+
 /// The serial console driver (drivers/console).
 ///
 /// The driver serves calls on its queue 0. Word 0 of a request is the
@@ -55,7 +61,7 @@ pub mod pager {
     /// Pages of the region start zero-filled and writable.
     pub const OP_REGISTER_ZERO: u64 = 1;
     /// Every page of the region starts as a copy-on-write share of the
-    /// template page sent as the call's data (up to 4096 bytes, the rest zero).
+    /// template page sent as the call's data (up to one page, the rest zero).
     pub const OP_REGISTER_TEMPLATE: u64 = 2;
     /// Faults in the region are refused: the faulting process ends.
     pub const OP_REGISTER_REFUSE: u64 = 3;

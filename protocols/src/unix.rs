@@ -191,18 +191,24 @@ pub mod signal {
     /// Highest signal number accepted.
     pub const MAX: u64 = 31;
 
+    /// The signals above by name (without `SIG`), in number order, as
+    /// `kill -l` lists them.
+    pub const NAMES: [(&str, u64); 9] = [
+        ("HUP", SIGHUP),
+        ("INT", SIGINT),
+        ("QUIT", SIGQUIT),
+        ("ILL", SIGILL),
+        ("FPE", SIGFPE),
+        ("KILL", SIGKILL),
+        ("SEGV", SIGSEGV),
+        ("PIPE", SIGPIPE),
+        ("TERM", SIGTERM),
+    ];
+
+    /// The number of a signal named `KILL` or `SIGKILL` (upper case).
     pub fn from_name(name: &str) -> Option<u64> {
         let name = name.strip_prefix("SIG").unwrap_or(name);
-        Some(match name {
-            "HUP" => SIGHUP,
-            "INT" => SIGINT,
-            "QUIT" => SIGQUIT,
-            "KILL" => SIGKILL,
-            "TERM" => SIGTERM,
-            "PIPE" => SIGPIPE,
-            "SEGV" => SIGSEGV,
-            _ => return None,
-        })
+        NAMES.iter().find(|(n, _)| *n == name).map(|&(_, number)| number)
     }
 }
 
@@ -384,6 +390,14 @@ pub mod monitor {
     pub const QUEUE: u32 = 0;
     /// Word 0 of the monitor's "ready" message to its starter.
     pub const READY: u64 = 0x004d_4f4e_4954;
+    /// The monitor's second queue, where a helper server it starts (a
+    /// [`super::pipe`] or [`super::filemgr`] manager) sends its `READY`
+    /// message.
+    pub const START_QUEUE: u32 = 1;
+    /// Descriptors per process: fds are `0..MAX_FDS`. The monitor keeps
+    /// tables this long and answers `EBADF`/`EMFILE` beyond them; the
+    /// runtime's descriptor cache has one entry per fd.
+    pub const MAX_FDS: usize = 64;
 
     /// `fork()`. Reply to the parent: word 0 = child pid. The child starts
     /// as if its own call had returned with word 0 = 0.
@@ -547,7 +561,8 @@ impl ProcInfo {
 /// directly; handles come from the monitor. A handle is a sparse number
 /// (slot and a random check), so a process cannot guess another's.
 pub mod io {
-    /// Word 1 = handle, word 2 = most bytes wanted (≤ 4096). Reply: word 0
+    /// Word 1 = handle, word 2 = most bytes wanted (at most
+    /// `abi::msg::MAX_DATA_BYTES`, one message's data). Reply: word 0
     /// = bytes (0 at end of file), data = the bytes. A pipe or terminal
     /// with nothing to read keeps the call until it has.
     pub const OP_READ: u64 = 1;
@@ -611,10 +626,10 @@ pub mod fs {
     /// then data = the parent's Stat.
     pub const OP_LOOKUP: u64 = 32;
     /// `data = path, word 1 = open flags, word 2 = mode (for creation),
-    /// word 3 = uid << 32 | gid (owner of a created file)`. Reply: word 0 =
-    /// handle, data = the Stat.
+    /// word 3 = the owner of a created file ([`owner_word`])`. Reply: word
+    /// 0 = handle, data = the Stat.
     pub const OP_OPEN: u64 = 33;
-    /// `data = path, word 1 = mode, word 3 = uid << 32 | gid`.
+    /// `data = path, word 1 = mode, word 3 = the owner ([`owner_word`])`.
     pub const OP_MKDIR: u64 = 34;
     pub const OP_UNLINK: u64 = 35;
     pub const OP_RMDIR: u64 = 36;
@@ -632,6 +647,17 @@ pub mod fs {
     pub const OP_STATS: u64 = 41;
     /// Reply word 0 of `OP_LOOKUP` for a path that crosses a device entry.
     pub const DEVICE: u64 = 1 << 62;
+
+    /// Word 3 of `OP_OPEN` and `OP_MKDIR`: the owner of what is created,
+    /// `uid << 32 | gid`.
+    pub fn owner_word(uid: u32, gid: u32) -> u64 {
+        (uid as u64) << 32 | gid as u64
+    }
+
+    /// (uid, gid) from an [`owner_word`].
+    pub fn owner_of(word: u64) -> (u32, u32) {
+        ((word >> 32) as u32, word as u32)
+    }
     /// From memfs's starter only, once: word 1 = the monitor's kernel pid.
     /// Afterwards the fs operations other than `OP_LOOKUP`, `io::OP_CLOSE`
     /// and `device::OP_OPEN` are accepted from the starter and the monitor.
@@ -723,4 +749,23 @@ pub mod tty {
     /// From the monitor, once, at its start: word 1 = the monitor's kernel
     /// pid, word 2 = its queue (where ^C is reported).
     pub const OP_SET_MONITOR: u64 = 65;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_word_round_trips() {
+        assert_eq!(fs::owner_word(5, 6), 5 << 32 | 6);
+        assert_eq!(fs::owner_of(fs::owner_word(1000, u32::MAX)), (1000, u32::MAX));
+    }
+
+    #[test]
+    fn signal_names_are_in_number_order_with_or_without_sig() {
+        assert!(signal::NAMES.windows(2).all(|w| w[0].1 < w[1].1));
+        assert_eq!(signal::from_name("KILL"), Some(signal::SIGKILL));
+        assert_eq!(signal::from_name("SIGFPE"), Some(signal::SIGFPE));
+        assert_eq!(signal::from_name("kill"), None);
+    }
 }

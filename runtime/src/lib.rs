@@ -5,6 +5,7 @@
 //!   its status;
 //! - [`sys`]: one safe function per kernel call, the only place that runs
 //!   the `syscall` instruction;
+//! - [`msg`]: the message calls, on top of `sys`;
 //! - [`print!`]/[`println!`]: console output, through the console driver
 //!   named by the process's bootstrap connection, or the kernel's debug
 //!   console when there is none;
@@ -16,6 +17,11 @@
 //!
 //! What it is not: a C library. Programs are Rust; `unix` speaks POSIX
 //! error numbers and `protocols::unix` types.
+//!
+//! Layers, each built only on those before it: `sys` (kernel calls) →
+//! `msg` (messages) → `unix` (UNIX calls) → `io`, `args` and the entry
+//! here. What a lower layer needs to know about the process (whether to
+//! touch buffers before a call) the entry tells it at start-up.
 
 #![no_std]
 
@@ -55,6 +61,9 @@ macro_rules! entry {
 #[doc(hidden)]
 pub fn start() {
     use abi::msg::{DEFAULT_LINKS, DEFAULT_MESSAGES, DEFAULT_PAGES, DEFAULT_QUEUES};
+    // A UNIX process's memory arrives page by page from the VM manager, so
+    // the kernel calls must touch their buffers first (`sys::touch`).
+    sys::set_touch_buffers(unix::is_unix_process());
     // A UNIX process links to the monitor and to one manager per kind of
     // open object; room for a full descriptor table of distinct managers.
     let links = if unix::is_unix_process() { unix::MAX_FDS as u64 + 8 } else { DEFAULT_LINKS };

@@ -3,6 +3,10 @@
 //! `abi::msg`). Everything here is a thin, checked wrapper; the kernel
 //! does all validation.
 //!
+//! Built on [`crate::sys`] (the `syscall` instruction, and touching
+//! buffers before the kernel reads them) and on nothing else of the
+//! runtime; the UNIX calls ([`crate::unix`]) are built on it.
+//!
 //! The wrappers are `#[inline]`: a message call is a handful of register
 //! moves around one `syscall`, and inlined into its caller's loop the
 //! message words go straight from the caller's registers into the message
@@ -11,9 +15,11 @@
 //! of once per call. That is about half the user-side cost of a
 //! call/reply_wait round trip (docs/messages.md).
 
+use crate::sys::{raw_with_message, touch};
 use abi::msg::{Kind, Message, NO_REPLY};
 use abi::{Call, Error, Pid, decode_return};
-use core::arch::asm;
+
+pub use crate::sys::RawResult;
 
 /// A queue of this process (a small integer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,46 +45,12 @@ pub struct Received {
     pub reply: ReplyHandle,
 }
 
-/// Raw registers out of a message call.
-#[derive(Clone, Copy, Debug)]
-pub struct RawResult {
-    pub rax: u64,
-    pub rdx: u64,
-    pub rsi: u64,
-    pub r10: u64,
-    pub words: Message,
-}
-
-/// A message-system kernel call with six arguments and a message; public
-/// so that tests can pass deliberately bad arguments.
+/// A message-system kernel call with six arguments and a message
+/// ([`crate::sys::raw_with_message`]); public so that tests can pass
+/// deliberately bad arguments.
 #[inline(always)]
 pub fn raw(call: u64, args: [u64; 6], words: Message) -> RawResult {
-    let [mut m0, mut m1, mut m2, mut m3] = words;
-    let (rax, rdx, rsi, r10): (u64, u64, u64, u64);
-    // SAFETY: `syscall` enters the kernel, which reads the argument and
-    // message registers and checks every user address itself; it returns
-    // results in rax, rdx, rsi, r10 and the message registers, and clobbers
-    // rcx and r11 (the syscall instruction). Nothing else changes.
-    unsafe {
-        asm!(
-            "syscall",
-            inlateout("rax") call => rax,
-            in("rdi") args[0],
-            inlateout("rsi") args[1] => rsi,
-            inlateout("rdx") args[2] => rdx,
-            inlateout("r10") args[3] => r10,
-            in("r8") args[4],
-            in("r9") args[5],
-            inout("r12") m0,
-            inout("r13") m1,
-            inout("r14") m2,
-            inout("r15") m3,
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    RawResult { rax, rdx, rsi, r10, words: [m0, m1, m2, m3] }
+    raw_with_message(call, args, words)
 }
 
 /// `rax` as a result: the success test inline, the error's decoding out
@@ -96,7 +68,7 @@ fn error(rax: u64) -> Error {
 
 #[inline]
 fn simple(call: Call, args: [u64; 6], words: Message) -> Result<u64, Error> {
-    result(raw(call as u64, args, words).rax)
+    result(raw_with_message(call as u64, args, words).rax)
 }
 
 #[inline(always)]
@@ -145,8 +117,9 @@ pub fn send(l: Link, message: &Message) -> Result<(), Error> {
     simple(Call::Send, [l.0 as u64, 0, 0, 0, 0, 0], *message).map(|_| ())
 }
 
-/// Queue a message with up to 4096 bytes of data. One whole page-aligned
-/// page ([`Page`]) moves by copy-on-write mapping instead of being copied.
+/// Queue a message with up to `abi::msg::MAX_DATA_BYTES` bytes of data (one
+/// page). One whole page-aligned page ([`Page`]) moves by copy-on-write
+/// mapping instead of being copied.
 pub fn send_data(l: Link, message: &Message, data: &[u8]) -> Result<(), Error> {
     touch(data);
     simple(Call::SendData, [l.0 as u64, data.as_ptr() as u64, data.len() as u64, 0, 0, 0], *message)
@@ -244,34 +217,23 @@ pub fn reply_wait(
     received(raw(Call::ReplyWait as u64, args, *message))
 }
 
-/// Touch every page of `buf`, so that the kernel finds it mapped. A UNIX
-/// process's text, data and heap arrive page by page from the VM manager
-/// on first touch; the kernel does not take page faults on a process's
-/// behalf in the middle of a call (it answers `BadAddress`), so a buffer
-/// the process has not touched yet (a string in read-only data, a fresh
-/// heap buffer) is touched here first. A read is enough: the kernel makes
-/// a copy-on-write page writable itself when it writes a reply. Processes
-/// the kernel started (servers, tests) have all their memory mapped and
-/// skip this, so a deliberately bad pointer still reaches the kernel.
-#[inline]
-pub fn touch(buf: &[u8]) {
-    if !crate::unix::is_unix_process() {
-        return;
-    }
-    let start = buf.as_ptr() as usize;
-    let mut i = 0;
-    while i < buf.len() {
-        core::hint::black_box(buf[i]);
-        i = ((start + i) / 4096 + 1) * 4096 - start;
-    }
+/// Copy the process waiting in call `handle` into a stopped child that
+/// will see `reply` as its call's answer (see `Call::ProcFork`): an answer
+/// to a call, carried in the message registers like the others here.
+pub fn proc_fork(handle: ReplyHandle, reply: &Message) -> Result<Pid, Error> {
+    decode_return(raw(Call::ProcFork as u64, [handle.0, 0, 0, 0, 0, 0], *reply).rax).map(Pid)
 }
 
 /// One page-aligned page, for sending and receiving data by copy-on-write.
+/// (`align` takes only a literal: the assertion below ties it to the page
+/// size.)
 #[repr(C, align(4096))]
-pub struct Page(pub [u8; 4096]);
+pub struct Page(pub [u8; abi::layout::PAGE_SIZE as usize]);
+
+const _: () = assert!(core::mem::align_of::<Page>() as u64 == abi::layout::PAGE_SIZE);
 
 impl Page {
     pub const fn zeroed() -> Page {
-        Page([0; 4096])
+        Page([0; abi::layout::PAGE_SIZE as usize])
     }
 }

@@ -1,11 +1,17 @@
-//! One function per kernel call. These are the only places that execute
+//! One function per kernel call, and the only place that executes
 //! `syscall`; the register convention is documented in the `abi` crate.
+//!
+//! The ground floor of the runtime: it imports nothing else of it. The
+//! message calls ([`crate::msg`]) are built on [`raw_with_message`] and
+//! [`touch`] from here.
 //!
 //! The `raw` functions take integers exactly as the kernel does and are
 //! public so that tests can pass deliberately bad arguments.
 
+use abi::msg::Message;
 use abi::{ANY_CHILD, Call, Error, ExitStatus, InfoKey, PRIORITY_INHERIT, Pid, decode_return};
 use core::arch::asm;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 /// A kernel call with up to five arguments; returns (rax, rdx).
 pub fn raw(call: u64, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64) -> (u64, u64) {
@@ -30,6 +36,83 @@ pub fn raw(call: u64, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64) -> (u64, u64)
     (rax, rdx)
 }
 
+/// Raw registers out of a kernel call that uses the message registers.
+#[derive(Clone, Copy, Debug)]
+pub struct RawResult {
+    pub rax: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub r10: u64,
+    pub words: Message,
+}
+
+/// A kernel call with six arguments and a message in the message
+/// registers (the message calls, and the calls that need a sixth
+/// argument); returns every register the kernel may set.
+#[inline(always)]
+pub fn raw_with_message(call: u64, args: [u64; 6], words: Message) -> RawResult {
+    let [mut m0, mut m1, mut m2, mut m3] = words;
+    let (rax, rdx, rsi, r10): (u64, u64, u64, u64);
+    // SAFETY: `syscall` enters the kernel, which reads the argument and
+    // message registers and checks every user address itself; it returns
+    // results in rax, rdx, rsi, r10 and the message registers, and clobbers
+    // rcx and r11 (the syscall instruction). Nothing else changes.
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") call => rax,
+            in("rdi") args[0],
+            inlateout("rsi") args[1] => rsi,
+            inlateout("rdx") args[2] => rdx,
+            inlateout("r10") args[3] => r10,
+            in("r8") args[4],
+            in("r9") args[5],
+            inout("r12") m0,
+            inout("r13") m1,
+            inout("r14") m2,
+            inout("r15") m3,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    RawResult { rax, rdx, rsi, r10, words: [m0, m1, m2, m3] }
+}
+
+/// Whether [`touch`] touches buffers: set once, before `main`, for a
+/// process whose memory arrives page by page on first touch (a UNIX
+/// process, paged by the VM manager).
+static TOUCH_BUFFERS: AtomicBool = AtomicBool::new(false);
+
+/// Called by the runtime's start-up only (see [`touch`]).
+#[doc(hidden)]
+pub fn set_touch_buffers(on: bool) {
+    TOUCH_BUFFERS.store(on, Ordering::Relaxed);
+}
+
+/// Touch every page of `buf`, so that the kernel finds it mapped. A UNIX
+/// process's text, data and heap arrive page by page from the VM manager
+/// on first touch; the kernel does not take page faults on a process's
+/// behalf in the middle of a call (it answers `BadAddress`), so a buffer
+/// the process has not touched yet (a string in read-only data, a fresh
+/// heap buffer) is touched here first. A read is enough: the kernel makes
+/// a copy-on-write page writable itself when it writes a reply. Processes
+/// the kernel started (servers, tests) have all their memory mapped and
+/// skip this, so a deliberately bad pointer still reaches the kernel.
+#[inline]
+pub fn touch(buf: &[u8]) {
+    if !TOUCH_BUFFERS.load(Ordering::Relaxed) {
+        return;
+    }
+    const PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
+    let start = buf.as_ptr() as usize;
+    let mut i = 0;
+    while i < buf.len() {
+        core::hint::black_box(buf[i]);
+        i = ((start + i) / PAGE_BYTES + 1) * PAGE_BYTES - start;
+    }
+}
+
 fn call(c: Call, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64) -> Result<u64, Error> {
     decode_return(raw(c as u64, a0, a1, a2, a3, a4).0)
 }
@@ -52,29 +135,23 @@ pub fn spawn_with_priority(name: &str, args: &str, priority: u64) -> Result<Pid,
 /// Start a program with `priority` and those of `rights` (`abi::rights`)
 /// the caller holds.
 pub fn spawn_with_rights(name: &str, args: &str, priority: u64, rights: u64) -> Result<Pid, Error> {
-    crate::msg::touch(name.as_bytes());
-    crate::msg::touch(args.as_bytes());
+    touch(name.as_bytes());
+    touch(args.as_bytes());
     let a =
         [name.as_ptr() as u64, name.len() as u64, args.as_ptr() as u64, args.len() as u64, priority, rights];
-    decode_return(crate::msg::raw(Call::Spawn as u64, a, [0; 4]).rax).map(Pid)
+    decode_return(raw_with_message(Call::Spawn as u64, a, [0; 4]).rax).map(Pid)
 }
 
 /// A stopped child with an empty address space (see `Call::ProcCreate`).
 pub fn proc_create(name: &str) -> Result<Pid, Error> {
-    crate::msg::touch(name.as_bytes());
+    touch(name.as_bytes());
     call(Call::ProcCreate, name.as_ptr() as u64, name.len() as u64, 0, 0, 0).map(Pid)
-}
-
-/// Copy the process waiting in call `handle` into a stopped child that
-/// will see `reply` as its call's answer (see `Call::ProcFork`).
-pub fn proc_fork(handle: crate::msg::ReplyHandle, reply: &abi::msg::Message) -> Result<Pid, Error> {
-    decode_return(crate::msg::raw(Call::ProcFork as u64, [handle.0, 0, 0, 0, 0, 0], *reply).rax).map(Pid)
 }
 
 /// Give child `pid` a new image from the ELF file `elf` (see `Call::ProcExec`).
 pub fn proc_exec(pid: Pid, elf: &[u8], args: &[u8], name: &[u8; 32]) -> Result<(), Error> {
-    crate::msg::touch(elf);
-    crate::msg::touch(args);
+    touch(elf);
+    touch(args);
     let a = [
         pid.0,
         elf.as_ptr() as u64,
@@ -83,15 +160,15 @@ pub fn proc_exec(pid: Pid, elf: &[u8], args: &[u8], name: &[u8; 32]) -> Result<(
         args.len() as u64,
         name.as_ptr() as u64,
     ];
-    decode_return(crate::msg::raw(Call::ProcExec as u64, a, [0; 4]).rax).map(|_| ())
+    decode_return(raw_with_message(Call::ProcExec as u64, a, [0; 4]).rax).map(|_| ())
 }
 
 /// Give child `pid` a new image with only a stack and `args`, starting
 /// at `entry`: its text and data come from a pager (see `Call::ProcImage`).
 pub fn proc_image(pid: Pid, entry: u64, args: &[u8], name: &[u8; 32]) -> Result<(), Error> {
-    crate::msg::touch(args);
+    touch(args);
     let a = [pid.0, entry, args.as_ptr() as u64, args.len() as u64, name.as_ptr() as u64, 0];
-    decode_return(crate::msg::raw(Call::ProcImage as u64, a, [0; 4]).rax).map(|_| ())
+    decode_return(raw_with_message(Call::ProcImage as u64, a, [0; 4]).rax).map(|_| ())
 }
 
 /// Let a stopped child run.
@@ -112,14 +189,14 @@ pub fn set_priority(pid: Pid, priority: u8) -> Result<(), Error> {
 /// Boot module `index`: its size and name (copied into `name`; returns
 /// the name's length). Needs `abi::rights::MODULES`.
 pub fn module_info(index: u64, name: &mut [u8]) -> Result<(u64, usize), Error> {
-    crate::msg::touch(name);
+    touch(name);
     let (rax, rdx) = raw(Call::ModuleInfo as u64, index, name.as_mut_ptr() as u64, name.len() as u64, 0, 0);
     decode_return(rax).map(|size| (size, rdx as usize))
 }
 
 /// Copy bytes of boot module `index` from `offset`; returns the count.
 pub fn module_read(index: u64, offset: u64, buf: &mut [u8]) -> Result<usize, Error> {
-    crate::msg::touch(buf);
+    touch(buf);
     call(Call::ModuleRead, index, offset, buf.as_mut_ptr() as u64, buf.len() as u64, 0).map(|n| n as usize)
 }
 
@@ -157,7 +234,7 @@ pub fn sleep_ns(duration_ns: u64) {
 }
 
 pub fn debug_write(bytes: &[u8]) -> Result<u64, Error> {
-    crate::msg::touch(bytes);
+    touch(bytes);
     call(Call::DebugWrite, bytes.as_ptr() as u64, bytes.len() as u64, 0, 0, 0)
 }
 
@@ -167,7 +244,7 @@ pub fn info(key: InfoKey) -> u64 {
 
 /// Copy the kernel command line into `buf`; returns its full length.
 pub fn kernel_options(buf: &mut [u8]) -> Result<usize, Error> {
-    crate::msg::touch(buf);
+    touch(buf);
     call(Call::KernelOptions, buf.as_mut_ptr() as u64, buf.len() as u64, 0, 0, 0).map(|n| n as usize)
 }
 

@@ -27,8 +27,8 @@ use spin::Mutex;
 /// A file descriptor.
 pub type Fd = i32;
 
-/// Most descriptors a process may have open (also the monitor's limit).
-pub const MAX_FDS: usize = 64;
+/// Most descriptors a process may have open: the monitor's limit.
+pub use protocols::unix::monitor::MAX_FDS;
 
 pub use protocols::unix::Errno;
 

@@ -9,7 +9,7 @@ use runtime::unix::{self, Errno, Fd};
 /// so a file's read arrives in one call to this program and each aligned
 /// page of a write can travel by copy-on-write.
 pub const CHUNK_BYTES: usize = 16 * 1024;
-const PAGE_BYTES: usize = 4096;
+const PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
 
 /// The status every utility exits with after an error.
 pub const FAILURE: i32 = 1;

@@ -141,19 +141,6 @@ pub fn parse_duration_ns(s: &str) -> Option<u64> {
 // kill
 // ---------------------------------------------------------------------------
 
-/// Signal names `kill -l` lists, with their numbers.
-pub const SIGNALS: [(&str, u64); 9] = [
-    ("HUP", signal::SIGHUP),
-    ("INT", signal::SIGINT),
-    ("QUIT", signal::SIGQUIT),
-    ("ILL", signal::SIGILL),
-    ("FPE", signal::SIGFPE),
-    ("KILL", signal::SIGKILL),
-    ("SEGV", signal::SIGSEGV),
-    ("PIPE", signal::SIGPIPE),
-    ("TERM", signal::SIGTERM),
-];
-
 /// A signal given as a number (`9`) or a name (`KILL`, `SIGKILL`, any
 /// case). Numbers run from 0 (only checks the process exists) to
 /// `signal::MAX`.
@@ -162,8 +149,7 @@ pub fn parse_signal(spec: &str) -> Option<u64> {
         return (n <= signal::MAX).then_some(n);
     }
     let upper: String = spec.chars().map(|c| c.to_ascii_uppercase()).collect();
-    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    SIGNALS.iter().find(|(n, _)| *n == name).map(|&(_, number)| number)
+    signal::from_name(&upper)
 }
 
 // ---------------------------------------------------------------------------

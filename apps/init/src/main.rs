@@ -37,6 +37,7 @@ const INITTAB: &str = "etc.inittab";
 const BATCH: &str = "etc.batch";
 
 fn main(args: Args) -> i32 {
+    // The first queue: `protocols::STARTER_QUEUE`, where servers report ready.
     let Ok(ready_queue) = msg::open_queue(8, true) else { return 1 };
     let Some(table) = module_text(INITTAB) else {
         println!("init: no {INITTAB} in the boot image; nothing to start");

@@ -283,6 +283,9 @@ struct Buffers {
     copy_destination: [u8; 1 << 20],
 }
 
+// `align` takes only a literal: this ties it to the page size.
+const _: () = assert!(core::mem::align_of::<Buffers>() == PAGE_BYTES);
+
 static mut BUFFERS: Buffers = Buffers {
     copy_source: [0; 1 << 20],
     unaligned: [0; 2 * PAGE_BYTES],

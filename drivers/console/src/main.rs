@@ -46,6 +46,9 @@ const MODEM_CONTROL: u16 = COM1_PORT + 4;
 const LINE_STATUS: u16 = COM1_PORT + 5;
 const LINE_STATUS_DATA_READY: u8 = 1;
 const LINE_STATUS_THR_EMPTY: u8 = 0x20;
+/// Most data bytes one message carries: the largest write request, and
+/// the most one read answers.
+const MAX_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 
 struct Stats {
     writes: u64,
@@ -80,8 +83,8 @@ fn main(args: Args) -> i32 {
         }
     };
     if let Some(starter) = starter {
-        let ready =
-            msg::open_link(starter, Queue(0)).and_then(|l| msg::send(l, &[READY, queue.0 as u64, 0, 0]));
+        let ready = msg::open_link(starter, Queue(protocols::STARTER_QUEUE))
+            .and_then(|l| msg::send(l, &[READY, queue.0 as u64, 0, 0]));
         if ready.is_err() {
             return 2;
         }
@@ -170,7 +173,7 @@ fn subscribe(current: Option<Subscriber>, caller: Pid, queue: u32) -> Option<Sub
 fn serve(queue: Queue) -> i32 {
     let mut stats =
         Stats { writes: 0, bytes_written: 0, interrupts: 0, bytes_read: 0, bytes_sent: 0, bytes_dropped: 0 };
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; MAX_DATA_BYTES];
     let mut typed = [0u8; 256];
     let mut typed_len = 0;
     // A waiting reader: its reply handle and the most bytes it takes.
@@ -267,7 +270,7 @@ fn serve(queue: Queue) -> i32 {
         if typed_len > 0
             && let Some((handle, max)) = reader.take()
         {
-            let n = typed_len.min(max).min(4096);
+            let n = typed_len.min(max).min(MAX_DATA_BYTES);
             stats.bytes_read += n as u64;
             let _ = msg::reply(handle, &[n as u64, 0, 0, 0], &typed[..n]);
             typed.copy_within(n..typed_len, 0);

@@ -1,80 +1,335 @@
-//! Open-file descriptions and descriptor tables. A description is what
-//! `open` made at a manager (its handle, where the offset lives); fds of
-//! one or several processes (after `dup` and `fork`) refer to it, and the
-//! manager hears `io::OP_CLOSE` when the last reference goes.
+//! Descriptors: `open`, `close`, `dup`, `pipe` and where a descriptor's
+//! requests go (`OP_FD_INFO`). An open goes to the directory manager, to
+//! a device's manager, or (per-file mode) to a file manager of the file's
+//! own; a pipe gets a pipe manager. This room starts those helper servers
+//! and hears of their ends.
+//!
+//! What it is not: the tables themselves (`tables`), or the checks on
+//! names made before an open (`names`). After `open` a process talks to
+//! the object's manager directly (Ridge §3); the monitor hears of the
+//! descriptor again only at `close`, `dup`, `fork` and exit.
+//!
+//! Invariants: a manager hears `io::OP_CLOSE` for a description once,
+//! when its last descriptor goes ([`Monitor::release`]). A file manager
+//! serves one inode; `file_managers` maps the inode to it until it ends.
 
+use crate::names::UMASK;
+use crate::state::{Answer, Monitor, err, kernel_errno};
+use abi::Pid;
+use abi::msg::Kind;
+use alloc::string::String;
 use alloc::vec::Vec;
-use protocols::unix::FdInfo;
+use protocols::unix::monitor::{self, MAX_FDS};
+use protocols::unix::{Errno, FdInfo, Stat, device, errno, filemgr, fs, io, mode, open_flags, pipe};
+use runtime::msg::{self, Queue};
+use runtime::sys;
 
-/// Most open-file descriptions in the whole system.
-pub const MAX_OPEN_FILES: usize = 1024;
-/// Descriptors per process (`runtime::unix::MAX_FDS`).
-pub const MAX_FDS: usize = 64;
+impl Monitor {
+    /// `OP_OPEN`. Reply: the fd and where its requests go.
+    pub fn open(&mut self, me: u64, data: &[u8], flags: u64, create_mode: u32) -> Answer {
+        let abs = match self.abs_path(me, data) {
+            Ok(a) => a,
+            Err(e) => return err(e),
+        };
+        let Some(fd) = self.procs[&me].fds.lowest_free(0) else { return err(errno::EMFILE) };
+        let info = match self.open_object(me, &abs, flags, create_mode) {
+            Ok(i) => i,
+            Err(e) => return err(e),
+        };
+        let Some(i) = self.files.add(info) else {
+            self.close_at_manager(info);
+            return err(errno::ENFILE);
+        };
+        self.procs.get_mut(&me).expect("caller exists").fds.fds[fd] = Some(i);
+        let [a, b, c] = info.encode();
+        Answer::Words([fd as u64, a, b, c])
+    }
 
-#[derive(Clone, Copy, Debug)]
-pub struct OpenFile {
-    pub info: FdInfo,
-    pub refs: u32,
-}
-
-#[derive(Default)]
-pub struct OpenFiles {
-    slots: Vec<Option<OpenFile>>,
-}
-
-impl OpenFiles {
-    pub fn add(&mut self, info: FdInfo) -> Option<usize> {
-        let file = OpenFile { info, refs: 1 };
-        if let Some(i) = self.slots.iter().position(Option::is_none) {
-            self.slots[i] = Some(file);
-            return Some(i);
+    /// Open `abs` at its manager after the permission checks.
+    pub fn open_object(&mut self, me: u64, abs: &str, flags: u64, create_mode: u32) -> Result<FdInfo, Errno> {
+        let want = if open_flags::readable(flags) { 4 } else { 0 }
+            | if open_flags::writable(flags) || flags & open_flags::O_TRUNC != 0 { 2 } else { 0 };
+        let (uid, gid) = (self.procs[&me].uid, self.procs[&me].gid);
+        match self.lookup_cached(abs) {
+            Ok((st, Some(rest))) => {
+                if !self.permits(me, &st, want) {
+                    return Err(errno::EACCES);
+                }
+                let dev = Pid(st.device_pid);
+                let l = self.link(dev, st.device_queue)?;
+                let (w, _) = self.call(l, [device::OP_OPEN, flags, 0, 0], rest.as_bytes(), &mut [])?;
+                Ok(FdInfo {
+                    manager_pid: dev.0,
+                    manager_queue: st.device_queue,
+                    file_type: mode::S_IFCHR,
+                    flags: flags as u32,
+                    handle: w[0],
+                })
+            }
+            Ok((st, None)) => {
+                if flags & open_flags::O_CREAT != 0 && flags & open_flags::O_EXCL != 0 {
+                    return Err(errno::EEXIST);
+                }
+                if !self.permits(me, &st, want) {
+                    return Err(errno::EACCES);
+                }
+                self.fs_open(abs, flags, create_mode, uid, gid)
+            }
+            Err((errno::ENOENT, Some(parent))) if flags & open_flags::O_CREAT != 0 => {
+                if !self.permits(me, &parent, 3) {
+                    return Err(errno::EACCES);
+                }
+                self.fs_open(abs, flags, create_mode, uid, gid)
+            }
+            Err((e, _)) => Err(e),
         }
-        if self.slots.len() >= MAX_OPEN_FILES {
-            return None;
+    }
+
+    fn fs_open(
+        &mut self,
+        abs: &str,
+        flags: u64,
+        create_mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Result<FdInfo, Errno> {
+        let mut reply = [0u8; Stat::BYTES];
+        let owner = fs::owner_word(uid, gid);
+        let create_mode = (create_mode & 0o7777 & !UMASK) as u64;
+        // Per-file mode covers regular files (and files being created);
+        // directories stay with the directory manager.
+        let regular_or_new = match self.lookups.get(abs) {
+            Some((st, _)) => mode::is_reg(st.mode),
+            None => true,
+        };
+        if self.per_file && regular_or_new {
+            // The file manager needs read and write access for loading and
+            // writing back; the caller's own flags were checked above.
+            let creating = flags & (open_flags::O_CREAT | open_flags::O_EXCL | open_flags::O_TRUNC);
+            let at_fs = creating | open_flags::O_RDWR;
+            let (w, _) =
+                self.fs_call([fs::OP_OPEN, at_fs, create_mode, owner], abs.as_bytes(), &mut reply)?;
+            let st = Stat::decode(&reply).unwrap_or_default();
+            if mode::is_reg(st.mode) {
+                return self.open_at_file_manager(st.ino, w[0], flags);
+            }
+            self.fs_call([io::OP_CLOSE, w[0], 0, 0], &[], &mut [])?;
         }
-        self.slots.push(Some(file));
-        Some(self.slots.len() - 1)
+        let (w, _) = self.fs_call([fs::OP_OPEN, flags, create_mode, owner], abs.as_bytes(), &mut reply)?;
+        let st = Stat::decode(&reply).unwrap_or_default();
+        Ok(FdInfo {
+            manager_pid: self.fs.0.0,
+            manager_queue: fs::QUEUE,
+            file_type: st.mode & mode::S_IFMT,
+            flags: flags as u32,
+            handle: w[0],
+        })
     }
 
-    pub fn get(&self, i: usize) -> Option<&OpenFile> {
-        self.slots.get(i).and_then(Option::as_ref)
+    /// Per-file mode: open inode `ino` (whose directory-manager handle is
+    /// `fs_handle`) at its file manager, starting one if it has none.
+    fn open_at_file_manager(&mut self, ino: u64, fs_handle: u64, flags: u64) -> Result<FdInfo, Errno> {
+        let manager = match self.file_managers.get(&ino) {
+            Some(&(pid, _)) => {
+                // This open's directory-manager handle is not needed: the
+                // manager already holds the file (an O_TRUNC was done there
+                // too, and the manager cuts its copy below).
+                let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+                pid
+            }
+            None => {
+                let started = self.start_helper("filemgr", filemgr::READY);
+                let (pid, queue, _, _) = match started {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+                        return Err(e);
+                    }
+                };
+                let (fs_pid, _) = self.fs;
+                let attached = self.link(pid, queue).and_then(|l| {
+                    self.call(l, [filemgr::OP_ATTACH, fs_pid.0, fs::QUEUE as u64, fs_handle], &[], &mut [])
+                });
+                if let Err(e) = attached {
+                    let _ = sys::kill(pid);
+                    let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+                    return Err(e);
+                }
+                self.file_managers.insert(ino, (pid, fs_handle));
+                pid
+            }
+        };
+        let l = self.link(manager, filemgr::QUEUE)?;
+        let (w, _) = self.call(l, [filemgr::OP_OPEN, flags, 0, 0], &[], &mut [])?;
+        Ok(FdInfo {
+            manager_pid: manager.0,
+            manager_queue: filemgr::QUEUE,
+            file_type: mode::S_IFREG,
+            flags: flags as u32,
+            handle: w[0],
+        })
     }
 
-    pub fn retain(&mut self, i: usize) {
-        if let Some(Some(f)) = self.slots.get_mut(i) {
-            f.refs += 1;
+    /// A file manager ended (written back, or died): close its handle at
+    /// the directory manager.
+    fn file_manager_gone(&mut self, pid: Pid) {
+        let Some((&ino, &(_, fs_handle))) = self.file_managers.iter().find(|(_, (p, _))| *p == pid) else {
+            return;
+        };
+        self.file_managers.remove(&ino);
+        let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+        self.drop_link(pid);
+    }
+
+    pub fn close_at_manager(&mut self, info: FdInfo) {
+        if let Ok(l) = self.link(Pid(info.manager_pid), info.manager_queue) {
+            let closed = msg::call(l, &[io::OP_CLOSE, info.handle, 0, 0], &[], &mut []);
+            if let Ok((w, _)) = closed
+                && w[1] == filemgr::CLOSED_LAST
+                && self.file_managers.values().any(|(p, _)| p.0 == info.manager_pid)
+            {
+                self.file_manager_gone(Pid(info.manager_pid));
+            }
         }
     }
 
-    /// Drop a reference; returns the description when it was the last.
-    pub fn release(&mut self, i: usize) -> Option<OpenFile> {
-        let f = self.slots.get_mut(i)?.as_mut()?;
-        f.refs -= 1;
-        if f.refs == 0 { self.slots[i].take() } else { None }
+    /// Drop a descriptor's reference to open file `i`; the last one closes
+    /// it at its manager.
+    pub fn release(&mut self, i: usize) {
+        if let Some(f) = self.files.release(i) {
+            self.close_at_manager(f.info);
+        }
     }
 
-    pub fn in_use(&self) -> u64 {
-        self.slots.iter().flatten().count() as u64
+    pub fn close(&mut self, me: u64, fd: u64) -> Result<u64, Errno> {
+        let fds = &mut self.procs.get_mut(&me).expect("caller exists").fds;
+        let i = fds.get(fd).ok_or(errno::EBADF)?;
+        fds.fds[fd as usize] = None;
+        self.release(i);
+        Ok(0)
+    }
+
+    /// `dup` (`new` = None: the lowest free fd) and `dup2`.
+    pub fn dup(&mut self, me: u64, old: u64, new: Option<u64>) -> Result<u64, Errno> {
+        let fds = &self.procs[&me].fds;
+        let i = fds.get(old).ok_or(errno::EBADF)?;
+        let new = match new {
+            Some(n) if n as usize >= MAX_FDS => return Err(errno::EBADF),
+            Some(n) if n == old => return Ok(n),
+            Some(n) => n as usize,
+            None => fds.lowest_free(0).ok_or(errno::EMFILE)?,
+        };
+        let previous = self.procs.get_mut(&me).expect("caller exists").fds.fds[new].replace(i);
+        self.files.retain(i);
+        if let Some(p) = previous {
+            self.release(p);
+        }
+        Ok(new as u64)
+    }
+
+    /// `OP_PIPE`: a new pipe manager, its read end and write end as the
+    /// two lowest free fds.
+    pub fn pipe(&mut self, me: u64) -> Answer {
+        let fds = &self.procs[&me].fds;
+        let Some(rfd) = fds.lowest_free(0) else { return err(errno::EMFILE) };
+        let Some(wfd) = fds.lowest_free(rfd + 1) else { return err(errno::EMFILE) };
+        let manager = match self.start_helper("pipe", pipe::READY) {
+            Ok(m) => m,
+            Err(e) => return err(e),
+        };
+        self.pipe_managers.push(manager.0);
+        let (kpid, queue, read_handle, write_handle) = manager;
+        let info = |flags: u64, handle| FdInfo {
+            manager_pid: kpid.0,
+            manager_queue: queue,
+            file_type: mode::S_IFIFO,
+            flags: flags as u32,
+            handle,
+        };
+        let (Some(r), Some(w)) = (
+            self.files.add(info(open_flags::O_RDONLY, read_handle)),
+            self.files.add(info(open_flags::O_WRONLY, write_handle)),
+        ) else {
+            let _ = sys::kill(kpid);
+            return err(errno::ENFILE);
+        };
+        let fds = &mut self.procs.get_mut(&me).expect("caller exists").fds;
+        fds.fds[rfd] = Some(r);
+        fds.fds[wfd] = Some(w);
+        Answer::Words([rfd as u64, wfd as u64, 0, 0])
+    }
+
+    /// `OP_FD_INFO`: where the requests of descriptor `fd` go.
+    pub fn fd_info(&self, me: u64, fd: u64) -> Answer {
+        match self.procs[&me].fds.get(fd).and_then(|i| self.files.get(i)) {
+            Some(f) => {
+                let [a, b, c] = f.info.encode();
+                Answer::Words([0, a, b, c])
+            }
+            None => err(errno::EBADF),
+        }
+    }
+
+    /// Start a helper server (a pipe or file manager) and wait for its
+    /// ready message `[ready, queue, a, b]` on [`monitor::START_QUEUE`].
+    /// Children's ends are reported on that queue meanwhile, so a helper
+    /// that dies before it is ready cannot leave the monitor waiting; the
+    /// ends of other children are handled as the main loop handles them
+    /// ([`Monitor::child_ended`]), once the helper is ready.
+    fn start_helper(&mut self, program: &str, ready: u64) -> Result<(Pid, u32, u64, u64), Errno> {
+        let starts = Queue(monitor::START_QUEUE);
+        sys::set_exit_queue(starts.0).map_err(kernel_errno)?;
+        let kpid = sys::spawn(program, &decimal(self.me.0));
+        let mut other_exits = Vec::new();
+        let result = match kpid {
+            Err(e) => Err(kernel_errno(e)),
+            Ok(kpid) => loop {
+                match msg::receive_data(starts, &mut []) {
+                    Ok(r) if r.kind == Kind::ChildExit && r.message[0] == kpid.0 => break Err(errno::EAGAIN),
+                    Ok(r) if r.kind == Kind::ChildExit => other_exits.push(r.message),
+                    Ok(r) if r.sender == kpid && r.message[0] == ready => {
+                        break Ok((kpid, r.message[1] as u32, r.message[2], r.message[3]));
+                    }
+                    Ok(_) => {}
+                    Err(_) => break Err(errno::EIO),
+                }
+            },
+        };
+        let _ = sys::set_exit_queue(0);
+        let child_ended = self.child_ended;
+        for m in other_exits {
+            child_ended(self, Pid(m[0]), m[1], m[2]);
+        }
+        result
+    }
+
+    /// A kernel child ended: if it was a helper (a pipe or file manager),
+    /// forget it and say so; a UNIX process is `procs`' business.
+    pub fn helper_ended(&mut self, kpid: Pid) -> bool {
+        if let Some(i) = self.pipe_managers.iter().position(|&p| p == kpid) {
+            self.pipe_managers.swap_remove(i);
+            self.drop_link(kpid);
+            return true;
+        }
+        if self.file_managers.values().any(|(p, _)| *p == kpid) {
+            self.file_manager_gone(kpid);
+            return true;
+        }
+        false
     }
 }
 
-/// One process's descriptors: fd → open-file index.
-#[derive(Clone)]
-pub struct FdTable {
-    pub fds: [Option<usize>; MAX_FDS],
-}
-
-impl FdTable {
-    pub const fn new() -> FdTable {
-        FdTable { fds: [None; MAX_FDS] }
+/// A helper's argument: the monitor's kernel pid in decimal.
+fn decimal(n: u64) -> String {
+    let mut digits = Vec::new();
+    let mut n = n;
+    loop {
+        digits.push(b'0' + (n % 10) as u8);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
     }
-
-    pub fn get(&self, fd: u64) -> Option<usize> {
-        *self.fds.get(usize::try_from(fd).ok()?)?
-    }
-
-    /// The lowest free descriptor at or above `from`.
-    pub fn lowest_free(&self, from: usize) -> Option<usize> {
-        (from..MAX_FDS).find(|&i| self.fds[i].is_none())
-    }
+    digits.reverse();
+    String::from_utf8(digits).unwrap_or_default()
 }

@@ -54,8 +54,8 @@ fn main(args: Args) -> i32 {
     let starter = args.get(0).and_then(|s| s.parse::<u64>().ok()).map(Pid);
     let Ok(queue) = msg::open_queue(32, true) else { return 1 };
     if let Some(starter) = starter {
-        let ready =
-            msg::open_link(starter, Queue(0)).and_then(|l| msg::send(l, &[READY, queue.0 as u64, 0, 0]));
+        let ready = msg::open_link(starter, Queue(protocols::STARTER_QUEUE))
+            .and_then(|l| msg::send(l, &[READY, queue.0 as u64, 0, 0]));
         if ready.is_err() {
             return 2;
         }

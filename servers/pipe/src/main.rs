@@ -21,8 +21,9 @@
 //! Bad requests get a POSIX errno; nothing a client sends ends this
 //! process.
 //!
-//! Arguments: the monitor's kernel pid (decimal). The monitor's queue 1
-//! gets `[pipe::READY, queue, read handle, write handle]`.
+//! Arguments: the monitor's kernel pid (decimal). The monitor's
+//! `monitor::START_QUEUE` gets `[pipe::READY, queue, read handle, write
+//! handle]`.
 
 #![no_std]
 #![no_main]
@@ -39,8 +40,6 @@ use unix_core::pipebuf::{Completion, Deliver, End, Limits, Now, Pipe};
 
 runtime::entry!(main);
 
-/// The monitor's queue for pipe managers' READY messages.
-const MONITOR_PIPE_QUEUE: u32 = 1;
 const QUEUE_CAPACITY: u64 = 16;
 const MAX_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 
@@ -57,7 +56,7 @@ fn main(args: Args) -> i32 {
     }
     let Ok(state) = Pipe::new(Limits::standard()) else { return 3 };
     let ends = Ends::new();
-    let ready = msg::open_link(monitor, Queue(MONITOR_PIPE_QUEUE))
+    let ready = msg::open_link(monitor, Queue(protocols::unix::monitor::START_QUEUE))
         .and_then(|l| msg::send(l, &[pipe::READY, queue.0 as u64, ends.read, ends.write]));
     if ready.is_err() {
         return 4;

@@ -96,7 +96,7 @@ fn start(starter: Option<Pid>) -> Result<Tty, &'static str> {
         return Err("the driver refused the subscription");
     }
     if let Some(starter) = starter {
-        msg::open_link(starter, Queue(0))
+        msg::open_link(starter, Queue(protocols::STARTER_QUEUE))
             .and_then(|l| msg::send(l, &[tty::READY, queue.0 as u64, 0, 0]))
             .map_err(|_| "cannot tell the starter")?;
     }

@@ -64,7 +64,7 @@ struct Image {
     generation: u32,
     entry: u64,
     segments: Vec<Segment>,
-    /// File pages (index = file offset / 4096) that some segment covers.
+    /// File pages (index = file offset / `PAGE_SIZE`) that some segment covers.
     pages: BTreeMap<u64, Box<Page>>,
     /// Processes whose regions name this image.
     users: u32,
@@ -97,8 +97,8 @@ fn main(args: Args) -> i32 {
     let Ok(()) = msg::init_qseg(16, 4, 320, 16) else { return 1 };
     let Ok(queue) = msg::open_queue(300, true) else { return 1 };
     if let Some(starter) = starter {
-        let ready =
-            msg::open_link(starter, Queue(0)).and_then(|l| msg::send(l, &[vm::READY, queue.0 as u64, 0, 0]));
+        let ready = msg::open_link(starter, Queue(protocols::STARTER_QUEUE))
+            .and_then(|l| msg::send(l, &[vm::READY, queue.0 as u64, 0, 0]));
         if ready.is_err() {
             return 2;
         }
@@ -137,7 +137,8 @@ fn main(args: Args) -> i32 {
                         monitor = Some(Pid(a));
                         Ok(0)
                     }
-                    vm::OP_LOAD_IMAGE if from_monitor => match Stat::decode(&buf.0[..r.len.min(4096)]) {
+                    vm::OP_LOAD_IMAGE if from_monitor => match Stat::decode(&buf.0[..r.len.min(buf.0.len())])
+                    {
                         Some(st) => vm.load_image(a, &st).map(|(id, entry)| {
                             pending = Some((r.reply, [id, entry, 0, 0]));
                         }),

@@ -25,7 +25,7 @@ fn main(args: runtime::Args) -> i32 {
         None => return io::usage("kill", None, USAGE),
         Some("-l") => {
             let mut out = Out::new();
-            for (name, number) in text::SIGNALS {
+            for (name, number) in signal::NAMES {
                 out.line(&alloc::format!("{number:>2} {name}"));
             }
             return out.finish("kill", 0);

@@ -1,0 +1,151 @@
+//! exec: a program file loaded into a process, with its arguments,
+//! environment and ids in the exec block (`protocols::unix::exec_args`),
+//! and started. With a VM manager the image is paged in from the file
+//! (the manager reads and keeps its loadable parts); without one the
+//! kernel loads it from a copy read here, and the last few are kept.
+//!
+//! What it is not: making the process (`procs::fork`, `sessions`), or
+//! checking the path's directories (`names`).
+//!
+//! Invariants: the file must be a regular file the process may execute.
+//! Once the kernel has replaced the image the old program is gone: if the
+//! new one cannot be paged, the process is ended.
+
+use crate::state::{Answer, Monitor, err, kernel_errno};
+use crate::tables::CachedImage;
+use abi::Pid;
+use alloc::vec::Vec;
+use protocols::unix::{Errno, Stat, errno, exec_args, fs, io, mode, open_flags, vm};
+use runtime::msg::Page;
+use runtime::sys;
+use unix_core::path;
+
+/// Program images kept after an exec, so the next exec of the same file
+/// does not read it again.
+const IMAGE_CACHE_ENTRIES: usize = 8;
+
+impl Monitor {
+    /// `OP_EXEC`: no answer on success (the process runs the new image).
+    pub fn exec(&mut self, me: u64, w: [u64; 4], data: &[u8]) -> Answer {
+        let mut parts = data.split(|&b| b == 0);
+        let Some(path_bytes) = parts.next() else { return err(errno::EINVAL) };
+        let (argc, envc) = (w[1] as usize, w[2] as usize);
+        let strings: Vec<&[u8]> = parts.take(argc + envc).collect();
+        if strings.len() != argc + envc {
+            return err(errno::EINVAL);
+        }
+        let abs = match self.abs_path(me, path_bytes) {
+            Ok(a) => a,
+            Err(e) => return err(e),
+        };
+        let kpid = self.procs[&me].kpid;
+        if kpid == self.starter {
+            return err(errno::EPERM);
+        }
+        match self.exec_into(me, kpid, &abs, &strings, argc) {
+            Ok(()) => Answer::Later,
+            Err(e) => err(e),
+        }
+    }
+
+    /// Load `abs` into process `kpid` (UNIX pid `p`) and start it.
+    pub fn exec_into(
+        &mut self,
+        p: u64,
+        kpid: Pid,
+        abs: &str,
+        strings: &[&[u8]],
+        argc: usize,
+    ) -> Result<(), Errno> {
+        let (st, rest) = self.lookup(abs).map_err(|(e, _)| e)?;
+        if rest.is_some() || !mode::is_reg(st.mode) || !self.permits(p, &st, 1) {
+            return Err(errno::EACCES);
+        }
+        let (uid, gid) = (self.procs[&p].uid, self.procs[&p].gid);
+        let header = exec_args::Header { argc: argc as u32, envc: (strings.len() - argc) as u32, uid, gid };
+        let mut block = exec_args::encode_header(header).to_vec();
+        for s in strings {
+            block.extend_from_slice(s);
+            block.push(0);
+        }
+        if block.len() as u64 > abi::layout::MAX_ARGS_BYTES {
+            return Err(errno::E2BIG);
+        }
+        let base = path::split_last(abs).map_or(abs, |(_, n)| n);
+        let mut name = [0u8; 32];
+        let n = base.len().min(31);
+        name[..n].copy_from_slice(&base.as_bytes()[..n]);
+        match self.vm {
+            // The VM manager pages text and data in from the file.
+            Some(vm_link) => {
+                let (w, _) =
+                    self.fs_call([fs::OP_OPEN, open_flags::O_RDONLY, 0, 0], abs.as_bytes(), &mut [])?;
+                let handle = w[0];
+                let loaded = self.call(vm_link, [vm::OP_LOAD_IMAGE, handle, 0, 0], &st.encode(), &mut []);
+                let _ = self.fs_call([io::OP_CLOSE, handle, 0, 0], &[], &mut []);
+                let (w, _) = loaded?;
+                let (image, entry) = (w[0], w[1]);
+                sys::proc_image(kpid, entry, &block, &name).map_err(kernel_errno)?;
+                if let Err(e) = self.call(vm_link, [vm::OP_NEW_IMAGE, kpid.0, image, 0], &[], &mut []) {
+                    // The old image is gone and the new one has no pager:
+                    // the process cannot run.
+                    let _ = sys::kill(kpid);
+                    return Err(e);
+                }
+            }
+            // No VM manager: the kernel loads the file from this buffer.
+            None => {
+                let image = self.image(abs, &st)?;
+                let bytes = &self.images[image].bytes;
+                sys::proc_exec(kpid, bytes, &block, &name).map_err(kernel_errno)?;
+            }
+        }
+        if let Some(proc) = self.procs.get_mut(&p) {
+            proc.name = name;
+        }
+        sys::proc_start(kpid).map_err(kernel_errno)?;
+        self.stats[2] += 1;
+        Ok(())
+    }
+
+    /// The program file `abs` (whose stat is `st`), from the cache or read
+    /// through the directory manager. Returns its cache index.
+    fn image(&mut self, abs: &str, st: &Stat) -> Result<usize, Errno> {
+        if let Some(i) = self
+            .images
+            .iter()
+            .position(|c| c.ino == st.ino && c.mtime_ns == st.mtime_ns && c.size == st.size_bytes)
+        {
+            return Ok(i);
+        }
+        if st.size_bytes > abi::layout::MAX_EXEC_BYTES {
+            return Err(errno::ENOMEM);
+        }
+        let (w, _) = self.fs_call([fs::OP_OPEN, open_flags::O_RDONLY, 0, 0], abs.as_bytes(), &mut [])?;
+        let handle = w[0];
+        let mut bytes = Vec::new();
+        if bytes.try_reserve_exact(st.size_bytes as usize).is_err() {
+            let _ = self.fs_call([io::OP_CLOSE, handle, 0, 0], &[], &mut []);
+            return Err(errno::ENOMEM);
+        }
+        let mut page = Page::zeroed();
+        let page_bytes = page.0.len() as u64;
+        let result = loop {
+            match self.fs_call([io::OP_READ, handle, page_bytes, 0], &[], &mut page.0) {
+                Ok((w, len)) if w[0] > 0 => bytes.extend_from_slice(&page.0[..(w[0] as usize).min(len)]),
+                Ok(_) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+            if bytes.len() as u64 > abi::layout::MAX_EXEC_BYTES {
+                break Err(errno::ENOMEM);
+            }
+        };
+        let _ = self.fs_call([io::OP_CLOSE, handle, 0, 0], &[], &mut []);
+        result?;
+        if self.images.len() == IMAGE_CACHE_ENTRIES {
+            self.images.remove(0);
+        }
+        self.images.push(CachedImage { ino: st.ino, mtime_ns: st.mtime_ns, size: st.size_bytes, bytes });
+        Ok(self.images.len() - 1)
+    }
+}

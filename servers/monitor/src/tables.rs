@@ -1,0 +1,170 @@
+//! The monitor's tables, as data: the UNIX process table's entries
+//! ([`Proc`]), the open-file descriptions of the whole system
+//! ([`OpenFiles`]), each process's descriptors ([`FdTable`]) and the
+//! program images kept for exec ([`CachedImage`]).
+//!
+//! What it is not: the operations that talk to other servers about them
+//! (`files`, `procs`, `exec`); nothing here sends a message.
+//!
+//! Invariants: a description is what `open` made at a manager (its
+//! handle; the offset lives at the manager). Its `refs` counts the
+//! descriptors, of one or several processes (after `dup` and `fork`),
+//! that name it; it leaves the table when the count reaches zero, and the
+//! caller then closes it at its manager (`io::OP_CLOSE`).
+
+use abi::Pid;
+use alloc::string::String;
+use alloc::vec::Vec;
+use protocols::unix::FdInfo;
+use protocols::unix::monitor::MAX_FDS;
+use runtime::msg::ReplyHandle;
+
+/// Most open-file descriptions in the whole system.
+pub const MAX_OPEN_FILES: usize = 1024;
+
+/// One entry of the UNIX process table.
+pub struct Proc {
+    pub kpid: Pid,
+    pub ppid: u64,
+    pub pgid: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub cwd: String,
+    pub fds: FdTable,
+    /// Bit n set: signal n is ignored.
+    pub ignored: u64,
+    /// Ended: (wait status, CPU ns), until the parent waits.
+    pub zombie: Option<(u64, u64)>,
+    /// A `wait` not answered yet: its reply handle and target (-1 = any).
+    pub waiting: Option<(ReplyHandle, i64)>,
+    pub children_cpu_ns: u64,
+    /// The signal that made the kernel end it, for the wait status.
+    pub signal_sent: Option<u64>,
+    pub name: [u8; 32],
+    /// Its parent ended and init adopted it: nobody waits for it.
+    pub orphaned: bool,
+}
+
+impl Proc {
+    /// A root process with no descriptors (init, and sessions init starts).
+    pub fn init(kpid: Pid) -> Proc {
+        let pid = protocols::unix::pid::from_kernel(kpid);
+        let mut name = [0u8; 32];
+        name[..4].copy_from_slice(b"init");
+        Proc {
+            kpid,
+            ppid: 0,
+            pgid: pid,
+            uid: 0,
+            gid: 0,
+            cwd: String::from("/"),
+            fds: FdTable::new(),
+            ignored: 0,
+            zombie: None,
+            waiting: None,
+            children_cpu_ns: 0,
+            signal_sent: None,
+            name,
+            orphaned: false,
+        }
+    }
+
+    /// The child's entry after `fork`: the same ids, directory, process
+    /// group, descriptors (the caller adds the references) and ignored
+    /// signals (POSIX).
+    pub fn forked(&self, kpid: Pid, parent: u64) -> Proc {
+        Proc {
+            kpid,
+            ppid: parent,
+            pgid: self.pgid,
+            uid: self.uid,
+            gid: self.gid,
+            cwd: self.cwd.clone(),
+            fds: self.fds.clone(),
+            ignored: self.ignored,
+            zombie: None,
+            waiting: None,
+            children_cpu_ns: 0,
+            signal_sent: None,
+            name: self.name,
+            orphaned: false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct OpenFile {
+    pub info: FdInfo,
+    pub refs: u32,
+}
+
+#[derive(Default)]
+pub struct OpenFiles {
+    slots: Vec<Option<OpenFile>>,
+}
+
+impl OpenFiles {
+    pub fn add(&mut self, info: FdInfo) -> Option<usize> {
+        let file = OpenFile { info, refs: 1 };
+        if let Some(i) = self.slots.iter().position(Option::is_none) {
+            self.slots[i] = Some(file);
+            return Some(i);
+        }
+        if self.slots.len() >= MAX_OPEN_FILES {
+            return None;
+        }
+        self.slots.push(Some(file));
+        Some(self.slots.len() - 1)
+    }
+
+    pub fn get(&self, i: usize) -> Option<&OpenFile> {
+        self.slots.get(i).and_then(Option::as_ref)
+    }
+
+    pub fn retain(&mut self, i: usize) {
+        if let Some(Some(f)) = self.slots.get_mut(i) {
+            f.refs += 1;
+        }
+    }
+
+    /// Drop a reference; returns the description when it was the last.
+    pub fn release(&mut self, i: usize) -> Option<OpenFile> {
+        let f = self.slots.get_mut(i)?.as_mut()?;
+        f.refs -= 1;
+        if f.refs == 0 { self.slots[i].take() } else { None }
+    }
+
+    pub fn in_use(&self) -> u64 {
+        self.slots.iter().flatten().count() as u64
+    }
+}
+
+/// One process's descriptors: fd → open-file index.
+#[derive(Clone)]
+pub struct FdTable {
+    pub fds: [Option<usize>; MAX_FDS],
+}
+
+impl FdTable {
+    pub const fn new() -> FdTable {
+        FdTable { fds: [None; MAX_FDS] }
+    }
+
+    pub fn get(&self, fd: u64) -> Option<usize> {
+        *self.fds.get(usize::try_from(fd).ok()?)?
+    }
+
+    /// The lowest free descriptor at or above `from`.
+    pub fn lowest_free(&self, from: usize) -> Option<usize> {
+        (from..MAX_FDS).find(|&i| self.fds[i].is_none())
+    }
+}
+
+/// A program file read for exec when there is no VM manager, kept while
+/// its inode, modification time and size stay the same.
+pub struct CachedImage {
+    pub ino: u64,
+    pub mtime_ns: u64,
+    pub size: u64,
+    pub bytes: Vec<u8>,
+}
