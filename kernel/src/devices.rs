@@ -19,7 +19,7 @@
 //! Only init and init's children may claim lines and ports (Ridge starts
 //! its drivers from an initialisation file read at boot, §8).
 
-use crate::arch::apic::{IRQ_BASE, IoApic};
+use crate::arch::apic::IRQ_BASE;
 use crate::irq::IrqLine;
 use crate::message::{Head, Payload};
 use crate::state::Kernel;
@@ -54,14 +54,18 @@ impl Kernel {
             (irq as u32, true, true) // PCI lines: level-triggered, active low
         };
         // The PIT's lines (ISA 0, and GSI 2 where QEMU wires it) stay off.
-        if r.io_apic_phys == 0 || line.0 as usize >= IRQ_LINES || irq == 0 || line.0 == 2 {
+        if r.io_apic.is_none() || line.0 as usize >= IRQ_LINES || irq == 0 || line.0 == 2 {
             return Err(Error::InvalidArgument);
         }
         Ok(line)
     }
 
-    fn io_apic(&self) -> IoApic {
-        IoApic { phys: self.irqs().routing.io_apic_phys }
+    /// Program I/O APIC line `line` (there is one whenever a line could
+    /// be claimed: `line_of` refuses every line without it).
+    fn route(&self, line: u32, vector: u8, apic_id: u32, level: bool, active_low: bool, masked: bool) {
+        if let Some(io) = self.irqs().routing.io_apic {
+            io.route(line, vector, apic_id, level, active_low, masked);
+        }
     }
 
     pub fn claim_irq(&mut self, slot: usize, irq: u64, queue: u64) -> Result<(), Error> {
@@ -78,7 +82,7 @@ impl Kernel {
         }
         *l = IrqLine { owner: Some((me, queue as u32)), pending: false };
         let bsp = self.irqs().routing.bsp_apic_id;
-        self.io_apic().route(line, IRQ_BASE + line as u8, bsp, level, active_low, false);
+        self.route(line, IRQ_BASE + line as u8, bsp, level, active_low, false);
         Ok(())
     }
 
@@ -93,7 +97,7 @@ impl Kernel {
     pub fn ack_irq(&mut self, slot: usize, irq: u64) -> Result<(), Error> {
         let (line, level, active_low) = self.owned_line(slot, irq)?;
         let bsp = self.irqs().routing.bsp_apic_id;
-        self.io_apic().route(line, IRQ_BASE + line as u8, bsp, level, active_low, false);
+        self.route(line, IRQ_BASE + line as u8, bsp, level, active_low, false);
         Ok(())
     }
 
@@ -106,13 +110,13 @@ impl Kernel {
     fn release_line(&mut self, line: u32) {
         self.irqs_mut().lines[line as usize] = IrqLine::default();
         let bsp = self.irqs().routing.bsp_apic_id;
-        self.io_apic().route(line, IRQ_BASE + line as u8, bsp, false, false, true);
+        self.route(line, IRQ_BASE + line as u8, bsp, false, false, true);
     }
 
     /// Interrupt on I/O APIC line `line`: mask it and tell its owner.
     pub fn irq_fired(&mut self, line: u32) {
         let bsp = self.irqs().routing.bsp_apic_id;
-        self.io_apic().route(line, IRQ_BASE + line as u8, bsp, false, false, true);
+        self.route(line, IRQ_BASE + line as u8, bsp, false, false, true);
         let Some((owner, queue)) = self.irqs().lines[line as usize].owner else { return };
         let Some(slot) = self.slot_of(owner) else {
             self.release_line(line);

@@ -38,8 +38,8 @@
 //! were sent, so they are delivered, as data written to a UNIX pipe is
 //! still read after the writer exits.
 
+use crate::arch::frames::Frame;
 use crate::arch::regs::{CallArgs, Received, ReplyWaitArgs};
-use crate::memory;
 use crate::message::{Data, Head, Message, Payload};
 use crate::process::{Blocked, State};
 use crate::state::Kernel;
@@ -57,9 +57,6 @@ impl Kernel {
     /// Drop a message that will not be delivered: free its data and answer
     /// its caller, if it was a call.
     fn dispose(&mut self, m: Message) {
-        if let Some(d) = m.data {
-            memory::frame_unref(d.frame);
-        }
         if m.kind == Kind::Call {
             self.fail_caller(m.sender, Error::DeadPeer);
         }
@@ -81,18 +78,15 @@ impl Kernel {
             Payload::None => Ok(None),
             Payload::Frame(d) => Ok(Some(d)),
             Payload::User { from, addr, len } => {
-                let frame = memory::alloc_frame().ok_or(Error::OutOfResources)?;
+                let mut frame = Frame::alloc().ok_or(Error::OutOfResources)?;
                 let space = self.proc(from).space.as_ref().ok_or(Error::DeadPeer)?;
                 let mut chunk = [0u8; 256];
                 let src = UserSlice::new(addr, len)?;
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(chunk.len() as u64) as usize;
-                    if let Err(e) = src.read_at(space, done, &mut chunk[..n]) {
-                        memory::free_frame(frame);
-                        return Err(e);
-                    }
-                    crate::arch::paging::copy_to_frame(frame, done as usize, &chunk[..n]);
+                    src.read_at(space, done, &mut chunk[..n])?;
+                    frame.write(done as usize, &chunk[..n]);
                     done += n as u64;
                 }
                 self.add(Counter::BytesCopied, len);
@@ -114,10 +108,7 @@ impl Kernel {
         let Head { words, sender, kind } = head;
         self.count(Counter::Messages);
         if self.proc(to).qseg.is_none() {
-            if let Payload::Frame(d) = payload {
-                memory::frame_unref(d.frame);
-            }
-            return Err(Error::BadQueue);
+            return Err(Error::BadQueue); // a lent frame goes with the payload
         }
         // The receiver waits on this very queue: hand the message over.
         if let State::Blocked(Blocked::Receive { queue: q, buf, buf_len, .. }) = self.proc(to).state
@@ -191,9 +182,7 @@ impl Kernel {
 
     /// Free a refused message's data; its sender learns from the error.
     fn dispose_without_reply(&mut self, m: Message) {
-        if let Some(d) = m.data {
-            memory::frame_unref(d.frame);
-        }
+        drop(m);
     }
 
     /// Make a process ready; `local` wakeups leave other CPUs alone (see
@@ -291,7 +280,7 @@ impl Kernel {
     /// fit stays at the head of the queue.
     fn try_receive(&mut self, slot: usize, queue: u64, buf: u64, buf_len: u64) -> Result<bool, Error> {
         let qseg = self.qseg(slot)?;
-        let Some(m) = qseg.pop(queue)? else { return Ok(false) };
+        let Some(mut m) = qseg.pop(queue)? else { return Ok(false) };
         let need = m.data.as_ref().map_or(0, |d| d.len as u64);
         let put_back = |k: &mut Kernel, m: Message, e: Error| {
             let q = k.proc_mut(slot).qseg.as_mut().expect("checked");
@@ -310,20 +299,30 @@ impl Kernel {
         } else {
             0
         };
-        if let Some(d) = &m.data {
+        if let Some(d) = m.data.take() {
             let space = self.space_mut(slot);
             let whole_page = d.is_loan && d.len as u64 == PAGE_SIZE && buf.is_multiple_of(PAGE_SIZE);
-            let copied = UserSlice::new(buf, d.len as u64).and_then(|dst| {
-                if whole_page {
-                    dst.check(space, true)?;
-                    space.map_loaned(buf, d.frame).map_err(Error::from)
-                } else {
+            let len = d.len;
+            // The outcome, and the data if the message keeps it.
+            let (copied, kept) = match UserSlice::new(buf, len as u64) {
+                Err(e) => (Err(e), Some(d)),
+                Ok(dst) if whole_page => match dst.check(space, true) {
+                    Err(e) => (Err(e), Some(d)),
+                    // The lent frame moves from the message to the
+                    // receiver's table (no second reference).
+                    Ok(()) => match space.map_loaned(buf, d.frame) {
+                        Ok(()) => (Ok(()), None),
+                        Err((e, frame)) => (Err(Error::from(e)), Some(Data { frame, ..d })),
+                    },
+                },
+                Ok(dst) => {
                     let mut bytes = [0u8; MAX_DATA_BYTES as usize];
-                    crate::arch::paging::copy_from_frame(d.frame, 0, &mut bytes[..d.len as usize]);
-                    dst.write(space, &bytes[..d.len as usize])
+                    d.frame.read(0, &mut bytes[..len as usize]);
+                    (dst.write(space, &bytes[..len as usize]), Some(d))
                 }
-            });
+            };
             if let Err(e) = copied {
+                m.data = kept;
                 if m.kind == Kind::Call {
                     let p = self.proc_mut(slot);
                     let _ = p.replies.take(handle);
@@ -331,11 +330,11 @@ impl Kernel {
                 }
                 return put_back(self, m, e);
             }
+            drop(kept);
             if whole_page {
                 self.count(Counter::PagesLoaned);
             } else {
-                self.add(Counter::BytesCopied, d.len as u64);
-                memory::frame_unref(d.frame);
+                self.add(Counter::BytesCopied, len as u64);
             }
             self.qseg(slot)?.release_page();
         }

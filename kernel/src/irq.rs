@@ -3,6 +3,7 @@
 //! the kernel calls that claim, acknowledge and release lines, and the
 //! delivery of an interrupt as a message, are in devices.rs.
 
+use crate::arch::apic::IoApic;
 use abi::Pid;
 use kernel_core::limits::IRQ_LINES;
 
@@ -17,7 +18,8 @@ pub struct IrqLine {
 /// What the kernel learned about interrupt routing at boot.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IrqRouting {
-    pub io_apic_phys: u64,
+    /// None on a machine without one: no device interrupts.
+    pub io_apic: Option<IoApic>,
     pub bsp_apic_id: u32,
     /// ISA IRQ → (GSI, level-triggered, active-low), from the MADT.
     pub isa_override: [Option<(u32, bool, bool)>; 16],
@@ -33,7 +35,7 @@ impl IrqTable {
     pub const fn new() -> IrqTable {
         IrqTable {
             lines: [IrqLine { owner: None, pending: false }; IRQ_LINES],
-            routing: IrqRouting { io_apic_phys: 0, bsp_apic_id: 0, isa_override: [None; 16] },
+            routing: IrqRouting { io_apic: None, bsp_apic_id: 0, isa_override: [None; 16] },
         }
     }
 }

@@ -13,8 +13,8 @@
 //!
 //! Rights: a process controls its own children; init may end anyone.
 
+use crate::arch::multiboot::Module;
 use crate::arch::{apic, percpu};
-use crate::bootinfo::Module;
 use crate::loader::{ImageSource, add_stack_and_args, build_space, first_frame};
 use crate::memory::AddressSpace;
 use crate::message::{Head, Payload};

@@ -7,12 +7,11 @@
 //! instead gets only its stack and arguments, and its pager (the VM
 //! manager) brings text and data in on demand.
 
-use crate::arch::paging::{self, PAGE_BYTES};
 use crate::arch::trap::TrapFrame;
 use crate::memory::{AddressSpace, SpaceError};
 use crate::usermem::UserSlice;
 use abi::Error;
-use abi::layout::{USER_ARGS_ADDR, USER_STACK_BYTES, USER_STACK_TOP};
+use abi::layout::{PAGE_SIZE, USER_ARGS_ADDR, USER_STACK_BYTES, USER_STACK_TOP};
 use kernel_core::elf;
 
 impl From<SpaceError> for Error {
@@ -58,8 +57,8 @@ impl ImageSource<'_> {
         match self {
             ImageSource::Kernel(f) => elf::parse(f).map_err(|_| Error::BadExecutable),
             ImageSource::User { .. } => {
-                let mut head = [0u8; PAGE_BYTES as usize];
-                let n = self.len().min(PAGE_BYTES) as usize;
+                let mut head = [0u8; PAGE_SIZE as usize];
+                let n = self.len().min(PAGE_SIZE) as usize;
                 self.read(0, &mut head[..n])?;
                 elf::parse_headers(&head[..n], self.len()).map_err(|_| Error::BadExecutable)
             }
@@ -70,20 +69,20 @@ impl ImageSource<'_> {
 /// Build the address space for `program` (from `file`) with `args`.
 pub fn build_space(file: &ImageSource, program: &elf::Program, args: &[u8]) -> Result<AddressSpace, Error> {
     let mut space = AddressSpace::new().ok_or(Error::OutOfResources)?;
-    let mut buf = [0u8; PAGE_BYTES as usize];
+    let mut buf = [0u8; PAGE_SIZE as usize];
     for seg in program.segments() {
         let mut page = seg.page_start();
         while page < seg.page_end() {
-            let frame = space.map_new_page(page, seg.is_writable, seg.is_executable)?;
+            space.map_new_page(page, seg.is_writable, seg.is_executable)?;
             // The part of the file that lands in this page.
             let lo = page.max(seg.vaddr);
-            let hi = (page + PAGE_BYTES).min(seg.vaddr + seg.file_bytes);
+            let hi = (page + PAGE_SIZE).min(seg.vaddr + seg.file_bytes);
             if lo < hi {
                 let n = (hi - lo) as usize;
                 file.read(seg.file_offset + (lo - seg.vaddr), &mut buf[..n])?;
-                paging::copy_to_frame(frame, (lo - page) as usize, &buf[..n]);
+                space.fill(page, (lo - page) as usize, &buf[..n])?;
             }
-            page += PAGE_BYTES;
+            page += PAGE_SIZE;
         }
     }
     add_stack_and_args(&mut space, args)?;
@@ -95,10 +94,10 @@ pub fn add_stack_and_args(space: &mut AddressSpace, args: &[u8]) -> Result<(), E
     let mut page = USER_STACK_TOP - USER_STACK_BYTES;
     while page < USER_STACK_TOP {
         space.map_new_page(page, true, false)?;
-        page += PAGE_BYTES;
+        page += PAGE_SIZE;
     }
-    let args_frame = space.map_new_page(USER_ARGS_ADDR, false, false)?;
-    paging::copy_to_frame(args_frame, 0, args);
+    space.map_new_page(USER_ARGS_ADDR, false, false)?;
+    space.fill(USER_ARGS_ADDR, 0, args)?;
     Ok(())
 }
 

@@ -2,14 +2,15 @@
 //! fixed part of one on its way ([`Head`]), and where its data comes from
 //! ([`Payload`]). Plain data; the operations are in ipc.rs.
 
+use crate::arch::frames::Frame;
 use abi::Pid;
 use abi::msg::Kind;
 
 /// Data carried by a message waiting in a queue: one frame the message
-/// holds a reference to.
+/// owns (a reference to it: dropping the message lets it go).
 #[derive(Debug)]
 pub struct Data {
-    pub frame: u64,
+    pub frame: Frame,
     pub len: u16,
     /// The frame is a page lent copy-on-write by the sender (not a copy).
     pub is_loan: bool,

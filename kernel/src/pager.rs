@@ -10,7 +10,7 @@
 //! or fail faults there. A pager that ends takes its waiting faulters with
 //! it (they end with a page fault); a later fault in its regions does too.
 
-use crate::memory;
+use crate::arch::frames::Frame;
 use crate::message::{Head, Payload};
 use crate::process::{Blocked, PagerRegion, State};
 use crate::state::Kernel;
@@ -162,7 +162,7 @@ impl Kernel {
         let writable = flags & pager::WRITABLE != 0;
         let executable = flags & pager::EXECUTABLE != 0;
         let frame = match flags & !(pager::WRITABLE | pager::EXECUTABLE) {
-            pager::ZERO => memory::alloc_frame().ok_or(Error::OutOfResources)?,
+            pager::ZERO => Frame::alloc().ok_or(Error::OutOfResources)?,
             pager::COPY | pager::SHARE => {
                 if !src.is_multiple_of(PAGE_SIZE) {
                     return Err(Error::InvalidArgument);
@@ -174,9 +174,8 @@ impl Kernel {
                     self.count(Counter::PagesLoaned);
                     frame
                 } else {
-                    let (src_pa, _) = space.translate(src).ok_or(Error::BadAddress)?;
-                    let frame = memory::alloc_frame().ok_or(Error::OutOfResources)?;
-                    crate::arch::paging::copy_frame(src_pa & !(PAGE_SIZE - 1), frame);
+                    let (original, _) = space.table().frame_at(src).ok_or(Error::BadAddress)?;
+                    let frame = Frame::alloc_copy_of(&original).ok_or(Error::OutOfResources)?;
                     self.add(Counter::BytesCopied, PAGE_SIZE);
                     frame
                 }
@@ -187,10 +186,7 @@ impl Kernel {
         // pager allows writes, read-only (program text) when not.
         let shared = flags & pager::SHARE != 0;
         let space = self.proc_mut(target).space.as_mut().ok_or(Error::NoSuchProcess)?;
-        if let Err(e) = space.map_frame(page, frame, writable && !shared, shared && writable, executable) {
-            memory::frame_unref(frame);
-            return Err(e.into());
-        }
+        space.map_frame(page, frame, writable && !shared, shared && writable, executable)?;
         if waiting {
             self.make_ready(target);
         }

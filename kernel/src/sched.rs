@@ -12,8 +12,8 @@
 
 use crate::arch::percpu;
 use crate::arch::trap::TrapFrame;
-use crate::arch::{apic, cpu};
-use crate::memory::{self, AddressSpace};
+use crate::arch::{apic, cpu, paging};
+use crate::memory::AddressSpace;
 use crate::process::{Blocked, State};
 use crate::state::Kernel;
 use abi::Counter;
@@ -113,7 +113,7 @@ impl Kernel {
     #[inline(always)]
     pub fn switch_to(&mut self, cpu: usize, from: usize, to: usize) -> *mut TrapFrame {
         let now_tsc = cpu::rdtsc();
-        let c = self.cpu_mut(cpu);
+        let c = self.cpu_mut(cpu % MAX_CPUS);
         // Both readings come from this CPU's TSC, which never goes back.
         let ran = now_tsc.wrapping_sub(c.dispatched_tsc);
         c.dispatched_tsc = now_tsc;
@@ -131,13 +131,11 @@ impl Kernel {
         // share one: the root always changes (counted with the switch, see
         // `counter_values`).
         let space = self.space(to);
-        let (root, epoch) = (space.root(), space.tlb_epoch);
-        cpu::switch_address_space(root);
-        let c = self.cpu_mut(cpu);
-        c.loaded_root = root;
-        c.loaded_epoch = epoch;
+        let epoch = space.tlb_epoch;
+        space.activate();
+        self.cpu_mut(cpu % MAX_CPUS).loaded_epoch = epoch;
         // Usually neither has I/O ports: two tests, no compare.
-        if self.cpu(cpu).ports.is_some() || self.proc(to).io_ports.is_some() {
+        if self.cpu(cpu % MAX_CPUS).ports.is_some() || self.proc(to).io_ports.is_some() {
             self.switch_ports(cpu, to);
         }
         &raw mut self.proc_mut(to).frame
@@ -147,7 +145,7 @@ impl Kernel {
     fn switch_ports(&mut self, cpu: usize, to: usize) {
         let ports = self.proc(to).io_ports;
         if self.cpu(cpu).ports != ports {
-            crate::arch::descriptors::switch_io_ports(cpu, self.cpu(cpu).ports, ports);
+            crate::arch::descriptors::switch_io_ports(self.cpu(cpu).ports, ports);
             self.cpu_mut(cpu).ports = ports;
         }
     }
@@ -208,24 +206,24 @@ impl Kernel {
                 if previous != Some(slot) {
                     self.count(Counter::ContextSwitches);
                 }
-                let space = self.space(slot);
-                let (root, epoch) = (space.root(), space.tlb_epoch);
-                self.load_root(cpu, root, epoch);
+                self.load_space(cpu, slot);
                 let ports = self.proc(slot).io_ports;
                 if self.cpu(cpu).ports != ports {
-                    crate::arch::descriptors::switch_io_ports(cpu, self.cpu(cpu).ports, ports);
+                    crate::arch::descriptors::switch_io_ports(self.cpu(cpu).ports, ports);
                     self.cpu_mut(cpu).ports = ports;
                 }
-                self.reap_spaces();
+                paging::reap_retired_roots();
                 &raw mut self.proc_mut(slot).frame
             }
             None => {
-                let loaded = self.cpu(cpu).loaded_root;
-                if self.dead_spaces().iter().any(|s| s.root() == loaded) {
-                    self.load_root(cpu, memory::kernel_root(), 0);
+                // An idle CPU keeps its last root (switching costs a TLB
+                // flush) unless that root's process has ended.
+                if paging::holds_retired_root() {
+                    paging::load_kernel_root();
+                    self.cpu_mut(cpu).loaded_epoch = 0;
                 }
-                self.reap_spaces();
-                crate::arch::trap::idle_frame(cpu)
+                paging::reap_retired_roots();
+                crate::arch::trap::idle_frame()
             }
         }
     }
@@ -235,51 +233,36 @@ impl Kernel {
     /// is up to date, so the next dispatch need not reload CR3.
     pub fn note_local_flush(&mut self, cpu: usize, slot: usize) {
         if let Some(space) = self.proc(slot).space.as_ref()
-            && self.cpu(cpu).loaded_root == space.root()
+            && percpu::loaded_root() == space.root()
         {
             let epoch = space.tlb_epoch;
             self.cpu_mut(cpu).loaded_epoch = epoch;
         }
     }
 
-    /// Load `root` on `cpu` unless it is loaded already with no rights
-    /// taken away since (`epoch`); reloading also flushes the TLB.
-    fn load_root(&mut self, cpu: usize, root: u64, epoch: u64) {
-        let cs = self.cpu_mut(cpu);
-        if cs.loaded_root != root || cs.loaded_epoch != epoch {
-            cpu::switch_address_space(root);
-            cs.loaded_root = root;
-            cs.loaded_epoch = epoch;
+    /// Load the address space of `slot` on `cpu` unless it is loaded
+    /// already with no rights taken away since (`tlb_epoch`); reloading
+    /// also flushes the TLB.
+    fn load_space(&mut self, cpu: usize, slot: usize) {
+        let space = self.space(slot);
+        let epoch = space.tlb_epoch;
+        if percpu::loaded_root() != space.root() || self.cpu(cpu).loaded_epoch != epoch {
+            space.activate();
+            self.cpu_mut(cpu).loaded_epoch = epoch;
             self.count(Counter::AddressSpaceSwitches);
         }
     }
 
-    /// Free the address spaces no CPU has loaded any more.
-    fn reap_spaces(&mut self) {
-        if self.dead_spaces().is_empty() {
-            return;
-        }
-        let loaded: [Option<u64>; MAX_CPUS] =
-            core::array::from_fn(|c| self.cpu(c).online.then_some(self.cpu(c).loaded_root));
-        self.dead_spaces_mut().retain(|s| loaded.contains(&Some(s.root())));
-    }
-
-    /// Free an address space no process uses any more, once no CPU has it
-    /// loaded (an idle CPU may still hold its root).
+    /// Free an address space no process uses any more. Its root stays
+    /// allocated while some CPU has it loaded (arch's `PageTable`); idle
+    /// CPUs holding it are asked to drop it, so its memory comes back soon.
     pub fn retire_space(&mut self, space: AddressSpace) {
         let root = space.root();
-        if self.dead_spaces_mut().try_reserve(1).is_ok() {
-            self.dead_spaces_mut().push(space);
-        } else {
-            // No heap left to remember it: lose its frames rather than
-            // free them under another CPU, or panic.
-            crate::kprintln!("warning: kernel heap full; address space {root:#x} leaked");
-            core::mem::forget(space);
-        }
-        // Idle CPUs still holding this root drop it when they next run.
+        drop(space);
+        let me = percpu::current_cpu();
         for c in 0..MAX_CPUS {
-            let cs = self.cpu(c);
-            if cs.online && cs.current.is_none() && cs.loaded_root == root && c != percpu::current_cpu() {
+            let cs = *self.cpu(c);
+            if cs.online && cs.current.is_none() && c != me && percpu::loaded_root_of(c) == root {
                 self.cpu_mut(c).kicked = true;
                 apic::send_ipi(percpu::apic_id_of(c), apic::VECTOR_RESCHEDULE);
             }

@@ -24,7 +24,6 @@ use crate::irq::IrqTable;
 use crate::memory::AddressSpace;
 use crate::process::{Process, State};
 use abi::{COUNTER_COUNT, Counter, Pid};
-use alloc::vec::Vec;
 use kernel_core::limits::{MAX_CPUS, MAX_PROCESSES};
 use kernel_core::ready::ReadyQueues;
 use spin::mutex::TicketMutex;
@@ -40,16 +39,19 @@ pub enum Next {
     AsIs,
 }
 
-/// One CPU's record.
+/// One CPU's record, a cache line of its own: CPUs write their own
+/// records on every kernel entry, and records sharing a line would bounce
+/// it between CPUs on real hardware (and its size, a power of two, makes
+/// indexing one shift).
 #[derive(Clone, Copy)]
+#[repr(C, align(64))]
 pub struct CpuState {
     pub online: bool,
     /// The process this CPU runs (state `Running { cpu }`), if any.
     pub current: Option<usize>,
-    /// The page-table root loaded in CR3. Idle CPUs keep the last one
-    /// (switching costs a TLB flush); `resume` drops it if it died.
-    pub loaded_root: u64,
-    /// The `tlb_epoch` of that address space when it was loaded.
+    /// The `tlb_epoch` of the address space loaded in CR3 (arch's
+    /// `paging::loaded_root`) when it was loaded. Idle CPUs keep the last
+    /// one (switching costs a TLB flush); `resume` drops it if it died.
     pub loaded_epoch: u64,
     /// The current process has used up its slice or yielded.
     pub slice_expired: bool,
@@ -63,7 +65,6 @@ pub struct CpuState {
 const CPU_OFFLINE: CpuState = CpuState {
     online: false,
     current: None,
-    loaded_root: 0,
     loaded_epoch: 0,
     slice_expired: false,
     kicked: false,
@@ -93,8 +94,6 @@ pub struct Kernel {
     sleepers: usize,
     /// Interrupt lines and their owners (devices.rs).
     irqs: IrqTable,
-    /// Address spaces of ended processes still loaded on some CPU.
-    dead_spaces: Vec<AddressSpace>,
     procs: [Process; MAX_PROCESSES],
 }
 
@@ -109,7 +108,6 @@ pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
     is_verbose: false,
     sleepers: 0,
     irqs: IrqTable::new(),
-    dead_spaces: Vec::new(),
     procs: [const { Process::empty() }; MAX_PROCESSES],
 });
 
@@ -244,14 +242,6 @@ impl Kernel {
 
     pub fn sleeper_removed(&mut self) {
         self.sleepers -= 1;
-    }
-
-    pub fn dead_spaces_mut(&mut self) -> &mut Vec<AddressSpace> {
-        &mut self.dead_spaces
-    }
-
-    pub fn dead_spaces(&self) -> &[AddressSpace] {
-        &self.dead_spaces
     }
 
     // ---- interrupt lines (devices.rs) ----

@@ -10,28 +10,28 @@
 
 use crate::arch::apic::{self, VECTOR_HALT, VECTOR_RESCHEDULE, VECTOR_SPURIOUS, VECTOR_TIMER};
 use crate::arch::percpu;
-use crate::arch::trap::TrapFrame;
+use crate::arch::trap::{Exit, TrapFrame};
 use crate::state::{KERNEL, Kernel};
 use abi::{Counter, ExitStatus};
 use kernel_core::limits::IRQ_LINES;
 
 /// `syscall` from a user process, whose registers the entry code has
-/// saved in its slot of the process table. Leaves the kernel itself (no
-/// return: nothing of the caller's needs restoring, so the compiler saves
-/// and restores no registers around the fast path).
+/// saved in its slot of the process table. Returns, with the kernel lock
+/// released, where to leave to; inlined into arch's entry wrapper, which
+/// leaves and never returns (so nothing is saved around the fast path).
 #[inline(always)]
-pub fn syscall_handler() -> ! {
+pub fn syscall_handler() -> Exit {
     let cpu = percpu::current_cpu();
     let mut k = KERNEL.lock();
     if let Some(next) = k.fastpath(cpu) {
         drop(k);
         // The fast path switches only to a process blocked in a kernel
         // call: its frame was saved by the syscall entry.
-        crate::arch::trap::leave_syscall_frame(next)
+        return Exit::SyscallFrame(next);
     }
     let next = general_path(&mut k, cpu);
     drop(k);
-    crate::arch::trap::leave_through(next)
+    Exit::Frame(next)
 }
 
 /// Every kernel call the fast path does not take: kept out of line so that
@@ -52,7 +52,7 @@ fn next_to_run(k: &mut Kernel, cpu: usize) -> *mut TrapFrame {
 
 /// Every exception and interrupt. Null: go back to `frame` as it is.
 pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
-    let vector = frame.vector as u8;
+    let vector = frame.vector() as u8;
     if vector < 32 && !frame.is_user() {
         kernel_fault(frame);
     }
@@ -72,7 +72,8 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
             // A write to a present copy-on-write page (error code: present,
             // write) is resolved here, not a fault of the program.
             const PRESENT_AND_WRITE: u64 = 0b11;
-            if vector == abi::vector::PAGE_FAULT && frame.error_code & PRESENT_AND_WRITE == PRESENT_AND_WRITE
+            if vector == abi::vector::PAGE_FAULT
+                && frame.error_code() & PRESENT_AND_WRITE == PRESENT_AND_WRITE
             {
                 let address = crate::arch::cpu::read_cr2();
                 if k.space_mut(slot).resolve_copy_on_write(address) {
@@ -82,11 +83,11 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
                 }
             }
             let address =
-                if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip };
-            if vector == abi::vector::PAGE_FAULT && k.page_fault_to_pager(slot, address, frame.error_code) {
+                if vector == abi::vector::PAGE_FAULT { crate::arch::cpu::read_cr2() } else { frame.rip() };
+            if vector == abi::vector::PAGE_FAULT && k.page_fault_to_pager(slot, address, frame.error_code()) {
                 return next_to_run(&mut k, cpu);
             }
-            if vector == abi::vector::PAGE_FAULT && k.default_heap_fault(slot, address, frame.error_code) {
+            if vector == abi::vector::PAGE_FAULT && k.default_heap_fault(slot, address, frame.error_code()) {
                 return next_to_run(&mut k, cpu);
             }
             crate::kprintln!(
@@ -94,8 +95,8 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
                 k.proc(slot).name(),
                 k.pid_of(slot).0,
                 exception_name(vector),
-                frame.error_code,
-                Registers(frame)
+                frame.error_code(),
+                frame
             );
             k.finish(slot, ExitStatus::Fault { vector, address });
         }
@@ -127,12 +128,12 @@ fn kernel_fault(frame: &TrapFrame) -> ! {
     let cr2 = crate::arch::cpu::read_cr2();
     panic!(
         "{} (vector {}) in the kernel at rip {:#x}, error code {:#x}, cr2 {:#x}\n{}",
-        exception_name(frame.vector as u8),
-        frame.vector,
-        frame.rip,
-        frame.error_code,
+        exception_name(frame.vector() as u8),
+        frame.vector(),
+        frame.rip(),
+        frame.error_code(),
         cr2,
-        Registers(frame)
+        frame
     );
 }
 
@@ -157,23 +158,5 @@ pub fn exception_name(vector: u8) -> &'static str {
         18 => "machine check",
         19 => "SIMD floating-point error",
         _ => "exception",
-    }
-}
-
-/// Registers, formatted for fault reports.
-struct Registers<'a>(&'a TrapFrame);
-
-impl core::fmt::Display for Registers<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let r = self.0;
-        writeln!(
-            f,
-            "  rip {:016x}  rsp {:016x}  rflags {:016x}  cs {:x} ss {:x}",
-            r.rip, r.rsp, r.rflags, r.cs, r.ss
-        )?;
-        writeln!(f, "  rax {:016x}  rbx {:016x}  rcx {:016x}  rdx {:016x}", r.rax, r.rbx, r.rcx, r.rdx)?;
-        writeln!(f, "  rsi {:016x}  rdi {:016x}  rbp {:016x}  r8  {:016x}", r.rsi, r.rdi, r.rbp, r.r8)?;
-        writeln!(f, "  r9  {:016x}  r10 {:016x}  r11 {:016x}  r12 {:016x}", r.r9, r.r10, r.r11, r.r12)?;
-        write!(f, "  r13 {:016x}  r14 {:016x}  r15 {:016x}", r.r13, r.r14, r.r15)
     }
 }

@@ -166,12 +166,23 @@ pub fn delay_us(us: u64) {
 }
 
 /// The I/O APIC: device interrupt lines. All lines start masked; a driver
-/// that claims a line unmasks it (message-system issue).
+/// that claims a line unmasks it. Only firmware discovery makes one, at the
+/// address the MADT gives (firmware.rs), so its registers are never
+/// anything but the device's.
+#[derive(Clone, Copy, Debug)]
 pub struct IoApic {
-    pub phys: u64,
+    phys: u64,
 }
 
 impl IoApic {
+    pub(super) fn at(phys: u64) -> IoApic {
+        IoApic { phys }
+    }
+
+    pub fn phys(&self) -> u64 {
+        self.phys
+    }
+
     fn select(&self, reg: u32) -> *mut u32 {
         let base = phys_to_virt(self.phys);
         // SAFETY: the I/O APIC page is mapped uncached (memory::init);

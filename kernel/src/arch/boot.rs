@@ -6,10 +6,16 @@
 //! §3.2). We build boot page tables that map the first 1 GiB twice — at 0
 //! (so the next instruction after enabling paging still runs) and at
 //! `KERNEL_VMA` (where the kernel is linked) — enable long mode (Intel SDM
-//! vol. 3A §9.8.5), and call `kernel_main(magic, info_phys)` on the boot
-//! stack. `memory::init` replaces these tables with the real ones.
+//! vol. 3A §9.8.5), and call [`boot_entry64`] on the boot stack, which
+//! keeps what the loader passed and calls the kernel's `kernel_main`.
+//! [`init_memory`] then parses the loader's information, sets up the frame
+//! allocator, replaces these tables with the real ones and gives the
+//! kernel its heap.
 
+use abi::layout::PAGE_SIZE;
 use core::arch::global_asm;
+use kernel_core::frame_alloc::PhysRange;
+use kernel_core::limits::{KERNEL_HEAP_BYTES, MAX_BOOT_MODULES};
 
 /// Multiboot1 header flags: bit 0 page-align modules, bit 1 give a memory
 /// map, bit 16 the a.out kludge (load addresses in the header), which is
@@ -144,7 +150,7 @@ boot_gdt_pointer:
     flags = const MULTIBOOT_FLAGS,
     stack = sym super::percpu::BOOT_STACK,
     stack_bytes = const kernel_core::limits::KERNEL_STACK_BYTES,
-    main = sym crate::kernel_main,
+    main = sym boot_entry64,
 );
 
 unsafe extern "C" {
@@ -175,4 +181,45 @@ pub fn kernel_image() -> KernelImage {
         rodata_end: &raw const __rodata_end as u64,
         virt_end: &raw const __kernel_virt_end as u64,
     }
+}
+
+/// What the loader passed in `eax` and `ebx`, kept by [`boot_entry64`].
+static LOADER_ARGS: spin::Once<(u32, u32)> = spin::Once::new();
+
+/// The first Rust code: entered once, from `boot_entry64_low` above, with
+/// the loader's `eax` and `ebx`.
+extern "C" fn boot_entry64(magic: u32, info_phys: u32) -> ! {
+    LOADER_ARGS.call_once(|| (magic, info_phys));
+    crate::kernel_main()
+}
+
+/// Parse the loader's information and set up memory: the frame allocator
+/// (every usable frame but the first MiB, the kernel image and the boot
+/// modules), the kernel's page tables with the direct map, and the kernel
+/// heap. Runs once; later calls return the same information.
+pub fn init_memory() -> Result<&'static super::multiboot::BootInfo, &'static str> {
+    static DONE: spin::Once<Result<&'static super::multiboot::BootInfo, &'static str>> = spin::Once::new();
+    *DONE.call_once(|| {
+        let &(magic, info_phys) = LOADER_ARGS.get().ok_or("not started through boot_entry64")?;
+        if magic != MULTIBOOT_BOOTLOADER_MAGIC {
+            return Err("not started by a Multiboot loader");
+        }
+        let boot = super::multiboot::init(info_phys);
+        let image = kernel_image();
+        let mut reserved = [PhysRange::new(0, 0); 2 + MAX_BOOT_MODULES];
+        // The first MiB: BIOS data, the SMP trampoline page, legacy holes.
+        reserved[0] = PhysRange::new(0, 0x10_0000);
+        reserved[1] = super::paging::image_range(&image);
+        for (i, m) in boot.modules().iter().enumerate() {
+            reserved[2 + i] = PhysRange::new(m.start, m.end);
+        }
+        super::frames::init(boot.usable(), &reserved[..2 + boot.modules().len()]);
+        super::paging::init_kernel_tables(boot.ram_end, &image);
+        super::cpu::enable_protection_features();
+        let heap_frames = KERNEL_HEAP_BYTES / PAGE_SIZE as usize;
+        let heap =
+            super::frames::take_contiguous_for_kernel(heap_frames).ok_or("no memory for the kernel heap")?;
+        super::heap::init(heap, KERNEL_HEAP_BYTES);
+        Ok(boot)
+    })
 }

@@ -62,8 +62,10 @@ pub fn read_cr2() -> u64 {
 
 /// # Safety
 /// `root` must be the physical address of a valid PML4 that maps the
-/// kernel half exactly as every other root does.
-pub unsafe fn write_cr3(root: u64) {
+/// kernel half exactly as every other root does, and stay allocated while
+/// loaded (paging.rs keeps both promises).
+#[inline(always)]
+pub(super) unsafe fn write_cr3(root: u64) {
     // SAFETY: the caller guarantees the tables are valid.
     unsafe { asm!("mov cr3, {}", in(reg) root, options(nostack, preserves_flags)) }
 }
@@ -119,19 +121,9 @@ pub fn halt_forever() -> ! {
     }
 }
 
-/// Switch to the kernel's final page tables and start using the direct map;
-/// turn on global pages and, where the CPU has them, SMEP and SMAP.
-pub fn activate_kernel_tables(root: u64) {
-    // SAFETY: `root` maps the kernel image at its link address and the
-    // direct map (memory::init), so execution and the stack continue.
-    unsafe { write_cr3(root) };
-    super::paging::use_direct_map();
-    enable_protection_features();
-}
-
 /// CR4: PGE, and SMEP/SMAP when CPUID leaf 7 reports them. The kernel never
 /// touches user pages through user addresses, so SMAP never needs lifting.
-pub fn enable_protection_features() {
+pub(super) fn enable_protection_features() {
     let leaf7 = cpuid(7, 0);
     let mut cr4 = read_cr4() | CR4_PGE;
     if leaf7.ebx & (1 << 7) != 0 {
@@ -147,14 +139,6 @@ pub fn enable_protection_features() {
 /// Whether the CPU has the no-execute bit (CPUID 0x8000_0001 EDX bit 20).
 pub fn has_nx() -> bool {
     cpuid(0x8000_0001, 0).edx & (1 << 20) != 0
-}
-
-/// Load a process's page-table root.
-pub fn switch_address_space(root: u64) {
-    // SAFETY: every root handed to the scheduler was made by
-    // AddressSpace::new (or is the kernel's), so it maps the kernel half
-    // identically and execution continues.
-    unsafe { write_cr3(root) }
 }
 
 /// ACPI power-off on QEMU's PC machine (PIIX4 PM1a control at 0x604,

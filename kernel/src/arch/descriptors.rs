@@ -59,14 +59,16 @@ static mut TSSES: [TssWithPorts; MAX_CPUS] = [const {
     }
 }; MAX_CPUS];
 
-/// Give user code on `cpu` access to ports `grant` (base, count) and take
-/// it away from `revoke`. Called when the running process changes and the
-/// two processes' port grants differ (only device drivers have any).
+/// Give user code on this CPU access to ports `grant` (base, count) and
+/// take it away from `revoke`. Called when the running process changes and
+/// the two processes' port grants differ (only device drivers have any).
 #[allow(clippy::deref_addrof)] // a reference into a `static mut` must go through a raw pointer
-pub fn switch_io_ports(cpu: usize, revoke: Option<(u16, u16)>, grant: Option<(u16, u16)>) {
-    // SAFETY: each CPU changes only its own TSS's bitmap, with interrupts
-    // off, while it is in the kernel (the CPU reads the bitmap only for
-    // user-mode port instructions).
+pub fn switch_io_ports(revoke: Option<(u16, u16)>, grant: Option<(u16, u16)>) {
+    let cpu = percpu::current_cpu();
+    // SAFETY: each CPU changes only its own TSS's bitmap (`cpu` is this
+    // one), with interrupts off, while it is in the kernel (the CPU reads
+    // the bitmap only for user-mode port instructions); no reference to it
+    // outlives this call.
     let bitmap = unsafe { &mut *(&raw mut TSSES[cpu].io_bitmap) };
     let mut set = |range: Option<(u16, u16)>, allow: bool| {
         if let Some((base, count)) = range {
@@ -113,7 +115,7 @@ static mut IDT: Idt =
 /// (`stub_address(vector)`, trap.rs's). Interrupt gates (type 0xE) clear
 /// IF, so the kernel runs with interrupts off (Ridge OS §4: a synchronous,
 /// non-interruptible kernel).
-pub fn init_idt(stub_address: fn(usize) -> u64) {
+pub(super) fn init_idt(stub_address: fn(usize) -> u64) {
     for vector in 0..256 {
         let handler = stub_address(vector);
         let ist = if vector == 8 || vector == 2 || vector == 18 { IST_DOUBLE_FAULT } else { 0 };
@@ -132,8 +134,9 @@ pub fn init_idt(stub_address: fn(usize) -> u64) {
     }
 }
 
-/// Load this CPU's GDT (with its TSS) and the shared IDT.
-pub fn load(cpu: usize) {
+/// Load this CPU's GDT (with its TSS) and the shared IDT. Once per CPU,
+/// by its own bring-up (mod.rs), after `init_idt`.
+pub(super) fn load(cpu: usize) {
     // SAFETY: each CPU fills only its own GDT and TSS before loading them;
     // both are statics, so they outlive every use.
     unsafe {

@@ -6,66 +6,94 @@
 //! address — it never dereferences a user virtual address (Ridge OS §4:
 //! "kernel mode uses only real addresses"). This module is the only code
 //! that turns a physical address into a pointer.
+//!
+//! Layers, bottom up:
+//! - raw entries and walks over tables by physical address (private);
+//! - the kernel's own tables, built once at boot ([`init_kernel_tables`]);
+//! - [`PageTable`], a process's tables as an owned value: every frame it
+//!   maps is a [`Frame`] it holds, its user half is reached only through
+//!   its methods, and its root is never freed while some CPU has it
+//!   loaded (a CPU that idles keeps its last CR3; see [`PageTable::drop`]).
+//!
+//! Soundness (Asterinas OSTD's rule): no sequence of calls to the public
+//! functions here can touch memory the kernel uses for anything else. A
+//! `PageTable` maps only user addresses and only frames it owns; user
+//! bytes are copied as bytes, never referenced.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use super::frames::{self, Frame};
+use super::percpu;
+use abi::layout::{PAGE_SIZE, USER_END};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use kernel_core::frame_alloc::PhysRange;
+use kernel_core::limits::MAX_CPUS;
+use spin::Mutex;
 
-pub const PAGE_BYTES: u64 = 4096;
 pub const HUGE_PAGE_BYTES: u64 = 2 * 1024 * 1024;
 /// Physical memory is mapped here (PML4 slot 256, the start of the kernel half).
 pub const DIRECT_MAP_BASE: u64 = 0xffff_8000_0000_0000;
 /// The kernel image is linked here (see kernel.ld).
 pub const KERNEL_VMA: u64 = 0xffff_ffff_8000_0000;
 /// First PML4 slot of the kernel half.
-pub const KERNEL_PML4_FIRST: usize = 256;
+const KERNEL_PML4_FIRST: usize = 256;
 
 pub const PRESENT: u64 = 1 << 0;
 pub const WRITABLE: u64 = 1 << 1;
 pub const USER: u64 = 1 << 2;
-pub const WRITE_THROUGH: u64 = 1 << 3;
-pub const CACHE_DISABLE: u64 = 1 << 4;
-pub const HUGE: u64 = 1 << 7;
-pub const GLOBAL: u64 = 1 << 8;
+const WRITE_THROUGH: u64 = 1 << 3;
+const CACHE_DISABLE: u64 = 1 << 4;
+const HUGE: u64 = 1 << 7;
+const GLOBAL: u64 = 1 << 8;
+/// Software bit of a user leaf entry: the page is shared copy-on-write
+/// (read-only in hardware; the first write copies it).
+pub const COPY_ON_WRITE: u64 = 1 << 9;
 pub const NO_EXECUTE: u64 = 1 << 63;
 const ADDRESS_MASK: u64 = 0x000f_ffff_ffff_f000;
-/// Flags of a leaf entry that describe access rights.
+/// Flags of a user leaf that describe access rights: all a caller may set.
 pub const ACCESS_FLAGS: u64 = PRESENT | WRITABLE | USER | NO_EXECUTE | COPY_ON_WRITE;
+
+// ---- physical memory ----
 
 /// Offset added to a physical address to reach it: the boot mapping of the
 /// first GiB at KERNEL_VMA until the direct map exists, then DIRECT_MAP_BASE.
 static PHYS_OFFSET: AtomicU64 = AtomicU64::new(KERNEL_VMA);
 
-pub fn phys_to_virt(pa: u64) -> u64 {
+/// The kernel virtual address of physical `pa` (computing it is harmless;
+/// every use of it says why the access is sound).
+pub(super) fn phys_to_virt(pa: u64) -> u64 {
     pa + PHYS_OFFSET.load(Ordering::Relaxed)
 }
 
-/// Switch physical access to the direct map (after `write_cr3` of tables
-/// that contain it).
-pub fn use_direct_map() {
-    PHYS_OFFSET.store(DIRECT_MAP_BASE, Ordering::Relaxed);
+/// Read-only view of physical memory.
+///
+/// # Safety
+/// `pa..pa + len` must be memory that nothing writes for as long as the
+/// slice is used: boot modules and the Multiboot information (reserved
+/// from the frame allocator), firmware tables and the BIOS area. Before
+/// the direct map exists it must lie in the first GiB.
+pub(super) unsafe fn phys_slice(pa: u64, len: usize) -> &'static [u8] {
+    // SAFETY: the caller's promise; the direct map (or the boot map of the
+    // first GiB) maps it.
+    unsafe { core::slice::from_raw_parts(phys_to_virt(pa) as *const u8, len) }
 }
 
-/// Why a mapping could not be made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapError {
-    AlreadyMapped,
-    OutOfMemory,
-}
-
-/// A source of zeroed frames for page tables.
-pub type FrameAlloc<'a> = &'a mut dyn FnMut() -> Option<u64>;
+// ---- raw entries ----
 
 fn entry_ptr(table_pa: u64, index: usize) -> *mut u64 {
     (phys_to_virt(table_pa) + index as u64 * 8) as *mut u64
 }
 
-fn read_entry(table_pa: u64, index: usize) -> u64 {
-    // SAFETY: table_pa is a page-table frame owned by the caller's address
-    // space (reached from a root by walking), reachable through the direct map.
+/// # Safety
+/// `table_pa` is a page-table frame reached from a root this module owns.
+unsafe fn read_entry(table_pa: u64, index: usize) -> u64 {
+    // SAFETY: the caller's promise; the kernel lock (or boot, with one
+    // CPU) serialises writers.
     unsafe { entry_ptr(table_pa, index).read_volatile() }
 }
 
-fn write_entry(table_pa: u64, index: usize, value: u64) {
-    // SAFETY: as in read_entry; the kernel lock serialises writers.
+/// # Safety
+/// As [`read_entry`], and the new value keeps the tables well-formed.
+unsafe fn write_entry(table_pa: u64, index: usize, value: u64) {
+    // SAFETY: the caller's promise.
     unsafe { entry_ptr(table_pa, index).write_volatile(value) }
 }
 
@@ -73,47 +101,37 @@ fn index(va: u64, level: u32) -> usize {
     ((va >> (12 + 9 * level)) & 511) as usize
 }
 
-pub fn zero_frame(pa: u64) {
-    // SAFETY: pa is a whole frame the caller owns, mapped by the direct map.
-    unsafe { core::ptr::write_bytes(phys_to_virt(pa) as *mut u8, 0, PAGE_BYTES as usize) }
+/// Whether EFER.NXE is on (the CPU has the no-execute bit). Without it bit
+/// 63 of an entry is reserved, so it must never be set.
+static NX_SUPPORTED: AtomicBool = AtomicBool::new(false);
+
+fn entry_flags(flags: u64) -> u64 {
+    if NX_SUPPORTED.load(Ordering::Relaxed) { flags } else { flags & !NO_EXECUTE }
 }
 
-/// Copy `src` into the frame at `pa`, starting `offset` bytes in.
-pub fn copy_to_frame(pa: u64, offset: usize, src: &[u8]) {
-    assert!(offset + src.len() <= PAGE_BYTES as usize);
-    // SAFETY: the range lies inside one frame the caller owns (asserted),
-    // and `src` cannot overlap it (kernel memory is not user frames).
-    unsafe {
-        core::ptr::copy_nonoverlapping(src.as_ptr(), (phys_to_virt(pa) + offset as u64) as *mut u8, src.len())
-    }
-}
-
-/// Copy from the frame at `pa`, starting `offset` bytes in, into `dst`.
-pub fn copy_from_frame(pa: u64, offset: usize, dst: &mut [u8]) {
-    assert!(offset + dst.len() <= PAGE_BYTES as usize);
-    // SAFETY: as in copy_to_frame, reading.
-    unsafe {
-        core::ptr::copy_nonoverlapping(
-            (phys_to_virt(pa) + offset as u64) as *const u8,
-            dst.as_mut_ptr(),
-            dst.len(),
-        )
-    }
-}
-
-/// Read-only view of physical memory the kernel never frees or writes
-/// (boot modules, firmware tables).
-pub fn phys_slice(pa: u64, len: usize) -> &'static [u8] {
-    // SAFETY: callers pass ranges of boot-image modules or firmware tables,
-    // which are reserved in the frame allocator and never written.
-    unsafe { core::slice::from_raw_parts(phys_to_virt(pa) as *const u8, len) }
+/// Why a mapping could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    AlreadyMapped,
+    OutOfMemory,
+    /// Not a page-aligned user address.
+    BadAddress,
 }
 
 /// Next-level table of `entry`, creating it if absent. Intermediate
 /// entries are permissive (the leaf decides access); user-half ones carry
 /// USER so user leaves are reachable.
-fn next_table(table_pa: u64, idx: usize, user: bool, alloc: FrameAlloc) -> Result<u64, MapError> {
-    let e = read_entry(table_pa, idx);
+///
+/// # Safety
+/// `table_pa` is a table of a hierarchy this module owns.
+unsafe fn next_table(
+    table_pa: u64,
+    idx: usize,
+    user: bool,
+    alloc: &mut dyn FnMut() -> Option<u64>,
+) -> Result<u64, MapError> {
+    // SAFETY: the caller's promise.
+    let e = unsafe { read_entry(table_pa, idx) };
     if e & PRESENT != 0 {
         if e & HUGE != 0 {
             return Err(MapError::AlreadyMapped);
@@ -121,64 +139,43 @@ fn next_table(table_pa: u64, idx: usize, user: bool, alloc: FrameAlloc) -> Resul
         return Ok(e & ADDRESS_MASK);
     }
     let frame = alloc().ok_or(MapError::OutOfMemory)?;
-    zero_frame(frame);
-    write_entry(table_pa, idx, frame | PRESENT | WRITABLE | if user { USER } else { 0 });
+    // SAFETY: a fresh zeroed table frame joins the hierarchy.
+    unsafe { write_entry(table_pa, idx, frame | PRESENT | WRITABLE | if user { USER } else { 0 }) };
     Ok(frame)
 }
 
-/// Whether EFER.NXE is on (the CPU has the no-execute bit). Without it bit
-/// 63 of an entry is reserved, so it must never be set.
-static NX_SUPPORTED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-
-pub fn set_nx_supported(on: bool) {
-    NX_SUPPORTED.store(on, Ordering::Relaxed);
+/// A zeroed frame for a table, owned by the hierarchy from now on.
+fn table_frame() -> Option<u64> {
+    Frame::alloc().map(Frame::into_entry)
 }
 
-fn entry_flags(flags: u64) -> u64 {
-    if NX_SUPPORTED.load(Ordering::Relaxed) { flags } else { flags & !NO_EXECUTE }
-}
-
-/// Map the 4 KiB page at `va` to `pa` with `flags` (PRESENT is added).
-pub fn map_page(root: u64, va: u64, pa: u64, flags: u64, alloc: FrameAlloc) -> Result<(), MapError> {
-    let flags = entry_flags(flags);
-    let user = flags & USER != 0;
+/// The 4 KiB leaf slot for `va`, if every table down to it exists.
+///
+/// # Safety
+/// `root` is a root this module owns.
+unsafe fn leaf_slot(root: u64, va: u64) -> Option<(u64, usize)> {
     let mut table = root;
     for level in (1..4).rev() {
-        table = next_table(table, index(va, level), user, alloc)?;
+        // SAFETY: walking down from the caller's root.
+        let e = unsafe { read_entry(table, index(va, level)) };
+        if e & PRESENT == 0 || e & HUGE != 0 {
+            return None;
+        }
+        table = e & ADDRESS_MASK;
     }
-    let i = index(va, 0);
-    if read_entry(table, i) & PRESENT != 0 {
-        return Err(MapError::AlreadyMapped);
-    }
-    write_entry(table, i, (pa & ADDRESS_MASK) | flags | PRESENT);
-    Ok(())
+    Some((table, index(va, 0)))
 }
 
-/// Map the 2 MiB page at `va` (kernel use: the direct map).
-pub fn map_huge_page(root: u64, va: u64, pa: u64, flags: u64, alloc: FrameAlloc) -> Result<(), MapError> {
-    let flags = entry_flags(flags);
-    let mut table = root;
-    for level in (2..4).rev() {
-        table = next_table(table, index(va, level), false, alloc)?;
-    }
-    let i = index(va, 1);
-    if read_entry(table, i) & PRESENT != 0 {
-        return Err(MapError::AlreadyMapped);
-    }
-    write_entry(table, i, (pa & ADDRESS_MASK) | flags | PRESENT | HUGE);
-    Ok(())
-}
-
-/// Make sure the PML4 slot exists (kernel half: shared by every root).
-pub fn ensure_pml4_slot(root: u64, slot: usize, alloc: FrameAlloc) -> Result<(), MapError> {
-    next_table(root, slot, false, alloc).map(|_| ())
-}
-
-/// Translate `va`: the physical address and the leaf's access flags.
-pub fn translate(root: u64, va: u64) -> Option<(u64, u64)> {
+/// Translate `va` under `root`: the physical address and the leaf's
+/// access flags.
+///
+/// # Safety
+/// `root` is a root this module owns.
+unsafe fn translate_in(root: u64, va: u64) -> Option<(u64, u64)> {
     let mut table = root;
     for level in (1..4).rev() {
-        let e = read_entry(table, index(va, level));
+        // SAFETY: walking down from the caller's root.
+        let e = unsafe { read_entry(table, index(va, level)) };
         if e & PRESENT == 0 {
             return None;
         }
@@ -188,62 +185,517 @@ pub fn translate(root: u64, va: u64) -> Option<(u64, u64)> {
         }
         table = e & ADDRESS_MASK;
     }
-    let e = read_entry(table, index(va, 0));
-    (e & PRESENT != 0).then(|| ((e & ADDRESS_MASK) + (va & (PAGE_BYTES - 1)), e & ACCESS_FLAGS))
+    // SAFETY: as above.
+    let e = unsafe { read_entry(table, index(va, 0)) };
+    (e & PRESENT != 0).then(|| ((e & ADDRESS_MASK) + (va & (PAGE_SIZE - 1)), e & ACCESS_FLAGS))
 }
 
-/// Copy the kernel half of `from` into `to` (a new address space's root).
-pub fn copy_kernel_half(from: u64, to: u64) {
+// ---- the kernel's tables ----
+
+static KERNEL_ROOT: spin::Once<u64> = spin::Once::new();
+
+/// Build the kernel's page tables (every kernel-half PML4 slot, so copying
+/// them shares the kernel half for good; the direct map of all RAM and at
+/// least the low 4 GiB; the kernel image section by section), switch to
+/// them and start using the direct map. Once, at boot, by boot.rs.
+pub(super) fn init_kernel_tables(ram_end: u64, image: &super::boot::KernelImage) {
+    NX_SUPPORTED.store(super::cpu::has_nx(), Ordering::Relaxed);
+    let mut alloc = || Frame::alloc_below_4g().map(Frame::into_entry);
+    let root = alloc().expect("a frame for the kernel root");
     for slot in KERNEL_PML4_FIRST..512 {
-        write_entry(to, slot, read_entry(from, slot));
+        // SAFETY: `root` is the fresh kernel root.
+        unsafe { next_table(root, slot, false, &mut alloc) }.expect("kernel PML4 slots");
+    }
+    // The top 32 MiB below 4 GiB hold the APICs and firmware: uncached.
+    let direct_end = ram_end.max(1 << 32).div_ceil(HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES;
+    let mut pa = 0;
+    while pa < direct_end {
+        let mmio = (0xfe00_0000..0x1_0000_0000).contains(&pa);
+        let cache = if mmio { CACHE_DISABLE | WRITE_THROUGH } else { 0 };
+        let flags = entry_flags(WRITABLE | GLOBAL | NO_EXECUTE | cache);
+        let va = DIRECT_MAP_BASE + pa;
+        let mut table = root;
+        for level in (2..4).rev() {
+            // SAFETY: building the kernel's own tables.
+            table = unsafe { next_table(table, index(va, level), false, &mut alloc) }.expect("direct map");
+        }
+        // SAFETY: as above; each 2 MiB slot is written once.
+        unsafe { write_entry(table, index(va, 1), (pa & ADDRESS_MASK) | flags | PRESENT | HUGE) };
+        pa += HUGE_PAGE_BYTES;
+    }
+    let mut va = image.virt_start;
+    while va < image.virt_end {
+        let flags = if va < image.text_end {
+            GLOBAL
+        } else if va < image.rodata_end {
+            GLOBAL | NO_EXECUTE
+        } else {
+            GLOBAL | NO_EXECUTE | WRITABLE
+        };
+        if !percpu::is_stack_guard_page(va) {
+            let mut table = root;
+            for level in (1..4).rev() {
+                // SAFETY: building the kernel's own tables.
+                table = unsafe { next_table(table, index(va, level), false, &mut alloc) }
+                    .expect("kernel image map");
+            }
+            // SAFETY: as above; each page written once.
+            unsafe {
+                write_entry(
+                    table,
+                    index(va, 0),
+                    ((va - KERNEL_VMA) & ADDRESS_MASK) | entry_flags(flags) | PRESENT,
+                )
+            };
+        }
+        va += PAGE_SIZE;
+    }
+    KERNEL_ROOT.call_once(|| root);
+    // SAFETY: `root` maps the kernel image at its link address and the
+    // direct map, so execution and the stack continue. (No CPU record is
+    // installed yet: the kernel root is never freed, so it need not be
+    // recorded as loaded.)
+    unsafe { super::cpu::write_cr3(root) };
+    PHYS_OFFSET.store(DIRECT_MAP_BASE, Ordering::Relaxed);
+}
+
+/// The kernel's own root (no user half); its physical address.
+pub fn kernel_root() -> u64 {
+    *KERNEL_ROOT.get().expect("kernel tables built")
+}
+
+/// Lend the boot identity map of the first GiB to starting CPUs (slot 0 of
+/// the kernel root), or take it back (`lend == false`). For smp.rs.
+pub(super) fn lend_identity_map(lend: bool) {
+    let value = if lend {
+        // SAFETY: the boot root is arch's own, in .boot.data.
+        unsafe { read_entry(super::smp::boot_pml4_phys(), 0) }
+    } else {
+        0
+    };
+    // SAFETY: slot 0 of the kernel root is in the user half, which the
+    // kernel root never uses otherwise; the lent table maps only the
+    // first GiB, identity, for the trampoline.
+    unsafe { write_entry(kernel_root(), 0, value) };
+    load_kernel_root();
+}
+
+/// Load the kernel's root on this CPU (an idle CPU dropping a process's).
+pub fn load_kernel_root() {
+    let root = kernel_root();
+    // SAFETY: the kernel root maps the kernel half like every root.
+    unsafe { super::cpu::write_cr3(root) };
+    percpu::set_loaded_root(root);
+    reap_retired_roots();
+}
+
+// ---- roots loaded on CPUs ----
+
+/// Roots of dropped page tables still loaded on some CPU: freed when no CPU
+/// has them any more. A CPU holds one root at a time, so at most
+/// `MAX_CPUS` can wait here.
+static RETIRED_ROOTS: Mutex<[u64; MAX_CPUS]> = Mutex::new([0; MAX_CPUS]);
+
+fn is_loaded_anywhere(root: u64) -> bool {
+    (0..MAX_CPUS).any(|c| percpu::loaded_root_of(c) == root)
+}
+
+/// Roots waiting in [`RETIRED_ROOTS`]: reaping costs one load when none do.
+static RETIRED_COUNT: AtomicU64 = AtomicU64::new(0);
+
+/// Free the retired roots no CPU has loaded any more (done on the way out
+/// of the kernel's general paths; the call fast path leaves it to them).
+#[inline(always)]
+pub fn reap_retired_roots() {
+    if RETIRED_COUNT.load(Ordering::Relaxed) != 0 {
+        reap_retired_roots_now();
     }
 }
 
-/// Set one PML4 slot (used to lend the boot identity map to starting CPUs).
-pub fn set_pml4_slot(root: u64, slot: usize, value: u64) {
-    write_entry(root, slot, value);
-}
-
-pub fn pml4_slot(root: u64, slot: usize) -> u64 {
-    read_entry(root, slot)
-}
-
-/// Free every frame the user half of `root` maps (through `free_leaf`) and
-/// every table below it (through `free_table`); the root itself is left to
-/// the caller.
-pub fn free_user_half(root: u64, free_leaf: &mut dyn FnMut(u64), free_table: &mut dyn FnMut(u64)) {
-    fn walk(table: u64, level: u32, free_leaf: &mut dyn FnMut(u64), free_table: &mut dyn FnMut(u64)) {
-        for i in 0..512 {
-            let e = read_entry(table, i);
-            if e & PRESENT == 0 {
-                continue;
-            }
-            let pa = e & ADDRESS_MASK;
-            if level > 0 {
-                walk(pa, level - 1, free_leaf, free_table);
-                free_table(pa);
-            } else {
-                free_leaf(pa);
-            }
+#[inline(never)]
+fn reap_retired_roots_now() {
+    let mut retired = RETIRED_ROOTS.lock();
+    for slot in retired.iter_mut() {
+        if *slot != 0 && !is_loaded_anywhere(*slot) {
+            // SAFETY: the root came from `Frame::into_entry` when its table
+            // was made, and no CPU uses it any more.
+            drop(unsafe { Frame::from_entry(*slot) });
+            *slot = 0;
+            RETIRED_COUNT.fetch_sub(1, Ordering::Relaxed);
         }
     }
-    for slot in 0..KERNEL_PML4_FIRST {
-        let e = read_entry(root, slot);
-        if e & PRESENT != 0 {
-            walk(e & ADDRESS_MASK, 2, free_leaf, free_table);
-            free_table(e & ADDRESS_MASK);
-            write_entry(root, slot, 0);
+}
+
+/// Whether this CPU has the root of a dropped page table loaded.
+pub fn holds_retired_root() -> bool {
+    if RETIRED_COUNT.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let here = percpu::loaded_root();
+    RETIRED_ROOTS.lock().contains(&here)
+}
+
+// ---- a process's tables ----
+
+/// A user copy failed: the address is not mapped for the access asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault;
+
+/// A process's page tables: the user half its own, the kernel half shared
+/// with every other root. Owns every frame it maps.
+pub struct PageTable {
+    root: u64,
+}
+
+impl PageTable {
+    /// Empty user half, the kernel half of the kernel's root.
+    pub fn new() -> Option<PageTable> {
+        let root = Frame::alloc_below_4g()?.into_entry();
+        let kernel = kernel_root();
+        for slot in KERNEL_PML4_FIRST..512 {
+            // SAFETY: both roots are this module's; the kernel half is
+            // copied as it is, so the new root maps the kernel identically.
+            unsafe { write_entry(root, slot, read_entry(kernel, slot)) };
         }
+        Some(PageTable { root })
+    }
+
+    /// The root's physical address: for comparisons (which root a CPU has
+    /// loaded), never for access.
+    pub fn root_pa(&self) -> u64 {
+        self.root
+    }
+
+    /// Load these tables on this CPU (a TLB flush of its user entries).
+    #[inline(always)]
+    pub fn activate(&self) {
+        // SAFETY: the root was built by `new`, so it maps the kernel half
+        // exactly as every other root does, and it stays allocated while
+        // loaded: it is recorded as this CPU's before anything can drop
+        // the table (which needs the table itself, borrowed here), and
+        // `drop` keeps a recorded root.
+        unsafe { super::cpu::write_cr3(self.root) };
+        percpu::set_loaded_root(self.root);
+    }
+
+    /// The physical address and access flags of user address `va`.
+    pub fn translate(&self, va: u64) -> Option<(u64, u64)> {
+        if va >= USER_END {
+            return None;
+        }
+        // SAFETY: our own root.
+        unsafe { translate_in(self.root, va) }
+    }
+
+    fn check_user_page(va: u64) -> Result<(), MapError> {
+        if va >= USER_END || !va.is_multiple_of(PAGE_SIZE) {
+            return Err(MapError::BadAddress);
+        }
+        Ok(())
+    }
+
+    /// Map `frame` at user page `va` with `flags` (access flags only;
+    /// `USER` and `PRESENT` are added). On failure the frame comes back.
+    pub fn map(&mut self, va: u64, frame: Frame, flags: u64) -> Result<(), (MapError, Frame)> {
+        if let Err(e) = Self::check_user_page(va) {
+            return Err((e, frame));
+        }
+        let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
+        let mut table = self.root;
+        for level in (1..4).rev() {
+            // SAFETY: our own root; table frames are owned by the hierarchy.
+            match unsafe { next_table(table, index(va, level), true, &mut table_frame) } {
+                Ok(next) => table = next,
+                Err(e) => return Err((e, frame)),
+            }
+        }
+        let i = index(va, 0);
+        // SAFETY: as above.
+        if unsafe { read_entry(table, i) } & PRESENT != 0 {
+            return Err((MapError::AlreadyMapped, frame));
+        }
+        let pa = frame.into_entry();
+        // SAFETY: the entry takes over the frame's ownership.
+        unsafe { write_entry(table, i, pa | flags) };
+        invalidate(va);
+        Ok(())
+    }
+
+    /// Map `frame` at `va` like [`PageTable::map`], replacing what was
+    /// there; returns the frame it replaced (or, on failure, `frame`).
+    pub fn replace(&mut self, va: u64, frame: Frame, flags: u64) -> Result<Option<Frame>, (MapError, Frame)> {
+        if let Err(e) = Self::check_user_page(va) {
+            return Err((e, frame));
+        }
+        // SAFETY: our own root.
+        match unsafe { leaf_slot(self.root, va) } {
+            // SAFETY: as above.
+            Some((table, i)) if unsafe { read_entry(table, i) } & PRESENT != 0 => {
+                // SAFETY: as above.
+                let old = unsafe { read_entry(table, i) };
+                let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
+                // SAFETY: the entry takes over the new frame and gives up
+                // the old one, which comes back as a `Frame`.
+                unsafe { write_entry(table, i, frame.into_entry() | flags) };
+                invalidate(va);
+                // SAFETY: the old entry held this frame.
+                Ok(Some(unsafe { Frame::from_entry(old & ADDRESS_MASK) }))
+            }
+            _ => self.map(va, frame, flags).map(|()| None),
+        }
+    }
+
+    /// Change the access flags of the page mapped at `va`, keeping its
+    /// frame. False when nothing is mapped there.
+    pub fn set_flags(&mut self, va: u64, flags: u64) -> bool {
+        if Self::check_user_page(va).is_err() {
+            return false;
+        }
+        // SAFETY: our own root.
+        let Some((table, i)) = (unsafe { leaf_slot(self.root, va) }) else { return false };
+        // SAFETY: as above.
+        let e = unsafe { read_entry(table, i) };
+        if e & PRESENT == 0 {
+            return false;
+        }
+        let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
+        // SAFETY: same frame, new rights.
+        unsafe { write_entry(table, i, (e & ADDRESS_MASK) | flags) };
+        invalidate(va);
+        true
+    }
+
+    /// Another owner of the frame mapped at `va`, and its flags.
+    pub fn frame_at(&self, va: u64) -> Option<(Frame, u64)> {
+        let (pa, flags) = self.translate(va & !(PAGE_SIZE - 1))?;
+        // SAFETY: a present leaf of our own tables holds this frame.
+        Some((unsafe { Frame::share_entry(pa) }, flags))
+    }
+
+    /// Give this table the page at `va` for itself with access `flags`: a
+    /// frame shared with other owners is replaced by a private copy, a
+    /// frame it alone holds keeps its place and gets the new flags (the
+    /// break of copy-on-write; which pages are copy-on-write is
+    /// memory.rs's policy). One walk and one look at the share count.
+    pub fn make_private(&mut self, va: u64, flags: u64) -> Result<(), MapError> {
+        Self::check_user_page(va)?;
+        // SAFETY: our own root.
+        let (table, i) = unsafe { leaf_slot(self.root, va) }.ok_or(MapError::BadAddress)?;
+        // SAFETY: as above.
+        let e = unsafe { read_entry(table, i) };
+        if e & PRESENT == 0 {
+            return Err(MapError::BadAddress);
+        }
+        let pa = e & ADDRESS_MASK;
+        let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
+        if frames::owners(pa) == 1 {
+            // SAFETY: same frame, new rights.
+            unsafe { write_entry(table, i, pa | flags) };
+        } else {
+            let copy = {
+                // SAFETY: the entry holds `pa`; this handle is dropped
+                // without freeing (ManuallyDrop) after the copy.
+                let original = core::mem::ManuallyDrop::new(unsafe { Frame::from_entry(pa) });
+                Frame::alloc_copy_of(&original).ok_or(MapError::OutOfMemory)?
+            };
+            // SAFETY: the entry takes the copy and gives up its reference
+            // to the shared frame, dropped here.
+            unsafe { write_entry(table, i, copy.into_entry() | flags) };
+            // SAFETY: the old entry held this reference.
+            drop(unsafe { Frame::from_entry(pa) });
+        }
+        invalidate(va);
+        Ok(())
+    }
+
+    /// Map every page of this table into the empty `dst` at the same
+    /// address, as in `fork`: `rights(flags)` gives the new flags of both
+    /// sides. Returns the pages shared; stops at the first failure.
+    pub fn share_all_into(
+        &mut self,
+        dst: &mut PageTable,
+        rights: impl Fn(u64) -> u64,
+    ) -> Result<u64, MapError> {
+        let mut pages = 0u64;
+        let mut failed = None;
+        let root = self.root;
+        for_each_user_leaf(root, &mut |va, e| {
+            if failed.is_some() {
+                return e;
+            }
+            let new_flags = rights(e & ACCESS_FLAGS);
+            // SAFETY: `e` is a present leaf of our tables: it holds a frame.
+            let frame = unsafe { Frame::share_entry(e & ADDRESS_MASK) };
+            match dst.map(va, frame, new_flags) {
+                Ok(()) => {
+                    pages += 1;
+                    (e & ADDRESS_MASK) | entry_flags((new_flags & ACCESS_FLAGS) | USER | PRESENT)
+                }
+                Err((err, _)) => {
+                    failed = Some(err);
+                    e
+                }
+            }
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(pages),
+        }
+    }
+
+    /// Walk `va..va + len` page by page, checking each page is a present
+    /// user page (writable in hardware too when `need_write`): the
+    /// physical piece of each page in order, or the first failure.
+    fn pieces(
+        &self,
+        va: u64,
+        len: u64,
+        need_write: bool,
+        mut visit: impl FnMut(u64, usize, usize),
+    ) -> Result<(), Fault> {
+        let end = va.checked_add(len).ok_or(Fault)?;
+        if end > USER_END {
+            return Err(Fault);
+        }
+        let mut done = 0u64;
+        while done < len {
+            let at = va + done;
+            let (pa, flags) = self.translate(at).ok_or(Fault)?;
+            if flags & USER == 0 || (need_write && flags & WRITABLE == 0) {
+                return Err(Fault);
+            }
+            let n = (PAGE_SIZE - at % PAGE_SIZE).min(len - done);
+            visit(pa, done as usize, n as usize);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copy user memory at `va` into `dst`, page by page; a fault stops the
+    /// copy (the part before it is copied).
+    pub fn read(&self, va: u64, dst: &mut [u8]) -> Result<(), Fault> {
+        self.pieces(va, dst.len() as u64, false, |pa, at, n| {
+            // SAFETY: `pa..pa + n` lies in one present user page of these
+            // tables, a frame they own (RAM no kernel object uses); `dst`
+            // is kernel memory. Copied as bytes: a user thread may be
+            // writing them.
+            unsafe {
+                core::ptr::copy_nonoverlapping(phys_to_virt(pa) as *const u8, dst[at..at + n].as_mut_ptr(), n)
+            }
+        })
+    }
+
+    /// Copy `src` to user memory at `va`, which must be writable in
+    /// hardware (copy-on-write pages made private first, memory.rs), page
+    /// by page; a fault stops the copy, the part before it written. Callers
+    /// that must write all or nothing check the range first (usermem.rs).
+    pub fn write(&mut self, va: u64, src: &[u8]) -> Result<(), Fault> {
+        self.pieces(va, src.len() as u64, true, |pa, at, n| {
+            // SAFETY: as in `read`; the page is writable, so no other table
+            // maps its frame (shared frames are read-only everywhere).
+            unsafe {
+                core::ptr::copy_nonoverlapping(src[at..at + n].as_ptr(), phys_to_virt(pa) as *mut u8, n)
+            }
+        })
+    }
+
+    /// Fill a page this table maps at `va` (any access rights: a new
+    /// program's read-only text) with `src` at `offset` in it.
+    pub fn fill(&mut self, va: u64, offset: usize, src: &[u8]) -> Result<(), Fault> {
+        if offset + src.len() > PAGE_SIZE as usize {
+            return Err(Fault);
+        }
+        let (pa, flags) = self.translate(va & !(PAGE_SIZE - 1)).ok_or(Fault)?;
+        if flags & USER == 0 || flags & COPY_ON_WRITE != 0 {
+            return Err(Fault);
+        }
+        // SAFETY: a frame these tables own and do not share (not
+        // copy-on-write), reached through the direct map.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                src.as_ptr(),
+                (phys_to_virt(pa) + offset as u64) as *mut u8,
+                src.len(),
+            )
+        };
+        Ok(())
+    }
+
+    /// Copy `len` bytes from `src_va` in `src` to `dst_va` in `dst`, page
+    /// piece by page piece, frame to frame: one copy, no bounce buffer. A
+    /// fault stops the copy, the part before it done; callers that must
+    /// move all or nothing check both ranges first (usermem.rs).
+    pub fn copy(
+        src: &PageTable,
+        src_va: u64,
+        dst: &mut PageTable,
+        dst_va: u64,
+        len: u64,
+    ) -> Result<(), Fault> {
+        let (src_end, dst_end) =
+            (src_va.checked_add(len).ok_or(Fault)?, dst_va.checked_add(len).ok_or(Fault)?);
+        if src_end > USER_END || dst_end > USER_END {
+            return Err(Fault);
+        }
+        let mut done = 0;
+        while done < len {
+            let (s, d) = (src_va + done, dst_va + done);
+            let (spa, src_flags) = src.translate(s).ok_or(Fault)?;
+            let (dpa, dst_flags) = dst.translate(d).ok_or(Fault)?;
+            if src_flags & USER == 0 || dst_flags & (USER | WRITABLE) != USER | WRITABLE {
+                return Err(Fault);
+            }
+            let n = (PAGE_SIZE - s % PAGE_SIZE).min(PAGE_SIZE - d % PAGE_SIZE).min(len - done);
+            // SAFETY: both pieces lie in user pages of the two tables
+            // (just checked), frames they own; the destination is
+            // writable, so not shared. `copy` allows overlap (two tables
+            // may share the source frame).
+            unsafe {
+                core::ptr::copy(phys_to_virt(spa) as *const u8, phys_to_virt(dpa) as *mut u8, n as usize)
+            };
+            done += n;
+        }
+        Ok(())
     }
 }
 
-/// Call `visit(va, entry)` for every present 4 KiB leaf of the user
-/// half, in address order; `visit` returns the entry to store back (the
-/// same value to leave it alone).
-pub fn update_user_leaves(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
+impl Drop for PageTable {
+    /// Free every frame of the user half and every table below the root.
+    /// The root goes back to the allocator once no CPU has it loaded: an
+    /// idle CPU keeps the last root in CR3, and the kernel half it walks
+    /// there must stay intact until it loads another.
+    fn drop(&mut self) {
+        free_user_half(self.root);
+        reap_retired_roots();
+        let mut retired = RETIRED_ROOTS.lock();
+        if is_loaded_anywhere(self.root)
+            && let Some(slot) = retired.iter_mut().find(|s| **s == 0)
+        {
+            *slot = self.root;
+            RETIRED_COUNT.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        drop(retired);
+        // SAFETY: the root came from `Frame::into_entry` in `new`, and no
+        // CPU has it loaded (a root loaded on more CPUs than there are
+        // retirement slots cannot happen: each CPU holds one root).
+        drop(unsafe { Frame::from_entry(self.root) });
+    }
+}
+
+/// Drop the TLB entry for `va` on this CPU (other CPUs reload their root
+/// before running the process again: memory.rs's `tlb_epoch`).
+fn invalidate(va: u64) {
+    super::cpu::invlpg(va);
+}
+
+/// Call `visit(va, entry)` for every present 4 KiB leaf of the user half
+/// of `root`, in address order; `visit` returns the entry to store back.
+fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
     fn walk(table: u64, level: u32, va_base: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
         for i in 0..512 {
-            let e = read_entry(table, i);
+            // SAFETY: a table of the caller's hierarchy.
+            let e = unsafe { read_entry(table, i) };
             if e & PRESENT == 0 {
                 continue;
             }
@@ -255,95 +707,59 @@ pub fn update_user_leaves(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
             } else {
                 let new = visit(va, e);
                 if new != e {
-                    write_entry(table, i, new);
+                    // SAFETY: `visit` keeps the same frame, new rights.
+                    unsafe { write_entry(table, i, new) };
                 }
             }
         }
     }
     for slot in 0..KERNEL_PML4_FIRST {
-        let e = read_entry(root, slot);
+        // SAFETY: `root` is a root of this module.
+        let e = unsafe { read_entry(root, slot) };
         if e & PRESENT != 0 {
             walk(e & ADDRESS_MASK, 2, (slot as u64) << 39, visit);
         }
     }
 }
 
-/// Software bit of a user leaf entry: the page is shared copy-on-write
-/// (read-only in hardware; the first write copies it).
-pub const COPY_ON_WRITE: u64 = 1 << 9;
-
-/// The 4 KiB leaf entry for `va`, if every table down to it exists.
-fn leaf_slot(root: u64, va: u64) -> Option<(u64, usize)> {
-    let mut table = root;
-    for level in (1..4).rev() {
-        let e = read_entry(table, index(va, level));
-        if e & PRESENT == 0 || e & HUGE != 0 {
-            return None;
+/// Free every frame the user half of `root` maps and every table below it.
+fn free_user_half(root: u64) {
+    fn walk(table: u64, level: u32) {
+        for i in 0..512 {
+            // SAFETY: a table of the hierarchy being freed.
+            let e = unsafe { read_entry(table, i) };
+            if e & PRESENT == 0 {
+                continue;
+            }
+            let pa = e & ADDRESS_MASK;
+            if level > 0 {
+                walk(pa, level - 1);
+            }
+            // SAFETY: the entry held this frame (a table or a user page).
+            drop(unsafe { Frame::from_entry(pa) });
         }
-        table = e & ADDRESS_MASK;
     }
-    Some((table, index(va, 0)))
-}
-
-/// Read the raw leaf entry for `va` (0 when absent).
-pub fn leaf_entry(root: u64, va: u64) -> u64 {
-    leaf_slot(root, va).map_or(0, |(t, i)| read_entry(t, i))
-}
-
-/// Replace the leaf entry for `va`, which must exist (tables and all).
-/// Returns false when it does not.
-pub fn set_leaf_entry(root: u64, va: u64, value: u64) -> bool {
-    let value = entry_flags(value);
-    match leaf_slot(root, va) {
-        Some((t, i)) => {
-            write_entry(t, i, value);
-            true
+    for slot in 0..KERNEL_PML4_FIRST {
+        // SAFETY: `root` is a root of this module being dropped.
+        let e = unsafe { read_entry(root, slot) };
+        if e & PRESENT != 0 {
+            walk(e & ADDRESS_MASK, 2);
+            // SAFETY: as above, for the third-level table itself.
+            drop(unsafe { Frame::from_entry(e & ADDRESS_MASK) });
+            // SAFETY: clearing an entry of the root being dropped.
+            unsafe { write_entry(root, slot, 0) };
         }
-        None => false,
     }
 }
 
-/// The physical address in an entry.
-pub fn entry_address(e: u64) -> u64 {
-    e & ADDRESS_MASK
+/// Whether firmware memory `pa..pa + len` may be read: below 4 GiB and
+/// never RAM the frame allocator manages (so nothing in the kernel writes
+/// it). For firmware.rs.
+pub(super) fn is_firmware_memory(pa: u64, len: u64) -> bool {
+    pa.checked_add(len).is_some_and(|end| end <= 1 << 32) && !frames::overlaps_managed_ram(pa, len)
 }
 
-/// Copy a whole frame.
-pub fn copy_frame(from: u64, to: u64) {
-    // SAFETY: both are whole frames the caller owns (`to` freshly
-    // allocated), distinct, and reachable through the direct map.
-    unsafe {
-        core::ptr::copy_nonoverlapping(
-            phys_to_virt(from) as *const u8,
-            phys_to_virt(to) as *mut u8,
-            PAGE_BYTES as usize,
-        )
-    }
-}
-
-/// Copy `len` bytes between two frames (offsets within each).
-pub fn copy_between_frames(from: u64, from_offset: usize, to: u64, to_offset: usize, len: usize) {
-    assert!(from_offset + len <= PAGE_BYTES as usize && to_offset + len <= PAGE_BYTES as usize);
-    // SAFETY: both ranges lie inside frames the caller may read and write
-    // (asserted), reached through the direct map; `copy` allows overlap.
-    unsafe {
-        core::ptr::copy(
-            (phys_to_virt(from) + from_offset as u64) as *const u8,
-            (phys_to_virt(to) + to_offset as u64) as *mut u8,
-            len,
-        )
-    }
-}
-
-const FRAME_BITMAP_WORDS: usize =
-    kernel_core::frame_alloc::FrameAllocator::bitmap_words_for(kernel_core::limits::MAX_PHYS_BYTES);
-static mut FRAME_BITMAP: [u64; FRAME_BITMAP_WORDS] = [0; FRAME_BITMAP_WORDS];
-static FRAME_BITMAP_TAKEN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-
-/// The frame allocator's bitmap storage, handed out once.
-#[allow(clippy::deref_addrof)] // a reference to a `static mut` must go through a raw pointer
-pub fn frame_bitmap() -> &'static mut [u64] {
-    assert!(!FRAME_BITMAP_TAKEN.swap(true, Ordering::AcqRel), "frame bitmap taken twice");
-    // SAFETY: the flag above guarantees this is the only reference ever made.
-    unsafe { &mut *(&raw mut FRAME_BITMAP) }
+/// The range the kernel image occupies physically.
+pub(super) fn image_range(image: &super::boot::KernelImage) -> PhysRange {
+    PhysRange::new(image.phys_start, image.phys_end)
 }

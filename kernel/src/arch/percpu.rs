@@ -22,6 +22,7 @@ static mut EMERGENCY_STACKS: [Stack<EMERGENCY_STACK_BYTES>; MAX_CPUS] =
 pub const OFFSET_KERNEL_STACK_TOP: usize = core::mem::offset_of!(PerCpu, kernel_stack_top);
 pub const OFFSET_SAVE_AREA_END: usize = core::mem::offset_of!(PerCpu, save_area_end);
 const OFFSET_INDEX: usize = core::mem::offset_of!(PerCpu, index);
+pub(super) const OFFSET_LOADED_ROOT: usize = core::mem::offset_of!(PerCpu, loaded_root);
 const _: () = assert!(OFFSET_INDEX == 16, "current_cpu reads gs:[16]");
 
 #[repr(C)]
@@ -42,10 +43,20 @@ pub struct PerCpu {
     pub save_area_end: u64,
     /// Local APIC id.
     pub apic_id: AtomicU32,
+    /// The page-table root this CPU has in CR3 (paging.rs keeps it, so a
+    /// root is never freed while loaded somewhere).
+    pub loaded_root: AtomicU64,
 }
 
 pub static mut PER_CPU: [PerCpu; MAX_CPUS] = [const {
-    PerCpu { kernel_stack_top: 0, reserved: 0, index: 0, save_area_end: 0, apic_id: AtomicU32::new(0) }
+    PerCpu {
+        kernel_stack_top: 0,
+        reserved: 0,
+        index: 0,
+        save_area_end: 0,
+        apic_id: AtomicU32::new(0),
+        loaded_root: AtomicU64::new(0),
+    }
 }; MAX_CPUS];
 
 pub fn kernel_stack_top(cpu: usize) -> u64 {
@@ -60,8 +71,8 @@ pub fn emergency_stack_top(cpu: usize) -> u64 {
     base + EMERGENCY_STACK_BYTES as u64
 }
 
-/// Point GS at CPU `cpu`'s record. Called once per CPU at bring-up.
-pub fn install(cpu: usize, apic_id: u32) {
+/// Point GS at CPU `cpu`'s record. Called by that CPU's bring-up (mod.rs).
+pub(super) fn install(cpu: usize, apic_id: u32) {
     // SAFETY: each CPU writes only its own record, before it is used, and
     // the record lives for ever (a static).
     unsafe {
@@ -111,4 +122,34 @@ pub fn current_cpu_or_zero() -> usize {
     // SAFETY: reading the GS base MSR has no side effects.
     let gs = unsafe { super::cpu::rdmsr(super::cpu::MSR_GS_BASE) };
     if gs == 0 { 0 } else { current_cpu() }
+}
+
+/// Record the root this CPU just loaded in CR3 (one store, GS-relative:
+/// the call fast path does it on every switch).
+#[inline(always)]
+pub(super) fn set_loaded_root(root: u64) {
+    // SAFETY: GS points at this CPU's record while in the kernel; the
+    // field is an AtomicU64 at that offset, and a plain aligned store is a
+    // relaxed atomic store on x86-64.
+    unsafe {
+        core::arch::asm!("mov gs:[{off}], {root}", off = const OFFSET_LOADED_ROOT, root = in(reg) root,
+            options(nostack, preserves_flags))
+    }
+}
+
+/// The root this CPU has loaded.
+pub fn loaded_root() -> u64 {
+    let root: u64;
+    // SAFETY: as in `set_loaded_root`, reading.
+    unsafe {
+        core::arch::asm!("mov {root}, gs:[{off}]", off = const OFFSET_LOADED_ROOT, root = out(reg) root,
+            options(nostack, readonly, preserves_flags))
+    }
+    root
+}
+
+/// The root CPU `cpu` has loaded (0: none yet, or not online).
+pub fn loaded_root_of(cpu: usize) -> u64 {
+    // SAFETY: an atomic field; reading another CPU's record is fine.
+    unsafe { PER_CPU[cpu].loaded_root.load(Ordering::Relaxed) }
 }

@@ -6,7 +6,8 @@
 //! with the kernel's page tables (whose root must therefore lie below 4
 //! GiB, and which must identity-map the trampoline page while CPUs start:
 //! the caller lends slot 0 of the boot identity map for that time) and
-//! jumps to `ap_main` (main.rs) on the stack it was given.
+//! jumps to [`ap_entry`] on the stack it was given, which sets the CPU up
+//! and calls the kernel's `ap_main` (main.rs).
 
 use core::arch::global_asm;
 
@@ -120,22 +121,38 @@ fn offset_of(sym: *const u8) -> u64 {
 
 /// Physical address of the boot page tables' root (its slot 0 identity-maps
 /// the first GiB).
-pub fn boot_pml4_phys() -> u64 {
+pub(super) fn boot_pml4_phys() -> u64 {
     // SAFETY: only the address is taken; .boot is linked at its physical address.
     (&raw const boot_pml4) as u64
 }
 
-/// Copy the trampoline into low memory. The page must be reserved.
-pub fn install_trampoline() {
+/// Write `bytes` at `offset` in the trampoline page.
+fn write_trampoline(offset: u64, bytes: &[u8]) {
+    assert!(offset + bytes.len() as u64 <= abi::layout::PAGE_SIZE);
+    // SAFETY: the trampoline page lies in the first MiB, reserved from the
+    // frame allocator for this use (boot.rs); only the boot CPU writes it,
+    // while starting CPUs one at a time (`start_other_cpus` runs once).
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            super::paging::phys_to_virt(TRAMPOLINE_PHYS + offset) as *mut u8,
+            bytes.len(),
+        )
+    }
+}
+
+/// Copy the trampoline into low memory.
+fn install_trampoline() {
     let start = &raw const ap_trampoline_start;
     let len = offset_of(&raw const ap_trampoline_end) as usize;
     // SAFETY: the trampoline symbols bound a byte range of .rodata.
     let bytes = unsafe { core::slice::from_raw_parts(start, len) };
-    super::paging::copy_to_frame(TRAMPOLINE_PHYS, 0, bytes);
+    write_trampoline(0, bytes);
 }
 
 /// Write the parameters for the next CPU to start.
-pub fn set_parameters(cr3: u64, stack_top: u64, entry: extern "C" fn(u64) -> !, cpu: u64, efer_bits: u64) {
+fn set_parameters(cr3: u64, stack_top: u64, cpu: u64, efer_bits: u64) {
+    let entry: extern "C" fn(u64) -> ! = ap_entry;
     for (sym, value) in [
         (&raw const ap_param_cr3, cr3),
         (&raw const ap_param_stack, stack_top),
@@ -143,6 +160,75 @@ pub fn set_parameters(cr3: u64, stack_top: u64, entry: extern "C" fn(u64) -> !, 
         (&raw const ap_param_cpu, cpu),
         (&raw const ap_param_efer, efer_bits),
     ] {
-        super::paging::copy_to_frame(TRAMPOLINE_PHYS, offset_of(sym) as usize, &value.to_le_bytes());
+        write_trampoline(offset_of(sym), &value.to_le_bytes());
     }
+}
+
+/// Where a started CPU enters Rust, on its own kernel stack: its per-CPU
+/// set-up, then the kernel's `ap_main`.
+extern "C" fn ap_entry(cpu_index: u64) -> ! {
+    let cpu_index = cpu_index as usize;
+    super::init_this_cpu(cpu_index);
+    crate::ap_main(cpu_index)
+}
+
+/// Start every other CPU the MADT lists, one at a time (INIT-SIPI-SIPI),
+/// at most `max_cpus` in all. Once, from the boot CPU. Returns warnings
+/// to print (CPUs left halted or that did not start), one per line.
+pub fn start_other_cpus(madt: &kernel_core::acpi::Madt, max_cpus: usize) -> alloc::string::String {
+    use core::fmt::Write;
+    use kernel_core::limits::MAX_CPUS;
+    static STARTED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    let mut warnings = alloc::string::String::new();
+    if STARTED.swap(true, core::sync::atomic::Ordering::AcqRel) {
+        return warnings;
+    }
+    if madt.cpus_ignored > 0 {
+        let _ = writeln!(warnings, "{} CPUs beyond the limit of {MAX_CPUS} left halted", madt.cpus_ignored);
+    }
+    let my_apic = super::apic::lapic_id();
+    // Lend the boot identity map of the first GiB to the starting CPUs: the
+    // trampoline runs at its physical address while it turns paging on.
+    super::paging::lend_identity_map(true);
+    install_trampoline();
+    let efer_bits = (1 << 8) | if super::cpu::has_nx() { super::cpu::EFER_NXE } else { 0 };
+    let mut next_index = 1;
+    for &apic_id in &madt.cpu_apic_ids[..madt.cpu_count] {
+        if apic_id == my_apic {
+            continue;
+        }
+        if next_index >= max_cpus.min(MAX_CPUS) {
+            break;
+        }
+        let before = super::percpu::cpus_online();
+        set_parameters(
+            super::paging::kernel_root(),
+            super::percpu::kernel_stack_top(next_index),
+            next_index as u64,
+            efer_bits,
+        );
+        super::apic::send_init(apic_id);
+        super::apic::delay_us(10_000);
+        for _ in 0..2 {
+            super::apic::send_startup(apic_id, (TRAMPOLINE_PHYS >> 12) as u8);
+            super::apic::delay_us(200);
+            if super::percpu::cpus_online() > before {
+                break;
+            }
+        }
+        // Wait up to a second for it to report in.
+        let mut waited_us = 0;
+        while super::percpu::cpus_online() == before && waited_us < 1_000_000 {
+            super::apic::delay_us(100);
+            waited_us += 100;
+        }
+        // The index and stack are used up either way: a CPU that reports in
+        // late must not share them with the next one.
+        next_index += 1;
+        if super::percpu::cpus_online() == before {
+            let _ = writeln!(warnings, "CPU with APIC id {apic_id} did not start");
+        }
+    }
+    super::paging::lend_identity_map(false);
+    warnings
 }

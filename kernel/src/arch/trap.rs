@@ -33,36 +33,39 @@ use super::percpu::{OFFSET_KERNEL_STACK_TOP, OFFSET_SAVE_AREA_END};
 use core::arch::global_asm;
 
 /// Saved registers of an interrupted context, in push order reversed (the
-/// last pushed register is the first field). `rcx` and `r11` come right
+/// last pushed register is the first field). The fields are arch's alone:
+/// code outside reads and writes the general registers through the views
+/// of regs.rs, and can make only user contexts ([`TrapFrame::new_user`]),
+/// so no frame it returns to the exit code can enter ring 0. `rcx` and `r11` come right
 /// after the hardware part: `syscall` destroys both (they hold the return
 /// rip and rflags, saved in those fields), so its entry skips their slots
 /// with one instruction and `sysretq` never reads them.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct TrapFrame {
-    pub r15: u64,
-    pub r14: u64,
-    pub r13: u64,
-    pub r12: u64,
-    pub r10: u64,
-    pub r9: u64,
-    pub r8: u64,
-    pub rbp: u64,
-    pub rdi: u64,
-    pub rsi: u64,
-    pub rdx: u64,
-    pub rbx: u64,
-    pub rax: u64,
-    pub r11: u64,
-    pub rcx: u64,
+    pub(super) r15: u64,
+    pub(super) r14: u64,
+    pub(super) r13: u64,
+    pub(super) r12: u64,
+    pub(super) r10: u64,
+    pub(super) r9: u64,
+    pub(super) r8: u64,
+    pub(super) rbp: u64,
+    pub(super) rdi: u64,
+    pub(super) rsi: u64,
+    pub(super) rdx: u64,
+    pub(super) rbx: u64,
+    pub(super) rax: u64,
+    pub(super) r11: u64,
+    pub(super) rcx: u64,
     /// Interrupt vector, or [`SYSCALL_VECTOR`] for `syscall`.
-    pub vector: u64,
-    pub error_code: u64,
-    pub rip: u64,
-    pub cs: u64,
-    pub rflags: u64,
-    pub rsp: u64,
-    pub ss: u64,
+    pub(super) vector: u64,
+    pub(super) error_code: u64,
+    pub(super) rip: u64,
+    pub(super) cs: u64,
+    pub(super) rflags: u64,
+    pub(super) rsp: u64,
+    pub(super) ss: u64,
 }
 
 /// Marks a frame saved by the `syscall` entry.
@@ -152,6 +155,21 @@ impl TrapFrame {
         self.cs & 3 == 3
     }
 
+    /// The interrupt vector (or [`SYSCALL_VECTOR`]).
+    pub fn vector(&self) -> u64 {
+        self.vector
+    }
+
+    /// The error code the CPU pushed for an exception (0 for others).
+    pub fn error_code(&self) -> u64 {
+        self.error_code
+    }
+
+    /// The interrupted instruction.
+    pub fn rip(&self) -> u64 {
+        self.rip
+    }
+
     /// A fresh user context starting at `rip` with stack `rsp`.
     pub fn new_user(rip: u64, rsp: u64) -> TrapFrame {
         TrapFrame {
@@ -166,13 +184,13 @@ impl TrapFrame {
 
     /// The first idle context of a CPU: ask for a process at once (a
     /// reschedule interrupt to itself), then halt.
-    pub fn idle_start(kernel_stack_top: u64) -> TrapFrame {
+    fn idle_start(kernel_stack_top: u64) -> TrapFrame {
         TrapFrame { rip: idle_start as *const () as u64, ..TrapFrame::idle(kernel_stack_top) }
     }
 
     /// The idle context of a CPU: halt with interrupts on, on the top of
     /// this CPU's kernel stack (it keeps nothing there between interrupts).
-    pub fn idle(kernel_stack_top: u64) -> TrapFrame {
+    fn idle(kernel_stack_top: u64) -> TrapFrame {
         TrapFrame {
             rip: idle_loop as *const () as u64,
             rsp: kernel_stack_top,
@@ -193,12 +211,26 @@ unsafe extern "C" {
     fn leave_syscall_frame_asm(frame: *mut TrapFrame) -> !;
 }
 
+/// Where a kernel entry leaves to, as the kernel's handlers return it: the
+/// saved registers of the process this CPU runs next (a slot of the
+/// process table) or this CPU's idle context ([`idle_frame`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Exit {
+    /// A frame saved by the `syscall` entry (a process blocked in a kernel
+    /// call, which the call fast path switches to): left with `sysretq`
+    /// without the exit's test of the vector.
+    SyscallFrame(*mut TrapFrame),
+    /// Any frame.
+    Frame(*mut TrapFrame),
+}
+
 /// [`leave_through`] for a frame known to be saved by the `syscall`
-/// entry (its `vector` is [`SYSCALL_VECTOR`]): the frame of a process
-/// blocked in a kernel call, which the call fast path switches to. It
-/// skips the exit's test of the vector.
+/// entry (its `vector` is [`SYSCALL_VECTOR`]).
+///
+/// # Safety
+/// As [`leave_through`], and the frame was saved by `syscall_entry`.
 #[inline(always)]
-pub fn leave_syscall_frame(frame: *mut TrapFrame) -> ! {
+unsafe fn leave_syscall_frame(frame: *mut TrapFrame) -> ! {
     // SAFETY: as for leave_through; and the frame was saved by
     // syscall_entry (the caller's promise), so leaving with sysretq
     // restores all of it: its rcx and r11 are stale by the ABI, its cs
@@ -209,17 +241,19 @@ pub fn leave_syscall_frame(frame: *mut TrapFrame) -> ! {
     }
 }
 
-/// Leave the kernel through `frame`, the saved registers of the process
-/// this CPU runs next (a slot of the process table) or its idle context,
-/// abandoning the kernel stack. The kernel lock must be released.
+/// Leave the kernel through `frame`, abandoning the kernel stack.
+///
+/// # Safety
+/// `frame` lives for ever and holds a complete context: a process's slot
+/// in the process table (the kernel's handlers return only those, whose
+/// contexts only `TrapFrame::new_user` or a saved entry made) or this
+/// CPU's idle context. It is this CPU's alone until the next entry (trap.rs
+/// of the kernel: a running process's frame is touched by no other CPU),
+/// and the kernel lock is released.
 #[inline(always)]
-pub fn leave_through(frame: *mut TrapFrame) -> ! {
-    // SAFETY: the scheduler hands out only frames that live for ever (the
-    // process table, IDLE) and hold a complete context: a user frame made
-    // by TrapFrame::new_user or saved on entry, or an idle context. The
-    // frame of a process running on this CPU is this CPU's alone (module
-    // comment), so reading it after the lock is released is not a race.
-    // Nothing on the kernel stack is used again.
+unsafe fn leave_through(frame: *mut TrapFrame) -> ! {
+    // SAFETY: the caller's promise; nothing on the kernel stack is used
+    // again.
     unsafe { leave_through_asm(frame) }
 }
 
@@ -232,24 +266,25 @@ pub fn syscall_entry_address() -> u64 {
     syscall_entry as *const () as u64
 }
 
-/// Leave the kernel into `frame` on this CPU, abandoning the current kernel
-/// stack contents. Used once per CPU at the end of bring-up.
-pub fn enter_frame(frame: &TrapFrame) -> ! {
-    let slot = idle_frame(super::percpu::current_cpu());
+/// Enter this CPU's idle loop for the first time (it asks for a process
+/// at once), abandoning the kernel stack. The end of each CPU's bring-up.
+pub fn enter_idle() -> ! {
+    let cpu = super::percpu::current_cpu();
+    let slot = idle_frame();
     // SAFETY: (1) `slot` is this CPU's own idle context, a static that only
     // this CPU uses; nothing else refers to it now. (2) the frame is a
-    // complete context (TrapFrame::idle_start) that runs on the top of
-    // this CPU's kernel stack, and nothing on the abandoned stack is used
-    // again.
+    // complete kernel context that runs on the top of this CPU's kernel
+    // stack, and nothing on the abandoned stack is used again.
     unsafe {
-        *slot = *frame;
+        *slot = TrapFrame::idle_start(super::percpu::kernel_stack_top(cpu));
         leave_through_asm(slot)
     }
 }
 
 /// This CPU's idle context (halting on the top of its kernel stack), for
 /// the scheduler to return when it has nothing to run.
-pub fn idle_frame(cpu: usize) -> *mut TrapFrame {
+pub fn idle_frame() -> *mut TrapFrame {
+    let cpu = super::percpu::current_cpu();
     let frame = TrapFrame::idle(super::percpu::kernel_stack_top(cpu));
     // SAFETY: each CPU uses only its own slot, and only while in the kernel
     // with interrupts off (here, or in its exit code after this returns);
@@ -454,16 +489,25 @@ idle_loop:
 
 /// What `syscall_entry` calls: `crate::trap::syscall_handler`, inlined
 /// here so that it lands in the entry code's section (see the comment
-/// there).
+/// there), then the way out it chose. Never returns, so nothing of the
+/// caller's needs restoring around the fast path.
 // SAFETY (link_section): an ordinary code section of its own, which the
 // linker script's `*(.text .text.*)` places in `.text` like any other.
 #[unsafe(link_section = ".text.ridgeback_syscall")]
 extern "C" fn syscall_handler() -> ! {
-    crate::trap::syscall_handler()
+    match crate::trap::syscall_handler() {
+        // SAFETY: the kernel's handler returns a frame of the process
+        // table saved by the syscall entry (the fast path switches only to
+        // a process blocked in a kernel call), with the lock released.
+        Exit::SyscallFrame(frame) => unsafe { leave_syscall_frame(frame) },
+        // SAFETY: the kernel's handler returns a frame of the process
+        // table or this CPU's idle frame, with the lock released.
+        Exit::Frame(frame) => unsafe { leave_through(frame) },
+    }
 }
 
 /// Program the `syscall` MSRs on this CPU (SDM vol. 3A §5.8.8).
-pub fn init_syscall() {
+pub(super) fn init_syscall() {
     use super::cpu::*;
     // SAFETY: these MSRs exist on every x86-64 CPU; the values point at our
     // entry code and selectors, and FMASK clears IF, TF, DF and AC on entry
@@ -473,5 +517,21 @@ pub fn init_syscall() {
         wrmsr(MSR_STAR, ((super::descriptors::STAR_USER_BASE as u64) << 48) | ((KERNEL_CODE as u64) << 32));
         wrmsr(MSR_LSTAR, syscall_entry_address());
         wrmsr(MSR_FMASK, (1 << 9) | (1 << 8) | (1 << 10) | (1 << 18));
+    }
+}
+
+/// Registers, formatted for fault reports.
+impl core::fmt::Display for TrapFrame {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let r = self;
+        writeln!(
+            f,
+            "  rip {:016x}  rsp {:016x}  rflags {:016x}  cs {:x} ss {:x}",
+            r.rip, r.rsp, r.rflags, r.cs, r.ss
+        )?;
+        writeln!(f, "  rax {:016x}  rbx {:016x}  rcx {:016x}  rdx {:016x}", r.rax, r.rbx, r.rcx, r.rdx)?;
+        writeln!(f, "  rsi {:016x}  rdi {:016x}  rbp {:016x}  r8  {:016x}", r.rsi, r.rdi, r.rbp, r.r8)?;
+        writeln!(f, "  r9  {:016x}  r10 {:016x}  r11 {:016x}  r12 {:016x}", r.r9, r.r10, r.r11, r.r12)?;
+        write!(f, "  r13 {:016x}  r14 {:016x}  r15 {:016x}", r.r13, r.r14, r.r15)
     }
 }

@@ -34,7 +34,7 @@ pub fn spawn(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let mut arg_bytes = [0u8; MAX_ARGS_BYTES as usize];
     UserSlice::new(args_ptr, args_len)?.read(space, &mut arg_bytes[..args_len as usize])?;
     let name = core::str::from_utf8(&name[..name_len as usize]).map_err(|_| Error::NoSuchProgram)?;
-    let module = crate::bootinfo::boot_info().module(name).ok_or(Error::NoSuchProgram)?;
+    let module = crate::arch::multiboot::boot_info().module(name).ok_or(Error::NoSuchProgram)?;
     // A child gets only rights its parent has.
     let rights = rights & k.proc(caller).rights;
     let pid = k.spawn(Some(caller), module, &arg_bytes[..args_len as usize], priority, rights)?;

@@ -62,7 +62,7 @@ pub fn info(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 /// `kernel_options(buf, buf_len) -> length of the whole command line`.
 pub fn kernel_options(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [buf, buf_len, ..] = args(k, caller);
-    let line = crate::bootinfo::cmdline().as_bytes();
+    let line = crate::arch::multiboot::cmdline().as_bytes();
     copy_out(k, caller, buf, buf_len, line)?;
     Ok(Next::Return(line.len() as u64))
 }
@@ -95,7 +95,8 @@ pub fn module_info(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     if k.proc(caller).rights & rights::MODULES == 0 {
         return Err(Error::PermissionDenied);
     }
-    let module = crate::bootinfo::boot_info().modules().get(index as usize).ok_or(Error::InvalidArgument)?;
+    let module =
+        crate::arch::multiboot::boot_info().modules().get(index as usize).ok_or(Error::InvalidArgument)?;
     let name = module.name().as_bytes();
     let n = (buf_len as usize).min(name.len());
     UserSlice::new(buf, n as u64)?.write(k.space_mut(caller), &name[..n])?;
@@ -110,8 +111,11 @@ pub fn module_read(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     if k.proc(caller).rights & rights::MODULES == 0 {
         return Err(Error::PermissionDenied);
     }
-    let bytes =
-        crate::bootinfo::boot_info().modules().get(index as usize).ok_or(Error::InvalidArgument)?.bytes();
+    let bytes = crate::arch::multiboot::boot_info()
+        .modules()
+        .get(index as usize)
+        .ok_or(Error::InvalidArgument)?
+        .bytes();
     let start = (offset as usize).min(bytes.len());
     let n = (len as usize).min(bytes.len() - start);
     copy_out(k, caller, buf, n as u64, &bytes[start..start + n]).map(|n| Next::Return(n as u64))

@@ -81,6 +81,7 @@ const TESTS: &[Test] = &[
     ("kill_a_process_blocked_in_receive", messages::kill_blocked_receiver),
     ("closing_a_queue_returns_its_page_quota", messages::close_queue_returns_quota),
     ("a_bad_receive_buffer_is_reported_not_hung", messages::bad_receive_buffer_reported),
+    ("empty_buffers_need_no_memory", messages::empty_buffers_need_no_memory),
     ("interrupt_lines_and_ports_are_exclusive", devices::device_claim_rules),
     ("interrupts_arrive_as_messages", devices::interrupts_as_messages),
     ("console_driver_serves_programs", devices::console_driver),

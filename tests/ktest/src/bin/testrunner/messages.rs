@@ -348,3 +348,25 @@ pub fn bad_receive_buffer_reported() -> TestResult {
     expect_exit(pid, 0)?;
     msg::close_link(link).map_err(|e| e.name().into())
 }
+
+/// Regression: an empty buffer names no memory, whatever its address (an
+/// empty Rust slice's pointer is dangling). A kernel that looked at the
+/// page under an empty range refused `receive_data(q, &mut [])` with
+/// BadAddress and the whole system hung at boot.
+pub fn empty_buffers_need_no_memory() -> TestResult {
+    const UNMAPPED: u64 = 0xdead_0123;
+    let me = sys::getpid();
+    let q = msg::open_queue(2, false).map_err(|e| e.name())?;
+    let link = msg::open_link(me, q).map_err(|e| e.name())?;
+    let send = msg::raw(abi::Call::SendData as u64, [link.0 as u64, UNMAPPED, 0, 0, 0, 0], [1, 2, 3, 4]);
+    check(send.rax == 0, "send_data of 0 bytes from an unmapped address")?;
+    let receive = msg::raw(abi::Call::ReceiveData as u64, [q.0 as u64, UNMAPPED, 0, 0, 0, 0], [0; 4]);
+    check(
+        receive.rax == 0 && receive.words == [1, 2, 3, 4],
+        "receive_data into 0 bytes at an unmapped address",
+    )?;
+    let write = sys::raw(abi::Call::DebugWrite as u64, UNMAPPED, 0, 0, 0, 0);
+    check(write.0 == 0, "debug_write of 0 bytes from an unmapped address")?;
+    msg::close_link(link).map_err(|e| e.name())?;
+    msg::close_queue(q).map_err(|e| e.name().into())
+}

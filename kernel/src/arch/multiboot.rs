@@ -1,20 +1,25 @@
 //! What the boot loader told us (Multiboot spec 0.6.96 §3.3): the memory
 //! map, the command line and the boot-image modules (one user program
-//! each). Copied into kernel memory at boot, before the loader's memory
-//! can be reused.
+//! each). The map and the command line are copied into kernel memory at
+//! boot; the modules stay where the loader put them, reserved from the
+//! frame allocator for ever (boot.rs), so their bytes can be lent as
+//! `&'static [u8]`.
 
-use crate::arch::paging::phys_slice;
+use super::paging::phys_slice;
 use kernel_core::frame_alloc::PhysRange;
 use kernel_core::limits::{MAX_BOOT_MODULES, MAX_CMDLINE_BYTES};
 
 static BOOT_INFO: spin::Once<BootInfo> = spin::Once::new();
 
-/// Parse the boot loader's information once, at boot, and keep it.
-pub fn init(multiboot_info: u64) -> &'static BootInfo {
-    BOOT_INFO.call_once(|| parse(multiboot_info))
+/// Parse the boot loader's information once, at boot (boot.rs, before the
+/// frame allocator exists, while the first GiB is mapped).
+pub(super) fn init(multiboot_info: u32) -> &'static BootInfo {
+    // SAFETY: called once by boot.rs with the address the loader passed,
+    // before any of that memory can be reused.
+    BOOT_INFO.call_once(|| unsafe { parse(multiboot_info as u64) })
 }
 
-/// What the boot loader passed (after [`init`]).
+/// What the boot loader passed (after boot.rs's `init_memory`).
 pub fn boot_info() -> &'static BootInfo {
     BOOT_INFO.get().expect("boot info parsed")
 }
@@ -43,7 +48,9 @@ impl Module {
         core::str::from_utf8(&self.name[..self.name_len]).unwrap_or("?")
     }
     pub fn bytes(&self) -> &'static [u8] {
-        phys_slice(self.start, (self.end - self.start) as usize)
+        // SAFETY: module memory is reserved from the frame allocator when
+        // memory is set up (boot.rs) and nothing ever writes it.
+        unsafe { phys_slice(self.start, (self.end - self.start) as usize) }
     }
 }
 
@@ -82,10 +89,14 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// Copy a NUL-terminated string at physical `pa` into `out`; returns its length.
-fn read_c_string(pa: u64, out: &mut [u8]) -> usize {
+///
+/// # Safety
+/// As [`parse`]: the loader's memory, before it is reused.
+unsafe fn read_c_string(pa: u64, out: &mut [u8]) -> usize {
     let mut n = 0;
     while n < out.len() {
-        let b = phys_slice(pa + n as u64, 1)[0];
+        // SAFETY: the caller's promise.
+        let b = unsafe { phys_slice(pa + n as u64, 1) }[0];
         if b == 0 {
             break;
         }
@@ -97,8 +108,13 @@ fn read_c_string(pa: u64, out: &mut [u8]) -> usize {
 
 /// Parse the Multiboot information at physical `info_pa` (reached through
 /// the boot mapping of the first GiB, where QEMU and GRUB place it).
-fn parse(info_pa: u64) -> BootInfo {
-    let info = phys_slice(info_pa, 52);
+/// # Safety
+/// `info_pa` is the Multiboot information the loader passed, read before
+/// its memory (and that of the strings and tables it points to, all in
+/// the first GiB) can be reused.
+unsafe fn parse(info_pa: u64) -> BootInfo {
+    // SAFETY: the caller's promise (and for every read below).
+    let info = unsafe { phys_slice(info_pa, 52) };
     let flags = u32_at(info, 0);
     let mut bi = BootInfo {
         usable: [PhysRange::new(0, 0); MAX_MEMORY_RANGES],
@@ -112,7 +128,8 @@ fn parse(info_pa: u64) -> BootInfo {
     };
     if flags & FLAG_CMDLINE != 0 {
         let mut raw = [0u8; MAX_CMDLINE_BYTES];
-        let len = read_c_string(u32_at(info, 16) as u64, &mut raw);
+        // SAFETY: the loader's memory, read during `parse` (see its contract).
+        let len = unsafe { read_c_string(u32_at(info, 16) as u64, &mut raw) };
         // Multiboot loaders put the kernel's own path first (QEMU and GRUB
         // both do); the options follow it.
         let raw = &raw[..len];
@@ -124,7 +141,8 @@ fn parse(info_pa: u64) -> BootInfo {
     }
     if flags & FLAG_MEMORY_MAP != 0 {
         let (len, addr) = (u32_at(info, 44) as u64, u32_at(info, 48) as u64);
-        let map = phys_slice(addr, len as usize);
+        // SAFETY: the loader's memory, read during `parse` (see its contract).
+        let map = unsafe { phys_slice(addr, len as usize) };
         let mut at = 0usize;
         while at + 24 <= map.len() {
             let size = u32_at(map, at) as usize;
@@ -140,13 +158,15 @@ fn parse(info_pa: u64) -> BootInfo {
     if flags & FLAG_MODULES != 0 {
         let (count, addr) = (u32_at(info, 20) as usize, u32_at(info, 24) as u64);
         for i in 0..count {
-            let m = phys_slice(addr + 16 * i as u64, 16);
+            // SAFETY: the loader's memory, read during `parse` (see its contract).
+            let m = unsafe { phys_slice(addr + 16 * i as u64, 16) };
             if bi.module_count == MAX_BOOT_MODULES {
                 bi.modules_ignored += 1;
                 continue;
             }
             let mut full = [0u8; MAX_CMDLINE_BYTES];
-            let full_len = read_c_string(u32_at(m, 8) as u64, &mut full);
+            // SAFETY: the loader's memory, read during `parse` (see its contract).
+            let full_len = unsafe { read_c_string(u32_at(m, 8) as u64, &mut full) };
             // The module string is "path [args]"; the program's name is the
             // path's last component.
             let path = full[..full_len].split(|&b| b == b' ').next().unwrap_or(&[]);
