@@ -26,7 +26,7 @@ use crate::process::{Process, State};
 use abi::{COUNTER_COUNT, Counter, Pid};
 use kernel_core::limits::{MAX_CPUS, MAX_PROCESSES};
 use kernel_core::ready::ReadyQueues;
-use spin::mutex::TicketMutex;
+use spin::mutex::SpinMutex;
 
 /// What a kernel operation leaves for its caller's registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,7 +97,26 @@ pub struct Kernel {
     procs: [Process; MAX_PROCESSES],
 }
 
-pub static KERNEL: TicketMutex<Kernel> = TicketMutex::new(Kernel {
+/// The kernel lock: a test-and-set lock (waiters spin reading it and try
+/// the atomic exchange only when it looks free), not a ticket lock, on
+/// purpose. Ridgeback's CPUs are virtual (QEMU threads, KVM vCPUs) that
+/// the host stops whenever it likes, and a fair lock hands the lock to the
+/// next waiter *in line*, running or not: with a ticket lock, every CPU
+/// that asks after a stopped waiter spins until the host runs that waiter
+/// again (a host time slice), and every CPU asks at each 10 ms tick, idle
+/// ones included. With more vCPUs than free host cores a handoff then
+/// costs more than a tick, each CPU leaves a tick with the next one
+/// already pending, all of them stay queued in `trap_handler` and programs
+/// stop (a shell pipeline of 1 s ran for more than 4 minutes; see
+/// docs/architecture.md). With test-and-set, whichever CPU runs when the
+/// lock is free takes it, and a waiter waits only for the holder. Linux
+/// makes the same choice as a guest without paravirtual spinlocks
+/// (`virt_spin_lock`, arch/x86/include/asm/qspinlock.h: "fair locks have
+/// horrible lock 'holder' preemption issues"). Fairness is what it gives
+/// up: a CPU may lose the race several times in a row. Nothing depends on
+/// the order in which CPUs enter the kernel, and every entry is short and
+/// bounded with interrupts off (seed 001 §4), so that only delays it.
+pub static KERNEL: SpinMutex<Kernel> = SpinMutex::new(Kernel {
     cpus: [CPU_OFFLINE; MAX_CPUS],
     counters: [0; COUNTER_COUNT],
     fast_calls: 0,

@@ -88,7 +88,7 @@ fn main(args: Args) -> i32 {
         "sleep-forever" => loop {
             sys::sleep_ns(1_000_000_000);
         },
-        "cpu-mask" => cpu_mask(arg(1)),
+        "cpu-report" => cpu_report(),
         "work" => work(arg(1)),
         "kill-parent" => match sys::getppid().map(sys::kill) {
             Some(Err(Error::PermissionDenied)) => 0,
@@ -158,14 +158,27 @@ fn main(args: Args) -> i32 {
 
 /// Spin for `ms` milliseconds of TSC time and report the CPUs seen as a
 /// bit mask in the exit code.
-fn cpu_mask(ms: u64) -> i32 {
-    let hz = sys::info(InfoKey::TscHz);
-    let end = sys::rdtsc() + hz / 1000 * ms;
-    let mut mask = 0u32;
-    while sys::rdtsc() < end {
-        mask |= 1 << sys::info(InfoKey::CurrentCpu);
+/// Spin for ever (until the parent kills us), telling the parent's queue 0
+/// each CPU we run on the first time we run there: one message per CPU,
+/// word 0 its index.
+fn cpu_report() -> i32 {
+    let Some(parent) = sys::getppid() else { return 90 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 91 };
+    let mut seen = 0u64;
+    loop {
+        let cpu = sys::info(InfoKey::CurrentCpu);
+        if seen & (1 << cpu) != 0 {
+            continue;
+        }
+        seen |= 1 << cpu;
+        loop {
+            match msg::send(to_parent, &[cpu, 0, 0, 0]) {
+                Ok(()) => break,
+                Err(Error::QueueFull) => sys::yield_now(),
+                Err(_) => return 92,
+            }
+        }
     }
-    mask as i32
 }
 
 /// Compute something that takes a while and whose result is known: the

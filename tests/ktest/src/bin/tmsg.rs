@@ -54,6 +54,15 @@ fn main(args: Args) -> i32 {
         }
         // Serve calls: reply with each word plus one and the data reversed.
         "echo" => echo(my_queue, num(2)),
+        // After a go-ahead, call the `echo` at pid `num(2)`, queue `num(3)`,
+        // `num(4)` times, yielding after each call, and check every answer.
+        "caller" => {
+            let mut go = [0u8; 16];
+            if msg::receive_data(my_queue, &mut go).is_err() {
+                return 6;
+            }
+            caller(Pid(num(2)), Queue(num(3) as u32), num(4))
+        }
         // Take one call and end without answering it.
         "die-on-call" => {
             let mut buf = [0u8; 16];
@@ -165,3 +174,46 @@ fn echo(q: Queue, calls: u64) -> i32 {
         }
     }
 }
+
+/// `calls` calls to an `echo` server, half with a few bytes of data (the
+/// general path) and half without (the fast path); after each, a yield (a
+/// trip through the scheduler, which may move this process to another
+/// CPU) and [`CHEAP_CALLS_PER_CALL`] `getpid`s (the shortest kernel
+/// entries: they take the kernel lock most often for the work done). Exits
+/// 0 when every answer was the request plus one and the data reversed,
+/// and every `getpid` this process's pid.
+fn caller(echo: Pid, queue: Queue, calls: u64) -> i32 {
+    let Ok(link) = msg::open_link(echo, queue) else { return 10 };
+    let me = sys::getpid();
+    let mut reply = [0u8; 8];
+    for i in 0..calls {
+        let words = [i, !i, echo.0, 7];
+        let data = i.to_le_bytes();
+        let sent = if i % 2 == 0 { &data[..] } else { &[] };
+        match msg::call(link, &words, sent, &mut reply) {
+            Ok((got, n)) if got == words.map(|w| w.wrapping_add(1)) && n == sent.len() => {
+                if (0..n).any(|j| reply[j] != sent[n - 1 - j]) {
+                    println!("tmsg caller: call {i}: the data is not the request reversed");
+                    return 12;
+                }
+            }
+            Ok((got, n)) => {
+                println!("tmsg caller: call {i}: answer {got:?} with {n} bytes");
+                return 11;
+            }
+            Err(e) => {
+                println!("tmsg caller: call {i}: {}", e.name());
+                return 13;
+            }
+        }
+        sys::yield_now();
+        if (0..CHEAP_CALLS_PER_CALL).any(|_| sys::getpid() != me) {
+            println!("tmsg caller: getpid changed");
+            return 14;
+        }
+    }
+    0
+}
+
+/// Kernel entries that do next to nothing, per call of [`caller`].
+const CHEAP_CALLS_PER_CALL: u32 = 96;

@@ -72,6 +72,7 @@ const TESTS: &[Test] = &[
     ("getpid_and_getppid", processes::getpid_and_getppid),
     ("messages_arrive_in_order_with_contents", messages::messages_in_order),
     ("many_senders_on_all_cpus_exactly_once_in_order", messages::message_stress),
+    ("calls_and_yields_on_every_cpu_at_once", messages::calls_and_yields_on_every_cpu_at_once),
     ("call_reply_round_trips_with_data", messages::call_round_trips),
     ("message_errors_are_named", messages::message_errors),
     ("private_queues_need_permission", messages::private_queues),
