@@ -3,7 +3,8 @@
 //! Steps, each under its own header:
 //! 1. `cargo fmt --all -- --check`;
 //! 2. clippy with `-D warnings`, for the host crates and for the target crates;
-//! 3. the host crates' unit tests;
+//! 3. the host crates' unit tests, then those of the target crates whose
+//!    library is pure ([`HOST_TESTED_LIBS`]: `cargo test -p NAME --lib`);
 //! 4. build the test image and boot it once per configuration (1, 2 and 4
 //!    CPUs) with `init=testrunner`, each boot under a timeout;
 //! 5. the UNIX personality's tests: the test image booted normally (init
@@ -108,7 +109,7 @@ pub fn run(opts: &TestOptions) -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     let is_host = opts.parts != Parts::QemuOnly;
     let is_qemu = opts.parts != Parts::HostOnly;
-    let mut headers = Headers { done: 0, total: 4 * usize::from(is_host) + 5 * usize::from(is_qemu) };
+    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 5 * usize::from(is_qemu) };
     let mut outcomes = Vec::new();
     if is_host {
         outcomes.extend(host_steps(&workspace, &mut headers));
@@ -183,16 +184,34 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
     outcomes.push(Outcome::step("clippy (target crates)", result));
 
     headers.next(&format!("host unit tests: {}", host.join(", ")));
-    outcomes.push(host_tests(&host));
+    outcomes.push(host_tests("host unit tests", &host, &[]));
+
+    let libs: Vec<&str> =
+        HOST_TESTED_LIBS.iter().copied().filter(|name| workspace.target_packages().contains(name)).collect();
+    headers.next(&format!("host unit tests of target crates' libraries: {}", libs.join(", ")));
+    outcomes.push(if libs.is_empty() {
+        // Without -p, cargo would test the default members again.
+        Outcome::step("host unit tests (libraries)", Ok(()))
+    } else {
+        host_tests("host unit tests (libraries)", &libs, &["--lib"])
+    });
     outcomes
 }
 
-/// `cargo test` on the host crates, counting its tests as they pass by.
-fn host_tests(packages: &[&str]) -> Outcome {
+/// Target crates whose library is pure and builds on the host, where its
+/// unit tests run (`cargo test -p NAME --lib`); their programs do not.
+/// `coreutils`: the utilities' option parsing and formats (`dd`, `cmp`,
+/// `wc`, `ls -l`, ...).
+const HOST_TESTED_LIBS: [&str; 1] = ["coreutils"];
+
+/// `cargo test` on `packages` (with `extra_args`), counting its tests as
+/// they pass by.
+fn host_tests(name: &str, packages: &[&str], extra_args: &[&str]) -> Outcome {
     let mut command = tools::cargo();
     command.arg("test");
     package_args(&mut command, packages);
-    let mut outcome = Outcome::step("host unit tests", Ok(()));
+    command.args(extra_args);
+    let mut outcome = Outcome::step(name, Ok(()));
     outcome.passed = 0;
     let shown = tools::describe(&command);
     println!("$ {shown}");
