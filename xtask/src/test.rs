@@ -49,7 +49,7 @@ use std::time::Instant;
 
 use crate::batch;
 use crate::image::{self, ImageKind, PROFILE, TARGET, TEST_KERNEL_CMDLINE, TEST_RUNNER, Workspace};
-use crate::qemu::{self, AccelChoice, QemuConfig, SerialMode};
+use crate::qemu::{self, AccelChoice, DiskChoice, QemuConfig, SerialMode};
 use crate::run::RunOptions;
 use crate::tools::{self, Result};
 
@@ -65,6 +65,10 @@ use verdict::parse_cargo_test_line;
 /// Guest CPU counts of the test configurations: uniprocessor, the default,
 /// and more CPUs than the CI host has cores.
 const TEST_SMP_CONFIGS: [u32; 3] = [1, 2, 4];
+/// The test boots attach no disk: nothing uses one yet, and the scratch
+/// image of `cargo xtask run` may be open in another QEMU (QEMU locks an
+/// image against a second writer).
+const TEST_DISK: DiskChoice = DiskChoice::None;
 /// The UNIX test program (a `bin` under `tests/`) and its CPU counts.
 pub const UNIX_TEST_PROGRAM: &str = "utest";
 const UNIX_SMP_CONFIGS: [u32; 2] = [1, 2];
@@ -287,6 +291,7 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
             accel,
             serial: SerialMode::Captured,
             is_gdb: false,
+            disk: None,
         };
         let log_path = log_dir.join(format!("{name}.log"));
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
@@ -314,8 +319,12 @@ fn unix_steps(
     ));
     let mut outcomes = unix_boots(workspace, opts, built, log_dir);
     headers.next(&format!("shell scenarios: {} (one boot, timeout {} s)", scenarios::DIR, opts.timeout_s));
-    let run_opts =
-        RunOptions { smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP), accel: opts.accel, ..RunOptions::default() };
+    let run_opts = RunOptions {
+        smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP),
+        accel: opts.accel,
+        disk: TEST_DISK,
+        ..RunOptions::default()
+    };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
     outcomes
 }
@@ -343,7 +352,7 @@ fn unix_boots(
     let mut outcomes = Vec::new();
     for smp in unix_smp_configs(opts) {
         let name = format!("unix smp{smp}");
-        let run_opts = RunOptions { smp, accel: opts.accel, ..RunOptions::default() };
+        let run_opts = RunOptions { smp, accel: opts.accel, disk: TEST_DISK, ..RunOptions::default() };
         let command = format!("/bin/{UNIX_TEST_PROGRAM}");
         match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
             Ok(config) => {

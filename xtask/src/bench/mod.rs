@@ -487,6 +487,10 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         return Err("--icount needs TCG (QEMU's icount does not work with KVM); add --accel tcg".to_string());
     }
     let extra_args: Vec<String> = if opts.is_icount { ICOUNT.map(String::from).to_vec() } else { Vec::new() };
+    // One disk image per run, kept with its logs, attached to every boot of
+    // both systems (the machine has it whether or not a figure uses it).
+    let disk = log_dir.join("disk.img");
+    qemu::ensure_disk_image(&disk, qemu::SCRATCH_DISK_BYTES)?;
     let config_for = |cmdline: String, extra_modules: &[PathBuf]| QemuConfig {
         kernel: built.kernel.clone(),
         modules: built.modules.iter().chain(extra_modules).cloned().collect(),
@@ -496,6 +500,7 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         accel,
         serial: SerialMode::Captured,
         is_gdb: false,
+        disk: Some(disk.clone()),
     };
     let mut machine_probe = config_for(String::new(), &[]).to_args()?;
     machine_probe.extend(extra_args.iter().cloned());
