@@ -689,11 +689,36 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     println!("time:    {:.0} s", started.elapsed().as_secs_f64());
     if !results.problems.is_empty() {
         println!("\nproblems:");
-        for problem in &results.problems {
+        for problem in merge_runs(&results.problems) {
             println!("  - {problem}");
         }
     }
     Ok(results)
+}
+
+/// The problems as printed: one line for the same problem in several
+/// runs (`runs 1, 2, 3 ridgeback d-pddriver: ...`), in first-seen order.
+/// The JSON file keeps every one.
+fn merge_runs(problems: &[String]) -> Vec<String> {
+    let mut merged: Vec<(Vec<&str>, &str)> = Vec::new();
+    for problem in problems {
+        let Some((run, rest)) = problem.strip_prefix("run ").and_then(|p| p.split_once(' ')) else {
+            merged.push((Vec::new(), problem));
+            continue;
+        };
+        match merged.iter_mut().find(|(runs, text)| !runs.is_empty() && *text == rest) {
+            Some((runs, _)) => runs.push(run),
+            None => merged.push((vec![run], rest)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(runs, text)| match runs.len() {
+            0 => text.to_string(),
+            1 => format!("run {} {text}", runs[0]),
+            _ => format!("runs {} {text}", runs.join(", ")),
+        })
+        .collect()
 }
 
 /// Copies the kernel and the programs into `dir` (same file names: the
@@ -993,6 +1018,27 @@ mod tests {
         assert_eq!(both.ridgeback.len(), 4);
         assert_eq!(both.linux, ["r2", "d"]);
         assert_eq!(parse("--only d").unwrap().groups, [Group::D]);
+    }
+
+    #[test]
+    fn problems_of_several_runs_print_once() {
+        let problems: Vec<String> = [
+            "run 1 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
+            "run 1 linux: QEMU failed",
+            "run 2 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
+            "ridgeback figure x (row x) is missing",
+            "run 3 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            merge_runs(&problems),
+            [
+                "runs 1, 2, 3 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
+                "run 1 linux: QEMU failed",
+                "ridgeback figure x (row x) is missing",
+            ]
+        );
     }
 
     #[test]

@@ -232,9 +232,8 @@ pub fn seed_000(results: &Results) -> String {
     };
     let seconds = |ms: Option<f64>| ms.map_or("-".to_string(), |ms| format!("{} s", number(ms / 1e3)));
     let mut text = String::from(
-        "D, seed 000 (the VMS RAMDRIVER note, 1988): time per job of the program (2000 passes of a
-         32 KiB read and write on a 64 KiB region); 5 jobs: five at once, the median job
-",
+        "D, seed 000 (the VMS RAMDRIVER note, 1988): time per job of the program (2000 passes of a\n\
+         32 KiB read and write on a 64 KiB region); 5 jobs: five at once, the median job\n",
     );
     let _ =
         writeln!(text, "{:<36}  {:>10}  {:>10}  {:>10}  {:>10}", "device", "1 job", "CPU", "5 jobs", "CPU");
