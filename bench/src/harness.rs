@@ -53,6 +53,9 @@ pub enum Unit {
     NanosPerRoundTrip,
     /// 10^6 bytes per second, each iteration moving `bytes_per_op`.
     MegabytesPerSecond { bytes_per_op: u64 },
+    /// Milliseconds per job: one iteration is one whole run of a program
+    /// (seed 000's 2000 passes), a sample one job's time.
+    MillisecondsPerJob,
 }
 
 impl Unit {
@@ -61,6 +64,7 @@ impl Unit {
             Unit::NanosPerOp => "ns/op",
             Unit::NanosPerRoundTrip => "ns/roundtrip",
             Unit::MegabytesPerSecond { .. } => "MB/s",
+            Unit::MillisecondsPerJob => "ms/job",
         }
     }
 
@@ -72,6 +76,7 @@ impl Unit {
             Unit::MegabytesPerSecond { bytes_per_op } => {
                 (bytes_per_op * iterations) as f64 * 1e3 / elapsed_ns
             }
+            Unit::MillisecondsPerJob => elapsed_ns / iterations as f64 / 1e6,
         }
     }
 
@@ -580,6 +585,11 @@ mod tests {
     #[test]
     fn units_convert_elapsed_time() {
         assert_eq!(Unit::NanosPerOp.value(1000.0, 10), 100.0);
+        assert_eq!(Unit::MillisecondsPerJob.value(3e9, 2), 1500.0);
+        assert_eq!(
+            (Unit::MillisecondsPerJob.label(), Unit::MillisecondsPerJob.bytes_per_op()),
+            ("ms/job", 0)
+        );
         // 1 MiB 1000 times in one second.
         let mb_per_s = Unit::MegabytesPerSecond { bytes_per_op: 1 << 20 }.value(1e9, 1000);
         assert!((mb_per_s - 1048.576).abs() < 1e-9);

@@ -4,10 +4,11 @@
 //!
 //! What it is: the measuring harness ([`harness`]), the workloads that need
 //! nothing but the [`Platform`] calls ([`workloads`]), seed 001's Table 2
-//! rows, which need the UNIX calls of [`r2::Unix`] too ([`r2`]), and the Linux
-//! implementation of those calls plus the Linux peers of Ridgeback's
-//! message benchmarks: pipe, Unix-socket, futex and `sched_yield`
-//! ping-pong between two processes ([`linux`]).
+//! rows, which need the UNIX calls of [`r2::Unix`] too ([`r2`]), seed 000's
+//! RAM disk experiment, which needs block I/O ([`d::BlockIo`], [`d`]), and
+//! the Linux implementation of those calls plus the Linux peers of
+//! Ridgeback's message benchmarks: pipe, Unix-socket, futex and
+//! `sched_yield` ping-pong between two processes ([`linux`]).
 //!
 //! What it is not: the suite's driver. Booting the machines, collecting the
 //! output and computing ratios is `xtask`'s job; this crate only prints
@@ -15,10 +16,10 @@
 //!
 //! Invariants:
 //! - Everything outside [`linux`] uses `core` and `alloc` only and reaches
-//!   the system through [`Platform`] (and [`r2::Unix`]), so the Ridgeback
+//!   the system through [`Platform`] (and [`r2::Unix`], [`d::BlockIo`]), so the Ridgeback
 //!   build compiles the very same benchmark code. The Ridgeback
 //!   implementations of both traits and the Ridgeback programs
-//!   (`ridgebench`, booted as init, and `r2bench`, a UNIX process) are in
+//!   (`ridgebench`, booted as init, `r2bench` and `dbench`, UNIX processes) are in
 //!   `bench/ridgeback/`.
 //! - Time is read from the time-stamp counter ([`now_ticks`]) and
 //!   converted with [`Platform::tsc_hz`]; a sample lasts at least
@@ -37,6 +38,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod d;
 pub mod harness;
 pub mod r2;
 pub mod workloads;

@@ -1,4 +1,5 @@
-//! The Linux build: [`Platform`] through Linux system calls, and the Linux
+//! The Linux build: [`Platform`], [`Unix`] and [`BlockIo`] through Linux
+//! system calls, and the Linux
 //! peers of Ridgeback's round-trip message (seed 001, Table 1; the Linux
 //! peers are named in `shared/BENCHMARKS.md` R1): two processes echoing a
 //! 32-byte message through a pipe pair, a Unix socket, a futex over
@@ -11,9 +12,11 @@
 //!
 //! Every `unsafe` here is a libc call; each says what it relies on.
 
+use crate::d::{Access, BlockIo, Device};
 use crate::r2::{Errno, Fd, Unix};
 use crate::workloads::{DataRoundTrip, MESSAGE_BYTES, RoundTrip};
 use crate::{Platform, now_ticks};
+use alloc::string::String;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use libc::c_int;
@@ -185,6 +188,69 @@ impl Unix for Linux {
         let now = unsafe { libc::syscall(libc::SYS_brk, wanted) } as usize;
         BREAK.store(now, Ordering::Relaxed);
         if now == wanted { Ok(current) } else { Err(Errno(libc::ENOMEM as u64)) }
+    }
+}
+
+impl BlockIo for Linux {
+    fn open_region(device: &Device) -> Result<Fd, Errno> {
+        let mut flags = libc::O_RDWR | libc::O_CLOEXEC;
+        if device.access == Access::Direct {
+            flags |= libc::O_DIRECT;
+        }
+        if device.is_file {
+            flags |= libc::O_CREAT;
+        }
+        // SAFETY: the path is a live NUL-terminated string; the mode is
+        // open's third argument, which O_CREAT requires.
+        let fd = with_c_path(device.path, |path| unsafe { libc::open(path, flags, 0o644 as libc::c_uint) })?;
+        checked(fd as isize).map(|fd| fd as Fd)
+    }
+
+    fn check_kind(fd: Fd, device: &Device) -> Result<(), String> {
+        // SAFETY: all zeros is a valid `stat`, which fstat then fills.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        // SAFETY: `st` is a live stat buffer.
+        checked(unsafe { libc::fstat(fd, &mut st) } as isize)
+            .map_err(|e| alloc::format!("fstat: {}", e.name()))?;
+        let kind = st.st_mode & libc::S_IFMT;
+        match (device.is_file, kind) {
+            (true, libc::S_IFREG) | (false, libc::S_IFBLK) => Ok(()),
+            (true, _) => Err("not a regular file".into()),
+            (false, _) => Err(alloc::format!("not a block device (mode {:o})", st.st_mode)),
+        }
+    }
+
+    fn read_at(fd: Fd, buffer: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> {
+        loop {
+            // SAFETY: `buffer` is a live, writable slice of the length passed.
+            let result = unsafe {
+                libc::pread(fd, buffer.as_mut_ptr().cast(), buffer.len(), offset_bytes as libc::off_t)
+            };
+            match checked(result) {
+                Err(e) if e == Errno(libc::EINTR as u64) => continue,
+                result => return result,
+            }
+        }
+    }
+
+    fn write_at(fd: Fd, bytes: &[u8], offset_bytes: u64) -> Result<usize, Errno> {
+        loop {
+            // SAFETY: `bytes` is a live slice of the length passed.
+            let result =
+                unsafe { libc::pwrite(fd, bytes.as_ptr().cast(), bytes.len(), offset_bytes as libc::off_t) };
+            match checked(result) {
+                Err(e) if e == Errno(libc::EINTR as u64) => continue,
+                result => return result,
+            }
+        }
+    }
+
+    fn cpu_time_ns() -> u64 {
+        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `now` is a live timespec; the process CPU-time clock
+        // always exists (user and kernel time of this process).
+        unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+        now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
     }
 }
 
@@ -727,6 +793,43 @@ mod tests {
         let error = session.measure::<Linux>("read", &QUICK).unwrap_err();
         assert!(error.contains("has 0 bytes"), "{error}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Seed 000's program on a file of the host (the guest's tmpfs row,
+    /// without O_DIRECT), one job and five, checks included.
+    #[test]
+    fn d_runs_on_a_file_with_one_job_and_five() {
+        use crate::d::{self, Access, Device, MANY_JOBS};
+        let dir = scratch_dir("d");
+        let path: &'static str = alloc::boxed::Box::leak(dir.join("region").to_str().unwrap().into());
+        let device =
+            Device { name: "file", path, access: Access::Cached, is_file: true, what: "a test file" };
+        for jobs in [1, MANY_JOBS] {
+            let (elapsed, cpu) = d::measure::<Linux>(&device, jobs, &QUICK).unwrap();
+            let expected_samples = if jobs == 1 { QUICK.sample_count } else { jobs };
+            assert_eq!((elapsed.samples().len(), cpu.samples().len()), (expected_samples, expected_samples));
+            assert!(elapsed.median > 0.0 && cpu.median > 0.0 && cpu.tsc_hz == 1_000_000_000);
+        }
+        assert_eq!(std::fs::metadata(path).unwrap().len(), 64 << 10, "the region, and nothing more");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn d_refuses_what_is_not_its_device() {
+        use crate::d::{self, Access, Device};
+        let dir = scratch_dir("d-refuse");
+        let missing: &'static str = alloc::boxed::Box::leak(dir.join("ram9").to_str().unwrap().into());
+        let device =
+            Device { name: "x", path: missing, access: Access::Direct, is_file: false, what: "no such disk" };
+        let error = d::measure::<Linux>(&device, 1, &QUICK).unwrap_err();
+        assert!(error.contains("ENOENT") && error.ends_with("no such disk"), "{error}");
+        assert!(!dir.join("ram9").exists(), "a missing device is not created");
+        // A regular file where a block device is expected.
+        std::fs::write(missing, [0u8; 4096]).unwrap();
+        let device = Device { access: Access::Cached, ..device };
+        let error = d::measure::<Linux>(&device, 1, &QUICK).unwrap_err();
+        assert!(error.contains("not a block device"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! taking turns with `sched_yield` on one vCPU), `pipe`, `unix`, `futex`
 //! (32-byte ping-pong), `pipedata` (4 KiB requests, 32-byte replies, through
 //! pipes), `r2` (seed 001's Table 2 rows, `bench::r2`, on the tmpfs at
-//! `/tmp`), or `all` (the default). Ping-pong figures run with both ends on
+//! `/tmp`), `d` (seed 000's RAM disk program, `bench::d`, on brd's
+//! `/dev/ram0` and the virtio-blk `/dev/vda` with `O_DIRECT`, and on a
+//! tmpfs file), or `all` (the default). Ping-pong figures run with both ends on
 //! one vCPU and, when there are two, on two. Options: `--samples N`,
 //! `--sample-ms N`. Output: one `BENCH {json}` line per figure, `#` lines
 //! of commentary (see `bench::harness`).
@@ -20,11 +22,11 @@ use bench::linux::{
     Linux, MAX_REQUEST_BYTES, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait,
     YieldPeer, online_cpus,
 };
-use bench::{Platform, r2, workloads};
+use bench::{Platform, d, r2, workloads};
 
-const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2"];
+const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d"];
 const USAGE: &str =
-    "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2]...";
+    "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d]...";
 
 fn main() {
     let (config, selected) = match harness::parse_options(std::env::args().skip(1), FIGURES) {
@@ -109,6 +111,12 @@ fn main() {
                     }
                 }
                 session.clean_up::<Linux>();
+            }
+            // Unpinned too: the seed's five jobs went wherever VMS put them.
+            "d" => {
+                for device in d::LINUX_DEVICES {
+                    failures += d::run::<Linux>(device, &config);
+                }
             }
             _ => unreachable!("parse_options accepts only FIGURES"),
         }

@@ -443,6 +443,13 @@ pub fn lseek(fd: Fd, offset: i64, whence: u32) -> Result<u64, Errno> {
     manager_call(fd, [io::OP_SEEK, 0, offset as u64, whence as u64], &[], &mut []).map(|(w, _)| w[0])
 }
 
+/// `ftruncate(fd, length)`: cut the regular file open on `fd` (for
+/// writing) to `length_bytes`, or grow it with zeros, at its manager
+/// (`io::OP_TRUNCATE`). `dd`'s `seek=` needs it, as GNU dd does.
+pub fn ftruncate(fd: Fd, length_bytes: u64) -> Result<(), Errno> {
+    manager_call(fd, [io::OP_TRUNCATE, 0, length_bytes, 0], &[], &mut []).map(|_| ())
+}
+
 pub fn fstat(fd: Fd) -> Result<Stat, Errno> {
     let mut buf = [0u8; Stat::BYTES];
     manager_call(fd, [io::OP_FSTAT, 0, 0, 0], &[], &mut buf)?;

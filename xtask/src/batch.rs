@@ -70,6 +70,7 @@ pub fn prepare(
         accel: qemu::choose_and_report_accel(opts.accel),
         serial: SerialMode::Captured,
         is_gdb: false,
+        disk: opts.disk.image(&workspace.target_dir)?,
     })
 }
 

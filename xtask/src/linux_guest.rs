@@ -80,8 +80,9 @@ const GUEST_DONE: &str = "GUEST done";
 ///   (seed 000). One device of 64 MiB (`rd_size` is in KiB); brd allocates
 ///   its pages on first write, so the size costs nothing until used.
 /// - `virtio_pci`, `virtio_blk`, `virtio_net`: peers for the virtio-blk
-///   (seed 000) and virtio-net (seed 003) experiments. Harmless when the
-///   machine has no such device.
+///   (seed 000: `/dev/vda`, the disk `bench` attaches to both systems with
+///   `qemu::disk_args`) and virtio-net (seed 003) experiments. Harmless
+///   when the machine has no such device.
 const GUEST_MODULES: &[(&str, &str)] =
     &[("brd", "rd_nr=1 rd_size=65536"), ("virtio_pci", ""), ("virtio_blk", ""), ("virtio_net", "")];
 
@@ -732,8 +733,12 @@ mod tests {
             std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
         let bench = build_bench_for_linux(root, &target_dir).unwrap();
         let guest = prepare(&root.join("target/linux-guest")).unwrap();
-        let machine: Vec<String> =
+        let mut machine: Vec<String> =
             ["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "512M"].map(String::from).to_vec();
+        // Benchmark D needs the virtio-blk disk (/dev/vda) as `bench` gives it.
+        let disk = target_dir.join("linux-guest-test-disk.img");
+        qemu::ensure_disk_image(&disk, qemu::SCRATCH_DISK_BYTES).unwrap();
+        machine.extend(qemu::disk_args(&disk).unwrap());
         let run = guest.run(&machine, &[(bench, "all".to_string())], Duration::from_secs(900)).unwrap();
         println!("{}", run.serial_output);
         println!("boot to first program: {:?}", run.boot_to_first_program);

@@ -53,7 +53,7 @@ mod tools;
 use std::process::ExitCode;
 
 use image::ImageKind;
-use qemu::{parse_mem, parse_smp};
+use qemu::{DiskChoice, parse_mem, parse_smp};
 use run::RunOptions;
 use tools::Result;
 
@@ -78,6 +78,9 @@ run options:
   --accel tcg|kvm|auto  accelerator (default auto: KVM only with a real kvm_intel/kvm_amd)
   --batch \"COMMANDS\"    run: boot, run COMMANDS with /bin/sh, print their output, power
                         off and exit with their exit status
+  --disk FILE|none      raw image attached as a virtio-blk disk (-drive ...,format=raw
+                        -device virtio-blk-pci; default target/disk/scratch.img, 64 MiB
+                        of zeros made on first use and kept; none: no disk)
 
 test options:
   --only-host           only formatting, clippy and host unit tests
@@ -230,6 +233,7 @@ fn parse_run_flag<'a>(flag: &Flag<'a>, cursor: &mut ArgCursor<'a>, run: &mut Run
         }
         "accel" => run.accel = cursor.value(flag)?.parse()?,
         "batch" => run.batch = Some(cursor.value(flag)?.to_string()),
+        "disk" => run.disk = DiskChoice::parse(cursor.value(flag)?)?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -306,6 +310,7 @@ mod tests {
             is_gdb: true,
             accel: AccelChoice::Tcg,
             batch: None,
+            disk: DiskChoice::Scratch,
         });
         assert_eq!(
             parse(&[
@@ -326,6 +331,23 @@ mod tests {
             parse(&["run", "--smp=4", "--mem=1G", "--cmdline=init=shell verbose", "--gdb", "--accel=tcg"]),
             Ok(expected)
         );
+    }
+
+    #[test]
+    fn run_takes_a_disk_or_none() {
+        let disk = |words: &[&str]| match parse(words) {
+            Ok(Cmd::Run(opts)) => opts.disk,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(disk(&["run"]), DiskChoice::Scratch);
+        assert_eq!(disk(&["run", "--disk", "none"]), DiskChoice::None);
+        assert_eq!(disk(&["run", "--disk=my.img"]), DiskChoice::Image("my.img".into()));
+        assert!(parse(&["run", "--disk"]).is_err());
+        assert!(parse(&["run", "--disk="]).is_err());
+        assert!(matches!(
+            parse(&["image", "--disk", "none"]),
+            Ok(Cmd::Image { run: RunOptions { disk: DiskChoice::None, .. }, .. })
+        ));
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! [`collect_stderr`] and [`wait_until`] (ending a child, used by every
 //! boot: tests, benchmarks, the Linux guest); [`parse_smp`] and
 //! [`parse_mem`] (the machine-size options of `run`, `image` and `bench`);
-//! [`ensure_qemu`] (installing QEMU when it is missing).
+//! [`DiskChoice`], [`disk_args`] and [`ensure_disk_image`] (the virtio-blk
+//! disk: the same arguments for `run`, `test`, `bench` and the Linux
+//! guest); [`ensure_qemu`] (installing QEMU when it is missing).
 //!
 //! What it is not: a command. It builds no image and imports none of the
 //! commands (`run`, `image`, `test`, `bench`, `batch`), which all stand on
@@ -27,7 +29,7 @@
 //! execute.
 
 use std::fmt;
-use std::fs::OpenOptions;
+use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::str::FromStr;
@@ -44,6 +46,17 @@ pub const DEFAULT_SMP: u32 = 2;
 pub const DEFAULT_MEM: &str = "512M";
 /// Where QEMU's gdb stub listens with `-s`.
 pub const GDB_PORT: u16 = 1234;
+
+/// The QEMU block device of the machine's disk (seed 000's "real disk"),
+/// and its drive's id. Ridgeback's virtio-blk driver and Linux's
+/// `virtio_blk` find it on the PCI bus.
+pub const DISK_DEVICE: &str = "virtio-blk-pci";
+const DISK_DRIVE_ID: &str = "disk0";
+/// Size of the scratch image `run` makes on first use (and `bench` per
+/// run): sparse, so it costs only the blocks written.
+pub const SCRATCH_DISK_BYTES: u64 = 64 << 20;
+/// The scratch image of `run`, under cargo's target directory.
+const SCRATCH_DISK_PATH: &str = "disk/scratch.img";
 
 /// Where Linux lists loaded kernel modules, one directory each.
 const SYS_MODULE_DIR: &str = "/sys/module";
@@ -165,6 +178,8 @@ pub struct QemuConfig {
     pub accel: Accel,
     pub serial: SerialMode,
     pub is_gdb: bool,
+    /// A raw disk image attached as a virtio-blk disk ([`disk_args`]).
+    pub disk: Option<PathBuf>,
 }
 
 impl QemuConfig {
@@ -187,6 +202,9 @@ impl QemuConfig {
         args.extend(["-display", "none", "-no-reboot"].map(String::from));
         args.push("-device".to_string());
         args.push(format!("isa-debug-exit,iobase={:#x},iosize=0x04", abi::qemu_exit::PORT));
+        if let Some(image) = &self.disk {
+            args.extend(disk_args(image)?);
+        }
         match self.serial {
             SerialMode::Interactive => args.extend(["-serial", "mon:stdio"].map(String::from)),
             SerialMode::Captured => args.extend(["-serial", "stdio", "-monitor", "none"].map(String::from)),
@@ -318,6 +336,92 @@ pub fn parse_mem(text: &str) -> Result<String> {
     }
 }
 
+/// The arguments that attach the raw image `image` as the machine's
+/// virtio-blk disk: `-drive file=IMAGE,if=none,format=raw,id=disk0
+/// -device virtio-blk-pci,drive=disk0`. Both systems of a benchmark get
+/// exactly these (`bench/boot.rs` takes them from Ridgeback's command line
+/// for the Linux guest). QEMU's default cache mode (writeback, through the
+/// host's page cache) applies to both.
+pub fn disk_args(image: &Path) -> Result<[String; 4]> {
+    // In QEMU's option syntax a comma inside a value is written twice.
+    let file = path_arg(image)?.replace(',', ",,");
+    Ok([
+        "-drive".to_string(),
+        format!("file={file},if=none,format=raw,id={DISK_DRIVE_ID}"),
+        "-device".to_string(),
+        format!("{DISK_DEVICE},drive={DISK_DRIVE_ID}"),
+    ])
+}
+
+/// Whether a QEMU option and its value are part of the machine's disk
+/// (what [`disk_args`] makes).
+pub fn is_disk_option(option: &str, value: &str) -> bool {
+    match option {
+        "-drive" => true,
+        "-device" => value.split(',').next() == Some(DISK_DEVICE),
+        _ => false,
+    }
+}
+
+/// Makes `path` a zero-filled raw image of `size_bytes` unless it exists
+/// (a sparse file: the blocks never written take no space).
+pub fn ensure_disk_image(path: &Path, size_bytes: u64) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let file = fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    file.set_len(size_bytes).map_err(|e| format!("cannot size {}: {e}", path.display()))
+}
+
+/// `--disk`: which disk `run` (and `image`, `run --batch`) attaches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiskChoice {
+    /// The default: `<target>/disk/scratch.img`, made on first use
+    /// ([`SCRATCH_DISK_BYTES`], zeros) and kept between runs.
+    Scratch,
+    /// `--disk none`.
+    None,
+    /// `--disk FILE`: an existing raw image.
+    Image(PathBuf),
+}
+
+impl DiskChoice {
+    pub fn parse(text: &str) -> Result<DiskChoice> {
+        match text {
+            "" => Err("--disk wants a raw image file or `none`".to_string()),
+            "none" => Ok(DiskChoice::None),
+            path => Ok(DiskChoice::Image(PathBuf::from(path))),
+        }
+    }
+
+    /// The image to attach, made first if it is the scratch image.
+    /// `target_dir` is cargo's target directory.
+    pub fn image(&self, target_dir: &Path) -> Result<Option<PathBuf>> {
+        match self {
+            DiskChoice::None => Ok(None),
+            DiskChoice::Scratch => {
+                let path = target_dir.join(SCRATCH_DISK_PATH);
+                ensure_disk_image(&path, SCRATCH_DISK_BYTES)?;
+                Ok(Some(path))
+            }
+            // Absolute, so that QEMU finds it whatever its directory; a
+            // missing file is refused rather than made (a typo should not
+            // boot with an empty disk).
+            DiskChoice::Image(path) => fs::canonicalize(path).map(Some).map_err(|e| {
+                format!(
+                    "--disk {}: {e} (make one with `truncate -s 64M {}`, or leave --disk out for the \
+                     scratch image)",
+                    path.display(),
+                    path.display()
+                )
+            }),
+        }
+    }
+}
+
 /// Read a QEMU child's standard error to the end on a thread of its own
 /// (so a full pipe never stalls QEMU); join the handle for the text.
 pub fn collect_stderr(child: &mut std::process::Child) -> std::thread::JoinHandle<String> {
@@ -369,6 +473,7 @@ mod tests {
             accel: Accel::Tcg,
             serial: SerialMode::Captured,
             is_gdb: false,
+            disk: None,
         }
     }
 
@@ -381,6 +486,47 @@ mod tests {
              -append init=testrunner -m 512M -smp 4 -accel tcg -cpu max -display none -no-reboot \
              -device isa-debug-exit,iobase=0xf4,iosize=0x04 -serial stdio -monitor none"
         );
+    }
+
+    #[test]
+    fn a_disk_is_a_virtio_blk_device_on_a_raw_drive() {
+        let cfg = QemuConfig { disk: Some(PathBuf::from("/w/target/disk/a,b.img")), ..config() };
+        let line = cfg.to_args().unwrap().join(" ");
+        assert!(
+            line.contains(
+                "-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+                 -drive file=/w/target/disk/a,,b.img,if=none,format=raw,id=disk0 \
+                 -device virtio-blk-pci,drive=disk0 -serial stdio"
+            ),
+            "{line}"
+        );
+        let args = disk_args(Path::new("/d.img")).unwrap();
+        assert!(is_disk_option(&args[0], &args[1]) && is_disk_option(&args[2], &args[3]));
+        assert!(!is_disk_option("-device", "isa-debug-exit,iobase=0xf4"));
+        assert!(!is_disk_option("-m", "512M"));
+    }
+
+    #[test]
+    fn disk_choices() {
+        assert_eq!(DiskChoice::parse("none"), Ok(DiskChoice::None));
+        assert_eq!(DiskChoice::parse("x.img"), Ok(DiskChoice::Image(PathBuf::from("x.img"))));
+        assert!(DiskChoice::parse("").is_err());
+        let dir = std::env::temp_dir().join(format!("xtask-disk-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(DiskChoice::None.image(&dir), Ok(None));
+        // The scratch image is made once, at its full size, and kept.
+        let scratch = DiskChoice::Scratch.image(&dir).unwrap().unwrap();
+        assert_eq!(scratch, dir.join("disk/scratch.img"));
+        assert_eq!(fs::metadata(&scratch).unwrap().len(), SCRATCH_DISK_BYTES);
+        fs::write(&scratch, b"kept").unwrap();
+        assert_eq!(DiskChoice::Scratch.image(&dir).unwrap().unwrap(), scratch);
+        assert_eq!(fs::read(&scratch).unwrap(), b"kept");
+        // A named image must exist; it comes back absolute.
+        let missing = DiskChoice::Image(dir.join("missing.img")).image(&dir).unwrap_err();
+        assert!(missing.contains("missing.img") && missing.contains("truncate -s 64M"), "{missing}");
+        let named = DiskChoice::Image(dir.join("disk/../disk/scratch.img")).image(&dir).unwrap().unwrap();
+        assert_eq!(named, fs::canonicalize(&scratch).unwrap());
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::image::{self, ImageKind, TEST_KERNEL_CMDLINE, Workspace};
-use crate::qemu::{self, AccelChoice, GDB_PORT, QEMU_BINARY, QemuConfig, QemuExit, SerialMode};
+use crate::qemu::{self, AccelChoice, DiskChoice, GDB_PORT, QEMU_BINARY, QemuConfig, QemuExit, SerialMode};
 use crate::tools::Result;
 
 /// Options shared by `run` and `image`.
@@ -28,6 +28,8 @@ pub struct RunOptions {
     /// `run --batch "<commands>"`: run them with the shell, print their
     /// output, power off and exit with their status.
     pub batch: Option<String>,
+    /// `--disk`: the virtio-blk disk (default: the scratch image).
+    pub disk: DiskChoice,
 }
 
 impl Default for RunOptions {
@@ -39,6 +41,7 @@ impl Default for RunOptions {
             is_gdb: false,
             accel: AccelChoice::Auto,
             batch: None,
+            disk: DiskChoice::Scratch,
         }
     }
 }
@@ -57,6 +60,7 @@ fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<Qem
         accel,
         serial,
         is_gdb: opts.is_gdb,
+        disk: opts.disk.image(&workspace.target_dir)?,
     })
 }
 

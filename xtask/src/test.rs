@@ -3,7 +3,8 @@
 //! Steps, each under its own header:
 //! 1. `cargo fmt --all -- --check`;
 //! 2. clippy with `-D warnings`, for the host crates and for the target crates;
-//! 3. the host crates' unit tests;
+//! 3. the host crates' unit tests, then those of the target crates whose
+//!    library is pure ([`HOST_TESTED_LIBS`]: `cargo test -p NAME --lib`);
 //! 4. build the test image and boot it once per configuration (1, 2 and 4
 //!    CPUs) with `init=testrunner`, each boot under a timeout;
 //! 5. the UNIX personality's tests: the test image booted normally (init
@@ -48,7 +49,7 @@ use std::time::Instant;
 
 use crate::batch;
 use crate::image::{self, ImageKind, PROFILE, TARGET, TEST_KERNEL_CMDLINE, TEST_RUNNER, Workspace};
-use crate::qemu::{self, AccelChoice, QemuConfig, SerialMode};
+use crate::qemu::{self, AccelChoice, DiskChoice, QemuConfig, SerialMode};
 use crate::run::RunOptions;
 use crate::tools::{self, Result};
 
@@ -64,6 +65,10 @@ use verdict::parse_cargo_test_line;
 /// Guest CPU counts of the test configurations: uniprocessor, the default,
 /// and more CPUs than the CI host has cores.
 const TEST_SMP_CONFIGS: [u32; 3] = [1, 2, 4];
+/// The test boots attach no disk: nothing uses one yet, and the scratch
+/// image of `cargo xtask run` may be open in another QEMU (QEMU locks an
+/// image against a second writer).
+const TEST_DISK: DiskChoice = DiskChoice::None;
 /// The UNIX test program (a `bin` under `tests/`) and its CPU counts.
 pub const UNIX_TEST_PROGRAM: &str = "utest";
 const UNIX_SMP_CONFIGS: [u32; 2] = [1, 2];
@@ -108,7 +113,7 @@ pub fn run(opts: &TestOptions) -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     let is_host = opts.parts != Parts::QemuOnly;
     let is_qemu = opts.parts != Parts::HostOnly;
-    let mut headers = Headers { done: 0, total: 4 * usize::from(is_host) + 5 * usize::from(is_qemu) };
+    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 5 * usize::from(is_qemu) };
     let mut outcomes = Vec::new();
     if is_host {
         outcomes.extend(host_steps(&workspace, &mut headers));
@@ -183,16 +188,34 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
     outcomes.push(Outcome::step("clippy (target crates)", result));
 
     headers.next(&format!("host unit tests: {}", host.join(", ")));
-    outcomes.push(host_tests(&host));
+    outcomes.push(host_tests("host unit tests", &host, &[]));
+
+    let libs: Vec<&str> =
+        HOST_TESTED_LIBS.iter().copied().filter(|name| workspace.target_packages().contains(name)).collect();
+    headers.next(&format!("host unit tests of target crates' libraries: {}", libs.join(", ")));
+    outcomes.push(if libs.is_empty() {
+        // Without -p, cargo would test the default members again.
+        Outcome::step("host unit tests (libraries)", Ok(()))
+    } else {
+        host_tests("host unit tests (libraries)", &libs, &["--lib"])
+    });
     outcomes
 }
 
-/// `cargo test` on the host crates, counting its tests as they pass by.
-fn host_tests(packages: &[&str]) -> Outcome {
+/// Target crates whose library is pure and builds on the host, where its
+/// unit tests run (`cargo test -p NAME --lib`); their programs do not.
+/// `coreutils`: the utilities' option parsing and formats (`dd`, `cmp`,
+/// `wc`, `ls -l`, ...).
+const HOST_TESTED_LIBS: [&str; 1] = ["coreutils"];
+
+/// `cargo test` on `packages` (with `extra_args`), counting its tests as
+/// they pass by.
+fn host_tests(name: &str, packages: &[&str], extra_args: &[&str]) -> Outcome {
     let mut command = tools::cargo();
     command.arg("test");
     package_args(&mut command, packages);
-    let mut outcome = Outcome::step("host unit tests", Ok(()));
+    command.args(extra_args);
+    let mut outcome = Outcome::step(name, Ok(()));
     outcome.passed = 0;
     let shown = tools::describe(&command);
     println!("$ {shown}");
@@ -268,6 +291,7 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
             accel,
             serial: SerialMode::Captured,
             is_gdb: false,
+            disk: None,
         };
         let log_path = log_dir.join(format!("{name}.log"));
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
@@ -295,8 +319,12 @@ fn unix_steps(
     ));
     let mut outcomes = unix_boots(workspace, opts, built, log_dir);
     headers.next(&format!("shell scenarios: {} (one boot, timeout {} s)", scenarios::DIR, opts.timeout_s));
-    let run_opts =
-        RunOptions { smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP), accel: opts.accel, ..RunOptions::default() };
+    let run_opts = RunOptions {
+        smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP),
+        accel: opts.accel,
+        disk: TEST_DISK,
+        ..RunOptions::default()
+    };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
     outcomes
 }
@@ -324,7 +352,7 @@ fn unix_boots(
     let mut outcomes = Vec::new();
     for smp in unix_smp_configs(opts) {
         let name = format!("unix smp{smp}");
-        let run_opts = RunOptions { smp, accel: opts.accel, ..RunOptions::default() };
+        let run_opts = RunOptions { smp, accel: opts.accel, disk: TEST_DISK, ..RunOptions::default() };
         let command = format!("/bin/{UNIX_TEST_PROGRAM}");
         match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
             Ok(config) => {

@@ -30,100 +30,18 @@
 extern crate alloc;
 
 mod platform;
+mod unix_process;
 
 use abi::InfoKey;
 use alloc::format;
 use alloc::vec::Vec;
+use bench::Platform;
 use bench::harness::{self, MAX_SAMPLES};
-use bench::r2::{self, Errno, Fd, Unix};
-use bench::{MAX_COUNTERS, Platform};
-use platform::Ridgeback;
-use protocols::unix::{errno, open_flags};
+use bench::r2;
 use runtime::{Args, sys, unix};
+use unix_process::UnixProcess;
 
 runtime::entry!(main);
-
-/// A UNIX process on Ridgeback, as the benchmarks see it.
-struct UnixProcess;
-
-impl Platform for UnixProcess {
-    fn tsc_hz() -> u64 {
-        Ridgeback::tsc_hz()
-    }
-
-    /// The UNIX `getpid`: one kernel call, no message (`runtime::unix`).
-    fn getpid() -> u64 {
-        unix::getpid()
-    }
-
-    fn yield_now() {
-        sys::yield_now()
-    }
-
-    /// Standard output, as any UNIX program writes it (the console
-    /// manager); the kernel's console when there is no standard output
-    /// (started outside the UNIX system), so that the reason still shows.
-    fn write_stdout(bytes: &[u8]) {
-        if unix::write(1, bytes).is_err() {
-            let _ = sys::debug_write(bytes);
-        }
-    }
-
-    fn read_counters(values: &mut [u64; MAX_COUNTERS]) -> &'static [&'static str] {
-        Ridgeback::read_counters(values)
-    }
-}
-
-impl Unix for UnixProcess {
-    fn create(path: &str) -> Result<Fd, Errno> {
-        unix::creat(path, 0o644)
-    }
-
-    fn open_read(path: &str) -> Result<Fd, Errno> {
-        unix::open(path, open_flags::O_RDONLY, 0)
-    }
-
-    fn read(fd: Fd, buffer: &mut [u8]) -> Result<usize, Errno> {
-        unix::read(fd, buffer)
-    }
-
-    fn write(fd: Fd, bytes: &[u8]) -> Result<usize, Errno> {
-        unix::write(fd, bytes)
-    }
-
-    fn close(fd: Fd) -> Result<(), Errno> {
-        unix::close(fd)
-    }
-
-    fn unlink(path: &str) -> Result<(), Errno> {
-        unix::unlink(path)
-    }
-
-    fn pipe() -> Result<(Fd, Fd), Errno> {
-        unix::pipe()
-    }
-
-    fn fork() -> Result<u64, Errno> {
-        unix::fork()
-    }
-
-    fn exit(status: i32) -> ! {
-        unix::exit(status)
-    }
-
-    fn wait(pid: u64) -> Result<Option<i32>, Errno> {
-        match unix::waitpid(pid as i64, false) {
-            Ok(Some((_, status))) => Ok(status.exit_code().map(|code| code as i32)),
-            // Only a WNOHANG wait answers "nothing yet".
-            Ok(None) => Err(errno::ECHILD),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn sbrk(increment: isize) -> Result<usize, Errno> {
-        unix::sbrk(increment as i64).map(|old| old as usize)
-    }
-}
 
 fn main(args: Args) -> i32 {
     // A UNIX process's argument words start with its name.

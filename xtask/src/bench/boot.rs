@@ -13,16 +13,20 @@ use crate::tools::Result;
 
 /// QEMU options that shape the machine (and its clock), with one value
 /// each. Everything else on a command line is the system's own: kernel,
-/// initrd, command line, console, devices.
+/// initrd, command line, console, devices; except the disk
+/// ([`qemu::is_disk_option`]), which is the machine's too.
 const MACHINE_OPTIONS: [&str; 5] = ["-m", "-smp", "-accel", "-cpu", "-icount"];
 
-/// The machine-shaping options of a QEMU argument list, in their order.
+/// The machine-shaping options of a QEMU argument list, and its disk, in
+/// their order.
 pub fn machine_args(args: &[String]) -> Vec<String> {
     let mut machine = Vec::new();
     let mut words = args.iter();
     while let Some(word) = words.next() {
-        if MACHINE_OPTIONS.contains(&word.as_str())
+        let takes_value = MACHINE_OPTIONS.contains(&word.as_str()) || word == "-drive" || word == "-device";
+        if takes_value
             && let Some(value) = words.next()
+            && (MACHINE_OPTIONS.contains(&word.as_str()) || qemu::is_disk_option(word, value))
         {
             machine.push(word.clone());
             machine.push(value.clone());
@@ -111,14 +115,18 @@ mod tests {
             accel: Accel::Tcg,
             serial: SerialMode::Captured,
             is_gdb: false,
+            disk: Some(PathBuf::from("/w/target/bench/disk.img")),
         };
         let mut args = config.to_args().unwrap();
         args.extend(ICOUNT_ARGS.map(String::from));
         assert_eq!(
             machine_args(&args).join(" "),
-            "-m 512M -smp 2 -accel tcg -cpu max -icount shift=0",
-            "the kernel command line's own `-m` is a value, not an option"
+            "-m 512M -smp 2 -accel tcg -cpu max \
+             -drive file=/w/target/bench/disk.img,if=none,format=raw,id=disk0 \
+             -device virtio-blk-pci,drive=disk0 -icount shift=0",
+            "the kernel command line's own `-m` is a value, not an option; isa-debug-exit is Ridgeback's"
         );
+        let config = QemuConfig { disk: None, ..config };
         let kvm = QemuConfig { accel: Accel::Kvm, smp: 1, ..config };
         assert_eq!(machine_args(&kvm.to_args().unwrap()).join(" "), "-m 512M -smp 1 -accel kvm -cpu host");
     }

@@ -14,6 +14,14 @@
 //! names on both systems (`r2_...`) and run unpinned with every CPU
 //! online; on Ridgeback they come from `r2bench`, a UNIX process, not
 //! from `ridgebench` (see [`Group::is_unix`]).
+//!
+//! The D rows (seed 000, the VMS RAMDRIVER note, `bench/src/d.rs`) pair
+//! each of Ridgeback's devices with its Linux peer: the RAM disk in both
+//! modes against `brd` with `O_DIRECT`, virtio-blk against virtio-blk, and
+//! the RAM disk against a tmpfs file. Their figures are `d_<device>_1job`,
+//! `d_<device>_5jobs` (ms per job) and the same with `_cpu`; on Ridgeback
+//! they come from `dbench`, a UNIX process ([`SEED_000`] holds the seed's
+//! table).
 
 /// A group of figures: the unit of `--only`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -26,9 +34,19 @@ pub enum Group {
     Data,
     /// Seed 001's Table 2: files, pipe, getpid, sbrk, creat, fork.
     R2,
+    /// Seed 000: a RAM disk against a disk, one job and five.
+    D,
 }
 
-pub const ALL_GROUPS: [Group; 7] =
+pub const ALL_GROUPS: [Group; 8] =
+    [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data, Group::R2, Group::D];
+
+/// What `cargo xtask bench` (and its `--quick` smoke test in `cargo xtask
+/// test`) measures without `--only`: every group but D. D's Ridgeback rows
+/// need the virtio-blk and RAM disk drivers, and until they exist those
+/// rows can only fail; D joins the default when they do. `--only d` runs
+/// it now (the Linux rows, and Ridgeback's as failures that say why).
+pub const DEFAULT_GROUPS: [Group; 7] =
     [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data, Group::R2];
 
 impl Group {
@@ -41,6 +59,7 @@ impl Group {
             Group::Send => "send",
             Group::Data => "data",
             Group::R2 => "r2",
+            Group::D => "d",
         }
     }
 
@@ -49,16 +68,16 @@ impl Group {
     pub fn ridgeback_figure(self) -> &'static str {
         match self {
             Group::Switch => "yield",
-            Group::R2 => "all",
+            Group::R2 | Group::D => "all",
             other => other.name(),
         }
     }
 
     /// Whether Ridgeback measures the group with a UNIX program
-    /// (`r2bench`, started by a batch script on the booted UNIX system)
-    /// rather than with `ridgebench` booted as init.
+    /// (`r2bench` or `dbench`, started by a batch script on the booted
+    /// UNIX system) rather than with `ridgebench` booted as init.
     pub fn is_unix(self) -> bool {
-        self == Group::R2
+        matches!(self, Group::R2 | Group::D)
     }
 
     /// The Linux `bench` figures of this group's rows.
@@ -71,6 +90,7 @@ impl Group {
             Group::Send => &["pipe", "unix"],
             Group::Data => &["pipedata"],
             Group::R2 => &["r2"],
+            Group::D => &["d"],
         }
     }
 
@@ -240,7 +260,102 @@ pub fn rows(smp: u32) -> Vec<Row> {
         );
     }
     r2_rows(&mut row);
+    d_rows(&mut row);
     rows
+}
+
+/// A time of seed 000's table, `minutes:seconds`, in the D rows' ms/job.
+const fn vms_time(source: &'static str, as_published: &'static str, minutes: f64, seconds: f64) -> Seed {
+    Seed { source, as_published, value: (minutes * 60.0 + seconds) * 1e3 }
+}
+
+/// One device of seed 000's table and the Ridgeback device that
+/// reproduces it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seed000Device {
+    pub label: &'static str,
+    /// `bench::d`'s device name on Ridgeback.
+    pub ridgeback: &'static str,
+    /// One job's elapsed and CPU time, then the median of the five jobs'
+    /// (the seed lists each job; the median is what the rows compare).
+    pub one_job: [Seed; 2],
+    pub five_jobs: [Seed; 2],
+}
+
+/// Seed 000's table (VMS on a VAX, April 1988): "ELAPSED" and "CPU" of the
+/// program, alone and as one of five copies.
+pub const SEED_000: [Seed000Device; 3] = [
+    Seed000Device {
+        label: "RA81 disk on an HSC50",
+        ridgeback: "virtio",
+        one_job: [vms_time(RA81, "6:06.84", 6.0, 6.84), vms_time(RA81, "0:33.54", 0.0, 33.54)],
+        five_jobs: [
+            vms_time(RA81, "20:40.20 (median of 20:37-20:43)", 20.0, 40.20),
+            vms_time(RA81, "0:32.75 (median of 0:31.80-0:34.49)", 0.0, 32.75),
+        ],
+    },
+    Seed000Device {
+        label: "PDDRIVER",
+        ridgeback: "pddriver",
+        one_job: [vms_time(PDDRIVER, "8:47.22", 8.0, 47.22), vms_time(PDDRIVER, "8:10.49", 8.0, 10.49)],
+        five_jobs: [
+            vms_time(PDDRIVER, "42:16.22 (median of 41:37-43:06)", 42.0, 16.22),
+            vms_time(PDDRIVER, "8:03.59 (median of 8:02.16-8:03.88)", 8.0, 3.59),
+        ],
+    },
+    Seed000Device {
+        label: "RAMDRIVER",
+        ridgeback: "ramdriver",
+        one_job: [vms_time(RAMDRIVER, "1:35.64", 1.0, 35.64), vms_time(RAMDRIVER, "1:12.65", 1.0, 12.65)],
+        five_jobs: [
+            vms_time(RAMDRIVER, "6:03.99 (median of 5:18-6:20)", 6.0, 3.99),
+            vms_time(RAMDRIVER, "1:12.32 (median of 1:11.66-1:12.75)", 1.0, 12.32),
+        ],
+    },
+];
+
+const RA81: &str = "VMS, RA81 on HSC50, 1988";
+const PDDRIVER: &str = "VMS PDDRIVER, 1988";
+const RAMDRIVER: &str = "VMS RAMDRIVER, 1988";
+
+/// The Linux devices of the D rows, as the report names them.
+pub const D_LINUX_DEVICES: [(&str, &str); 3] =
+    [("virtio", "virtio-blk, O_DIRECT"), ("brd", "brd, O_DIRECT"), ("tmpfs", "tmpfs file (no O_DIRECT)")];
+
+/// A D figure's name (as `bench::d::figure_name`).
+pub fn d_figure(device: &str, jobs: &str, is_cpu: bool) -> String {
+    format!("d_{device}_{jobs}{}", if is_cpu { "_cpu" } else { "" })
+}
+
+/// Seed 000's rows: for one job and five, elapsed then CPU time, each
+/// Ridgeback device against its Linux peer, with the seed's figure.
+fn d_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
+    let [disk, pddriver, ramdriver] = &SEED_000;
+    for (jobs, shown, index) in [("1job", "1 job", 0), ("5jobs", "5 jobs", 1)] {
+        for (is_cpu, measure) in [(false, "elapsed"), (true, "CPU")] {
+            let slot = usize::from(is_cpu);
+            let seed = |device: &Seed000Device| {
+                if index == 0 { device.one_job[slot] } else { device.five_jobs[slot] }
+            };
+            let figure = |device: &str| d_figure(device, jobs, is_cpu);
+            let suffix = if is_cpu { "_cpu" } else { "" };
+            for (key, label, ridgeback, linux, seeds) in [
+                ("ramdriver_brd", "RAMDRIVER vs brd O_DIRECT", "ramdriver", "brd", vec![seed(ramdriver)]),
+                ("pddriver_brd", "PDDRIVER vs brd O_DIRECT", "pddriver", "brd", vec![seed(pddriver)]),
+                ("virtio", "virtio-blk O_DIRECT", "virtio", "virtio", vec![seed(disk)]),
+                ("ramdriver_tmpfs", "RAMDRIVER vs tmpfs file", "ramdriver", "tmpfs", vec![]),
+            ] {
+                row(
+                    &format!("d_{key}_{jobs}{suffix}"),
+                    &format!("D {label}, {shown}, {measure}"),
+                    Group::D,
+                    &figure(ridgeback),
+                    &figure(linux),
+                    &seeds,
+                );
+            }
+        }
+    }
 }
 
 /// The `r2bench` figures that open files, measured a second time with
@@ -351,7 +466,7 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 26);
+        assert_eq!(rows.len(), 42);
         for row in &rows {
             let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
             if row.ridgeback.ends_with("cpu") {
@@ -360,7 +475,7 @@ mod tests {
         }
         let one_cpu_rows = super::rows(1);
         assert!(one_cpu_rows.iter().all(|r| !r.key.ends_with("2cpu")));
-        assert_eq!(one_cpu_rows.len(), 21);
+        assert_eq!(one_cpu_rows.len(), 37);
         // Four CPUs: Ridgeback's figure says 4, Linux's peer still uses 2.
         let four = super::rows(4);
         let call = four.iter().find(|r| r.key == "r1_call_2cpu").unwrap();
@@ -392,6 +507,32 @@ mod tests {
             ("r2_copy_8MB_perfile", "r2_copy_8MB", "R2 copy 8 MB file (read+write), per-file mgr")
         );
         assert!(r2[8..].iter().all(|r| r.seeds.is_empty() && r.key.ends_with(PER_FILE_SUFFIX)));
+    }
+
+    #[test]
+    fn d_rows_pair_each_ridgeback_device_with_its_linux_peer_and_the_seed() {
+        let rows = rows(2);
+        let d: Vec<&Row> = rows.iter().filter(|r| r.group == Group::D).collect();
+        assert_eq!(d.len(), 16);
+        let row = |key: &str| *d.iter().find(|r| r.key == key).unwrap_or_else(|| panic!("{key}"));
+        let ram = row("d_ramdriver_brd_1job");
+        assert_eq!((ram.ridgeback.as_str(), ram.linux.as_str()), ("d_ramdriver_1job", "d_brd_1job"));
+        assert_eq!(ram.label, "D RAMDRIVER vs brd O_DIRECT, 1 job, elapsed");
+        assert_eq!(ram.seeds[0].value, 95_640.0, "1:35.64 in ms");
+        let pd = row("d_pddriver_brd_5jobs_cpu");
+        assert_eq!((pd.ridgeback.as_str(), pd.linux.as_str()), ("d_pddriver_5jobs_cpu", "d_brd_5jobs_cpu"));
+        assert!((pd.seeds[0].value - 483_590.0).abs() < 1e-6, "8:03.59");
+        let disk = row("d_virtio_5jobs");
+        assert_eq!((disk.ridgeback.as_str(), disk.linux.as_str()), ("d_virtio_5jobs", "d_virtio_5jobs"));
+        assert!((disk.seeds[0].value - 1_240_200.0).abs() < 1e-6, "20:40.20");
+        assert!(row("d_ramdriver_tmpfs_1job_cpu").seeds.is_empty());
+        // The shape the suite is to reproduce, in the seed's own numbers.
+        let [ra81, pddriver, ramdriver] = SEED_000;
+        assert!(pddriver.one_job[0].value > ra81.one_job[0].value);
+        assert!(pddriver.one_job[0].value / ramdriver.one_job[0].value > 5.0);
+        assert!(pddriver.five_jobs[0].value / ramdriver.five_jobs[0].value > 6.9);
+        assert_eq!(parse_groups(&words("d")).unwrap(), [Group::D]);
+        assert!(Group::D.is_unix() && !DEFAULT_GROUPS.contains(&Group::D));
     }
 
     #[test]

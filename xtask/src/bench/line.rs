@@ -28,6 +28,17 @@ pub fn better_for(unit: &str) -> Better {
     if unit.ends_with("/s") { Better::Higher } else { Better::Lower }
 }
 
+/// Nanoseconds in the time part of a time unit: `ns/op` 1, `ms/job` 10^6
+/// (`bench::harness::Unit::MillisecondsPerJob`), `s/...` 10^9.
+pub fn time_unit_ns(unit: &str) -> f64 {
+    match unit.split('/').next() {
+        Some("us" | "µs") => 1e3,
+        Some("ms") => 1e6,
+        Some("s") => 1e9,
+        _ => 1.0,
+    }
+}
+
 /// One `BENCH` line: one figure of one boot.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Figure {
@@ -114,7 +125,7 @@ impl Figure {
             .map(|&ticks| {
                 let elapsed_ns = ticks as f64 * 1e9 / self.tsc_hz as f64;
                 match better_for(&self.unit) {
-                    Better::Lower => elapsed_ns / self.iterations as f64,
+                    Better::Lower => elapsed_ns / self.iterations as f64 / time_unit_ns(&self.unit),
                     // bytes / (ns / 1e9) / 1e6 = bytes * 1e3 / ns
                     Better::Higher => (self.bytes_per_op * self.iterations) as f64 * 1e3 / elapsed_ns,
                 }
@@ -209,6 +220,17 @@ mod tests {
         assert!(!figure.agrees_with_reported());
         assert_eq!(better_for(&figure.unit), Better::Higher);
         assert_eq!(better_for("ns/roundtrip"), Better::Lower);
+    }
+
+    #[test]
+    fn milliseconds_per_job_are_recomputed_in_milliseconds() {
+        // One job of 250 ms at 2 GHz (500 M ticks), CPU time in ns (1 GHz).
+        let line = r#"BENCH {"name":"d_brd_1job","unit":"ms/job","value":250,"samples":[250],"iterations":1,"tsc_hz":2000000000,"ticks":[500000000],"bytes_per_op":0,"counters":{}}"#;
+        let figure = &parse_output(line).figures[0];
+        assert_eq!(figure.values(), [250.0]);
+        assert!(figure.agrees_with_reported());
+        assert_eq!(better_for("ms/job"), Better::Lower);
+        assert_eq!((time_unit_ns("ns/op"), time_unit_ns("ms/job"), time_unit_ns("s/x")), (1.0, 1e6, 1e9));
     }
 
     #[test]

@@ -34,6 +34,14 @@
 //! `/bin/r2bench`. On Linux they are the `r2` figure of the same `bench`
 //! program, on the guest's tmpfs.
 //!
+//! The D rows (seed 000, the VMS RAMDRIVER note) run the same way with
+//! `/bin/dbench`, once per RAM disk mode (the boot option
+//! `ramdisk.mode=`, [`RamdiskMode`]): the `ramdriver` boot measures the
+//! RAM disk and the virtio-blk disk, the `pddriver` boot the RAM disk. On
+//! Linux they are the `d` figure: brd and the virtio-blk disk with
+//! `O_DIRECT`, and a tmpfs file. Every boot of both systems has the same
+//! disk image attached (one per run, under the run's logs).
+//!
 //! Contract with `main.rs`: [`main`] receives every argument after `bench`
 //! unparsed, and returns the process exit code.
 
@@ -49,7 +57,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use catalogue::{ALL_GROUPS, Group};
+use catalogue::{DEFAULT_GROUPS, Group};
 use results::{Boot, Meta, Results, System};
 
 use crate::batch::BATCH_MODULE;
@@ -74,7 +82,9 @@ options:
   --sample-ms MS        shortest sample (default 50; --quick: 10)
   --only LIST           only these benchmarks: getpid, copy, switch (yield), call,
                         send, data, r1 (= call,send,data), r2 (seed 001's Table 2:
-                        files, pipe, getpid, sbrk, creat, fork); commas or repeated
+                        files, pipe, getpid, sbrk, creat, fork), d (seed 000's RAM
+                        disk against a disk: not in the default set until Ridgeback
+                        has its block drivers); commas or repeated
   --smp N               vCPUs of the machine (default 2); one-CPU figures always
                         come from a cpus=1 Ridgeback boot and pinned Linux processes
   --mem SIZE            guest memory (default 512M)
@@ -117,7 +127,7 @@ impl Default for BenchOptions {
             runs: 3,
             samples: 7,
             sample_ms: 50,
-            groups: ALL_GROUPS.to_vec(),
+            groups: DEFAULT_GROUPS.to_vec(),
             smp: qemu::DEFAULT_SMP,
             mem: qemu::DEFAULT_MEM.to_string(),
             accel: AccelChoice::Auto,
@@ -209,6 +219,9 @@ pub enum RidgebackProgram {
     /// batch script (boot module `etc.batch`) that runs it, with the
     /// monitor serving file data as [`Files`] says.
     R2bench(Files),
+    /// `dbench`, a UNIX process started the same way, with the RAM disk
+    /// in the given mode.
+    Dbench(RamdiskMode),
 }
 
 impl RidgebackProgram {
@@ -216,6 +229,46 @@ impl RidgebackProgram {
         match self {
             RidgebackProgram::Ridgebench => "ridgebench",
             RidgebackProgram::R2bench(_) => "r2bench",
+            RidgebackProgram::Dbench(_) => "dbench",
+        }
+    }
+
+    /// Whether a batch script under the normal init starts it.
+    fn is_unix(self) -> bool {
+        !matches!(self, RidgebackProgram::Ridgebench)
+    }
+}
+
+/// The RAM disk driver's mode (its boot option `ramdisk.mode=`, issue 10):
+/// seed 000's two RAM disks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RamdiskMode {
+    /// The author's driver: one bulk copy in the requester's context, many
+    /// readers or one writer at a time.
+    RamDriver,
+    /// DEC's: one request at a time, a byte at a time, nothing else
+    /// running on that CPU meanwhile.
+    PdDriver,
+}
+
+impl RamdiskMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            RamdiskMode::RamDriver => "ramdriver",
+            RamdiskMode::PdDriver => "pddriver",
+        }
+    }
+
+    pub fn kernel_option(self) -> String {
+        format!("ramdisk.mode={}", self.name())
+    }
+
+    /// `dbench`'s devices in a boot of this mode: the virtio-blk disk is
+    /// measured once, in the RAMDRIVER boot.
+    fn devices(self) -> Vec<&'static str> {
+        match self {
+            RamdiskMode::RamDriver => vec!["virtio", "ramdriver"],
+            RamdiskMode::PdDriver => vec!["pddriver"],
         }
     }
 }
@@ -291,7 +344,7 @@ pub fn plan(groups: &[Group], smp: u32) -> Plan {
             figures: one_cpu,
         });
     }
-    if groups.iter().any(|g| g.is_unix()) {
+    if groups.contains(&Group::R2) {
         // Every CPU online, nothing pinned, as on Linux; once with each
         // file arrangement (only the rows that open files differ).
         ridgeback.push(RidgebackBootPlan {
@@ -306,6 +359,18 @@ pub fn plan(groups: &[Group], smp: u32) -> Plan {
             program: RidgebackProgram::R2bench(Files::PerFile),
             figures: catalogue::R2_FILE_FIGURES.to_vec(),
         });
+    }
+    if groups.contains(&Group::D) {
+        // Every CPU online, nothing pinned, as the seed's five jobs and
+        // the Linux guest's; once per RAM disk mode.
+        for mode in [RamdiskMode::RamDriver, RamdiskMode::PdDriver] {
+            ridgeback.push(RidgebackBootPlan {
+                label: format!("d-{}", mode.name()),
+                cpus_option: None,
+                program: RidgebackProgram::Dbench(mode),
+                figures: mode.devices(),
+            });
+        }
     }
     let mut linux: Vec<&'static str> = Vec::new();
     for group in groups {
@@ -324,8 +389,9 @@ fn program_args(opts: &BenchOptions, figures: &[&str]) -> String {
 }
 
 /// The kernel command line of a Ridgeback boot: for `ridgebench`, it as
-/// init and its arguments after the lone `--`; for `r2bench`, only the
-/// CPU option (the normal init runs the batch script).
+/// init and its arguments after the lone `--`; for `r2bench` and
+/// `dbench`, the CPU option and their server's option (the normal init
+/// runs the batch script).
 fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
     match boot.program {
         RidgebackProgram::Ridgebench => {
@@ -336,10 +402,14 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             Some(cpus) => format!("{cpus} {}", files.kernel_option()),
             None => files.kernel_option().to_string(),
         },
+        RidgebackProgram::Dbench(mode) => match boot.cpus_option {
+            Some(cpus) => format!("{cpus} {}", mode.kernel_option()),
+            None => mode.kernel_option(),
+        },
     }
 }
 
-/// The batch script of an `r2bench` boot: one command line, run by the
+/// The batch script of an `r2bench` or `dbench` boot: one command line, run by the
 /// shell; its exit status is the session's, and init's power-off status.
 fn batch_script(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
     let suffix = match boot.program {
@@ -469,9 +539,11 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     qemu::ensure_qemu()?;
     let workspace = Workspace::load()?;
     let built = image::build(&workspace, ImageKind::Bench)?;
-    for program in [RidgebackProgram::Ridgebench, RidgebackProgram::R2bench(Files::Shared)] {
-        if !built.has_program(program.name()) {
-            return Err(format!("the bench image has no `{}` program (bench/ridgeback/)", program.name()));
+    let plan = plan(&opts.groups, opts.smp);
+    for boot_plan in &plan.ridgeback {
+        let name = boot_plan.program.name();
+        if !built.has_program(name) {
+            return Err(format!("the bench image has no `{name}` program (bench/ridgeback/)"));
         }
     }
     let now_s = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -487,6 +559,10 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         return Err("--icount needs TCG (QEMU's icount does not work with KVM); add --accel tcg".to_string());
     }
     let extra_args: Vec<String> = if opts.is_icount { ICOUNT.map(String::from).to_vec() } else { Vec::new() };
+    // One disk image per run, kept with its logs, attached to every boot of
+    // both systems (the machine has it whether or not a figure uses it).
+    let disk = log_dir.join("disk.img");
+    qemu::ensure_disk_image(&disk, qemu::SCRATCH_DISK_BYTES)?;
     let config_for = |cmdline: String, extra_modules: &[PathBuf]| QemuConfig {
         kernel: built.kernel.clone(),
         modules: built.modules.iter().chain(extra_modules).cloned().collect(),
@@ -496,6 +572,7 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         accel,
         serial: SerialMode::Captured,
         is_gdb: false,
+        disk: Some(disk.clone()),
     };
     let mut machine_probe = config_for(String::new(), &[]).to_args()?;
     machine_probe.extend(extra_args.iter().cloned());
@@ -539,15 +616,14 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         linux_guest: Vec::new(),
     };
 
-    let plan = plan(&opts.groups, opts.smp);
-    // Each boot's own boot modules: the batch script of an r2bench boot,
-    // in a directory of its own (the kernel names a module by its file
-    // name, and init looks for `etc.batch`).
+    // Each boot's own boot modules: the batch script of a UNIX program's
+    // boot, in a directory of its own (the kernel names a module by its
+    // file name, and init looks for `etc.batch`).
     let mut boot_modules: Vec<Vec<PathBuf>> = Vec::new();
     for boot_plan in &plan.ridgeback {
-        boot_modules.push(match boot_plan.program {
-            RidgebackProgram::Ridgebench => Vec::new(),
-            RidgebackProgram::R2bench(_) => {
+        boot_modules.push(match boot_plan.program.is_unix() {
+            false => Vec::new(),
+            true => {
                 let dir = log_dir.join(format!("batch-{}", boot_plan.label));
                 fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
                 let script = dir.join(BATCH_MODULE);
@@ -613,11 +689,36 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     println!("time:    {:.0} s", started.elapsed().as_secs_f64());
     if !results.problems.is_empty() {
         println!("\nproblems:");
-        for problem in &results.problems {
+        for problem in merge_runs(&results.problems) {
             println!("  - {problem}");
         }
     }
     Ok(results)
+}
+
+/// The problems as printed: one line for the same problem in several
+/// runs (`runs 1, 2, 3 ridgeback d-pddriver: ...`), in first-seen order.
+/// The JSON file keeps every one.
+fn merge_runs(problems: &[String]) -> Vec<String> {
+    let mut merged: Vec<(Vec<&str>, &str)> = Vec::new();
+    for problem in problems {
+        let Some((run, rest)) = problem.strip_prefix("run ").and_then(|p| p.split_once(' ')) else {
+            merged.push((Vec::new(), problem));
+            continue;
+        };
+        match merged.iter_mut().find(|(runs, text)| !runs.is_empty() && *text == rest) {
+            Some((runs, _)) => runs.push(run),
+            None => merged.push((vec![run], rest)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(runs, text)| match runs.len() {
+            0 => text.to_string(),
+            1 => format!("run {} {text}", runs[0]),
+            _ => format!("runs {} {text}", runs.join(", ")),
+        })
+        .collect()
 }
 
 /// Copies the kernel and the programs into `dir` (same file names: the
@@ -788,7 +889,8 @@ mod tests {
     fn defaults_and_quick() {
         let opts = parse("").unwrap();
         assert_eq!((opts.runs, opts.samples, opts.sample_ms, opts.smp), (3, 7, 50, 2));
-        assert_eq!(opts.groups, ALL_GROUPS);
+        assert_eq!(opts.groups, DEFAULT_GROUPS);
+        assert!(!parse("--quick").unwrap().groups.contains(&Group::D), "the smoke test leaves D out");
         let quick = parse("--quick").unwrap();
         assert_eq!((quick.runs, quick.samples, quick.sample_ms, quick.timeout_s), (1, 3, 10, 120));
         // Explicit values win over --quick's, whatever the order.
@@ -821,7 +923,7 @@ mod tests {
 
     #[test]
     fn plan_splits_one_cpu_figures_into_their_own_boot() {
-        let plan = plan(&ALL_GROUPS, 2);
+        let plan = plan(&DEFAULT_GROUPS, 2);
         assert_eq!(plan.ridgeback.len(), 4);
         assert_eq!(plan.ridgeback[0].label, "smp2");
         assert_eq!(plan.ridgeback[0].figures, ["getpid", "copy", "call", "send", "data"]);
@@ -834,7 +936,7 @@ mod tests {
         assert!(plan.ridgeback[..2].iter().all(|b| b.program == RidgebackProgram::Ridgebench));
         assert_eq!(plan.linux, ["getpid", "copy", "yield", "futex", "pipe", "unix", "pipedata", "r2"]);
 
-        let single = super::plan(&ALL_GROUPS, 1);
+        let single = super::plan(&DEFAULT_GROUPS, 1);
         assert_eq!(single.ridgeback.len(), 3, "one CPU: one ridgebench boot, two UNIX boots");
         assert_eq!(single.ridgeback[0].figures.len(), 6);
 
@@ -891,6 +993,51 @@ mod tests {
         assert_eq!(
             batch_script(&per_file, &opts),
             "/bin/r2bench --suffix _perfile --samples 3 --sample-ms 10 write creat\n"
+        );
+    }
+
+    #[test]
+    fn d_boots_ridgeback_once_per_ramdisk_mode_and_runs_dbench_from_a_batch() {
+        let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
+        let plan = super::plan(&[Group::D], 2);
+        assert_eq!(plan.linux, ["d"]);
+        let labels: Vec<&str> = plan.ridgeback.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(labels, ["d-ramdriver", "d-pddriver"]);
+        let [ramdriver, pddriver] = &plan.ridgeback[..] else { panic!("two boots") };
+        assert_eq!(ramdriver.program, RidgebackProgram::Dbench(RamdiskMode::RamDriver));
+        assert_eq!(ridgeback_cmdline(ramdriver, &opts), "ramdisk.mode=ramdriver");
+        assert_eq!(
+            batch_script(ramdriver, &opts),
+            "/bin/dbench --samples 3 --sample-ms 10 virtio ramdriver\n"
+        );
+        assert_eq!(ridgeback_cmdline(pddriver, &opts), "ramdisk.mode=pddriver");
+        assert_eq!(batch_script(pddriver, &opts), "/bin/dbench --samples 3 --sample-ms 10 pddriver\n");
+        assert!(plan.ridgeback.iter().all(|b| b.program.is_unix() && b.program.name() == "dbench"));
+        // With R2 as well: R2's two boots, then D's.
+        let both = super::plan(&[Group::R2, Group::D], 2);
+        assert_eq!(both.ridgeback.len(), 4);
+        assert_eq!(both.linux, ["r2", "d"]);
+        assert_eq!(parse("--only d").unwrap().groups, [Group::D]);
+    }
+
+    #[test]
+    fn problems_of_several_runs_print_once() {
+        let problems: Vec<String> = [
+            "run 1 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
+            "run 1 linux: QEMU failed",
+            "run 2 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
+            "ridgeback figure x (row x) is missing",
+            "run 3 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            merge_runs(&problems),
+            [
+                "runs 1, 2, 3 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
+                "run 1 linux: QEMU failed",
+                "ridgeback figure x (row x) is missing",
+            ]
         );
     }
 

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::catalogue::{D_LINUX_DEVICES, SEED_000, d_figure};
 use super::line::{Better, better_for};
 use super::results::{self, Results, Series, System};
 
@@ -25,10 +26,11 @@ pub fn number(value: f64) -> String {
 }
 
 /// The unit as shown: under `-icount shift=0` a guest nanosecond is one
-/// instruction, so `ns/op` reads `instr/op`.
+/// instruction, so `ns/op` reads `instr/op` (and `ms/job`, `Minstr/job`).
 pub fn shown_unit(unit: &str, is_icount: bool) -> String {
-    match unit.strip_prefix("ns/") {
-        Some(per) if is_icount => format!("instr/{per}"),
+    match (unit.strip_prefix("ns/"), unit.strip_prefix("ms/")) {
+        (Some(per), _) if is_icount => format!("instr/{per}"),
+        (_, Some(per)) if is_icount => format!("Minstr/{per}"),
         _ => unit.to_string(),
     }
 }
@@ -198,6 +200,125 @@ pub fn full(results: &Results) -> String {
         text.push('\n');
         text.push_str(&seeds);
     }
+    let seed_000 = seed_000(results);
+    if !seed_000.is_empty() {
+        text.push('\n');
+        text.push_str(&seed_000);
+    }
+    text
+}
+
+/// A time of seed 000's table as the seed writes it, `m:ss.cc`.
+fn minutes(ms: f64) -> String {
+    let centiseconds = (ms / 10.0).round() as u64;
+    format!("{}:{:02}.{:02}", centiseconds / 6000, centiseconds / 100 % 60, centiseconds % 100)
+}
+
+/// Seed 000's table with this run's D figures beside it (when D was
+/// measured): each device's time per job, alone and as one of five jobs
+/// at once, elapsed and CPU; then the shape the seed shows, as ratios.
+pub fn seed_000(results: &Results) -> String {
+    if !results.meta.groups.iter().any(|g| g == "d") {
+        return String::new();
+    }
+    let jobs = ["1job", "5jobs"];
+    // Medians in ms, [1 job elapsed, 1 job CPU, 5 jobs elapsed, 5 jobs CPU].
+    let medians = |system: System, device: &str| -> [Option<f64>; 4] {
+        let at = |index: usize| {
+            let figure = d_figure(device, jobs[index / 2], index % 2 == 1);
+            results.series(system, &figure).map(Series::median)
+        };
+        [at(0), at(1), at(2), at(3)]
+    };
+    let seconds = |ms: Option<f64>| ms.map_or("-".to_string(), |ms| format!("{} s", number(ms / 1e3)));
+    let mut text = String::from(
+        "D, seed 000 (the VMS RAMDRIVER note, 1988): time per job of the program (2000 passes of a\n\
+         32 KiB read and write on a 64 KiB region); 5 jobs: five at once, the median job\n",
+    );
+    let _ =
+        writeln!(text, "{:<36}  {:>10}  {:>10}  {:>10}  {:>10}", "device", "1 job", "CPU", "5 jobs", "CPU");
+    let mut line = |label: &str, cells: [String; 4]| {
+        let _ = writeln!(
+            text,
+            "{label:<36}  {:>10}  {:>10}  {:>10}  {:>10}",
+            cells[0], cells[1], cells[2], cells[3]
+        );
+    };
+    for device in &SEED_000 {
+        let [one, one_cpu] = device.one_job;
+        let [five, five_cpu] = device.five_jobs;
+        line(&format!("VMS {}", device.label), [one, one_cpu, five, five_cpu].map(|s| minutes(s.value)));
+    }
+    let ridgeback_label = |device: &'static str| match device {
+        "virtio" => "virtio-blk",
+        "pddriver" => "RAM disk, PDDRIVER mode",
+        "ramdriver" => "RAM disk, RAMDRIVER mode",
+        other => other,
+    };
+    for device in &SEED_000 {
+        let cells = medians(System::Ridgeback, device.ridgeback).map(seconds);
+        line(&format!("Ridgeback {}", ridgeback_label(device.ridgeback)), cells);
+    }
+    if !results.meta.is_ridgeback_only {
+        for (device, label) in D_LINUX_DEVICES {
+            line(&format!("Linux {label}"), medians(System::Linux, device).map(seconds));
+        }
+    }
+    // The shape: PDDRIVER slower than the disk, RAMDRIVER several times
+    // faster than both, the gap wider with five jobs.
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{}x", number(a / b)),
+        _ => "-".to_string(),
+    };
+    let seed = |index: usize| -> [Option<f64>; 4] {
+        let device = &SEED_000[index];
+        [device.one_job[0], device.one_job[1], device.five_jobs[0], device.five_jobs[1]]
+            .map(|s| Some(s.value))
+    };
+    let shape = |disk: [Option<f64>; 4], pd: [Option<f64>; 4], ram: [Option<f64>; 4]| {
+        format!(
+            "PDDRIVER/disk {} and {}; PDDRIVER/RAMDRIVER {} and {}; 5 jobs/1 job: disk {}, PDDRIVER {}, RAMDRIVER {}",
+            ratio(pd[0], disk[0]),
+            ratio(pd[2], disk[2]),
+            ratio(pd[0], ram[0]),
+            ratio(pd[2], ram[2]),
+            ratio(disk[2], disk[0]),
+            ratio(pd[2], pd[0]),
+            ratio(ram[2], ram[0]),
+        )
+    };
+    text.push_str(
+        "Shape, elapsed time per job (1 job and 5 jobs):
+",
+    );
+    let _ = writeln!(text, "  VMS:       {}", shape(seed(0), seed(1), seed(2)));
+    let _ = writeln!(
+        text,
+        "  Ridgeback: {}",
+        shape(
+            medians(System::Ridgeback, "virtio"),
+            medians(System::Ridgeback, "pddriver"),
+            medians(System::Ridgeback, "ramdriver")
+        )
+    );
+    if !results.meta.is_ridgeback_only {
+        let (virtio, brd, tmpfs) = (
+            medians(System::Linux, "virtio"),
+            medians(System::Linux, "brd"),
+            medians(System::Linux, "tmpfs"),
+        );
+        let _ = writeln!(
+            text,
+            "  Linux:     virtio/brd {} and {}; tmpfs/brd {} and {}; 5 jobs/1 job: virtio {}, brd {}, tmpfs {}",
+            ratio(virtio[0], brd[0]),
+            ratio(virtio[2], brd[2]),
+            ratio(tmpfs[0], brd[0]),
+            ratio(tmpfs[2], brd[2]),
+            ratio(virtio[2], virtio[0]),
+            ratio(brd[2], brd[0]),
+            ratio(tmpfs[2], tmpfs[0]),
+        );
+    }
     text
 }
 
@@ -326,6 +447,43 @@ mod tests {
         assert!(getpid.contains("ns/op") && getpid.contains(" 800 ") && getpid.contains("1000"), "{getpid}");
         assert!(getpid.trim_end().ends_with("1.25x"), "{getpid}");
         assert!(lines[3].trim_end().ends_with('-'), "no Linux copy figure: no ratio");
+    }
+
+    #[test]
+    fn seed_000_table_shows_the_seed_beside_both_systems() {
+        let mut results = sample_results();
+        assert_eq!(seed_000(&results), "", "only when D was measured");
+        results.meta.groups.push("d".to_string());
+        // Linux brd: 100 ms and 5 ms of CPU for one job; 250 ms for five.
+        let job = |name: &str, ms: &[u64]| {
+            let ticks: Vec<u64> = ms.iter().map(|ms| ms * 1_000_000).collect();
+            super::super::line::Figure { iterations: 1, ..figure(name, "ms/job", &ticks, &[]) }
+        };
+        results.add_figures(
+            System::Linux,
+            vec![
+                job("d_brd_1job", &[100, 90, 110]),
+                job("d_brd_1job_cpu", &[5, 5, 5]),
+                job("d_brd_5jobs", &[240, 250, 260, 230, 270]),
+                job("d_virtio_1job", &[850, 850, 850]),
+            ],
+        );
+        let text = seed_000(&results);
+        let line =
+            |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{text}"));
+        let vms_disk = line("VMS RA81 disk on an HSC50");
+        assert!(
+            vms_disk.contains("6:06.84") && vms_disk.contains("0:33.54") && vms_disk.contains("20:40.20")
+        );
+        assert!(line("VMS RAMDRIVER").contains("6:03.99"), "{text}");
+        let brd = line("Linux brd, O_DIRECT");
+        assert!(brd.contains("0.100 s") && brd.contains("0.005 s") && brd.contains("0.250 s"), "{brd}");
+        assert!(line("Ridgeback RAM disk, RAMDRIVER mode").trim_end().ends_with('-'), "missing: dashes");
+        assert!(line("  VMS:").contains("PDDRIVER/disk 1.44x and 2.05x; PDDRIVER/RAMDRIVER 5.51x and 6.97x"));
+        assert!(line("  Linux:").contains("virtio/brd 8.50x"), "{text}");
+        assert!(line("  Ridgeback:").contains("PDDRIVER/disk - and -"));
+        assert_eq!(minutes(527_220.0), "8:47.22");
+        assert!(full(&results).contains("D, seed 000"));
     }
 
     #[test]

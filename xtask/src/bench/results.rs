@@ -373,17 +373,28 @@ impl Results {
             .collect()
     }
 
-    /// Rows whose figure is missing on a system that was measured.
+    /// Rows whose figure is missing on a system that was measured, except
+    /// figures whose failure is already a problem (`figure X failed`).
     pub fn missing_figures(&self) -> Vec<String> {
+        // Problems name their boot first: `run N ridgeback LABEL: ...`,
+        // `run N linux: ...` (see `take_output`).
+        let has_failed = |system: System, figure: &str| {
+            let said = format!("figure {figure} failed");
+            let (boot, alone) = (format!(" {} ", system.name()), format!(" {}:", system.name()));
+            self.problems.iter().any(|p| p.contains(&said) && (p.contains(&boot) || p.contains(&alone)))
+        };
         let mut missing = Vec::new();
         for table_row in self.table_rows() {
-            if table_row.ridgeback.is_none() {
+            if table_row.ridgeback.is_none() && !has_failed(System::Ridgeback, &table_row.row.ridgeback) {
                 missing.push(format!(
                     "ridgeback figure {} (row {}) is missing",
                     table_row.row.ridgeback, table_row.row.key
                 ));
             }
-            if table_row.linux.is_none() && !self.meta.is_ridgeback_only {
+            if table_row.linux.is_none()
+                && !self.meta.is_ridgeback_only
+                && !has_failed(System::Linux, &table_row.row.linux)
+            {
                 missing.push(format!(
                     "linux figure {} (row {}) is missing",
                     table_row.row.linux, table_row.row.key
@@ -583,6 +594,12 @@ pub mod tests {
         let missing = results.missing_figures();
         assert_eq!(missing.len(), 3, "{missing:?}");
         assert!(missing[0].contains("linux figure copy_4KiB"));
+        // A figure that failed, with its reason, is not said to be missing too.
+        let mut results = results;
+        results.problems.push("run 1 ridgeback smp2: figure copy_1MiB failed: no memory".to_string());
+        let missing = results.missing_figures();
+        assert_eq!(missing.len(), 2, "{missing:?}");
+        assert!(missing.iter().all(|m| !m.contains("ridgeback figure copy_1MiB")));
     }
 
     #[test]

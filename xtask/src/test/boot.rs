@@ -257,6 +257,7 @@ mod tests {
             accel: qemu::Accel::Tcg,
             serial: SerialMode::Captured,
             is_gdb: false,
+            disk: None,
         };
         let outcome = boot(name, &config, timeout_s, &dir.join("serial.log"));
         let _ = fs::remove_dir_all(&dir);

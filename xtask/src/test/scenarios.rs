@@ -330,8 +330,12 @@ mod tests {
         let workspace = Workspace::load().unwrap();
         let log_dir = workspace.target_dir.join("ktest");
         fs::create_dir_all(&log_dir).unwrap();
-        let outcome =
-            run(&workspace, &RunOptions::default(), super::super::boot::DEFAULT_TIMEOUT_S, &log_dir);
+        let outcome = run(
+            &workspace,
+            &RunOptions { disk: crate::qemu::DiskChoice::None, ..RunOptions::default() },
+            super::super::boot::DEFAULT_TIMEOUT_S,
+            &log_dir,
+        );
         assert!(outcome.is_ok(), "{:?}", outcome.problems);
     }
 
