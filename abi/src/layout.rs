@@ -31,3 +31,9 @@ pub const USER_HEAP_BASE: u64 = 0x0000_1000_0000_0000;
 pub const USER_HEAP_MAX_BYTES: u64 = 1 << 30;
 /// Longest program image `proc_exec` accepts.
 pub const MAX_EXEC_BYTES: u64 = 16 * 1024 * 1024;
+/// Where the runtime maps device memory: a driver's MMIO BARs and DMA
+/// memory, a client's window onto a RAM disk. Below the stack, far above
+/// the heap's largest extent.
+pub const USER_DEVICE_MAP_BASE: u64 = 0x0000_2000_0000_0000;
+/// Size of the device-mapping region.
+pub const USER_DEVICE_MAP_BYTES: u64 = 1 << 40;

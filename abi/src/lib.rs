@@ -183,6 +183,44 @@ pub enum Call {
     /// `src`'s pager regions. Needs [`rights::MEMORY`]. The VM manager's
     /// fork (Ridge's virtual memory manager).
     SpaceCopy = 56,
+    // --- leases: the caller's buffers, lent to the server for one call ---
+    /// `lease_read(handle, offset, buf, len, flags) -> len`: copy `len`
+    /// bytes at `offset` of the *send* buffer of the pending call `handle`
+    /// (a reply handle the caller holds) into the caller's `buf`. The send
+    /// buffer is lent for the whole call, however long it is (only up to
+    /// [`msg::MAX_DATA_BYTES`] of it also travels with the message). Out of
+    /// bounds: [`Error::InvalidArgument`]; stale handle or the lender gone:
+    /// [`Error::BadReplyHandle`]/[`Error::DeadPeer`]; memory not mapped on
+    /// either side: [`Error::BadAddress`]. Flags: [`lease`].
+    LeaseRead = 57,
+    /// `lease_write(handle, offset, buf, len, flags) -> len`: copy the
+    /// caller's `buf` into the *receive* buffer of the pending call
+    /// `handle` at `offset`. Errors as [`Call::LeaseRead`].
+    LeaseWrite = 58,
+    // --- device access for user-level drivers (needs [`rights::DEVICES`]) ---
+    /// `pci_config_read(address, offset, width) -> value`: read PCI
+    /// configuration space (`address` = bus << 8 | device << 3 | function,
+    /// `width` 1, 2 or 4 bytes, `offset` aligned to it, below 256). A slot
+    /// with no device reads all ones, as on the bus.
+    PciConfigRead = 64,
+    /// `pci_config_write(address, offset, width, value) -> 0`: only on a
+    /// function the caller has claimed ([`Call::PciClaim`]).
+    PciConfigWrite = 65,
+    /// `pci_claim(address) -> 0`: the caller becomes the function's only
+    /// driver (until it ends); [`Error::InUse`] if another holds it,
+    /// [`Error::NoSuchDevice`] if there is none.
+    PciClaim = 66,
+    /// `map_mmio(address, bar, va) -> len`: map memory BAR `bar` (0–5) of
+    /// a claimed function at the caller's page-aligned `va`, uncached;
+    /// returns the BAR's length in bytes. An I/O-port BAR, an empty one or
+    /// one that overlaps RAM is refused ([`Error::InvalidArgument`]).
+    MapMmio = 67,
+    /// `dma_alloc(va, len) -> physical address`: map `len` bytes (whole
+    /// pages) of zeroed, physically contiguous memory below 4 GiB at the
+    /// caller's page-aligned `va` and return where it is in physical
+    /// memory, for a device to reach by DMA. Freed when unmapped with the
+    /// address space (at exit).
+    DmaAlloc = 68,
 }
 
 impl Call {
@@ -237,6 +275,13 @@ impl Call {
             54 => SetPager,
             55 => PageResolve,
             56 => SpaceCopy,
+            57 => LeaseRead,
+            58 => LeaseWrite,
+            64 => PciConfigRead,
+            65 => PciConfigWrite,
+            66 => PciClaim,
+            67 => MapMmio,
+            68 => DmaAlloc,
             _ => return None,
         })
     }
@@ -266,7 +311,12 @@ pub mod rights {
     pub const MEMORY: u64 = 1;
     /// Read the boot image's modules ([`super::Call::ModuleRead`]).
     pub const MODULES: u64 = 2;
-    pub const ALL: u64 = MEMORY | MODULES;
+    /// Drive devices: interrupt lines, I/O ports, PCI configuration
+    /// space, device memory (MMIO) and DMA memory. With no IOMMU, DMA can
+    /// reach all of physical memory, so this right is the whole machine:
+    /// init grants it only to drivers (see docs/devices.md).
+    pub const DEVICES: u64 = 4;
+    pub const ALL: u64 = MEMORY | MODULES | DEVICES;
 }
 
 /// User-level pagers (see [`Call::SetPager`], [`Call::PageResolve`]).
@@ -286,8 +336,24 @@ pub mod pager {
     /// With ZERO, COPY or SHARE: the page may be executed (else it is
     /// mapped no-execute).
     pub const EXECUTABLE: u64 = 32;
+    /// With SHARE and WRITABLE: the pager's page itself, writable by both
+    /// (a shared mapping, no copy-on-write): how a RAM disk lends its
+    /// memory to the processes that opened it.
+    pub const SHARED: u64 = 64;
     /// Regions one process can have.
     pub const MAX_REGIONS: usize = 8;
+}
+
+/// Flags of [`Call::LeaseRead`] and [`Call::LeaseWrite`].
+pub mod lease {
+    /// Copy one byte at a time through a one-page window, with
+    /// interrupts off and the kernel held for the whole copy: DEC's
+    /// PDDRIVER at IPL$_SYNCH (seed 000), for the RAM disk's `pddriver`
+    /// mode. Nothing else runs on this CPU, and no other CPU enters the
+    /// kernel, until the copy ends.
+    pub const BYTE_AT_A_TIME: u64 = 1;
+    /// Longest send or receive buffer a call may lend.
+    pub const MAX_LEASE_BYTES: u64 = 16 * 1024 * 1024;
 }
 
 /// `spawn` priority meaning "the same as the caller".
@@ -438,6 +504,8 @@ pub enum Error {
     NothingArmed = 19,
     /// The interrupt line or I/O port is held by another process.
     InUse = 20,
+    /// No device answers at that PCI address.
+    NoSuchDevice = 21,
 }
 
 impl Error {
@@ -464,6 +532,7 @@ impl Error {
             18 => BadReplyHandle,
             19 => NothingArmed,
             20 => InUse,
+            21 => NoSuchDevice,
             _ => return None,
         })
     }
@@ -491,6 +560,7 @@ impl Error {
             Error::BadReplyHandle => "bad reply handle",
             Error::NothingArmed => "no queue armed",
             Error::InUse => "in use by another process",
+            Error::NoSuchDevice => "no such device",
         }
     }
 

@@ -238,6 +238,7 @@ pub mod mode {
     pub const S_IFREG: u32 = 0o100000;
     pub const S_IFDIR: u32 = 0o040000;
     pub const S_IFCHR: u32 = 0o020000;
+    pub const S_IFBLK: u32 = 0o060000;
     pub const S_IFIFO: u32 = 0o010000;
     pub const PERMISSIONS: u32 = 0o7777;
 
@@ -585,6 +586,9 @@ pub mod io {
     /// Regular files only, from a file manager writing back: set the
     /// file's length to word 2 (cut, or grow with zeros).
     pub const OP_TRUNCATE: u64 = 8;
+    /// Word 1 = handle: data written so far reaches stable storage (a
+    /// block device flushes its write cache). Reply: word 0 = 0.
+    pub const OP_FSYNC: u64 = 9;
 }
 
 /// One directory entry in an `OP_READDIR` reply's data: ino (u64 LE),
@@ -674,6 +678,68 @@ pub mod fs {
 /// device entry, word 1 = open flags`. Reply: word 0 = handle.
 pub mod device {
     pub const OP_OPEN: u64 = 64;
+}
+
+/// Block devices (drivers/virtio-blk, drivers/ramdisk): device managers
+/// whose device entries (`/dev/vda`, `/dev/ram0`, mode `S_IFBLK`) serve
+/// [`device::OP_OPEN`] and the [`io`] requests READ, WRITE, SEEK, FSTAT,
+/// FSYNC and CLOSE on whole blocks, with no cache (seed 000's "block mode,
+/// unbuffered"):
+/// - `io::OP_READ`: word 1 = handle, word 2 = bytes. The bytes go into the
+///   call's receive buffer, which the driver writes through the lease
+///   (`lease_write`), at the handle's offset, which advances. Reply: word
+///   0 = bytes (0 at the end of the device).
+/// - `io::OP_WRITE`: word 1 = handle, word 2 = bytes; the bytes are the
+///   call's send buffer, read through the lease. Reply: word 0 = bytes.
+/// - A length or offset that is not a whole number of blocks, a transfer
+///   longer than [`block::MAX_TRANSFER_BYTES`], or one that runs past the
+///   end of the device, is refused whole with `EINVAL` (nothing moves).
+/// - `io::OP_FSTAT`: mode `S_IFBLK | 0o660`, size = the device's bytes.
+pub mod block {
+    /// The unit of every transfer.
+    pub const BLOCK_BYTES: u64 = 512;
+    /// Most bytes one READ or WRITE moves (one request at the device).
+    pub const MAX_TRANSFER_BYTES: u64 = 1024 * 1024;
+    /// The request queue of every block driver.
+    pub const QUEUE: u32 = 0;
+    /// Word 0 of a driver's ready message to its starter (init): word 1 =
+    /// the queue, word 2 = the device's bytes (0: no device found; the
+    /// driver then ends and no entry is made).
+    pub const READY: u64 = 0x0042_4c4b_5244;
+    /// Statistics, to anyone (for `kinfo`). Reply words: requests served,
+    /// bytes read, bytes written, [`MODE_VIRTIO`]/[`MODE_RAMDRIVER`]/
+    /// [`MODE_PDDRIVER`]; data: the device's name.
+    pub const OP_STATS: u64 = 90;
+    /// The RAM disk in `ramdriver` mode: word 1 = a handle. Reply: word 0
+    /// = the disk's bytes, word 1 = this handle's slot in the lock page
+    /// ([`ram_lock`]), word 2 = 1 if the handle may write. The caller then
+    /// makes the driver the pager of a window of `PAGE_SIZE + bytes`
+    /// (`set_pager` on itself): page 0 of the window is the lock page,
+    /// the disk follows; the driver maps each page shared on first touch
+    /// (writable only for a handle that may write), and the caller copies
+    /// in its own context under the lock. `ENODEV` in `pddriver` mode.
+    pub const OP_MAP: u64 = 91;
+    pub const MODE_VIRTIO: u64 = 1;
+    pub const MODE_RAMDRIVER: u64 = 2;
+    pub const MODE_PDDRIVER: u64 = 3;
+
+    /// The lock page of a RAM disk in `ramdriver` mode: a readers-writer
+    /// lock with one reader flag per open handle (a "big reader" lock:
+    /// readers on different CPUs write different bytes, so they do not
+    /// contend), owned by the driver, which clears the flags of a handle
+    /// that is closed (its process ended) mid-request.
+    /// Layout: u32 at [`WRITER_OFFSET`] = slot + 1 of the writer (0: none);
+    /// one byte per slot from [`READERS_OFFSET`] = 1 while that slot reads.
+    /// Reader: set own byte, then if the writer word is 0 copy, else clear
+    /// the byte and wait. Writer: compare-and-swap the writer word from 0
+    /// to slot + 1, wait until every reader byte is 0, copy, store 0.
+    pub mod ram_lock {
+        pub const WRITER_OFFSET: usize = 0;
+        pub const READERS_OFFSET: usize = 64;
+        /// Handles that can map the disk at once; later opens use READ
+        /// and WRITE through leases (the driver copies).
+        pub const SLOTS: usize = 256;
+    }
 }
 
 /// The virtual-memory manager (servers/vm), called by the monitor.

@@ -165,6 +165,12 @@ pub fn wait_armed() -> Result<Queue, Error> {
 
 /// Send `message` (with `data`) and wait for the reply, whose data lands
 /// in `reply_buf`: the synchronous call, two kernel entries per round trip.
+///
+/// Both buffers are also *lent* to the server until it replies: it may
+/// read `data` ([`lease_read`]) and write `reply_buf` ([`lease_write`]) at
+/// any offset, so one call moves any amount up to
+/// `abi::lease::MAX_LEASE_BYTES`. `data` travels with the message only
+/// when it fits one (`abi::msg::MAX_DATA_BYTES`).
 #[inline]
 pub fn call(
     l: Link,
@@ -184,6 +190,24 @@ pub fn call(
     ];
     let r = raw(Call::Call as u64, args, *message);
     result(r.rax).map(|len| (r.words, len as usize))
+}
+
+/// As a server holding `handle`: copy from the caller's lent send buffer,
+/// at `offset`, into `buf` (flags: `abi::lease`). Returns bytes copied.
+#[inline]
+pub fn lease_read(handle: ReplyHandle, offset: u64, buf: &mut [u8], flags: u64) -> Result<usize, Error> {
+    touch(buf);
+    let args = [handle.0, offset, buf.as_mut_ptr() as u64, buf.len() as u64, flags, 0];
+    simple(Call::LeaseRead, args, [0; 4]).map(|n| n as usize)
+}
+
+/// As a server holding `handle`: copy `buf` into the caller's lent
+/// receive buffer at `offset` (flags: `abi::lease`). Returns bytes copied.
+#[inline]
+pub fn lease_write(handle: ReplyHandle, offset: u64, buf: &[u8], flags: u64) -> Result<usize, Error> {
+    touch(buf);
+    let args = [handle.0, offset, buf.as_ptr() as u64, buf.len() as u64, flags, 0];
+    simple(Call::LeaseWrite, args, [0; 4]).map(|n| n as usize)
 }
 
 /// Answer a call; does not wait.

@@ -312,6 +312,38 @@ pub fn rdtsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
+/// A PCI function's address: bus << 8 | device << 3 | function.
+pub fn pci_address(bus: u8, device: u8, function: u8) -> u64 {
+    (bus as u64) << 8 | ((device & 31) as u64) << 3 | (function & 7) as u64
+}
+
+/// Read `width` (1, 2, 4) bytes of PCI configuration space (drivers only).
+pub fn pci_config_read(address: u64, offset: u16, width: u8) -> Result<u32, Error> {
+    call(Call::PciConfigRead, address, offset as u64, width as u64, 0, 0).map(|v| v as u32)
+}
+
+/// Write configuration space of a function this process has claimed.
+pub fn pci_config_write(address: u64, offset: u16, width: u8, value: u32) -> Result<(), Error> {
+    call(Call::PciConfigWrite, address, offset as u64, width as u64, value as u64, 0).map(|_| ())
+}
+
+/// Become the only driver of a PCI function.
+pub fn pci_claim(address: u64) -> Result<(), Error> {
+    call(Call::PciClaim, address, 0, 0, 0, 0).map(|_| ())
+}
+
+/// Map memory BAR `bar` of a claimed function at `va` (page aligned,
+/// uncached); returns the BAR's length in bytes.
+pub fn map_mmio(address: u64, bar: u8, va: u64) -> Result<u64, Error> {
+    call(Call::MapMmio, address, bar as u64, va, 0, 0)
+}
+
+/// Map `len` bytes of zeroed, physically contiguous memory below 4 GiB at
+/// `va` (page aligned); returns its physical address (drivers only).
+pub fn dma_alloc(va: u64, len: u64) -> Result<u64, Error> {
+    call(Call::DmaAlloc, va, len, 0, 0, 0)
+}
+
 /// Give faults in `start..start + len` of process `pid` (this one or a
 /// child) to the pager `pager` (its queue `queue`).
 pub fn set_pager(pid: Pid, start: u64, len: u64, pager: Pid, queue: u32) -> Result<(), Error> {
