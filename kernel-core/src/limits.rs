@@ -32,3 +32,8 @@ pub const MAX_PROCESS_NAME_BYTES: usize = 32;
 pub const IRQ_LINES: usize = 24;
 /// Most physical memory the kernel manages (the bitmap is sized for it).
 pub const MAX_PHYS_BYTES: u64 = 64 * 1024 * 1024 * 1024;
+
+/// PCI functions claimed by drivers at once (`abi::Call::PciClaim`).
+pub const MAX_PCI_CLAIMS: usize = 32;
+/// Largest DMA allocation in one `dma_alloc` (physically contiguous).
+pub const MAX_DMA_BYTES: u64 = 4 * 1024 * 1024;

@@ -8,7 +8,7 @@
 //! `/etc/inittab`). Lines:
 //! - `server <program> <priority> <rights> <slot>`: start a server from the
 //!   boot image with that priority and those rights (`-`, or a
-//!   comma-separated list of `memory`, `modules`), wait for its ready
+//!   comma-separated list of `memory`, `modules`, `devices`), wait for its ready
 //!   message, and make it bootstrap connection `<slot>` (`console`, `tty`,
 //!   `vm`, `fs`, `monitor`, or `-`) of every process started after it;
 //! - `run <path> [args…]`: the first UNIX process, started through the
@@ -96,6 +96,7 @@ fn start_server(
             "-" => 0,
             "memory" => rights::MEMORY,
             "modules" => rights::MODULES,
+            "devices" => rights::DEVICES,
             other => return Err(alloc::format!("unknown right `{other}`")),
         };
     }

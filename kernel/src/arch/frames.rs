@@ -108,6 +108,24 @@ impl Frame {
         Some(Frame::zeroed(pa))
     }
 
+    /// `count` zeroed frames, physically contiguous and below 4 GiB (DMA
+    /// memory for devices), or None.
+    pub fn alloc_contiguous_below_4g(count: usize) -> Option<alloc::vec::Vec<Frame>> {
+        let mut list = alloc::vec::Vec::new();
+        list.try_reserve_exact(count).ok()?;
+        let first = FRAMES.lock().as_mut()?.alloc_contiguous(count)?;
+        list.extend((0..count as u64).map(|i| Frame::zeroed(first + i * PAGE_SIZE)));
+        if first + count as u64 * PAGE_SIZE > 1 << 32 {
+            return None; // dropping the list frees them
+        }
+        Some(list)
+    }
+
+    /// The frame's physical address, for a device to reach it by DMA.
+    pub fn phys_addr(&self) -> u64 {
+        self.pa
+    }
+
     /// A copy of `src` in a new frame (not zeroed first: every byte is
     /// written), or None when memory is exhausted. The break of
     /// copy-on-write.
