@@ -646,6 +646,22 @@ pub mod vector {
     pub const SIMD_FLOATING_POINT: u8 = 19;
 }
 
+/// Bits of the CPU's page-fault error code, as the kernel reads it and as
+/// a pager gets it in m2 of a [`msg::Kind::PageFault`] message (Intel SDM
+/// vol. 3A §4.7).
+pub mod page_fault {
+    /// The page was present (a protection fault); clear: not mapped.
+    pub const PRESENT: u64 = 1 << 0;
+    /// The access was a write.
+    pub const WRITE: u64 = 1 << 1;
+}
+
+/// Slots of the kernel's process table: a live pid's slot is below this.
+/// A boundary constant, not only a kernel limit: UNIX pids are computed
+/// from kernel pids with it (`protocols::unix::pid`), so it is defined
+/// here; `kernel_core::limits::MAX_PROCESSES` is this value.
+pub const PROCESS_SLOTS: u32 = 256;
+
 /// Process ids carry a generation number so that a stale id never reaches
 /// a process that later reuses the same slot.
 ///

@@ -87,9 +87,8 @@ impl Kernel {
     /// false when `address` is outside the heap region or the page exists.
     pub fn default_heap_fault(&mut self, slot: usize, address: u64, error_code: u64) -> bool {
         use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
-        const PRESENT: u64 = 1;
         if !(USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address)
-            || error_code & PRESENT != 0
+            || error_code & abi::page_fault::PRESENT != 0
         {
             return false;
         }

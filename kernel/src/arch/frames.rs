@@ -26,6 +26,7 @@ use abi::layout::PAGE_SIZE;
 use alloc::collections::BTreeMap;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel_core::frame_alloc::{FrameAllocator, PhysRange};
+use kernel_core::limits::MAX_MEMORY_RANGES;
 use spin::Mutex;
 
 static FRAMES: Mutex<Option<FrameAllocator<'static>>> = Mutex::new(None);
@@ -41,7 +42,7 @@ static IS_INITIALISED: AtomicBool = AtomicBool::new(false);
 
 /// The ranges the allocator manages (usable RAM), kept so that firmware
 /// reads can prove they never touch a frame the kernel may hand out.
-static USABLE: Mutex<[PhysRange; 32]> = Mutex::new([PhysRange::new(0, 0); 32]);
+static USABLE: Mutex<[PhysRange; MAX_MEMORY_RANGES]> = Mutex::new([PhysRange::new(0, 0); MAX_MEMORY_RANGES]);
 
 /// Set up the allocator over `usable` RAM minus `reserved`. Once, at boot,
 /// by arch's memory set-up (boot.rs), before any frame is allocated.

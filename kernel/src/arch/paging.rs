@@ -35,6 +35,12 @@ pub const DIRECT_MAP_BASE: u64 = 0xffff_8000_0000_0000;
 pub const KERNEL_VMA: u64 = 0xffff_ffff_8000_0000;
 /// First PML4 slot of the kernel half.
 const KERNEL_PML4_FIRST: usize = 256;
+/// Entries of a table at any level: one page of 8-byte entries (512).
+const ENTRIES_PER_TABLE: usize = PAGE_SIZE as usize / size_of::<u64>();
+/// Address bits below a page's (12): the offset within a page.
+const PAGE_SHIFT: u32 = PAGE_SIZE.trailing_zeros();
+/// Address bits each level of tables indexes (9).
+const INDEX_BITS: u32 = ENTRIES_PER_TABLE.trailing_zeros();
 
 pub const PRESENT: u64 = 1 << 0;
 pub const WRITABLE: u64 = 1 << 1;
@@ -54,7 +60,8 @@ pub const SHARED_PAGE: u64 = 1 << 10;
 /// shared or copied through, only mapped by [`PageTable::map_device`].
 const DEVICE: u64 = 1 << 11;
 pub const NO_EXECUTE: u64 = 1 << 63;
-const ADDRESS_MASK: u64 = 0x000f_ffff_ffff_f000;
+/// The frame address bits of an entry: 12..52 (below, flags; above, NX).
+const ADDRESS_MASK: u64 = 0x000f_ffff_ffff_ffff & !(PAGE_SIZE - 1);
 /// Flags of a user leaf that describe access rights: all a caller may set.
 pub const ACCESS_FLAGS: u64 = PRESENT | WRITABLE | USER | NO_EXECUTE | COPY_ON_WRITE | SHARED_PAGE;
 /// What [`PageTable::translate`] reports: the access flags and whether the
@@ -113,7 +120,7 @@ unsafe fn write_entry(table_pa: u64, index: usize, value: u64) {
 }
 
 fn index(va: u64, level: u32) -> usize {
-    ((va >> (12 + 9 * level)) & 511) as usize
+    ((va >> (PAGE_SHIFT + INDEX_BITS * level)) & (ENTRIES_PER_TABLE as u64 - 1)) as usize
 }
 
 /// Whether EFER.NXE is on (the CPU has the no-execute bit). Without it bit
@@ -195,7 +202,7 @@ unsafe fn translate_in(root: u64, va: u64) -> Option<(u64, u64)> {
             return None;
         }
         if e & HUGE != 0 {
-            let size = 1u64 << (12 + 9 * level);
+            let size = 1u64 << (PAGE_SHIFT + INDEX_BITS * level);
             return Some(((e & ADDRESS_MASK & !(size - 1)) + (va & (size - 1)), e & REPORTED_FLAGS));
         }
         table = e & ADDRESS_MASK;
@@ -217,7 +224,7 @@ pub(super) fn init_kernel_tables(ram_end: u64, image: &super::boot::KernelImage)
     NX_SUPPORTED.store(super::cpu::has_nx(), Ordering::Relaxed);
     let mut alloc = || Frame::alloc_below_4g().map(Frame::into_entry);
     let root = alloc().expect("a frame for the kernel root");
-    for slot in KERNEL_PML4_FIRST..512 {
+    for slot in KERNEL_PML4_FIRST..ENTRIES_PER_TABLE {
         // SAFETY: `root` is the fresh kernel root.
         unsafe { next_table(root, slot, false, &mut alloc) }.expect("kernel PML4 slots");
     }
@@ -367,7 +374,7 @@ impl PageTable {
     pub fn new() -> Option<PageTable> {
         let root = Frame::alloc_below_4g()?.into_entry();
         let kernel = kernel_root();
-        for slot in KERNEL_PML4_FIRST..512 {
+        for slot in KERNEL_PML4_FIRST..ENTRIES_PER_TABLE {
             // SAFETY: both roots are this module's; the kernel half is
             // copied as it is, so the new root maps the kernel identically.
             unsafe { write_entry(root, slot, read_entry(kernel, slot)) };
@@ -817,13 +824,13 @@ fn invalidate(va: u64) {
 /// of `root`, in address order; `visit` returns the entry to store back.
 fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
     fn walk(table: u64, level: u32, va_base: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
-        for i in 0..512 {
+        for i in 0..ENTRIES_PER_TABLE {
             // SAFETY: a table of the caller's hierarchy.
             let e = unsafe { read_entry(table, i) };
             if e & PRESENT == 0 {
                 continue;
             }
-            let va = va_base | ((i as u64) << (12 + 9 * level));
+            let va = va_base | ((i as u64) << (PAGE_SHIFT + INDEX_BITS * level));
             if level > 0 {
                 if e & HUGE == 0 {
                     walk(e & ADDRESS_MASK, level - 1, va, visit);
@@ -849,7 +856,7 @@ fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
 /// Free every frame the user half of `root` maps and every table below it.
 fn free_user_half(root: u64) {
     fn walk(table: u64, level: u32) {
-        for i in 0..512 {
+        for i in 0..ENTRIES_PER_TABLE {
             // SAFETY: a table of the hierarchy being freed.
             let e = unsafe { read_entry(table, i) };
             if e & PRESENT == 0 {

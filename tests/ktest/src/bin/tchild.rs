@@ -176,7 +176,7 @@ fn main(args: Args) -> i32 {
 /// word 0 its index.
 fn cpu_report() -> i32 {
     let Some(parent) = sys::getppid() else { return 90 };
-    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 91 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(protocols::STARTER_QUEUE)) else { return 91 };
     let mut seen = 0u64;
     loop {
         let cpu = sys::info(InfoKey::CurrentCpu);
@@ -536,7 +536,7 @@ fn server_link(args: &Args) -> Result<msg::Link, Error> {
 fn call_loop(args: &Args) -> i32 {
     use server_deaths::LOOPING;
     let Some(parent) = sys::getppid() else { return 90 };
-    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 91 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(protocols::STARTER_QUEUE)) else { return 91 };
     let tell_parent = |looping: u64| msg::send(to_parent, &[LOOPING, looping, 0, 0]).is_ok();
     let link = match server_link(args) {
         Ok(l) => l,
@@ -639,7 +639,7 @@ fn heap_touch() -> i32 {
     use server_deaths::{HEAP_HELLO, HEAP_TOUCHED};
     let Some(parent) = sys::getppid() else { return 90 };
     let Ok(queue) = msg::open_queue(2, true) else { return 91 };
-    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 92 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(protocols::STARTER_QUEUE)) else { return 92 };
     if msg::send(to_parent, &[HEAP_HELLO, queue.0 as u64, 0, 0]).is_err() {
         return 93;
     }

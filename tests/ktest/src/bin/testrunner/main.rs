@@ -16,7 +16,8 @@
 //! clients) and [`health`] (random kernel calls, then the final leak
 //! check). Below them, [`util`] (running `tchild`, the runner's queues)
 //! and [`started`] (the processes a test made, and seeing them blocked).
-//! `server_deaths` holds the message words shared with `tchild`.
+//! `server_deaths` holds the message words shared with `tchild`,
+//! `tmsg_words` those shared with `tmsg`.
 
 #![no_std]
 #![no_main]
@@ -34,6 +35,8 @@ mod util;
 
 #[path = "../../server_deaths.rs"]
 mod server_deaths;
+#[path = "../../tmsg_words.rs"]
+mod tmsg_words;
 
 use abi::InfoKey;
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};

@@ -4,6 +4,7 @@
 //! regressions found there. The peers are `tmsg` roles, which say hello on
 //! the runner's queue 0 before they start.
 
+use crate::tmsg_words::HELLO;
 use crate::util::{MAIN_QUEUE, MAX_DATA, TestResult, check};
 use abi::msg::Kind;
 use abi::{Error, ExitStatus, InfoKey, Pid};
@@ -12,8 +13,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use runtime::msg::{self, Page, Queue};
 use runtime::sys;
-
-const HELLO: u64 = 0x0048_454c_4c4f;
 
 /// Start a tmsg role and wait for its hello; returns its pid and a link to
 /// its queue.

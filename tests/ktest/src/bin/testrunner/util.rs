@@ -11,10 +11,10 @@ pub type TestResult = Result<(), String>;
 
 /// The runner's queue 0: every tmsg child's messages and servers' READY
 /// arrive here (`main` opens it before the first test).
-pub const MAIN_QUEUE: Queue = Queue(0);
+pub const MAIN_QUEUE: Queue = Queue(protocols::STARTER_QUEUE);
 /// The runner's queue for pipe and file managers' READY (their starter,
 /// the monitor, takes them on its queue 1).
-pub const MANAGER_QUEUE: Queue = Queue(1);
+pub const MANAGER_QUEUE: Queue = Queue(protocols::unix::monitor::START_QUEUE);
 /// The most data one message carries, as a buffer length.
 pub const MAX_DATA: usize = abi::msg::MAX_DATA_BYTES as usize;
 
