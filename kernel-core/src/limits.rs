@@ -57,3 +57,44 @@ pub use abi::layout::{
 };
 pub use abi::msg::{MAX_ALLOWED_SENDERS, MAX_DATA_BYTES, MAX_LINKS, MAX_MESSAGES, MAX_PAGES, MAX_QUEUES};
 pub use abi::pager::MAX_REGIONS;
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::string::String;
+
+    /// The names this file defines or lists, in order.
+    fn names() -> std::vec::Vec<String> {
+        let source = include_str!("limits.rs");
+        let source = &source[..source.find("#[cfg(test)]").expect("the tests follow the limits")];
+        let mut names = std::vec::Vec::new();
+        let mut in_use = false;
+        for line in source.lines() {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix("pub const ") {
+                names.push(String::from(rest.split(':').next().unwrap()));
+            } else if line.starts_with("pub use ") || in_use {
+                in_use = !line.ends_with(';');
+                let list = line.trim_start_matches("pub use ").trim_end_matches(';');
+                let list = list.rsplit("::").next().unwrap();
+                for name in list.split([',', '{', '}']).map(str::trim).filter(|n| !n.is_empty()) {
+                    names.push(String::from(name));
+                }
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn every_limit_has_a_row_in_the_docs() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/kernel-options.md"))
+            .expect("docs/kernel-options.md exists");
+        let names = names();
+        assert!(names.len() >= 25, "the parse found the limits: {names:?}");
+        for name in names {
+            assert!(
+                doc.contains(&std::format!("| `{name}` |")),
+                "docs/kernel-options.md lacks the row for {name}"
+            );
+        }
+    }
+}
