@@ -21,7 +21,7 @@
 //!   1 + its count in [`SHARED`];
 //! - frames given out are zeroed, so no data leaks from a freed frame.
 
-use super::paging::phys_to_virt;
+use super::phys::phys_to_virt;
 use abi::layout::PAGE_SIZE;
 use alloc::collections::BTreeMap;
 use core::sync::atomic::{AtomicBool, Ordering};

@@ -5,7 +5,7 @@
 //! frame allocator for ever (boot.rs), so their bytes can be lent as
 //! `&'static [u8]`.
 
-use super::paging::phys_slice;
+use super::phys::phys_slice;
 use kernel_core::frame_alloc::PhysRange;
 use kernel_core::limits::{MAX_BOOT_MODULES, MAX_CMDLINE_BYTES, MAX_MEMORY_RANGES};
 

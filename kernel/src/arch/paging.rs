@@ -22,6 +22,8 @@
 
 use super::frames::{self, Frame};
 use super::percpu;
+pub use super::phys::{DIRECT_MAP_BASE, KERNEL_VMA};
+use super::phys::{phys_to_virt, use_direct_map};
 use abi::layout::{PAGE_SIZE, USER_END};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel_core::frame_alloc::PhysRange;
@@ -29,10 +31,6 @@ use kernel_core::limits::MAX_CPUS;
 use spin::Mutex;
 
 pub const HUGE_PAGE_BYTES: u64 = 2 * 1024 * 1024;
-/// Physical memory is mapped here (PML4 slot 256, the start of the kernel half).
-pub const DIRECT_MAP_BASE: u64 = 0xffff_8000_0000_0000;
-/// The kernel image is linked here (see kernel.ld).
-pub const KERNEL_VMA: u64 = 0xffff_ffff_8000_0000;
 /// First PML4 slot of the kernel half.
 const KERNEL_PML4_FIRST: usize = 256;
 /// Entries of a table at any level: one page of 8-byte entries (512).
@@ -71,31 +69,6 @@ const REPORTED_FLAGS: u64 = ACCESS_FLAGS | DEVICE;
 /// Whether translated `flags` describe device memory.
 pub fn is_device(flags: u64) -> bool {
     flags & DEVICE != 0
-}
-
-// ---- physical memory ----
-
-/// Offset added to a physical address to reach it: the boot mapping of the
-/// first GiB at KERNEL_VMA until the direct map exists, then DIRECT_MAP_BASE.
-static PHYS_OFFSET: AtomicU64 = AtomicU64::new(KERNEL_VMA);
-
-/// The kernel virtual address of physical `pa` (computing it is harmless;
-/// every use of it says why the access is sound).
-pub(super) fn phys_to_virt(pa: u64) -> u64 {
-    pa + PHYS_OFFSET.load(Ordering::Relaxed)
-}
-
-/// Read-only view of physical memory.
-///
-/// # Safety
-/// `pa..pa + len` must be memory that nothing writes for as long as the
-/// slice is used: boot modules and the Multiboot information (reserved
-/// from the frame allocator), firmware tables and the BIOS area. Before
-/// the direct map exists it must lie in the first GiB.
-pub(super) unsafe fn phys_slice(pa: u64, len: usize) -> &'static [u8] {
-    // SAFETY: the caller's promise; the direct map (or the boot map of the
-    // first GiB) maps it.
-    unsafe { core::slice::from_raw_parts(phys_to_virt(pa) as *const u8, len) }
 }
 
 // ---- raw entries ----
@@ -220,7 +193,7 @@ static KERNEL_ROOT: spin::Once<u64> = spin::Once::new();
 /// them shares the kernel half for good; the direct map of all RAM and at
 /// least the low 4 GiB; the kernel image section by section), switch to
 /// them and start using the direct map. Once, at boot, by boot.rs.
-pub(super) fn init_kernel_tables(ram_end: u64, image: &super::boot::KernelImage) {
+pub(super) fn init_kernel_tables(ram_end: u64, image: &KernelImage) {
     NX_SUPPORTED.store(super::cpu::has_nx(), Ordering::Relaxed);
     let mut alloc = || Frame::alloc_below_4g().map(Frame::into_entry);
     let root = alloc().expect("a frame for the kernel root");
@@ -278,7 +251,7 @@ pub(super) fn init_kernel_tables(ram_end: u64, image: &super::boot::KernelImage)
     // installed yet: the kernel root is never freed, so it need not be
     // recorded as loaded.)
     unsafe { super::cpu::write_cr3(root) };
-    PHYS_OFFSET.store(DIRECT_MAP_BASE, Ordering::Relaxed);
+    use_direct_map();
 }
 
 /// The kernel's own root (no user half); its physical address.
@@ -286,12 +259,24 @@ pub fn kernel_root() -> u64 {
     *KERNEL_ROOT.get().expect("kernel tables built")
 }
 
+unsafe extern "C" {
+    /// The boot page tables' root (boot.rs's assembly).
+    static boot_pml4: u8;
+}
+
+/// Physical address of the boot page tables' root (its slot 0
+/// identity-maps the first GiB).
+fn boot_pml4_phys() -> u64 {
+    // SAFETY: only the address is taken; .boot is linked at its physical address.
+    (&raw const boot_pml4) as u64
+}
+
 /// Lend the boot identity map of the first GiB to starting CPUs (slot 0 of
 /// the kernel root), or take it back (`lend == false`). For smp.rs.
 pub(super) fn lend_identity_map(lend: bool) {
     let value = if lend {
         // SAFETY: the boot root is arch's own, in .boot.data.
-        unsafe { read_entry(super::smp::boot_pml4_phys(), 0) }
+        unsafe { read_entry(boot_pml4_phys(), 0) }
     } else {
         0
     };
@@ -358,6 +343,16 @@ pub fn holds_retired_root() -> bool {
 }
 
 // ---- a process's tables ----
+
+/// Where the linker put the kernel image (kernel.ld); boot.rs reads it.
+pub struct KernelImage {
+    pub phys_start: u64,
+    pub phys_end: u64,
+    pub virt_start: u64,
+    pub text_end: u64,
+    pub rodata_end: u64,
+    pub virt_end: u64,
+}
 
 /// A user copy failed: the address is not mapped for the access asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -893,6 +888,6 @@ pub(super) fn is_firmware_memory(pa: u64, len: u64) -> bool {
 }
 
 /// The range the kernel image occupies physically.
-pub(super) fn image_range(image: &super::boot::KernelImage) -> PhysRange {
+pub(super) fn image_range(image: &KernelImage) -> PhysRange {
     PhysRange::new(image.phys_start, image.phys_end)
 }
