@@ -65,11 +65,6 @@ use verdict::parse_cargo_test_line;
 /// Guest CPU counts of the test configurations: uniprocessor, the default,
 /// and more CPUs than the CI host has cores.
 const TEST_SMP_CONFIGS: [u32; 3] = [1, 2, 4];
-/// The kernel-test and scenario boots attach no disk (the scratch image
-/// of `cargo xtask run` may be open in another QEMU, which locks an image
-/// against a second writer); the UNIX test boots get a fresh image each
-/// ([`unix_boots`]).
-const TEST_DISK: DiskChoice = DiskChoice::None;
 /// The UNIX test program (a `bin` under `tests/`) and its CPU counts.
 pub const UNIX_TEST_PROGRAM: &str = "utest";
 const UNIX_SMP_CONFIGS: [u32; 2] = [1, 2];
@@ -320,14 +315,28 @@ fn unix_steps(
     ));
     let mut outcomes = unix_boots(workspace, opts, built, log_dir);
     headers.next(&format!("shell scenarios: {} (one boot, timeout {} s)", scenarios::DIR, opts.timeout_s));
-    let run_opts = RunOptions {
-        smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP),
-        accel: opts.accel,
-        disk: TEST_DISK,
-        ..RunOptions::default()
+    // A fresh disk: the `blockdev` scenario writes /dev/vda.
+    let disk = match fresh_disk(&log_dir.join("disk-scenarios.img")) {
+        Ok(d) => d,
+        Err(err) => {
+            outcomes.push(Outcome::step("shell scenarios", Err(err)));
+            return outcomes;
+        }
     };
+    let run_opts =
+        RunOptions { smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP), accel: opts.accel, disk, ..RunOptions::default() };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
     outcomes
+}
+
+/// A zero-filled test disk image at `path`, made anew: each UNIX test and
+/// scenario boot has its own (never the scratch image of `cargo xtask
+/// run`, which may be open in another QEMU: QEMU locks an image against a
+/// second writer). The kernel-test boots attach no disk.
+fn fresh_disk(path: &Path) -> std::result::Result<DiskChoice, String> {
+    let _ = fs::remove_file(path);
+    qemu::ensure_disk_image(path, TEST_DISK_BYTES)?;
+    Ok(DiskChoice::Image(path.to_path_buf()))
 }
 
 fn unix_smp_configs(opts: &TestOptions) -> Vec<u32> {
@@ -356,12 +365,13 @@ fn unix_boots(
         // A fresh disk for each boot: utest's `blk::` tests write to
         // /dev/vda, and the image is checked afterwards.
         let disk_path = log_dir.join(format!("disk-unix-smp{smp}.img"));
-        let _ = fs::remove_file(&disk_path);
-        if let Err(err) = qemu::ensure_disk_image(&disk_path, UNIX_TEST_DISK_BYTES) {
-            outcomes.push(Outcome::step(&format!("boot {name}"), Err(err)));
-            continue;
-        }
-        let disk = DiskChoice::Image(disk_path.clone());
+        let disk = match fresh_disk(&disk_path) {
+            Ok(d) => d,
+            Err(err) => {
+                outcomes.push(Outcome::step(&format!("boot {name}"), Err(err)));
+                continue;
+            }
+        };
         let run_opts = RunOptions { smp, accel: opts.accel, disk, ..RunOptions::default() };
         let command = format!("/bin/{UNIX_TEST_PROGRAM}");
         match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
@@ -377,9 +387,9 @@ fn unix_boots(
     outcomes
 }
 
-/// Size of the disk attached to the UNIX test boots (utest's `blk::`
-/// tests need the pattern's megabyte and a few more).
-const UNIX_TEST_DISK_BYTES: u64 = 16 << 20;
+/// Size of the disks attached to the UNIX test and scenario boots
+/// (utest's `blk::` tests need the pattern's megabyte and a few more).
+const TEST_DISK_BYTES: u64 = 16 << 20;
 
 /// The ground truth of the block tests: after the boot, the image file
 /// itself must hold the pattern `utest` wrote through /dev/vda
