@@ -178,7 +178,9 @@ fn start_driver(program: &str, priority: &str, rights: &str, path: &str, ready: 
     let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;
     let link = msg::open_link(fs_pid, Queue(fs_queue)).map_err(|e| String::from(e.name()))?;
     let entry_mode = (ux::mode::S_IFBLK | 0o660) as u64;
-    let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut []);
+    // The reply carries the new entry's attributes.
+    let mut stat = [0u8; ux::Stat::BYTES];
+    let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut stat);
     let _ = msg::close_link(link);
     match made.map(|(w, _)| ux::result(w[0])) {
         Ok(Ok(_)) => Ok(()),
