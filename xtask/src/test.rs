@@ -323,8 +323,12 @@ fn unix_steps(
             return outcomes;
         }
     };
-    let run_opts =
-        RunOptions { smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP), accel: opts.accel, disk, ..RunOptions::default() };
+    let run_opts = RunOptions {
+        smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP),
+        accel: opts.accel,
+        disk,
+        ..RunOptions::default()
+    };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
     outcomes
 }
@@ -379,7 +383,8 @@ fn unix_boots(
                 let log_path = log_dir.join(format!("unix-smp{smp}.log"));
                 outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
                 let check = check_disk_pattern(&disk_path);
-                outcomes.push(Outcome::step(&format!("{name}: the disk image holds what utest wrote"), check));
+                outcomes
+                    .push(Outcome::step(&format!("{name}: the disk image holds what utest wrote"), check));
             }
             Err(err) => outcomes.push(Outcome::step(&format!("boot {name}"), Err(err))),
         }
