@@ -10,7 +10,9 @@
 //! an ISA line (10 or 11) through the PIIX router, and the firmware writes
 //! that line into the function's configuration register 0x3C. The ACPI
 //! MADT overrides those lines to level-triggered, active-high, which the
-//! kernel's `claim_irq` applies (kernel/src/devices.rs `line_of`).
+//! kernel's `claim_irq` applies (kernel/src/devices.rs `line_of`); the
+//! driver also asks for a level-triggered line (`abi::irq_flags::LEVEL`)
+//! for firmware whose tables say nothing.
 
 use crate::Disk;
 use crate::hal::{self, RidgebackHal};
@@ -145,7 +147,9 @@ pub fn probe(queue: Queue) -> Result<Option<(Disk, u64)>, &'static str> {
     if line == NO_LINE || line == 0 {
         return Err("the disk has no interrupt line");
     }
-    sys::claim_irq(line as u64, queue.0).map_err(why)?;
+    // A PCI interrupt on an ISA line: level-triggered, active-high (the
+    // MADT's override, where there is one, says the same and wins).
+    sys::claim_irq_with(line as u64, queue.0, abi::irq_flags::LEVEL).map_err(why)?;
     let transport =
         PciTransport::new::<RidgebackHal, _>(&mut root, df).map_err(|_| "no virtio PCI transport")?;
     let mut disk = VirtIOBlk::<RidgebackHal, _>::new(transport).map_err(|_| "the device refused to start")?;

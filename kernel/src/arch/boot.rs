@@ -126,7 +126,7 @@ boot_entry64_low:
     jmp 4b
 
     .section .boot.data, "aw"
-    .balign 4096
+    .balign {page_bytes}
     .global boot_pml4
 boot_pml4:
     .fill 512, 8, 0
@@ -150,6 +150,7 @@ boot_gdt_pointer:
     flags = const MULTIBOOT_FLAGS,
     stack = sym super::percpu::BOOT_STACK,
     stack_bytes = const kernel_core::limits::KERNEL_STACK_BYTES,
+    page_bytes = const PAGE_SIZE,
     main = sym boot_entry64,
 );
 

@@ -37,6 +37,7 @@ pub mod frames;
 pub mod heap;
 pub mod multiboot;
 pub mod paging;
+pub mod pci;
 pub mod percpu;
 pub mod regs;
 pub mod serial;

@@ -35,6 +35,12 @@ pub const DIRECT_MAP_BASE: u64 = 0xffff_8000_0000_0000;
 pub const KERNEL_VMA: u64 = 0xffff_ffff_8000_0000;
 /// First PML4 slot of the kernel half.
 const KERNEL_PML4_FIRST: usize = 256;
+/// Entries of a table at any level: one page of 8-byte entries (512).
+const ENTRIES_PER_TABLE: usize = PAGE_SIZE as usize / size_of::<u64>();
+/// Address bits below a page's (12): the offset within a page.
+const PAGE_SHIFT: u32 = PAGE_SIZE.trailing_zeros();
+/// Address bits each level of tables indexes (9).
+const INDEX_BITS: u32 = ENTRIES_PER_TABLE.trailing_zeros();
 
 pub const PRESENT: u64 = 1 << 0;
 pub const WRITABLE: u64 = 1 << 1;
@@ -46,10 +52,26 @@ const GLOBAL: u64 = 1 << 8;
 /// Software bit of a user leaf entry: the page is shared copy-on-write
 /// (read-only in hardware; the first write copies it).
 pub const COPY_ON_WRITE: u64 = 1 << 9;
+/// Software bit: writable *and* shared on purpose (`pager::SHARED`, a RAM
+/// disk's window): every owner writes the same frame, and `fork` keeps it
+/// so rather than making it copy-on-write.
+pub const SHARED_PAGE: u64 = 1 << 10;
+/// Software bit: device memory (a BAR), not a frame of RAM: never freed,
+/// shared or copied through, only mapped by [`PageTable::map_device`].
+const DEVICE: u64 = 1 << 11;
 pub const NO_EXECUTE: u64 = 1 << 63;
-const ADDRESS_MASK: u64 = 0x000f_ffff_ffff_f000;
+/// The frame address bits of an entry: 12..52 (below, flags; above, NX).
+const ADDRESS_MASK: u64 = 0x000f_ffff_ffff_ffff & !(PAGE_SIZE - 1);
 /// Flags of a user leaf that describe access rights: all a caller may set.
-pub const ACCESS_FLAGS: u64 = PRESENT | WRITABLE | USER | NO_EXECUTE | COPY_ON_WRITE;
+pub const ACCESS_FLAGS: u64 = PRESENT | WRITABLE | USER | NO_EXECUTE | COPY_ON_WRITE | SHARED_PAGE;
+/// What [`PageTable::translate`] reports: the access flags and whether the
+/// page is device memory.
+const REPORTED_FLAGS: u64 = ACCESS_FLAGS | DEVICE;
+
+/// Whether translated `flags` describe device memory.
+pub fn is_device(flags: u64) -> bool {
+    flags & DEVICE != 0
+}
 
 // ---- physical memory ----
 
@@ -98,7 +120,7 @@ unsafe fn write_entry(table_pa: u64, index: usize, value: u64) {
 }
 
 fn index(va: u64, level: u32) -> usize {
-    ((va >> (12 + 9 * level)) & 511) as usize
+    ((va >> (PAGE_SHIFT + INDEX_BITS * level)) & (ENTRIES_PER_TABLE as u64 - 1)) as usize
 }
 
 /// Whether EFER.NXE is on (the CPU has the no-execute bit). Without it bit
@@ -180,14 +202,14 @@ unsafe fn translate_in(root: u64, va: u64) -> Option<(u64, u64)> {
             return None;
         }
         if e & HUGE != 0 {
-            let size = 1u64 << (12 + 9 * level);
-            return Some(((e & ADDRESS_MASK & !(size - 1)) + (va & (size - 1)), e & ACCESS_FLAGS));
+            let size = 1u64 << (PAGE_SHIFT + INDEX_BITS * level);
+            return Some(((e & ADDRESS_MASK & !(size - 1)) + (va & (size - 1)), e & REPORTED_FLAGS));
         }
         table = e & ADDRESS_MASK;
     }
     // SAFETY: as above.
     let e = unsafe { read_entry(table, index(va, 0)) };
-    (e & PRESENT != 0).then(|| ((e & ADDRESS_MASK) + (va & (PAGE_SIZE - 1)), e & ACCESS_FLAGS))
+    (e & PRESENT != 0).then(|| ((e & ADDRESS_MASK) + (va & (PAGE_SIZE - 1)), e & REPORTED_FLAGS))
 }
 
 // ---- the kernel's tables ----
@@ -202,7 +224,7 @@ pub(super) fn init_kernel_tables(ram_end: u64, image: &super::boot::KernelImage)
     NX_SUPPORTED.store(super::cpu::has_nx(), Ordering::Relaxed);
     let mut alloc = || Frame::alloc_below_4g().map(Frame::into_entry);
     let root = alloc().expect("a frame for the kernel root");
-    for slot in KERNEL_PML4_FIRST..512 {
+    for slot in KERNEL_PML4_FIRST..ENTRIES_PER_TABLE {
         // SAFETY: `root` is the fresh kernel root.
         unsafe { next_table(root, slot, false, &mut alloc) }.expect("kernel PML4 slots");
     }
@@ -352,7 +374,7 @@ impl PageTable {
     pub fn new() -> Option<PageTable> {
         let root = Frame::alloc_below_4g()?.into_entry();
         let kernel = kernel_root();
-        for slot in KERNEL_PML4_FIRST..512 {
+        for slot in KERNEL_PML4_FIRST..ENTRIES_PER_TABLE {
             // SAFETY: both roots are this module's; the kernel half is
             // copied as it is, so the new root maps the kernel identically.
             unsafe { write_entry(root, slot, read_entry(kernel, slot)) };
@@ -421,6 +443,69 @@ impl PageTable {
         Ok(())
     }
 
+    /// Map device memory (a BAR) at user page `va`: physical page `pa`,
+    /// uncached, with `flags` (WRITABLE, NO_EXECUTE). Refused for any
+    /// address that is RAM, so a driver can never reach the kernel's or
+    /// another process's memory this way (DMA is another matter:
+    /// docs/devices.md).
+    pub fn map_device(&mut self, va: u64, pa: u64, flags: u64) -> Result<(), MapError> {
+        Self::check_user_page(va)?;
+        if !pa.is_multiple_of(PAGE_SIZE)
+            || pa & !ADDRESS_MASK != 0
+            || frames::overlaps_managed_ram(pa, PAGE_SIZE)
+        {
+            return Err(MapError::BadAddress);
+        }
+        let flags = entry_flags(
+            (flags & (WRITABLE | NO_EXECUTE)) | USER | PRESENT | DEVICE | CACHE_DISABLE | WRITE_THROUGH,
+        );
+        let mut table = self.root;
+        for level in (1..4).rev() {
+            // SAFETY: our own root; table frames are owned by the hierarchy.
+            table = unsafe { next_table(table, index(va, level), true, &mut table_frame) }?;
+        }
+        let i = index(va, 0);
+        // SAFETY: as above.
+        if unsafe { read_entry(table, i) } & PRESENT != 0 {
+            return Err(MapError::AlreadyMapped);
+        }
+        // SAFETY: the entry names device memory, not a frame; the DEVICE
+        // bit keeps every other path from treating it as one.
+        unsafe { write_entry(table, i, pa | flags) };
+        invalidate(va);
+        Ok(())
+    }
+
+    /// Take back device memory mapped at `va` by [`PageTable::map_device`]
+    /// (nothing else: a frame stays).
+    pub fn unmap_device(&mut self, va: u64) {
+        // SAFETY: our own root.
+        if let Some((table, i)) = unsafe { leaf_slot(self.root, va) }
+            // SAFETY: as above.
+            && unsafe { read_entry(table, i) } & DEVICE != 0
+        {
+            // SAFETY: a device entry owns no frame.
+            unsafe { write_entry(table, i, 0) };
+            invalidate(va);
+        }
+    }
+
+    /// Take back the frame mapped at `va` (device memory stays).
+    pub fn unmap(&mut self, va: u64) -> Option<Frame> {
+        // SAFETY: our own root.
+        let (table, i) = unsafe { leaf_slot(self.root, va) }?;
+        // SAFETY: as above.
+        let e = unsafe { read_entry(table, i) };
+        if e & PRESENT == 0 || e & DEVICE != 0 {
+            return None;
+        }
+        // SAFETY: the entry gives up its frame, which comes back.
+        unsafe { write_entry(table, i, 0) };
+        invalidate(va);
+        // SAFETY: the entry held this frame.
+        Some(unsafe { Frame::from_entry(e & ADDRESS_MASK) })
+    }
+
     /// Map `frame` at `va` like [`PageTable::map`], replacing what was
     /// there; returns the frame it replaced (or, on failure, `frame`).
     pub fn replace(&mut self, va: u64, frame: Frame, flags: u64) -> Result<Option<Frame>, (MapError, Frame)> {
@@ -433,6 +518,9 @@ impl PageTable {
             Some((table, i)) if unsafe { read_entry(table, i) } & PRESENT != 0 => {
                 // SAFETY: as above.
                 let old = unsafe { read_entry(table, i) };
+                if old & DEVICE != 0 {
+                    return Err((MapError::AlreadyMapped, frame));
+                }
                 let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
                 // SAFETY: the entry takes over the new frame and gives up
                 // the old one, which comes back as a `Frame`.
@@ -459,8 +547,10 @@ impl PageTable {
             return false;
         }
         let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
-        // SAFETY: same frame, new rights.
-        unsafe { write_entry(table, i, (e & ADDRESS_MASK) | flags) };
+        // SAFETY: same frame (or device memory, still marked so), new rights.
+        unsafe {
+            write_entry(table, i, (e & (ADDRESS_MASK | DEVICE | CACHE_DISABLE | WRITE_THROUGH)) | flags)
+        };
         invalidate(va);
         true
     }
@@ -468,6 +558,9 @@ impl PageTable {
     /// Another owner of the frame mapped at `va`, and its flags.
     pub fn frame_at(&self, va: u64) -> Option<(Frame, u64)> {
         let (pa, flags) = self.translate(va & !(PAGE_SIZE - 1))?;
+        if is_device(flags) {
+            return None;
+        }
         // SAFETY: a present leaf of our own tables holds this frame.
         Some((unsafe { Frame::share_entry(pa) }, flags))
     }
@@ -483,7 +576,7 @@ impl PageTable {
         let (table, i) = unsafe { leaf_slot(self.root, va) }.ok_or(MapError::BadAddress)?;
         // SAFETY: as above.
         let e = unsafe { read_entry(table, i) };
-        if e & PRESENT == 0 {
+        if e & PRESENT == 0 || e & DEVICE != 0 {
             return Err(MapError::BadAddress);
         }
         let pa = e & ADDRESS_MASK;
@@ -520,10 +613,12 @@ impl PageTable {
         let mut failed = None;
         let root = self.root;
         for_each_user_leaf(root, &mut |va, e| {
-            if failed.is_some() {
+            // Device memory stays with its driver; a shared window stays
+            // shared and writable on both sides (MAP_SHARED across fork).
+            if failed.is_some() || e & DEVICE != 0 {
                 return e;
             }
-            let new_flags = rights(e & ACCESS_FLAGS);
+            let new_flags = if e & SHARED_PAGE != 0 { e & ACCESS_FLAGS } else { rights(e & ACCESS_FLAGS) };
             // SAFETY: `e` is a present leaf of our tables: it holds a frame.
             let frame = unsafe { Frame::share_entry(e & ADDRESS_MASK) };
             match dst.map(va, frame, new_flags) {
@@ -561,7 +656,7 @@ impl PageTable {
         while done < len {
             let at = va + done;
             let (pa, flags) = self.translate(at).ok_or(Fault)?;
-            if flags & USER == 0 || (need_write && flags & WRITABLE == 0) {
+            if flags & USER == 0 || is_device(flags) || (need_write && flags & WRITABLE == 0) {
                 return Err(Fault);
             }
             let n = (PAGE_SIZE - at % PAGE_SIZE).min(len - done);
@@ -592,7 +687,8 @@ impl PageTable {
     pub fn write(&mut self, va: u64, src: &[u8]) -> Result<(), Fault> {
         self.pieces(va, src.len() as u64, true, |pa, at, n| {
             // SAFETY: as in `read`; the page is writable, so no other table
-            // maps its frame (shared frames are read-only everywhere).
+            // maps its frame, or, for a SHARED_PAGE window, every table
+            // that does treats it as plain bytes too.
             unsafe {
                 core::ptr::copy_nonoverlapping(src[at..at + n].as_ptr(), phys_to_virt(pa) as *mut u8, n)
             }
@@ -606,7 +702,7 @@ impl PageTable {
             return Err(Fault);
         }
         let (pa, flags) = self.translate(va & !(PAGE_SIZE - 1)).ok_or(Fault)?;
-        if flags & USER == 0 || flags & COPY_ON_WRITE != 0 {
+        if flags & USER == 0 || flags & COPY_ON_WRITE != 0 || is_device(flags) {
             return Err(Fault);
         }
         // SAFETY: a frame these tables own and do not share (not
@@ -632,6 +728,30 @@ impl PageTable {
         dst_va: u64,
         len: u64,
     ) -> Result<(), Fault> {
+        Self::copy_as(src, src_va, dst, dst_va, len, false)
+    }
+
+    /// [`PageTable::copy`], one byte at a time (a load and a store per
+    /// byte, never merged), each page piece through its own window: DEC
+    /// PDDRIVER's copy (seed 000), for the RAM disk's `pddriver` mode.
+    pub fn copy_byte_at_a_time(
+        src: &PageTable,
+        src_va: u64,
+        dst: &mut PageTable,
+        dst_va: u64,
+        len: u64,
+    ) -> Result<(), Fault> {
+        Self::copy_as(src, src_va, dst, dst_va, len, true)
+    }
+
+    fn copy_as(
+        src: &PageTable,
+        src_va: u64,
+        dst: &mut PageTable,
+        dst_va: u64,
+        len: u64,
+        is_byte_at_a_time: bool,
+    ) -> Result<(), Fault> {
         let (src_end, dst_end) =
             (src_va.checked_add(len).ok_or(Fault)?, dst_va.checked_add(len).ok_or(Fault)?);
         if src_end > USER_END || dst_end > USER_END {
@@ -642,17 +762,28 @@ impl PageTable {
             let (s, d) = (src_va + done, dst_va + done);
             let (spa, src_flags) = src.translate(s).ok_or(Fault)?;
             let (dpa, dst_flags) = dst.translate(d).ok_or(Fault)?;
-            if src_flags & USER == 0 || dst_flags & (USER | WRITABLE) != USER | WRITABLE {
+            if src_flags & USER == 0
+                || dst_flags & (USER | WRITABLE) != USER | WRITABLE
+                || is_device(src_flags | dst_flags)
+            {
                 return Err(Fault);
             }
             let n = (PAGE_SIZE - s % PAGE_SIZE).min(PAGE_SIZE - d % PAGE_SIZE).min(len - done);
-            // SAFETY: both pieces lie in user pages of the two tables
-            // (just checked), frames they own; the destination is
-            // writable, so not shared. `copy` allows overlap (two tables
-            // may share the source frame).
-            unsafe {
-                core::ptr::copy(phys_to_virt(spa) as *const u8, phys_to_virt(dpa) as *mut u8, n as usize)
-            };
+            // Both pieces lie in user pages of the two tables (just
+            // checked), frames of RAM they own; the destination is writable,
+            // so private or a shared window (plain bytes to every holder).
+            let (from, to) = (phys_to_virt(spa) as *const u8, phys_to_virt(dpa) as *mut u8);
+            if is_byte_at_a_time {
+                for i in 0..n as usize {
+                    // SAFETY: byte `i` of the two pieces above; volatile so
+                    // the loop stays a byte loop.
+                    unsafe { to.add(i).write_volatile(from.add(i).read_volatile()) };
+                }
+            } else {
+                // SAFETY: the pieces above; `copy` allows overlap (two
+                // tables may share the source frame).
+                unsafe { core::ptr::copy(from, to, n as usize) };
+            }
             done += n;
         }
         Ok(())
@@ -693,13 +824,13 @@ fn invalidate(va: u64) {
 /// of `root`, in address order; `visit` returns the entry to store back.
 fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
     fn walk(table: u64, level: u32, va_base: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
-        for i in 0..512 {
+        for i in 0..ENTRIES_PER_TABLE {
             // SAFETY: a table of the caller's hierarchy.
             let e = unsafe { read_entry(table, i) };
             if e & PRESENT == 0 {
                 continue;
             }
-            let va = va_base | ((i as u64) << (12 + 9 * level));
+            let va = va_base | ((i as u64) << (PAGE_SHIFT + INDEX_BITS * level));
             if level > 0 {
                 if e & HUGE == 0 {
                     walk(e & ADDRESS_MASK, level - 1, va, visit);
@@ -725,7 +856,7 @@ fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
 /// Free every frame the user half of `root` maps and every table below it.
 fn free_user_half(root: u64) {
     fn walk(table: u64, level: u32) {
-        for i in 0..512 {
+        for i in 0..ENTRIES_PER_TABLE {
             // SAFETY: a table of the hierarchy being freed.
             let e = unsafe { read_entry(table, i) };
             if e & PRESENT == 0 {
@@ -734,6 +865,8 @@ fn free_user_half(root: u64) {
             let pa = e & ADDRESS_MASK;
             if level > 0 {
                 walk(pa, level - 1);
+            } else if e & DEVICE != 0 {
+                continue; // device memory: nothing to free
             }
             // SAFETY: the entry held this frame (a table or a user page).
             drop(unsafe { Frame::from_entry(pa) });

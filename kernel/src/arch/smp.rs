@@ -210,7 +210,7 @@ pub fn start_other_cpus(madt: &kernel_core::acpi::Madt, max_cpus: usize) -> allo
         super::apic::send_init(apic_id);
         super::apic::delay_us(10_000);
         for _ in 0..2 {
-            super::apic::send_startup(apic_id, (TRAMPOLINE_PHYS >> 12) as u8);
+            super::apic::send_startup(apic_id, (TRAMPOLINE_PHYS / abi::layout::PAGE_SIZE) as u8);
             super::apic::delay_us(200);
             if super::percpu::cpus_online() > before {
                 break;
