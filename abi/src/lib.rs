@@ -765,4 +765,23 @@ pub mod test_protocol {
     pub const FAIL: &str = "ktest: FAIL ";
     /// `ktest: summary N passed, M failed` — the last line of a run.
     pub const SUMMARY: &str = "ktest: summary ";
+
+    /// The disk pattern: `utest` writes it to the first
+    /// [`DISK_PATTERN_BYTES`] of `/dev/vda`, and after the boot `cargo
+    /// xtask test` reads the host's image file and checks it there (the
+    /// image is the ground truth, not what the driver says).
+    pub const DISK_PATTERN_BYTES: u64 = 1 << 20;
+
+    /// Byte `offset` of the disk pattern: every 512-byte block different
+    /// (its number in its first 8 bytes) and no byte value periodic in a
+    /// power of two, so a block written at the wrong place, or a page
+    /// dropped, shows.
+    pub fn disk_pattern_byte(offset: u64) -> u8 {
+        let block = offset / 512;
+        let within = offset % 512;
+        if within < 8 {
+            return (block >> (8 * within)) as u8;
+        }
+        (block.wrapping_mul(131).wrapping_add(within.wrapping_mul(7)) % 251) as u8
+    }
 }

@@ -15,6 +15,9 @@
 //!
 //! Errors are POSIX error numbers ([`Errno`]).
 
+#[path = "unix_block.rs"]
+mod block;
+
 use crate::msg::{self, Link, Queue};
 use abi::Pid;
 use alloc::string::String;
@@ -396,11 +399,18 @@ pub fn pipe() -> Result<(Fd, Fd), Errno> {
 }
 
 /// `read()`: up to `buf.len()` bytes; 0 at end of file. A regular file is
-/// read in as many page-sized requests as the buffer needs; a pipe or
-/// terminal returns what it has.
+/// read in as many page-sized requests as the buffer needs, and so is a
+/// device the file system serves itself (`/dev/zero`, `/dev/null`: they
+/// never wait); a pipe or terminal returns what it has; a block device
+/// takes one request for the whole buffer ([`block`]).
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     let (_, info) = fd_entry(fd)?;
-    let is_file = ux::mode::is_reg(info.file_type);
+    if ux::mode::is_blk(info.file_type) {
+        return block::read(fd, buf);
+    }
+    let served_by_fs =
+        crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid);
+    let is_file = ux::mode::is_reg(info.file_type) || served_by_fs;
     let page = abi::msg::MAX_DATA_BYTES as usize;
     let mut done = 0;
     while done < buf.len() {
@@ -416,8 +426,12 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 }
 
 /// `write()`: all of `buf`, in page-sized requests (a whole aligned page
-/// travels by copy-on-write), unless an error stops it.
+/// travels by copy-on-write), unless an error stops it; to a block device,
+/// one request for the whole buffer ([`block`]).
 pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
+    if ux::mode::is_blk(fd_entry(fd)?.1.file_type) {
+        return block::write(fd, buf);
+    }
     let page = abi::msg::MAX_DATA_BYTES as usize;
     let mut done = 0;
     while done < buf.len() {
@@ -447,6 +461,18 @@ pub fn lseek(fd: Fd, offset: i64, whence: u64) -> Result<u64, Errno> {
 /// (`io::OP_TRUNCATE`). `dd`'s `seek=` needs it, as GNU dd does.
 pub fn ftruncate(fd: Fd, length_bytes: u64) -> Result<(), Errno> {
     manager_call(fd, [io::OP_TRUNCATE, 0, length_bytes, 0], &[], &mut []).map(|_| ())
+}
+
+/// `fsync(fd)`: what was written to `fd` reaches stable storage. A block
+/// device's driver flushes the device's write cache (`io::OP_FSYNC`);
+/// everything else is kept in memory by its server and written through
+/// at once, so there is nothing to wait for.
+pub fn fsync(fd: Fd) -> Result<(), Errno> {
+    let (_, info) = fd_entry(fd)?;
+    if ux::mode::is_blk(info.file_type) {
+        return block::fsync(fd);
+    }
+    Ok(())
 }
 
 pub fn fstat(fd: Fd) -> Result<Stat, Errno> {
