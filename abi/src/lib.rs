@@ -198,6 +198,13 @@ pub enum Call {
     /// caller's `buf` into the *receive* buffer of the pending call
     /// `handle` at `offset`. Errors as [`Call::LeaseRead`].
     LeaseWrite = 58,
+    /// `lease_copy(src_handle, src_offset, dst_handle, dst_offset, len) ->
+    /// len`: copy from the send buffer lent by call `src_handle` to the
+    /// receive buffer lent by call `dst_handle` (two callers of this
+    /// server): one copy, straight from one client to the other (a pipe's
+    /// writer to its reader). Errors as [`Call::LeaseRead`]; `flags` as
+    /// there, in the sixth argument register.
+    LeaseCopy = 59,
     // --- device access for user-level drivers (needs [`rights::DEVICES`]) ---
     /// `pci_config_read(address, offset, width) -> value`: read PCI
     /// configuration space (`address` = bus << 8 | device << 3 | function,
@@ -278,6 +285,7 @@ impl Call {
             56 => SpaceCopy,
             57 => LeaseRead,
             58 => LeaseWrite,
+            59 => LeaseCopy,
             64 => PciConfigRead,
             65 => PciConfigWrite,
             66 => PciClaim,
@@ -362,6 +370,14 @@ pub mod lease {
     /// mode. Nothing else runs on this CPU, and no other CPU enters the
     /// kernel, until the copy ends.
     pub const BYTE_AT_A_TIME: u64 = 1;
+    /// Whole pages at the same offset within a page on both sides may be
+    /// lent copy-on-write instead of copied (NetBSD's `uvm_loan`): the
+    /// destination's pages then share the source's frames until either
+    /// side writes. Only for copies of at least [`LOAN_MIN_BYTES`].
+    pub const MAY_LOAN: u64 = 2;
+    /// Shortest copy [`MAY_LOAN`] lends pages for: below it, mapping costs
+    /// more than copying.
+    pub const LOAN_MIN_BYTES: u64 = 16 * 1024;
     /// Longest send or receive buffer a call may lend.
     pub const MAX_LEASE_BYTES: u64 = 16 * 1024 * 1024;
 }

@@ -210,6 +210,22 @@ pub fn lease_write(handle: ReplyHandle, offset: u64, buf: &[u8], flags: u64) -> 
     simple(Call::LeaseWrite, args, [0; 4]).map(|n| n as usize)
 }
 
+/// As a server holding both handles: copy `len` bytes from the send
+/// buffer lent by call `src` (at `src_offset`) to the receive buffer lent
+/// by call `dst` (at `dst_offset`), in one copy (flags: `abi::lease`).
+#[inline]
+pub fn lease_copy(
+    src: ReplyHandle,
+    src_offset: u64,
+    dst: ReplyHandle,
+    dst_offset: u64,
+    len: u64,
+    flags: u64,
+) -> Result<usize, Error> {
+    let args = [src.0, src_offset, dst.0, dst_offset, len, flags];
+    simple(Call::LeaseCopy, args, [0; 4]).map(|n| n as usize)
+}
+
 /// Answer a call; does not wait.
 #[inline]
 pub fn reply(handle: ReplyHandle, message: &Message, data: &[u8]) -> Result<(), Error> {
