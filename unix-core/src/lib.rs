@@ -11,6 +11,7 @@
 //! - [`ldisc`]: the console line discipline (echo, erase, ^C, ^D);
 //! - [`pipebuf`]: a pipe's ring buffer;
 //! - [`filedata`]: a file manager's pages and requests (per-file mode);
+//! - [`blockdev`]: the block drivers' rules (whole blocks, handles, offsets);
 //! - [`handles`]: the handle table memfs and the file managers number
 //!   their open files with;
 //! - [`seek`]: `lseek`'s rule, for memfs and the file managers;
@@ -23,6 +24,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod blockdev;
 pub mod filedata;
 pub mod handles;
 pub mod ldisc;
