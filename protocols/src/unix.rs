@@ -747,11 +747,17 @@ pub mod block {
         pub const WRITER_OFFSET: usize = 0;
         pub const READERS_OFFSET: usize = 64;
         pub const OFFSETS_OFFSET: usize = 1024;
+        /// Three u64 counters the mapping clients add to after each
+        /// transfer they make themselves (requests, bytes read, bytes
+        /// written), which `OP_STATS` adds to the driver's own: the
+        /// driver never sees those transfers. Reported, not trusted.
+        pub const STATS_OFFSET: usize = 3072;
         /// Handles that can map the disk at once; later opens use READ
         /// and WRITE through leases (the driver copies).
         pub const SLOTS: usize = 256;
         const _: () = assert!(READERS_OFFSET + SLOTS <= OFFSETS_OFFSET);
-        const _: () = assert!(OFFSETS_OFFSET + 8 * SLOTS <= abi::layout::PAGE_SIZE as usize);
+        const _: () = assert!(OFFSETS_OFFSET + 8 * SLOTS <= STATS_OFFSET);
+        const _: () = assert!(STATS_OFFSET + 24 <= abi::layout::PAGE_SIZE as usize);
     }
 }
 

@@ -24,6 +24,8 @@ use protocols::unix::{
 };
 use spin::Mutex;
 
+mod ramdriver;
+
 /// A file descriptor.
 pub type Fd = i32;
 
@@ -201,7 +203,11 @@ fn manager_call(
 
 /// `fork()`: 0 in the child, the child's pid in the parent.
 pub fn fork() -> Result<u64, Errno> {
-    monitor_word([monitor::OP_FORK, 0, 0, 0], &[])
+    let pid = monitor_word([monitor::OP_FORK, 0, 0, 0], &[])?;
+    if pid == 0 {
+        ramdriver::after_fork();
+    }
+    Ok(pid)
 }
 
 /// `execve()`: returns only on failure.
@@ -374,6 +380,7 @@ pub fn creat(path: &str, mode: u32) -> Result<Fd, Errno> {
 pub fn close(fd: Fd) -> Result<(), Errno> {
     let r = monitor_word([monitor::OP_CLOSE, fd as u64, 0, 0], &[]);
     forget(fd);
+    ramdriver::forget(fd);
     r.map(|_| ())
 }
 
@@ -384,6 +391,7 @@ pub fn dup(fd: Fd) -> Result<Fd, Errno> {
 pub fn dup2(old: Fd, new: Fd) -> Result<Fd, Errno> {
     let r = monitor_word([monitor::OP_DUP2, old as u64, new as u64, 0], &[]);
     forget(new);
+    ramdriver::forget(new);
     r.map(|n| n as Fd)
 }
 
@@ -399,7 +407,13 @@ pub fn pipe() -> Result<(Fd, Fd), Errno> {
 /// read in as many page-sized requests as the buffer needs; a pipe or
 /// terminal returns what it has.
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
-    let (_, info) = fd_entry(fd)?;
+    let (link, info) = fd_entry(fd)?;
+    if is_block(&info) {
+        if let Some(r) = ramdriver::read(fd, link, &info, buf) {
+            return r;
+        }
+        return block_call(link, &info, io::OP_READ, &[], buf);
+    }
     let is_file = ux::mode::is_reg(info.file_type);
     let page = abi::msg::MAX_DATA_BYTES as usize;
     let mut done = 0;
@@ -418,6 +432,14 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// `write()`: all of `buf`, in page-sized requests (a whole aligned page
 /// travels by copy-on-write), unless an error stops it.
 pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
+    if let Ok((link, info)) = fd_entry(fd)
+        && is_block(&info)
+    {
+        if let Some(r) = ramdriver::write(fd, link, &info, buf) {
+            return r;
+        }
+        return block_call(link, &info, io::OP_WRITE, buf, &mut []);
+    }
     let page = abi::msg::MAX_DATA_BYTES as usize;
     let mut done = 0;
     while done < buf.len() {
@@ -435,11 +457,31 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
     Ok(done)
 }
 
+fn is_block(info: &FdInfo) -> bool {
+    info.file_type & ux::mode::S_IFMT == ux::mode::S_IFBLK
+}
+
+/// A block device's READ or WRITE: one call, whatever the length, with
+/// the buffer lent to the driver (`protocols::unix::block`).
+fn block_call(link: Link, info: &FdInfo, op: u64, data: &[u8], reply: &mut [u8]) -> Result<usize, Errno> {
+    let len = data.len().max(reply.len()) as u64;
+    crate::sys::touch(data);
+    crate::sys::touch(reply);
+    let (w, _) = msg::call(link, &[op, info.handle, len, 0], data, reply).map_err(from_kernel)?;
+    ux::result(w[0]).map(|n| n as usize)
+}
+
 pub const SEEK_SET: u32 = 0;
 pub const SEEK_CUR: u32 = 1;
 pub const SEEK_END: u32 = 2;
 
 pub fn lseek(fd: Fd, offset: i64, whence: u32) -> Result<u64, Errno> {
+    if let Ok((link, info)) = fd_entry(fd)
+        && is_block(&info)
+        && let Some(r) = ramdriver::seek(fd, link, &info, offset, whence)
+    {
+        return r;
+    }
     manager_call(fd, [io::OP_SEEK, 0, offset as u64, whence as u64], &[], &mut []).map(|(w, _)| w[0])
 }
 
