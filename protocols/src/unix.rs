@@ -251,6 +251,13 @@ pub mod mode {
     pub fn is_chr(m: u32) -> bool {
         m & S_IFMT == S_IFCHR
     }
+    pub fn is_blk(m: u32) -> bool {
+        m & S_IFMT == S_IFBLK
+    }
+    /// A device entry: a character or a block device.
+    pub fn is_device(m: u32) -> bool {
+        is_chr(m) || is_blk(m)
+    }
 
     /// The classic `ls -l` string, e.g. `drwxr-xr-x`.
     pub fn to_text(m: u32) -> [u8; 10] {
@@ -258,6 +265,7 @@ pub mod mode {
         t[0] = match m & S_IFMT {
             S_IFDIR => b'd',
             S_IFCHR => b'c',
+            S_IFBLK => b'b',
             S_IFIFO => b'p',
             _ => b'-',
         };
@@ -640,7 +648,8 @@ pub mod fs {
     /// `data = old NUL new`.
     pub const OP_RENAME: u64 = 37;
     /// Make a device entry: `data = path, word 1 = device pid, word 2 =
-    /// device queue, word 3 = mode`.
+    /// device queue, word 3 = mode` (permission bits, and `S_IFBLK` for a
+    /// block device; any other file type makes a character device).
     pub const OP_MKDEV: u64 = 38;
     /// `data = path, word 1 = mode`.
     pub const OP_CHMOD: u64 = 39;
@@ -677,6 +686,10 @@ pub mod fs {
 /// manager, /dev/null in memfs): `data = the rest of the path after the
 /// device entry, word 1 = open flags`. Reply: word 0 = handle.
 pub mod device {
+    /// From the monitor: word 1 = open flags, word 2 = the device entry's
+    /// inode (a manager serving several entries, as memfs does `/dev/null`
+    /// and `/dev/zero`, tells them apart by it), data = the rest of the
+    /// path after the entry. Reply: word 0 = the handle.
     pub const OP_OPEN: u64 = 64;
 }
 

@@ -15,6 +15,9 @@
 //!
 //! Errors are POSIX error numbers ([`Errno`]).
 
+#[path = "unix_block.rs"]
+mod block;
+
 use crate::msg::{self, Link, Queue};
 use abi::Pid;
 use alloc::string::String;
@@ -404,17 +407,21 @@ pub fn pipe() -> Result<(Fd, Fd), Errno> {
 }
 
 /// `read()`: up to `buf.len()` bytes; 0 at end of file. A regular file is
-/// read in as many page-sized requests as the buffer needs; a pipe or
-/// terminal returns what it has.
+/// read in as many page-sized requests as the buffer needs, and so is a
+/// device the file system serves itself (`/dev/zero`, `/dev/null`: they
+/// never wait); a pipe or terminal returns what it has; a block device
+/// takes one request for the whole buffer ([`block`]).
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     let (link, info) = fd_entry(fd)?;
-    if is_block(&info) {
+    if ux::mode::is_blk(info.file_type) {
         if let Some(r) = ramdriver::read(fd, link, &info, buf) {
             return r;
         }
-        return block_call(link, &info, io::OP_READ, &[], buf);
+        return block::read(fd, buf);
     }
-    let is_file = ux::mode::is_reg(info.file_type);
+    let served_by_fs =
+        crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid);
+    let is_file = ux::mode::is_reg(info.file_type) || served_by_fs;
     let page = abi::msg::MAX_DATA_BYTES as usize;
     let mut done = 0;
     while done < buf.len() {
@@ -430,15 +437,15 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 }
 
 /// `write()`: all of `buf`, in page-sized requests (a whole aligned page
-/// travels by copy-on-write), unless an error stops it.
+/// travels by copy-on-write), unless an error stops it; to a block device,
+/// one request for the whole buffer ([`block`]).
 pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
-    if let Ok((link, info)) = fd_entry(fd)
-        && is_block(&info)
-    {
+    let (link, info) = fd_entry(fd)?;
+    if ux::mode::is_blk(info.file_type) {
         if let Some(r) = ramdriver::write(fd, link, &info, buf) {
             return r;
         }
-        return block_call(link, &info, io::OP_WRITE, buf, &mut []);
+        return block::write(fd, buf);
     }
     let page = abi::msg::MAX_DATA_BYTES as usize;
     let mut done = 0;
@@ -457,27 +464,13 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
     Ok(done)
 }
 
-fn is_block(info: &FdInfo) -> bool {
-    info.file_type & ux::mode::S_IFMT == ux::mode::S_IFBLK
-}
-
-/// A block device's READ or WRITE: one call, whatever the length, with
-/// the buffer lent to the driver (`protocols::unix::block`).
-fn block_call(link: Link, info: &FdInfo, op: u64, data: &[u8], reply: &mut [u8]) -> Result<usize, Errno> {
-    let len = data.len().max(reply.len()) as u64;
-    crate::sys::touch(data);
-    crate::sys::touch(reply);
-    let (w, _) = msg::call(link, &[op, info.handle, len, 0], data, reply).map_err(from_kernel)?;
-    ux::result(w[0]).map(|n| n as usize)
-}
-
 pub const SEEK_SET: u32 = 0;
 pub const SEEK_CUR: u32 = 1;
 pub const SEEK_END: u32 = 2;
 
 pub fn lseek(fd: Fd, offset: i64, whence: u32) -> Result<u64, Errno> {
     if let Ok((link, info)) = fd_entry(fd)
-        && is_block(&info)
+        && ux::mode::is_blk(info.file_type)
         && let Some(r) = ramdriver::seek(fd, link, &info, offset, whence)
     {
         return r;
@@ -490,6 +483,18 @@ pub fn lseek(fd: Fd, offset: i64, whence: u32) -> Result<u64, Errno> {
 /// (`io::OP_TRUNCATE`). `dd`'s `seek=` needs it, as GNU dd does.
 pub fn ftruncate(fd: Fd, length_bytes: u64) -> Result<(), Errno> {
     manager_call(fd, [io::OP_TRUNCATE, 0, length_bytes, 0], &[], &mut []).map(|_| ())
+}
+
+/// `fsync(fd)`: what was written to `fd` reaches stable storage. A block
+/// device's driver flushes the device's write cache (`io::OP_FSYNC`);
+/// everything else is kept in memory by its server and written through
+/// at once, so there is nothing to wait for.
+pub fn fsync(fd: Fd) -> Result<(), Errno> {
+    let (_, info) = fd_entry(fd)?;
+    if ux::mode::is_blk(info.file_type) {
+        return block::fsync(fd);
+    }
+    Ok(())
 }
 
 pub fn fstat(fd: Fd) -> Result<Stat, Errno> {

@@ -8,9 +8,17 @@
 //! `/etc/inittab`). Lines:
 //! - `server <program> <priority> <rights> <slot>`: start a server from the
 //!   boot image with that priority and those rights (`-`, or a
-//!   comma-separated list of `memory`, `modules`), wait for its ready
+//!   comma-separated list of `memory`, `modules`, `devices`), wait for its ready
 //!   message, and make it bootstrap connection `<slot>` (`console`, `tty`,
 //!   `vm`, `fs`, `monitor`, or `-`) of every process started after it;
+//! - `driver <program> <priority> <rights> <path>`: start a block-device
+//!   driver (rights as above, with `devices` for `abi::rights::DEVICES`),
+//!   wait for its ready message (`protocols::unix::block::READY`: its
+//!   queue and the device's size) and make the device entry `<path>`
+//!   (mode `S_IFBLK | 0660`) naming it at the directory manager; a driver
+//!   that found no device (size 0) gets no entry. Drivers come after the
+//!   monitor: they take opens only from it, and learn who it is from
+//!   their bootstrap connections;
 //! - `run <path> [args…]`: the first UNIX process, started through the
 //!   monitor with the console as standard input, output and error.
 //!
@@ -59,6 +67,11 @@ fn main(args: Args) -> i32 {
                     }
                 }
             }
+            ["driver", program, priority, rights, path] => {
+                if let Err(why) = start_driver(program, priority, rights, path, ready_queue) {
+                    println!("init: line {}: driver {program}: {why}", number + 1);
+                }
+            }
             ["run", rest @ ..] if !rest.is_empty() => run_line = Some(rest.join(" ")),
             _ => println!("init: line {}: not understood: {line}", number + 1),
         }
@@ -81,6 +94,65 @@ fn main(args: Args) -> i32 {
     halt(status)
 }
 
+/// The rights a `server` or `driver` line names: `-`, or a comma-separated
+/// list of `memory`, `modules`, `devices`.
+fn rights_mask(rights: &str) -> Result<u64, String> {
+    let mut mask = 0;
+    for r in rights.split(',') {
+        mask |= match r {
+            "-" => 0,
+            "memory" => rights::MEMORY,
+            "modules" => rights::MODULES,
+            "devices" => rights::DEVICES,
+            other => return Err(alloc::format!("unknown right `{other}`")),
+        };
+    }
+    Ok(mask)
+}
+
+/// Start `program` with that priority and those rights and wait for its
+/// ready message; returns its pid and the message.
+fn start_and_wait(
+    program: &str,
+    priority: &str,
+    rights: &str,
+    ready: Queue,
+) -> Result<(Pid, [u64; 4]), String> {
+    let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
+    let mask = rights_mask(rights)?;
+    let me = alloc::format!("{}", sys::getpid().0);
+    let pid = sys::spawn_with_rights(program, &me, priority, mask).map_err(|e| String::from(e.name()))?;
+    loop {
+        match msg::receive_data(ready, &mut []) {
+            Ok(r) if r.sender == pid => return Ok((pid, r.message)),
+            Ok(_) => {}
+            Err(e) => return Err(String::from(e.name())),
+        }
+    }
+}
+
+/// Start a block-device driver and make its device entry at `path`.
+fn start_driver(program: &str, priority: &str, rights: &str, path: &str, ready: Queue) -> Result<(), String> {
+    let (pid, m) = start_and_wait(program, priority, rights, ready)?;
+    if m[0] != ux::block::READY {
+        return Err(String::from("its ready message is not a block driver's"));
+    }
+    let (queue, size_bytes) = (m[1], m[2]);
+    if size_bytes == 0 {
+        return Ok(()); // no device: no entry
+    }
+    let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;
+    let link = msg::open_link(fs_pid, Queue(fs_queue)).map_err(|e| String::from(e.name()))?;
+    let entry_mode = (ux::mode::S_IFBLK | 0o660) as u64;
+    let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut []);
+    let _ = msg::close_link(link);
+    match made.map(|(w, _)| ux::result(w[0])) {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(alloc::format!("cannot make {path}: {}", ux::errno::name(e))),
+        Err(e) => Err(alloc::format!("cannot make {path}: {}", e.name())),
+    }
+}
+
 /// Start one server and wait for its ready message (`[READY, queue, ..]`).
 fn start_server(
     program: &str,
@@ -89,16 +161,6 @@ fn start_server(
     slot: &str,
     ready: Queue,
 ) -> Result<Pid, String> {
-    let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
-    let mut mask = 0;
-    for r in rights.split(',') {
-        mask |= match r {
-            "-" => 0,
-            "memory" => rights::MEMORY,
-            "modules" => rights::MODULES,
-            other => return Err(alloc::format!("unknown right `{other}`")),
-        };
-    }
     let slot = match slot {
         "-" => None,
         "console" => Some(bootstrap::CONSOLE),
@@ -108,15 +170,8 @@ fn start_server(
         "tty" => Some(bootstrap::TTY),
         other => return Err(alloc::format!("unknown bootstrap slot `{other}`")),
     };
-    let me = alloc::format!("{}", sys::getpid().0);
-    let pid = sys::spawn_with_rights(program, &me, priority, mask).map_err(|e| String::from(e.name()))?;
-    let queue = loop {
-        match msg::receive_data(ready, &mut []) {
-            Ok(r) if r.sender == pid => break r.message[1] as u32,
-            Ok(_) => {}
-            Err(e) => return Err(String::from(e.name())),
-        }
-    };
+    let (pid, m) = start_and_wait(program, priority, rights, ready)?;
+    let queue = m[1] as u32;
     if let Some(slot) = slot {
         sys::set_bootstrap(slot, pid, queue).map_err(|e| String::from(e.name()))?;
         if slot == bootstrap::CONSOLE {

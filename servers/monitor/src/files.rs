@@ -57,11 +57,13 @@ impl Monitor {
                 }
                 let dev = Pid(st.device_pid);
                 let l = self.link(dev, st.device_queue)?;
-                let (w, _) = self.call(l, [device::OP_OPEN, flags, 0, 0], rest.as_bytes(), &mut [])?;
+                let (w, _) = self.call(l, [device::OP_OPEN, flags, st.ino, 0], rest.as_bytes(), &mut [])?;
                 Ok(FdInfo {
                     manager_pid: dev.0,
                     manager_queue: st.device_queue,
-                    file_type: mode::S_IFCHR,
+                    // A character or a block device: the runtime moves
+                    // a block device's data in one request (leases).
+                    file_type: if mode::is_blk(st.mode) { mode::S_IFBLK } else { mode::S_IFCHR },
                     flags: flags as u32,
                     handle: w[0],
                 })

@@ -35,7 +35,7 @@ impl Monitor {
                 let stat = Stat::decode(&reply[..len]).ok_or((errno::EIO, None))?;
                 // A path that crosses a device entry, or ends at one, goes
                 // on at the device's manager (Ridge §3).
-                let is_device = mode::is_chr(stat.mode) && stat.device_pid != 0;
+                let is_device = mode::is_device(stat.mode) && stat.device_pid != 0;
                 let rest = (v & fs::DEVICE != 0 || is_device)
                     .then(|| String::from_utf8_lossy(&reply[Stat::BYTES.min(len)..len]).into_owned());
                 Ok((stat, rest))

@@ -80,11 +80,21 @@ impl Fs {
         abs: &str,
         pid: u64,
         queue: u32,
-        perm: u32,
+        mode_bits: u32,
         uid: u32,
         gid: u32,
     ) -> Result<Stat, Errno> {
-        self.tree.mkdev(abs, pid, queue, perm, uid, gid)
+        self.tree.mkdev(abs, pid, queue, mode_bits, uid, gid)
+    }
+
+    /// See [`Tree::make_zero_device`]; [`Fs::open_zero`] opens it.
+    pub fn make_zero_device(&mut self, abs: &str, pid: u64, queue: u32) -> Result<Stat, Errno> {
+        self.tree.make_zero_device(abs, pid, queue)
+    }
+
+    /// The inode of the zero device's entry, if there is one.
+    pub fn zero_ino(&self) -> Option<u64> {
+        self.tree.zero_ino
     }
 
     /// See [`Tree::make_null_device`]; [`Fs::open_null`] opens it.
@@ -225,10 +235,20 @@ impl Fs {
     /// A handle on the null device made by [`Fs::make_null_device`]:
     /// reads find end of file, writes take everything.
     pub fn open_null(&mut self, flags: u64) -> Result<(u64, Stat), Errno> {
+        self.open_served(self.tree.null_ino, flags)
+    }
+
+    /// A handle on the zero device made by [`Fs::make_zero_device`]:
+    /// reads fill the buffer with zeros, writes take everything.
+    pub fn open_zero(&mut self, flags: u64) -> Result<(u64, Stat), Errno> {
+        self.open_served(self.tree.zero_ino, flags)
+    }
+
+    fn open_served(&mut self, ino: Option<u64>, flags: u64) -> Result<(u64, Stat), Errno> {
         if flags & open_flags::O_ACCMODE == open_flags::O_ACCMODE {
             return Err(EINVAL);
         }
-        let ino = self.tree.null_ino.filter(|ino| self.tree.inodes.contains_key(ino)).ok_or(ENODEV)?;
+        let ino = ino.filter(|ino| self.tree.inodes.contains_key(ino)).ok_or(ENODEV)?;
         let handle = self.new_handle(ino, flags)?;
         Ok((handle, self.tree.stat_of(ino)?))
     }
@@ -251,6 +271,10 @@ impl Fs {
         }
         let (ino, offset) = (d.ino, d.offset_bytes);
         let n = match self.tree.inode(ino)?.body {
+            Body::Device { .. } if Some(ino) == self.tree.zero_ino => {
+                buf.fill(0);
+                buf.len()
+            }
             Body::Device { .. } => 0,
             _ => self.tree.read_at(ino, offset, buf)?,
         };
@@ -389,6 +413,28 @@ mod tests {
         }
         assert_eq!(f.open_null(O_RDWR).unwrap_err(), ENODEV);
         assert_eq!(f.stats().devices, 0);
+    }
+
+    #[test]
+    fn zero_device() {
+        let mut f = fs();
+        assert_eq!(f.open_zero(O_RDONLY).unwrap_err(), ENODEV, "no zero device made yet");
+        f.mkdir("/dev", 0o755, 0, 0).unwrap();
+        f.make_null_device("/dev/null", 9, 0).unwrap();
+        let s = f.make_zero_device("/dev/zero", 9, 0).unwrap();
+        assert_eq!((s.mode, f.zero_ino()), (mode::S_IFCHR | 0o666, Some(s.ino)));
+        let (h, hs) = f.open_zero(O_RDWR).unwrap();
+        assert_eq!(hs, s);
+        let mut buf = [7u8; 100];
+        assert_eq!(f.read(h, &mut buf).unwrap(), 100);
+        assert!(buf.iter().all(|&b| b == 0), "reads give zeros");
+        assert_eq!(f.write(h, b"swallowed").unwrap(), 9);
+        assert_eq!(f.stats().bytes_stored, 0);
+        let (n, _) = f.open_null(O_RDONLY).unwrap();
+        buf = [7u8; 100];
+        assert_eq!(f.read(n, &mut buf).unwrap(), 0, "the null device stays empty");
+        f.close(h).unwrap();
+        f.close(n).unwrap();
     }
 
     #[test]

@@ -102,13 +102,14 @@ impl Service {
         Service { fs, starter: starter_pid, monitor: None }
     }
 
-    /// Build the standard tree: [`STANDARD_DIRS`] and `/dev/null`, served
-    /// by `server_pid` on `fs::QUEUE`.
+    /// Build the standard tree: [`STANDARD_DIRS`], `/dev/null` and
+    /// `/dev/zero`, served by `server_pid` on `fs::QUEUE`.
     pub fn make_standard_tree(&mut self, server_pid: u64) -> Result<(), Errno> {
         for (dir, perm) in STANDARD_DIRS {
             self.fs.mkdir(dir, perm, 0, 0)?;
         }
         self.fs.make_null_device("/dev/null", server_pid, protocols::unix::fs::QUEUE)?;
+        self.fs.make_zero_device("/dev/zero", server_pid, protocols::unix::fs::QUEUE)?;
         Ok(())
     }
 
@@ -165,7 +166,8 @@ impl Service {
             fs::OP_MKDEV => u32::try_from(w2)
                 .map_err(|_| EINVAL)
                 .and_then(|queue| {
-                    utf8_path(data).and_then(|p| self.fs.mkdev(p, w1, queue, perm_word(w3), 0, 0))
+                    let mode_bits = perm_word(w3) | (w3 as u32 & mode::S_IFMT);
+                    utf8_path(data).and_then(|p| self.fs.mkdev(p, w1, queue, mode_bits, 0, 0))
                 })
                 .map(|st| with_stat([0; 4], &st, tx)),
             fs::OP_CHMOD => utf8_path(data)
@@ -179,8 +181,14 @@ impl Service {
                 let s = self.fs.stats();
                 Ok(([s.files, s.dirs, s.bytes_stored, s.handles_open], 0))
             }
-            // The null device has no names below it.
+            // The null and zero devices have no names below them.
             device::OP_OPEN if !data.is_empty() => Err(ENOTDIR),
+            // Word 2 names the entry (its inode, from the lookup): both
+            // devices are this server's, on the same queue.
+            device::OP_OPEN if w2 != 0 && Some(w2) == self.fs.zero_ino() => self
+                .fs
+                .open_zero(w1)
+                .map(|(handle, st)| with_stat([handle, fs::IO_QUEUE as u64, 0, 0], &st, tx)),
             device::OP_OPEN => self
                 .fs
                 .open_null(w1)
@@ -530,6 +538,14 @@ mod tests {
         let st = Stat::decode(&data).unwrap();
         assert_eq!((st.mode, st.device_pid, st.device_queue), (mode::S_IFCHR | 0o620, 42, 3));
         assert_eq!(c.fs(STARTER, [fsp::OP_MKDEV, 42, 1 << 32, 0o620], b"/dev/x").0, Err(EINVAL));
+        let blk = (mode::S_IFBLK | 0o660) as u64;
+        let (r, _, data) = c.fs(STARTER, [fsp::OP_MKDEV, 43, 0, blk], b"/dev/vda");
+        assert!(r.is_ok());
+        let st = Stat::decode(&data).unwrap();
+        assert_eq!((st.mode, st.device_pid, st.device_queue), (mode::S_IFBLK | 0o660, 43, 0));
+        let (r, _, data) = c.fs(STARTER, [fsp::OP_LOOKUP, 0, 0, 0], b"/dev/vda");
+        assert!(r.is_ok(), "a block device entry is looked up like a character one");
+        assert!(mode::is_blk(Stat::decode(&data).unwrap().mode));
         assert_eq!(c.fs(STARTER, [fsp::OP_MKDEV, 42, 3, 0o620], b"/dev/tty").0, Err(EEXIST));
         // unlink and rmdir.
         assert_eq!(c.fs(STARTER, [fsp::OP_UNLINK, 0, 0, 0], b"/dev/tty").0, Ok(0));
@@ -613,5 +629,13 @@ mod tests {
         assert_eq!(c.fs(STARTER, [device::OP_OPEN, 3, 0, 0], b"").0, Err(EINVAL));
         assert_eq!(c.io(STARTER, [io::OP_CLOSE, h, 0, 0], b"").0, Ok(0));
         assert_eq!(c.s.fs.stats().bytes_stored, 0);
+        // The zero device, named by its inode in word 2.
+        let zero = stat(&c.s.fs, "/dev/zero");
+        let (r, _, data) = c.fs(STARTER, [device::OP_OPEN, O_RDONLY, zero.ino, 0], b"");
+        let z = r.unwrap();
+        assert_eq!(Stat::decode(&data).unwrap().ino, zero.ino);
+        let (r, _, data) = c.io(STRANGER, [io::OP_READ, z, 64, 0], b"");
+        assert_eq!((r, data), (Ok(64), alloc::vec![0u8; 64]));
+        assert_eq!(c.io(STARTER, [io::OP_CLOSE, z, 0, 0], b"").0, Ok(0));
     }
 }

@@ -155,6 +155,8 @@ pub struct Tree {
     space: Space,
     /// The device entry [`Tree::make_null_device`] made, if any.
     pub(super) null_ino: Option<u64>,
+    /// The device entry [`Tree::make_zero_device`] made, if any.
+    pub(super) zero_ino: Option<u64>,
 }
 
 impl Tree {
@@ -180,6 +182,7 @@ impl Tree {
             now_ns: 0,
             space: Space { stored_bytes: 0, capacity_bytes },
             null_ino: None,
+            zero_ino: None,
         }
     }
 
@@ -362,17 +365,20 @@ impl Tree {
         self.stat_of(ino)
     }
 
-    /// A device entry naming the manager `pid`, `queue`.
+    /// A device entry naming the manager `pid`, `queue`: a block device
+    /// when `mode_bits` has the type `S_IFBLK`, else a character device;
+    /// its permissions are those of `mode_bits`.
     pub fn mkdev(
         &mut self,
         abs: &str,
         pid: u64,
         queue: u32,
-        perm: u32,
+        mode_bits: u32,
         uid: u32,
         gid: u32,
     ) -> Result<Stat, Errno> {
-        let m = mode::S_IFCHR | (perm & mode::PERMISSIONS);
+        let kind = if mode::is_blk(mode_bits) { mode::S_IFBLK } else { mode::S_IFCHR };
+        let m = kind | (mode_bits & mode::PERMISSIONS);
         let ino = self.create(abs, m, 1, uid, gid, Body::Device { pid, queue })?;
         self.stat_of(ino)
     }
@@ -382,6 +388,14 @@ impl Tree {
     pub fn make_null_device(&mut self, abs: &str, pid: u64, queue: u32) -> Result<Stat, Errno> {
         let stat = self.mkdev(abs, pid, queue, 0o666, 0, 0)?;
         self.null_ino = Some(stat.ino);
+        Ok(stat)
+    }
+
+    /// The device entry for the zero device (reads give zeros, writes are
+    /// swallowed), served like the null device; `Fs::open_zero` opens it.
+    pub fn make_zero_device(&mut self, abs: &str, pid: u64, queue: u32) -> Result<Stat, Errno> {
+        let stat = self.mkdev(abs, pid, queue, 0o666, 0, 0)?;
+        self.zero_ino = Some(stat.ino);
         Ok(stat)
     }
 
