@@ -369,7 +369,8 @@ fn unix_boots(
         format!("/bin/{UNIX_TEST_PROGRAM} {RAMDISK_TESTS}"),
     ));
     for (name, smp, cmdline, command) in boots {
-        let run_opts = RunOptions { smp, accel: opts.accel, disk: TEST_DISK, cmdline, ..RunOptions::default() };
+        let run_opts =
+            RunOptions { smp, accel: opts.accel, disk: TEST_DISK, cmdline, ..RunOptions::default() };
         match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
             Ok(config) => {
                 let log_path = log_dir.join(format!("{}.log", name.replace([' ', '=', '.'], "-")));
