@@ -388,11 +388,11 @@ impl Driver {
                         });
                     }
                     device::OP_OPEN => {
-                        let result = self.from_monitor(r.sender).and_then(|()| self.open(w[1], data));
+                        let result = self.check_monitor(r.sender).and_then(|()| self.open(w[1], data));
                         answer(r.reply, result.map(|h| [h, 0, 0, 0]), &[]);
                     }
                     io::OP_CLOSE => {
-                        let result = self.from_monitor(r.sender).and_then(|()| self.close(w[1]));
+                        let result = self.check_monitor(r.sender).and_then(|()| self.close(w[1]));
                         answer(r.reply, result.map(|()| [0; 4]), &[]);
                     }
                     io::OP_SEEK => {
@@ -423,7 +423,7 @@ impl Driver {
 
     /// Opens and closes come from the monitor, which checked permissions
     /// (a driver started before the monitor takes them from anyone).
-    fn from_monitor(&self, sender: Pid) -> Result<(), Errno> {
+    fn check_monitor(&self, sender: Pid) -> Result<(), Errno> {
         match self.monitor {
             Some(m) if m != sender => Err(errno::EPERM),
             _ => Ok(()),
@@ -548,8 +548,14 @@ impl Driver {
             if page == 0 {
                 Some((self.lock.address(), pager::SHARE | pager::WRITABLE | pager::SHARED))
             } else if page <= disk_pages {
-                let flags =
-                    if w.writable { pager::SHARE | pager::WRITABLE | pager::SHARED } else { pager::SHARE };
+                // Read-only is still SHARED: the frame itself, which
+                // writable windows change in place (a plain SHARE would
+                // lend it copy-on-write and part it from the disk).
+                let flags = if w.writable {
+                    pager::SHARE | pager::WRITABLE | pager::SHARED
+                } else {
+                    pager::SHARE | pager::SHARED
+                };
                 Some((self.disk.page_address(page - 1), flags))
             } else {
                 None
