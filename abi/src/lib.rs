@@ -149,10 +149,11 @@ pub enum Call {
     /// message, in one kernel entry. Results as `receive_data`.
     ReplyWait = 46,
     // --- devices (Ridge OS §3: interrupts are messages to device managers) ---
-    /// `claim_irq(irq, queue) -> 0`: receive interrupt line `irq` (an ISA
-    /// IRQ 0..15, or a GSI from 16) as [`msg::Kind::Interrupt`] messages on
-    /// `queue`. One holder per line. The line stays masked after each
-    /// interrupt until `ack_irq`.
+    /// `claim_irq(irq, queue, flags) -> 0`: receive interrupt line `irq`
+    /// (an ISA IRQ 0..15, or a GSI from 16) as [`msg::Kind::Interrupt`]
+    /// messages on `queue`. One holder per line. The line stays masked
+    /// after each interrupt until `ack_irq`. `flags` ([`irq_flags`]) give
+    /// the trigger of an ISA line the firmware's tables do not describe.
     ClaimIrq = 48,
     /// `ack_irq(irq) -> 0`: unmask the line again (holder only).
     AckIrq = 49,
@@ -342,6 +343,15 @@ pub mod pager {
     pub const SHARED: u64 = 64;
     /// Regions one process can have.
     pub const MAX_REGIONS: usize = 8;
+}
+
+/// Flags of [`Call::ClaimIrq`]: how an ISA line carries a PCI function's
+/// interrupt (QEMU's `pc` machine routes PCI INTx to ISA IRQs 10 and 11,
+/// level-triggered, active-high). GSIs from 16 are always level and
+/// active-low, as PCI lines are.
+pub mod irq_flags {
+    pub const LEVEL: u64 = 1;
+    pub const ACTIVE_LOW: u64 = 2;
 }
 
 /// Flags of [`Call::LeaseRead`] and [`Call::LeaseWrite`].
@@ -636,6 +646,22 @@ pub mod vector {
     pub const SIMD_FLOATING_POINT: u8 = 19;
 }
 
+/// Bits of the CPU's page-fault error code, as the kernel reads it and as
+/// a pager gets it in m2 of a [`msg::Kind::PageFault`] message (Intel SDM
+/// vol. 3A §4.7).
+pub mod page_fault {
+    /// The page was present (a protection fault); clear: not mapped.
+    pub const PRESENT: u64 = 1 << 0;
+    /// The access was a write.
+    pub const WRITE: u64 = 1 << 1;
+}
+
+/// Slots of the kernel's process table: a live pid's slot is below this.
+/// A boundary constant, not only a kernel limit: UNIX pids are computed
+/// from kernel pids with it (`protocols::unix::pid`), so it is defined
+/// here; `kernel_core::limits::MAX_PROCESSES` is this value.
+pub const PROCESS_SLOTS: u32 = 256;
+
 /// Process ids carry a generation number so that a stale id never reaches
 /// a process that later reuses the same slot.
 ///
@@ -739,4 +765,23 @@ pub mod test_protocol {
     pub const FAIL: &str = "ktest: FAIL ";
     /// `ktest: summary N passed, M failed` — the last line of a run.
     pub const SUMMARY: &str = "ktest: summary ";
+
+    /// The disk pattern: `utest` writes it to the first
+    /// [`DISK_PATTERN_BYTES`] of `/dev/vda`, and after the boot `cargo
+    /// xtask test` reads the host's image file and checks it there (the
+    /// image is the ground truth, not what the driver says).
+    pub const DISK_PATTERN_BYTES: u64 = 1 << 20;
+
+    /// Byte `offset` of the disk pattern: every 512-byte block different
+    /// (its number in its first 8 bytes) and no byte value periodic in a
+    /// power of two, so a block written at the wrong place, or a page
+    /// dropped, shows.
+    pub fn disk_pattern_byte(offset: u64) -> u8 {
+        let block = offset / 512;
+        let within = offset % 512;
+        if within < 8 {
+            return (block >> (8 * within)) as u8;
+        }
+        (block.wrapping_mul(131).wrapping_add(within.wrapping_mul(7)) % 251) as u8
+    }
 }

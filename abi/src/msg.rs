@@ -15,8 +15,9 @@
 
 /// Bytes in a short message.
 pub const MESSAGE_BYTES: usize = 32;
-/// Most data bytes one message carries (one page).
-pub const MAX_DATA_BYTES: u64 = 4096;
+/// Most data bytes one message carries: one page, so that a page-aligned
+/// page of data can be lent (mapped copy-on-write) instead of copied.
+pub const MAX_DATA_BYTES: u64 = crate::layout::PAGE_SIZE;
 
 /// Queue access: any process may link to it.
 pub const ACCESS_PUBLIC: u64 = 0;

@@ -1,6 +1,6 @@
 //! Ridgeback's benchmark programs, written once and built twice: for
 //! Ridgeback and for the Linux guest that the suite boots in the same QEMU
-//! machine (`shared/BENCHMARKS.md`).
+//! machine (`docs/benchmarks.md`).
 //!
 //! What it is: the measuring harness ([`harness`]), the workloads that need
 //! nothing but the [`Platform`] calls ([`workloads`]), seed 001's Table 2

@@ -1,7 +1,7 @@
 //! The Linux build: [`Platform`], [`Unix`] and [`BlockIo`] through Linux
 //! system calls, and the Linux
 //! peers of Ridgeback's round-trip message (seed 001, Table 1; the Linux
-//! peers are named in `shared/BENCHMARKS.md` R1): two processes echoing a
+//! peers are named in `docs/benchmarks.md` R1): two processes echoing a
 //! 32-byte message through a pipe pair, a Unix socket, a futex over
 //! shared memory, or `sched_yield` turn-taking.
 //!

@@ -1,5 +1,5 @@
 //! Seed 001's Table 2 (Ridge OS on a Ridge 32 against 4.2BSD on a VAX
-//! 11/780): the system-level rows, `shared/BENCHMARKS.md` R2. The same
+//! 11/780): the system-level rows, `docs/benchmarks.md` R2. The same
 //! loops run on both systems through the [`Unix`] calls:
 //!
 //! | figure | one operation | unit |

@@ -11,8 +11,8 @@
 //! allocates (the kernel lends a static array in .bss: it needs the
 //! allocator before it has a heap).
 
-/// Bytes in a frame.
-pub const FRAME_BYTES: u64 = 4096;
+// Bytes in a frame: a frame is one page (one definition, in `abi`).
+use abi::layout::PAGE_SIZE as FRAME_BYTES;
 
 /// A half-open range of physical addresses, `start..end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,7 +207,7 @@ mod tests {
             assert_eq!(f % FRAME_BYTES, 0);
             let in_usable = (MB..2 * MB).contains(&f)
                 || (3 * MB..4 * MB).contains(&f)
-                || (8 * MB + 4096..9 * MB).contains(&f);
+                || (8 * MB + FRAME_BYTES..9 * MB).contains(&f);
             assert!(in_usable, "frame {f:#x} outside usable memory");
             seen += 1;
         }

@@ -16,16 +16,32 @@
 //!   its children, so a new process can find its console driver (and,
 //!   later, its user monitor) without a name server in the kernel.
 //!
-//! Only init and init's children may claim lines and ports (Ridge starts
-//! its drivers from an initialisation file read at boot, §8).
+//! - PCI functions: a driver reads any function's configuration space,
+//!   claims the one it drives (one driver per function), writes the
+//!   registers arch/pci.rs allows, and maps the function's memory BARs
+//!   into its own address space, uncached.
+//! - DMA memory: physically contiguous, zeroed frames mapped into the
+//!   driver, which learns their physical address for the device.
+//!
+//! Every one of these needs `abi::rights::DEVICES`, which init grants only
+//! to the drivers its init file names (Ridge starts its drivers from an
+//! initialisation file read at boot, §8). With no IOMMU, a device told a
+//! physical address writes there whatever it is: the right is the whole
+//! machine (docs/devices.md).
 
 use crate::arch::apic::IRQ_BASE;
+use crate::arch::frames::Frame;
+use crate::arch::pci::{self, ConfigError, MemoryBar, PciAddress};
 use crate::irq::IrqLine;
+use crate::memory::SpaceError;
 use crate::message::{Head, Payload};
 use crate::state::Kernel;
+use abi::layout::{PAGE_SIZE, USER_END};
 use abi::msg::Kind;
 use abi::{Error, Pid};
+use abi::{irq_flags, rights};
 use kernel_core::limits::IRQ_LINES;
+use kernel_core::limits::MAX_DMA_BYTES;
 
 /// Ports the kernel keeps: the PICs, the PIT and its gate, QEMU's exit
 /// device, ACPI power management, PCI configuration space.
@@ -40,16 +56,21 @@ fn overlaps(a: (u16, u16), b: (u16, u16)) -> bool {
 
 impl Kernel {
     fn may_drive_devices(&self, slot: usize) -> bool {
-        let init = self.init_slot();
-        Some(slot) == init
-            || self.proc(slot).parent.is_some_and(|p| init.is_some_and(|i| self.pid_of(i) == p))
+        self.proc(slot).rights & rights::DEVICES != 0
     }
 
-    /// The I/O APIC line and trigger mode of `irq`.
-    fn line_of(&self, irq: u64) -> Result<(u32, bool, bool), Error> {
+    fn require_devices_right(&self, slot: usize) -> Result<(), Error> {
+        if self.may_drive_devices(slot) { Ok(()) } else { Err(Error::PermissionDenied) }
+    }
+
+    /// The I/O APIC line and trigger mode of `irq`; `flags`
+    /// (`abi::irq_flags`) give the trigger of an ISA line the firmware
+    /// did not describe (a PCI interrupt routed to it).
+    fn line_of(&self, irq: u64, flags: u64) -> Result<(u32, bool, bool), Error> {
         let r = &self.irqs().routing;
+        let (level, active_low) = (flags & irq_flags::LEVEL != 0, flags & irq_flags::ACTIVE_LOW != 0);
         let line = if irq < 16 {
-            r.isa_override[irq as usize].unwrap_or((irq as u32, false, false))
+            r.isa_override[irq as usize].unwrap_or((irq as u32, level, active_low))
         } else {
             (irq as u32, true, true) // PCI lines: level-triggered, active low
         };
@@ -68,11 +89,12 @@ impl Kernel {
         }
     }
 
-    pub fn claim_irq(&mut self, slot: usize, irq: u64, queue: u64) -> Result<(), Error> {
-        if !self.may_drive_devices(slot) {
-            return Err(Error::PermissionDenied);
+    pub fn claim_irq(&mut self, slot: usize, irq: u64, queue: u64, flags: u64) -> Result<(), Error> {
+        self.require_devices_right(slot)?;
+        if flags & !(irq_flags::LEVEL | irq_flags::ACTIVE_LOW) != 0 {
+            return Err(Error::InvalidArgument);
         }
-        let (line, level, active_low) = self.line_of(irq)?;
+        let (line, level, active_low) = self.line_of(irq, flags)?;
         let qseg = self.proc(slot).qseg.as_ref().ok_or(Error::NoQueueSegment)?;
         qseg.len(queue)?;
         let me = self.pid_of(slot);
@@ -80,16 +102,19 @@ impl Kernel {
         if l.owner.is_some_and(|(p, _)| p != me) {
             return Err(Error::InUse);
         }
-        *l = IrqLine { owner: Some((me, queue as u32)), pending: false };
+        *l = IrqLine { owner: Some((me, queue as u32)), pending: false, level, active_low };
         let bsp = self.irqs().routing.bsp_apic_id;
         self.route(line, IRQ_BASE + line as u8, bsp, level, active_low, false);
         Ok(())
     }
 
+    /// The line of `irq` if the process in `slot` holds it, with the
+    /// trigger it was claimed with.
     fn owned_line(&self, slot: usize, irq: u64) -> Result<(u32, bool, bool), Error> {
-        let line = self.line_of(irq)?;
-        match self.irqs().lines[line.0 as usize].owner {
-            Some((p, _)) if p == self.pid_of(slot) => Ok(line),
+        let (line, ..) = self.line_of(irq, 0)?;
+        let l = self.irqs().lines[line as usize];
+        match l.owner {
+            Some((p, _)) if p == self.pid_of(slot) => Ok((line, l.level, l.active_low)),
             _ => Err(Error::PermissionDenied),
         }
     }
@@ -116,7 +141,10 @@ impl Kernel {
     /// Interrupt on I/O APIC line `line`: mask it and tell its owner.
     pub fn irq_fired(&mut self, line: u32) {
         let bsp = self.irqs().routing.bsp_apic_id;
-        self.route(line, IRQ_BASE + line as u8, bsp, false, false, true);
+        // Masked with the trigger it was claimed with: a level line's
+        // polarity must not flip while it is asserted.
+        let l = self.irqs().lines[line as usize];
+        self.route(line, IRQ_BASE + line as u8, bsp, l.level, l.active_low, true);
         let Some((owner, queue)) = self.irqs().lines[line as usize].owner else { return };
         let Some(slot) = self.slot_of(owner) else {
             self.release_line(line);
@@ -142,9 +170,7 @@ impl Kernel {
     }
 
     pub fn io_ports(&mut self, slot: usize, base: u64, count: u64) -> Result<(), Error> {
-        if !self.may_drive_devices(slot) {
-            return Err(Error::PermissionDenied);
-        }
+        self.require_devices_right(slot)?;
         if count == 0 || base.checked_add(count).is_none_or(|end| end > 0x1_0000) {
             return Err(Error::InvalidArgument);
         }
@@ -172,6 +198,115 @@ impl Kernel {
             }
         }
         self.proc_mut(slot).io_ports = None;
+        for claim in self.irqs_mut().pci_claims.iter_mut() {
+            if claim.is_some_and(|(_, p)| p == pid) {
+                *claim = None;
+            }
+        }
+    }
+
+    // ---- PCI functions, device memory, DMA memory ----
+
+    fn pci_address(&self, slot: usize, raw: u64) -> Result<PciAddress, Error> {
+        self.require_devices_right(slot)?;
+        PciAddress::from_raw(raw).ok_or(Error::InvalidArgument)
+    }
+
+    fn pci_holder(&self, address: PciAddress) -> Option<Pid> {
+        self.irqs()
+            .pci_claims
+            .iter()
+            .flatten()
+            .find(|(a, _)| PciAddress::from_raw(*a as u64) == Some(address))
+            .map(|&(_, p)| p)
+    }
+
+    /// The function at `raw`, if the process in `slot` has claimed it.
+    fn claimed_function(&self, slot: usize, raw: u64) -> Result<PciAddress, Error> {
+        let address = self.pci_address(slot, raw)?;
+        if self.pci_holder(address) != Some(self.pid_of(slot)) {
+            return Err(Error::PermissionDenied);
+        }
+        Ok(address)
+    }
+
+    pub fn pci_config_read(&mut self, slot: usize, raw: u64, offset: u64, width: u64) -> Result<u64, Error> {
+        let address = self.pci_address(slot, raw)?;
+        pci::config_read(address, offset, width).map(u64::from).map_err(|_| Error::InvalidArgument)
+    }
+
+    pub fn pci_config_write(
+        &mut self,
+        slot: usize,
+        raw: u64,
+        offset: u64,
+        width: u64,
+        value: u64,
+    ) -> Result<(), Error> {
+        let address = self.claimed_function(slot, raw)?;
+        let value = u32::try_from(value).map_err(|_| Error::InvalidArgument)?;
+        pci::config_write(address, offset, width, value).map_err(|e| match e {
+            ConfigError::BadAccess => Error::InvalidArgument,
+            ConfigError::Protected => Error::PermissionDenied,
+        })
+    }
+
+    pub fn pci_claim(&mut self, slot: usize, raw: u64) -> Result<(), Error> {
+        let address = self.pci_address(slot, raw)?;
+        if !pci::is_device(address) {
+            return Err(Error::NoSuchDevice);
+        }
+        let me = self.pid_of(slot);
+        match self.pci_holder(address) {
+            Some(p) if p == me => return Ok(()),
+            Some(p) if self.slot_of(p).is_some() => return Err(Error::InUse),
+            _ => {}
+        }
+        let claims = &mut self.irqs_mut().pci_claims;
+        claims.iter_mut().for_each(|c| {
+            if c.is_some_and(|(a, _)| PciAddress::from_raw(a as u64) == Some(address)) {
+                *c = None; // a holder that has ended
+            }
+        });
+        let free = claims.iter_mut().find(|c| c.is_none()).ok_or(Error::LimitReached)?;
+        *free = Some((raw as u16, me));
+        Ok(())
+    }
+
+    /// `map_mmio`: map memory BAR `bar` of a claimed function at `va`.
+    pub fn map_mmio(&mut self, slot: usize, raw: u64, bar: u64, va: u64) -> Result<u64, Error> {
+        let address = self.claimed_function(slot, raw)?;
+        let bar = u8::try_from(bar).map_err(|_| Error::InvalidArgument)?;
+        let MemoryBar { pa, len_bytes } = pci::memory_bar(address, bar).ok_or(Error::InvalidArgument)?;
+        // BARs are naturally aligned and at least 16 bytes; map whole pages.
+        let (first, end) = (pa & !(PAGE_SIZE - 1), (pa + len_bytes).next_multiple_of(PAGE_SIZE));
+        if !va.is_multiple_of(PAGE_SIZE) || va.checked_add(end - first).is_none_or(|e| e > USER_END) {
+            return Err(Error::BadAddress);
+        }
+        self.space_mut(slot).map_device(va, first, end - first).map_err(|e| match e {
+            SpaceError::OutOfMemory => Error::OutOfResources,
+            SpaceError::AlreadyMapped => Error::InvalidArgument,
+        })?;
+        Ok(len_bytes)
+    }
+
+    /// `dma_alloc`: `len` bytes of contiguous memory below 4 GiB at `va`.
+    pub fn dma_alloc(&mut self, slot: usize, va: u64, len: u64) -> Result<u64, Error> {
+        self.require_devices_right(slot)?;
+        if len == 0 || len > MAX_DMA_BYTES || !len.is_multiple_of(PAGE_SIZE) {
+            return Err(Error::InvalidArgument);
+        }
+        if !va.is_multiple_of(PAGE_SIZE) || va.checked_add(len).is_none_or(|e| e > USER_END) {
+            return Err(Error::BadAddress);
+        }
+        let frames =
+            Frame::alloc_contiguous_below_4g((len / PAGE_SIZE) as usize).ok_or(Error::OutOfResources)?;
+        let pa = frames[0].phys_addr();
+        self.space_mut(slot).map_frames(va, frames).map_err(|e| match e {
+            SpaceError::OutOfMemory => Error::OutOfResources,
+            SpaceError::AlreadyMapped => Error::InvalidArgument,
+        })?;
+        Ok(pa)
     }
 
     pub fn set_bootstrap(&mut self, slot: usize, index: u64, pid: u64, queue: u64) -> Result<(), Error> {

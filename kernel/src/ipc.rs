@@ -29,6 +29,13 @@
 //! high-priority server do work ahead of medium-priority processes, and a
 //! high-priority client's request is not stuck behind them either.
 //!
+//! Leases (Hubris's leases, MINIX 3's grants): a call lends the server its
+//! send buffer to read and its receive buffer to write, of any length up
+//! to `abi::lease::MAX_LEASE_BYTES`, until the reply; the server moves data
+//! with `lease_read`/`lease_write`, one copy straight between the two
+//! address spaces, at any offset. The reply handle is the key: once it is
+//! used (or the caller has gone) the lease is gone with it.
+//!
 //! Dead peers: a send on a link to an ended process fails with `DeadPeer`;
 //! when a process ends, callers blocked on it get `DeadPeer`, the messages
 //! waiting in its queues are dropped (their data freed, their callers
@@ -45,6 +52,7 @@ use crate::process::{Blocked, State};
 use crate::state::Kernel;
 use crate::usermem::{self, UserSlice};
 use abi::layout::PAGE_SIZE;
+use abi::lease::{self, MAX_LEASE_BYTES};
 use abi::msg::{Kind, MAX_DATA_BYTES, NO_REPLY};
 use abi::{Counter, Error, Pid};
 use kernel_core::qseg::{Limits, Link, QueueSegment};
@@ -518,7 +526,7 @@ impl Kernel {
     /// `call`: send, and block for the reply (Ok: the caller is blocked).
     pub fn call(&mut self, slot: usize, args: CallArgs, words: [u64; 4]) -> Result<(), Error> {
         let CallArgs { link, send_buf, send_len, recv_buf, recv_len } = args;
-        if send_len > MAX_DATA_BYTES {
+        if send_len > MAX_LEASE_BYTES || recv_len > MAX_LEASE_BYTES {
             return Err(Error::InvalidArgument);
         }
         let (r, queue) = self.target(slot, link)?;
@@ -531,7 +539,8 @@ impl Kernel {
         // caller already waiting for its reply.
         self.proc_mut(slot).state =
             State::Blocked(Blocked::Call { server, buf: recv_buf, buf_len: recv_len });
-        let payload = if send_len == 0 {
+        // A send buffer longer than a message is only lent, not sent.
+        let payload = if send_len == 0 || send_len > MAX_DATA_BYTES {
             Payload::None
         } else {
             Payload::User { from: slot, addr: send_buf, len: send_len }
@@ -622,6 +631,54 @@ impl Kernel {
             self.kick_for(self.proc(c).priority);
         }
         received
+    }
+
+    /// `lease_read` (`is_write` false) and `lease_write`: copy between the
+    /// server's `buf` and the lent buffer of the call `handle` at `offset`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn lease_copy(
+        &mut self,
+        slot: usize,
+        handle: u64,
+        offset: u64,
+        buf: u64,
+        len: u64,
+        flags: u64,
+        is_write: bool,
+    ) -> Result<u64, Error> {
+        if flags & !lease::BYTE_AT_A_TIME != 0 {
+            return Err(Error::InvalidArgument);
+        }
+        let caller = self.proc(slot).replies.peek(handle)?;
+        let c = self.slot_of(caller).ok_or(Error::DeadPeer)?;
+        let State::Blocked(Blocked::Call { server, buf: recv_buf, buf_len: recv_len }) = self.proc(c).state
+        else {
+            return Err(Error::DeadPeer);
+        };
+        if server != self.pid_of(slot) {
+            return Err(Error::DeadPeer);
+        }
+        let (lent, lent_len) = if is_write {
+            (recv_buf, recv_len)
+        } else {
+            let a = self.proc(c).frame.as_call_args();
+            (a.send_buf, a.send_len)
+        };
+        if offset.checked_add(len).is_none_or(|end| end > lent_len) {
+            return Err(Error::InvalidArgument);
+        }
+        if len == 0 {
+            return Ok(0);
+        }
+        let bytewise = flags & lease::BYTE_AT_A_TIME != 0;
+        let (from, src, to, dst) =
+            if is_write { (slot, buf, c, lent + offset) } else { (c, lent + offset, slot, buf) };
+        let (from, to) = self.two_procs_mut(from, to);
+        let src_space = from.space.as_ref().ok_or(Error::DeadPeer)?;
+        let dst_space = to.space.as_mut().ok_or(Error::DeadPeer)?;
+        usermem::copy_between_as(src_space, src, dst_space, dst, len, bytewise)?;
+        self.add(Counter::BytesCopied, len);
+        Ok(len)
     }
 
     /// Copy `len` bytes from one process's memory to another's.

@@ -5,7 +5,7 @@
 
 use crate::arch::apic::IoApic;
 use abi::Pid;
-use kernel_core::limits::IRQ_LINES;
+use kernel_core::limits::{IRQ_LINES, MAX_PCI_CLAIMS};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IrqLine {
@@ -13,6 +13,9 @@ pub struct IrqLine {
     pub owner: Option<(Pid, u32)>,
     /// An interrupt arrived while the owner's queue was full.
     pub pending: bool,
+    /// The trigger the line was claimed with.
+    pub level: bool,
+    pub active_low: bool,
 }
 
 /// What the kernel learned about interrupt routing at boot.
@@ -25,17 +28,20 @@ pub struct IrqRouting {
     pub isa_override: [Option<(u32, bool, bool)>; 16],
 }
 
-/// Every line and the routing facts.
+/// Every line, the routing facts, and the PCI functions drivers hold.
 pub struct IrqTable {
     pub lines: [IrqLine; IRQ_LINES],
     pub routing: IrqRouting,
+    /// (function address, driver): one driver per function.
+    pub pci_claims: [Option<(u16, Pid)>; MAX_PCI_CLAIMS],
 }
 
 impl IrqTable {
     pub const fn new() -> IrqTable {
         IrqTable {
-            lines: [IrqLine { owner: None, pending: false }; IRQ_LINES],
+            lines: [IrqLine { owner: None, pending: false, level: false, active_low: false }; IRQ_LINES],
             routing: IrqRouting { io_apic: None, bsp_apic_id: 0, isa_override: [None; 16] },
+            pci_claims: [None; MAX_PCI_CLAIMS],
         }
     }
 }

@@ -15,7 +15,7 @@
 //! [`PageTable`]), whose safe interface cannot reach kernel memory.
 
 use crate::arch::frames::{self, Frame};
-use crate::arch::paging::{COPY_ON_WRITE, MapError, NO_EXECUTE, PageTable, USER, WRITABLE};
+use crate::arch::paging::{COPY_ON_WRITE, MapError, NO_EXECUTE, PageTable, SHARED_PAGE, USER, WRITABLE};
 use abi::layout::PAGE_SIZE;
 
 /// Free physical memory, in bytes.
@@ -105,9 +105,12 @@ impl AddressSpace {
     /// this process copy it and the receiver keeps the contents as they
     /// were (NetBSD's loan, Ridge's page-table-entry copy). Returns the
     /// receiver's reference to the frame.
+    /// A page of a shared window (`SHARED_PAGE`) cannot be lent: others
+    /// write it in place, so the receiver would not keep the contents as
+    /// they were (None: the caller copies instead).
     pub fn loan_page(&mut self, va: u64) -> Option<Frame> {
         let (frame, flags) = self.table.frame_at(va)?;
-        if flags & USER == 0 {
+        if flags & USER == 0 || flags & SHARED_PAGE != 0 {
             return None;
         }
         if flags & WRITABLE != 0 {
@@ -124,6 +127,74 @@ impl AddressSpace {
         let replaced = replaced.map_err(|(e, frame)| (SpaceError::from(e), frame))?;
         drop(replaced);
         self.tlb_epoch += 1;
+        Ok(())
+    }
+
+    /// Make the writable page at `va` a shared window page and return
+    /// another owner of its frame, for `pager::SHARED`: from now on every
+    /// holder writes the same frame (no copy-on-write, here or at `fork`).
+    /// A copy-on-write page is made private first. None if `va` is not a
+    /// writable user page or memory ran out.
+    pub fn share_page_writable(&mut self, va: u64) -> Option<Frame> {
+        let (_, flags) = self.table.translate(va)?;
+        if flags & SHARED_PAGE == 0 {
+            if flags & COPY_ON_WRITE != 0 && !self.resolve_copy_on_write(va) {
+                return None;
+            }
+            let (_, flags) = self.table.translate(va)?;
+            if flags & (USER | WRITABLE) != USER | WRITABLE {
+                return None;
+            }
+            self.table.set_flags(va, flags | SHARED_PAGE);
+        }
+        self.table.frame_at(va).map(|(frame, _)| frame)
+    }
+
+    /// Map the frame of a shared window at `va`, replacing what was there:
+    /// writable in place, or read-only; never executable.
+    pub fn map_shared(&mut self, va: u64, frame: Frame, is_writable: bool) -> Result<(), SpaceError> {
+        let flags = user_flags(is_writable, false) | if is_writable { SHARED_PAGE } else { 0 };
+        if self.table.replace(va, frame, flags).map_err(|(e, _)| e)?.is_some() {
+            self.tlb_epoch += 1;
+        }
+        Ok(())
+    }
+
+    /// Map device memory `pa..pa + len` (page aligned) at `va`, uncached
+    /// and writable, never executable. Nothing is mapped on failure
+    /// (pages mapped before it are taken back).
+    pub fn map_device(&mut self, va: u64, pa: u64, len: u64) -> Result<(), SpaceError> {
+        let pages = len / PAGE_SIZE;
+        for i in 0..pages {
+            let at = i * PAGE_SIZE;
+            if let Err(e) = self.table.map_device(va + at, pa + at, WRITABLE | NO_EXECUTE) {
+                self.unmap_device(va, i);
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
+    fn unmap_device(&mut self, va: u64, pages: u64) {
+        for i in 0..pages {
+            self.table.unmap_device(va + i * PAGE_SIZE);
+        }
+        self.tlb_epoch += 1;
+    }
+
+    /// Map `frames` one after another from `va`, writable, not executable
+    /// (DMA memory). Nothing is mapped on failure.
+    pub fn map_frames(&mut self, va: u64, frames: alloc::vec::Vec<Frame>) -> Result<(), SpaceError> {
+        for (i, frame) in frames.into_iter().enumerate() {
+            let at = va + i as u64 * PAGE_SIZE;
+            if let Err((e, _)) = self.table.map(at, frame, user_flags(true, false)) {
+                for j in 0..i as u64 {
+                    self.table.unmap(va + j * PAGE_SIZE);
+                }
+                self.tlb_epoch += 1;
+                return Err(e.into());
+            }
+        }
         Ok(())
     }
 

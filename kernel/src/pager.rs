@@ -87,9 +87,8 @@ impl Kernel {
     /// false when `address` is outside the heap region or the page exists.
     pub fn default_heap_fault(&mut self, slot: usize, address: u64, error_code: u64) -> bool {
         use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
-        const PRESENT: u64 = 1;
         if !(USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address)
-            || error_code & PRESENT != 0
+            || error_code & abi::page_fault::PRESENT != 0
         {
             return false;
         }
@@ -161,6 +160,12 @@ impl Kernel {
         }
         let writable = flags & pager::WRITABLE != 0;
         let executable = flags & pager::EXECUTABLE != 0;
+        if flags & pager::SHARED != 0 {
+            if flags & !pager::WRITABLE != pager::SHARE | pager::SHARED {
+                return Err(Error::InvalidArgument);
+            }
+            return self.resolve_shared(slot, target, page, src, writable, waiting);
+        }
         let frame = match flags & !(pager::WRITABLE | pager::EXECUTABLE) {
             pager::ZERO => Frame::alloc().ok_or(Error::OutOfResources)?,
             pager::COPY | pager::SHARE => {
@@ -187,6 +192,30 @@ impl Kernel {
         let shared = flags & pager::SHARE != 0;
         let space = self.proc_mut(target).space.as_mut().ok_or(Error::NoSuchProcess)?;
         space.map_frame(page, frame, writable && !shared, shared && writable, executable)?;
+        if waiting {
+            self.make_ready(target);
+        }
+        Ok(Resolved::Mapped)
+    }
+
+    /// `page_resolve` with `SHARE | SHARED`: map the pager's page at `src`
+    /// itself in `target`, written in place by both (a RAM disk's window).
+    fn resolve_shared(
+        &mut self,
+        slot: usize,
+        target: usize,
+        page: u64,
+        src: u64,
+        writable: bool,
+        waiting: bool,
+    ) -> Result<Resolved, Error> {
+        if !src.is_multiple_of(PAGE_SIZE) {
+            return Err(Error::InvalidArgument);
+        }
+        let frame = self.space_mut(slot).share_page_writable(src).ok_or(Error::BadAddress)?;
+        self.count(Counter::PagesLoaned);
+        let space = self.proc_mut(target).space.as_mut().ok_or(Error::NoSuchProcess)?;
+        space.map_shared(page, frame, writable)?;
         if waiting {
             self.make_ready(target);
         }

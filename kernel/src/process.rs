@@ -43,7 +43,12 @@ pub enum Blocked {
     Receive { queue: u32, generation: u32, buf: u64, buf_len: u64 },
     /// In `wait_armed`.
     WaitArmed,
-    /// In `call` to `server`, with this buffer for the reply's data.
+    /// In `call` to `server`, with this buffer for the reply's data. Both
+    /// of the call's buffers are lent to the server until it replies
+    /// (leases, ipc.rs): this one to write, the send buffer to read; the
+    /// send buffer is not kept here but read from the caller's saved call
+    /// arguments, which nothing touches until the reply (so the fast path
+    /// pays nothing for leases).
     Call { server: Pid, buf: u64, buf_len: u64 },
     /// Faulted on the page at `page` of a paged region; its pager answers.
     PageFault { page: u64 },

@@ -71,7 +71,7 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
             let slot = k.current(cpu);
             // A write to a present copy-on-write page (error code: present,
             // write) is resolved here, not a fault of the program.
-            const PRESENT_AND_WRITE: u64 = 0b11;
+            const PRESENT_AND_WRITE: u64 = abi::page_fault::PRESENT | abi::page_fault::WRITE;
             if vector == abi::vector::PAGE_FAULT
                 && frame.error_code() & PRESENT_AND_WRITE == PRESENT_AND_WRITE
             {

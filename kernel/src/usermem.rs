@@ -13,7 +13,7 @@
 //! [`copy_between`] moves bytes from one process's memory to another's the
 //! same way, both ranges checked first: the message system's one copy.
 
-use crate::arch::paging::{COPY_ON_WRITE, PageTable, USER, WRITABLE};
+use crate::arch::paging::{COPY_ON_WRITE, PageTable, USER, WRITABLE, is_device};
 use crate::memory::AddressSpace;
 use abi::Error;
 use abi::layout::{PAGE_SIZE, USER_END};
@@ -44,7 +44,7 @@ impl UserSlice {
         while self.len > 0 && va < self.addr + self.len {
             let (_, flags) = space.translate(va).ok_or(Error::BadAddress)?;
             let is_writable = flags & (WRITABLE | COPY_ON_WRITE) != 0;
-            if flags & USER == 0 || (need_write && !is_writable) {
+            if flags & USER == 0 || is_device(flags) || (need_write && !is_writable) {
                 return Err(Error::BadAddress);
             }
             va += PAGE_SIZE;
@@ -102,7 +102,21 @@ pub fn copy_between(
     dst: u64,
     len: u64,
 ) -> Result<(), Error> {
+    copy_between_as(src_space, src, dst_space, dst, len, false)
+}
+
+/// [`copy_between`], with `is_byte_at_a_time` for a PDDRIVER-style copy
+/// (`abi::lease::BYTE_AT_A_TIME`).
+pub fn copy_between_as(
+    src_space: &AddressSpace,
+    src: u64,
+    dst_space: &mut AddressSpace,
+    dst: u64,
+    len: u64,
+    is_byte_at_a_time: bool,
+) -> Result<(), Error> {
     UserSlice::new(src, len)?.check(src_space, false)?;
     UserSlice::new(dst, len)?.prepare_write(dst_space)?;
-    PageTable::copy(src_space.table(), src, dst_space.table_mut(), dst, len).map_err(|_| Error::BadAddress)
+    let copy = if is_byte_at_a_time { PageTable::copy_byte_at_a_time } else { PageTable::copy };
+    copy(src_space.table(), src, dst_space.table_mut(), dst, len).map_err(|_| Error::BadAddress)
 }

@@ -20,6 +20,12 @@
 //!   ([`vm`]) and device managers; managers never call the monitor, except
 //!   the console manager's one-way `send` of [`monitor::OP_SIGNAL_GROUP`].
 
+/// Longest path the UNIX personality accepts, in bytes (POSIX `PATH_MAX`,
+/// as on Linux).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest single name in a path, in bytes (POSIX `NAME_MAX`).
+pub const MAX_NAME_BYTES: usize = 255;
+
 /// A POSIX error number, as a manager replies it and a UNIX program sees
 /// it: the one error type of the UNIX personality, on both sides of every
 /// protocol here. The values are Linux's on x86-64 ([`errno`]).
@@ -141,8 +147,8 @@ pub fn encode_result(r: Result<u64, Errno>) -> u64 {
 /// asking the monitor: `unix = (generation - 1) * MAX_PROCESSES + slot + 1`
 /// (init, slot 0 of the first generation, is pid 1).
 pub mod pid {
-    /// Must equal the kernel's process-table size (`kernel_core::limits`).
-    pub const SLOTS: u64 = 256;
+    /// The kernel's process-table size.
+    pub const SLOTS: u64 = abi::PROCESS_SLOTS as u64;
 
     pub fn from_kernel(p: abi::Pid) -> u64 {
         (p.generation() as u64).saturating_sub(1) * SLOTS + p.slot() as u64 + 1
@@ -513,6 +519,10 @@ impl FdInfo {
     }
 }
 
+/// Bytes of a process name as the monitor keeps it and `OP_PS` returns it
+/// (NUL-padded; a longer program name is cut).
+pub const PROCESS_NAME_BYTES: usize = 32;
+
 /// One process, as `OP_PS` returns it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProcInfo {
@@ -523,11 +533,11 @@ pub struct ProcInfo {
     /// b'R' running or ready, b'Z' ended but not waited for.
     pub state: u8,
     pub cpu_ns: u64,
-    pub name: [u8; 32],
+    pub name: [u8; PROCESS_NAME_BYTES],
 }
 
 impl ProcInfo {
-    pub const BYTES: usize = 72;
+    pub const BYTES: usize = 40 + PROCESS_NAME_BYTES;
 
     pub fn encode(&self) -> [u8; ProcInfo::BYTES] {
         let mut b = [0u8; ProcInfo::BYTES];
@@ -537,7 +547,7 @@ impl ProcInfo {
         b[24..28].copy_from_slice(&self.uid.to_le_bytes());
         b[28] = self.state;
         b[32..40].copy_from_slice(&self.cpu_ns.to_le_bytes());
-        b[40..72].copy_from_slice(&self.name);
+        b[40..Self::BYTES].copy_from_slice(&self.name);
         b
     }
 
@@ -546,8 +556,8 @@ impl ProcInfo {
             return None;
         }
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
-        let mut name = [0u8; 32];
-        name.copy_from_slice(&b[40..72]);
+        let mut name = [0u8; PROCESS_NAME_BYTES];
+        name.copy_from_slice(&b[40..Self::BYTES]);
         Some(ProcInfo {
             pid: u64_at(0),
             ppid: u64_at(8),
@@ -577,9 +587,16 @@ pub mod io {
     pub const OP_READ: u64 = 1;
     /// Word 1 = handle, data = the bytes. Reply: word 0 = bytes written.
     pub const OP_WRITE: u64 = 2;
-    /// Word 1 = handle, word 2 = offset (i64), word 3 = whence (0 set, 1
-    /// current, 2 end). Reply: word 0 = new offset.
+    /// Word 1 = handle, word 2 = offset (i64), word 3 = whence
+    /// ([`SEEK_SET`], [`SEEK_CUR`] or [`SEEK_END`]). Reply: word 0 = new
+    /// offset.
     pub const OP_SEEK: u64 = 3;
+    /// `OP_SEEK` whence: from the start (POSIX `SEEK_SET`).
+    pub const SEEK_SET: u64 = 0;
+    /// `OP_SEEK` whence: from the current offset (POSIX `SEEK_CUR`).
+    pub const SEEK_CUR: u64 = 1;
+    /// `OP_SEEK` whence: from the end of the file (POSIX `SEEK_END`).
+    pub const SEEK_END: u64 = 2;
     /// Word 1 = handle. Reply data: a [`super::Stat`].
     pub const OP_FSTAT: u64 = 4;
     /// Word 1 = handle of a directory, word 2 = entry index. Reply: word 0
@@ -630,6 +647,10 @@ pub mod fs {
     /// The directory manager's queue.
     pub const QUEUE: u32 = 0;
     pub const READY: u64 = 0x0046_5352_4459;
+    /// The most file data the directory manager holds (less when memory
+    /// is short), and so the largest file a [`super::filemgr`] takes: it
+    /// could not write a larger one back.
+    pub const CAPACITY_BYTES: u64 = 256 << 20;
 
     /// `data = path`. Reply: data = [`super::Stat`] of the object; or, when
     /// a device entry is met before the path ends, word 0 = `DEVICE`, data
@@ -809,9 +830,12 @@ pub mod vm {
 pub mod pipe {
     pub const QUEUE: u32 = 0;
     pub const READY: u64 = 0x0050_4950_4500;
-    /// Bytes a pipe holds before writers wait (POSIX `PIPE_BUF` is 4096;
-    /// Linux holds 64 KiB).
+    /// Bytes a pipe holds before writers wait (Linux holds 64 KiB too).
     pub const CAPACITY_BYTES: usize = 64 * 1024;
+    /// POSIX `PIPE_BUF`: a write of at most this many bytes is never split
+    /// or interleaved with other writers' data. One message's data, so
+    /// such a write arrives at the pipe manager in one call.
+    pub const ATOMIC_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 }
 
 /// A file manager (servers/filemgr): with the boot option

@@ -274,7 +274,13 @@ pub fn set_bootstrap(index: u64, pid: Pid, queue: u32) -> Result<(), Error> {
 
 /// Receive interrupt line `irq` as messages on `queue` (drivers only).
 pub fn claim_irq(irq: u64, queue: u32) -> Result<(), Error> {
-    call(Call::ClaimIrq, irq, queue as u64, 0, 0, 0).map(|_| ())
+    claim_irq_with(irq, queue, 0)
+}
+
+/// [`claim_irq`] with the trigger of an ISA line that carries a PCI
+/// interrupt (`abi::irq_flags`).
+pub fn claim_irq_with(irq: u64, queue: u32, flags: u64) -> Result<(), Error> {
+    call(Call::ClaimIrq, irq, queue as u64, flags, 0, 0).map(|_| ())
 }
 
 /// Unmask a claimed line after servicing its device.

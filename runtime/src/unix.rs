@@ -464,18 +464,17 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
     Ok(done)
 }
 
-pub const SEEK_SET: u32 = 0;
-pub const SEEK_CUR: u32 = 1;
-pub const SEEK_END: u32 = 2;
+/// `lseek`'s `whence` values, as the protocol defines them.
+pub use protocols::unix::io::{SEEK_CUR, SEEK_END, SEEK_SET};
 
-pub fn lseek(fd: Fd, offset: i64, whence: u32) -> Result<u64, Errno> {
+pub fn lseek(fd: Fd, offset: i64, whence: u64) -> Result<u64, Errno> {
     if let Ok((link, info)) = fd_entry(fd)
         && ux::mode::is_blk(info.file_type)
         && let Some(r) = ramdriver::seek(fd, link, &info, offset, whence)
     {
         return r;
     }
-    manager_call(fd, [io::OP_SEEK, 0, offset as u64, whence as u64], &[], &mut []).map(|(w, _)| w[0])
+    manager_call(fd, [io::OP_SEEK, 0, offset as u64, whence], &[], &mut []).map(|(w, _)| w[0])
 }
 
 /// `ftruncate(fd, length)`: cut the regular file open on `fd` (for

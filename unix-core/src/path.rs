@@ -5,10 +5,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-/// Longest path accepted (POSIX `PATH_MAX` on Linux).
-pub const MAX_PATH_BYTES: usize = 4096;
-/// Longest single name (`NAME_MAX`).
-pub const MAX_NAME_BYTES: usize = 255;
+pub use protocols::unix::{MAX_NAME_BYTES, MAX_PATH_BYTES};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PathError {

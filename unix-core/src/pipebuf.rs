@@ -13,7 +13,7 @@
 //!   waits while the write end is open and returns 0 (end of file) once it
 //!   is closed;
 //! - a write with the read end closed fails with `EPIPE`;
-//! - a write of at most [`Limits::atomic_bytes`] (`PIPE_BUF`, 4096) goes
+//! - a write of at most [`Limits::atomic_bytes`] (`PIPE_BUF`) goes
 //!   into the buffer whole or waits until it fits whole, so data of
 //!   different writers never interleave within such a write; a longer write
 //!   takes what fits and waits for room for the rest (its reply comes when
@@ -50,12 +50,12 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The pipe manager's limits: `protocols::unix::pipe::CAPACITY_BYTES`,
-    /// `PIPE_BUF` = 4096.
+    /// The pipe manager's limits: `protocols::unix::pipe::CAPACITY_BYTES`
+    /// and `ATOMIC_BYTES` (`PIPE_BUF`).
     pub const fn standard() -> Limits {
         Limits {
             capacity_bytes: protocols::unix::pipe::CAPACITY_BYTES,
-            atomic_bytes: 4096,
+            atomic_bytes: protocols::unix::pipe::ATOMIC_BYTES,
             max_pending_calls: 48,
             max_pending_write_bytes: 64 * 1024,
         }

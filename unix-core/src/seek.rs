@@ -13,10 +13,8 @@
 use protocols::unix::Errno;
 use protocols::unix::errno::EINVAL;
 
-/// `whence` values of `io::OP_SEEK` (POSIX `SEEK_SET`, `SEEK_CUR`, `SEEK_END`).
-pub const SEEK_SET: u64 = 0;
-pub const SEEK_CUR: u64 = 1;
-pub const SEEK_END: u64 = 2;
+/// `whence` values of `io::OP_SEEK`, defined with the protocol.
+pub use protocols::unix::io::{SEEK_CUR, SEEK_END, SEEK_SET};
 
 /// The offset `offset` bytes from `whence` ([`SEEK_SET`]: 0, [`SEEK_CUR`]:
 /// `current_bytes`, [`SEEK_END`]: `end_bytes`); `EINVAL` for another

@@ -66,10 +66,6 @@ use verdict::parse_cargo_test_line;
 /// Guest CPU counts of the test configurations: uniprocessor, the default,
 /// and more CPUs than the CI host has cores.
 const TEST_SMP_CONFIGS: [u32; 3] = [1, 2, 4];
-/// The test boots attach no disk: nothing uses one yet, and the scratch
-/// image of `cargo xtask run` may be open in another QEMU (QEMU locks an
-/// image against a second writer).
-const TEST_DISK: DiskChoice = DiskChoice::None;
 /// The UNIX test program (a `bin` under `tests/`) and its CPU counts.
 pub const UNIX_TEST_PROGRAM: &str = "utest";
 const UNIX_SMP_CONFIGS: [u32; 2] = [1, 2];
@@ -323,14 +319,32 @@ fn unix_steps(
     ));
     let mut outcomes = unix_boots(workspace, opts, built, log_dir);
     headers.next(&format!("shell scenarios: {} (one boot, timeout {} s)", scenarios::DIR, opts.timeout_s));
+    // A fresh disk: the `blockdev` scenario writes /dev/vda.
+    let disk = match fresh_disk(&log_dir.join("disk-scenarios.img")) {
+        Ok(d) => d,
+        Err(err) => {
+            outcomes.push(Outcome::step("shell scenarios", Err(err)));
+            return outcomes;
+        }
+    };
     let run_opts = RunOptions {
         smp: opts.smp.unwrap_or(qemu::DEFAULT_SMP),
         accel: opts.accel,
-        disk: TEST_DISK,
+        disk,
         ..RunOptions::default()
     };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
     outcomes
+}
+
+/// A zero-filled test disk image at `path`, made anew: each UNIX test and
+/// scenario boot has its own (never the scratch image of `cargo xtask
+/// run`, which may be open in another QEMU: QEMU locks an image against a
+/// second writer). The kernel-test boots attach no disk.
+fn fresh_disk(path: &Path) -> std::result::Result<DiskChoice, String> {
+    let _ = fs::remove_file(path);
+    qemu::ensure_disk_image(path, TEST_DISK_BYTES)?;
+    Ok(DiskChoice::Image(path.to_path_buf()))
 }
 
 fn unix_smp_configs(opts: &TestOptions) -> Vec<u32> {
@@ -354,9 +368,10 @@ fn unix_boots(
         return vec![Outcome::step("UNIX tests", Err(problem))];
     }
     let mut outcomes = Vec::new();
-    let mut boots: Vec<(String, u32, String, String)> = unix_smp_configs(opts)
+    // (name, CPUs, kernel options, command, whether utest writes /dev/vda)
+    let mut boots: Vec<(String, u32, String, String, bool)> = unix_smp_configs(opts)
         .into_iter()
-        .map(|smp| (format!("unix smp{smp}"), smp, String::new(), format!("/bin/{UNIX_TEST_PROGRAM}")))
+        .map(|smp| (format!("unix smp{smp}"), smp, String::new(), format!("/bin/{UNIX_TEST_PROGRAM}"), true))
         .collect();
     // The RAM disk's other mode is a boot option: its tests once more,
     // with /dev/ram0 in PDDRIVER mode, on one CPU (where "PDDRIVER holds
@@ -367,19 +382,65 @@ fn unix_boots(
         smp,
         PDDRIVER_CMDLINE.to_string(),
         format!("/bin/{UNIX_TEST_PROGRAM} {RAMDISK_TESTS}"),
+        false,
     ));
-    for (name, smp, cmdline, command) in boots {
-        let run_opts =
-            RunOptions { smp, accel: opts.accel, disk: TEST_DISK, cmdline, ..RunOptions::default() };
+    for (name, smp, cmdline, command, writes_disk) in boots {
+        // A fresh disk for each boot that writes it: utest's `blk::`
+        // tests write to /dev/vda, and the image is checked afterwards.
+        let disk_path = log_dir.join(format!("disk-unix-smp{smp}.img"));
+        let disk = if writes_disk {
+            match fresh_disk(&disk_path) {
+                Ok(d) => d,
+                Err(err) => {
+                    outcomes.push(Outcome::step(&format!("boot {name}"), Err(err)));
+                    continue;
+                }
+            }
+        } else {
+            TEST_DISK
+        };
+        let run_opts = RunOptions { smp, accel: opts.accel, disk, cmdline, ..RunOptions::default() };
         match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
             Ok(config) => {
                 let log_path = log_dir.join(format!("{}.log", name.replace([' ', '=', '.'], "-")));
                 outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
+                if writes_disk {
+                    let check = check_disk_pattern(&disk_path);
+                    outcomes.push(Outcome::step(
+                        &format!("{name}: the disk image holds what utest wrote"),
+                        check,
+                    ));
+                }
             }
             Err(err) => outcomes.push(Outcome::step(&format!("boot {name}"), Err(err))),
         }
     }
     outcomes
+}
+
+/// Size of the disks attached to the UNIX test and scenario boots
+/// (utest's `blk::` tests need the pattern's megabyte and a few more).
+const TEST_DISK_BYTES: u64 = 16 << 20;
+
+/// The ground truth of the block tests: after the boot, the image file
+/// itself must hold the pattern `utest` wrote through /dev/vda
+/// (`abi::test_protocol::disk_pattern_byte`), whatever the driver said.
+fn check_disk_pattern(image: &Path) -> std::result::Result<(), String> {
+    let bytes = fs::read(image).map_err(|e| format!("cannot read {}: {e}", image.display()))?;
+    let want_len = abi::test_protocol::DISK_PATTERN_BYTES as usize;
+    if bytes.len() < want_len {
+        return Err(format!("{} holds {} bytes, fewer than the pattern", image.display(), bytes.len()));
+    }
+    match (0..want_len).find(|&i| bytes[i] != abi::test_protocol::disk_pattern_byte(i as u64)) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{}: byte {i} (block {}) is {:#04x}, utest wrote {:#04x}",
+            image.display(),
+            i / 512,
+            bytes[i],
+            abi::test_protocol::disk_pattern_byte(i as u64)
+        )),
+    }
 }
 
 /// `cargo xtask bench --quick`, Ridgeback and the Linux guest: passes when
@@ -402,6 +463,23 @@ fn bench_smoke(opts: &TestOptions, headers: &mut Headers) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_disk_pattern_check_finds_a_wrong_byte() {
+        let path = std::env::temp_dir().join(format!("xtask-pattern-{}.img", std::process::id()));
+        let n = abi::test_protocol::DISK_PATTERN_BYTES as usize;
+        let mut bytes: Vec<u8> = (0..n as u64).map(abi::test_protocol::disk_pattern_byte).collect();
+        bytes.extend_from_slice(&[0; 512]);
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(check_disk_pattern(&path), Ok(()));
+        bytes[3 * 512 + 9] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        let why = check_disk_pattern(&path).unwrap_err();
+        assert!(why.contains("byte 1545 (block 3)"), "{why}");
+        fs::write(&path, &bytes[..100]).unwrap();
+        assert!(check_disk_pattern(&path).is_err(), "a short image");
+        fs::remove_file(&path).unwrap();
+    }
 
     /// The UNIX test boot alone (slow: `cargo test -p xtask -- --ignored
     /// boot_the_unix_tests --nocapture`), on 2 CPUs.

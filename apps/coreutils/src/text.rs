@@ -364,7 +364,7 @@ mod tests {
 
     #[test]
     fn ps_format() {
-        let mut name = [0u8; 32];
+        let mut name = [0u8; protocols::unix::PROCESS_NAME_BYTES];
         name[..2].copy_from_slice(b"sh");
         let p = ProcInfo { pid: 7, ppid: 1, pgid: 7, uid: 0, state: b'R', cpu_ns: 1_234_000_000, name };
         let lines = format_ps(&[p]);

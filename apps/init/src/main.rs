@@ -131,9 +131,43 @@ fn start_and_wait(
     }
 }
 
+/// Wait for `pid`'s ready message, or notice that it ended without one
+/// (a driver that fails while it probes its device must not hang the
+/// boot): between tries, whether it still exists.
+fn wait_ready_or_end(pid: Pid, ready: Queue) -> Result<[u64; 4], String> {
+    let mut ended = false;
+    loop {
+        match msg::try_receive(ready, &mut []) {
+            Ok(Some(r)) if r.sender == pid => return Ok(r.message),
+            Ok(Some(_)) => {}
+            Ok(None) if ended => return Err(String::from("it ended before it was ready")),
+            Ok(None) => {
+                // Its ready message may still be on the way: one more try
+                // after it is seen gone.
+                match msg::open_link(pid, Queue(ux::block::QUEUE)) {
+                    Ok(l) => {
+                        let _ = msg::close_link(l);
+                    }
+                    Err(abi::Error::NoSuchProcess | abi::Error::DeadPeer) => ended = true,
+                    Err(_) => {}
+                }
+                sys::sleep_ns(READY_POLL_NS);
+            }
+            Err(e) => return Err(String::from(e.name())),
+        }
+    }
+}
+
+/// How often init looks for a starting driver's ready message.
+const READY_POLL_NS: u64 = 1_000_000;
+
 /// Start a block-device driver and make its device entry at `path`.
 fn start_driver(program: &str, priority: &str, rights: &str, path: &str, ready: Queue) -> Result<(), String> {
-    let (pid, m) = start_and_wait(program, priority, rights, ready)?;
+    let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
+    let me = alloc::format!("{}", sys::getpid().0);
+    let pid = sys::spawn_with_rights(program, &me, priority, rights_mask(rights)?)
+        .map_err(|e| String::from(e.name()))?;
+    let m = wait_ready_or_end(pid, ready)?;
     if m[0] != ux::block::READY {
         return Err(String::from("its ready message is not a block driver's"));
     }
@@ -144,7 +178,9 @@ fn start_driver(program: &str, priority: &str, rights: &str, path: &str, ready: 
     let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;
     let link = msg::open_link(fs_pid, Queue(fs_queue)).map_err(|e| String::from(e.name()))?;
     let entry_mode = (ux::mode::S_IFBLK | 0o660) as u64;
-    let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut []);
+    // The reply carries the new entry's attributes.
+    let mut stat = [0u8; ux::Stat::BYTES];
+    let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut stat);
     let _ = msg::close_link(link);
     match made.map(|(w, _)| ux::result(w[0])) {
         Ok(Ok(_)) => Ok(()),

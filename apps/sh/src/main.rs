@@ -57,8 +57,9 @@ const STATUS_USAGE: i32 = 2;
 const STATUS_NOT_EXECUTABLE: i32 = 126;
 /// `$?` when a command was not found.
 const STATUS_NOT_FOUND: i32 = 127;
-/// Bytes read from standard input or a script at a time.
-const READ_CHUNK_BYTES: usize = 4096;
+/// Bytes read from standard input or a script at a time: one message's
+/// data, what one request to the object's manager returns.
+const READ_CHUNK_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 /// Descriptors a builtin's redirections save the originals in (high, so a
 /// redirection such as `3>f` does not land on a saved copy).
 const SAVE_FDS: core::ops::Range<Fd> = 10..unix::MAX_FDS as Fd;

@@ -11,9 +11,9 @@
 //!   offset. The virtqueues (`Hal::dma_alloc`) and the driver's data
 //!   buffers ([`dma_buffer`]) are DMA regions.
 //! - **MMIO** (`Hal::mmio_phys_to_virt`): the crate asks for a physical
-//!   range inside one of the device's memory BARs (recorded by
-//!   [`set_device`]); that BAR is mapped (`sys::map_mmio`, uncached) on
-//!   first use and the range translated.
+//!   range inside one of the device's memory BARs, which [`map_bar`]
+//!   mapped (`sys::map_mmio`, uncached) before the crate started; the
+//!   range is translated.
 //! - **Sharing** (`Hal::share`): a buffer inside a DMA region is given to
 //!   the device where it is. Anything else the crate hands over (a request
 //!   header or status byte on the heap, an indirect descriptor table) is
@@ -44,20 +44,13 @@ const BOUNCE_SLOT_BYTES: usize = 256;
 /// header and status), and the queue holds at most 16 requests.
 const BOUNCE_SLOTS: usize = 64;
 
-/// One memory BAR of the device.
+/// One memory BAR of the device, mapped.
 #[derive(Clone, Copy, Debug)]
-pub struct Bar {
-    pub index: u8,
-    pub phys: u64,
-    pub len_bytes: u64,
-    /// Where it is mapped, once it is.
-    va: Option<u64>,
-}
-
-impl Bar {
-    pub fn new(index: u8, phys: u64, len_bytes: u64) -> Bar {
-        Bar { index, phys, len_bytes, va: None }
-    }
+struct Bar {
+    phys: u64,
+    len_bytes: u64,
+    /// Where its first page is mapped.
+    va: u64,
 }
 
 /// A physically contiguous region mapped at `va`.
@@ -84,19 +77,13 @@ struct Bounce {
 struct Memory {
     next_va: u64,
     dma: Vec<Region>,
-    /// The claimed function's PCI address and memory BARs.
-    pci_address: u64,
+    /// The claimed function's memory BARs.
     bars: Vec<Bar>,
     bounce: Option<Bounce>,
 }
 
-static MEMORY: Mutex<Memory> = Mutex::new(Memory {
-    next_va: USER_DEVICE_MAP_BASE,
-    dma: Vec::new(),
-    pci_address: 0,
-    bars: Vec::new(),
-    bounce: None,
-});
+static MEMORY: Mutex<Memory> =
+    Mutex::new(Memory { next_va: USER_DEVICE_MAP_BASE, dma: Vec::new(), bars: Vec::new(), bounce: None });
 
 fn round_up_to_page(n: u64) -> u64 {
     n.div_ceil(PAGE_SIZE) * PAGE_SIZE
@@ -122,11 +109,18 @@ fn alloc_region(m: &mut Memory, len_bytes: u64) -> Result<Region, Error> {
     Ok(region)
 }
 
-/// Record the device the driver claimed: its PCI address and memory BARs.
-pub fn set_device(pci_address: u64, bars: Vec<Bar>) {
+/// Map memory BAR `index` (at `phys`, as configuration space says) of the
+/// claimed function `pci_address`; returns its length in bytes (the
+/// kernel sizes BARs: it refuses BAR writes to drivers).
+pub fn map_bar(pci_address: u64, index: u8, phys: u64) -> Result<u64, Error> {
     let mut m = MEMORY.lock();
-    m.pci_address = pci_address;
-    m.bars = bars;
+    let va = m.next_va;
+    // The kernel maps from the page holding the BAR's start.
+    let len_bytes = sys::map_mmio(pci_address, index, va)?;
+    let mapped_bytes = (phys % PAGE_SIZE + len_bytes).max(1);
+    take_va(&mut m, mapped_bytes)?;
+    m.bars.push(Bar { phys, len_bytes, va });
+    Ok(len_bytes)
 }
 
 /// A data buffer of `len_bytes` (whole pages) in DMA memory, owned by the
@@ -165,27 +159,13 @@ unsafe impl Hal for RidgebackHal {
     }
 
     unsafe fn mmio_phys_to_virt(paddr: PhysAddr, size: usize) -> NonNull<u8> {
-        let mut m = MEMORY.lock();
-        let address = m.pci_address;
-        let Some(i) = m.bars.iter().position(|b| {
+        let m = MEMORY.lock();
+        let Some(bar) = m.bars.iter().find(|b| {
             paddr >= b.phys && paddr.saturating_add(size as u64) <= b.phys.saturating_add(b.len_bytes)
         }) else {
             panic!("virtio-blk: the device asked for MMIO at {paddr:#x} outside its BARs");
         };
-        let bar = m.bars[i];
-        let base_va = match bar.va {
-            Some(va) => va,
-            None => {
-                let page_offset = bar.phys % PAGE_SIZE;
-                let va =
-                    take_va(&mut m, bar.len_bytes + page_offset).expect("virtio-blk: no room to map a BAR");
-                sys::map_mmio(address, bar.index, va).expect("virtio-blk: cannot map its BAR");
-                m.bars[i].va = Some(va);
-                va
-            }
-        };
-        // `map_mmio` maps the BAR's first page at `va`.
-        let va = base_va + bar.phys % PAGE_SIZE + (paddr - bar.phys);
+        let va = bar.va + bar.phys % PAGE_SIZE + (paddr - bar.phys);
         NonNull::new(va as *mut u8).expect("mapped above 0")
     }
 

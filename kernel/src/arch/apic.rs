@@ -5,7 +5,7 @@
 //! Intel 8254 PIT datasheet.
 
 use super::cpu::{inb, outb, rdtsc};
-use super::paging::phys_to_virt;
+use super::phys::phys_to_virt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const LAPIC_PHYS: u64 = 0xfee0_0000;

@@ -126,7 +126,7 @@ boot_entry64_low:
     jmp 4b
 
     .section .boot.data, "aw"
-    .balign 4096
+    .balign {page_bytes}
     .global boot_pml4
 boot_pml4:
     .fill 512, 8, 0
@@ -150,6 +150,7 @@ boot_gdt_pointer:
     flags = const MULTIBOOT_FLAGS,
     stack = sym super::percpu::BOOT_STACK,
     stack_bytes = const kernel_core::limits::KERNEL_STACK_BYTES,
+    page_bytes = const PAGE_SIZE,
     main = sym boot_entry64,
 );
 
@@ -162,18 +163,8 @@ unsafe extern "C" {
     static __kernel_virt_end: u8;
 }
 
-/// Where the linker put the kernel image (kernel.ld).
-pub struct KernelImage {
-    pub phys_start: u64,
-    pub phys_end: u64,
-    pub virt_start: u64,
-    pub text_end: u64,
-    pub rodata_end: u64,
-    pub virt_end: u64,
-}
-
-pub fn kernel_image() -> KernelImage {
-    KernelImage {
+pub fn kernel_image() -> super::paging::KernelImage {
+    super::paging::KernelImage {
         phys_start: &raw const __load_start_phys as u64,
         phys_end: &raw const __bss_end_phys as u64,
         virt_start: &raw const __kernel_virt_start as u64,

@@ -33,6 +33,22 @@ pub unsafe fn inb(port: u16) -> u8 {
 }
 
 /// # Safety
+/// As [`outb`], 32 bits.
+pub unsafe fn outl(port: u16, value: u32) {
+    // SAFETY: the caller guarantees the write is meaningful for the device.
+    unsafe { asm!("out dx, eax", in("dx") port, in("eax") value, options(nomem, nostack, preserves_flags)) }
+}
+
+/// # Safety
+/// As [`inb`], 32 bits.
+pub unsafe fn inl(port: u16) -> u32 {
+    let value: u32;
+    // SAFETY: the caller guarantees the read is meaningful for the device.
+    unsafe { asm!("in eax, dx", in("dx") port, out("eax") value, options(nomem, nostack, preserves_flags)) }
+    value
+}
+
+/// # Safety
 /// `msr` must exist on this CPU.
 pub unsafe fn rdmsr(msr: u32) -> u64 {
     let (lo, hi): (u32, u32);

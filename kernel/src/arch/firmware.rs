@@ -9,7 +9,8 @@
 //! of the kernel's.
 
 use super::apic::IoApic;
-use super::paging::{is_firmware_memory, phys_slice};
+use super::paging::is_firmware_memory;
+use super::phys::phys_slice;
 use kernel_core::acpi::{self, Madt};
 
 /// The machine as the firmware describes it.

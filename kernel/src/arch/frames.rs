@@ -21,11 +21,12 @@
 //!   1 + its count in [`SHARED`];
 //! - frames given out are zeroed, so no data leaks from a freed frame.
 
-use super::paging::phys_to_virt;
+use super::phys::phys_to_virt;
 use abi::layout::PAGE_SIZE;
 use alloc::collections::BTreeMap;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel_core::frame_alloc::{FrameAllocator, PhysRange};
+use kernel_core::limits::MAX_MEMORY_RANGES;
 use spin::Mutex;
 
 static FRAMES: Mutex<Option<FrameAllocator<'static>>> = Mutex::new(None);
@@ -41,7 +42,7 @@ static IS_INITIALISED: AtomicBool = AtomicBool::new(false);
 
 /// The ranges the allocator manages (usable RAM), kept so that firmware
 /// reads can prove they never touch a frame the kernel may hand out.
-static USABLE: Mutex<[PhysRange; 32]> = Mutex::new([PhysRange::new(0, 0); 32]);
+static USABLE: Mutex<[PhysRange; MAX_MEMORY_RANGES]> = Mutex::new([PhysRange::new(0, 0); MAX_MEMORY_RANGES]);
 
 /// Set up the allocator over `usable` RAM minus `reserved`. Once, at boot,
 /// by arch's memory set-up (boot.rs), before any frame is allocated.
@@ -106,6 +107,24 @@ impl Frame {
     pub fn alloc_below_4g() -> Option<Frame> {
         let pa = FRAMES.lock().as_mut()?.alloc_below(1 << 32)?;
         Some(Frame::zeroed(pa))
+    }
+
+    /// `count` zeroed frames, physically contiguous and below 4 GiB (DMA
+    /// memory for devices), or None.
+    pub fn alloc_contiguous_below_4g(count: usize) -> Option<alloc::vec::Vec<Frame>> {
+        let mut list = alloc::vec::Vec::new();
+        list.try_reserve_exact(count).ok()?;
+        let first = FRAMES.lock().as_mut()?.alloc_contiguous(count)?;
+        list.extend((0..count as u64).map(|i| Frame::zeroed(first + i * PAGE_SIZE)));
+        if first + count as u64 * PAGE_SIZE > 1 << 32 {
+            return None; // dropping the list frees them
+        }
+        Some(list)
+    }
+
+    /// The frame's physical address, for a device to reach it by DMA.
+    pub fn phys_addr(&self) -> u64 {
+        self.pa
     }
 
     /// A copy of `src` in a new frame (not zeroed first: every byte is

@@ -5,7 +5,7 @@
 //! - [`boot`]: the Multiboot1 header, the 32-bit path into long mode, and
 //!   memory set-up ([`boot::init_memory`]); [`multiboot`]: what the loader
 //!   passed; [`firmware`]: the ACPI tables.
-//! - [`frames`]: physical frames as owned, counted values; [`paging`]:
+//! - [`phys`]: reaching physical memory (the direct map); [`frames`]: physical frames as owned, counted values; [`paging`]:
 //!   page tables (a process's as an owned [`paging::PageTable`]) and the
 //!   direct map; [`heap`]: the kernel heap's backing allocator.
 //! - [`descriptors`]: GDT, TSS, IDT; [`percpu`]: per-CPU records and
@@ -37,7 +37,9 @@ pub mod frames;
 pub mod heap;
 pub mod multiboot;
 pub mod paging;
+pub mod pci;
 pub mod percpu;
+pub mod phys;
 pub mod regs;
 pub mod serial;
 pub mod smp;

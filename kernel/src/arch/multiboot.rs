@@ -5,9 +5,9 @@
 //! frame allocator for ever (boot.rs), so their bytes can be lent as
 //! `&'static [u8]`.
 
-use super::paging::phys_slice;
+use super::phys::phys_slice;
 use kernel_core::frame_alloc::PhysRange;
-use kernel_core::limits::{MAX_BOOT_MODULES, MAX_CMDLINE_BYTES};
+use kernel_core::limits::{MAX_BOOT_MODULES, MAX_CMDLINE_BYTES, MAX_MEMORY_RANGES};
 
 static BOOT_INFO: spin::Once<BootInfo> = spin::Once::new();
 
@@ -32,7 +32,6 @@ pub fn cmdline() -> &'static str {
 const FLAG_CMDLINE: u32 = 1 << 2;
 const FLAG_MODULES: u32 = 1 << 3;
 const FLAG_MEMORY_MAP: u32 = 1 << 6;
-const MAX_MEMORY_RANGES: usize = 32;
 const MAX_MODULE_NAME: usize = abi::layout::MAX_PROGRAM_NAME_BYTES as usize;
 
 #[derive(Clone, Copy)]

@@ -22,6 +22,8 @@
 
 use super::frames::{self, Frame};
 use super::percpu;
+pub use super::phys::{DIRECT_MAP_BASE, KERNEL_VMA};
+use super::phys::{phys_to_virt, use_direct_map};
 use abi::layout::{PAGE_SIZE, USER_END};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel_core::frame_alloc::PhysRange;
@@ -29,12 +31,14 @@ use kernel_core::limits::MAX_CPUS;
 use spin::Mutex;
 
 pub const HUGE_PAGE_BYTES: u64 = 2 * 1024 * 1024;
-/// Physical memory is mapped here (PML4 slot 256, the start of the kernel half).
-pub const DIRECT_MAP_BASE: u64 = 0xffff_8000_0000_0000;
-/// The kernel image is linked here (see kernel.ld).
-pub const KERNEL_VMA: u64 = 0xffff_ffff_8000_0000;
 /// First PML4 slot of the kernel half.
 const KERNEL_PML4_FIRST: usize = 256;
+/// Entries of a table at any level: one page of 8-byte entries (512).
+const ENTRIES_PER_TABLE: usize = PAGE_SIZE as usize / size_of::<u64>();
+/// Address bits below a page's (12): the offset within a page.
+const PAGE_SHIFT: u32 = PAGE_SIZE.trailing_zeros();
+/// Address bits each level of tables indexes (9).
+const INDEX_BITS: u32 = ENTRIES_PER_TABLE.trailing_zeros();
 
 pub const PRESENT: u64 = 1 << 0;
 pub const WRITABLE: u64 = 1 << 1;
@@ -46,34 +50,25 @@ const GLOBAL: u64 = 1 << 8;
 /// Software bit of a user leaf entry: the page is shared copy-on-write
 /// (read-only in hardware; the first write copies it).
 pub const COPY_ON_WRITE: u64 = 1 << 9;
+/// Software bit: writable *and* shared on purpose (`pager::SHARED`, a RAM
+/// disk's window): every owner writes the same frame, and `fork` keeps it
+/// so rather than making it copy-on-write.
+pub const SHARED_PAGE: u64 = 1 << 10;
+/// Software bit: device memory (a BAR), not a frame of RAM: never freed,
+/// shared or copied through, only mapped by [`PageTable::map_device`].
+const DEVICE: u64 = 1 << 11;
 pub const NO_EXECUTE: u64 = 1 << 63;
-const ADDRESS_MASK: u64 = 0x000f_ffff_ffff_f000;
+/// The frame address bits of an entry: 12..52 (below, flags; above, NX).
+const ADDRESS_MASK: u64 = 0x000f_ffff_ffff_ffff & !(PAGE_SIZE - 1);
 /// Flags of a user leaf that describe access rights: all a caller may set.
-pub const ACCESS_FLAGS: u64 = PRESENT | WRITABLE | USER | NO_EXECUTE | COPY_ON_WRITE;
+pub const ACCESS_FLAGS: u64 = PRESENT | WRITABLE | USER | NO_EXECUTE | COPY_ON_WRITE | SHARED_PAGE;
+/// What [`PageTable::translate`] reports: the access flags and whether the
+/// page is device memory.
+const REPORTED_FLAGS: u64 = ACCESS_FLAGS | DEVICE;
 
-// ---- physical memory ----
-
-/// Offset added to a physical address to reach it: the boot mapping of the
-/// first GiB at KERNEL_VMA until the direct map exists, then DIRECT_MAP_BASE.
-static PHYS_OFFSET: AtomicU64 = AtomicU64::new(KERNEL_VMA);
-
-/// The kernel virtual address of physical `pa` (computing it is harmless;
-/// every use of it says why the access is sound).
-pub(super) fn phys_to_virt(pa: u64) -> u64 {
-    pa + PHYS_OFFSET.load(Ordering::Relaxed)
-}
-
-/// Read-only view of physical memory.
-///
-/// # Safety
-/// `pa..pa + len` must be memory that nothing writes for as long as the
-/// slice is used: boot modules and the Multiboot information (reserved
-/// from the frame allocator), firmware tables and the BIOS area. Before
-/// the direct map exists it must lie in the first GiB.
-pub(super) unsafe fn phys_slice(pa: u64, len: usize) -> &'static [u8] {
-    // SAFETY: the caller's promise; the direct map (or the boot map of the
-    // first GiB) maps it.
-    unsafe { core::slice::from_raw_parts(phys_to_virt(pa) as *const u8, len) }
+/// Whether translated `flags` describe device memory.
+pub fn is_device(flags: u64) -> bool {
+    flags & DEVICE != 0
 }
 
 // ---- raw entries ----
@@ -98,7 +93,7 @@ unsafe fn write_entry(table_pa: u64, index: usize, value: u64) {
 }
 
 fn index(va: u64, level: u32) -> usize {
-    ((va >> (12 + 9 * level)) & 511) as usize
+    ((va >> (PAGE_SHIFT + INDEX_BITS * level)) & (ENTRIES_PER_TABLE as u64 - 1)) as usize
 }
 
 /// Whether EFER.NXE is on (the CPU has the no-execute bit). Without it bit
@@ -180,14 +175,14 @@ unsafe fn translate_in(root: u64, va: u64) -> Option<(u64, u64)> {
             return None;
         }
         if e & HUGE != 0 {
-            let size = 1u64 << (12 + 9 * level);
-            return Some(((e & ADDRESS_MASK & !(size - 1)) + (va & (size - 1)), e & ACCESS_FLAGS));
+            let size = 1u64 << (PAGE_SHIFT + INDEX_BITS * level);
+            return Some(((e & ADDRESS_MASK & !(size - 1)) + (va & (size - 1)), e & REPORTED_FLAGS));
         }
         table = e & ADDRESS_MASK;
     }
     // SAFETY: as above.
     let e = unsafe { read_entry(table, index(va, 0)) };
-    (e & PRESENT != 0).then(|| ((e & ADDRESS_MASK) + (va & (PAGE_SIZE - 1)), e & ACCESS_FLAGS))
+    (e & PRESENT != 0).then(|| ((e & ADDRESS_MASK) + (va & (PAGE_SIZE - 1)), e & REPORTED_FLAGS))
 }
 
 // ---- the kernel's tables ----
@@ -198,11 +193,11 @@ static KERNEL_ROOT: spin::Once<u64> = spin::Once::new();
 /// them shares the kernel half for good; the direct map of all RAM and at
 /// least the low 4 GiB; the kernel image section by section), switch to
 /// them and start using the direct map. Once, at boot, by boot.rs.
-pub(super) fn init_kernel_tables(ram_end: u64, image: &super::boot::KernelImage) {
+pub(super) fn init_kernel_tables(ram_end: u64, image: &KernelImage) {
     NX_SUPPORTED.store(super::cpu::has_nx(), Ordering::Relaxed);
     let mut alloc = || Frame::alloc_below_4g().map(Frame::into_entry);
     let root = alloc().expect("a frame for the kernel root");
-    for slot in KERNEL_PML4_FIRST..512 {
+    for slot in KERNEL_PML4_FIRST..ENTRIES_PER_TABLE {
         // SAFETY: `root` is the fresh kernel root.
         unsafe { next_table(root, slot, false, &mut alloc) }.expect("kernel PML4 slots");
     }
@@ -256,7 +251,7 @@ pub(super) fn init_kernel_tables(ram_end: u64, image: &super::boot::KernelImage)
     // installed yet: the kernel root is never freed, so it need not be
     // recorded as loaded.)
     unsafe { super::cpu::write_cr3(root) };
-    PHYS_OFFSET.store(DIRECT_MAP_BASE, Ordering::Relaxed);
+    use_direct_map();
 }
 
 /// The kernel's own root (no user half); its physical address.
@@ -264,12 +259,24 @@ pub fn kernel_root() -> u64 {
     *KERNEL_ROOT.get().expect("kernel tables built")
 }
 
+unsafe extern "C" {
+    /// The boot page tables' root (boot.rs's assembly).
+    static boot_pml4: u8;
+}
+
+/// Physical address of the boot page tables' root (its slot 0
+/// identity-maps the first GiB).
+fn boot_pml4_phys() -> u64 {
+    // SAFETY: only the address is taken; .boot is linked at its physical address.
+    (&raw const boot_pml4) as u64
+}
+
 /// Lend the boot identity map of the first GiB to starting CPUs (slot 0 of
 /// the kernel root), or take it back (`lend == false`). For smp.rs.
 pub(super) fn lend_identity_map(lend: bool) {
     let value = if lend {
         // SAFETY: the boot root is arch's own, in .boot.data.
-        unsafe { read_entry(super::smp::boot_pml4_phys(), 0) }
+        unsafe { read_entry(boot_pml4_phys(), 0) }
     } else {
         0
     };
@@ -337,6 +344,16 @@ pub fn holds_retired_root() -> bool {
 
 // ---- a process's tables ----
 
+/// Where the linker put the kernel image (kernel.ld); boot.rs reads it.
+pub struct KernelImage {
+    pub phys_start: u64,
+    pub phys_end: u64,
+    pub virt_start: u64,
+    pub text_end: u64,
+    pub rodata_end: u64,
+    pub virt_end: u64,
+}
+
 /// A user copy failed: the address is not mapped for the access asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fault;
@@ -352,7 +369,7 @@ impl PageTable {
     pub fn new() -> Option<PageTable> {
         let root = Frame::alloc_below_4g()?.into_entry();
         let kernel = kernel_root();
-        for slot in KERNEL_PML4_FIRST..512 {
+        for slot in KERNEL_PML4_FIRST..ENTRIES_PER_TABLE {
             // SAFETY: both roots are this module's; the kernel half is
             // copied as it is, so the new root maps the kernel identically.
             unsafe { write_entry(root, slot, read_entry(kernel, slot)) };
@@ -421,6 +438,69 @@ impl PageTable {
         Ok(())
     }
 
+    /// Map device memory (a BAR) at user page `va`: physical page `pa`,
+    /// uncached, with `flags` (WRITABLE, NO_EXECUTE). Refused for any
+    /// address that is RAM, so a driver can never reach the kernel's or
+    /// another process's memory this way (DMA is another matter:
+    /// docs/devices.md).
+    pub fn map_device(&mut self, va: u64, pa: u64, flags: u64) -> Result<(), MapError> {
+        Self::check_user_page(va)?;
+        if !pa.is_multiple_of(PAGE_SIZE)
+            || pa & !ADDRESS_MASK != 0
+            || frames::overlaps_managed_ram(pa, PAGE_SIZE)
+        {
+            return Err(MapError::BadAddress);
+        }
+        let flags = entry_flags(
+            (flags & (WRITABLE | NO_EXECUTE)) | USER | PRESENT | DEVICE | CACHE_DISABLE | WRITE_THROUGH,
+        );
+        let mut table = self.root;
+        for level in (1..4).rev() {
+            // SAFETY: our own root; table frames are owned by the hierarchy.
+            table = unsafe { next_table(table, index(va, level), true, &mut table_frame) }?;
+        }
+        let i = index(va, 0);
+        // SAFETY: as above.
+        if unsafe { read_entry(table, i) } & PRESENT != 0 {
+            return Err(MapError::AlreadyMapped);
+        }
+        // SAFETY: the entry names device memory, not a frame; the DEVICE
+        // bit keeps every other path from treating it as one.
+        unsafe { write_entry(table, i, pa | flags) };
+        invalidate(va);
+        Ok(())
+    }
+
+    /// Take back device memory mapped at `va` by [`PageTable::map_device`]
+    /// (nothing else: a frame stays).
+    pub fn unmap_device(&mut self, va: u64) {
+        // SAFETY: our own root.
+        if let Some((table, i)) = unsafe { leaf_slot(self.root, va) }
+            // SAFETY: as above.
+            && unsafe { read_entry(table, i) } & DEVICE != 0
+        {
+            // SAFETY: a device entry owns no frame.
+            unsafe { write_entry(table, i, 0) };
+            invalidate(va);
+        }
+    }
+
+    /// Take back the frame mapped at `va` (device memory stays).
+    pub fn unmap(&mut self, va: u64) -> Option<Frame> {
+        // SAFETY: our own root.
+        let (table, i) = unsafe { leaf_slot(self.root, va) }?;
+        // SAFETY: as above.
+        let e = unsafe { read_entry(table, i) };
+        if e & PRESENT == 0 || e & DEVICE != 0 {
+            return None;
+        }
+        // SAFETY: the entry gives up its frame, which comes back.
+        unsafe { write_entry(table, i, 0) };
+        invalidate(va);
+        // SAFETY: the entry held this frame.
+        Some(unsafe { Frame::from_entry(e & ADDRESS_MASK) })
+    }
+
     /// Map `frame` at `va` like [`PageTable::map`], replacing what was
     /// there; returns the frame it replaced (or, on failure, `frame`).
     pub fn replace(&mut self, va: u64, frame: Frame, flags: u64) -> Result<Option<Frame>, (MapError, Frame)> {
@@ -433,6 +513,9 @@ impl PageTable {
             Some((table, i)) if unsafe { read_entry(table, i) } & PRESENT != 0 => {
                 // SAFETY: as above.
                 let old = unsafe { read_entry(table, i) };
+                if old & DEVICE != 0 {
+                    return Err((MapError::AlreadyMapped, frame));
+                }
                 let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
                 // SAFETY: the entry takes over the new frame and gives up
                 // the old one, which comes back as a `Frame`.
@@ -459,8 +542,10 @@ impl PageTable {
             return false;
         }
         let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
-        // SAFETY: same frame, new rights.
-        unsafe { write_entry(table, i, (e & ADDRESS_MASK) | flags) };
+        // SAFETY: same frame (or device memory, still marked so), new rights.
+        unsafe {
+            write_entry(table, i, (e & (ADDRESS_MASK | DEVICE | CACHE_DISABLE | WRITE_THROUGH)) | flags)
+        };
         invalidate(va);
         true
     }
@@ -468,6 +553,9 @@ impl PageTable {
     /// Another owner of the frame mapped at `va`, and its flags.
     pub fn frame_at(&self, va: u64) -> Option<(Frame, u64)> {
         let (pa, flags) = self.translate(va & !(PAGE_SIZE - 1))?;
+        if is_device(flags) {
+            return None;
+        }
         // SAFETY: a present leaf of our own tables holds this frame.
         Some((unsafe { Frame::share_entry(pa) }, flags))
     }
@@ -483,7 +571,7 @@ impl PageTable {
         let (table, i) = unsafe { leaf_slot(self.root, va) }.ok_or(MapError::BadAddress)?;
         // SAFETY: as above.
         let e = unsafe { read_entry(table, i) };
-        if e & PRESENT == 0 {
+        if e & PRESENT == 0 || e & DEVICE != 0 {
             return Err(MapError::BadAddress);
         }
         let pa = e & ADDRESS_MASK;
@@ -520,10 +608,12 @@ impl PageTable {
         let mut failed = None;
         let root = self.root;
         for_each_user_leaf(root, &mut |va, e| {
-            if failed.is_some() {
+            // Device memory stays with its driver; a shared window stays
+            // shared and writable on both sides (MAP_SHARED across fork).
+            if failed.is_some() || e & DEVICE != 0 {
                 return e;
             }
-            let new_flags = rights(e & ACCESS_FLAGS);
+            let new_flags = if e & SHARED_PAGE != 0 { e & ACCESS_FLAGS } else { rights(e & ACCESS_FLAGS) };
             // SAFETY: `e` is a present leaf of our tables: it holds a frame.
             let frame = unsafe { Frame::share_entry(e & ADDRESS_MASK) };
             match dst.map(va, frame, new_flags) {
@@ -561,7 +651,7 @@ impl PageTable {
         while done < len {
             let at = va + done;
             let (pa, flags) = self.translate(at).ok_or(Fault)?;
-            if flags & USER == 0 || (need_write && flags & WRITABLE == 0) {
+            if flags & USER == 0 || is_device(flags) || (need_write && flags & WRITABLE == 0) {
                 return Err(Fault);
             }
             let n = (PAGE_SIZE - at % PAGE_SIZE).min(len - done);
@@ -592,7 +682,8 @@ impl PageTable {
     pub fn write(&mut self, va: u64, src: &[u8]) -> Result<(), Fault> {
         self.pieces(va, src.len() as u64, true, |pa, at, n| {
             // SAFETY: as in `read`; the page is writable, so no other table
-            // maps its frame (shared frames are read-only everywhere).
+            // maps its frame, or, for a SHARED_PAGE window, every table
+            // that does treats it as plain bytes too.
             unsafe {
                 core::ptr::copy_nonoverlapping(src[at..at + n].as_ptr(), phys_to_virt(pa) as *mut u8, n)
             }
@@ -606,7 +697,7 @@ impl PageTable {
             return Err(Fault);
         }
         let (pa, flags) = self.translate(va & !(PAGE_SIZE - 1)).ok_or(Fault)?;
-        if flags & USER == 0 || flags & COPY_ON_WRITE != 0 {
+        if flags & USER == 0 || flags & COPY_ON_WRITE != 0 || is_device(flags) {
             return Err(Fault);
         }
         // SAFETY: a frame these tables own and do not share (not
@@ -632,6 +723,30 @@ impl PageTable {
         dst_va: u64,
         len: u64,
     ) -> Result<(), Fault> {
+        Self::copy_as(src, src_va, dst, dst_va, len, false)
+    }
+
+    /// [`PageTable::copy`], one byte at a time (a load and a store per
+    /// byte, never merged), each page piece through its own window: DEC
+    /// PDDRIVER's copy (seed 000), for the RAM disk's `pddriver` mode.
+    pub fn copy_byte_at_a_time(
+        src: &PageTable,
+        src_va: u64,
+        dst: &mut PageTable,
+        dst_va: u64,
+        len: u64,
+    ) -> Result<(), Fault> {
+        Self::copy_as(src, src_va, dst, dst_va, len, true)
+    }
+
+    fn copy_as(
+        src: &PageTable,
+        src_va: u64,
+        dst: &mut PageTable,
+        dst_va: u64,
+        len: u64,
+        is_byte_at_a_time: bool,
+    ) -> Result<(), Fault> {
         let (src_end, dst_end) =
             (src_va.checked_add(len).ok_or(Fault)?, dst_va.checked_add(len).ok_or(Fault)?);
         if src_end > USER_END || dst_end > USER_END {
@@ -642,17 +757,28 @@ impl PageTable {
             let (s, d) = (src_va + done, dst_va + done);
             let (spa, src_flags) = src.translate(s).ok_or(Fault)?;
             let (dpa, dst_flags) = dst.translate(d).ok_or(Fault)?;
-            if src_flags & USER == 0 || dst_flags & (USER | WRITABLE) != USER | WRITABLE {
+            if src_flags & USER == 0
+                || dst_flags & (USER | WRITABLE) != USER | WRITABLE
+                || is_device(src_flags | dst_flags)
+            {
                 return Err(Fault);
             }
             let n = (PAGE_SIZE - s % PAGE_SIZE).min(PAGE_SIZE - d % PAGE_SIZE).min(len - done);
-            // SAFETY: both pieces lie in user pages of the two tables
-            // (just checked), frames they own; the destination is
-            // writable, so not shared. `copy` allows overlap (two tables
-            // may share the source frame).
-            unsafe {
-                core::ptr::copy(phys_to_virt(spa) as *const u8, phys_to_virt(dpa) as *mut u8, n as usize)
-            };
+            // Both pieces lie in user pages of the two tables (just
+            // checked), frames of RAM they own; the destination is writable,
+            // so private or a shared window (plain bytes to every holder).
+            let (from, to) = (phys_to_virt(spa) as *const u8, phys_to_virt(dpa) as *mut u8);
+            if is_byte_at_a_time {
+                for i in 0..n as usize {
+                    // SAFETY: byte `i` of the two pieces above; volatile so
+                    // the loop stays a byte loop.
+                    unsafe { to.add(i).write_volatile(from.add(i).read_volatile()) };
+                }
+            } else {
+                // SAFETY: the pieces above; `copy` allows overlap (two
+                // tables may share the source frame).
+                unsafe { core::ptr::copy(from, to, n as usize) };
+            }
             done += n;
         }
         Ok(())
@@ -693,13 +819,13 @@ fn invalidate(va: u64) {
 /// of `root`, in address order; `visit` returns the entry to store back.
 fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
     fn walk(table: u64, level: u32, va_base: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
-        for i in 0..512 {
+        for i in 0..ENTRIES_PER_TABLE {
             // SAFETY: a table of the caller's hierarchy.
             let e = unsafe { read_entry(table, i) };
             if e & PRESENT == 0 {
                 continue;
             }
-            let va = va_base | ((i as u64) << (12 + 9 * level));
+            let va = va_base | ((i as u64) << (PAGE_SHIFT + INDEX_BITS * level));
             if level > 0 {
                 if e & HUGE == 0 {
                     walk(e & ADDRESS_MASK, level - 1, va, visit);
@@ -725,7 +851,7 @@ fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
 /// Free every frame the user half of `root` maps and every table below it.
 fn free_user_half(root: u64) {
     fn walk(table: u64, level: u32) {
-        for i in 0..512 {
+        for i in 0..ENTRIES_PER_TABLE {
             // SAFETY: a table of the hierarchy being freed.
             let e = unsafe { read_entry(table, i) };
             if e & PRESENT == 0 {
@@ -734,6 +860,8 @@ fn free_user_half(root: u64) {
             let pa = e & ADDRESS_MASK;
             if level > 0 {
                 walk(pa, level - 1);
+            } else if e & DEVICE != 0 {
+                continue; // device memory: nothing to free
             }
             // SAFETY: the entry held this frame (a table or a user page).
             drop(unsafe { Frame::from_entry(pa) });
@@ -760,6 +888,6 @@ pub(super) fn is_firmware_memory(pa: u64, len: u64) -> bool {
 }
 
 /// The range the kernel image occupies physically.
-pub(super) fn image_range(image: &super::boot::KernelImage) -> PhysRange {
+pub(super) fn image_range(image: &KernelImage) -> PhysRange {
     PhysRange::new(image.phys_start, image.phys_end)
 }

@@ -9,8 +9,12 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel_core::limits::{EMERGENCY_STACK_BYTES, KERNEL_STACK_BYTES, MAX_CPUS};
 
+/// A stack, page-aligned so that its lowest page can be left unmapped as
+/// its guard ([`is_stack_guard_page`]). (`align` takes only a literal; the
+/// assertion below ties it to the page size.)
 #[repr(C, align(4096))]
 pub struct Stack<const N: usize>(pub [u8; N]);
+const _: () = assert!(core::mem::align_of::<Stack<0>>() as u64 == abi::layout::PAGE_SIZE);
 
 /// CPU `i`'s kernel stack. CPU 0 boots on it (see boot.rs).
 pub static mut BOOT_STACK: [Stack<KERNEL_STACK_BYTES>; MAX_CPUS] =

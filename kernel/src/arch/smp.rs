@@ -21,7 +21,6 @@ unsafe extern "C" {
     static ap_param_entry: u8;
     static ap_param_cpu: u8;
     static ap_param_efer: u8;
-    static boot_pml4: u8;
 }
 
 // SAFETY (of the whole block): this code only runs on a starting CPU, from
@@ -119,13 +118,6 @@ fn offset_of(sym: *const u8) -> u64 {
     sym as u64 - (&raw const ap_trampoline_start) as u64
 }
 
-/// Physical address of the boot page tables' root (its slot 0 identity-maps
-/// the first GiB).
-pub(super) fn boot_pml4_phys() -> u64 {
-    // SAFETY: only the address is taken; .boot is linked at its physical address.
-    (&raw const boot_pml4) as u64
-}
-
 /// Write `bytes` at `offset` in the trampoline page.
 fn write_trampoline(offset: u64, bytes: &[u8]) {
     assert!(offset + bytes.len() as u64 <= abi::layout::PAGE_SIZE);
@@ -135,7 +127,7 @@ fn write_trampoline(offset: u64, bytes: &[u8]) {
     unsafe {
         core::ptr::copy_nonoverlapping(
             bytes.as_ptr(),
-            super::paging::phys_to_virt(TRAMPOLINE_PHYS + offset) as *mut u8,
+            super::phys::phys_to_virt(TRAMPOLINE_PHYS + offset) as *mut u8,
             bytes.len(),
         )
     }
@@ -210,7 +202,7 @@ pub fn start_other_cpus(madt: &kernel_core::acpi::Madt, max_cpus: usize) -> allo
         super::apic::send_init(apic_id);
         super::apic::delay_us(10_000);
         for _ in 0..2 {
-            super::apic::send_startup(apic_id, (TRAMPOLINE_PHYS >> 12) as u8);
+            super::apic::send_startup(apic_id, (TRAMPOLINE_PHYS / abi::layout::PAGE_SIZE) as u8);
             super::apic::delay_us(200);
             if super::percpu::cpus_online() > before {
                 break;

@@ -1,14 +1,15 @@
-//! Device calls (`abi::Call` 48–53, Ridge OS §3): interrupt lines, I/O
-//! ports and bootstrap connections.
+//! Device calls (`abi::Call` 48–53 and 64–68, Ridge OS §3): interrupt
+//! lines, I/O ports, bootstrap connections, PCI functions, device memory
+//! and DMA memory.
 
 use super::{args, done};
 use crate::state::{Kernel, Next};
 use abi::Error;
 
-/// `claim_irq(irq, queue) -> 0`.
+/// `claim_irq(irq, queue, flags) -> 0`.
 pub fn claim_irq(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
-    let [irq, queue, ..] = args(k, caller);
-    done(k.claim_irq(caller, irq, queue))
+    let [irq, queue, flags, ..] = args(k, caller);
+    done(k.claim_irq(caller, irq, queue, flags))
 }
 
 /// `ack_irq(irq) -> 0`.
@@ -41,4 +42,34 @@ pub fn get_bootstrap(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let (pid, queue) = k.get_bootstrap(caller, index)?;
     k.proc_mut(caller).frame.set_second_result(queue.into());
     Ok(Next::Return(pid))
+}
+
+/// `pci_config_read(address, offset, width) -> value`.
+pub fn pci_config_read(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [address, offset, width, ..] = args(k, caller);
+    k.pci_config_read(caller, address, offset, width).map(Next::Return)
+}
+
+/// `pci_config_write(address, offset, width, value) -> 0`.
+pub fn pci_config_write(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [address, offset, width, value, ..] = args(k, caller);
+    done(k.pci_config_write(caller, address, offset, width, value))
+}
+
+/// `pci_claim(address) -> 0`.
+pub fn pci_claim(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [address, ..] = args(k, caller);
+    done(k.pci_claim(caller, address))
+}
+
+/// `map_mmio(address, bar, va) -> len`.
+pub fn map_mmio(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [address, bar, va, ..] = args(k, caller);
+    k.map_mmio(caller, address, bar, va).map(Next::Return)
+}
+
+/// `dma_alloc(va, len) -> physical address`.
+pub fn dma_alloc(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [va, len, ..] = args(k, caller);
+    k.dma_alloc(caller, va, len).map(Next::Return)
 }

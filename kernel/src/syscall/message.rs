@@ -129,3 +129,15 @@ fn after_receive(k: &mut Kernel, caller: usize, queue: u64, received: Receive) -
     }
     Ok(Next::AsIs)
 }
+
+/// `lease_read(handle, offset, buf, len, flags) -> len`.
+pub fn lease_read(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [handle, offset, buf, len, flags, _] = args(k, caller);
+    k.lease_copy(caller, handle, offset, buf, len, flags, false).map(Next::Return)
+}
+
+/// `lease_write(handle, offset, buf, len, flags) -> len`.
+pub fn lease_write(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [handle, offset, buf, len, flags, _] = args(k, caller);
+    k.lease_copy(caller, handle, offset, buf, len, flags, true).map(Next::Return)
+}

@@ -83,6 +83,13 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::SetPager => memory::set_pager(k, caller),
         Call::PageResolve => memory::page_resolve(k, caller),
         Call::SpaceCopy => memory::space_copy(k, caller),
+        Call::LeaseRead => message::lease_read(k, caller),
+        Call::LeaseWrite => message::lease_write(k, caller),
+        Call::PciConfigRead => device::pci_config_read(k, caller),
+        Call::PciConfigWrite => device::pci_config_write(k, caller),
+        Call::PciClaim => device::pci_claim(k, caller),
+        Call::MapMmio => device::map_mmio(k, caller),
+        Call::DmaAlloc => device::dma_alloc(k, caller),
     };
     match result {
         Ok(Next::AsIs) => {}

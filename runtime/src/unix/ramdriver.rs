@@ -323,7 +323,7 @@ pub(crate) fn seek(
     let m = state(fd, link, info)?;
     let lock = Lock { start: m.start, slot: m.slot };
     let current = lock.offset().load(Ordering::SeqCst);
-    Some(unix_core::seek::seek_offset(current, m.size_bytes, offset, whence as u64).inspect(|&new| {
+    Some(unix_core::seek::seek_offset(current, m.size_bytes, offset, whence).inspect(|&new| {
         lock.offset().store(new, Ordering::SeqCst);
     }))
 }

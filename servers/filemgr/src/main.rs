@@ -42,23 +42,21 @@
 use abi::msg::{DEFAULT_LINKS, DEFAULT_MESSAGES, DEFAULT_QUEUES, Kind};
 use abi::{Error, InfoKey, Pid};
 use protocols::unix::errno::{EAGAIN, EINVAL, EIO, EISDIR, ESRCH};
-use protocols::unix::{Stat, encode_result, filemgr, io, mode, result};
+use protocols::unix::io::SEEK_SET;
+use protocols::unix::{Stat, encode_result, filemgr, fs, io, mode, result};
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
 use unix_core::filedata::{Errno, FileData, FileManager, Limits, PAGE_BYTES, Step};
-use unix_core::seek::SEEK_SET;
 
 runtime::entry!(main);
 
-/// The monitor's queue for file and pipe managers' READY messages.
-const MONITOR_START_QUEUE: u32 = 1;
 /// Messages the queue holds; a caller finding it full gets `QueueFull`.
 const QUEUE_MESSAGES: u64 = 128;
 /// Data pages the queue segment may hold for waiting requests (writes).
 const QUEUE_PAGES: u64 = 128;
 /// The largest file: memfs's own capacity, past which it could not take
 /// the file back anyway.
-const MAX_FILE_BYTES: u64 = 256 << 20;
+const MAX_FILE_BYTES: u64 = fs::CAPACITY_BYTES;
 /// The part of the memory free at attach time the contents may take (1 /
 /// this), so the heap's pages can always be had when first touched.
 const FREE_MEMORY_SHARE: u64 = 4;
@@ -83,7 +81,7 @@ fn main(args: Args) -> i32 {
     if queue.0 != filemgr::QUEUE {
         return 2;
     }
-    let ready = msg::open_link(monitor, Queue(MONITOR_START_QUEUE)).and_then(|l| {
+    let ready = msg::open_link(monitor, Queue(protocols::unix::monitor::START_QUEUE)).and_then(|l| {
         let sent = msg::send(l, &[filemgr::READY, queue.0 as u64, 0, 0]);
         let _ = msg::close_link(l);
         sent

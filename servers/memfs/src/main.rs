@@ -49,19 +49,19 @@ use unix_core::memfs::{Fs, MESSAGE_DATA_BYTES, Service, module_destination};
 
 runtime::entry!(main);
 
-/// The most file data memfs holds. It also takes at most a quarter of the
-/// memory free when it starts: its heap pages come from the kernel on
-/// first touch, and a touch the kernel cannot satisfy would end memfs, so
-/// a full file system must answer `ENOSPC` well before that.
-const CAPACITY_BYTES: u64 = 256 << 20;
+// The most file data memfs holds is `fs::CAPACITY_BYTES`. It also takes
+// at most a quarter of the memory free when it starts: its heap pages come
+// from the kernel on first touch, and a touch the kernel cannot satisfy
+// would end memfs, so a full file system must answer `ENOSPC` well before
+// that.
 /// The part of free memory the file data may take (1 / this).
 const FREE_MEMORY_SHARE: u64 = 4;
 /// Messages each queue holds; a caller finding it full gets `QueueFull`.
 const QUEUE_MESSAGES: u64 = 128;
 /// Data pages the queue segment may hold for waiting requests.
 const QUEUE_PAGES: u64 = 128;
-/// Longest boot-module name copied into the tree (`NAME_MAX`).
-const MAX_MODULE_NAME_BYTES: usize = 255;
+/// Longest boot-module name copied into the tree: one name of a path.
+const MAX_MODULE_NAME_BYTES: usize = protocols::unix::MAX_NAME_BYTES;
 
 use runtime::clock::Clock;
 
@@ -82,8 +82,8 @@ fn main(args: Args) -> i32 {
     let me = sys::getpid();
     let clock = Clock::new();
     let capacity_bytes = match sys::info(InfoKey::FreeMemoryBytes) {
-        0 => CAPACITY_BYTES,
-        free => (free / FREE_MEMORY_SHARE).min(CAPACITY_BYTES),
+        0 => fs::CAPACITY_BYTES,
+        free => (free / FREE_MEMORY_SHARE).min(fs::CAPACITY_BYTES),
     };
     let mut fs = Fs::new(sys::rdtsc() ^ me.0, capacity_bytes);
     fs.set_now(clock.now_ns());
@@ -94,7 +94,7 @@ fn main(args: Args) -> i32 {
     }
     let mut buf = Page::zeroed();
     load_modules(&mut service.fs, &mut buf.0);
-    let ready = msg::open_link(starter, Queue(0)).and_then(|l| {
+    let ready = msg::open_link(starter, Queue(protocols::STARTER_QUEUE)).and_then(|l| {
         let sent = msg::send(l, &[fs::READY, fs::QUEUE as u64, 0, 0]);
         let _ = msg::close_link(l);
         sent

@@ -72,8 +72,9 @@ impl Monitor {
             return Err(errno::E2BIG);
         }
         let base = path::split_last(abs).map_or(abs, |(_, n)| n);
-        let mut name = [0u8; 32];
-        let n = base.len().min(31);
+        // NUL-terminated within the field.
+        let mut name = [0u8; protocols::unix::PROCESS_NAME_BYTES];
+        let n = base.len().min(name.len() - 1);
         name[..n].copy_from_slice(&base.as_bytes()[..n]);
         match self.vm {
             // The VM manager pages text and data in from the file.

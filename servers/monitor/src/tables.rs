@@ -40,7 +40,7 @@ pub struct Proc {
     pub children_cpu_ns: u64,
     /// The signal that made the kernel end it, for the wait status.
     pub signal_sent: Option<u64>,
-    pub name: [u8; 32],
+    pub name: [u8; protocols::unix::PROCESS_NAME_BYTES],
     /// Its parent ended and init adopted it: nobody waits for it.
     pub orphaned: bool,
 }
@@ -49,7 +49,7 @@ impl Proc {
     /// A root process with no descriptors (init, and sessions init starts).
     pub fn init(kpid: Pid) -> Proc {
         let pid = protocols::unix::pid::from_kernel(kpid);
-        let mut name = [0u8; 32];
+        let mut name = [0u8; protocols::unix::PROCESS_NAME_BYTES];
         name[..4].copy_from_slice(b"init");
         Proc {
             kpid,

@@ -63,7 +63,7 @@ fn files_and_memory(path: &str, ctl: Fd, ready: Fd, then: Then) -> i32 {
         return 13;
     }
     let mut memory = vec![0u8; 2 << 20];
-    for page in memory.chunks_mut(4096) {
+    for page in memory.chunks_mut(PAGE_BYTES) {
         page[0] = 1;
     }
     let code = finish(ctl, ready, then);

@@ -32,6 +32,7 @@
 
 extern crate alloc;
 
+mod blk;
 mod fs;
 mod leak;
 mod mem;
@@ -118,6 +119,17 @@ const TESTS: &[Test] = &[
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),
     ("mem::message_data_from_untouched_pages", mem::message_data_from_untouched_pages),
+    ("blk::vda_is_a_block_device", blk::vda_is_a_block_device),
+    ("blk::patterned_blocks_round_trip", blk::patterned_blocks_round_trip),
+    ("blk::bad_transfers_are_refused_whole", blk::bad_transfers_are_refused_whole),
+    ("blk::past_the_end_writes_nothing", blk::past_the_end_writes_nothing),
+    ("blk::unmapped_buffer_is_efault", blk::unmapped_buffer_is_efault),
+    ("blk::clients_at_once", blk::clients_at_once),
+    (
+        "blk::client_killed_mid_request_leaves_the_driver_working",
+        blk::client_killed_mid_request_leaves_the_driver_working,
+    ),
+    ("blk::zero_device_reads_zeros", blk::zero_device_reads_zeros),
     ("leak::monitor_counts_descriptions", leak::monitor_counts_descriptions),
     ("leak::exited_children_leak_nothing", leak::exited_children_leak_nothing),
     ("leak::killed_children_leak_nothing", leak::killed_children_leak_nothing),

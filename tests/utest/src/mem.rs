@@ -70,7 +70,7 @@ pub fn fork_is_copy_on_write() -> TestResult {
             return 1;
         }
         // Change every page of the child's copy.
-        for page in data.chunks_mut(4096) {
+        for page in data.chunks_mut(PAGE_BYTES) {
             page[0] ^= 0xff;
         }
         if write_all(done_w, b"c").is_err() {
@@ -80,7 +80,7 @@ pub fn fork_is_copy_on_write() -> TestResult {
         let mut b = [0u8; 1];
         let _ = unix::read(r, &mut b);
         let mut after = Fnv::new();
-        for page in data.chunks_mut(4096) {
+        for page in data.chunks_mut(PAGE_BYTES) {
             page[0] ^= 0xff;
         }
         after.add(&data);
@@ -95,7 +95,7 @@ pub fn fork_is_copy_on_write() -> TestResult {
     now.add(&data);
     let parent_unchanged = now.0 == sum.0;
     // The parent's writes must not reach the child either.
-    for x in data.iter_mut().step_by(4096) {
+    for x in data.iter_mut().step_by(PAGE_BYTES) {
         *x = x.wrapping_add(1);
     }
     let released = write_all(w, b"p").ctx("write");
@@ -116,7 +116,7 @@ pub fn fork_is_copy_on_write() -> TestResult {
 
 /// Read-only data this program reads nowhere else, so its pages are still
 /// untouched (not yet paged in) when the test below runs.
-static UNTOUCHED: [u8; 3 * 4096] = [0x42; 3 * 4096];
+static UNTOUCHED: [u8; 3 * PAGE_BYTES] = [0x42; 3 * PAGE_BYTES];
 
 /// Message data may sit in pages the process has not touched yet (a
 /// constant, paged in by the VM manager on first touch): a `write` from

@@ -182,8 +182,8 @@ pub fn megabytes_between_processes() -> TestResult {
     }
     let mut expected = Stream::new(0x5eed);
     let (mut sum_got, mut sum_want) = (Fnv::new(), Fnv::new());
-    let mut want = vec![0u8; 4096];
-    let mut buf = vec![0u8; 4096];
+    let mut want = vec![0u8; MESSAGE_DATA_BYTES];
+    let mut buf = vec![0u8; MESSAGE_DATA_BYTES];
     let mut total = 0usize;
     let mut mismatch: Option<usize> = None;
     let mut error = None;

@@ -63,3 +63,13 @@ pub fn store_u8(addr: u64, value: u8) {
     let byte = unsafe { &*(addr as *const core::sync::atomic::AtomicU8) };
     byte.store(value, core::sync::atomic::Ordering::SeqCst);
 }
+
+/// `len` bytes at an address no process has mapped, as a buffer to hand
+/// to a call that must answer `EFAULT`. Never read or written by this
+/// process: only its address and length travel, in registers.
+pub fn unmapped_buffer(len: usize) -> &'static mut [u8] {
+    // SAFETY: nothing dereferences the slice in this process (the caller
+    // turns the runtime's touching of buffers off first); the kernel
+    // reaches it by walking the page tables and reports it unmapped.
+    unsafe { core::slice::from_raw_parts_mut(0xdead_0000 as *mut u8, len) }
+}

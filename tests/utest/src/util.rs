@@ -14,6 +14,12 @@ use runtime::unix::{self, Errno, Fd, WaitStatus};
 
 pub type TestResult = Result<(), String>;
 
+/// Bytes of a page, for tests that touch memory page by page.
+pub const PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
+/// The most data one message carries: a read or write of this size is one
+/// call to the object's manager.
+pub const MESSAGE_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
+
 /// `ensure!(cond, "format", args…)`: fail the test with the message.
 #[macro_export]
 macro_rules! ensure {
@@ -175,7 +181,7 @@ pub fn write_all(fd: Fd, bytes: &[u8]) -> Result<(), Errno> {
 /// Read until end of file.
 pub fn read_to_end(fd: Fd) -> Result<Vec<u8>, Errno> {
     let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; MESSAGE_DATA_BYTES];
     loop {
         let n = unix::read(fd, &mut buf)?;
         if n == 0 {

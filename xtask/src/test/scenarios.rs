@@ -330,9 +330,10 @@ mod tests {
         let workspace = Workspace::load().unwrap();
         let log_dir = workspace.target_dir.join("ktest");
         fs::create_dir_all(&log_dir).unwrap();
+        let disk = super::super::fresh_disk(&log_dir.join("disk-scenarios.img")).unwrap();
         let outcome = run(
             &workspace,
-            &RunOptions { disk: crate::qemu::DiskChoice::None, ..RunOptions::default() },
+            &RunOptions { disk, ..RunOptions::default() },
             super::super::boot::DEFAULT_TIMEOUT_S,
             &log_dir,
         );

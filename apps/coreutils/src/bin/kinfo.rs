@@ -1,12 +1,8 @@
-//! kinfo: print the kernel command line, the kernel's event counters and
-//! the block devices, one `name = value` per line (`options = …` first).
-//!
-//! Block devices: every `S_IFBLK` entry of `/dev`; its entry names its
-//! driver (pid and queue, as every device entry does), which answers
-//! `protocols::unix::block::OP_STATS` to anyone: one line per device,
-//! `block.<entry> = <device> <mode>, N requests, B bytes moved (R read, W
-//! written)`. In RAMDRIVER mode the requesters' own copies count too (they
-//! add to the lock page's counters).
+//! kinfo: print the kernel command line and the kernel's event counters,
+//! one `name = value` per line (`options = …` first), then one line per
+//! block device in `/dev`: its name, its driver's mode (`virtio`,
+//! `ramdriver`, `pddriver`), requests served and bytes moved
+//! (`block::OP_STATS`, asked of the driver the entry names).
 
 #![no_std]
 #![no_main]
@@ -17,7 +13,7 @@ extern crate alloc;
 use abi::{COUNTER_COUNT, COUNTER_NAMES};
 use alloc::vec;
 use coreutils::io::{self, Out};
-use runtime::{sys, unix};
+use runtime::sys;
 
 runtime::entry!(main);
 
@@ -55,56 +51,38 @@ fn main(_args: runtime::Args) -> i32 {
             status = io::FAILURE;
         }
     }
-    if let Err(e) = block_devices(&mut out) {
-        runtime::eprintln!("kinfo: /dev: {}", e.name());
-        status = io::FAILURE;
+    for line in block_devices() {
+        out.line(&line);
     }
     out.finish("kinfo", status)
 }
 
-/// One line per block device in `/dev`.
-fn block_devices(out: &mut Out) -> Result<(), runtime::unix::Errno> {
+/// `block NAME mode=… requests=… read=… written=…` for each block device
+/// entry in `/dev`; a driver that does not answer is left out.
+fn block_devices() -> alloc::vec::Vec<alloc::string::String> {
     use protocols::unix::{block, mode};
-    for entry in unix::read_dir("/dev")? {
-        if entry.mode & mode::S_IFMT != mode::S_IFBLK {
-            continue;
-        }
-        let path = alloc::format!("/dev/{}", entry.name);
-        let line = match unix::stat(&path) {
-            Ok(st) => match device_stats(st.device_pid, st.device_queue) {
-                Some((w, name)) => {
-                    let mode_name = match w[3] {
-                        block::MODE_VIRTIO => "virtio-blk",
-                        block::MODE_RAMDRIVER => "ramdriver",
-                        block::MODE_PDDRIVER => "pddriver",
-                        _ => "unknown mode",
-                    };
-                    alloc::format!(
-                        "block.{} = {name} {mode_name}, {} requests, {} bytes moved ({} read, {} written)",
-                        entry.name,
-                        w[0],
-                        w[1] + w[2],
-                        w[1],
-                        w[2]
-                    )
-                }
-                None => alloc::format!("block.{} = (its driver does not answer)", entry.name),
-            },
-            Err(e) => alloc::format!("block.{} = (stat: {})", entry.name, e.name()),
-        };
-        out.line(&line);
-    }
-    Ok(())
-}
-
-/// `block::OP_STATS` at the driver: its words and the device's name.
-fn device_stats(pid: u64, queue: u32) -> Option<([u64; 4], alloc::string::String)> {
     use runtime::msg::{self, Queue};
-    let link = msg::open_link(abi::Pid(pid), Queue(queue)).ok()?;
-    let mut name = [0u8; 64];
-    let reply = msg::call(link, &[protocols::unix::block::OP_STATS, 0, 0, 0], &[], &mut name);
-    let _ = msg::close_link(link);
-    let (w, len) = reply.ok()?;
-    protocols::unix::result(w[0]).ok()?;
-    Some((w, alloc::string::String::from_utf8_lossy(&name[..len.min(name.len())]).into_owned()))
+    let mut lines = alloc::vec::Vec::new();
+    let Ok(entries) = runtime::unix::read_dir("/dev") else { return lines };
+    for e in entries.iter().filter(|e| mode::is_blk(e.mode)) {
+        let path = alloc::format!("/dev/{}", e.name);
+        let Ok(st) = runtime::unix::stat(&path) else { continue };
+        let Ok(link) = msg::open_link(abi::Pid(st.device_pid), Queue(st.device_queue)) else { continue };
+        let asked = msg::call(link, &[block::OP_STATS, 0, 0, 0], &[], &mut []);
+        let _ = msg::close_link(link);
+        let Ok((w, _)) = asked else { continue };
+        let kind = match w[3] {
+            block::MODE_VIRTIO => "virtio",
+            block::MODE_RAMDRIVER => "ramdriver",
+            block::MODE_PDDRIVER => "pddriver",
+            _ => "?",
+        };
+        lines.push(alloc::format!(
+            "block {path} mode={kind} requests={} bytes_read={} bytes_written={}",
+            w[0],
+            w[1],
+            w[2]
+        ));
+    }
+    lines
 }

@@ -140,6 +140,19 @@ fn main(args: Args) -> i32 {
         // Clients of servers that the runner kills under them.
         "call-loop" => call_loop(&args),
         "call-once" => call_once(&args),
+        "lease-call" => lease_call(&args),
+        "device-calls-refused" => device_calls_refused(),
+        "device-calls" => match device_calls() {
+            Ok(()) => 0,
+            Err(why) => {
+                println!("tchild device-calls: {why}");
+                1
+            }
+        },
+        "pci-claim" => match sys::pci_claim(sys::pci_address(0, arg(1) as u8, 0)) {
+            Ok(()) => 0,
+            Err(e) => e as i32,
+        },
         "read-expect" => read_expect(&args),
         "heap-touch" => heap_touch(),
         "shutdown" => match sys::shutdown(0) {
@@ -163,7 +176,7 @@ fn main(args: Args) -> i32 {
 /// word 0 its index.
 fn cpu_report() -> i32 {
     let Some(parent) = sys::getppid() else { return 90 };
-    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 91 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(protocols::STARTER_QUEUE)) else { return 91 };
     let mut seen = 0u64;
     loop {
         let cpu = sys::info(InfoKey::CurrentCpu);
@@ -255,7 +268,7 @@ fn bad_pointers() -> i32 {
         Error::NoSuchProgram,
     );
     expect("bad info key", call(Call::Info, 9999, 0, 0, 0, 0), Error::InvalidArgument);
-    for n in [15u64, 23, 31, 57, 100, 0x1_0000_0000, u64::MAX] {
+    for n in [15u64, 23, 31, 59, 63, 69, 100, 0x1_0000_0000, u64::MAX] {
         expect("bad call number", call_raw(n), Error::NoSuchCall);
     }
     expect("kill pid 0", call(Call::Kill, 0, 0, 0, 0, 0), Error::NoSuchProcess);
@@ -523,7 +536,7 @@ fn server_link(args: &Args) -> Result<msg::Link, Error> {
 fn call_loop(args: &Args) -> i32 {
     use server_deaths::LOOPING;
     let Some(parent) = sys::getppid() else { return 90 };
-    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 91 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(protocols::STARTER_QUEUE)) else { return 91 };
     let tell_parent = |looping: u64| msg::send(to_parent, &[LOOPING, looping, 0, 0]).is_ok();
     let link = match server_link(args) {
         Ok(l) => l,
@@ -626,7 +639,7 @@ fn heap_touch() -> i32 {
     use server_deaths::{HEAP_HELLO, HEAP_TOUCHED};
     let Some(parent) = sys::getppid() else { return 90 };
     let Ok(queue) = msg::open_queue(2, true) else { return 91 };
-    let Ok(to_parent) = msg::open_link(parent, msg::Queue(0)) else { return 92 };
+    let Ok(to_parent) = msg::open_link(parent, msg::Queue(protocols::STARTER_QUEUE)) else { return 92 };
     if msg::send(to_parent, &[HEAP_HELLO, queue.0 as u64, 0, 0]).is_err() {
         return 93;
     }
@@ -658,4 +671,117 @@ fn heap_touch() -> i32 {
 
 fn call_raw(n: u64) -> Result<u64, Error> {
     abi::decode_return(sys::raw(n, 0, 0, 0, 0, 0).0)
+}
+
+/// Lease test pattern: byte `i` of a lent send buffer.
+fn lease_pattern(i: usize) -> u8 {
+    (i * 7 + i / 251) as u8
+}
+
+/// `lease-call SERVER QUEUE SEND_BYTES RECV_BYTES`: one call lending a
+/// patterned send buffer and a receive buffer; the server (the runner)
+/// checks what it reads and writes `!pattern` into the receive buffer at
+/// its reply, and answers with word 0 = bytes it wrote. Exits 0 when the
+/// receive buffer holds exactly that.
+fn lease_call(args: &Args) -> i32 {
+    let Ok(link) = server_link(args) else { return 2 };
+    let (send_len, recv_len) = (num(args, 3) as usize, num(args, 4) as usize);
+    let send: alloc::vec::Vec<u8> = (0..send_len).map(lease_pattern).collect();
+    let mut recv = alloc::vec![0u8; recv_len];
+    match msg::call(link, &[1, 0, 0, 0], &send, &mut recv) {
+        Ok((words, _)) => {
+            let written = words[0] as usize;
+            let ok = recv[..written].iter().enumerate().all(|(i, &b)| b == !lease_pattern(i))
+                && recv[written..].iter().all(|&b| b == 0);
+            if ok {
+                0
+            } else {
+                println!("tchild lease-call: the receive buffer does not hold what the server wrote");
+                1
+            }
+        }
+        Err(e) => {
+            println!("tchild lease-call: {}", e.name());
+            3
+        }
+    }
+}
+
+/// Every device call refused to a process without `rights::DEVICES`.
+fn device_calls_refused() -> i32 {
+    let base = abi::layout::USER_DEVICE_MAP_BASE;
+    let host_bridge = sys::pci_address(0, 0, 0);
+    let results = [
+        ("pci_config_read", sys::pci_config_read(host_bridge, 0, 4).map(|_| ())),
+        ("pci_config_write", sys::pci_config_write(host_bridge, 4, 2, 0)),
+        ("pci_claim", sys::pci_claim(host_bridge)),
+        ("map_mmio", sys::map_mmio(host_bridge, 0, base).map(|_| ())),
+        ("dma_alloc", sys::dma_alloc(base, PAGE_SIZE).map(|_| ())),
+    ];
+    let mut failed = 0;
+    for (what, r) in results {
+        if r != Err(Error::PermissionDenied) {
+            println!("tchild: {what} without the right gave {r:?}");
+            failed = 1;
+        }
+    }
+    failed
+}
+
+fn check(ok: bool, what: &str) -> Result<(), alloc::string::String> {
+    if ok { Ok(()) } else { Err(alloc::format!("not so: {what}")) }
+}
+
+/// The device calls of a driver (`rights::DEVICES`): PCI configuration
+/// space, claims, BARs, DMA memory, each bad argument refused by name.
+fn device_calls() -> Result<(), alloc::string::String> {
+    use alloc::format;
+    let e = |r: Result<u64, Error>, want: Error, what: &str| -> Result<(), alloc::string::String> {
+        if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
+    };
+    let host_bridge = sys::pci_address(0, 0, 0);
+    let id = sys::pci_config_read(host_bridge, 0, 4).map_err(|e| format!("read 0:0.0: {}", e.name()))?;
+    check(id & 0xffff != 0xffff, "a host bridge answers at 0:0.0")?;
+    let half = sys::pci_config_read(host_bridge, 0, 2).map_err(|e| e.name())?;
+    check(half == id & 0xffff, "a 2-byte read is the low half of the dword")?;
+    let empty = sys::pci_config_read(sys::pci_address(0, 31, 7), 0, 4).map_err(|e| e.name())?;
+    check(empty == u32::MAX, "an empty slot reads all ones")?;
+    let r = |off: u16, w: u8| sys::pci_config_read(host_bridge, off, w).map(u64::from);
+    e(r(1, 2), Error::InvalidArgument, "a misaligned read")?;
+    e(r(0, 3), Error::InvalidArgument, "a 3-byte read")?;
+    e(r(256, 4), Error::InvalidArgument, "a read past the configuration space")?;
+    let raw = abi::decode_return(sys::raw(abi::Call::PciConfigRead as u64, 1 << 16, 0, 4, 0, 0).0);
+    e(raw, Error::InvalidArgument, "an address past bus 255")?;
+    let w = |off: u16, v: u32| sys::pci_config_write(host_bridge, off, 4, v).map(|()| 0);
+    e(w(0x04, 0), Error::PermissionDenied, "a write to a function not claimed")?;
+    e(sys::pci_claim(sys::pci_address(0, 31, 7)).map(|()| 0), Error::NoSuchDevice, "claim of an empty slot")?;
+    sys::pci_claim(host_bridge).map_err(|e| format!("claim the host bridge: {}", e.name()))?;
+    e(w(0x10, 0), Error::PermissionDenied, "a write to a BAR")?;
+    e(w(0x30, 0), Error::PermissionDenied, "a write to the expansion ROM BAR")?;
+    e(w(0x00, 0), Error::PermissionDenied, "a write to the ids")?;
+    let base = abi::layout::USER_DEVICE_MAP_BASE;
+    e(sys::map_mmio(host_bridge, 0, base), Error::InvalidArgument, "a BAR the host bridge does not have")?;
+    e(sys::map_mmio(host_bridge, 6, base), Error::InvalidArgument, "BAR 6")?;
+    // Another driver cannot take a function this one holds; it can once
+    // the holder has ended.
+    let other = sys::spawn_with_rights("tchild", "pci-claim 0", abi::PRIORITY_INHERIT, abi::rights::DEVICES)
+        .map_err(|e| format!("spawn: {}", e.name()))?;
+    let (_, status) = sys::wait(Some(other)).map_err(|e| e.name())?;
+    check(status == abi::ExitStatus::Exited(Error::InUse as u32), "a second driver of the same function")?;
+    // DMA memory: contiguous, zeroed, below 4 GiB, where it was asked.
+    e(sys::dma_alloc(base, 0), Error::InvalidArgument, "no DMA bytes")?;
+    e(sys::dma_alloc(base, 100), Error::InvalidArgument, "a part of a page")?;
+    e(sys::dma_alloc(base + 1, PAGE_SIZE), Error::BadAddress, "a misaligned address")?;
+    e(sys::dma_alloc(USER_END, PAGE_SIZE), Error::BadAddress, "a kernel address")?;
+    e(sys::dma_alloc(base, 1 << 40), Error::InvalidArgument, "more than a DMA region may have")?;
+    let len = 4 * abi::layout::PAGE_SIZE;
+    let pa = sys::dma_alloc(base, len).map_err(|e| format!("dma_alloc: {}", e.name()))?;
+    check(pa != 0 && pa + len <= 1 << 32 && pa % abi::layout::PAGE_SIZE == 0, "DMA memory is below 4 GiB")?;
+    // SAFETY: the kernel just mapped `len` writable bytes at `base` for
+    // this process alone.
+    let memory = unsafe { core::slice::from_raw_parts_mut(base as *mut u8, len as usize) };
+    check(memory.iter().all(|&b| b == 0), "DMA memory comes zeroed")?;
+    memory.fill(0x5a);
+    e(sys::dma_alloc(base, PAGE_SIZE), Error::InvalidArgument, "over memory already mapped")?;
+    Ok(())
 }

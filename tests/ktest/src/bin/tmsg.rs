@@ -6,17 +6,19 @@
 #![no_std]
 #![no_main]
 
+#[path = "../tmsg_words.rs"]
+mod tmsg_words;
+
 use abi::msg::Kind;
 use abi::{Error, Pid};
 use runtime::msg::{self, Link, Page, Queue};
 use runtime::{Args, println, sys};
+use tmsg_words::HELLO;
 
 runtime::entry!(main);
 
 /// The most data one message carries, as a buffer length.
 const MAX_DATA: usize = abi::msg::MAX_DATA_BYTES as usize;
-
-pub const HELLO: u64 = 0x0048_454c_4c4f;
 
 fn main(args: Args) -> i32 {
     let role = args.get(0).unwrap_or("");
@@ -26,7 +28,7 @@ fn main(args: Args) -> i32 {
         return 90;
     }
     let Ok(my_queue) = msg::open_queue(32, true) else { return 91 };
-    let link = match msg::open_link(parent, Queue(0)) {
+    let link = match msg::open_link(parent, Queue(protocols::STARTER_QUEUE)) {
         Ok(l) => l,
         Err(e) => {
             println!("tmsg: cannot link to the runner: {}", e.name());

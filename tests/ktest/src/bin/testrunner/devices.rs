@@ -1,8 +1,10 @@
 //! Devices: the rules for claiming interrupt lines and I/O ports,
-//! interrupts delivered as messages, and the console driver serving a
-//! program's output.
+//! interrupts delivered as messages, the console driver serving a
+//! program's output, and the rights and bad input of the PCI, device
+//! memory and DMA calls.
 
-use crate::util::{MAIN_QUEUE, TestResult, check, expect_status};
+use crate::util::{MAIN_QUEUE, TestResult, check, expect_status, expect_status_with_rights};
+use abi::rights::DEVICES;
 use abi::{Error, ExitStatus, Pid};
 use alloc::format;
 use runtime::msg::{self, Queue};
@@ -24,27 +26,42 @@ pub fn device_claim_rules() -> TestResult {
     // A line and ports held by us are refused to a child.
     sys::claim_irq(5, 0).map_err(|e| format!("claim line 5: {}", e.name()))?;
     sys::io_ports(0x2f8, 8).map_err(|e| format!("COM2 ports: {}", e.name()))?;
-    expect_status("claim-irq 5", ExitStatus::Exited(Error::InUse as u32))?;
-    expect_status("io-ports 760", ExitStatus::Exited(Error::InUse as u32))?;
+    let driver = |args: &str, want: ExitStatus| expect_status_with_rights(args, DEVICES, want);
+    driver("claim-irq 5", ExitStatus::Exited(Error::InUse as u32))?;
+    driver("io-ports 760", ExitStatus::Exited(Error::InUse as u32))?;
     // Released, the line is the child's.
     sys::release_irq(5).map_err(|e| e.name())?;
-    expect_status("claim-irq 5", ExitStatus::Exited(0))?;
+    driver("claim-irq 5", ExitStatus::Exited(0))?;
+    // Without the right, nothing.
+    expect_status("claim-irq 5", ExitStatus::Exited(Error::PermissionDenied as u32))?;
+    expect_status("io-ports 760", ExitStatus::Exited(Error::PermissionDenied as u32))?;
     // Its owner ended, so the line is free again.
     sys::claim_irq(5, 0).map_err(|e| format!("reclaim line 5: {}", e.name()))?;
     sys::release_irq(5).map_err(|e| e.name())?;
-    // Grandchildren of init are not drivers.
-    expect_status("grandchild claim-irq 6", ExitStatus::Exited(Error::PermissionDenied as u32))
+    // A driver's child is not a driver unless given the right.
+    driver("grandchild claim-irq 6", ExitStatus::Exited(Error::PermissionDenied as u32))
 }
 
 pub fn interrupts_as_messages() -> TestResult {
     // COM1's line is 4 unless the firmware says otherwise.
-    expect_status("uart-irq", ExitStatus::Exited(104))
+    expect_status_with_rights("uart-irq", DEVICES, ExitStatus::Exited(104))
+}
+
+/// PCI configuration space, device memory and DMA memory: only with the
+/// right; bad input refused with the error that names it (tchild
+/// `device-calls`, so that its DMA memory and claims end with it).
+pub fn pci_and_dma_calls() -> TestResult {
+    expect_status("device-calls-refused", ExitStatus::Exited(0))?;
+    expect_status_with_rights("device-calls", DEVICES, ExitStatus::Exited(0))?;
+    // Its claim on the host bridge ended with it.
+    expect_status_with_rights("pci-claim 0", DEVICES, ExitStatus::Exited(0))
 }
 
 pub fn console_driver() -> TestResult {
     let me = sys::getpid();
-    let driver = sys::spawn_with_priority("console", &format!("{}", me.0), abi::MAX_PRIORITY as u64 - 1)
-        .map_err(|e| format!("spawn console: {}", e.name()))?;
+    let driver =
+        sys::spawn_with_rights("console", &format!("{}", me.0), abi::MAX_PRIORITY as u64 - 1, DEVICES)
+            .map_err(|e| format!("spawn console: {}", e.name()))?;
     let r = msg::receive_data(MAIN_QUEUE, &mut []).map_err(|e| e.name())?;
     check(r.sender == driver && r.message[0] == protocols::console::READY, "the driver says it is ready")?;
     let link = msg::open_link(driver, Queue(r.message[1] as u32)).map_err(|e| e.name())?;
@@ -67,7 +84,7 @@ pub fn console_driver() -> TestResult {
     check(status == ExitStatus::Killed, "the driver ends when killed")?;
     msg::close_link(link).map_err(|e| e.name())?;
     // Its line was released with it.
-    expect_status("uart-irq", ExitStatus::Exited(104))
+    expect_status_with_rights("uart-irq", DEVICES, ExitStatus::Exited(104))
 }
 
 fn run_printing_child() -> TestResult {

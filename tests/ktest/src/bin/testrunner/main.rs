@@ -16,7 +16,8 @@
 //! clients) and [`health`] (random kernel calls, then the final leak
 //! check). Below them, [`util`] (running `tchild`, the runner's queues)
 //! and [`started`] (the processes a test made, and seeing them blocked).
-//! `server_deaths` holds the message words shared with `tchild`.
+//! `server_deaths` holds the message words shared with `tchild`,
+//! `tmsg_words` those shared with `tmsg`.
 
 #![no_std]
 #![no_main]
@@ -34,6 +35,8 @@ mod util;
 
 #[path = "../../server_deaths.rs"]
 mod server_deaths;
+#[path = "../../tmsg_words.rs"]
+mod tmsg_words;
 
 use abi::InfoKey;
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
@@ -83,9 +86,11 @@ const TESTS: &[Test] = &[
     ("closing_a_queue_returns_its_page_quota", messages::close_queue_returns_quota),
     ("a_bad_receive_buffer_is_reported_not_hung", messages::bad_receive_buffer_reported),
     ("empty_buffers_need_no_memory", messages::empty_buffers_need_no_memory),
+    ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
     ("interrupt_lines_and_ports_are_exclusive", devices::device_claim_rules),
     ("interrupts_arrive_as_messages", devices::interrupts_as_messages),
     ("console_driver_serves_programs", devices::console_driver),
+    ("pci_dma_and_device_memory_calls", devices::pci_and_dma_calls),
     ("pager_serves_zero_and_copy_on_write_pages", pagers::pager_serves),
     ("pager_refusing_or_dying_ends_the_faulter", pagers::pager_refuses_and_dies),
     ("pager_rights", pagers::pager_rights),

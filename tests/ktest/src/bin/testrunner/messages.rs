@@ -4,6 +4,7 @@
 //! regressions found there. The peers are `tmsg` roles, which say hello on
 //! the runner's queue 0 before they start.
 
+use crate::tmsg_words::HELLO;
 use crate::util::{MAIN_QUEUE, MAX_DATA, TestResult, check};
 use abi::msg::Kind;
 use abi::{Error, ExitStatus, InfoKey, Pid};
@@ -12,8 +13,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use runtime::msg::{self, Page, Queue};
 use runtime::sys;
-
-const HELLO: u64 = 0x0048_454c_4c4f;
 
 /// Start a tmsg role and wait for its hello; returns its pid and a link to
 /// its queue.
@@ -427,4 +426,84 @@ pub fn empty_buffers_need_no_memory() -> TestResult {
     check(write.0 == 0, "debug_write of 0 bytes from an unmapped address")?;
     msg::close_link(link).map_err(|e| e.name())?;
     msg::close_queue(q).map_err(|e| e.name().into())
+}
+
+/// Byte `i` of tchild's lent send buffer (`lease-call`).
+fn lease_pattern(i: usize) -> u8 {
+    (i * 7 + i / 251) as u8
+}
+
+/// Leases: a call lends its send buffer to read and its receive buffer to
+/// write, of any length, until the reply; at any offset, in pieces, one
+/// byte at a time or in bulk; out of bounds, bad local memory, bad flags,
+/// after the reply and after the caller's death, an error names it.
+pub fn leases_lend_call_buffers() -> TestResult {
+    let me = sys::getpid();
+    let e = |r: Result<usize, Error>, want: Error, what: &str| -> TestResult {
+        if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
+    };
+    for (send_len, recv_len) in [(10_000usize, 20_000usize), (100, 3 * MAX_DATA + 5), (0, 64 * 1024)] {
+        let child = sys::spawn("tchild", &format!("lease-call {} 0 {send_len} {recv_len}", me.0))
+            .map_err(|e| e.name())?;
+        let mut first = alloc::vec![0u8; MAX_DATA];
+        let r = msg::receive_data(MAIN_QUEUE, &mut first).map_err(|e| e.name())?;
+        check(r.kind == Kind::Call && r.sender == child, "the lending call arrives")?;
+        let sent_with_message = if send_len <= MAX_DATA { send_len } else { 0 };
+        check(r.len == sent_with_message, "only a send buffer that fits a message travels with it")?;
+        let h = r.reply;
+        // The whole send buffer, in three uneven pieces.
+        let mut got = alloc::vec![0u8; send_len];
+        let cuts = [0, send_len / 3, (send_len / 3 + 1).min(send_len), send_len];
+        for w in cuts.windows(2) {
+            let n = msg::lease_read(h, w[0] as u64, &mut got[w[0]..w[1]], 0).map_err(|e| e.name())?;
+            check(n == w[1] - w[0], "a lease read moves what it was asked")?;
+        }
+        check(
+            got.iter().enumerate().all(|(i, &b)| b == lease_pattern(i)),
+            "the send buffer reads back whole",
+        )?;
+        let mut one = [0u8; 11];
+        e(msg::lease_read(h, send_len as u64, &mut one, 0), Error::InvalidArgument, "a read past the lease")?;
+        e(msg::lease_read(h, u64::MAX, &mut one, 0), Error::InvalidArgument, "an offset that wraps")?;
+        e(msg::lease_read(h, 0, &mut one[..0], 7), Error::InvalidArgument, "unknown flags")?;
+        let raw = msg::raw(abi::Call::LeaseWrite as u64, [h.0, 0, 0x10, 1, 0, 0], [0; 4]).rax;
+        e(
+            abi::decode_return(raw).map(|n| n as usize),
+            Error::BadAddress,
+            "a lease write from unmapped memory",
+        )?;
+        // Fill the receive buffer but its last three bytes, the first half
+        // one byte at a time (the PDDRIVER way), the rest in bulk.
+        let written = recv_len - 3;
+        let data: Vec<u8> = (0..written).map(|i| !lease_pattern(i)).collect();
+        let half = written / 2;
+        msg::lease_write(h, 0, &data[..half], abi::lease::BYTE_AT_A_TIME).map_err(|e| e.name())?;
+        msg::lease_write(h, half as u64, &data[half..], 0).map_err(|e| e.name())?;
+        e(
+            msg::lease_write(h, recv_len as u64 - 2, &data[..3], 0),
+            Error::InvalidArgument,
+            "a write past the lease",
+        )?;
+        msg::reply(h, &[written as u64, 0, 0, 0], &[]).map_err(|e| e.name())?;
+        e(msg::lease_read(h, 0, &mut one[..1], 0), Error::BadReplyHandle, "a lease after the reply")?;
+        let (_, status) = sys::wait(Some(child)).map_err(|e| e.name())?;
+        check(status == ExitStatus::Exited(0), "the caller finds in its buffer what the server wrote")?;
+    }
+    // A caller killed mid-call takes its leases with it.
+    let child = sys::spawn("tchild", &format!("lease-call {} 0 8192 8192", me.0)).map_err(|e| e.name())?;
+    let r = msg::receive_data(MAIN_QUEUE, &mut []).map_err(|e| e.name())?;
+    sys::kill(child).map_err(|e| e.name())?;
+    sys::wait(Some(child)).map_err(|e| e.name())?;
+    let mut one = [0u8; 1];
+    let after_death = msg::lease_read(r.reply, 0, &mut one, 0);
+    check(
+        matches!(after_death, Err(Error::DeadPeer | Error::BadReplyHandle)),
+        "a lease of a killed caller is refused",
+    )?;
+    // A call may not lend more than the limit.
+    let big = abi::lease::MAX_LEASE_BYTES + 1;
+    let link = msg::open_link(me, MAIN_QUEUE).map_err(|e| e.name())?;
+    let raw = msg::raw(abi::Call::Call as u64, [link.0 as u64, 0, 0, 0x1000, big, 0], [0; 4]).rax;
+    msg::close_link(link).map_err(|e| e.name())?;
+    check(abi::decode_return(raw) == Err(Error::InvalidArgument), "a lease over the limit is refused")
 }

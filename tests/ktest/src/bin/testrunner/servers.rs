@@ -325,7 +325,8 @@ pub fn tty_killed_under_a_blocked_reader() -> TestResult {
     use protocols::unix::{device, errno, io, open_flags, tty};
     let mut s = Started::new();
     let me = sys::getpid();
-    let driver = s.spawn("console", &format!("{}", me.0), abi::MAX_PRIORITY as u64 - 1, 0)?;
+    let driver =
+        s.spawn("console", &format!("{}", me.0), abi::MAX_PRIORITY as u64 - 1, abi::rights::DEVICES)?;
     let ready = receive_from(MAIN_QUEUE, driver, protocols::console::READY, "the console driver's READY")?;
     // The tty finds its driver in its bootstrap CONSOLE connection.
     sys::set_bootstrap(abi::bootstrap::CONSOLE, driver, ready[1] as u32).map_err(|e| e.name())?;

@@ -11,16 +11,22 @@ pub type TestResult = Result<(), String>;
 
 /// The runner's queue 0: every tmsg child's messages and servers' READY
 /// arrive here (`main` opens it before the first test).
-pub const MAIN_QUEUE: Queue = Queue(0);
+pub const MAIN_QUEUE: Queue = Queue(protocols::STARTER_QUEUE);
 /// The runner's queue for pipe and file managers' READY (their starter,
 /// the monitor, takes them on its queue 1).
-pub const MANAGER_QUEUE: Queue = Queue(1);
+pub const MANAGER_QUEUE: Queue = Queue(protocols::unix::monitor::START_QUEUE);
 /// The most data one message carries, as a buffer length.
 pub const MAX_DATA: usize = abi::msg::MAX_DATA_BYTES as usize;
 
 /// Start tchild with `args` and wait for it.
 pub fn run(args: &str) -> Result<ExitStatus, String> {
-    let pid = sys::spawn("tchild", args).map_err(|e| format!("spawn tchild {args}: {}", e.name()))?;
+    run_with_rights(args, 0)
+}
+
+/// [`run`] with `abi::rights` (the runner, as init, holds them all).
+pub fn run_with_rights(args: &str, rights: u64) -> Result<ExitStatus, String> {
+    let pid = sys::spawn_with_rights("tchild", args, abi::PRIORITY_INHERIT, rights)
+        .map_err(|e| format!("spawn tchild {args}: {}", e.name()))?;
     let (got, status) = sys::wait(Some(pid)).map_err(|e| format!("wait: {}", e.name()))?;
     if got != pid {
         return Err(format!("wait returned {:#x}, expected {:#x}", got.0, pid.0));
@@ -29,7 +35,12 @@ pub fn run(args: &str) -> Result<ExitStatus, String> {
 }
 
 pub fn expect_status(args: &str, want: ExitStatus) -> TestResult {
-    let got = run(args)?;
+    expect_status_with_rights(args, 0, want)
+}
+
+/// [`expect_status`] for a tchild holding `rights`.
+pub fn expect_status_with_rights(args: &str, rights: u64, want: ExitStatus) -> TestResult {
+    let got = run_with_rights(args, rights)?;
     if got == want { Ok(()) } else { Err(format!("tchild {args}: ended {got:?}, expected {want:?}")) }
 }
 
