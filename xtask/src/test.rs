@@ -397,7 +397,7 @@ fn unix_boots(
                 }
             }
         } else {
-            TEST_DISK
+            DiskChoice::None
         };
         let run_opts = RunOptions { smp, accel: opts.accel, disk, cmdline, ..RunOptions::default() };
         match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {

@@ -318,7 +318,7 @@ pub(crate) fn seek(
     link: Link,
     info: &FdInfo,
     offset: i64,
-    whence: u32,
+    whence: u64,
 ) -> Option<Result<u64, Errno>> {
     let m = state(fd, link, info)?;
     let lock = Lock { start: m.start, slot: m.slot };
