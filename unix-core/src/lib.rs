@@ -9,7 +9,7 @@
 //! - [`path`]: normalising paths against a working directory;
 //! - [`memfs`]: the memory file system's tree (directory manager + files);
 //! - [`ldisc`]: the console line discipline (echo, erase, ^C, ^D);
-//! - [`pipebuf`]: a pipe's ring buffer;
+//! - [`pipebuf`]: a pipe: its buffer, kept calls and loaned writes;
 //! - [`filedata`]: a file manager's pages and requests (per-file mode);
 //! - [`blockdev`]: the block drivers' rules (whole blocks, handles, offsets);
 //! - [`handles`]: the handle table memfs and the file managers number
