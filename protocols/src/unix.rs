@@ -260,6 +260,9 @@ pub mod mode {
     pub fn is_blk(m: u32) -> bool {
         m & S_IFMT == S_IFBLK
     }
+    pub fn is_fifo(m: u32) -> bool {
+        m & S_IFMT == S_IFIFO
+    }
     /// A device entry: a character or a block device.
     pub fn is_device(m: u32) -> bool {
         is_chr(m) || is_blk(m)
