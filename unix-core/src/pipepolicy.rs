@@ -192,7 +192,9 @@ mod tests {
         assert_eq!(s.set_text(b" pipe = big "), Ok(Change::NewPipes));
         assert_eq!(s.set_text(b"pipe.loan_cap=0"), Ok(Change::LoanCap));
         assert_eq!(s, Settings { mode: Mode::Big, loan_min_bytes: 100, loan_cap_bytes: 0 });
-        for bad in [&b"pipe.nothing=1"[..], b"pipe.loan_min", b"pipe.loan_min=x", b"pipe.loan_min=1G", b"\xff=1"] {
+        for bad in
+            [&b"pipe.nothing=1"[..], b"pipe.loan_min", b"pipe.loan_min=x", b"pipe.loan_min=1G", b"\xff=1"]
+        {
             assert_eq!(s.set_text(bad), Err(EINVAL), "{bad:?}");
         }
         assert_eq!(s.manager_args(7), "7 big 100");

@@ -10,8 +10,9 @@
 //! 5. the UNIX personality's tests: the test image booted normally (init
 //!    from `etc/inittab`) with `/bin/utest` as the batch command
 //!    (`tests/utest`, the same line protocol as the test runner), on 1 and
-//!    2 CPUs; then one boot of the normal image running every shell
-//!    scenario of `tests/unix` ([`scenarios`]);
+//!    2 CPUs, and its pipe tests once more under the `small` and `big`
+//!    pipe designs (one boot, `pipe=small`); then one boot of the normal
+//!    image running every shell scenario of `tests/unix` ([`scenarios`]);
 //! 6. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
 //!    the Linux guest; it checks that every figure is measured, never a
 //!    figure's value).
@@ -389,8 +390,38 @@ fn unix_boots(
             Err(err) => outcomes.push(Outcome::step(&format!("boot {name}"), Err(err))),
         }
     }
+    outcomes.push(pipe_designs_boot(workspace, opts, log_dir));
     outcomes
 }
+
+/// The boot option and the two designs the UNIX boots above do not run
+/// (they run the default, `loan`): one boot with `pipe=small` on the
+/// command line, whose `utest --modes small,big pipe::` runs every pipe
+/// test under `small`, then switches to `big` at run time (seed 002's
+/// three designs, issue 11) and runs them again.
+fn pipe_designs_boot(workspace: &Workspace, opts: &TestOptions, log_dir: &Path) -> Outcome {
+    let smp = opts.smp.unwrap_or(qemu::DEFAULT_SMP);
+    let name = format!("unix smp{smp} pipe=small,big");
+    let disk = match fresh_disk(&log_dir.join("disk-pipe-designs.img")) {
+        Ok(d) => d,
+        Err(err) => return Outcome::step(&format!("boot {name}"), Err(err)),
+    };
+    let run_opts = RunOptions {
+        smp,
+        accel: opts.accel,
+        disk,
+        cmdline: PIPE_DESIGNS_CMDLINE.to_string(),
+        ..RunOptions::default()
+    };
+    let command = format!("/bin/{UNIX_TEST_PROGRAM} --modes small,big pipe::");
+    match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
+        Ok(config) => boot(&name, &config, opts.timeout_s, &log_dir.join("unix-pipe-designs.log")),
+        Err(err) => Outcome::step(&format!("boot {name}"), Err(err)),
+    }
+}
+
+/// The kernel command line of [`pipe_designs_boot`].
+const PIPE_DESIGNS_CMDLINE: &str = "pipe=small";
 
 /// Size of the disks attached to the UNIX test and scenario boots
 /// (utest's `blk::` tests need the pattern's megabyte and a few more).

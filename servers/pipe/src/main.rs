@@ -39,7 +39,7 @@
 
 extern crate alloc;
 
-use abi::lease::{LOAN_MIN_BYTES, MAY_LOAN, MAX_LEASE_BYTES};
+use abi::lease::{LOAN_MIN_BYTES, MAX_LEASE_BYTES, MAY_LOAN};
 use abi::msg::{Kind, Message};
 use abi::{Error, Pid};
 use alloc::vec::Vec;
@@ -342,7 +342,8 @@ impl Manager {
     ) -> Option<Answer> {
         // The end a handle names, if that end is still open.
         let end = self.ends.end_of(m[1]).filter(|&e| self.pipe.is_open(e));
-        let mut io = Io { current: reply, answer: None, reply_data: out, inline_len: 0, caps: &mut self.caps };
+        let mut io =
+            Io { current: reply, answer: None, reply_data: out, inline_len: 0, caps: &mut self.caps };
         match (m[0], end) {
             (io::OP_READ, Some(End::Read)) => {
                 let max_bytes = m[2].min(MAX_LEASE_BYTES) as usize;
