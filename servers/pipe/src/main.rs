@@ -287,7 +287,7 @@ impl Manager {
                     }
                     answer = a.map(|a| (r.reply, a));
                 }
-                Kind::Short if r.sender == self.monitor => self.from_monitor(&r.message),
+                Kind::Short if r.sender == self.monitor => self.monitor_said(&r.message),
                 _ => {}
             }
             self.budget_traffic();
@@ -295,7 +295,7 @@ impl Manager {
     }
 
     /// A one-way message from the monitor.
-    fn from_monitor(&mut self, m: &Message) {
+    fn monitor_said(&mut self, m: &Message) {
         match m[0] {
             pipe::OP_SET_LOAN_MIN => self.pipe.set_loan_min(m[1] as usize),
             pipe::OP_GRANT => {

@@ -293,8 +293,8 @@ fn switching_between_buffered_and_loaned_writes_keeps_the_order() {
         t += 1;
     }
     assert_eq!(got, stream);
-    for i in 0..sizes.len() {
-        assert_eq!(w.answer(100 + i as u32), Some(Ok(sizes[i])));
+    for (i, &n) in sizes.iter().enumerate() {
+        assert_eq!(w.answer(100 + i as u32), Some(Ok(n)));
     }
     assert!(p.stats().loaned_writes >= 4 && p.stats().buffered_bytes > 0);
 }
