@@ -10,8 +10,10 @@
 //! 5. the UNIX personality's tests: the test image booted normally (init
 //!    from `etc/inittab`) with `/bin/utest` as the batch command
 //!    (`tests/utest`, the same line protocol as the test runner), on 1 and
-//!    2 CPUs, and its RAM disk tests once more in a boot with
-//!    `ramdisk.mode=pddriver` (the RAM disk's other mode); then one boot of the normal image running every shell
+//!    2 CPUs; its RAM disk tests once more in a boot with
+//!    `ramdisk.mode=pddriver` (the RAM disk's other mode), and its pipe
+//!    tests once more under the `small` and `big` pipe designs (one boot,
+//!    `pipe=small`); then one boot of the normal image running every shell
 //!    scenario of `tests/unix` ([`scenarios`]);
 //! 6. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
 //!    the Linux guest; it checks that every figure is measured, never a
@@ -384,6 +386,15 @@ fn unix_boots(
         format!("/bin/{UNIX_TEST_PROGRAM} {RAMDISK_TESTS}"),
         false,
     ));
+    // The other two pipe designs ([`PIPE_DESIGNS_CMDLINE`]).
+    let smp = opts.smp.unwrap_or(qemu::DEFAULT_SMP);
+    boots.push((
+        format!("unix smp{smp} pipe=small,big"),
+        smp,
+        PIPE_DESIGNS_CMDLINE.to_string(),
+        format!("/bin/{UNIX_TEST_PROGRAM} --modes small,big pipe::"),
+        false,
+    ));
     for (name, smp, cmdline, command, writes_disk) in boots {
         // A fresh disk for each boot that writes it: utest's `blk::`
         // tests write to /dev/vda, and the image is checked afterwards.
@@ -417,6 +428,13 @@ fn unix_boots(
     }
     outcomes
 }
+
+/// The pipe designs the UNIX boots do not run (they run the default,
+/// `loan`): one boot with this on the command line, whose `utest --modes
+/// small,big pipe::` runs every pipe test under `small`, then switches to
+/// `big` at run time (seed 002's three designs, issue 11) and runs them
+/// again.
+const PIPE_DESIGNS_CMDLINE: &str = "pipe=small";
 
 /// Size of the disks attached to the UNIX test and scenario boots
 /// (utest's `blk::` tests need the pattern's megabyte and a few more).
