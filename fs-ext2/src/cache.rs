@@ -139,7 +139,11 @@ impl<D: BlockDevice> Cache<D> {
     /// back) for other sizes or no buffers.
     pub fn new(dev: D, block_bytes: usize, nbuf: usize) -> Result<Self, (Errno, D)> {
         let max_bytes = MAX_TRANSFER_PAGES * abi::layout::PAGE_SIZE as usize;
-        if nbuf == 0 || block_bytes == 0 || !block_bytes.is_multiple_of(SECTOR_BYTES) || block_bytes > max_bytes {
+        if nbuf == 0
+            || block_bytes == 0
+            || !block_bytes.is_multiple_of(SECTOR_BYTES)
+            || block_bytes > max_bytes
+        {
             return Err((EINVAL, dev));
         }
         let sectors_per_block = (block_bytes / SECTOR_BYTES) as u64;
@@ -428,7 +432,9 @@ impl<D: BlockDevice> Cache<D> {
             return Ok(true);
         }
         let mut start = block;
-        while start > 0 && ((block - start + 1) as usize) < self.max_run_blocks && self.is_dirty_ready(start - 1).is_some()
+        while start > 0
+            && ((block - start + 1) as usize) < self.max_run_blocks
+            && self.is_dirty_ready(start - 1).is_some()
         {
             start -= 1;
         }
@@ -454,7 +460,12 @@ impl<D: BlockDevice> Cache<D> {
         self.in_flight.insert(tag, indices.clone());
         self.stats.write_transfers += 1;
         self.stats.blocks_written += indices.len() as u64;
-        self.dev.submit(Transfer { tag, direction: Direction::Write, first_sector: start * self.sectors_per_block, buffers });
+        self.dev.submit(Transfer {
+            tag,
+            direction: Direction::Write,
+            first_sector: start * self.sectors_per_block,
+            buffers,
+        });
         Ok(true)
     }
 
@@ -495,12 +506,17 @@ impl<D: BlockDevice> Cache<D> {
     }
 
     /// Records that the present contents of `first` must be on the disk
-    /// before the contents `then` is about to get. Call it *before*
-    /// changing `then`.
+    /// before the contents `then` is about to get. Call it right before
+    /// changing `then`, with no other cache call between: a write of
+    /// `then` meanwhile would carry the old contents and end the wait.
     pub fn order(&mut self, first: u64, then: u64) -> Result<(), Errno> {
         if first == then || !self.is_pending(first) {
             return Ok(());
         }
+        // A write of `then` in flight carries its present contents; its
+        // completion must not take this wait (meant for the next
+        // contents) with it.
+        self.find_ready(then)?;
         if self.depends_on(first, then) {
             // A cycle: `then`'s present contents are already due before
             // `first`'s. Write them now, before they change.
@@ -559,15 +575,11 @@ impl<D: BlockDevice> Cache<D> {
                 continue;
             }
             let newest = self.clock;
-            let victim = self
-                .bufs
-                .iter()
-                .position(|b| b.state == State::Empty)
-                .or_else(|| {
-                    (0..self.bufs.len())
-                        .filter(|&i| self.bufs[i].state == State::Clean && self.bufs[i].last_use < newest)
-                        .min_by_key(|&i| self.bufs[i].last_use)
-                });
+            let victim = self.bufs.iter().position(|b| b.state == State::Empty).or_else(|| {
+                (0..self.bufs.len())
+                    .filter(|&i| self.bufs[i].state == State::Clean && self.bufs[i].last_use < newest)
+                    .min_by_key(|&i| self.bufs[i].last_use)
+            });
             let Some(i) = victim else { break };
             if self.bufs[i].state == State::Clean {
                 self.map.remove(&self.bufs[i].block);

@@ -139,7 +139,8 @@ impl MemDisk {
     }
 
     fn finish(&mut self, transfer: &mut Transfer) -> Result<(), Errno> {
-        let start = usize::try_from(transfer.first_sector).map_err(|_| EIO)?.checked_mul(SECTOR_BYTES).ok_or(EIO)?;
+        let start =
+            usize::try_from(transfer.first_sector).map_err(|_| EIO)?.checked_mul(SECTOR_BYTES).ok_or(EIO)?;
         let end = start.checked_add(transfer.bytes()).ok_or(EIO)?;
         if end > self.bytes.len() || transfer.buffers.iter().any(|b| b.len() % SECTOR_BYTES != 0) {
             return Err(EIO);

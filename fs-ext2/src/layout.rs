@@ -39,7 +39,8 @@ pub mod feature {
     pub const RO_COMPAT_EXTRA_ISIZE: u32 = 0x0040;
     /// Read-only-compatible features we can write with; any other makes
     /// the mount read-only.
-    pub const RO_COMPAT_SUPPORTED: u32 = RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE | RO_COMPAT_EXTRA_ISIZE;
+    pub const RO_COMPAT_SUPPORTED: u32 =
+        RO_COMPAT_SPARSE_SUPER | RO_COMPAT_LARGE_FILE | RO_COMPAT_EXTRA_ISIZE;
 }
 
 /// `i_mode` file types (the values are POSIX's).
@@ -383,7 +384,9 @@ pub fn parse_dir_block(block: &[u8], has_filetype: bool) -> Result<alloc::vec::V
             return Err(format!("entry at byte {offset}: rec_len {rec_len} runs past the block"));
         }
         if name_len > MAX_NAME || dirent_len(name_len) > rec_len {
-            return Err(format!("entry at byte {offset}: name of {name_len} bytes does not fit rec_len {rec_len}"));
+            return Err(format!(
+                "entry at byte {offset}: name of {name_len} bytes does not fit rec_len {rec_len}"
+            ));
         }
         if ino != 0 && name_len == 0 {
             return Err(format!("entry at byte {offset}: empty name"));

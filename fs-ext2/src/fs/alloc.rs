@@ -80,7 +80,9 @@ impl<D: BlockDevice> Fs<D> {
             let Some(bit) = self.cache.read(bitmap, |b| find_clear(b, from, to))? else { continue };
             let block = self.group_first_block(group) + bit;
             if self.is_group_metadata(group, block) {
-                return Err(self.damage(format!("group {group}: block bitmap calls metadata block {block} free")));
+                return Err(
+                    self.damage(format!("group {group}: block bitmap calls metadata block {block} free"))
+                );
             }
             self.cache.modify(bitmap, |b| b[(bit / 8) as usize] |= 1 << (bit % 8))?;
             self.adjust_counts(group, -1, 0, 0)?;
@@ -162,6 +164,7 @@ impl<D: BlockDevice> Fs<D> {
 
     /// Gives inode `ino` back; the caller ordered the inode's block first.
     pub(crate) fn free_inode(&mut self, ino: u32, was_dir: bool) -> Result<(), Errno> {
+        self.inode_deps.remove(&ino);
         let ipg = self.sb.inodes_per_group;
         let group = (ino - 1) / ipg;
         let bit = ((ino - 1) % ipg) as usize;

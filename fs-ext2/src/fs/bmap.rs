@@ -51,7 +51,9 @@ impl<D: BlockDevice> Fs<D> {
     /// A block pointer read from the disk must lie in the file system.
     fn check_ptr(&mut self, ptr: u32, what: &str) -> Result<(), Errno> {
         if ptr <= self.sb.first_data_block || ptr >= self.sb.blocks_count {
-            return Err(self.damage(format!("{what}: block pointer {ptr} outside 1..{}", self.sb.blocks_count)));
+            return Err(
+                self.damage(format!("{what}: block pointer {ptr} outside 1..{}", self.sb.blocks_count))
+            );
         }
         Ok(())
     }
@@ -95,11 +97,9 @@ impl<D: BlockDevice> Fs<D> {
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(u32, bool), Errno> {
         let (depth, path) = self.block_path(lblk)?;
-        let (inode_block, _) = self.inode_location(ino)?;
         let mut holder: Option<u32> = None;
         let mut goal = goal;
-        for level in 0..=depth {
-            let slot = path[level];
+        for (level, &slot) in path.iter().enumerate().take(depth + 1) {
             let ptr = match holder {
                 None => inode.block(slot),
                 Some(h) => self.cache.read(h as u64, |b| le32(b, slot * 4))?,
@@ -123,13 +123,18 @@ impl<D: BlockDevice> Fs<D> {
             } else {
                 self.cache.overwrite(new as u64, |b| b.fill(0))?;
             }
-            let holder_block = holder.map_or(inode_block, u64::from);
             let bitmap = self.block_bitmap_of(new as u64);
-            self.cache.order(bitmap, holder_block)?;
-            self.cache.order(new as u64, holder_block)?;
             match holder {
-                None => inode.set_block(slot, new),
-                Some(h) => self.cache.modify(h as u64, |b| put32(b, slot * 4, new))?,
+                None => {
+                    self.inode_after(ino, bitmap);
+                    self.inode_after(ino, new as u64);
+                    inode.set_block(slot, new);
+                }
+                Some(h) => {
+                    self.cache.order(bitmap, h as u64)?;
+                    self.cache.order(new as u64, h as u64)?;
+                    self.cache.modify(h as u64, |b| put32(b, slot * 4, new))?;
+                }
             }
             self.add_sectors(inode, 1)?;
             if is_leaf {
@@ -164,7 +169,14 @@ impl<D: BlockDevice> Fs<D> {
 
     /// The blocks under `block` (of `level`, mapping logical blocks from
     /// `first`) that lie at or past logical block `keep` (> `first`).
-    fn collect_from(&mut self, block: u32, level: u32, first: u64, keep: u64, cut: &mut Cut) -> Result<(), Errno> {
+    fn collect_from(
+        &mut self,
+        block: u32,
+        level: u32,
+        first: u64,
+        keep: u64,
+        cut: &mut Cut,
+    ) -> Result<(), Errno> {
         let p = self.ptrs_per_block;
         let span = p.pow(level - 1);
         let entries = self.indirect_entries(block)?;
@@ -200,6 +212,18 @@ impl<D: BlockDevice> Fs<D> {
     /// and checked before anything changes: a damaged map is `EIO` with
     /// nothing written.
     pub(crate) fn cut(&mut self, ino: u32, inode: &mut Inode, keep: u64) -> Result<(), Errno> {
+        let (cut, cleared_slots) = self.plan_cut(inode, keep)?;
+        self.apply_cut(ino, inode, cut, cleared_slots)
+    }
+
+    /// Checks that every block of `inode` from logical block `keep` on can
+    /// be freed (every pointer in range), changing nothing: for an
+    /// operation that must not start a deletion it cannot finish.
+    pub(crate) fn check_cut(&mut self, inode: &Inode, keep: u64) -> Result<(), Errno> {
+        self.plan_cut(inode, keep).map(|_| ())
+    }
+
+    fn plan_cut(&mut self, inode: &Inode, keep: u64) -> Result<(Cut, Vec<usize>), Errno> {
         let p = self.ptrs_per_block;
         let mut cut = Cut::default();
         let mut cleared_slots = Vec::new();
@@ -211,7 +235,11 @@ impl<D: BlockDevice> Fs<D> {
                 cleared_slots.push(slot);
             }
         }
-        let roots = [(IND, 1u32, N_DIRECT as u64), (DIND, 2, N_DIRECT as u64 + p), (TIND, 3, N_DIRECT as u64 + p + p * p)];
+        let roots = [
+            (IND, 1u32, N_DIRECT as u64),
+            (DIND, 2, N_DIRECT as u64 + p),
+            (TIND, 3, N_DIRECT as u64 + p + p * p),
+        ];
         for (slot, level, first) in roots {
             let root = inode.block(slot);
             if root == 0 {
@@ -226,6 +254,16 @@ impl<D: BlockDevice> Fs<D> {
                 self.collect_from(root, level, first, keep, &mut cut)?;
             }
         }
+        Ok((cut, cleared_slots))
+    }
+
+    fn apply_cut(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        cut: Cut,
+        cleared_slots: Vec<usize>,
+    ) -> Result<(), Errno> {
         // Pointers first...
         for &slot in &cleared_slots {
             inode.set_block(slot, 0);
@@ -278,7 +316,11 @@ impl<D: BlockDevice> Fs<D> {
 
     /// The blocks a file's data occupies, for read-ahead: the block of
     /// each logical block in `lblks` that is mapped.
-    pub(crate) fn map_range(&mut self, inode: &Inode, lblks: core::ops::Range<u64>) -> Result<Vec<u64>, Errno> {
+    pub(crate) fn map_range(
+        &mut self,
+        inode: &Inode,
+        lblks: core::ops::Range<u64>,
+    ) -> Result<Vec<u64>, Errno> {
         let mut out = Vec::new();
         for l in lblks {
             let b = self.bmap(inode, l)?;

@@ -40,7 +40,12 @@ impl<D: BlockDevice> Fs<D> {
 
     /// The entries of logical block `lblk` of directory `dir_ino`, checked,
     /// with the block's number.
-    pub(crate) fn dir_block(&mut self, dir_ino: u32, dir: &Inode, lblk: u64) -> Result<(u64, Vec<Dirent>), Errno> {
+    pub(crate) fn dir_block(
+        &mut self,
+        dir_ino: u32,
+        dir: &Inode,
+        lblk: u64,
+    ) -> Result<(u64, Vec<Dirent>), Errno> {
         let block = self.bmap(dir, lblk)?;
         if block == 0 {
             return Err(self.damage(format!("directory {dir_ino}: hole at block {lblk}")));
@@ -54,7 +59,12 @@ impl<D: BlockDevice> Fs<D> {
 
     /// Finds `name` in directory `dir_ino`. Scans the whole directory
     /// (checking every block) only as far as the name.
-    pub(crate) fn find_entry(&mut self, dir_ino: u32, dir: &Inode, name: &[u8]) -> Result<Option<Found>, Errno> {
+    pub(crate) fn find_entry(
+        &mut self,
+        dir_ino: u32,
+        dir: &Inode,
+        name: &[u8],
+    ) -> Result<Option<Found>, Errno> {
         for lblk in 0..self.dir_blocks(dir) {
             let (block, entries) = self.dir_block(dir_ino, dir, lblk)?;
             let hit = self.cache.read(block, |b| {
@@ -111,7 +121,9 @@ impl<D: BlockDevice> Fs<D> {
         let nblocks = self.dir_blocks(dir);
         for lblk in 0..nblocks {
             let (block, entries) = self.dir_block(dir_ino, dir, lblk)?;
-            let Some(e) = entries.iter().find(|e| e.rec_len - e.used_len() >= need).copied() else { continue };
+            let Some(e) = entries.iter().find(|e| e.rec_len - e.used_len() >= need).copied() else {
+                continue;
+            };
             self.cache.order(child_block, block)?;
             self.cache.modify(block, |b| {
                 if e.ino == 0 {
@@ -164,7 +176,12 @@ impl<D: BlockDevice> Fs<D> {
 
     /// The directory's entry at or after byte `pos`, and the position of
     /// the next one.
-    pub(crate) fn entry_at(&mut self, dir_ino: u32, dir: &Inode, pos: u64) -> Result<Option<(DirEntry, u64)>, Errno> {
+    pub(crate) fn entry_at(
+        &mut self,
+        dir_ino: u32,
+        dir: &Inode,
+        pos: u64,
+    ) -> Result<Option<(DirEntry, u64)>, Errno> {
         let bs = self.block_bytes as u64;
         let mut lblk = pos / bs;
         let mut offset = (pos % bs) as usize;

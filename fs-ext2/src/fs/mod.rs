@@ -42,8 +42,8 @@ pub use ops::{Attr, FsStats};
 use crate::cache::{Cache, CacheStats};
 use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};
 use crate::layout::{
-    self, GROUP_DESC_BYTES, GroupDesc, Inode, ROOT_INO, SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock, feature,
-    ftype, le16, le32, put16, put32,
+    self, GROUP_DESC_BYTES, GroupDesc, Inode, ROOT_INO, SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock,
+    feature, ftype, le16, le32, put16, put32,
 };
 use ::alloc::collections::BTreeMap;
 use ::alloc::format;
@@ -113,6 +113,11 @@ pub struct Fs<D: BlockDevice> {
     next_generation: u32,
     /// Open counts: an unlinked inode lives until its last close.
     open: BTreeMap<u32, u32>,
+    /// Blocks due on the disk before the next contents of an inode (kept
+    /// in memory while an operation builds them): declared to the cache
+    /// when the inode is written into its block, not before, so that a
+    /// write of the block meanwhile cannot end the wait early.
+    inode_deps: BTreeMap<u32, Vec<u64>>,
     /// Sequential-read detection: (inode, next offset), most recent last.
     readers: Vec<(u32, u64)>,
     last_damage: Option<String>,
@@ -124,7 +129,12 @@ fn read_raw<D: BlockDevice>(dev: &mut D, offset: usize, bytes: usize) -> Result<
     let first_sector = (offset / SECTOR_BYTES) as u64;
     let end = (offset + bytes).div_ceil(SECTOR_BYTES) * SECTOR_BYTES;
     let len = end - first_sector as usize * SECTOR_BYTES;
-    dev.submit(Transfer { tag: 0, direction: Direction::Read, first_sector, buffers: vec![vec![0u8; len].into()] });
+    dev.submit(Transfer {
+        tag: 0,
+        direction: Direction::Read,
+        first_sector,
+        buffers: vec![vec![0u8; len].into()],
+    });
     let (t, result) = dev.complete().ok_or(EIO)?;
     result?;
     let skip = offset - first_sector as usize * SECTOR_BYTES;
@@ -143,7 +153,9 @@ impl<D: BlockDevice> Fs<D> {
         let block_bytes = sb.block_bytes();
         let cache = match Cache::new(dev, block_bytes, opts.nbuf.max(1)) {
             Ok(c) => c,
-            Err((errno, dev)) => return Err((refuse(errno, format!("no cache of {block_bytes}-byte blocks")), dev)),
+            Err((errno, dev)) => {
+                return Err((refuse(errno, format!("no cache of {block_bytes}-byte blocks")), dev));
+            }
         };
         let sb_block = (SUPERBLOCK_OFFSET / block_bytes) as u64;
         let inode_size = sb.inode_size as usize;
@@ -165,6 +177,7 @@ impl<D: BlockDevice> Fs<D> {
             now_s: 0,
             next_generation: 1,
             open: BTreeMap::new(),
+            inode_deps: BTreeMap::new(),
             readers: Vec::new(),
             last_damage: None,
             groups: Vec::new(),
@@ -207,7 +220,7 @@ impl<D: BlockDevice> Fs<D> {
         if sb.first_data_block != u32::from(bs == 1024) {
             return bad(format!("first data block {} with {bs}-byte blocks", sb.first_data_block));
         }
-        if sb.blocks_per_group == 0 || sb.blocks_per_group as u64 > 8 * bs || sb.blocks_per_group % 8 != 0 {
+        if sb.blocks_per_group == 0 || sb.blocks_per_group as u64 > 8 * bs || !sb.blocks_per_group.is_multiple_of(8) {
             return bad(format!("{} blocks per group", sb.blocks_per_group));
         }
         if sb.inodes_per_group == 0 || sb.inodes_per_group as u64 > 8 * bs {
@@ -268,7 +281,10 @@ impl<D: BlockDevice> Fs<D> {
             let last = first + self.blocks_in_group(g) - 1;
             let inside = |b: u64| (first..=last).contains(&b);
             let bad = |what: &str, v: u32| {
-                Err(refuse(EINVAL, format!("group {g}: {what} {v} outside the group's blocks {first}..={last}")))
+                Err(refuse(
+                    EINVAL,
+                    format!("group {g}: {what} {v} outside the group's blocks {first}..={last}"),
+                ))
             };
             if !inside(desc.block_bitmap as u64) {
                 return bad("block bitmap", desc.block_bitmap);
@@ -276,7 +292,9 @@ impl<D: BlockDevice> Fs<D> {
             if !inside(desc.inode_bitmap as u64) {
                 return bad("inode bitmap", desc.inode_bitmap);
             }
-            if !inside(desc.inode_table as u64) || !inside(desc.inode_table as u64 + self.inode_table_blocks - 1) {
+            if !inside(desc.inode_table as u64)
+                || !inside(desc.inode_table as u64 + self.inode_table_blocks - 1)
+            {
                 return bad("inode table", desc.inode_table);
             }
             if desc.free_blocks_count as u64 > self.blocks_in_group(g)
@@ -295,8 +313,13 @@ impl<D: BlockDevice> Fs<D> {
     }
 
     fn check_root(&mut self) -> Result<(), MountError> {
-        let root = self.read_inode_raw(ROOT_INO).map_err(|e| refuse(e, String::from("cannot read the root inode")))?;
-        if !root.is_dir() || root.links() < 2 || root.size() == 0 || !root.size().is_multiple_of(self.block_bytes as u64)
+        let root = self
+            .read_inode_raw(ROOT_INO)
+            .map_err(|e| refuse(e, String::from("cannot read the root inode")))?;
+        if !root.is_dir()
+            || root.links() < 2
+            || root.size() == 0
+            || !root.size().is_multiple_of(self.block_bytes as u64)
         {
             return Err(refuse(
                 EINVAL,
@@ -385,25 +408,49 @@ impl<D: BlockDevice> Fs<D> {
         let group = ((ino - 1) / self.sb.inodes_per_group) as usize;
         let index = ((ino - 1) % self.sb.inodes_per_group) as u64;
         let byte = index * self.inode_size as u64;
-        Ok((self.groups[group].inode_table as u64 + byte / self.block_bytes as u64, (byte % self.block_bytes as u64) as usize))
+        Ok((
+            self.groups[group].inode_table as u64 + byte / self.block_bytes as u64,
+            (byte % self.block_bytes as u64) as usize,
+        ))
     }
 
     pub(crate) fn read_inode_raw(&mut self, ino: u32) -> Result<Inode, Errno> {
         let (block, offset) = match self.inode_location(ino) {
             Ok(l) => l,
             Err(e) => {
-                self.last_damage = Some(format!("inode number {ino} is outside 1..={}", self.sb.inodes_count));
+                self.last_damage =
+                    Some(format!("inode number {ino} is outside 1..={}", self.sb.inodes_count));
                 return Err(e);
             }
         };
         self.cache.read(block, |b| Inode::from_bytes(&b[offset..]))
     }
 
+    /// Block `first` (its present contents) must be on the disk before
+    /// the next write of inode `ino`'s contents.
+    pub(crate) fn inode_after(&mut self, ino: u32, first: u64) {
+        let list = self.inode_deps.entry(ino).or_default();
+        if !list.contains(&first) {
+            list.push(first);
+        }
+    }
+
+    /// Declares inode `ino`'s waits (see [`Fs::inode_after`]) right before
+    /// its block changes.
+    fn declare_inode_deps(&mut self, ino: u32, block: u64) -> Result<(), Errno> {
+        for first in self.inode_deps.remove(&ino).unwrap_or_default() {
+            self.cache.order(first, block)?;
+        }
+        Ok(())
+    }
+
     /// Writes an inode's first 128 bytes (what this crate knows), keeping
     /// the rest of a large inode.
     pub(crate) fn write_inode(&mut self, ino: u32, inode: &Inode) -> Result<(), Errno> {
         let (block, offset) = self.inode_location(ino)?;
-        self.cache.modify(block, |b| b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw))
+        self.declare_inode_deps(ino, block)?;
+        self.cache
+            .modify(block, |b| b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw))
     }
 
     /// Writes a newly allocated inode whole: its 128 bytes, the rest
@@ -417,6 +464,7 @@ impl<D: BlockDevice> Fs<D> {
         } else {
             0
         };
+        self.declare_inode_deps(ino, block)?;
         self.cache.modify(block, |b| {
             b[offset..offset + isize].fill(0);
             b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw);
@@ -432,10 +480,18 @@ impl<D: BlockDevice> Fs<D> {
         let kind = inode.file_type();
         let known = matches!(
             kind,
-            ftype::S_IFREG | ftype::S_IFDIR | ftype::S_IFLNK | ftype::S_IFCHR | ftype::S_IFBLK | ftype::S_IFIFO | ftype::S_IFSOCK
+            ftype::S_IFREG
+                | ftype::S_IFDIR
+                | ftype::S_IFLNK
+                | ftype::S_IFCHR
+                | ftype::S_IFBLK
+                | ftype::S_IFIFO
+                | ftype::S_IFSOCK
         );
         if !known {
-            return Err(self.damage(format!("inode {ino}: mode {:#o} is no file type (a free inode?)", inode.mode())));
+            return Err(
+                self.damage(format!("inode {ino}: mode {:#o} is no file type (a free inode?)", inode.mode()))
+            );
         }
         if inode.links() == 0 && !self.open.contains_key(&ino) {
             return Err(self.damage(format!("inode {ino}: no links (a deleted inode)")));
@@ -477,7 +533,9 @@ impl<D: BlockDevice> Fs<D> {
         })?;
         let (sb_block, sb_offset) = (self.sb_block, self.sb_offset);
         self.cache.modify(sb_block, |b| {
-            for (at, d) in [(layout::sb::FREE_BLOCKS_COUNT, d_blocks), (layout::sb::FREE_INODES_COUNT, d_inodes)] {
+            for (at, d) in
+                [(layout::sb::FREE_BLOCKS_COUNT, d_blocks), (layout::sb::FREE_INODES_COUNT, d_inodes)]
+            {
                 if d != 0 {
                     let v = le32(b, sb_offset + at) as i64 + d as i64;
                     put32(b, sb_offset + at, v.clamp(0, u32::MAX as i64) as u32);

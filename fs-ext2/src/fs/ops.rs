@@ -113,7 +113,10 @@ impl<D: BlockDevice> Fs<D> {
     pub fn statfs(&mut self) -> Result<FsStats, Errno> {
         let (block, offset) = (self.sb_block, self.sb_offset);
         let (free_blocks, free_inodes) = self.cache.read(block, |b| {
-            (layout::le32(b, offset + layout::sb::FREE_BLOCKS_COUNT), layout::le32(b, offset + layout::sb::FREE_INODES_COUNT))
+            (
+                layout::le32(b, offset + layout::sb::FREE_BLOCKS_COUNT),
+                layout::le32(b, offset + layout::sb::FREE_INODES_COUNT),
+            )
         })?;
         Ok(FsStats {
             block_bytes: self.block_bytes as u32,
@@ -215,7 +218,7 @@ impl<D: BlockDevice> Fs<D> {
         };
         let ino = self.alloc_inode(dir, false)?;
         let (iblock, _) = self.inode_location(ino)?;
-        self.cache.order(self.inode_bitmap_of(ino), iblock)?;
+        self.inode_after(ino, self.inode_bitmap_of(ino));
         let inode = self.new_inode_fields(mode, uid, gid, 1);
         self.write_new_inode(ino, &inode)?;
         if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, iblock) {
@@ -251,8 +254,8 @@ impl<D: BlockDevice> Fs<D> {
         let (parent_block, _) = self.inode_location(dir)?;
         d.set_links(d.links() + 1);
         self.write_inode(dir, &d)?;
-        self.cache.order(parent_block, iblock)?;
-        self.cache.order(self.inode_bitmap_of(ino), iblock)?;
+        self.inode_after(ino, parent_block);
+        self.inode_after(ino, self.inode_bitmap_of(ino));
         let mut inode = self.new_inode_fields(ftype::S_IFDIR | (mode & 0o7777), uid, gid, 2);
         let bs = self.block_bytes;
         let goal = self.group_first_block((ino - 1) / self.sb.inodes_per_group);
@@ -284,8 +287,7 @@ impl<D: BlockDevice> Fs<D> {
     /// the count is due after the entry's block; at 0 (and not open) the
     /// inode is deleted.
     fn drop_link(&mut self, ino: u32, mut inode: Inode, entry_block: u64, by: u16) -> Result<(), Errno> {
-        let (iblock, _) = self.inode_location(ino)?;
-        self.cache.order(entry_block, iblock)?;
+        self.inode_after(ino, entry_block);
         inode.set_links(inode.links().saturating_sub(by));
         inode.set_times(None, Some(self.now_s), None);
         if inode.links() == 0 && !self.open.contains_key(&ino) {
@@ -295,19 +297,32 @@ impl<D: BlockDevice> Fs<D> {
         }
     }
 
+    /// Would dropping `by` links delete inode `ino`, and if so, can it be
+    /// deleted whole? Checked before the entry goes, so that a damaged
+    /// file gives `EIO` with nothing changed.
+    fn check_drop(&mut self, ino: u32, inode: &Inode, by: u16) -> Result<(), Errno> {
+        let is_last = inode.links() <= by && !self.open.contains_key(&ino);
+        let has_map = !(inode.file_type() == ftype::S_IFLNK && inode.sectors() == 0)
+            && (inode.is_reg() || inode.is_dir() || inode.sectors() != 0);
+        if is_last && has_map {
+            self.check_cut(inode, 0)?;
+        }
+        Ok(())
+    }
+
     /// Frees an inode with no links: blocks (after the inode's block),
     /// then its bit. The inode is marked deleted (dtime) as the blocks go.
     fn delete_inode(&mut self, ino: u32, mut inode: Inode) -> Result<(), Errno> {
         let is_dir = inode.is_dir();
         inode.set_links(0);
         inode.set_dtime(self.now_s.max(1));
-        if inode.is_reg() || is_dir || inode.sectors() != 0 {
-            // Fast symbolic links and devices keep data, not pointers, in
-            // i_block; only a map with blocks is cut.
-            if !(inode.file_type() == ftype::S_IFLNK && inode.sectors() == 0) {
-                inode.set_size(0);
-                self.cut(ino, &mut inode, 0)?;
-            }
+        // Fast symbolic links and devices keep data, not pointers, in
+        // i_block; only a map with blocks is cut.
+        let has_map = !(inode.file_type() == ftype::S_IFLNK && inode.sectors() == 0)
+            && (inode.is_reg() || is_dir || inode.sectors() != 0);
+        if has_map {
+            inode.set_size(0);
+            self.cut(ino, &mut inode, 0)?;
         }
         self.release_xattr(ino, &mut inode)?;
         self.write_inode(ino, &inode)?;
@@ -332,6 +347,7 @@ impl<D: BlockDevice> Fs<D> {
         if child.is_dir() {
             return Err(EISDIR);
         }
+        self.check_drop(found.ino, &child, 1)?;
         self.remove_entry(&found)?;
         self.touch_dir(dir, &mut d)?;
         self.drop_link(found.ino, child, found.block, 1)?;
@@ -361,12 +377,12 @@ impl<D: BlockDevice> Fs<D> {
         if !self.is_empty_dir(found.ino, &child)? {
             return Err(ENOTEMPTY);
         }
+        self.check_drop(found.ino, &child, 2)?;
         self.remove_entry(&found)?;
         self.drop_link(found.ino, child, found.block, 2)?;
         let (child_block, _) = self.inode_location(found.ino)?;
-        let (parent_block, _) = self.inode_location(dir)?;
-        self.cache.order(found.block, parent_block)?;
-        self.cache.order(child_block, parent_block)?;
+        self.inode_after(dir, found.block);
+        self.inode_after(dir, child_block);
         d.set_links(d.links().saturating_sub(1).max(2));
         self.touch_dir(dir, &mut d)?;
         self.end_op()
@@ -426,7 +442,13 @@ impl<D: BlockDevice> Fs<D> {
     /// entry goes -> the count back down; a replaced inode loses its link
     /// after the new entry; a moved directory's new parent gains a link
     /// before its `..` changes and the old parent loses one after.
-    pub fn rename(&mut self, from_dir: u32, from_name: &[u8], to_dir: u32, to_name: &[u8]) -> Result<(), Errno> {
+    pub fn rename(
+        &mut self,
+        from_dir: u32,
+        from_name: &[u8],
+        to_dir: u32,
+        to_name: &[u8],
+    ) -> Result<(), Errno> {
         self.check_writable()?;
         if is_dot(from_name) || is_dot(to_name) {
             return Err(EINVAL);
@@ -460,6 +482,7 @@ impl<D: BlockDevice> Fs<D> {
                     (true, true) if !self.is_empty_dir(v.ino, &vi)? => return Err(ENOTEMPTY),
                     _ => {}
                 }
+                self.check_drop(v.ino, &vi, if vi.is_dir() { 2 } else { 1 })?;
                 Some(vi)
             }
             None => None,
@@ -504,7 +527,7 @@ impl<D: BlockDevice> Fs<D> {
         self.cache.order(new_block, src_now.block)?;
         self.remove_entry(&src_now)?;
         // 4. The count back down, after the old entry went.
-        self.cache.order(src_now.block, src_block)?;
+        self.inode_after(src.ino, src_now.block);
         src_inode.set_links(src_inode.links().saturating_sub(1));
         self.write_inode(src.ino, &src_inode)?;
         // 5. The replaced inode loses the name.
@@ -521,13 +544,12 @@ impl<D: BlockDevice> Fs<D> {
         // 6. A moved directory: new parent +1 -> '..' -> old parent -1.
         if let Some(dd) = dotdot {
             let (to_block, _) = self.inode_location(to_dir)?;
-            let (from_block, _) = self.inode_location(from_dir)?;
             let mut td = self.dir_inode(to_dir)?;
             td.set_links(td.links().saturating_add(1));
             self.write_inode(to_dir, &td)?;
             self.cache.order(to_block, dd.block)?;
             self.set_entry(&dd, to_dir, 2)?;
-            self.cache.order(dd.block, from_block)?;
+            self.inode_after(from_dir, dd.block);
             let mut fd = self.dir_inode(from_dir)?;
             fd.set_links(fd.links().saturating_sub(1).max(2));
             self.write_inode(from_dir, &fd)?;
@@ -619,7 +641,11 @@ impl<D: BlockDevice> Fs<D> {
     }
 
     fn check_size(&self, size: u64) -> Result<(), Errno> {
-        let limit = if self.is_large_file { self.max_file_bytes() } else { self.max_file_bytes().min(i32::MAX as u64) };
+        let limit = if self.is_large_file {
+            self.max_file_bytes()
+        } else {
+            self.max_file_bytes().min(i32::MAX as u64)
+        };
         if size > limit { Err(EFBIG) } else { Ok(()) }
     }
 
