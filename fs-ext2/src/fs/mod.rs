@@ -220,7 +220,10 @@ impl<D: BlockDevice> Fs<D> {
         if sb.first_data_block != u32::from(bs == 1024) {
             return bad(format!("first data block {} with {bs}-byte blocks", sb.first_data_block));
         }
-        if sb.blocks_per_group == 0 || sb.blocks_per_group as u64 > 8 * bs || !sb.blocks_per_group.is_multiple_of(8) {
+        if sb.blocks_per_group == 0
+            || sb.blocks_per_group as u64 > 8 * bs
+            || !sb.blocks_per_group.is_multiple_of(8)
+        {
             return bad(format!("{} blocks per group", sb.blocks_per_group));
         }
         if sb.inodes_per_group == 0 || sb.inodes_per_group as u64 > 8 * bs {
