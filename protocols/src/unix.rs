@@ -746,14 +746,19 @@ pub mod block {
     /// bytes read, bytes written, [`MODE_VIRTIO`]/[`MODE_RAMDRIVER`]/
     /// [`MODE_PDDRIVER`]; data: the device's name.
     pub const OP_STATS: u64 = 90;
-    /// The RAM disk in `ramdriver` mode: word 1 = a handle. Reply: word 0
-    /// = the disk's bytes, word 1 = this handle's slot in the lock page
+    /// The RAM disk in `ramdriver` mode: word 1 = a handle, word 2 = the
+    /// page-aligned start of the caller's window for it. Reply: word 0 =
+    /// the disk's bytes, word 1 = this handle's slot in the lock page
     /// ([`ram_lock`]), word 2 = 1 if the handle may write. The caller then
-    /// makes the driver the pager of a window of `PAGE_SIZE + bytes`
-    /// (`set_pager` on itself): page 0 of the window is the lock page,
-    /// the disk follows; the driver maps each page shared on first touch
-    /// (writable only for a handle that may write), and the caller copies
-    /// in its own context under the lock. `ENODEV` in `pddriver` mode.
+    /// makes the driver the pager of a window of `PAGE_SIZE + bytes` at
+    /// that start (`set_pager` on itself), unless it already has: page 0
+    /// of the window is the lock page, the disk follows; the driver maps
+    /// each page shared on first touch (writable only in a window named
+    /// by a handle that may write), and the caller copies in its own
+    /// context under the lock. A slot belongs to the first process that
+    /// maps the handle; another process (a forked child sharing the
+    /// handle) gets `EBUSY` and uses READ and WRITE. `ENODEV` in
+    /// `pddriver` mode; `ENOSPC` when every slot is taken.
     pub const OP_MAP: u64 = 91;
     pub const MODE_VIRTIO: u64 = 1;
     pub const MODE_RAMDRIVER: u64 = 2;
@@ -769,12 +774,26 @@ pub mod block {
     /// Reader: set own byte, then if the writer word is 0 copy, else clear
     /// the byte and wait. Writer: compare-and-swap the writer word from 0
     /// to slot + 1, wait until every reader byte is 0, copy, store 0.
+    /// The handle's offset lives in the lock page too, at
+    /// [`OFFSETS_OFFSET`] + 8 × slot (u64): the mapping process moves it
+    /// in its own context (read, write, seek) and the driver uses the same
+    /// word for the handle's READ, WRITE and SEEK, so every descriptor
+    /// sharing the handle (dup, fork) sees one offset.
     pub mod ram_lock {
         pub const WRITER_OFFSET: usize = 0;
         pub const READERS_OFFSET: usize = 64;
+        pub const OFFSETS_OFFSET: usize = 1024;
+        /// Three u64 counters the mapping clients add to after each
+        /// transfer they make themselves (requests, bytes read, bytes
+        /// written), which `OP_STATS` adds to the driver's own: the
+        /// driver never sees those transfers. Reported, not trusted.
+        pub const STATS_OFFSET: usize = 3072;
         /// Handles that can map the disk at once; later opens use READ
         /// and WRITE through leases (the driver copies).
         pub const SLOTS: usize = 256;
+        const _: () = assert!(READERS_OFFSET + SLOTS <= OFFSETS_OFFSET);
+        const _: () = assert!(OFFSETS_OFFSET + 8 * SLOTS <= STATS_OFFSET);
+        const _: () = assert!(STATS_OFFSET + 24 <= abi::layout::PAGE_SIZE as usize);
     }
 }
 

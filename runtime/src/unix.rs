@@ -27,6 +27,8 @@ use protocols::unix::{
 };
 use spin::Mutex;
 
+mod ramdriver;
+
 /// A file descriptor.
 pub type Fd = i32;
 
@@ -204,7 +206,11 @@ fn manager_call(
 
 /// `fork()`: 0 in the child, the child's pid in the parent.
 pub fn fork() -> Result<u64, Errno> {
-    monitor_word([monitor::OP_FORK, 0, 0, 0], &[])
+    let pid = monitor_word([monitor::OP_FORK, 0, 0, 0], &[])?;
+    if pid == 0 {
+        ramdriver::after_fork();
+    }
+    Ok(pid)
 }
 
 /// `execve()`: returns only on failure.
@@ -377,6 +383,7 @@ pub fn creat(path: &str, mode: u32) -> Result<Fd, Errno> {
 pub fn close(fd: Fd) -> Result<(), Errno> {
     let r = monitor_word([monitor::OP_CLOSE, fd as u64, 0, 0], &[]);
     forget(fd);
+    ramdriver::forget(fd);
     r.map(|_| ())
 }
 
@@ -387,6 +394,7 @@ pub fn dup(fd: Fd) -> Result<Fd, Errno> {
 pub fn dup2(old: Fd, new: Fd) -> Result<Fd, Errno> {
     let r = monitor_word([monitor::OP_DUP2, old as u64, new as u64, 0], &[]);
     forget(new);
+    ramdriver::forget(new);
     r.map(|n| n as Fd)
 }
 
@@ -404,8 +412,11 @@ pub fn pipe() -> Result<(Fd, Fd), Errno> {
 /// never wait); a pipe or terminal returns what it has; a block device
 /// takes one request for the whole buffer ([`block`]).
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
-    let (_, info) = fd_entry(fd)?;
+    let (link, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
+        if let Some(r) = ramdriver::read(fd, link, &info, buf) {
+            return r;
+        }
         return block::read(fd, buf);
     }
     let served_by_fs =
@@ -429,7 +440,11 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// travels by copy-on-write), unless an error stops it; to a block device,
 /// one request for the whole buffer ([`block`]).
 pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
-    if ux::mode::is_blk(fd_entry(fd)?.1.file_type) {
+    let (link, info) = fd_entry(fd)?;
+    if ux::mode::is_blk(info.file_type) {
+        if let Some(r) = ramdriver::write(fd, link, &info, buf) {
+            return r;
+        }
         return block::write(fd, buf);
     }
     let page = abi::msg::MAX_DATA_BYTES as usize;
@@ -453,6 +468,12 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
 pub use protocols::unix::io::{SEEK_CUR, SEEK_END, SEEK_SET};
 
 pub fn lseek(fd: Fd, offset: i64, whence: u64) -> Result<u64, Errno> {
+    if let Ok((link, info)) = fd_entry(fd)
+        && ux::mode::is_blk(info.file_type)
+        && let Some(r) = ramdriver::seek(fd, link, &info, offset, whence)
+    {
+        return r;
+    }
     manager_call(fd, [io::OP_SEEK, 0, offset as u64, whence], &[], &mut []).map(|(w, _)| w[0])
 }
 

@@ -38,6 +38,7 @@ mod leak;
 mod mem;
 mod pipe;
 mod proc;
+mod ramdisk;
 mod raw;
 mod util;
 
@@ -133,6 +134,16 @@ const TESTS: &[Test] = &[
     ("leak::exited_children_leak_nothing", leak::exited_children_leak_nothing),
     ("leak::killed_children_leak_nothing", leak::killed_children_leak_nothing),
     ("leak::memfs_handles_come_back_after_kills", leak::memfs_handles_come_back_after_kills),
+    ("ramdisk::integrity_boot_mode", ramdisk::integrity_boot_mode),
+    ("ramdisk::integrity_ramdriver", ramdisk::integrity_ramdriver),
+    ("ramdisk::integrity_pddriver", ramdisk::integrity_pddriver),
+    ("ramdisk::rules_ramdriver", ramdisk::rules_ramdriver),
+    ("ramdisk::rules_pddriver", ramdisk::rules_pddriver),
+    ("ramdisk::shared_offsets", ramdisk::shared_offsets),
+    ("ramdisk::readers_and_writers_at_once", ramdisk::readers_and_writers_at_once),
+    ("ramdisk::killed_holder_releases_the_lock", ramdisk::killed_holder_releases_the_lock),
+    ("ramdisk::killed_copier_releases_the_lock", ramdisk::killed_copier_releases_the_lock),
+    ("ramdisk::pddriver_holds_the_cpu", ramdisk::pddriver_holds_the_cpu),
 ];
 
 fn main(args: Args) -> i32 {

@@ -68,7 +68,10 @@ fn block_devices() -> alloc::vec::Vec<alloc::string::String> {
         let path = alloc::format!("/dev/{}", e.name);
         let Ok(st) = runtime::unix::stat(&path) else { continue };
         let Ok(link) = msg::open_link(abi::Pid(st.device_pid), Queue(st.device_queue)) else { continue };
-        let asked = msg::call(link, &[block::OP_STATS, 0, 0, 0], &[], &mut []);
+        // The reply's data is the device's name (`block::OP_STATS`): a
+        // reply with data does not fit an empty buffer.
+        let mut name = [0u8; 64];
+        let asked = msg::call(link, &[block::OP_STATS, 0, 0, 0], &[], &mut name);
         let _ = msg::close_link(link);
         let Ok((w, _)) = asked else { continue };
         let kind = match w[3] {
