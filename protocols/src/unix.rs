@@ -82,6 +82,7 @@ pub mod errno {
     pub const ENOSPC: Errno = Errno(28);
     pub const ESPIPE: Errno = Errno(29);
     pub const EROFS: Errno = Errno(30);
+    pub const EMLINK: Errno = Errno(31);
     pub const EPIPE: Errno = Errno(32);
     pub const ERANGE: Errno = Errno(34);
     pub const ENAMETOOLONG: Errno = Errno(36);
@@ -118,6 +119,7 @@ pub mod errno {
             ENOSPC => "ENOSPC (no space left)",
             ESPIPE => "ESPIPE (illegal seek)",
             EROFS => "EROFS (read-only file system)",
+            EMLINK => "EMLINK (too many links)",
             EPIPE => "EPIPE (broken pipe)",
             ERANGE => "ERANGE (result too large)",
             ENAMETOOLONG => "ENAMETOOLONG (file name too long)",
