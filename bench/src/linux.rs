@@ -275,7 +275,8 @@ impl PipeIo for Linux {
             // call; the pipe holds references to its pages afterwards,
             // which the kernel keeps alive however the process changes
             // its mappings (the bw_pipe writer never changes the bytes).
-            let result = unsafe { libc::syscall(libc::SYS_vmsplice, fd, &iov as *const libc::iovec, 1usize, 0u32) };
+            let result =
+                unsafe { libc::syscall(libc::SYS_vmsplice, fd, &iov as *const libc::iovec, 1usize, 0u32) };
             match checked(result as isize) {
                 Err(e) if e == Errno(libc::EINTR as u64) => continue,
                 result => return result,
@@ -874,7 +875,9 @@ mod tests {
             placements.push(Placement { writer_cpu: Some(0), reader_cpu: Some(1) });
         }
         for placement in placements {
-            for (method, overwrite) in [(Method::Write, false), (Method::Write, true), (Method::Vmsplice, false)] {
+            for (method, overwrite) in
+                [(Method::Write, false), (Method::Write, true), (Method::Vmsplice, false)]
+            {
                 let variant = Variant { method, overwrite };
                 let measurement = p::pipe_figure::<Linux>(variant, placement, &QUICK)
                     .unwrap_or_else(|e| panic!("{variant:?} {placement:?}: {e}"));

@@ -491,6 +491,9 @@ mod tests {
         let a = expected_pass(overwrite, &base, &mut scratch, 0);
         let b = expected_pass(overwrite, &base, &mut scratch, PASS_CHUNKS);
         assert_ne!(a, b);
-        assert_eq!(expected_pass(plain, &base, &mut scratch, 0), expected_pass(plain, &base, &mut scratch, 64));
+        assert_eq!(
+            expected_pass(plain, &base, &mut scratch, 0),
+            expected_pass(plain, &base, &mut scratch, 64)
+        );
     }
 }
