@@ -41,15 +41,20 @@ use protocols::unix::block::{self, ram_lock};
 use protocols::unix::{FdInfo, errno, open_flags};
 use spin::Mutex;
 
-/// How long a waiter spins before it sleeps in the driver. Under QEMU's
-/// TCG a 32 KiB copy (benchmark D's transfer) takes about 10 µs and a call
-/// round trip 12 to 18 µs (docs/benchmarks.md, R1): spinning about as
-/// long as sleeping and being woken would cost covers a holder that is
-/// running, and gives up on one that was pre-empted (the competitive
-/// spinning rule: never worse than twice the best choice).
-const SPIN_NS: u64 = 20_000;
+/// How long a waiter spins before it sleeps in the driver (when there is
+/// more than one CPU: on one, the holder cannot be running while the
+/// waiter spins, and the waiter sleeps at once). Sleeping costs a call,
+/// the driver's wake message and its reply: four address-space switches,
+/// each followed under QEMU's TCG by refilling the emulated TLB for the
+/// pages the process touches, tens of µs in all; a 32 KiB copy takes
+/// about 10 µs, and a waiter may stand behind a writer and the readers
+/// before it. Measured with benchmark D's five jobs on two CPUs
+/// (docs/devices.md, "Benchmark D"): a spin of 5 µs gave 0.71 s per job,
+/// 20 µs 0.48 s, 50 µs 0.24 s, 100 µs 0.20 s, 200 µs 0.18 s, 400 µs 0.26
+/// s (one run each, a quiet host): 100 µs, where the curve flattens.
+const SPIN_NS: u64 = 100_000;
 /// Spins when the TSC's frequency is not known (`InfoKey::TscHz` 0).
-const SPINS_WITHOUT_TSC: u32 = 2_000;
+const SPINS_WITHOUT_TSC: u32 = 10_000;
 
 #[derive(Clone, Copy)]
 enum State {
@@ -247,18 +252,33 @@ impl Lock {
     }
 }
 
-/// The TSC's ticks per second, asked once.
-static TSC_HZ: AtomicU64 = AtomicU64::new(0);
+/// How long to spin, in TSC ticks, once asked: 0 not asked yet; with
+/// [`SPIN_UNKNOWN`] when the TSC's rate is unknown, and 1 tick on one CPU.
+static SPIN_TICKS: AtomicU64 = AtomicU64::new(0);
+const SPIN_UNKNOWN: u64 = u64::MAX;
+
+fn spin_ticks() -> u64 {
+    let known = SPIN_TICKS.load(Ordering::Relaxed);
+    if known != 0 {
+        return known;
+    }
+    let hz = sys::info(abi::InfoKey::TscHz);
+    let ticks = if sys::info(abi::InfoKey::CpusOnline) <= 1 {
+        1
+    } else if hz == 0 {
+        SPIN_UNKNOWN
+    } else {
+        ((SPIN_NS as u128 * hz as u128 / 1_000_000_000) as u64).max(1)
+    };
+    SPIN_TICKS.store(ticks, Ordering::Relaxed);
+    ticks
+}
 
 /// Spin with `pause` until `ready` (true) or for about [`SPIN_NS`]
 /// (false): then the caller sleeps in the driver.
 fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
-    let mut hz = TSC_HZ.load(Ordering::Relaxed);
-    if hz == 0 {
-        hz = sys::info(abi::InfoKey::TscHz);
-        TSC_HZ.store(hz, Ordering::Relaxed);
-    }
-    if hz == 0 {
+    let limit_ticks = spin_ticks();
+    if limit_ticks == SPIN_UNKNOWN {
         for _ in 0..SPINS_WITHOUT_TSC {
             if ready() {
                 return true;
@@ -267,13 +287,12 @@ fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
         }
         return ready();
     }
-    let limit_ticks = (SPIN_NS as u128 * hz as u128 / 1_000_000_000) as u64;
     let started = sys::rdtsc();
     loop {
         if ready() {
             return true;
         }
-        if sys::rdtsc().wrapping_sub(started) > limit_ticks {
+        if sys::rdtsc().wrapping_sub(started) >= limit_ticks {
             return false;
         }
         core::hint::spin_loop();
