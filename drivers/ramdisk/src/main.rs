@@ -31,7 +31,12 @@
 //!   and keeps the lock honest: it gives out the slots and clears a slot's
 //!   reader byte and writer word when its handle is closed, which the
 //!   monitor also does when the process dies, so a client killed in the
-//!   middle of a copy never leaves the lock held.
+//!   middle of a copy never leaves the lock held. It is also the lock's
+//!   wait queue (the seed's MUTEX put waiters to sleep): a client that
+//!   spun long enough calls `OP_LOCK_WAIT`, the driver keeps the call and
+//!   answers it once it has taken the lock for the caller, and releasers
+//!   send `OP_LOCK_WAKE` while the lock page's waiters word (kept here)
+//!   is not 0 (`ram_lock` gives the protocol and why no wake-up is lost).
 //!
 //! Opens that cannot map (more than `ram_lock::SLOTS` mapped at once, a
 //! second process sharing a mapped handle, a pager region the client
@@ -39,8 +44,9 @@
 //! bulk leases while holding the lock as its writer (`DRIVER_WRITER`), so
 //! its copies never overlap a client's. The driver never waits for the
 //! lock in a way that stops it reading its queue: a request that cannot
-//! have the lock yet stays in `pending` while messages (a page fault of
-//! the lock's holder, the close of a dead one) are served.
+//! have the lock yet stays in `pending` (counted in the waiters word, so
+//! the release wakes the driver) while messages (a page fault of the
+//! lock's holder, the close of a dead one) are served.
 //!
 //! What it is not: a cache or a file system; nothing here is persistent.
 //!

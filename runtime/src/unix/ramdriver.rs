@@ -14,7 +14,11 @@
 //! disk, each page mapped shared on first touch. Every transfer then takes
 //! the lock (reader: own byte, then the writer word; writer: the writer
 //! word, then every reader byte clear), copies with one `copy_from_slice`,
-//! and lets the lock go. The offset is the lock page's word for the slot,
+//! and lets the lock go. A waiter spins for a while ([`SPIN_NS`]), then
+//! sleeps in the driver (`block::OP_LOCK_WAIT`, which the driver answers
+//! when it has taken the lock for us); a release that finds the driver's
+//! waiters count above 0 sends it `block::OP_LOCK_WAKE` (the protocol:
+//! `ram_lock`). With no driver any more (killed), a sleep ends in `EIO`. The offset is the lock page's word for the slot,
 //! which the driver uses for the same handle's READ, WRITE and SEEK, so
 //! descriptors sharing the handle (dup; fork, whose child uses the generic
 //! path) see one offset.
