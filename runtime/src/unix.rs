@@ -17,6 +17,8 @@
 
 #[path = "unix_block.rs"]
 mod block;
+#[path = "unix_pipe.rs"]
+mod pipe_io;
 
 use crate::msg::{self, Link, Queue};
 use abi::Pid;
@@ -366,6 +368,20 @@ pub fn ps() -> Result<Vec<ProcInfo>, Errno> {
     }
 }
 
+/// Set a run-time limit, `name=value` (`pipe=loan`, `pipe.loan_min=16K`,
+/// `pipe.loan_cap=8M`: `protocols::unix::pipe::limits`). Root only
+/// (`EPERM`); `EINVAL` for an unknown name or a bad value.
+pub fn set_limit(setting: &str) -> Result<(), Errno> {
+    monitor_word([monitor::OP_SET_LIMIT, 0, 0, 0], setting.as_bytes()).map(|_| ())
+}
+
+/// The run-time limits and the loan accounting, as `name=value` lines.
+pub fn limits() -> Result<String, Errno> {
+    let mut buf = [0u8; 512];
+    let (_, len) = monitor_call([monitor::OP_LIMITS, 0, 0, 0], &[], &mut buf)?;
+    Ok(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned())
+}
+
 // --- descriptors ---
 
 /// `open(path, flags, mode)`.
@@ -409,7 +425,8 @@ pub fn pipe() -> Result<(Fd, Fd), Errno> {
 /// `read()`: up to `buf.len()` bytes; 0 at end of file. A regular file is
 /// read in as many page-sized requests as the buffer needs, and so is a
 /// device the file system serves itself (`/dev/zero`, `/dev/null`: they
-/// never wait); a pipe or terminal returns what it has; a block device
+/// never wait); a terminal returns what it has; a pipe returns what it
+/// has in one request for the whole buffer ([`pipe_io`]); a block device
 /// takes one request for the whole buffer ([`block`]).
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     let (link, info) = fd_entry(fd)?;
@@ -418,6 +435,9 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
             return r;
         }
         return block::read(fd, buf);
+    }
+    if ux::mode::is_fifo(info.file_type) {
+        return pipe_io::read(fd, buf);
     }
     let served_by_fs =
         crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid);
@@ -437,8 +457,8 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 }
 
 /// `write()`: all of `buf`, in page-sized requests (a whole aligned page
-/// travels by copy-on-write), unless an error stops it; to a block device,
-/// one request for the whole buffer ([`block`]).
+/// travels by copy-on-write), unless an error stops it; to a block device
+/// or a pipe, one request for the whole buffer ([`block`], [`pipe_io`]).
 pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
     let (link, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
@@ -446,6 +466,9 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
             return r;
         }
         return block::write(fd, buf);
+    }
+    if ux::mode::is_fifo(info.file_type) && !buf.is_empty() {
+        return pipe_io::write(fd, buf);
     }
     let page = abi::msg::MAX_DATA_BYTES as usize;
     let mut done = 0;

@@ -977,13 +977,21 @@ pub fn pddriver_holds_the_cpu() -> TestResult {
         "the PDDRIVER reads' middles lasted {pd_ns} ns, under three ticks: the check would say nothing"
     );
     ensure!(
-        pd_hits == 0,
-        "the observer woke {pd_hits} times in the middle of PDDRIVER reads: something ran while the kernel copied"
-    );
-    ensure!(
         ram_hits > 0,
         "the observer never woke in the middle of a RAMDRIVER read ({ram_ns} ns of them): the requester's copy \
          held the CPU"
+    );
+    // A wake-up in a PDDRIVER read's middle is not impossible: a host that
+    // stops QEMU's vCPU right after the kernel's copy stretches the read's
+    // tail, where the observer, woken by the tick held off during the
+    // copy, runs first. So the modes are compared by rate (wake-ups per
+    // nanosecond of read middles), in one run: while the kernel copies a
+    // byte at a time nothing runs, so PDDRIVER's rate must be a small
+    // fraction of RAMDRIVER's, whose copies leave the CPU to the timer.
+    ensure!(
+        (pd_hits as u128) * (ram_ns as u128) * 5 < (ram_hits as u128) * (pd_ns as u128),
+        "the observer woke {pd_hits} times in {pd_ns} ns of PDDRIVER reads' middles against {ram_hits} in {ram_ns} ns \
+         of RAMDRIVER reads': as often, so something ran while the kernel copied"
     );
     Ok(())
 }
