@@ -330,16 +330,12 @@ struct Driver {
     pending: VecDeque<Request>,
     /// Kept `OP_LOCK_WAIT` calls, oldest first.
     waits: VecDeque<Wait>,
-    /// The priority init gave this driver, which it takes back while it
-    /// keeps calls (see `keep_own_priority`).
-    base_priority: u8,
     stats: Stats,
 }
 
 fn main(args: Args) -> i32 {
     let starter = args.get(0).and_then(|s| s.parse::<u64>().ok()).map(Pid);
     let (size_bytes, mode) = options();
-    let base_priority = sys::info(abi::InfoKey::Priority) as u8;
     let _ = msg::init_qseg(
         abi::msg::DEFAULT_LINKS,
         abi::msg::DEFAULT_QUEUES,
@@ -383,7 +379,6 @@ fn main(args: Args) -> i32 {
         disk,
         pending: VecDeque::new(),
         waits: VecDeque::new(),
-        base_priority,
         stats: Stats::default(),
     };
     driver.serve()
@@ -714,30 +709,15 @@ impl Driver {
                 break;
             }
         }
+        // A kept wait lends the driver no priority: the kernel gives a
+        // server its own back when it blocks for, or takes, a plain
+        // message (docs/messages.md), so an OP_LOCK_WAKE runs at once.
         self.publish_waiters();
-        if !self.waits.is_empty() || !self.pending.is_empty() {
-            self.keep_own_priority();
-        }
     }
 
     fn publish_waiters(&self) {
         let count = self.waits.len() + usize::from(!self.pending.is_empty());
         self.lock.waiters.store(count as u32, Ordering::SeqCst);
-    }
-
-    /// Taking a call lends this driver the caller's priority until every
-    /// call taken is answered (docs/messages.md, "Priority inheritance").
-    /// A kept wait is not work done for its caller, and an OP_LOCK_WAKE
-    /// must run the driver at once, ahead of the clients it wakes: take
-    /// back the base priority. `set_priority` on oneself changes the
-    /// effective priority only when it equals the base, so first make the
-    /// base the lent priority, then set both to the driver's own.
-    fn keep_own_priority(&self) {
-        let now = sys::info(abi::InfoKey::Priority) as u8;
-        if now != self.base_priority {
-            let _ = sys::set_priority(self.me, now);
-            let _ = sys::set_priority(self.me, self.base_priority);
-        }
     }
 
     /// Answer the kept waits the lock lets in, oldest first: a writer
