@@ -462,6 +462,7 @@ impl Kernel {
         Ok((r, link.queue))
     }
 
+    #[inline(always)]
     pub fn send(&mut self, slot: usize, link: u64, words: [u64; 4]) -> Result<(), Error> {
         let (r, queue) = self.target(slot, link)?;
         let me = self.pid_of(slot);
@@ -496,6 +497,7 @@ impl Kernel {
 
     /// `receive_data`: take the first message of `queue`, or block for one
     /// (or fail with `WouldBlock` when `is_nonblocking`).
+    #[inline(always)]
     pub fn receive(
         &mut self,
         slot: usize,
