@@ -42,6 +42,7 @@
 
 mod batch;
 mod bench;
+mod ext2;
 mod image;
 mod linux_guest;
 mod multiboot;

@@ -374,6 +374,11 @@ impl<D: BlockDevice> Fs<D> {
         self.cache.device()
     }
 
+    /// The device, for a server feeding it completions between requests.
+    pub fn device_mut(&mut self) -> &mut D {
+        self.cache.device_mut()
+    }
+
     /// What the last `EIO` for damage found (for a server's log).
     pub fn last_damage(&self) -> Option<&str> {
         self.last_damage.as_deref()

@@ -163,6 +163,8 @@ impl FdTable {
 /// A program file read for exec when there is no VM manager, kept while
 /// its inode, modification time and size stay the same.
 pub struct CachedImage {
+    /// The kernel pid of the file's manager: inode numbers are per volume.
+    pub manager: u64,
     pub ino: u64,
     pub mtime_ns: u64,
     pub size: u64,
