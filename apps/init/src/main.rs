@@ -92,8 +92,12 @@ fn main(args: Args) -> i32 {
         }
     }
     tell_servers_the_monitor(&servers);
-    mount_volumes(&mounts);
-    let command: Vec<String> = if module_text(BATCH).is_some() {
+    let root_on_disk = mount_volumes(&mounts);
+    let command: Vec<String> = if let Some(text) = module_text(BATCH).filter(|_| root_on_disk) {
+        // `/etc` is the disk's: the batch file is memfs's, so its text
+        // goes on the command line instead.
+        ["/bin/sh", "-c"].iter().map(|s| String::from(*s)).chain([text]).collect()
+    } else if module_text(BATCH).is_some() {
         ["/bin/sh", "/etc/batch"].iter().map(|s| String::from(*s)).collect()
     } else if args.iter().next().is_some() {
         let joined: Vec<&str> = args.iter().collect();
@@ -250,7 +254,8 @@ fn tell_servers_the_monitor(servers: &[(String, Pid)]) {
 }
 
 /// The `mount` lines, through the monitor (`root=disk`: the first on `/`).
-fn mount_volumes(mounts: &[(String, String, String)]) {
+/// Whether `/` is now on a disk.
+fn mount_volumes(mounts: &[(String, String, String)]) -> bool {
     let mut options = [0u8; 1024];
     let len = sys::kernel_options(&mut options).unwrap_or(0).min(options.len());
     let line = core::str::from_utf8(&options[..len]).unwrap_or("");
@@ -265,6 +270,7 @@ fn mount_volumes(mounts: &[(String, String, String)]) {
     if root_on_disk && mounts.is_empty() {
         println!("init: root=disk, but the init file mounts no disk");
     }
+    let mut root_mounted = false;
     for (i, (device, dir, opts)) in mounts.iter().enumerate() {
         let dir = if root_on_disk && i == 0 { "/" } else { dir.as_str() };
         let mut request = Vec::new();
@@ -273,10 +279,11 @@ fn mount_volumes(mounts: &[(String, String, String)]) {
             request.push(0);
         }
         match monitor_request(&[monitor::OP_MOUNT, 0, 0, 0], &request) {
-            Ok(_) => {}
+            Ok(_) => root_mounted |= dir == "/",
             Err(e) => println!("init: {device} not mounted on {dir}: {}", ux::errno::name(e)),
         }
     }
+    root_mounted
 }
 
 /// Every mounted disk written and flushed before the power goes.
