@@ -624,6 +624,11 @@ impl<D: BlockDevice> Cache<D> {
         Ok(())
     }
 
+    /// How many of `blocks` are in a buffer (or on their way into one).
+    pub fn cached(&self, blocks: &[u64]) -> usize {
+        blocks.iter().filter(|b| self.map.contains_key(b)).count()
+    }
+
     fn flush_run(&mut self, run: &mut Vec<usize>) {
         if !run.is_empty() {
             self.start_read(run);
