@@ -105,7 +105,7 @@ fn main(args: Args) -> i32 {
         procs: BTreeMap::new(),
         files: OpenFiles::default(),
         fs: (fs_at.0, fs_link),
-        mounts: alloc::vec![mounts::Mount {
+        mounts: alloc::vec![tables::Mount {
             point: String::from("/"),
             source: String::from("memfs"),
             fstype: "memfs",

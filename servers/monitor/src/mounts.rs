@@ -22,30 +22,12 @@
 //! names then fall to the mount below, and its clients get `EIO`).
 
 use crate::state::{Answer, Monitor, err};
+use crate::tables::Mount;
 use abi::Pid;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use protocols::unix::{Errno, Stat, device, errno, ext2fs, fs, io, mode, open_flags};
-use runtime::msg::Link;
-
-/// One mounted file system.
-pub struct Mount {
-    /// Where it is in the name space: `/`, `/disk`.
-    pub point: String,
-    /// `memfs`, or the block device it is on.
-    pub source: String,
-    pub fstype: &'static str,
-    pub options: String,
-    pub manager: Pid,
-    pub queue: u32,
-    pub link: Link,
-    /// The path inside the manager that is `point` (`/`, or memfs's
-    /// `/tmp` under a disk root).
-    pub inner: String,
-    /// Handles at the block driver the manager holds, closed when it ends.
-    pub device_handles: Vec<(Pid, u32, u64)>,
-}
 
 /// `abs` is `point` or below it.
 fn is_under(abs: &str, point: &str) -> bool {

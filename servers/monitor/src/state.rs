@@ -41,7 +41,7 @@ pub struct Monitor {
     /// connection `fs`), which holds `/dev` and, without a disk root, `/`.
     pub fs: (Pid, Link),
     /// The mount table (`mounts`): `/` first.
-    pub mounts: Vec<crate::mounts::Mount>,
+    pub mounts: Vec<crate::tables::Mount>,
     pub vm: Option<Link>,
     pub tty: Option<(Pid, u32)>,
     pub links: BTreeMap<(u64, u32), Link>,
