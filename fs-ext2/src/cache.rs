@@ -253,6 +253,23 @@ impl<D: BlockDevice> Cache<D> {
         self.stats.waits += 1;
         // Nothing in flight means a bookkeeping error, not a reason to hang.
         let (transfer, result) = self.dev.complete().ok_or(EIO)?;
+        self.finished(transfer, result)
+    }
+
+    /// Puts back the buffers of every transfer the device has already
+    /// finished ([`BlockDevice::poll`]), without waiting: a server calls it
+    /// between requests, so that buffers whose I/O ended are not kept
+    /// busy until the next wait.
+    pub fn reap(&mut self) -> Result<(), Errno> {
+        while let Some((transfer, result)) = self.dev.poll() {
+            self.finished(transfer, result)?;
+        }
+        Ok(())
+    }
+
+    /// A transfer came back from the device: its buffers are the cache's
+    /// again, in the state its outcome says.
+    fn finished(&mut self, transfer: Transfer, result: Result<(), Errno>) -> Result<(), Errno> {
         let indices = self.in_flight.remove(&transfer.tag).ok_or(EIO)?;
         if indices.len() != transfer.buffers.len() {
             return Err(EIO);
@@ -605,6 +622,11 @@ impl<D: BlockDevice> Cache<D> {
         }
         self.flush_run(&mut run);
         Ok(())
+    }
+
+    /// How many of `blocks` are in a buffer (or on their way into one).
+    pub fn cached(&self, blocks: &[u64]) -> usize {
+        blocks.iter().filter(|b| self.map.contains_key(b)).count()
     }
 
     fn flush_run(&mut self, run: &mut Vec<usize>) {

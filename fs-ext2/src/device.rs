@@ -62,6 +62,11 @@ pub trait BlockDevice {
     /// Waits for one submitted transfer to finish and returns it with its
     /// outcome; `None` when none is in flight.
     fn complete(&mut self) -> Option<(Transfer, Result<(), Errno>)>;
+    /// A transfer that has already finished, without waiting; `None` when
+    /// none has (or the device cannot tell without waiting).
+    fn poll(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        None
+    }
     /// Makes every completed write durable (a virtio flush).
     fn flush(&mut self) -> Result<(), Errno>;
 }

@@ -110,6 +110,9 @@ pub struct Superblock {
     pub feature_ro_compat: u32,
     pub reserved_gdt_blocks: u16,
     pub want_extra_isize: u16,
+    /// The latest of the last mount, last write and last check times
+    /// (`s_mtime`, `s_wtime`, `s_lastcheck`): seconds since 1970.
+    pub latest_time_s: u32,
 }
 
 /// Superblock field offsets that the file system updates in place.
@@ -142,6 +145,7 @@ impl Superblock {
             feature_ro_compat: if is_dynamic { le32(b, 100) } else { 0 },
             reserved_gdt_blocks: if is_dynamic { le16(b, 206) } else { 0 },
             want_extra_isize: if is_dynamic { le16(b, 350) } else { 0 },
+            latest_time_s: le32(b, 44).max(le32(b, 48)).max(le32(b, 64)),
         }
     }
 

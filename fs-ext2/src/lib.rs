@@ -7,9 +7,8 @@
 //!
 //! What it is not: a server or a transport. It sends no message and knows
 //! no driver; it works over [`device::BlockDevice`] (512-byte sectors,
-//! transfers that may finish later), which the file-data server will
-//! implement with `protocols::unix::block` requests to the virtio-blk
-//! driver. It is not a permission checker (the monitor is, Ridge §3).
+//! transfers that may finish later), which `servers/ext2fs` implements
+//! with `protocols::unix::block` requests to the virtio-blk driver. It is not a permission checker (the monitor is, Ridge §3).
 //! `no_std` + `alloc`, no `unsafe`.
 //!
 //! Map (each uses only those above it):
@@ -18,7 +17,10 @@
 //!   read-ahead, write-behind, write order);
 //! - [`layout`]: the on-disk structures as bytes;
 //! - [`fs`]: mounting with every check, allocation, block maps,
-//!   directories and the operations ([`Fs`]).
+//!   directories and the operations ([`Fs`]);
+//! - [`service`]: the server's requests (`protocols::unix::fs` and `io`)
+//!   decoded and answered over an [`Fs`], everything of `servers/ext2fs`
+//!   but its kernel calls.
 //!
 //! Invariants (details in each module and in `docs/filesystem.md`):
 //! - Nothing read from the disk is trusted: a damaged structure is refused
@@ -40,6 +42,7 @@ pub mod cache;
 pub mod device;
 pub mod fs;
 pub mod layout;
+pub mod service;
 
 pub use cache::{Cache, CacheStats};
 pub use device::{BlockDevice, MemDisk};

@@ -226,6 +226,39 @@ fn reads_images_made_by_mke2fs_byte_for_byte() {
     }
 }
 
+#[test]
+fn small_sequential_reads_get_read_ahead_in_long_transfers() {
+    if e2fsprogs().is_none() {
+        return;
+    }
+    let scratch = Scratch::new("readahead");
+    let src = scratch.path("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(src.join("big"), &data).unwrap();
+    let image = mkfs(&scratch, 8192, 1024, Some(&src));
+    let opts = MountOptions { nbuf: 256, read_only: true, sync_metadata: false };
+    let mut fs = Fs::mount(MemDisk::new(image), opts).map_err(|(e, _)| e).unwrap();
+    let ino = fs.resolve(b"/big").unwrap();
+    let before = fs.cache_stats();
+    let mut back = Vec::new();
+    let mut piece = vec![0u8; 4096];
+    loop {
+        let n = fs.read(ino, back.len() as u64, &mut piece).unwrap();
+        if n == 0 {
+            break;
+        }
+        back.extend_from_slice(&piece[..n]);
+    }
+    assert!(back == data);
+    let s = fs.cache_stats();
+    let (transfers, blocks) = (s.read_transfers - before.read_transfers, s.blocks_read - before.blocks_read);
+    // A 4 KiB reader moves the 64 KiB window on by half of it at a time:
+    // transfers of 8 pages or more (32 blocks), not of the reader's 4.
+    assert!(blocks >= transfers * 24, "{blocks} blocks in {transfers} transfers: {s:?}");
+    assert!(s.read_ahead_hits * 10 >= blocks * 9, "nearly every block was read ahead: {s:?}");
+}
+
 // ---- writing: a workload checked against a model ------------------------------
 
 /// What the workload should have left: path -> contents (directories as

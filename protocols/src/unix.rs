@@ -506,6 +506,28 @@ pub mod monitor {
     /// back (bytes). The monitor answers a want with a
     /// [`super::pipe::OP_GRANT`] message, never with a reply.
     pub const OP_PIPE_LOAN: u64 = 42;
+    /// `mount`, from init or root only (`EPERM` for anyone else): data =
+    /// source NUL target NUL options. The source is a block device entry
+    /// (`/dev/vda`) holding an ext2 file system; options are
+    /// comma-separated (`ro`, `sync`, `nbuf=N`), may be empty. The target
+    /// is a directory (made if it is missing and its parent exists), or
+    /// `/`: the disk becomes the root, and the memory file system's `/dev`
+    /// and `/tmp` stay mounted at `/dev` and `/tmp`. The monitor opens the
+    /// device, starts an [`super::ext2fs`] manager on it and waits until
+    /// it has mounted (or refused: its errno, `EINVAL` for a disk that is
+    /// not ext2). `EBUSY`: something is mounted there already.
+    pub const OP_MOUNT: u64 = 43;
+    /// The mount table, to anyone. Reply data: one line per mount,
+    /// `source target type options`, `/` first.
+    pub const OP_MOUNTS: u64 = 44;
+    /// `sync()`: every mounted disk file system writes what it holds and
+    /// flushes its device (`fs::OP_SYNC` to each manager). Reply: word 0
+    /// = 0, or the first error.
+    pub const OP_SYNC: u64 = 45;
+    /// The disk file systems' counters, to anyone (for `kinfo`). Reply
+    /// data: `name=value` lines from each manager's `fs::OP_STATS_TEXT`,
+    /// each name prefixed with the mount point and `:`.
+    pub const OP_FS_STATS: u64 = 46;
 }
 
 /// Where a descriptor's requests go, in words 1–3 of the monitor's
@@ -632,8 +654,13 @@ pub mod io {
     /// file's length to word 2 (cut, or grow with zeros).
     pub const OP_TRUNCATE: u64 = 8;
     /// Word 1 = handle: data written so far reaches stable storage (a
-    /// block device flushes its write cache). Reply: word 0 = 0.
+    /// block device flushes its write cache; a disk file system writes
+    /// the file and then flushes the device). Word 2 = [`FSYNC_DATA`] for
+    /// `fdatasync` (a manager may do more than asked, never less). Reply:
+    /// word 0 = 0.
     pub const OP_FSYNC: u64 = 9;
+    /// `OP_FSYNC` word 2: `fdatasync`.
+    pub const FSYNC_DATA: u64 = 1;
 }
 
 /// One directory entry in an `OP_READDIR` reply's data: ino (u64 LE),
@@ -721,6 +748,54 @@ pub mod fs {
     /// one), so one `reply_wait` serves both. The replies to `OP_OPEN` and
     /// to memfs's `device::OP_OPEN` carry it in word 1.
     pub const IO_QUEUE: u32 = QUEUE;
+    /// Everything the file system holds goes to its disk, then a device
+    /// flush (`sync`). A manager with no disk (memfs) answers `ENOSYS`,
+    /// which the monitor passes over.
+    pub const OP_SYNC: u64 = 44;
+    /// Counters as text, to anyone: reply data = `name=value` lines (a
+    /// disk file system's buffer cache: hits, misses, read-ahead hits,
+    /// write-behind transfers, …). memfs answers `ENOSYS`.
+    pub const OP_STATS_TEXT: u64 = 45;
+}
+
+/// The disk file system's manager (servers/ext2fs): Ridge's directory
+/// manager, volume manager and file-data service of one mounted ext2
+/// volume, in one process (`docs/filesystem.md` says why one). The monitor
+/// starts it for `monitor::OP_MOUNT` with the arguments `MONITOR_PID
+/// DRIVER_PID DRIVER_QUEUE DEVICE_BYTES OPTIONS HANDLE…` (decimal; the
+/// handles are opens of the block device the monitor made for it, the
+/// first for its own requests and one per I/O worker; `OPTIONS` is the
+/// mount's, `-` for none). It answers the monitor on its queue 1
+/// (`monitor::START_QUEUE`) with `[READY, queue, 0 or errno, 0]` and,
+/// when the mount was refused, ends.
+///
+/// It serves [`fs`] (from the monitor only, paths inside the volume,
+/// absolute) and [`io`] requests on one queue, as memfs does; `io` READ
+/// and WRITE take the caller's lent buffer (`io::OP_READ`, `io::OP_WRITE`).
+pub mod ext2fs {
+    pub const QUEUE: u32 = 0;
+    pub const READY: u64 = 0x0045_5854_3246;
+    /// I/O workers (`ext2io`) per mounted volume: the most transfers in
+    /// flight at the driver at once. Each worker makes synchronous calls
+    /// to the driver; several workers keep several requests in flight.
+    pub const WORKERS: usize = 4;
+    /// Most bytes one worker moves in one transfer (the cache's largest,
+    /// 16 pages); larger transfers the manager makes itself.
+    pub const WORKER_TRANSFER_BYTES: usize = 16 * abi::layout::PAGE_SIZE as usize;
+    /// A worker's call to its manager (on [`QUEUE`]): "here is the end of
+    /// my last transfer, give me the next". Word 1 = the finished
+    /// transfer's tag (0 at the worker's start), word 2 = its result
+    /// (`encode_result`: bytes moved, or an errno), word 3 = 0. Send
+    /// buffer: a finished read's bytes (lent; the manager reads them
+    /// with `lease_read`); receive buffer: the next write's bytes (lent;
+    /// the manager fills it with `lease_write`). Reply: word 0 =
+    /// [`WORK_READ`] or [`WORK_WRITE`], word 1 = first sector, word 2 =
+    /// bytes, word 3 = tag.
+    pub const OP_WORK: u64 = 120;
+    pub const WORK_READ: u64 = 1;
+    pub const WORK_WRITE: u64 = 2;
+    /// Word 0 of a [`OP_WORK`] reply that tells the worker to end.
+    pub const WORK_EXIT: u64 = 3;
 }
 
 /// The device-open request every device manager serves (the console
@@ -904,9 +979,11 @@ pub mod vm {
     /// the only process whose other requests are obeyed.
     pub const OP_SET_MONITOR: u64 = 4;
     /// Read the loadable parts of a program file, or find them cached:
-    /// word 1 = a handle open for reading at the directory manager (the
-    /// caller closes it afterwards), data = the file's [`super::Stat`]
-    /// (inode, mtime and size are the cache key). Reply: word 0 = image
+    /// word 1 = a handle open for reading at the file's manager (the
+    /// caller closes it afterwards), word 2 = that manager's kernel pid
+    /// (0: the directory manager of the bootstrap connection), word 3 =
+    /// its queue; data = the file's [`super::Stat`] (manager, inode,
+    /// mtime and size are the cache key). Reply: word 0 = image
     /// id, word 1 = entry point; ENOEXEC for a file that is not a program.
     pub const OP_LOAD_IMAGE: u64 = 5;
     /// Process word 1 (kernel pid) has ended: forget its regions.

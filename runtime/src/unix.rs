@@ -508,15 +508,64 @@ pub fn ftruncate(fd: Fd, length_bytes: u64) -> Result<(), Errno> {
 }
 
 /// `fsync(fd)`: what was written to `fd` reaches stable storage. A block
-/// device's driver flushes the device's write cache (`io::OP_FSYNC`);
-/// everything else is kept in memory by its server and written through
-/// at once, so there is nothing to wait for.
+/// device's driver flushes the device's write cache; a file or directory
+/// on a disk file system is written by its manager, which then flushes
+/// the device (`io::OP_FSYNC`). The memory file system, pipes and
+/// terminals hold nothing that could reach a disk: nothing to wait for.
 pub fn fsync(fd: Fd) -> Result<(), Errno> {
+    sync_fd(fd, 0)
+}
+
+/// `fdatasync(fd)`: as [`fsync`]; a manager may write only the data and
+/// what is needed to read it back (`io::FSYNC_DATA`).
+pub fn fdatasync(fd: Fd) -> Result<(), Errno> {
+    sync_fd(fd, io::FSYNC_DATA)
+}
+
+fn sync_fd(fd: Fd, how: u64) -> Result<(), Errno> {
     let (_, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
         return block::fsync(fd);
     }
-    Ok(())
+    if !(ux::mode::is_reg(info.file_type) || ux::mode::is_dir(info.file_type)) {
+        return Ok(());
+    }
+    match manager_call(fd, [io::OP_FSYNC, 0, how, 0], &[], &mut []) {
+        // A manager with no disk behind it.
+        Err(errno::ENOSYS) => Ok(()),
+        other => other.map(|_| ()),
+    }
+}
+
+/// `sync()`: every mounted disk file system writes what it holds and
+/// flushes its device (`monitor::OP_SYNC`).
+pub fn sync() -> Result<(), Errno> {
+    monitor_word([monitor::OP_SYNC, 0, 0, 0], &[]).map(|_| ())
+}
+
+/// `mount(source, target, options)`: root only (`monitor::OP_MOUNT`).
+pub fn mount(source: &str, target: &str, options: &str) -> Result<(), Errno> {
+    let mut data = Vec::new();
+    for part in [source, target, options] {
+        data.extend_from_slice(part.as_bytes());
+        data.push(0);
+    }
+    monitor_word([monitor::OP_MOUNT, 0, 0, 0], &data).map(|_| ())
+}
+
+/// The mount table: `source target type options` lines (`monitor::OP_MOUNTS`).
+pub fn mounts() -> Result<String, Errno> {
+    let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
+    let (_, len) = monitor_call([monitor::OP_MOUNTS, 0, 0, 0], &[], &mut buf)?;
+    Ok(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned())
+}
+
+/// The disk file systems' counters: `point:name=value` lines
+/// (`monitor::OP_FS_STATS`).
+pub fn fs_stats() -> Result<String, Errno> {
+    let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
+    let (_, len) = monitor_call([monitor::OP_FS_STATS, 0, 0, 0], &[], &mut buf)?;
+    Ok(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned())
 }
 
 pub fn fstat(fd: Fd) -> Result<Stat, Errno> {

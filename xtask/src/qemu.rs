@@ -379,9 +379,15 @@ pub fn ensure_disk_image(path: &Path, size_bytes: u64) -> Result<()> {
 /// `--disk`: which disk `run` (and `image`, `run --batch`) attaches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DiskChoice {
-    /// The default: `<target>/disk/scratch.img`, made on first use
-    /// ([`SCRATCH_DISK_BYTES`], zeros) and kept between runs.
+    /// The default: `<target>/disk/ext2.img`, an empty ext2 volume made
+    /// on first use and kept between runs (mounted at `/disk`); with
+    /// `root=disk` on the command line, `<target>/disk/root.img`, the
+    /// boot image's programs in an ext2 volume (`crate::ext2`).
     Scratch,
+    /// A zero-filled raw image at `<target>/disk/scratch.img`
+    /// ([`SCRATCH_DISK_BYTES`]), made on first use and kept: for block
+    /// device experiments on `/dev/vda` (`--disk scratch`).
+    Raw,
     /// `--disk none`.
     None,
     /// `--disk FILE`: an existing raw image.
@@ -393,16 +399,22 @@ impl DiskChoice {
         match text {
             "" => Err("--disk wants a raw image file or `none`".to_string()),
             "none" => Ok(DiskChoice::None),
+            "scratch" => Ok(DiskChoice::Raw),
             path => Ok(DiskChoice::Image(PathBuf::from(path))),
         }
     }
 
-    /// The image to attach, made first if it is the scratch image.
-    /// `target_dir` is cargo's target directory.
-    pub fn image(&self, target_dir: &Path) -> Result<Option<PathBuf>> {
+    /// The image to attach, made first if it is one of xtask's.
+    /// `target_dir` is cargo's target directory; `cmdline` the kernel's
+    /// (`root=disk` asks for the root volume, made from `modules`).
+    pub fn image(&self, target_dir: &Path, cmdline: &str, modules: &[PathBuf]) -> Result<Option<PathBuf>> {
         match self {
             DiskChoice::None => Ok(None),
-            DiskChoice::Scratch => {
+            DiskChoice::Scratch if wants_disk_root(cmdline) => {
+                crate::ext2::root_image(target_dir, modules).map(Some)
+            }
+            DiskChoice::Scratch => crate::ext2::default_image(target_dir).map(Some),
+            DiskChoice::Raw => {
                 let path = target_dir.join(SCRATCH_DISK_PATH);
                 ensure_disk_image(&path, SCRATCH_DISK_BYTES)?;
                 Ok(Some(path))
@@ -420,6 +432,13 @@ impl DiskChoice {
             }),
         }
     }
+}
+
+/// Does the kernel command line ask for `/` on the disk (`root=disk`,
+/// the last `root=` before any `--`)?
+pub fn wants_disk_root(cmdline: &str) -> bool {
+    cmdline.split_whitespace().take_while(|w| *w != "--").filter_map(|w| w.strip_prefix("root=")).last()
+        == Some("disk")
 }
 
 /// Read a QEMU child's standard error to the end on a thread of its own
@@ -510,23 +529,34 @@ mod tests {
     fn disk_choices() {
         assert_eq!(DiskChoice::parse("none"), Ok(DiskChoice::None));
         assert_eq!(DiskChoice::parse("x.img"), Ok(DiskChoice::Image(PathBuf::from("x.img"))));
+        assert_eq!(DiskChoice::parse("scratch"), Ok(DiskChoice::Raw));
         assert!(DiskChoice::parse("").is_err());
         let dir = std::env::temp_dir().join(format!("xtask-disk-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        assert_eq!(DiskChoice::None.image(&dir), Ok(None));
-        // The scratch image is made once, at its full size, and kept.
-        let scratch = DiskChoice::Scratch.image(&dir).unwrap().unwrap();
+        assert_eq!(DiskChoice::None.image(&dir, "", &[]), Ok(None));
+        // The raw scratch image is made once, at its full size, and kept.
+        let scratch = DiskChoice::Raw.image(&dir, "", &[]).unwrap().unwrap();
         assert_eq!(scratch, dir.join("disk/scratch.img"));
         assert_eq!(fs::metadata(&scratch).unwrap().len(), SCRATCH_DISK_BYTES);
         fs::write(&scratch, b"kept").unwrap();
-        assert_eq!(DiskChoice::Scratch.image(&dir).unwrap().unwrap(), scratch);
+        assert_eq!(DiskChoice::Raw.image(&dir, "", &[]).unwrap().unwrap(), scratch);
         assert_eq!(fs::read(&scratch).unwrap(), b"kept");
         // A named image must exist; it comes back absolute.
-        let missing = DiskChoice::Image(dir.join("missing.img")).image(&dir).unwrap_err();
+        let missing = DiskChoice::Image(dir.join("missing.img")).image(&dir, "", &[]).unwrap_err();
         assert!(missing.contains("missing.img") && missing.contains("truncate -s 64M"), "{missing}");
-        let named = DiskChoice::Image(dir.join("disk/../disk/scratch.img")).image(&dir).unwrap().unwrap();
+        let named =
+            DiskChoice::Image(dir.join("disk/../disk/scratch.img")).image(&dir, "", &[]).unwrap().unwrap();
         assert_eq!(named, fs::canonicalize(&scratch).unwrap());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn root_disk_is_asked_by_the_last_root_option_before_init_args() {
+        assert!(wants_disk_root("root=disk"));
+        assert!(wants_disk_root("nbuf=3 root=memfs root=disk -- root=memfs"));
+        assert!(!wants_disk_root("root=disk root=memfs"));
+        assert!(!wants_disk_root("-- root=disk"));
+        assert!(!wants_disk_root(""));
     }
 
     #[test]

@@ -51,6 +51,7 @@ fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<Qem
     let workspace = Workspace::load()?;
     let built = image::build(&workspace, kind)?;
     let accel = qemu::choose_and_report_accel(opts.accel);
+    let disk = opts.disk.image(&workspace.target_dir, &opts.cmdline, &built.modules)?;
     Ok(QemuConfig {
         kernel: built.kernel,
         modules: built.modules,
@@ -60,7 +61,7 @@ fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<Qem
         accel,
         serial,
         is_gdb: opts.is_gdb,
-        disk: opts.disk.image(&workspace.target_dir)?,
+        disk,
     })
 }
 

@@ -17,7 +17,10 @@
 //!    tests once more under the `small` and `big` pipe designs (one boot,
 //!    `pipe=small`); then one boot of the normal image running every shell
 //!    scenario of `tests/unix` ([`scenarios`]);
-//! 6. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
+//! 6. the disk file system's tests ([`disk`]): ext2 images made and
+//!    checked on the host with e2fsprogs around batch boots of
+//!    `/bin/disktest` (a workload, `nbuf=1`, a corrupt image, power cuts);
+//! 7. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
 //!    the Linux guest; it checks that every figure is measured, never a
 //!    figure's value).
 //!
@@ -59,6 +62,7 @@ use crate::run::RunOptions;
 use crate::tools::{self, Result};
 
 mod boot;
+mod disk;
 mod outcome;
 mod scenarios;
 mod verdict;
@@ -91,11 +95,20 @@ pub struct TestOptions {
     pub smp: Option<u32>,
     pub timeout_s: u64,
     pub accel: AccelChoice,
+    /// `--power-cuts N`: the disk's power-cut test at N cut points instead
+    /// of CI's few.
+    pub power_cuts: Option<usize>,
 }
 
 impl Default for TestOptions {
     fn default() -> Self {
-        TestOptions { parts: Parts::All, smp: None, timeout_s: DEFAULT_TIMEOUT_S, accel: AccelChoice::Auto }
+        TestOptions {
+            parts: Parts::All,
+            smp: None,
+            timeout_s: DEFAULT_TIMEOUT_S,
+            accel: AccelChoice::Auto,
+            power_cuts: None,
+        }
     }
 }
 
@@ -117,7 +130,7 @@ pub fn run(opts: &TestOptions) -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     let is_host = opts.parts != Parts::QemuOnly;
     let is_qemu = opts.parts != Parts::HostOnly;
-    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 5 * usize::from(is_qemu) };
+    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 6 * usize::from(is_qemu) };
     let mut outcomes = Vec::new();
     if is_host {
         outcomes.extend(host_steps(&workspace, &mut headers));
@@ -308,6 +321,12 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
     }
     outcomes.extend(unix_steps(workspace, opts, headers, &built, &log_dir));
+    headers.next(&format!(
+        "the disk file system: /bin/{} workloads on ext2 images, checked with e2fsck and debugfs; power cuts",
+        disk::PROGRAM
+    ));
+    let smp = opts.smp.unwrap_or(qemu::DEFAULT_SMP);
+    outcomes.extend(disk::run(workspace, opts.accel, smp, opts.timeout_s, &log_dir, opts.power_cuts));
     outcomes.push(bench_smoke(opts, headers));
     outcomes
 }
@@ -506,6 +525,20 @@ mod tests {
         fs::write(&path, &bytes[..100]).unwrap();
         assert!(check_disk_pattern(&path).is_err(), "a short image");
         fs::remove_file(&path).unwrap();
+    }
+
+    /// The disk tests alone (slow: `cargo test -p xtask -- --ignored
+    /// boot_the_disk_tests --nocapture`).
+    #[test]
+    #[ignore]
+    fn boot_the_disk_tests() {
+        let workspace = Workspace::load().unwrap();
+        image::build(&workspace, ImageKind::Test).unwrap();
+        let log_dir = workspace.target_dir.join("ktest");
+        fs::create_dir_all(&log_dir).unwrap();
+        for outcome in disk::run(&workspace, AccelChoice::Auto, 2, 300, &log_dir, None) {
+            assert!(outcome.is_ok(), "{}: {:?}", outcome.name, outcome.problems);
+        }
     }
 
     /// The UNIX test boot alone (slow: `cargo test -p xtask -- --ignored

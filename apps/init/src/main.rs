@@ -19,8 +19,17 @@
 //!   that found no device (size 0) gets no entry. Drivers come after the
 //!   monitor: they take opens only from it, and learn who it is from
 //!   their bootstrap connections;
+//! - `mount <device> <dir> [options]`: once every line is read, mount the
+//!   ext2 volume on the block device at `<dir>` through the monitor
+//!   (`monitor::OP_MOUNT`); a device that is missing or holds no ext2
+//!   volume is reported and the boot goes on. With the boot option
+//!   `root=disk` the device of the first `mount` line goes on `/` instead
+//!   (the memory file system keeps `/dev` and `/tmp`);
 //! - `run <path> [args…]`: the first UNIX process, started through the
 //!   monitor with the console as standard input, output and error.
+//!
+//! When the first process ends, init asks the monitor to `sync` (every
+//! mounted disk written and flushed), then powers off.
 //!
 //! What replaces the `run` line: the boot module `etc.batch` if present
 //! (`cargo xtask run --batch`: `/bin/sh /etc/batch`), else init's own
@@ -52,6 +61,7 @@ fn main(args: Args) -> i32 {
         return 1;
     };
     let mut run_line: Option<String> = None;
+    let mut mounts: Vec<(String, String, String)> = Vec::new();
     let mut servers: Vec<(String, Pid)> = Vec::new();
     for (number, line) in table.lines().enumerate() {
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -72,12 +82,22 @@ fn main(args: Args) -> i32 {
                     println!("init: line {}: driver {program}: {why}", number + 1);
                 }
             }
+            ["mount", device, dir, options @ ..] if options.len() <= 1 => mounts.push((
+                String::from(*device),
+                String::from(*dir),
+                String::from(options.first().copied().unwrap_or("")),
+            )),
             ["run", rest @ ..] if !rest.is_empty() => run_line = Some(rest.join(" ")),
             _ => println!("init: line {}: not understood: {line}", number + 1),
         }
     }
     tell_servers_the_monitor(&servers);
-    let command: Vec<String> = if module_text(BATCH).is_some() {
+    let root_on_disk = mount_volumes(&mounts);
+    let command: Vec<String> = if let Some(text) = module_text(BATCH).filter(|_| root_on_disk) {
+        // `/etc` is the disk's: the batch file is memfs's, so its text
+        // goes on the command line instead.
+        ["/bin/sh", "-c"].iter().map(|s| String::from(*s)).chain([text]).collect()
+    } else if module_text(BATCH).is_some() {
         ["/bin/sh", "/etc/batch"].iter().map(|s| String::from(*s)).collect()
     } else if args.iter().next().is_some() {
         let joined: Vec<&str> = args.iter().collect();
@@ -90,6 +110,7 @@ fn main(args: Args) -> i32 {
     };
     println!("{}", abi::session::START);
     let status = run_session(&command);
+    sync_disks();
     println!("{}{status}", abi::session::EXIT);
     halt(status)
 }
@@ -230,6 +251,55 @@ fn tell_servers_the_monitor(servers: &[(String, Pid)]) {
             }
         }
     }
+}
+
+/// The `mount` lines, through the monitor (`root=disk`: the first on `/`).
+/// Whether `/` is now on a disk.
+fn mount_volumes(mounts: &[(String, String, String)]) -> bool {
+    let mut options = [0u8; 1024];
+    let len = sys::kernel_options(&mut options).unwrap_or(0).min(options.len());
+    let line = core::str::from_utf8(&options[..len]).unwrap_or("");
+    let root_on_disk = match protocols::options::lookup(line, "root") {
+        None | Some("memfs") => false,
+        Some("disk") => true,
+        Some(other) => {
+            println!("init: root={other} is not `disk` or `memfs`; / stays in memory");
+            false
+        }
+    };
+    if root_on_disk && mounts.is_empty() {
+        println!("init: root=disk, but the init file mounts no disk");
+    }
+    let mut root_mounted = false;
+    for (i, (device, dir, opts)) in mounts.iter().enumerate() {
+        let dir = if root_on_disk && i == 0 { "/" } else { dir.as_str() };
+        let mut request = Vec::new();
+        for part in [device.as_str(), dir, opts.as_str()] {
+            request.extend_from_slice(part.as_bytes());
+            request.push(0);
+        }
+        match monitor_request(&[monitor::OP_MOUNT, 0, 0, 0], &request) {
+            Ok(_) => root_mounted |= dir == "/",
+            Err(e) => println!("init: {device} not mounted on {dir}: {}", ux::errno::name(e)),
+        }
+    }
+    root_mounted
+}
+
+/// Every mounted disk written and flushed before the power goes.
+fn sync_disks() {
+    if let Err(e) = monitor_request(&[monitor::OP_SYNC, 0, 0, 0], &[]) {
+        println!("init: sync failed: {}", ux::errno::name(e));
+    }
+}
+
+/// One call to the monitor (init is its UNIX process 1).
+fn monitor_request(words: &[u64; 4], data: &[u8]) -> Result<u64, ux::Errno> {
+    let (monitor_pid, queue) = sys::bootstrap(bootstrap::MONITOR).ok_or(ux::errno::ENOSYS)?;
+    let link = msg::open_link(monitor_pid, Queue(queue)).map_err(|_| ux::errno::EIO)?;
+    let answered = msg::call(link, words, data, &mut []);
+    let _ = msg::close_link(link);
+    answered.map_err(|_| ux::errno::EIO).and_then(|(w, _)| ux::result(w[0]))
 }
 
 /// Start the first UNIX process and wait for it; its exit status.

@@ -174,7 +174,7 @@ impl<D: BlockDevice> Fs<D> {
             is_large_file: sb.feature_ro_compat & feature::RO_COMPAT_LARGE_FILE != 0,
             read_only: opts.read_only || sb.feature_ro_compat & !feature::RO_COMPAT_SUPPORTED != 0,
             sync_metadata: opts.sync_metadata,
-            now_s: 0,
+            now_s: sb.latest_time_s,
             next_generation: 1,
             open: BTreeMap::new(),
             inode_deps: BTreeMap::new(),
@@ -343,7 +343,15 @@ impl<D: BlockDevice> Fs<D> {
     }
 
     /// The time (seconds since 1970) stamped on changes from now on.
+    ///
+    /// A time before the volume was last mounted, written or checked (a
+    /// clock counting from boot: Ridgeback has no calendar clock yet) is
+    /// taken as seconds after that time. Times must not be small numbers:
+    /// `e2fsck` reads a deleted inode's small `dtime` as a link of the
+    /// orphan list (an inode number), and reports the list corrupt.
     pub fn set_time(&mut self, now_s: u32) {
+        let floor = self.sb.latest_time_s;
+        let now_s = if now_s < floor { floor.saturating_add(now_s) } else { now_s };
         self.now_s = now_s;
         if self.next_generation == 1 {
             self.next_generation = now_s | 1;
@@ -366,6 +374,11 @@ impl<D: BlockDevice> Fs<D> {
         self.cache.device()
     }
 
+    /// The device, for a server feeding it completions between requests.
+    pub fn device_mut(&mut self) -> &mut D {
+        self.cache.device_mut()
+    }
+
     /// What the last `EIO` for damage found (for a server's log).
     pub fn last_damage(&self) -> Option<&str> {
         self.last_damage.as_deref()
@@ -380,6 +393,17 @@ impl<D: BlockDevice> Fs<D> {
     /// lists, so this is [`Fs::sync`]: more than asked, never less.
     pub fn fsync(&mut self, _ino: u32) -> Result<(), Errno> {
         self.cache.sync()
+    }
+
+    /// Takes back the buffers of transfers the device has finished, without
+    /// waiting ([`Cache::reap`]).
+    pub fn reap(&mut self) -> Result<(), Errno> {
+        self.cache.reap()
+    }
+
+    /// Buffers in the cache (`nbuf`).
+    pub fn nbuf(&self) -> usize {
+        self.cache.nbuf()
     }
 
     /// Empties the cache of clean blocks (cold-cache measurements).
