@@ -6,11 +6,13 @@
 //! operand and with a non-terminal standard input, it runs the commands
 //! read from standard input without prompting.
 //!
-//! The language is `unix_core::shell`'s (parsed there, host-tested); this
-//! program runs the tree: `fork` + `execve` for external commands (searched
+//! The language is `unix_core::shell`'s (parsed and interpreted there,
+//! host-tested; `docs/shell.md` lists what it supports). This program is
+//! its [`shell::Host`]: `fork` + `execve` for external commands (searched
 //! in `$PATH`, default `/bin`), `pipe`/`dup2`/`close` for pipelines,
-//! `open`/`dup2` for redirections, and the builtins `cd`, `exit`, `pwd`,
-//! `export`, `unset`, `jobs` and `wait`; `time` and `!` are keywords.
+//! command substitution and here-documents, `open`/`dup2` for
+//! redirections, and the builtins that touch the process: `cd`, `pwd`,
+//! `jobs` and `wait`.
 //!
 //! Job control: each pipeline runs in its own process group (the children
 //! call `setpgid`, and so does the shell, so the group exists whichever
@@ -20,9 +22,8 @@
 //! its children restore the default action before `exec`. Background
 //! jobs (`&`) are reported when done, at the next prompt.
 //!
-//! What it is not: a full POSIX shell. No control flow (`if`, `while`,
-//! functions), no command substitution, globbing or here-documents (the
-//! parser reports them), no stopped jobs (the kernel has no SIGTSTP).
+//! What it is not: a full POSIX shell (see `docs/shell.md`); no stopped
+//! jobs (the kernel has no SIGTSTP).
 //!
 //! Invariants: every process the shell forks is waited for (foreground
 //! ones at once, background ones at the next prompt, `jobs` or `wait`);
@@ -35,14 +36,17 @@
 
 extern crate alloc;
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use protocols::unix::{errno, mode, open_flags, signal};
 use runtime::unix::{self, Errno, Fd};
-use runtime::{eprint, eprintln, println};
-use unix_core::shell::{self, AndOr, Connector, Jobs, ListItem, Outcome, Pipeline, RedirKind, SimpleCommand};
+use runtime::{eprint, eprintln};
+use unix_core::shell::{
+    self, Command, Expanded, FileInfo, Jobs, List, ListItem, Outcome, Pipeline, RedirKind, STATUS_NOT_FOUND,
+    STATUS_USAGE, Shell,
+};
 
 runtime::entry!(main);
 
@@ -51,51 +55,68 @@ const DEFAULT_PATH: &str = "/bin";
 /// Permission bits of files created by `>` and `>>` (there is no umask;
 /// this is the usual 0666 & ~022).
 const CREATE_MODE: u32 = 0o644;
-/// `$?` after a syntax error or a usage error (POSIX shells use 2).
-const STATUS_USAGE: i32 = 2;
 /// `$?` when a command was found but could not be run.
 const STATUS_NOT_EXECUTABLE: i32 = 126;
-/// `$?` when a command was not found.
-const STATUS_NOT_FOUND: i32 = 127;
 /// Bytes read from standard input or a script at a time: one message's
 /// data, what one request to the object's manager returns.
 const READ_CHUNK_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 /// Descriptors a builtin's redirections save the originals in (high, so a
 /// redirection such as `3>f` does not land on a saved copy).
 const SAVE_FDS: core::ops::Range<Fd> = 10..unix::MAX_FDS as Fd;
+/// A here-document this long or shorter is written into its pipe at once
+/// (a pipe holds at least this much); a longer one by a child process.
+const HEREDOC_DIRECT_BYTES: usize = protocols::unix::pipe::SMALL_CAPACITY_BYTES;
 
 fn main(args: runtime::Args) -> i32 {
     let argv: Vec<&str> = args.iter().collect();
-    let mut sh = Shell::new();
+    let shell_pid = unix::getpid();
+    let mut sh = Shell::new(shell_pid);
+    for entry in unix::env() {
+        if let Some((name, value)) = entry.split_once('=')
+            && shell::is_valid_name(name)
+        {
+            sh.set_var(name, value);
+            sh.exported.insert(name.to_string());
+        }
+    }
+    let mut host = Proc {
+        jobs: Jobs::default(),
+        job_control: true,
+        terminal: false,
+        shell_pgid: unix::getpgrp().unwrap_or(shell_pid),
+        source: None,
+    };
     // ^C is for the foreground job, never for the shell.
     let _ = unix::signal_ignore(signal::SIGINT, true);
 
     let stdin_is_tty = unix::fstat(0).is_ok_and(|s| mode::is_chr(s.mode));
-    sh.terminal = stdin_is_tty;
+    host.terminal = stdin_is_tty;
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    sh.arg0 = argv.first().unwrap_or(&"sh").to_string();
     match argv.get(1).copied() {
         Some("-c") => {
             let Some(text) = argv.get(2) else {
                 eprintln!("sh: -c: option requires an argument");
                 return STATUS_USAGE;
             };
-            sh.positional = argv.iter().skip(3).map(|s| s.to_string()).collect();
-            if sh.positional.is_empty() {
-                sh.positional.push("sh".to_string());
+            if let Some(name) = argv.get(3) {
+                sh.arg0 = name.to_string();
+                sh.params = owned(&argv[4..]);
             }
-            sh.source = Some("-c".to_string());
-            sh.run_input(&mut Input::text(text));
+            host.source = Some("-c".to_string());
+            host.run_input(&mut sh, &mut Input::text(text));
         }
         Some("-i") => {
-            sh.positional = argv.iter().take(1).map(|s| s.to_string()).collect();
-            sh.start_interactive();
-            sh.run_input(&mut Input::stdin());
+            host.start_interactive(&mut sh);
+            host.run_input(&mut sh, &mut Input::stdin());
         }
         Some(opt) if opt.starts_with('-') && opt.len() > 1 => {
             eprintln!("sh: {opt}: unknown option (usage: sh [-c commands | -i | file] [args...])");
             return STATUS_USAGE;
         }
         Some(file) => {
-            sh.positional = argv.iter().skip(1).map(|s| s.to_string()).collect();
+            sh.arg0 = file.to_string();
+            sh.params = owned(&argv[2..]);
             let text = match read_file(file) {
                 Ok(t) => t,
                 Err(ReadError::Errno(e)) => {
@@ -107,15 +128,14 @@ fn main(args: runtime::Args) -> i32 {
                     return STATUS_NOT_EXECUTABLE;
                 }
             };
-            sh.source = Some(file.to_string());
-            sh.run_input(&mut Input::text(&text));
+            host.source = Some(file.to_string());
+            host.run_input(&mut sh, &mut Input::text(&text));
         }
         None => {
-            sh.positional = argv.iter().take(1).map(|s| s.to_string()).collect();
             if stdin_is_tty {
-                sh.start_interactive();
+                host.start_interactive(&mut sh);
             }
-            sh.run_input(&mut Input::stdin());
+            host.run_input(&mut sh, &mut Input::stdin());
         }
     }
     sh.exit_code.unwrap_or(sh.status)
@@ -213,89 +233,38 @@ fn read_file(path: &str) -> Result<String, ReadError> {
 }
 
 // ---------------------------------------------------------------------------
-// The shell
+// The host: the shell's process work
 // ---------------------------------------------------------------------------
 
-struct Shell {
-    /// Shell variables; those named in `exported` go to children.
-    vars: BTreeMap<String, String>,
-    exported: BTreeSet<String>,
-    /// `$0`, `$1`, …
-    positional: Vec<String>,
-    /// `$?`.
-    status: i32,
-    /// `$$`: the shell's pid (a background subshell keeps its parent's).
-    shell_pid: u64,
-    /// `$!`.
-    last_background: Option<u64>,
+/// What the shell process owns besides the language state.
+struct Proc {
     jobs: Jobs,
     /// Put pipelines in their own process groups (off in background
     /// subshells, whose children stay in the job's group).
     job_control: bool,
     /// Standard input is a terminal: hand it to foreground jobs.
     terminal: bool,
-    /// Prompt, report finished jobs, keep going after syntax errors.
-    interactive: bool,
     /// The group to give the terminal back to after a foreground job.
     shell_pgid: u64,
-    /// Set by `exit`: stop and exit with this status.
-    exit_code: Option<i32>,
     /// What syntax errors name as their source: `-c`, the script's name,
     /// or nothing for standard input.
     source: Option<String>,
 }
 
-impl shell::Vars for Shell {
-    fn var(&self, name: &str) -> Option<String> {
-        match name {
-            "?" => Some(format!("{}", self.status)),
-            "$" => Some(format!("{}", self.shell_pid)),
-            "!" => self.last_background.map(|p| format!("{p}")),
-            "#" => Some(format!("{}", self.positional.len().saturating_sub(1))),
-            n if n.bytes().all(|b| b.is_ascii_digit()) => {
-                n.parse::<usize>().ok().and_then(|i| self.positional.get(i)).cloned()
-            }
-            n => self.vars.get(n).cloned(),
-        }
-    }
+/// One process of a pipeline: an expanded external command, or a command
+/// the child's copy of the shell runs.
+enum Stage<'a> {
+    External(&'a Expanded),
+    Shell(&'a Command),
 }
 
-impl Shell {
-    fn new() -> Shell {
-        let mut vars = BTreeMap::new();
-        let mut exported = BTreeSet::new();
-        for entry in unix::env() {
-            if let Some((name, value)) = entry.split_once('=')
-                && shell::is_valid_name(name)
-            {
-                vars.insert(name.to_string(), value.to_string());
-                exported.insert(name.to_string());
-            }
-        }
-        let shell_pid = unix::getpid();
-        Shell {
-            vars,
-            exported,
-            positional: Vec::new(),
-            status: 0,
-            shell_pid,
-            last_background: None,
-            jobs: Jobs::default(),
-            job_control: true,
-            terminal: false,
-            interactive: false,
-            shell_pgid: unix::getpgrp().unwrap_or(shell_pid),
-            exit_code: None,
-            source: None,
-        }
-    }
-
+impl Proc {
     /// Become an interactive shell: lead our own process group and own the
     /// terminal while at the prompt.
-    fn start_interactive(&mut self) {
-        self.interactive = true;
+    fn start_interactive(&mut self, sh: &mut Shell) {
+        sh.interactive = true;
         let _ = unix::setpgid(0, 0);
-        self.shell_pgid = unix::getpgrp().unwrap_or(self.shell_pid);
+        self.shell_pgid = unix::getpgrp().unwrap_or(sh.shell_pid);
         self.take_terminal();
     }
 
@@ -311,14 +280,16 @@ impl Shell {
         if unix::getuid() == 0 { "# " } else { "$ " }
     }
 
-    /// Read, parse and run commands until the input ends or `exit`.
-    fn run_input(&mut self, input: &mut Input) {
+    /// Read, parse and run commands until the input ends or `exit`. A
+    /// command is run as soon as it is complete (a compound command once
+    /// its closing keyword is read).
+    fn run_input(&mut self, sh: &mut Shell, input: &mut Input) {
         let mut pending = String::new();
         // Lines read so far, and the number of `pending`'s first line.
         let mut lines_read = 0usize;
         let mut pending_line = 1usize;
-        while self.exit_code.is_none() {
-            if self.interactive {
+        while sh.exit_code.is_none() {
+            if sh.interactive {
                 if pending.is_empty() {
                     self.reap_background();
                     self.report_jobs();
@@ -344,195 +315,71 @@ impl Shell {
             match shell::parse(&pending) {
                 Ok(list) => {
                     pending.clear();
-                    for item in &list.items {
-                        self.run_item(item);
-                        if self.exit_code.is_some() {
-                            break;
-                        }
-                    }
+                    sh.run_list(self, &list);
+                    // `break`/`continue` outside a loop end nothing more.
+                    sh.flow = shell::Flow::Normal;
                 }
-                // Wait for the rest of a quoted string or a `|` line.
+                // Wait for the rest of a quoted string, a compound
+                // command, a here-document or a `|` line.
                 Err(e) if e.is_incomplete() => {}
                 Err(e) => {
-                    self.syntax_error(e, pending_line + e.line(&pending) - 1);
+                    self.syntax_error(sh, e, pending_line + e.line(&pending) - 1);
                     pending.clear();
                 }
             }
         }
         if !pending.is_empty()
+            && sh.exit_code.is_none()
             && let Err(e) = shell::parse(&pending)
         {
-            self.syntax_error(e, pending_line + e.line(&pending) - 1);
+            self.syntax_error(sh, e, pending_line + e.line(&pending) - 1);
         }
-        if self.interactive && self.exit_code.is_none() {
+        if sh.interactive && sh.exit_code.is_none() {
             eprintln!();
         }
     }
 
-    fn syntax_error(&mut self, e: shell::ParseError, line: usize) {
-        match (&self.source, self.interactive) {
+    fn syntax_error(&mut self, sh: &mut Shell, e: shell::ParseError, line: usize) {
+        match (&self.source, sh.interactive) {
             (_, true) => eprintln!("sh: {e}"),
             (Some(source), false) => eprintln!("sh: {source}: line {line}: {e}"),
             (None, false) => eprintln!("sh: line {line}: {e}"),
         }
-        self.status = STATUS_USAGE;
-        if !self.interactive {
-            self.exit_code = Some(STATUS_USAGE);
+        sh.status = STATUS_USAGE;
+        if !sh.interactive {
+            sh.exit_code = Some(STATUS_USAGE);
         }
     }
 
-    fn run_item(&mut self, item: &ListItem) {
-        self.status =
-            if item.background { self.start_background(item) } else { self.run_and_or(&item.and_or) };
-    }
-
-    fn run_and_or(&mut self, and_or: &AndOr) -> i32 {
-        let mut status = self.run_pipeline(&and_or.first);
-        for (connector, pipeline) in &and_or.rest {
-            if self.exit_code.is_some() {
-                break;
-            }
-            let run = match connector {
-                Connector::And => status == 0,
-                Connector::Or => status != 0,
-            };
-            if run {
-                status = self.run_pipeline(pipeline);
-            }
-        }
-        status
-    }
-
-    /// Run a pipeline in the foreground; sets and returns `$?`.
-    fn run_pipeline(&mut self, pipeline: &Pipeline) -> i32 {
-        let start_ns = unix::clock_ns();
-        let start_children_cpu_ns = if pipeline.timed { unix::times().children_cpu_ns } else { 0 };
-        let mut status = self.run_commands(pipeline);
-        if pipeline.negated {
-            status = (status == 0) as i32;
-        }
-        if pipeline.timed {
-            let real_ns = unix::clock_ns().saturating_sub(start_ns);
-            // CPU time of the children reaped meanwhile (the pipeline's
-            // processes, and any background job that ended during it).
-            // The kernel counts one CPU time per process and cannot split
-            // it into user and system time, so all of it is shown as user
-            // time and sys as 0.
-            let cpu_ns = unix::times().children_cpu_ns.saturating_sub(start_children_cpu_ns);
-            eprintln!("{}", shell::format_times(real_ns, cpu_ns, 0));
-        }
-        self.status = status;
-        status
-    }
-
-    fn run_commands(&mut self, pipeline: &Pipeline) -> i32 {
-        let Some(commands) = self.expand_all(pipeline) else { return 1 };
-        if let [cmd] = commands.as_slice() {
-            match cmd.argv.first() {
-                None => return self.assign_and_redirect(cmd),
-                Some(name) if is_builtin(name) => return self.run_builtin_here(cmd),
-                Some(_) => {}
-            }
-        }
-        match self.spawn_pipeline(&commands, false) {
-            Ok((pgid, pids)) => self.wait_foreground(pgid, &pids, true),
-            Err(status) => status,
-        }
-    }
-
-    fn expand_all(&self, pipeline: &Pipeline) -> Option<Vec<SimpleCommand>> {
-        let mut out = Vec::with_capacity(pipeline.commands.len());
-        for c in &pipeline.commands {
-            match c.expand(self) {
-                Ok(e) => out.push(e),
-                Err(e) => {
-                    eprintln!("sh: {e}");
-                    return None;
-                }
-            }
-        }
-        Some(out)
-    }
-
-    /// A command with no name: `X=1`, `>file`, or both.
-    fn assign_and_redirect(&mut self, cmd: &SimpleCommand) -> i32 {
-        let saved = match self.redirect_saving(&cmd.redirections) {
-            Ok(s) => s,
-            Err(status) => return status,
-        };
-        restore(saved);
-        for (name, value) in &cmd.assignments {
-            self.vars.insert(name.clone(), value.clone());
-        }
-        0
-    }
-
-    /// Start background item `item` as a job; `$?` is 0 once started.
-    fn start_background(&mut self, item: &ListItem) -> i32 {
-        let ao = &item.and_or;
-        let plain = ao.rest.is_empty() && !ao.first.timed && !ao.first.negated;
-        if plain {
-            let Some(commands) = self.expand_all(&ao.first) else { return 1 };
-            let needs_shell = commands.len() == 1 && commands[0].argv.first().is_none_or(|n| is_builtin(n));
-            if !needs_shell {
-                return match self.spawn_pipeline(&commands, true) {
-                    Ok((pgid, pids)) => {
-                        self.new_job(pgid, &pids, &item.text);
-                        0
-                    }
-                    Err(status) => status,
-                };
-            }
-        }
-        // `a && b &`, `time a &`, `cd x &`: a copy of the shell runs the
-        // item as the job.
-        match unix::fork() {
-            Ok(0) => {
-                let _ = unix::setpgid(0, 0);
-                let _ = unix::signal_ignore(signal::SIGINT, false);
-                self.job_control = false;
-                self.interactive = false;
-                self.terminal = false;
-                self.jobs = Jobs::default();
-                let status = self.run_and_or(ao);
-                unix::exit(self.exit_code.unwrap_or(status))
-            }
-            Ok(pid) => {
-                let _ = unix::setpgid(pid, pid);
-                self.new_job(pid, &[pid], &item.text);
-                0
-            }
-            Err(e) => {
-                eprintln!("sh: fork: {}", e.name());
-                1
-            }
-        }
-    }
-
-    fn new_job(&mut self, pgid: u64, pids: &[u64], text: &str) {
+    fn new_job(&mut self, sh: &mut Shell, pgid: u64, pids: &[u64], text: &str) {
         let id = self.jobs.add(pgid, pids, text);
-        self.last_background = pids.last().copied();
-        if self.interactive {
+        sh.last_background = pids.last().copied();
+        if sh.interactive {
             // As other shells: the job number and `$!`.
             eprintln!("[{id}] {}", pids.last().copied().unwrap_or(pgid));
         }
     }
 
-    /// Fork one process per command, joined by pipes. Returns the group
-    /// and the pids, or the status to report when nothing could start.
-    fn spawn_pipeline(
-        &mut self,
-        commands: &[SimpleCommand],
-        background: bool,
-    ) -> Result<(u64, Vec<u64>), i32> {
+    /// In a forked child that runs shell code (a pipeline stage, a
+    /// subshell, a background job): no job control of its own.
+    fn become_child(&mut self, sh: &mut Shell) {
+        sh.interactive = false;
+        self.job_control = false;
+        self.terminal = false;
+        self.jobs = Jobs::default();
+    }
+
+    /// Fork one process per stage, joined by pipes. Returns the group and
+    /// the pids, or the status to report when nothing could start.
+    fn spawn(&mut self, sh: &mut Shell, stages: &[Stage], background: bool) -> Result<(u64, Vec<u64>), i32> {
         let own_group = self.job_control || background;
-        let mut pids: Vec<u64> = Vec::with_capacity(commands.len());
+        let mut pids: Vec<u64> = Vec::with_capacity(stages.len());
         let mut pgid = 0u64;
         // The read end of the previous pipe: the next command's stdin.
         let mut prev_read: Option<Fd> = None;
         let mut failed = false;
-        for (i, cmd) in commands.iter().enumerate() {
-            let pipe = if i + 1 < commands.len() {
+        for (i, stage) in stages.iter().enumerate() {
+            let pipe = if i + 1 < stages.len() {
                 match unix::pipe() {
                     Ok(p) => Some(p),
                     Err(e) => {
@@ -546,8 +393,36 @@ impl Shell {
             };
             match unix::fork() {
                 Ok(0) => {
-                    let foreground = !background && self.terminal && self.job_control;
-                    self.exec_child(cmd, prev_read, pipe, own_group.then_some(pgid), foreground)
+                    if own_group {
+                        let _ = unix::setpgid(0, pgid);
+                        if !background && self.terminal && self.job_control {
+                            let pgid = if pgid == 0 { unix::getpid() } else { pgid };
+                            let _ = unix::tcsetpgrp(0, pgid);
+                        }
+                    }
+                    let _ = unix::signal_ignore(signal::SIGINT, false);
+                    if let Some(r) = prev_read {
+                        move_fd(r, 0);
+                    }
+                    if let Some((r, w)) = pipe {
+                        let _ = unix::close(r);
+                        move_fd(w, 1);
+                    }
+                    let status = match stage {
+                        Stage::External(cmd) => {
+                            for r in &cmd.redirections {
+                                if apply_redirection(r, &mut Vec::new()).is_err() {
+                                    unix::exit(1);
+                                }
+                            }
+                            self.exec_external(sh, cmd)
+                        }
+                        Stage::Shell(cmd) => {
+                            self.become_child(sh);
+                            sh.run_stage(self, cmd)
+                        }
+                    };
+                    unix::exit(status)
                 }
                 Ok(pid) => {
                     if pgid == 0 {
@@ -590,52 +465,12 @@ impl Shell {
         Ok((pgid, pids))
     }
 
-    /// In a forked child: set up descriptors, then run `cmd`. Never returns.
-    fn exec_child(
-        &mut self,
-        cmd: &SimpleCommand,
-        stdin_from: Option<Fd>,
-        pipe: Option<(Fd, Fd)>,
-        group: Option<u64>,
-        foreground: bool,
-    ) -> ! {
-        if let Some(pgid) = group {
-            let _ = unix::setpgid(0, pgid);
-            if foreground {
-                let pgid = if pgid == 0 { unix::getpid() } else { pgid };
-                let _ = unix::tcsetpgrp(0, pgid);
-            }
-        }
-        let _ = unix::signal_ignore(signal::SIGINT, false);
-        if let Some(r) = stdin_from {
-            move_fd(r, 0);
-        }
-        if let Some((r, w)) = pipe {
-            let _ = unix::close(r);
-            move_fd(w, 1);
-        }
-        for r in &cmd.redirections {
-            if let Err(status) = apply_redirection(r) {
-                unix::exit(status);
-            }
-        }
-        let Some(name) = cmd.argv.first() else { unix::exit(0) };
-        if is_builtin(name) {
-            // In a pipeline a builtin runs in its own process, as in
-            // other shells: `cd` there changes nothing for the shell.
-            self.interactive = false;
-            let status = self.run_builtin(&cmd.argv);
-            unix::exit(self.exit_code.unwrap_or(status));
-        }
-        self.exec_external(cmd)
-    }
-
     /// The environment for a child: exported variables, then the
     /// command's own `NAME=value` prefixes.
-    fn child_env(&self, assignments: &[(String, String)]) -> Vec<String> {
+    fn child_env(&self, sh: &Shell, assignments: &[(String, String)]) -> Vec<String> {
         let mut env: BTreeMap<&str, &str> = BTreeMap::new();
-        for name in &self.exported {
-            if let Some(v) = self.vars.get(name) {
+        for name in &sh.exported {
+            if let Some(v) = sh.vars.get(name) {
                 env.insert(name, v);
             }
         }
@@ -645,11 +480,12 @@ impl Shell {
         env.into_iter().map(|(n, v)| format!("{n}={v}")).collect()
     }
 
-    fn exec_external(&self, cmd: &SimpleCommand) -> ! {
-        let env = self.child_env(&cmd.assignments);
+    /// Replace this process by the program; on failure, report and exit.
+    fn exec_external(&self, sh: &Shell, cmd: &Expanded) -> ! {
+        let env = self.child_env(sh, &cmd.assignments);
         let envp: Vec<&str> = env.iter().map(String::as_str).collect();
         let argv: Vec<&str> = cmd.argv.iter().map(String::as_str).collect();
-        let name = argv[0];
+        let Some(&name) = argv.first() else { unix::exit(0) };
         if name.contains('/') {
             let e = unix::execve(name, &argv, &envp);
             eprintln!("sh: {name}: {}", e.name());
@@ -657,7 +493,7 @@ impl Shell {
         }
         // `PATH=... cmd` searches the command's own PATH (POSIX 2.9.1).
         let own_path = env.iter().find_map(|e| e.strip_prefix("PATH="));
-        let path = own_path.or_else(|| self.vars.get("PATH").map(String::as_str)).unwrap_or(DEFAULT_PATH);
+        let path = own_path.or_else(|| sh.vars.get("PATH").map(String::as_str)).unwrap_or(DEFAULT_PATH);
         // The first failure other than "not there" is the one to report.
         let mut failure: Option<(String, Errno)> = None;
         for dir in path.split(':') {
@@ -737,79 +573,17 @@ impl Shell {
         }
     }
 
-    // --- builtins ---
+    // --- builtins that touch the process ---
 
-    /// A builtin in the shell itself, its redirections undone afterwards.
-    fn run_builtin_here(&mut self, cmd: &SimpleCommand) -> i32 {
-        let saved = match self.redirect_saving(&cmd.redirections) {
-            Ok(s) => s,
-            Err(status) => return status,
-        };
-        let status = self.run_builtin(&cmd.argv);
-        restore(saved);
-        status
-    }
-
-    /// Apply redirections in the shell, saving each descriptor they
-    /// replace; on failure, undo what was done.
-    fn redirect_saving(&self, redirections: &[shell::Redirection<String>]) -> Result<Saved, i32> {
-        let mut saved = Vec::new();
-        for r in redirections {
-            saved.push((r.fd, save_fd(r.fd)));
-            if let Err(status) = apply_redirection(r) {
-                restore(saved);
-                return Err(status);
-            }
-        }
-        Ok(saved)
-    }
-
-    fn run_builtin(&mut self, argv: &[String]) -> i32 {
-        let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
-        match argv[0].as_str() {
-            "cd" => self.cd(&args),
-            "exit" => self.exit(&args),
-            "pwd" => match unix::getcwd() {
-                Ok(cwd) => {
-                    println!("{cwd}");
-                    0
-                }
-                Err(e) => {
-                    eprintln!("sh: pwd: {}", e.name());
-                    1
-                }
-            },
-            "export" => self.export(&args),
-            "unset" => {
-                for name in &args {
-                    self.vars.remove(*name);
-                    self.exported.remove(*name);
-                }
-                0
-            }
-            "jobs" => {
-                self.reap_background();
-                for job in self.jobs.iter() {
-                    println!("{}", shell::format_job(job));
-                }
-                self.jobs.take_done();
-                0
-            }
-            "wait" => self.wait(&args),
-            other => {
-                eprintln!("sh: {other}: not a builtin");
-                1
-            }
-        }
-    }
-
-    fn cd(&mut self, args: &[&str]) -> i32 {
+    fn cd(&mut self, sh: &mut Shell, args: &[&str]) -> i32 {
         let target = match args.first().copied() {
-            None => self.vars.get("HOME").cloned().unwrap_or_else(|| "/".to_string()),
-            Some("-") => match self.vars.get("OLDPWD") {
+            None => sh.vars.get("HOME").cloned().unwrap_or_else(|| "/".to_string()),
+            Some("-") => match sh.vars.get("OLDPWD").cloned() {
                 Some(old) => {
-                    println!("{old}");
-                    old.clone()
+                    if let Err(status) = sh.out(self, "cd", &format!("{old}\n")) {
+                        return status;
+                    }
+                    old
                 }
                 None => {
                     eprintln!("sh: cd: OLDPWD not set");
@@ -822,10 +596,10 @@ impl Shell {
         match unix::chdir(&target) {
             Ok(()) => {
                 if let Some(old) = before {
-                    self.vars.insert("OLDPWD".to_string(), old);
+                    sh.set_var("OLDPWD", &old);
                 }
                 let now = unix::getcwd().unwrap_or(target);
-                self.vars.insert("PWD".to_string(), now);
+                sh.set_var("PWD", &now);
                 0
             }
             Err(e) => {
@@ -833,49 +607,6 @@ impl Shell {
                 1
             }
         }
-    }
-
-    fn exit(&mut self, args: &[&str]) -> i32 {
-        let code = match args.first() {
-            None => self.status,
-            Some(n) => match n.parse::<i64>() {
-                Ok(n) => (n & 0xff) as i32,
-                Err(_) => {
-                    eprintln!("sh: exit: {n}: numeric argument required");
-                    STATUS_USAGE
-                }
-            },
-        };
-        self.exit_code = Some(code);
-        code
-    }
-
-    fn export(&mut self, args: &[&str]) -> i32 {
-        if args.is_empty() {
-            for name in &self.exported {
-                if let Some(v) = self.vars.get(name) {
-                    println!("export {name}='{}'", v.replace('\'', "'\\''"));
-                }
-            }
-            return 0;
-        }
-        let mut status = 0;
-        for arg in args {
-            let (name, value) = match arg.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (*arg, None),
-            };
-            if !shell::is_valid_name(name) {
-                eprintln!("sh: export: {arg}: not a valid name");
-                status = 1;
-                continue;
-            }
-            if let Some(v) = value {
-                self.vars.insert(name.to_string(), v.to_string());
-            }
-            self.exported.insert(name.to_string());
-        }
-        status
     }
 
     /// `wait`: every job; `wait PID|%N …`: those, `$?` = the last one's.
@@ -926,8 +657,233 @@ impl Shell {
     }
 }
 
-fn is_builtin(name: &str) -> bool {
-    matches!(name, "cd" | "exit" | "pwd" | "export" | "unset" | "jobs" | "wait")
+/// Descriptors replaced by in-shell redirections, and the here-document
+/// writers to reap once the command is done.
+struct Saved {
+    fds: Vec<(Fd, Option<Fd>)>,
+    writers: Vec<u64>,
+}
+
+impl shell::Host for Proc {
+    type Saved = Saved;
+
+    fn write(&mut self, fd: i32, bytes: &[u8]) -> Result<(), String> {
+        let mut done = 0;
+        while done < bytes.len() {
+            match unix::write(fd as Fd, &bytes[done..]) {
+                Ok(0) => return Err("EIO".to_string()),
+                Ok(n) => done += n,
+                Err(e) if e == errno::EINTR => {}
+                Err(e) => return Err(e.name().to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, String> {
+        loop {
+            match unix::read(fd as Fd, buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e == errno::EINTR => {}
+                Err(e) => return Err(e.name().to_string()),
+            }
+        }
+    }
+
+    fn redirect(&mut self, redirections: &[shell::Redirection<String>]) -> Option<Saved> {
+        let mut saved = Saved { fds: Vec::new(), writers: Vec::new() };
+        for r in redirections {
+            saved.fds.push((r.fd as Fd, save_fd(r.fd as Fd)));
+            if apply_redirection(r, &mut saved.writers).is_err() {
+                self.restore(saved);
+                return None;
+            }
+        }
+        Some(saved)
+    }
+
+    fn restore(&mut self, saved: Saved) {
+        restore(saved.fds);
+        reap_writers(&saved.writers);
+    }
+
+    fn run_external(&mut self, sh: &mut Shell, cmd: &Expanded) -> i32 {
+        match self.spawn(sh, &[Stage::External(cmd)], false) {
+            Ok((pgid, pids)) => self.wait_foreground(pgid, &pids, true),
+            Err(status) => status,
+        }
+    }
+
+    fn exec(&mut self, sh: &mut Shell, cmd: &Expanded) -> i32 {
+        let mut writers = Vec::new();
+        for r in &cmd.redirections {
+            if apply_redirection(r, &mut writers).is_err() {
+                return 1;
+            }
+        }
+        let _ = unix::signal_ignore(signal::SIGINT, false);
+        self.exec_external(sh, cmd)
+    }
+
+    fn pipeline(&mut self, sh: &mut Shell, pipeline: &Pipeline) -> i32 {
+        let stages: Vec<Stage> = pipeline.commands.iter().map(Stage::Shell).collect();
+        match self.spawn(sh, &stages, false) {
+            Ok((pgid, pids)) => self.wait_foreground(pgid, &pids, true),
+            Err(status) => status,
+        }
+    }
+
+    fn subshell(&mut self, sh: &mut Shell, list: &List, capture: bool) -> (i32, String) {
+        let pipe = if capture {
+            match unix::pipe() {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    eprintln!("sh: pipe: {}", e.name());
+                    return (1, String::new());
+                }
+            }
+        } else {
+            None
+        };
+        match unix::fork() {
+            Ok(0) => {
+                if let Some((r, w)) = pipe {
+                    let _ = unix::close(r);
+                    move_fd(w, 1);
+                }
+                self.become_child(sh);
+                let status = sh.run_list(self, list);
+                unix::exit(sh.exit_code.unwrap_or(status))
+            }
+            Ok(pid) => {
+                let mut out = Vec::new();
+                if let Some((r, w)) = pipe {
+                    let _ = unix::close(w);
+                    let mut chunk = [0u8; READ_CHUNK_BYTES];
+                    loop {
+                        match unix::read(r, &mut chunk) {
+                            Ok(0) => break,
+                            Ok(n) => out.extend_from_slice(&chunk[..n]),
+                            Err(e) if e == errno::EINTR => {}
+                            Err(_) => break,
+                        }
+                    }
+                    let _ = unix::close(r);
+                }
+                let status = wait_for(pid);
+                (status, String::from_utf8_lossy(&out).into_owned())
+            }
+            Err(e) => {
+                if let Some((r, w)) = pipe {
+                    let _ = unix::close(r);
+                    let _ = unix::close(w);
+                }
+                eprintln!("sh: fork: {}", e.name());
+                (1, String::new())
+            }
+        }
+    }
+
+    fn background(&mut self, sh: &mut Shell, item: &ListItem) -> i32 {
+        let ao = &item.and_or;
+        // A lone command is exec'd by the job's process itself, so `$!`
+        // is the command's pid.
+        let plain =
+            ao.rest.is_empty() && ao.first.commands.len() == 1 && !ao.first.timed && !ao.first.negated;
+        match unix::fork() {
+            Ok(0) => {
+                let _ = unix::setpgid(0, 0);
+                let _ = unix::signal_ignore(signal::SIGINT, false);
+                self.become_child(sh);
+                let list = List { items: alloc::vec![ListItem { background: false, ..item.clone() }] };
+                sh.exec_in_place = plain;
+                let status = sh.run_list(self, &list);
+                unix::exit(sh.exit_code.unwrap_or(status))
+            }
+            Ok(pid) => {
+                let _ = unix::setpgid(pid, pid);
+                self.new_job(sh, pid, &[pid], &item.text);
+                0
+            }
+            Err(e) => {
+                eprintln!("sh: fork: {}", e.name());
+                1
+            }
+        }
+    }
+
+    fn read_dir(&mut self, dir: &str) -> Option<Vec<String>> {
+        let entries = unix::read_dir(dir).ok()?;
+        Some(entries.into_iter().map(|e| e.name).filter(|n| n != "." && n != "..").collect())
+    }
+
+    fn stat(&mut self, path: &str) -> Option<FileInfo> {
+        let s = unix::stat(path).ok()?;
+        Some(FileInfo {
+            is_dir: mode::is_dir(s.mode),
+            is_regular: mode::is_reg(s.mode),
+            size_bytes: s.size_bytes,
+            mode: s.mode & 0o777,
+        })
+    }
+
+    fn read_file(&mut self, path: &str) -> Result<String, String> {
+        read_file(path).map_err(|e| match e {
+            ReadError::Errno(e) => e.name().to_string(),
+            ReadError::NotText => "not a text file".to_string(),
+        })
+    }
+
+    fn is_host_builtin(&self, name: &str) -> bool {
+        matches!(name, "cd" | "pwd" | "jobs" | "wait")
+    }
+
+    fn host_builtin(&mut self, sh: &mut Shell, argv: &[String]) -> i32 {
+        let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
+        match argv[0].as_str() {
+            "cd" => self.cd(sh, &args),
+            "pwd" => match unix::getcwd() {
+                Ok(cwd) => sh.out(self, "pwd", &format!("{cwd}\n")).map_or_else(|s| s, |_| 0),
+                Err(e) => {
+                    eprintln!("sh: pwd: {}", e.name());
+                    1
+                }
+            },
+            "jobs" => {
+                self.reap_background();
+                let text: String = self.jobs.iter().map(|j| format!("{}\n", shell::format_job(j))).collect();
+                self.jobs.take_done();
+                sh.out(self, "jobs", &text).map_or_else(|s| s, |_| 0)
+            }
+            "wait" => self.wait(&args),
+            other => {
+                eprintln!("sh: {other}: not a builtin");
+                1
+            }
+        }
+    }
+
+    fn times_ns(&mut self) -> (u64, u64) {
+        (unix::clock_ns(), unix::times().children_cpu_ns)
+    }
+}
+
+/// Wait for one child; its status.
+fn wait_for(pid: u64) -> i32 {
+    loop {
+        match unix::waitpid(pid as i64, false) {
+            Ok(Some((_, ws))) => return Outcome::new(ws.exit_code(), ws.signal()).status(),
+            Err(e) if e == errno::EINTR => {}
+            _ => return 1,
+        }
+    }
+}
+
+/// Reap the children that wrote here-documents.
+fn reap_writers(pids: &[u64]) {
+    for &pid in pids {
+        wait_for(pid);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -942,51 +898,82 @@ fn move_fd(from: Fd, to: Fd) {
     }
 }
 
-/// Apply one redirection; on failure, report it and return the status.
-fn apply_redirection(r: &shell::Redirection<String>) -> Result<(), i32> {
+/// Apply one redirection; on failure, report it. A here-document longer
+/// than a pipe surely holds is written by a child, recorded in `writers`.
+fn apply_redirection(r: &shell::Redirection<String>, writers: &mut Vec<u64>) -> Result<(), ()> {
     use open_flags::*;
+    let fd = r.fd as Fd;
     let (path, flags) = match &r.kind {
         RedirKind::Read(p) => (p, O_RDONLY),
         RedirKind::Write(p) => (p, O_WRONLY | O_CREAT | O_TRUNC),
         RedirKind::Append(p) => (p, O_WRONLY | O_CREAT | O_APPEND),
         RedirKind::Dup(from) => {
             if *from != r.fd
-                && let Err(e) = unix::dup2(*from, r.fd)
+                && let Err(e) = unix::dup2(*from as Fd, fd)
             {
                 eprintln!("sh: {from}: {}", e.name());
-                return Err(1);
+                return Err(());
             }
             return Ok(());
         }
         RedirKind::Close => {
-            let _ = unix::close(r.fd);
+            let _ = unix::close(fd);
             return Ok(());
         }
+        RedirKind::HereDoc(text) => return here_document(fd, text, writers),
     };
     match unix::open(path, flags, CREATE_MODE) {
-        Ok(fd) => {
-            if fd != r.fd
-                && let Err(e) = unix::dup2(fd, r.fd)
+        Ok(opened) => {
+            if opened != fd
+                && let Err(e) = unix::dup2(opened, fd)
             {
-                let _ = unix::close(fd);
+                let _ = unix::close(opened);
                 eprintln!("sh: {path}: {}", e.name());
-                return Err(1);
+                return Err(());
             }
-            if fd != r.fd {
-                let _ = unix::close(fd);
+            if opened != fd {
+                let _ = unix::close(opened);
             }
             Ok(())
         }
         Err(e) => {
             eprintln!("sh: {path}: {}", e.name());
-            Err(1)
+            Err(())
         }
     }
 }
 
-/// Descriptors replaced by a builtin's redirections: (fd, saved copy or
-/// None if it was closed).
-type Saved = Vec<(Fd, Option<Fd>)>;
+/// Descriptor `fd` reading `text` from a pipe.
+fn here_document(fd: Fd, text: &str, writers: &mut Vec<u64>) -> Result<(), ()> {
+    let (r, w) = unix::pipe().map_err(|e| eprintln!("sh: pipe: {}", e.name()))?;
+    if text.len() <= HEREDOC_DIRECT_BYTES {
+        let _ = unix::write(w, text.as_bytes());
+    } else {
+        match unix::fork() {
+            Ok(0) => {
+                let _ = unix::close(r);
+                let mut done = 0;
+                while done < text.len() {
+                    match unix::write(w, &text.as_bytes()[done..]) {
+                        Ok(n) if n > 0 => done += n,
+                        _ => break,
+                    }
+                }
+                unix::exit(0)
+            }
+            Ok(pid) => writers.push(pid),
+            Err(e) => {
+                let _ = unix::close(r);
+                let _ = unix::close(w);
+                eprintln!("sh: fork: {}", e.name());
+                return Err(());
+            }
+        }
+    }
+    let _ = unix::close(w);
+    move_fd(r, fd);
+    Ok(())
+}
 
 /// A copy of `fd` on a free high descriptor; `None` if `fd` is not open
 /// (or no high descriptor is free, then it cannot be restored).
@@ -995,8 +982,8 @@ fn save_fd(fd: Fd) -> Option<Fd> {
     unix::dup2(fd, free).ok()
 }
 
-/// Undo a builtin's redirections, last first.
-fn restore(saved: Saved) {
+/// Undo in-shell redirections, last first.
+fn restore(saved: Vec<(Fd, Option<Fd>)>) {
     for (fd, copy) in saved.into_iter().rev() {
         match copy {
             Some(c) => move_fd(c, fd),

@@ -34,6 +34,21 @@ pub enum ParseErrorKind {
     BadFdTarget(&'static str),
     /// A descriptor number too large (`99999999999>f`).
     BadFdNumber,
+    /// `<<word` whose delimiter line never comes.
+    UnterminatedHereDoc,
+    /// `` ` `` with no closing `` ` ``.
+    UnterminatedBackquote,
+    /// `$((` with no closing `))`.
+    UnterminatedArithmetic,
+    /// The input ends inside a compound command or `$(`; the name is
+    /// the keyword that would close it.
+    EndInCompound(&'static str),
+    /// A word where a keyword (the name) must come: `if a; b` without `then`.
+    ExpectedKeyword(&'static str),
+    /// `for` not followed by a variable name.
+    BadForName,
+    /// `f() x`: a function body must be a compound command.
+    BadFunctionBody,
     /// Valid shell syntax that this shell does not implement.
     Unsupported(&'static str),
 }
@@ -55,6 +70,11 @@ impl ParseError {
                 | ParseErrorKind::UnterminatedDoubleQuote
                 | ParseErrorKind::EndAfterBackslash
                 | ParseErrorKind::EndAfterOperator(_)
+                | ParseErrorKind::UnterminatedHereDoc
+                | ParseErrorKind::UnterminatedBackquote
+                | ParseErrorKind::UnterminatedArithmetic
+                | ParseErrorKind::UnterminatedBrace
+                | ParseErrorKind::EndInCompound(_)
         )
     }
 }
@@ -85,6 +105,13 @@ impl fmt::Display for ParseError {
             MissingRedirectTarget(op) => write!(f, "syntax error: missing file name after '{op}'"),
             BadFdTarget(op) => write!(f, "syntax error: '{op}' needs a descriptor number or '-'"),
             BadFdNumber => write!(f, "bad file descriptor number"),
+            UnterminatedHereDoc => write!(f, "here-document not ended by its delimiter line"),
+            UnterminatedBackquote => write!(f, "unterminated '`'"),
+            UnterminatedArithmetic => write!(f, "unterminated '$(('"),
+            EndInCompound(close) => write!(f, "syntax error: end of input, expected '{close}'"),
+            ExpectedKeyword(kw) => write!(f, "syntax error: expected '{kw}'"),
+            BadForName => write!(f, "syntax error: 'for' needs a variable name"),
+            BadFunctionBody => write!(f, "syntax error: a function body must be a compound command"),
             Unsupported(what) => write!(f, "{what} not supported"),
         }
     }
@@ -95,12 +122,24 @@ impl fmt::Display for ParseError {
 pub enum ExpandError {
     /// A redirection's file name expanded to no word or to several.
     AmbiguousRedirect { word: String },
+    /// `${x?message}` with `x` unset (or empty, with `:`).
+    ParamError { name: String, message: String },
+    /// `set -u` and an unset parameter.
+    Unset { name: String },
+    /// `$((…))` that does not evaluate.
+    Arith { expr: String, why: &'static str },
+    /// `${x=w}` on a special or positional parameter.
+    CannotAssign { name: String },
 }
 
 impl fmt::Display for ExpandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExpandError::AmbiguousRedirect { word } => write!(f, "{word}: ambiguous redirect"),
+            ExpandError::ParamError { name, message } => write!(f, "{name}: {message}"),
+            ExpandError::Unset { name } => write!(f, "{name}: parameter not set"),
+            ExpandError::Arith { expr, why } => write!(f, "arithmetic expression: {why}: \"{expr}\""),
+            ExpandError::CannotAssign { name } => write!(f, "{name}: cannot assign in this way"),
         }
     }
 }

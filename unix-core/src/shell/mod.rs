@@ -1,61 +1,61 @@
-//! The shell's command language (`apps/sh`): parsing a command line into a
-//! small syntax tree, expanding a command's words just before it runs, and
-//! the bookkeeping of background jobs.
+//! The shell's command language (`apps/sh`), POSIX's (XCU chapter 2):
+//! parsing a script into a syntax tree, and interpreting it — control
+//! flow, functions, expansions, the builtins that need no process — with
+//! the process work left to a [`Host`].
 //!
-//! What it is not: an interpreter. Nothing here forks, opens or waits;
-//! `apps/sh` walks the tree. The language is the POSIX shell's core without
-//! control flow: words with `'…'`, `"…"` and `\` quoting, `$NAME`, `${NAME}`
-//! and the special parameters `$? $$ $! $# $0…$9`, a leading `~`, `#`
-//! comments, lists separated by `;`, `&` or newlines, `&&` and `||`,
-//! pipelines `a | b`, the keywords `time` and `!` in front of a pipeline,
-//! `NAME=value` prefixes, and the redirections `<`, `>`, `>>`, `>|`, `n<&m`,
-//! `n>&m` and `n>&-` with an optional descriptor number in front. Command
-//! substitution, subshells, here-documents, `$@`/`$*` and globbing are not
-//! supported and are reported as such, never silently taken literally.
+//! What it is not: a process manager. Nothing here forks, opens or waits;
+//! `apps/sh` implements [`Host`] with the runtime's calls, and the host
+//! tests implement it with in-memory files (`testing`). What is supported
+//! and what is not is listed in `docs/shell.md`; anything unsupported is
+//! reported by name (a [`ParseErrorKind::Unsupported`] or a builtin's
+//! error), never taken literally.
 //!
 //! Invariants:
 //! - Parsing does not expand: a [`Word`] keeps its quoting, so that `$?` in
 //!   `false; echo $?` is read when `echo` runs, not when the line is parsed.
-//! - Expansion ([`Word::expand`]) is POSIX's: unquoted expansions are split
-//!   into fields at blanks, quoted ones never; a word made only of
-//!   unquoted expansions that come out empty yields no field, while `""`
-//!   yields one empty field.
+//! - Expansion is POSIX's: unquoted expansions are split into fields at
+//!   `$IFS`, quoted ones never; a word made only of unquoted expansions
+//!   that come out empty yields no field, while `""` yields one empty field.
 //! - Every malformed input gives a [`ParseError`] with the byte offset of
 //!   the problem; [`ParseError::is_incomplete`] says when more input (a
 //!   continuation line) could complete it.
 //!
 //! # Layers, from the bottom (each uses only those listed before it)
 //! - `syntax`: the tree ([`List`] down to [`Word`]) and what a variable
-//!   name is.
+//!   name and a reserved word are.
 //! - `errors`: [`ParseError`] and [`ExpandError`], and their messages.
-//! - `lexer`: a line cut into tokens; each word into parts that remember
+//! - `pattern`, `arith`: pattern matching (`case`, globs, `${x%p}`) and
+//!   arithmetic (`$((…))`), pure functions.
+//! - `lexer`: a script cut into tokens; each word into parts that remember
 //!   their quoting.
 //! - `parser`: the tokens built into the tree ([`parse`]).
-//! - `expand`: a command's words expanded just before it runs
-//!   ([`Command::expand`] into a [`SimpleCommand`]).
-//! - `status`: how a command ended ([`Outcome`], `$?`, the words for a
-//!   signal, `time`'s line).
+//! - `status`: how a command ended ([`Outcome`], `$?`, `time`'s line).
+//! - `interp` and `builtins`: the tree run against a [`Shell`] and a
+//!   [`Host`] (they call each other: builtins are the interpreter's).
 //! - `jobs`: the background jobs ([`Jobs`]) and their reports.
-//!
-//! A line goes lexer, parser, and then, command by command as `apps/sh`
-//! runs them, expansion. `apps/sh` sees only the names re-exported here.
 
+mod arith;
+mod builtins;
 mod errors;
-mod expand;
+mod interp;
 mod jobs;
 mod lexer;
 mod parser;
+mod pattern;
+#[cfg(test)]
+mod script_tests;
 mod status;
 mod syntax;
 #[cfg(test)]
 mod testing;
 
+pub use builtins::quote;
 pub use errors::{ExpandError, ParseError, ParseErrorKind};
-pub use expand::{SimpleCommand, Vars};
+pub use interp::{Expanded, FileInfo, Flow, Host, Options, STATUS_NOT_FOUND, STATUS_USAGE, Shell};
 pub use jobs::{Job, Jobs, format_job, format_job_done};
 pub use parser::parse;
 pub use status::{Outcome, format_seconds, format_times, signal_description};
 pub use syntax::{
-    AndOr, Assignment, Command, Connector, List, ListItem, Part, Pipeline, RedirKind, Redirection, Word,
-    is_valid_name,
+    AndOr, Assignment, CaseArm, Command, Compound, Connector, FunctionBody, List, ListItem, ParamOp, Part,
+    Pipeline, RedirKind, Redirection, SimpleCommand, Word, is_valid_name,
 };

@@ -1,30 +1,52 @@
 //! The parser: tokens from the lexer built into a [`List`] of and-or
-//! lists, pipelines and commands ([`parse`]).
+//! lists, pipelines, simple and compound commands and function
+//! definitions ([`parse`]), after XCU 2.10 "Shell Grammar".
 //!
-//! What it is not: an evaluator. It neither expands nor runs; keywords
-//! (`time`, `!`) and `NAME=value` prefixes are recognised here, by their
-//! unquoted text.
+//! What it is not: an evaluator. It neither expands nor runs. Reserved
+//! words (`if`, `then`, …, `{`, `}`, `!`, and `in` after `for`/`case`
+//! words) are recognised here by their unquoted text, and only where the
+//! grammar allows one: as the first word of a command, so `echo if` is
+//! an ordinary command.
 //!
 //! # Invariants
 //! - The tree's source texts (`ListItem::text`) are slices of the input,
 //!   so job reports show what was typed.
 //! - [`ParseError::is_incomplete`] is true exactly when more input (a
-//!   continuation line) could complete the line.
+//!   continuation line) could complete the script.
 
+use alloc::rc::Rc;
 use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use super::errors::{ParseError, ParseErrorKind};
 use super::lexer::{Lexer, RedirOp, Tok, Token, err, is_positional, with_home};
 use super::syntax::{
-    AndOr, Assignment, Command, Connector, List, ListItem, Part, Pipeline, RedirKind, Redirection, Word,
-    is_valid_name,
+    AndOr, Assignment, CaseArm, Command, Compound, Connector, FunctionBody, List, ListItem, Part, Pipeline,
+    RedirKind, Redirection, SimpleCommand, Word, is_valid_name, keyword,
 };
 
 /// Parse a command line or a whole script.
 pub fn parse(src: &str) -> Result<List, ParseError> {
-    let mut p = Parser { lx: Lexer { src, pos: 0 }, peeked: None, last_end: 0 };
-    p.list()
+    let mut p = Parser::new(src, 0);
+    let list = p.list()?;
+    let t = p.peek()?;
+    match t.tok {
+        Tok::End => Ok(list),
+        ref other => err(ParseErrorKind::UnexpectedToken(other.text()), t.start),
+    }
+}
+
+/// The list of a `$(…)` starting at `start` in `src`: the list and the
+/// offset of its `)`.
+fn parse_substitution(src: &str, start: usize) -> Result<(List, usize), ParseError> {
+    let mut p = Parser::new(src, start);
+    let list = p.list()?;
+    let t = p.take()?;
+    match t.tok {
+        Tok::RParen => Ok((list, t.start)),
+        Tok::End => err(ParseErrorKind::EndInCompound(")"), t.start),
+        ref other => err(ParseErrorKind::UnexpectedToken(other.text()), t.start),
+    }
 }
 
 struct Parser<'a> {
@@ -42,7 +64,16 @@ enum Before {
     Keyword(&'static str),
 }
 
+/// The reserved words that end a list (the caller checks which it wants).
+fn ends_list(w: &Word) -> bool {
+    matches!(keyword(w), Some("then" | "else" | "elif" | "fi" | "do" | "done" | "esac" | "}"))
+}
+
 impl<'a> Parser<'a> {
+    fn new(src: &'a str, pos: usize) -> Parser<'a> {
+        Parser { lx: Lexer::new(src, pos, parse_substitution), peeked: None, last_end: pos }
+    }
+
     fn peek(&mut self) -> Result<&Token, ParseError> {
         let t = match self.peeked.take() {
             Some(t) => t,
@@ -67,13 +98,38 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// Is the next token the reserved word `kw`?
+    fn at_keyword(&mut self, kw: &str) -> Result<bool, ParseError> {
+        Ok(matches!(&self.peek()?.tok, Tok::Word(w) if w.is_bare(kw)))
+    }
+
+    /// Take the reserved word `kw` (after newlines), or fail: at the end
+    /// of input the script is incomplete.
+    fn expect_keyword(&mut self, kw: &'static str) -> Result<(), ParseError> {
+        self.skip_newlines()?;
+        if self.at_keyword(kw)? {
+            self.take()?;
+            return Ok(());
+        }
+        let t = self.peek()?;
+        match &t.tok {
+            Tok::End => err(ParseErrorKind::EndInCompound(kw), t.start),
+            Tok::Word(w) if keyword(w).is_none() => err(ParseErrorKind::ExpectedKeyword(kw), t.start),
+            other => err(ParseErrorKind::UnexpectedToken(other.text()), t.start),
+        }
+    }
+
+    /// A list, up to the end, `)`, `;;` or a reserved word that closes
+    /// a compound command.
     fn list(&mut self) -> Result<List, ParseError> {
         let mut items = Vec::new();
         loop {
             self.skip_newlines()?;
             let t = self.peek()?;
-            if t.tok == Tok::End {
-                return Ok(List { items });
+            match &t.tok {
+                Tok::End | Tok::RParen | Tok::DSemi => return Ok(List { items }),
+                Tok::Word(w) if ends_list(w) => return Ok(List { items }),
+                _ => {}
             }
             let start = t.start;
             let and_or = self.and_or()?;
@@ -88,11 +144,28 @@ impl<'a> Parser<'a> {
                     self.take()?;
                     false
                 }
-                Tok::Newline | Tok::End => false,
+                Tok::Newline | Tok::End | Tok::RParen | Tok::DSemi => false,
+                Tok::Word(ref w) if ends_list(w) => false,
                 ref other => return err(ParseErrorKind::UnexpectedToken(other.text()), next.start),
             };
             items.push(ListItem { and_or, background, text });
         }
+    }
+
+    /// A list that must hold at least one command, closed by `close`.
+    fn body(&mut self, opened: &'static str, close: &'static str) -> Result<List, ParseError> {
+        let list = self.list()?;
+        if list.items.is_empty() {
+            let t = self.peek()?;
+            return match &t.tok {
+                Tok::End => err(ParseErrorKind::EndInCompound(close), t.start),
+                other => {
+                    let _ = opened;
+                    err(ParseErrorKind::UnexpectedToken(other.text()), t.start)
+                }
+            };
+        }
+        Ok(list)
     }
 
     fn and_or(&mut self) -> Result<AndOr, ParseError> {
@@ -114,12 +187,12 @@ impl<'a> Parser<'a> {
         let mut before = before;
         let mut timed = false;
         let mut negated = false;
-        if matches!(&self.peek()?.tok, Tok::Word(w) if w.is_bare("time")) {
+        if self.at_keyword("time")? {
             self.take()?;
             timed = true;
             before = Before::Keyword("time");
         }
-        if matches!(&self.peek()?.tok, Tok::Word(w) if w.is_bare("!")) {
+        if self.at_keyword("!")? {
             self.take()?;
             negated = true;
             before = Before::Keyword("!");
@@ -134,7 +207,11 @@ impl<'a> Parser<'a> {
     }
 
     fn command(&mut self, before: Before) -> Result<Command, ParseError> {
-        let mut cmd = Command::default();
+        if let Some(compound) = self.compound()? {
+            let redirections = self.redirections()?;
+            return Ok(Command::Compound(compound, redirections));
+        }
+        let mut cmd = SimpleCommand::default();
         loop {
             if !matches!(self.peek()?.tok, Tok::Word(_) | Tok::Redir { .. }) {
                 break;
@@ -148,19 +225,212 @@ impl<'a> Parser<'a> {
                 // Not reached: the token was peeked above.
                 _ => break,
             }
+            // `name()`: a function definition.
+            if self.peek()?.tok == Tok::LParen
+                && cmd.words.len() == 1
+                && cmd.assignments.is_empty()
+                && cmd.redirections.is_empty()
+            {
+                let open = self.take()?.start;
+                let name = cmd.words[0].literal().filter(|n| is_valid_name(n));
+                let Some(name) = name else {
+                    return err(ParseErrorKind::UnexpectedToken("("), open);
+                };
+                let t = self.take()?;
+                if t.tok != Tok::RParen {
+                    return err(ParseErrorKind::UnexpectedToken(t.tok.text()), t.start);
+                }
+                self.skip_newlines()?;
+                let Some(command) = self.compound()? else {
+                    let t = self.peek()?;
+                    if t.tok == Tok::End {
+                        return err(ParseErrorKind::EndInCompound("}"), t.start);
+                    }
+                    return err(ParseErrorKind::BadFunctionBody, t.start);
+                };
+                let redirections = self.redirections()?;
+                return Ok(Command::FunctionDef {
+                    name,
+                    body: Rc::new(FunctionBody { command, redirections }),
+                });
+            }
         }
         if !cmd.words.is_empty() || !cmd.assignments.is_empty() || !cmd.redirections.is_empty() {
-            return Ok(cmd);
+            return Ok(Command::Simple(cmd));
         }
         let t = self.peek()?;
         let (offset, at_end, tok) = (t.start, t.tok == Tok::End, t.tok.text());
         let kind = match before {
             Before::Operator(op) if at_end => ParseErrorKind::EndAfterOperator(op),
             Before::Operator("|") => ParseErrorKind::EmptyPipelineStage,
+            Before::Keyword(op) if at_end => ParseErrorKind::MissingCommand(op),
             Before::Operator(op) | Before::Keyword(op) => ParseErrorKind::MissingCommand(op),
             Before::ListStart => ParseErrorKind::UnexpectedToken(tok),
         };
         err(kind, offset)
+    }
+
+    /// Redirections after a compound command.
+    fn redirections(&mut self) -> Result<Vec<Redirection<Word>>, ParseError> {
+        let mut out = Vec::new();
+        while let Tok::Redir { fd, op } = self.peek()?.tok {
+            self.take()?;
+            out.push(self.redirection_target(fd, op)?);
+        }
+        Ok(out)
+    }
+
+    /// A compound command, if one starts here.
+    fn compound(&mut self) -> Result<Option<Compound>, ParseError> {
+        let kw = match &self.peek()?.tok {
+            Tok::LParen => {
+                self.take()?;
+                let list = self.body("(", ")")?;
+                let t = self.take()?;
+                return match t.tok {
+                    Tok::RParen => Ok(Some(Compound::Subshell(list))),
+                    Tok::End => err(ParseErrorKind::EndInCompound(")"), t.start),
+                    ref other => err(ParseErrorKind::UnexpectedToken(other.text()), t.start),
+                };
+            }
+            Tok::Word(w) => keyword(w),
+            _ => None,
+        };
+        let Some(kw) = kw else { return Ok(None) };
+        let compound = match kw {
+            "{" => {
+                self.take()?;
+                let list = self.body("{", "}")?;
+                self.expect_keyword("}")?;
+                Compound::Group(list)
+            }
+            "if" => {
+                self.take()?;
+                let mut branches = Vec::new();
+                let mut otherwise = None;
+                loop {
+                    let condition = self.body("if", "then")?;
+                    self.expect_keyword("then")?;
+                    let body = self.body("then", "fi")?;
+                    branches.push((condition, body));
+                    if self.at_keyword("elif")? {
+                        self.take()?;
+                        continue;
+                    }
+                    if self.at_keyword("else")? {
+                        self.take()?;
+                        otherwise = Some(self.body("else", "fi")?);
+                    }
+                    self.expect_keyword("fi")?;
+                    break;
+                }
+                Compound::If { branches, otherwise }
+            }
+            "while" | "until" => {
+                self.take()?;
+                let condition = self.body(kw, "do")?;
+                self.expect_keyword("do")?;
+                let body = self.body("do", "done")?;
+                self.expect_keyword("done")?;
+                Compound::Loop { condition, body, until: kw == "until" }
+            }
+            "for" => {
+                self.take()?;
+                let t = self.take()?;
+                let name = match &t.tok {
+                    Tok::Word(w) => w.literal().filter(|n| is_valid_name(n)),
+                    _ => None,
+                };
+                let Some(name) = name else {
+                    return match t.tok {
+                        Tok::End => err(ParseErrorKind::EndInCompound("do"), t.start),
+                        _ => err(ParseErrorKind::BadForName, t.start),
+                    };
+                };
+                // `for i; do`, `for i do`, `for i\ndo`, `for i in a b; do`.
+                let mut words = None;
+                if self.peek()?.tok == Tok::Semi {
+                    self.take()?;
+                } else {
+                    self.skip_newlines()?;
+                    if self.at_keyword("in")? {
+                        self.take()?;
+                        let mut list = Vec::new();
+                        while let Tok::Word(_) = self.peek()?.tok {
+                            let Tok::Word(w) = self.take()?.tok else { break };
+                            list.push(w);
+                        }
+                        match self.peek()?.tok {
+                            Tok::Semi | Tok::Newline => {
+                                self.take()?;
+                            }
+                            Tok::End => return err(ParseErrorKind::EndInCompound("do"), self.lx.pos),
+                            ref other => {
+                                let t = other.text();
+                                return err(ParseErrorKind::UnexpectedToken(t), self.lx.pos);
+                            }
+                        }
+                        words = Some(list);
+                    }
+                }
+                self.expect_keyword("do")?;
+                let body = self.body("do", "done")?;
+                self.expect_keyword("done")?;
+                Compound::For { name, words, body }
+            }
+            "case" => {
+                self.take()?;
+                let t = self.take()?;
+                let word = match t.tok {
+                    Tok::Word(w) => w,
+                    Tok::End => return err(ParseErrorKind::EndInCompound("in"), t.start),
+                    other => return err(ParseErrorKind::UnexpectedToken(other.text()), t.start),
+                };
+                self.expect_keyword("in")?;
+                let mut arms = Vec::new();
+                loop {
+                    self.skip_newlines()?;
+                    if self.at_keyword("esac")? {
+                        self.take()?;
+                        break;
+                    }
+                    if self.peek()?.tok == Tok::LParen {
+                        self.take()?;
+                    }
+                    let mut patterns = Vec::new();
+                    loop {
+                        let t = self.take()?;
+                        match t.tok {
+                            Tok::Word(w) => patterns.push(w),
+                            Tok::End => return err(ParseErrorKind::EndInCompound("esac"), t.start),
+                            other => return err(ParseErrorKind::UnexpectedToken(other.text()), t.start),
+                        }
+                        let t = self.take()?;
+                        match t.tok {
+                            Tok::Pipe => continue,
+                            Tok::RParen => break,
+                            Tok::End => return err(ParseErrorKind::EndInCompound("esac"), t.start),
+                            other => return err(ParseErrorKind::UnexpectedToken(other.text()), t.start),
+                        }
+                    }
+                    let body = self.list()?;
+                    arms.push(CaseArm { patterns, body });
+                    self.skip_newlines()?;
+                    let t = self.peek()?;
+                    match &t.tok {
+                        Tok::DSemi => {
+                            self.take()?;
+                        }
+                        Tok::Word(w) if w.is_bare("esac") => {}
+                        Tok::End => return err(ParseErrorKind::EndInCompound("esac"), t.start),
+                        other => return err(ParseErrorKind::UnexpectedToken(other.text()), t.start),
+                    }
+                }
+                Compound::Case { word, arms }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(compound))
     }
 
     fn redirection_target(&mut self, fd: Option<i32>, op: RedirOp) -> Result<Redirection<Word>, ParseError> {
@@ -168,12 +438,40 @@ impl<'a> Parser<'a> {
         let Tok::Word(target) = t.tok else {
             return err(ParseErrorKind::MissingRedirectTarget(op.text()), t.start);
         };
-        let default_fd = if matches!(op, RedirOp::Less | RedirOp::LessAnd) { 0 } else { 1 };
+        let default_fd =
+            if matches!(op, RedirOp::Less | RedirOp::LessAnd | RedirOp::DLess | RedirOp::DLessDash) {
+                0
+            } else {
+                1
+            };
         let fd = fd.unwrap_or(default_fd);
         let kind = match op {
             RedirOp::Less => RedirKind::Read(target),
             RedirOp::Great | RedirOp::Clobber => RedirKind::Write(target),
             RedirOp::DGreat => RedirKind::Append(target),
+            RedirOp::DLess | RedirOp::DLessDash => {
+                // The delimiter is the word after quote removal; any
+                // quoting makes the body literal (XCU 2.7.4).
+                let mut delimiter = alloc::string::String::new();
+                let mut quoted = false;
+                for part in &target.parts {
+                    match part {
+                        Part::Text { text, quoted: q } => {
+                            delimiter.push_str(text);
+                            quoted |= *q;
+                        }
+                        _ => {
+                            return err(
+                                ParseErrorKind::Unsupported("expansions in a here-document delimiter"),
+                                t.start,
+                            );
+                        }
+                    }
+                }
+                quoted |= target.raw.contains(['"', '\'', '\\']);
+                let body = self.lx.heredoc(&delimiter, op == RedirOp::DLessDash, quoted)?;
+                RedirKind::HereDoc(body)
+            }
             RedirOp::LessAnd | RedirOp::GreatAnd => match target.literal().as_deref() {
                 Some("-") => RedirKind::Close,
                 Some(n) if is_positional(n) => match n.parse::<i32>() {
@@ -208,7 +506,7 @@ fn split_assignment(w: &Word) -> Option<Assignment> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::testing::{argv, argvs, kind, lookup, s, simple};
+    use crate::shell::testing::{argv, argvs, kind, s, simple};
     use alloc::string::String;
     use alloc::vec;
 
@@ -273,7 +571,7 @@ mod tests {
         assert_eq!(ao.rest.len(), 2);
         assert_eq!(ao.rest[0].0, Connector::And);
         assert_eq!(ao.rest[1].0, Connector::Or);
-        assert_eq!(ao.rest[1].1.commands[0].words[0].raw, "c");
+        assert!(matches!(&ao.rest[1].1.commands[0], Command::Simple(c) if c.words[0].raw == "c"));
         // A newline may follow `&&`, `||` and `|`.
         let l = parse("a &&\n\n b ||\n c |\n d").unwrap();
         assert_eq!(l.items.len(), 1);
@@ -288,7 +586,7 @@ mod tests {
         let l = parse("cat f | wc -l > out").unwrap();
         let p = &l.items[0].and_or.first;
         assert_eq!(p.commands.len(), 2);
-        assert_eq!(p.commands[1].redirections.len(), 1);
+        assert!(matches!(&p.commands[1], Command::Simple(c) if c.redirections.len() == 1));
     }
 
     #[test]
@@ -357,7 +655,7 @@ mod tests {
     fn syntax_errors() {
         use ParseErrorKind::*;
         assert_eq!(kind("; a"), UnexpectedToken(";"));
-        assert_eq!(kind("a ;; b"), UnexpectedToken(";"));
+        assert_eq!(kind("a ;; b"), UnexpectedToken(";;"));
         assert_eq!(kind("a & ; b"), UnexpectedToken(";"));
         assert_eq!(kind("&& a"), UnexpectedToken("&&"));
         assert_eq!(kind("| a"), UnexpectedToken("|"));
@@ -393,16 +691,16 @@ mod tests {
     #[test]
     fn never_panics_on_odd_input() {
         // Every prefix of a line full of syntax must parse or fail cleanly.
-        let line = "A=1 time ! a'b'\"c$X${Y}\\\"\" 2>&1 >>f <g | h -x && i || j & k ; l # m\n'n'";
-        for end in 0..=line.len() {
-            if line.is_char_boundary(end) {
-                let _ = parse(&line[..end]).map(|l| {
-                    for item in &l.items {
-                        for c in &item.and_or.first.commands {
-                            let _ = c.expand(&lookup);
-                        }
-                    }
-                });
+        let lines = [
+            "A=1 time ! a'b'\"c$X${Y}\\\"\" 2>&1 >>f <g | h -x && i || j & k ; l # m\n'n'",
+            "if a; then b; elif c; then d; else e; fi; while f; do g; done; for i in 1 2; do h; done",
+            "case $x in a|b) c;; (*) d;; esac; f() { g $((1+2)) $(h) `i` ${j:-k} ${#l}; }; cat <<E\nbody\nE\n",
+        ];
+        for line in lines {
+            for end in 0..=line.len() {
+                if line.is_char_boundary(end) && parse(&line[..end]).is_ok() {
+                    let _ = crate::shell::testing::run(&line[..end]);
+                }
             }
         }
         for odd in

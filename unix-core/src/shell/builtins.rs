@@ -1,0 +1,794 @@
+//! The builtins the interpreter runs itself (XCU 2.14 and the regular
+//! builtins a script relies on): `:`, `true`, `false`, `echo`, `printf`,
+//! `test`/`[`, `set`, `shift`, `exit`, `return`, `break`, `continue`, `.`,
+//! `eval`, `exec`, `read`, `export`, `unset`.
+//!
+//! What it is not: the builtins that need the process (`cd`, `pwd`,
+//! `jobs`, `wait`, `umask`), which the host runs.
+//!
+//! Invariants: every output goes through [`Shell::out`], so a failed write
+//! is reported and gives status 1; a usage error gives status 2.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use super::interp::{Expanded, Flow, Host, STATUS_USAGE, Shell};
+use super::syntax::is_valid_name;
+
+const BUILTINS: [&str; 22] = [
+    ":", "true", "false", "echo", "printf", "test", "[", "set", "shift", "exit", "return", "break",
+    "continue", ".", "eval", "exec", "read", "export", "unset", "readonly", "command", "local",
+];
+
+/// Is `name` run by the interpreter itself?
+pub fn is_builtin(name: &str) -> bool {
+    BUILTINS.contains(&name)
+}
+
+/// Special builtins (XCU 2.14): their assignments stay after them.
+pub fn is_special(name: &str) -> bool {
+    matches!(
+        name,
+        ":" | "."
+            | "break"
+            | "continue"
+            | "eval"
+            | "exec"
+            | "exit"
+            | "export"
+            | "readonly"
+            | "return"
+            | "set"
+            | "shift"
+            | "unset"
+    )
+}
+
+/// `s` quoted for the shell when it needs it (`set`, `export -p`, `-x`).
+pub fn quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+pub fn run<H: Host>(sh: &mut Shell, h: &mut H, argv: &[String], cmd: &Expanded) -> i32 {
+    let name = argv[0].as_str();
+    let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    match name {
+        ":" | "true" => 0,
+        "false" => 1,
+        "echo" => echo(sh, h, &args),
+        "printf" => printf(sh, h, &args),
+        "test" => test_builtin(sh, h, "test", &args),
+        "[" => match args.split_last() {
+            Some((&"]", rest)) => test_builtin(sh, h, "[", rest),
+            _ => {
+                sh.error(h, "[: missing ]");
+                STATUS_USAGE
+            }
+        },
+        "set" => set(sh, h, &args),
+        "shift" => {
+            let n = match args.first().map(|a| a.parse::<usize>()) {
+                None => 1,
+                Some(Ok(n)) => n,
+                Some(Err(_)) => {
+                    sh.error(h, &format!("shift: {}: bad number", args[0]));
+                    return STATUS_USAGE;
+                }
+            };
+            if n > sh.params.len() {
+                sh.error(h, "shift: can't shift that many");
+                return STATUS_USAGE;
+            }
+            sh.params.drain(..n);
+            0
+        }
+        "exit" => {
+            let code = match args.first() {
+                None => sh.status,
+                Some(n) => match n.parse::<i64>() {
+                    Ok(n) => (n & 0xff) as i32,
+                    Err(_) => {
+                        sh.error(h, &format!("exit: {n}: numeric argument required"));
+                        STATUS_USAGE
+                    }
+                },
+            };
+            sh.exit_code = Some(code);
+            code
+        }
+        "return" => {
+            let code = match args.first() {
+                None => sh.status,
+                Some(n) => match n.parse::<i64>() {
+                    Ok(n) => (n & 0xff) as i32,
+                    Err(_) => {
+                        sh.error(h, &format!("return: {n}: bad number"));
+                        return STATUS_USAGE;
+                    }
+                },
+            };
+            if sh.call_depth() == 0 {
+                // Outside a function or `.` script: like `exit`, as dash.
+                sh.exit_code = Some(code);
+                return code;
+            }
+            sh.status = code;
+            sh.flow = Flow::Return;
+            code
+        }
+        "break" | "continue" => {
+            let n = match args.first().map(|a| a.parse::<u32>()) {
+                None => 1,
+                Some(Ok(n)) if n > 0 => n,
+                _ => {
+                    sh.error(h, &format!("{name}: {}: bad number", args[0]));
+                    return STATUS_USAGE;
+                }
+            };
+            let depth = sh.loop_depth();
+            if depth == 0 {
+                // dash ignores them outside a loop.
+                return 0;
+            }
+            let n = n.min(depth);
+            sh.flow = if name == "break" { Flow::Break(n) } else { Flow::Continue(n) };
+            0
+        }
+        "." => {
+            let Some(file) = args.first() else {
+                sh.error(h, ".: a file name is required");
+                return STATUS_USAGE;
+            };
+            let path = if file.contains('/') {
+                Some(file.to_string())
+            } else {
+                let path = sh.var("PATH").unwrap_or_else(|| "/bin".to_string());
+                path.split(':')
+                    .map(|d| format!("{}/{}", if d.is_empty() { "." } else { d.trim_end_matches('/') }, file))
+                    .find(|p| h.stat(p).is_some_and(|s| s.is_regular))
+            };
+            let text = match path.as_deref().map(|p| h.read_file(p)) {
+                Some(Ok(t)) => t,
+                Some(Err(e)) => {
+                    sh.error(h, &format!(".: {file}: {e}"));
+                    sh.exit_code = (!sh.interactive).then_some(STATUS_USAGE);
+                    return STATUS_USAGE;
+                }
+                None => {
+                    sh.error(h, &format!(".: {file}: not found"));
+                    sh.exit_code = (!sh.interactive).then_some(STATUS_USAGE);
+                    return STATUS_USAGE;
+                }
+            };
+            sh.dot(h, &text)
+        }
+        "eval" => {
+            let text = args.join(" ");
+            sh.status = 0;
+            sh.run_text(h, &text)
+        }
+        "exec" => {
+            let rest = Expanded {
+                assignments: cmd.assignments.clone(),
+                argv: argv[1..].to_vec(),
+                redirections: Vec::new(),
+            };
+            h.exec(sh, &rest)
+        }
+        "read" => read(sh, h, &args),
+        "export" | "readonly" => export(sh, h, name, &args),
+        "unset" => {
+            for n in args.iter().filter(|a| !a.starts_with('-')) {
+                sh.vars.remove(*n);
+                sh.exported.remove(*n);
+                if args.contains(&"-f") {
+                    sh.functions.remove(*n);
+                }
+            }
+            0
+        }
+        "command" | "local" => {
+            sh.error(h, &format!("{name}: not supported"));
+            STATUS_USAGE
+        }
+        _ => {
+            sh.error(h, &format!("{name}: not a builtin"));
+            1
+        }
+    }
+}
+
+fn echo<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    // dash's echo: `-n` only, and the escapes of XSI.
+    let (newline, args) = match args.first() {
+        Some(&"-n") => (false, &args[1..]),
+        _ => (true, args),
+    };
+    let mut out = String::new();
+    let mut stop = false;
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if escapes(a, &mut out, false) {
+            stop = true;
+            break;
+        }
+    }
+    if newline && !stop {
+        out.push('\n');
+    }
+    match sh.out(h, "echo", &out) {
+        Ok(()) => 0,
+        Err(s) => s,
+    }
+}
+
+/// Backslash escapes of `echo` and `printf %b` (and of a `printf` format
+/// when `format`); true when `\c` says to stop all output.
+fn escapes(s: &str, out: &mut String, format: bool) -> bool {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('a') => out.push('\x07'),
+            Some('b') => out.push('\x08'),
+            Some('f') => out.push('\x0c'),
+            Some('v') => out.push('\x0b'),
+            Some('\\') => out.push('\\'),
+            Some('c') if !format => return true,
+            Some(d @ '0'..='7') => {
+                // `\0nnn` for echo/%b, `\nnn` in a printf format.
+                let mut v = if format { d as u32 - '0' as u32 } else { 0 };
+                let max = if format { 2 } else { 3 };
+                if !format && d != '0' {
+                    v = d as u32 - '0' as u32;
+                }
+                for _ in 0..max {
+                    match chars.peek() {
+                        Some(&o @ '0'..='7') => {
+                            v = v * 8 + (o as u32 - '0' as u32);
+                            chars.next();
+                        }
+                        _ => break,
+                    }
+                }
+                out.push(char::from_u32(v & 0xff).unwrap_or('?'));
+            }
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    false
+}
+
+fn printf<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    let Some((format, mut rest)) = args.split_first() else {
+        sh.error(h, "printf: usage: printf format [arguments]");
+        return STATUS_USAGE;
+    };
+    let mut out = String::new();
+    let mut status = 0;
+    loop {
+        let before = rest.len();
+        let (stop, problems) = printf_once(format, &mut rest, &mut out);
+        for p in problems {
+            sh.error(h, &format!("printf: {p}"));
+            status = 1;
+        }
+        if stop || rest.is_empty() || rest.len() == before {
+            break;
+        }
+    }
+    match sh.out(h, "printf", &out) {
+        Ok(()) => status,
+        Err(s) => s,
+    }
+}
+
+/// One pass over `format`; true when `\c` stopped the output.
+fn printf_once(format: &str, args: &mut &[&str], out: &mut String) -> (bool, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut next = || -> Option<&str> {
+        let (first, rest) = args.split_first()?;
+        *args = rest;
+        Some(first)
+    };
+    let chars: Vec<char> = format.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\\' {
+            let mut j = i + 1;
+            while j < chars.len()
+                && j < i + 4
+                && (j == i + 1 || chars[i + 1].is_digit(8) && chars[j].is_digit(8))
+            {
+                j += 1;
+            }
+            let seq: String = chars[i..j].iter().collect();
+            escapes(&seq, out, true);
+            i = j;
+            continue;
+        }
+        if c != '%' {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if chars.get(i) == Some(&'%') {
+            out.push('%');
+            i += 1;
+            continue;
+        }
+        let mut flags = String::new();
+        while let Some(&f) = chars.get(i).filter(|c| "-+ #0".contains(**c)) {
+            flags.push(f);
+            i += 1;
+        }
+        let mut width = String::new();
+        while let Some(&d) = chars.get(i).filter(|c| c.is_ascii_digit() || **c == '*') {
+            width.push(d);
+            i += 1;
+        }
+        let mut precision: Option<String> = None;
+        if chars.get(i) == Some(&'.') {
+            i += 1;
+            let mut p = String::new();
+            while let Some(&d) = chars.get(i).filter(|c| c.is_ascii_digit()) {
+                p.push(d);
+                i += 1;
+            }
+            precision = Some(p);
+        }
+        let Some(&conv) = chars.get(i) else {
+            problems.push("missing format character".to_string());
+            break;
+        };
+        i += 1;
+        let width: usize = if width == "*" {
+            next().and_then(|a| a.parse().ok()).unwrap_or(0)
+        } else {
+            width.parse().unwrap_or(0)
+        };
+        let precision: Option<usize> = precision.map(|p| p.parse().unwrap_or(0));
+        let left = flags.contains('-');
+        let body = match conv {
+            's' => {
+                let mut s = next().unwrap_or("").to_string();
+                if let Some(p) = precision {
+                    s = s.chars().take(p).collect();
+                }
+                s
+            }
+            'b' => {
+                let mut s = String::new();
+                if escapes(next().unwrap_or(""), &mut s, false) {
+                    pad(out, &s, width, left, false);
+                    return (true, problems);
+                }
+                s
+            }
+            'c' => next().and_then(|a| a.chars().next()).map(String::from).unwrap_or_default(),
+            'd' | 'i' | 'u' | 'x' | 'X' | 'o' => {
+                let arg = next().unwrap_or("0");
+                let n = match printf_number(arg) {
+                    Some(n) => n,
+                    None => {
+                        problems.push(format!("{arg}: invalid number"));
+                        0
+                    }
+                };
+                let mut digits = match conv {
+                    'x' => format!("{:x}", n),
+                    'X' => format!("{:X}", n),
+                    'o' => format!("{:o}", n),
+                    'u' => format!("{}", n as u64),
+                    _ => format!("{}", n.unsigned_abs()),
+                };
+                if let Some(p) = precision {
+                    while digits.len() < p {
+                        digits.insert(0, '0');
+                    }
+                }
+                let sign = if matches!(conv, 'd' | 'i') {
+                    if n < 0 {
+                        "-"
+                    } else if flags.contains('+') {
+                        "+"
+                    } else if flags.contains(' ') {
+                        " "
+                    } else {
+                        ""
+                    }
+                } else {
+                    ""
+                };
+                if flags.contains('0') && !left && precision.is_none() {
+                    while digits.len() + sign.len() < width {
+                        digits.insert(0, '0');
+                    }
+                }
+                format!("{sign}{digits}")
+            }
+            other => {
+                problems.push(format!("%{other}: invalid directive"));
+                continue;
+            }
+        };
+        pad(out, &body, width, left, false);
+    }
+    (false, problems)
+}
+
+fn pad(out: &mut String, s: &str, width: usize, left: bool, _zero: bool) {
+    let n = s.chars().count();
+    if !left {
+        out.extend(core::iter::repeat_n(' ', width.saturating_sub(n)));
+    }
+    out.push_str(s);
+    if left {
+        out.extend(core::iter::repeat_n(' ', width.saturating_sub(n)));
+    }
+}
+
+/// A `printf` numeric argument: a C constant, or `'c` for a character's code.
+fn printf_number(a: &str) -> Option<i64> {
+    if let Some(rest) = a.strip_prefix('\'').or_else(|| a.strip_prefix('"')) {
+        return Some(rest.chars().next().map_or(0, |c| c as i64));
+    }
+    let a = a.trim();
+    let (neg, d) = match a.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, a.strip_prefix('+').unwrap_or(a)),
+    };
+    let v = if let Some(hex) = d.strip_prefix("0x").or_else(|| d.strip_prefix("0X")) {
+        i64::from_str_radix(hex, 16).ok()?
+    } else if d.len() > 1 && d.starts_with('0') {
+        i64::from_str_radix(&d[1..], 8).ok()?
+    } else {
+        d.parse().ok()?
+    };
+    Some(if neg { -v } else { v })
+}
+
+fn set<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    if args.is_empty() {
+        let mut text = String::new();
+        for (n, v) in &sh.vars {
+            text.push_str(&format!("{n}={}\n", quote(v)));
+        }
+        return match sh.out(h, "set", &text) {
+            Ok(()) => 0,
+            Err(s) => s,
+        };
+    }
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if a == "--" {
+            i += 1;
+            sh.params = args[i..].iter().map(|s| s.to_string()).collect();
+            return 0;
+        }
+        let (on, flags) = match (a.strip_prefix('-'), a.strip_prefix('+')) {
+            (Some(f), _) if !f.is_empty() => (true, f),
+            (_, Some(f)) if !f.is_empty() => (false, f),
+            (Some(_), _) => {
+                // `set -`: turn off -x and -v, the rest are parameters.
+                sh.options.xtrace = false;
+                i += 1;
+                break;
+            }
+            _ => break,
+        };
+        if flags == "o" {
+            sh.error(h, "set: -o is not supported");
+            return STATUS_USAGE;
+        }
+        for f in flags.chars() {
+            match f {
+                'e' => sh.options.errexit = on,
+                'u' => sh.options.nounset = on,
+                'x' => sh.options.xtrace = on,
+                'f' => sh.options.noglob = on,
+                other => {
+                    sh.error(h, &format!("set: -{other}: unsupported option"));
+                    return STATUS_USAGE;
+                }
+            }
+        }
+        i += 1;
+    }
+    if i < args.len() {
+        sh.params = args[i..].iter().map(|s| s.to_string()).collect();
+    }
+    0
+}
+
+fn export<H: Host>(sh: &mut Shell, h: &mut H, name: &str, args: &[&str]) -> i32 {
+    let args: Vec<&str> = args.iter().copied().filter(|a| *a != "-p").collect();
+    if args.is_empty() {
+        let mut text = String::new();
+        if name == "export" {
+            for n in &sh.exported {
+                if let Some(v) = sh.vars.get(n) {
+                    text.push_str(&format!("export {n}={}\n", quote(v)));
+                }
+            }
+        }
+        return match sh.out(h, name, &text) {
+            Ok(()) => 0,
+            Err(s) => s,
+        };
+    }
+    let mut status = 0;
+    for arg in args {
+        let (n, value) = match arg.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (arg, None),
+        };
+        if !is_valid_name(n) {
+            sh.error(h, &format!("{name}: {arg}: bad variable name"));
+            status = 1;
+            continue;
+        }
+        if let Some(v) = value {
+            sh.set_var(n, v);
+        }
+        if name == "export" {
+            sh.exported.insert(n.to_string());
+        }
+    }
+    status
+}
+
+/// `read [-r] name…`: one line of standard input, split at `$IFS`.
+fn read<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    let raw = args.first() == Some(&"-r");
+    let names: Vec<&str> = args.iter().copied().filter(|a| *a != "-r").collect();
+    if names.is_empty() {
+        sh.error(h, "read: arg count");
+        return STATUS_USAGE;
+    }
+    if let Some(bad) = names.iter().find(|n| !is_valid_name(n)) {
+        sh.error(h, &format!("read: {bad}: bad variable name"));
+        return STATUS_USAGE;
+    }
+    // One byte at a time: what follows the line stays for the next reader.
+    let mut line: Vec<(char, bool)> = Vec::new();
+    let mut bytes = Vec::new();
+    let mut eof = false;
+    let mut escaped = false;
+    loop {
+        let mut b = [0u8; 1];
+        match h.read(0, &mut b) {
+            Ok(0) => {
+                eof = true;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                sh.error(h, &format!("read: {e}"));
+                return 1;
+            }
+        }
+        bytes.push(b[0]);
+        let Ok(text) = core::str::from_utf8(&bytes) else {
+            if bytes.len() < 4 {
+                continue;
+            }
+            bytes.clear();
+            continue;
+        };
+        let c = text.chars().next().unwrap_or('\u{fffd}');
+        bytes.clear();
+        if escaped {
+            escaped = false;
+            if c != '\n' {
+                line.push((c, true));
+            }
+            continue;
+        }
+        match c {
+            '\n' => break,
+            '\\' if !raw => escaped = true,
+            c => line.push((c, false)),
+        }
+    }
+    let ifs = sh.var("IFS").unwrap_or_else(|| " \t\n".to_string());
+    let is_sep = |c: char, q: bool| !q && ifs.contains(c);
+    let is_white = |c: char| c == ' ' || c == '\t' || c == '\n';
+    // Leading IFS white space is dropped; each name but the last takes a
+    // field; the last takes the rest, trailing IFS white space removed.
+    let mut i = 0;
+    while i < line.len() && is_sep(line[i].0, line[i].1) && is_white(line[i].0) {
+        i += 1;
+    }
+    for (k, name) in names.iter().enumerate() {
+        let last = k + 1 == names.len();
+        let mut value = String::new();
+        if last {
+            let mut end = line.len();
+            while end > i && is_sep(line[end - 1].0, line[end - 1].1) && is_white(line[end - 1].0) {
+                end -= 1;
+            }
+            value.extend(line[i..end].iter().map(|(c, _)| *c));
+            i = line.len();
+        } else {
+            while i < line.len() && !is_sep(line[i].0, line[i].1) {
+                value.push(line[i].0);
+                i += 1;
+            }
+            // Skip the delimiter: white space, at most one other IFS
+            // character, white space.
+            while i < line.len() && is_sep(line[i].0, line[i].1) && is_white(line[i].0) {
+                i += 1;
+            }
+            if i < line.len() && is_sep(line[i].0, line[i].1) {
+                i += 1;
+                while i < line.len() && is_sep(line[i].0, line[i].1) && is_white(line[i].0) {
+                    i += 1;
+                }
+            }
+        }
+        sh.set_var(name, &value);
+    }
+    if eof { 1 } else { 0 }
+}
+
+fn test_builtin<H: Host>(sh: &mut Shell, h: &mut H, name: &str, args: &[&str]) -> i32 {
+    let mut t = Test { args, i: 0, h };
+    match t.expr() {
+        Ok(v) if t.i == args.len() => (!v) as i32,
+        Ok(_) => {
+            let extra = args[t.i];
+            sh.error(h_of(&mut t), &format!("{name}: {extra}: unexpected operator"));
+            STATUS_USAGE
+        }
+        Err(e) => {
+            sh.error(h_of(&mut t), &format!("{name}: {e}"));
+            STATUS_USAGE
+        }
+    }
+}
+
+fn h_of<'a, H: Host>(t: &'a mut Test<'_, '_, H>) -> &'a mut H {
+    t.h
+}
+
+/// `test`'s expression (XCU `test`), by recursive descent: `-o` below
+/// `-a` below `!` below primaries and `( … )`.
+struct Test<'a, 'h, H> {
+    args: &'a [&'a str],
+    i: usize,
+    h: &'h mut H,
+}
+
+impl<'a, H: Host> Test<'a, '_, H> {
+    fn peek(&self, k: usize) -> Option<&'a str> {
+        self.args.get(self.i + k).copied()
+    }
+
+    fn expr(&mut self) -> Result<bool, String> {
+        // POSIX's rules by argument count for the short, ambiguous forms.
+        let n = self.args.len() - self.i;
+        if n == 0 {
+            return Ok(false);
+        }
+        if n == 1 {
+            self.i += 1;
+            return Ok(!self.args[self.i - 1].is_empty());
+        }
+        self.or()
+    }
+
+    fn or(&mut self) -> Result<bool, String> {
+        let mut v = self.and()?;
+        while self.peek(0) == Some("-o") {
+            self.i += 1;
+            let r = self.and()?;
+            v = v || r;
+        }
+        Ok(v)
+    }
+
+    fn and(&mut self) -> Result<bool, String> {
+        let mut v = self.not()?;
+        while self.peek(0) == Some("-a") {
+            self.i += 1;
+            let r = self.not()?;
+            v = v && r;
+        }
+        Ok(v)
+    }
+
+    fn not(&mut self) -> Result<bool, String> {
+        if self.peek(0) == Some("!") && self.peek(1).is_some() {
+            self.i += 1;
+            return Ok(!self.not()?);
+        }
+        self.primary()
+    }
+
+    fn primary(&mut self) -> Result<bool, String> {
+        let Some(a) = self.peek(0) else { return Err("argument expected".to_string()) };
+        if a == "(" && self.peek(2) == Some(")")
+            || a == "(" && self.peek(1).is_some() && !is_binary(self.peek(1).unwrap_or(""))
+        {
+            self.i += 1;
+            let v = self.or()?;
+            if self.peek(0) != Some(")") {
+                return Err("closing paren expected".to_string());
+            }
+            self.i += 1;
+            return Ok(v);
+        }
+        if let Some(op) = self.peek(1)
+            && is_binary(op)
+            && self.peek(2).is_some()
+        {
+            let b = self.peek(2).unwrap_or("");
+            self.i += 3;
+            return binary(a, op, b);
+        }
+        if a.len() == 2 && a.starts_with('-') && self.peek(1).is_some() && a != "-a" && a != "-o" {
+            let operand = self.peek(1).unwrap_or("");
+            self.i += 2;
+            return self.unary(a, operand);
+        }
+        self.i += 1;
+        Ok(!a.is_empty())
+    }
+
+    fn unary(&mut self, op: &str, x: &str) -> Result<bool, String> {
+        Ok(match op {
+            "-n" => !x.is_empty(),
+            "-z" => x.is_empty(),
+            "-e" => self.h.stat(x).is_some(),
+            "-f" => self.h.stat(x).is_some_and(|s| s.is_regular),
+            "-d" => self.h.stat(x).is_some_and(|s| s.is_dir),
+            "-s" => self.h.stat(x).is_some_and(|s| s.size_bytes > 0),
+            "-r" => self.h.stat(x).is_some_and(|s| s.mode & 0o444 != 0),
+            "-w" => self.h.stat(x).is_some_and(|s| s.mode & 0o222 != 0),
+            "-x" => self.h.stat(x).is_some_and(|s| s.mode & 0o111 != 0),
+            _ => return Err(format!("{op}: unexpected operator")),
+        })
+    }
+}
+
+fn is_binary(op: &str) -> bool {
+    matches!(op, "=" | "!=" | "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge")
+}
+
+fn binary(a: &str, op: &str, b: &str) -> Result<bool, String> {
+    match op {
+        "=" => return Ok(a == b),
+        "!=" => return Ok(a != b),
+        _ => {}
+    }
+    let num = |s: &str| s.trim().parse::<i64>().map_err(|_| format!("{s}: bad number"));
+    let (x, y) = (num(a)?, num(b)?);
+    Ok(match op {
+        "-eq" => x == y,
+        "-ne" => x != y,
+        "-lt" => x < y,
+        "-le" => x <= y,
+        "-gt" => x > y,
+        _ => x >= y,
+    })
+}
