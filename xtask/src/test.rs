@@ -65,6 +65,7 @@ mod boot;
 mod disk;
 mod outcome;
 mod scenarios;
+mod shcorpus;
 mod verdict;
 
 use boot::{DEFAULT_TIMEOUT_S, boot};
@@ -364,6 +365,12 @@ fn unix_steps(
         ..RunOptions::default()
     };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
+    headers.next(&format!(
+        "the dash oracle: {} under Ridgeback's sh and the host's dash (one boot)",
+        shcorpus::DIR
+    ));
+    let oracle_opts = RunOptions { disk: DiskChoice::None, ..run_opts };
+    outcomes.push(shcorpus::run(workspace, &oracle_opts, opts.timeout_s, log_dir));
     outcomes
 }
 

@@ -81,6 +81,10 @@ pub fn run<H: Host>(sh: &mut Shell, h: &mut H, argv: &[String], cmd: &Expanded) 
             };
             if n > sh.params.len() {
                 sh.error(h, "shift: can't shift that many");
+                // A special builtin's error ends a script (XCU 2.8.1).
+                if !sh.interactive {
+                    sh.exit_code = Some(STATUS_USAGE);
+                }
                 return STATUS_USAGE;
             }
             sh.params.drain(..n);

@@ -1,0 +1,4 @@
+# echo: -n and escapes
+echo plain words
+echo -n 'no newline; '; echo next
+echo 'tab\there'
