@@ -355,3 +355,13 @@ fn assignments_and_builtin_prefixes() {
     assert_eq!(out("x=~; echo $x"), "/home/u\n");
     assert_eq!(out("export E=1; export | cat"), "export E=1\n");
 }
+
+#[test]
+fn unsupported_builtins_say_so_by_name() {
+    for name in ["trap 'echo x' EXIT", "umask 022", "command -v ls", "readonly X=1", "local x"] {
+        let (o, e, s) = err_of(&alloc::format!("{name}; echo $?"));
+        assert_eq!(o, "2\n", "{name}");
+        assert_eq!(s, 0, "{name}");
+        assert!(e.contains("not supported by this shell yet"), "{name}: {e}");
+    }
+}
