@@ -398,53 +398,67 @@ pub fn pipe() -> Result<(Fd, Fd), Errno> {
     Ok((w[0] as Fd, w[1] as Fd))
 }
 
-/// `read()`: up to `buf.len()` bytes; 0 at end of file. A regular file is
-/// read in as many page-sized requests as the buffer needs, and so is a
-/// device the file system serves itself (`/dev/zero`, `/dev/null`: they
-/// never wait); a pipe or terminal returns what it has; a block device
-/// takes one request for the whole buffer ([`block`]).
+/// Longest buffer one call lends (`abi::lease::MAX_LEASE_BYTES`).
+const MAX_LENT_BYTES: usize = abi::lease::MAX_LEASE_BYTES as usize;
+
+/// Does the manager of this descriptor take a write's bytes through the
+/// lease when the message cannot hold them? memfs (files, directories,
+/// its `/dev/null` and `/dev/zero`) and the per-file managers (regular
+/// files) do; a block device's driver has its own entry ([`block`]); the
+/// terminal and pipe managers take at most one message's data per call.
+fn takes_lent_writes(info: &FdInfo) -> bool {
+    ux::mode::is_reg(info.file_type)
+        || crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid)
+}
+
+/// `read()`: up to `buf.len()` bytes; 0 at end of file. One call to the
+/// object's manager lends it the whole buffer (up to
+/// `abi::lease::MAX_LEASE_BYTES`, more in several calls for a regular
+/// file) with word 2 = its length; the manager answers word 0 = the bytes
+/// read, having put them either in the reply (at most a page) or straight
+/// into the buffer through the lease (`protocols::unix::io::OP_READ`). A
+/// pipe or terminal returns what it has; a block device has its own rules
+/// ([`block`]).
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     let (_, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
         return block::read(fd, buf);
     }
-    let served_by_fs =
-        crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid);
-    let is_file = ux::mode::is_reg(info.file_type) || served_by_fs;
-    let page = abi::msg::MAX_DATA_BYTES as usize;
+    let is_file = ux::mode::is_reg(info.file_type);
     let mut done = 0;
-    while done < buf.len() {
-        let want = (buf.len() - done).min(page);
-        let (w, len) = manager_call(fd, [io::OP_READ, 0, want as u64, 0], &[], &mut buf[done..done + want])?;
-        let got = (w[0] as usize).min(len);
+    loop {
+        let want = (buf.len() - done).min(MAX_LENT_BYTES);
+        let into = &mut buf[done..done + want];
+        let (w, _) = manager_call(fd, [io::OP_READ, 0, want as u64, 0], &[], into)?;
+        let got = (w[0] as usize).min(want);
         done += got;
-        if got < want || !is_file {
-            break;
+        if got < want || !is_file || done == buf.len() {
+            return Ok(done);
         }
     }
-    Ok(done)
 }
 
-/// `write()`: all of `buf`, in page-sized requests (a whole aligned page
-/// travels by copy-on-write), unless an error stops it; to a block device,
+/// `write()`: all of `buf` unless an error stops it. To a file, one call
+/// lending the whole buffer (up to `abi::lease::MAX_LEASE_BYTES` a call):
+/// the manager takes the bytes from the message when they fit one, else
+/// through the lease, straight into the file (`protocols::unix::io::OP_WRITE`).
+/// To a terminal or pipe, one message's data per call. To a block device,
 /// one request for the whole buffer ([`block`]).
 pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
-    if ux::mode::is_blk(fd_entry(fd)?.1.file_type) {
+    let (_, info) = fd_entry(fd)?;
+    if ux::mode::is_blk(info.file_type) {
         return block::write(fd, buf);
     }
-    let page = abi::msg::MAX_DATA_BYTES as usize;
+    let most = if takes_lent_writes(&info) { MAX_LENT_BYTES } else { abi::msg::MAX_DATA_BYTES as usize };
     let mut done = 0;
     while done < buf.len() {
-        let chunk = &buf[done..(done + page).min(buf.len())];
-        match manager_call(fd, [io::OP_WRITE, 0, 0, 0], chunk, &mut []) {
+        let chunk = &buf[done..(done + most).min(buf.len())];
+        match manager_call(fd, [io::OP_WRITE, 0, chunk.len() as u64, 0], chunk, &mut []) {
             Ok((w, _)) if w[0] > 0 => done += (w[0] as usize).min(chunk.len()),
             Ok(_) => return Err(errno::EIO),
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
         }
-    }
-    if buf.is_empty() {
-        fd_entry(fd)?;
     }
     Ok(done)
 }

@@ -47,6 +47,7 @@ use protocols::unix::{Stat, encode_result, filemgr, fs, io, mode, result};
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
 use unix_core::filedata::{Errno, FileData, FileManager, Limits, PAGE_BYTES, Step};
+use unix_core::lease::Lent;
 
 runtime::entry!(main);
 
@@ -167,7 +168,8 @@ impl Server {
             }
             let data = &rx.0[..r.len.min(PAGE_BYTES)];
             let now_ns = self.clock.now_ns();
-            match self.manager.request(r.sender.0, r.message, data, now_ns, &mut tx.0) {
+            let mut lent = CallLease(r.reply);
+            match self.manager.request(r.sender.0, r.message, data, now_ns, &mut tx.0, &mut lent) {
                 Step::Reply(words, len) => answer = Some((r.reply, words, len)),
                 Step::Attach { fs_pid, fs_queue, fs_handle } => {
                     let loaded = self.attach(Pid(fs_pid), Queue(fs_queue), fs_handle, &mut rx);
@@ -273,4 +275,28 @@ fn load(backing: &mut Backing, buf: &mut Page) -> Result<(Stat, FileData), Errno
     }
     backing.offset_bytes = Some(offset_bytes);
     Ok((stat, data))
+}
+
+/// The buffers a call lent, reached with `lease_read`/`lease_write` on its
+/// reply handle until the reply: a read's or write's bytes go straight
+/// between this process's pages (the file) and the caller's buffer.
+struct CallLease(ReplyHandle);
+
+impl Lent for CallLease {
+    fn read_parts(&mut self, offset: u64, parts: &mut [&mut [u8]]) -> Result<(), Errno> {
+        runtime::lease::read_parts(self.0, offset, parts, 0).map_err(lease_errno)
+    }
+
+    fn write_parts(&mut self, offset: u64, parts: &[&[u8]]) -> Result<(), Errno> {
+        runtime::lease::write_parts(self.0, offset, parts, 0).map_err(lease_errno)
+    }
+}
+
+/// A lease call's error as the caller's errno (as memfs's).
+fn lease_errno(e: Error) -> Errno {
+    match e {
+        Error::BadAddress => protocols::unix::errno::EFAULT,
+        Error::InvalidArgument => EINVAL,
+        _ => EIO,
+    }
 }
