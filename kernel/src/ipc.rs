@@ -633,6 +633,27 @@ impl Kernel {
         received
     }
 
+    /// The buffer lent by the call `handle` that the server in `slot`
+    /// holds: (the caller's slot, address, length); its receive buffer
+    /// when `is_write`, else its send buffer.
+    fn lent_buffer(&self, slot: usize, handle: u64, is_write: bool) -> Result<(usize, u64, u64), Error> {
+        let caller = self.proc(slot).replies.peek(handle)?;
+        let c = self.slot_of(caller).ok_or(Error::DeadPeer)?;
+        let State::Blocked(Blocked::Call { server, buf: recv_buf, buf_len: recv_len }) = self.proc(c).state
+        else {
+            return Err(Error::DeadPeer);
+        };
+        if server != self.pid_of(slot) {
+            return Err(Error::DeadPeer);
+        }
+        if is_write {
+            Ok((c, recv_buf, recv_len))
+        } else {
+            let a = self.proc(c).frame.as_call_args();
+            Ok((c, a.send_buf, a.send_len))
+        }
+    }
+
     /// `lease_read` (`is_write` false) and `lease_write`: copy between the
     /// server's `buf` and the lent buffer of the call `handle` at `offset`.
     #[allow(clippy::too_many_arguments)]
@@ -646,38 +667,68 @@ impl Kernel {
         flags: u64,
         is_write: bool,
     ) -> Result<u64, Error> {
-        if flags & !lease::BYTE_AT_A_TIME != 0 {
-            return Err(Error::InvalidArgument);
-        }
-        let caller = self.proc(slot).replies.peek(handle)?;
-        let c = self.slot_of(caller).ok_or(Error::DeadPeer)?;
-        let State::Blocked(Blocked::Call { server, buf: recv_buf, buf_len: recv_len }) = self.proc(c).state
-        else {
-            return Err(Error::DeadPeer);
-        };
-        if server != self.pid_of(slot) {
-            return Err(Error::DeadPeer);
-        }
-        let (lent, lent_len) = if is_write {
-            (recv_buf, recv_len)
-        } else {
-            let a = self.proc(c).frame.as_call_args();
-            (a.send_buf, a.send_len)
-        };
+        let how = CopyHow::from_flags(flags, len)?;
+        let (c, lent, lent_len) = self.lent_buffer(slot, handle, is_write)?;
         if offset.checked_add(len).is_none_or(|end| end > lent_len) {
             return Err(Error::InvalidArgument);
         }
+        let (from, src, to, dst) =
+            if is_write { (slot, buf, c, lent + offset) } else { (c, lent + offset, slot, buf) };
+        self.move_bytes(from, src, to, dst, len, how)
+    }
+
+    /// `lease_copy`: from the send buffer lent by call `src_handle` to the
+    /// receive buffer lent by call `dst_handle`, both held by `slot`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn lease_transfer(
+        &mut self,
+        slot: usize,
+        src_handle: u64,
+        src_offset: u64,
+        dst_handle: u64,
+        dst_offset: u64,
+        len: u64,
+        flags: u64,
+    ) -> Result<u64, Error> {
+        let how = CopyHow::from_flags(flags, len)?;
+        let (from, src, src_len) = self.lent_buffer(slot, src_handle, false)?;
+        let (to, dst, dst_len) = self.lent_buffer(slot, dst_handle, true)?;
+        if from == to {
+            return Err(Error::InvalidArgument); // one caller's own buffers: not a transfer
+        }
+        let fits = |offset: u64, lent_len: u64| offset.checked_add(len).is_some_and(|end| end <= lent_len);
+        if !fits(src_offset, src_len) || !fits(dst_offset, dst_len) {
+            return Err(Error::InvalidArgument);
+        }
+        self.move_bytes(from, src + src_offset, to, dst + dst_offset, len, how)
+    }
+
+    /// Move `len` bytes from `src` in process `from` to `dst` in `to`
+    /// (different processes), all or nothing, as `how` says; count them.
+    fn move_bytes(
+        &mut self,
+        from: usize,
+        src: u64,
+        to: usize,
+        dst: u64,
+        len: u64,
+        how: CopyHow,
+    ) -> Result<u64, Error> {
         if len == 0 {
             return Ok(0);
         }
-        let bytewise = flags & lease::BYTE_AT_A_TIME != 0;
-        let (from, src, to, dst) =
-            if is_write { (slot, buf, c, lent + offset) } else { (c, lent + offset, slot, buf) };
         let (from, to) = self.two_procs_mut(from, to);
-        let src_space = from.space.as_ref().ok_or(Error::DeadPeer)?;
+        let src_space = from.space.as_mut().ok_or(Error::DeadPeer)?;
         let dst_space = to.space.as_mut().ok_or(Error::DeadPeer)?;
-        usermem::copy_between_as(src_space, src, dst_space, dst, len, bytewise)?;
-        self.add(Counter::BytesCopied, len);
+        let (copied, lent_pages) = match how {
+            CopyHow::Bulk => usermem::copy_between(src_space, src, dst_space, dst, len).map(|()| (len, 0))?,
+            CopyHow::ByteAtATime => {
+                usermem::copy_between_as(src_space, src, dst_space, dst, len, true).map(|()| (len, 0))?
+            }
+            CopyHow::MayLend => usermem::lend_between(src_space, src, dst_space, dst, len)?,
+        };
+        self.add(Counter::BytesCopied, copied);
+        self.add(Counter::PagesLoaned, lent_pages);
         Ok(len)
     }
 
@@ -694,6 +745,27 @@ impl Kernel {
         let src_space = from.space.as_ref().ok_or(Error::DeadPeer)?;
         let dst_space = to.space.as_mut().ok_or(Error::DeadPeer)?;
         usermem::copy_between(src_space, src, dst_space, dst, len)
+    }
+}
+
+/// How a lease moves its bytes (`abi::lease` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CopyHow {
+    Bulk,
+    ByteAtATime,
+    /// Whole pages lent copy-on-write where they line up.
+    MayLend,
+}
+
+impl CopyHow {
+    fn from_flags(flags: u64, len: u64) -> Result<CopyHow, Error> {
+        match flags {
+            0 => Ok(CopyHow::Bulk),
+            lease::BYTE_AT_A_TIME => Ok(CopyHow::ByteAtATime),
+            lease::MAY_LOAN if len >= lease::LOAN_MIN_BYTES => Ok(CopyHow::MayLend),
+            lease::MAY_LOAN => Ok(CopyHow::Bulk),
+            _ => Err(Error::InvalidArgument),
+        }
     }
 }
 

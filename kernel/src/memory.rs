@@ -122,7 +122,11 @@ impl AddressSpace {
 
     /// Map a lent frame at user page `va`, copy-on-write, replacing what
     /// was there. On failure the frame comes back (the message keeps it).
+    /// A page of a shared window is not replaced (it stays shared).
     pub fn map_loaned(&mut self, va: u64, frame: Frame) -> Result<(), (SpaceError, Frame)> {
+        if self.table.translate(va).is_some_and(|(_, flags)| flags & SHARED_PAGE != 0) {
+            return Err((SpaceError::AlreadyMapped, frame));
+        }
         let replaced = self.table.replace(va, frame, USER | NO_EXECUTE | COPY_ON_WRITE);
         let replaced = replaced.map_err(|(e, frame)| (SpaceError::from(e), frame))?;
         drop(replaced);

@@ -120,3 +120,54 @@ pub fn copy_between_as(
     let copy = if is_byte_at_a_time { PageTable::copy_byte_at_a_time } else { PageTable::copy };
     copy(src_space.table(), src, dst_space.table_mut(), dst, len).map_err(|_| Error::BadAddress)
 }
+
+/// Move `len` bytes from `src` in `src_space` to `dst` in `dst_space` as
+/// [`copy_between`] does, but lend each whole page copy-on-write instead
+/// of copying it where both sides sit at the same offset within a page
+/// (NetBSD's `uvm_loan`, seed 002): the destination's page is replaced by
+/// the source's frame, read-only on both sides until either writes. The
+/// partial pages at either end, a page of a shared window, and anything
+/// that cannot be lent are copied. Both ranges are checked before a byte
+/// moves. Returns (bytes copied, pages lent).
+pub fn lend_between(
+    src_space: &mut AddressSpace,
+    src: u64,
+    dst_space: &mut AddressSpace,
+    dst: u64,
+    len: u64,
+) -> Result<(u64, u64), Error> {
+    UserSlice::new(src, len)?.check(src_space, false)?;
+    UserSlice::new(dst, len)?.check(dst_space, true)?;
+    if src % PAGE_SIZE != dst % PAGE_SIZE {
+        copy_between(src_space, src, dst_space, dst, len)?;
+        return Ok((len, 0));
+    }
+    let head = ((PAGE_SIZE - src % PAGE_SIZE) % PAGE_SIZE).min(len);
+    let pages = (len - head) / PAGE_SIZE;
+    let tail = len - head - pages * PAGE_SIZE;
+    let (mut copied, mut lent) = (0, 0);
+    if head > 0 {
+        copy_between(src_space, src, dst_space, dst, head)?;
+        copied += head;
+    }
+    for i in 0..pages {
+        let (s, d) = (src + head + i * PAGE_SIZE, dst + head + i * PAGE_SIZE);
+        if let Some(frame) = src_space.loan_page(s) {
+            match dst_space.map_loaned(d, frame) {
+                Ok(()) => {
+                    lent += 1;
+                    continue;
+                }
+                Err((_, frame)) => drop(frame),
+            }
+        }
+        copy_between(src_space, s, dst_space, d, PAGE_SIZE)?;
+        copied += PAGE_SIZE;
+    }
+    if tail > 0 {
+        let at = head + pages * PAGE_SIZE;
+        copy_between(src_space, src + at, dst_space, dst + at, tail)?;
+        copied += tail;
+    }
+    Ok((copied, lent))
+}

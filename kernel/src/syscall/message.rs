@@ -141,3 +141,9 @@ pub fn lease_write(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [handle, offset, buf, len, flags, _] = args(k, caller);
     k.lease_copy(caller, handle, offset, buf, len, flags, true).map(Next::Return)
 }
+
+/// `lease_copy(src_handle, src_offset, dst_handle, dst_offset, len, flags) -> len`.
+pub fn lease_copy(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [src, src_offset, dst, dst_offset, len, flags] = args(k, caller);
+    k.lease_transfer(caller, src, src_offset, dst, dst_offset, len, flags).map(Next::Return)
+}

@@ -85,6 +85,7 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::SpaceCopy => memory::space_copy(k, caller),
         Call::LeaseRead => message::lease_read(k, caller),
         Call::LeaseWrite => message::lease_write(k, caller),
+        Call::LeaseCopy => message::lease_copy(k, caller),
         Call::PciConfigRead => device::pci_config_read(k, caller),
         Call::PciConfigWrite => device::pci_config_write(k, caller),
         Call::PciClaim => device::pci_claim(k, caller),

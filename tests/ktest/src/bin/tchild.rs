@@ -678,25 +678,38 @@ fn lease_pattern(i: usize) -> u8 {
     (i * 7 + i / 251) as u8
 }
 
-/// `lease-call SERVER QUEUE SEND_BYTES RECV_BYTES`: one call lending a
-/// patterned send buffer and a receive buffer; the server (the runner)
-/// checks what it reads and writes `!pattern` into the receive buffer at
-/// its reply, and answers with word 0 = bytes it wrote. Exits 0 when the
-/// receive buffer holds exactly that.
+/// `lease-call SERVER QUEUE SEND_BYTES RECV_BYTES [same]`: one call
+/// lending a patterned send buffer and a receive buffer, both starting at
+/// a page boundary; the server (the runner) checks what it reads and
+/// writes `!pattern` (or, with `same`, the pattern itself: another
+/// caller's send buffer moved by `lease_copy`) into the receive buffer,
+/// and answers with word 0 = bytes it wrote. Exits 0 when the receive
+/// buffer holds exactly that.
 fn lease_call(args: &Args) -> i32 {
     let Ok(link) = server_link(args) else { return 2 };
     let (send_len, recv_len) = (num(args, 3) as usize, num(args, 4) as usize);
-    let send: alloc::vec::Vec<u8> = (0..send_len).map(lease_pattern).collect();
-    let mut recv = alloc::vec![0u8; recv_len];
-    match msg::call(link, &[1, 0, 0, 0], &send, &mut recv) {
+    let is_same = args.as_str().split_whitespace().nth(5) == Some("same");
+    let page = PAGE_SIZE as usize;
+    let mut send_store = alloc::vec![0u8; send_len + page];
+    let mut recv_store = alloc::vec![0u8; recv_len + page];
+    let aligned = |p: *const u8| (page - p as usize % page) % page;
+    let (s0, r0) = (aligned(send_store.as_ptr()), aligned(recv_store.as_ptr()));
+    let send = &mut send_store[s0..s0 + send_len];
+    send.iter_mut().enumerate().for_each(|(i, b)| *b = lease_pattern(i));
+    let recv = &mut recv_store[r0..r0 + recv_len];
+    match msg::call(link, &[1, 0, 0, 0], send, recv) {
         Ok((words, _)) => {
             let written = words[0] as usize;
-            let ok = recv[..written].iter().enumerate().all(|(i, &b)| b == !lease_pattern(i))
+            let want = |i: usize| if is_same { lease_pattern(i) } else { !lease_pattern(i) };
+            let ok = recv[..written].iter().enumerate().all(|(i, &b)| b == want(i))
                 && recv[written..].iter().all(|&b| b == 0);
-            if ok {
+            // The send buffer is ours again and unchanged, lent or not.
+            let kept = send.iter().enumerate().all(|(i, &b)| b == lease_pattern(i));
+            send.fill(0xee); // a write after the call never reaches the other side
+            if ok && kept {
                 0
             } else {
-                println!("tchild lease-call: the receive buffer does not hold what the server wrote");
+                println!("tchild lease-call: the buffers do not hold what they should ({ok}, {kept})");
                 1
             }
         }

@@ -87,6 +87,7 @@ const TESTS: &[Test] = &[
     ("a_bad_receive_buffer_is_reported_not_hung", messages::bad_receive_buffer_reported),
     ("empty_buffers_need_no_memory", messages::empty_buffers_need_no_memory),
     ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
+    ("leases_between_two_callers", messages::leases_between_two_callers),
     ("interrupt_lines_and_ports_are_exclusive", devices::device_claim_rules),
     ("interrupts_arrive_as_messages", devices::interrupts_as_messages),
     ("console_driver_serves_programs", devices::console_driver),

@@ -11,7 +11,7 @@ use abi::{Error, ExitStatus, InfoKey, Pid};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use runtime::msg::{self, Page, Queue};
+use runtime::msg::{self, Page, Queue, ReplyHandle};
 use runtime::sys;
 
 /// Start a tmsg role and wait for its hello; returns its pid and a link to
@@ -506,4 +506,47 @@ pub fn leases_lend_call_buffers() -> TestResult {
     let raw = msg::raw(abi::Call::Call as u64, [link.0 as u64, 0, 0, 0x1000, big, 0], [0; 4]).rax;
     msg::close_link(link).map_err(|e| e.name())?;
     check(abi::decode_return(raw) == Err(Error::InvalidArgument), "a lease over the limit is refused")
+}
+
+/// `lease_copy`: one caller's send buffer straight into another's receive
+/// buffer, in bulk and with whole pages lent copy-on-write (`MAY_LOAN`);
+/// bad offsets, one caller's own buffers and bad flags are refused.
+pub fn leases_between_two_callers() -> TestResult {
+    let me = sys::getpid();
+    let len = 64 * 1024usize;
+    let writer =
+        sys::spawn("tchild", &format!("lease-call {} 0 {len} 0 same", me.0)).map_err(|e| e.name())?;
+    let reader =
+        sys::spawn("tchild", &format!("lease-call {} 0 0 {len} same", me.0)).map_err(|e| e.name())?;
+    let mut scratch = alloc::vec![0u8; MAX_DATA];
+    let a = msg::receive_data(MAIN_QUEUE, &mut scratch).map_err(|e| e.name())?;
+    let b = msg::receive_data(MAIN_QUEUE, &mut scratch).map_err(|e| e.name())?;
+    let (w, r) = if a.sender == writer { (a.reply, b.reply) } else { (b.reply, a.reply) };
+    let e = |got: Result<usize, Error>, want: Error, what: &str| -> TestResult {
+        if got == Err(want) { Ok(()) } else { Err(format!("{what}: got {got:?}, expected {want:?}")) }
+    };
+    let loaned = || {
+        let mut c = [0u64; abi::COUNTER_COUNT];
+        sys::counters(&mut c).map(|_| c[abi::Counter::PagesLoaned as usize])
+    };
+    let before = loaned().map_err(|e| e.name())?;
+    e(msg::lease_copy(w, 0, w, 0, 1, 0), Error::InvalidArgument, "one caller's own buffers")?;
+    e(msg::lease_copy(r, 0, r, 0, 1, 0), Error::InvalidArgument, "a reader's empty send buffer")?;
+    e(msg::lease_copy(w, len as u64 - 1, r, 0, 2, 0), Error::InvalidArgument, "past the source")?;
+    e(msg::lease_copy(w, 0, r, len as u64 - 1, 2, 0), Error::InvalidArgument, "past the destination")?;
+    let both = abi::lease::BYTE_AT_A_TIME | abi::lease::MAY_LOAN;
+    e(msg::lease_copy(w, 0, r, 0, 1, both), Error::InvalidArgument, "two ways at once")?;
+    e(msg::lease_copy(ReplyHandle(0x7777_0003), 0, r, 0, 1, 0), Error::BadReplyHandle, "a forged handle")?;
+    msg::lease_copy(w, 0, r, 0, 100, 0).map_err(|e| format!("bulk: {}", e.name()))?;
+    msg::lease_copy(w, 100, r, 100, len as u64 - 100, abi::lease::MAY_LOAN)
+        .map_err(|e| format!("lent: {}", e.name()))?;
+    let lent = loaned().map_err(|e| e.name())? - before;
+    check(lent >= 14, "whole pages that line up are lent, not copied")?;
+    msg::reply(r, &[len as u64, 0, 0, 0], &[]).map_err(|e| e.name())?;
+    msg::reply(w, &[0; 4], &[]).map_err(|e| e.name())?;
+    for child in [writer, reader] {
+        let (_, status) = sys::wait(Some(child)).map_err(|e| e.name())?;
+        check(status == ExitStatus::Exited(0), "both callers find their buffers as they should be")?;
+    }
+    Ok(())
 }
