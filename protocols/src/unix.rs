@@ -433,7 +433,11 @@ pub mod monitor {
     /// `open(data = path, word 1 = flags, word 2 = mode)`. Reply: word 0 =
     /// fd, words 1–3 = the descriptor's manager as in `OP_FD_INFO`.
     pub const OP_OPEN: u64 = 6;
-    /// `close(word 1 = fd)`.
+    /// `close(word 1 = fd)`. A process may also `send` it (one way, no
+    /// reply) for a descriptor it knows to be open on the directory
+    /// manager, where a close cannot fail: `close` then costs no round
+    /// trip (issue 11). The monitor handles it before anything the process
+    /// asks next (one queue, in order).
     pub const OP_CLOSE: u64 = 7;
     /// `dup(word 1 = fd)` → lowest free fd.
     pub const OP_DUP: u64 = 8;
@@ -580,12 +584,32 @@ impl ProcInfo {
 /// directly; handles come from the monitor. A handle is a sparse number
 /// (slot and a random check), so a process cannot guess another's.
 pub mod io {
-    /// Word 1 = handle, word 2 = most bytes wanted (at most
-    /// `abi::msg::MAX_DATA_BYTES`, one message's data). Reply: word 0
-    /// = bytes (0 at end of file), data = the bytes. A pipe or terminal
-    /// with nothing to read keeps the call until it has.
+    /// Word 1 = handle, word 2 = most bytes wanted; the caller lends its
+    /// whole buffer as the call's receive buffer (any length up to
+    /// `abi::lease::MAX_LEASE_BYTES`). Reply: word 0 = bytes read (0 at end
+    /// of file). The bytes are in the caller's buffer from its start
+    /// either way the manager chose: in the reply's data (at most
+    /// `abi::msg::MAX_DATA_BYTES`; terminals, pipes, and memfs for short
+    /// reads), or written through the lease (`lease_write`, memfs and the
+    /// file managers for longer ones: one copy, straight from the file's
+    /// pages). A manager may return fewer bytes than asked (a pipe or
+    /// terminal returns what it has); a regular file's manager returns
+    /// fewer only at the end of the file. A pipe or terminal with nothing
+    /// to read keeps the call until it has.
     pub const OP_READ: u64 = 1;
-    /// Word 1 = handle, data = the bytes. Reply: word 0 = bytes written.
+    /// Longest `OP_READ` memfs and the file managers answer with the bytes
+    /// in the reply message; longer ones go through the lease (below this
+    /// a second copy of a few bytes costs less than a kernel entry).
+    pub const INLINE_READ_MAX_BYTES: usize = 1024;
+    /// Word 1 = handle, word 2 = the length (0: the data in the message is
+    /// all of it); the caller lends the bytes as the call's send buffer.
+    /// When they fit a message (`abi::msg::MAX_DATA_BYTES`) they also
+    /// arrive as its data; a longer write's bytes are read through the
+    /// lease (`lease_read`) by managers that take them (memfs and the file
+    /// managers: straight into the file's pages, all or nothing: a lease
+    /// that fails half-way, `EFAULT`, leaves the file as it was). Reply:
+    /// word 0 = bytes written. Terminals and pipes take one message's data
+    /// per call; the runtime sends them no more.
     pub const OP_WRITE: u64 = 2;
     /// Word 1 = handle, word 2 = offset (i64), word 3 = whence
     /// ([`SEEK_SET`], [`SEEK_CUR`] or [`SEEK_END`]). Reply: word 0 = new
@@ -603,7 +627,8 @@ pub mod io {
     /// = 1 and data = a [`super::DirEntry`], or 0 past the last entry.
     pub const OP_READDIR: u64 = 5;
     /// From the monitor only, when the last descriptor of the open object
-    /// is closed: word 1 = handle.
+    /// is closed: word 1 = handle. To the directory manager the monitor
+    /// may `send` it one way (no reply; nothing to report).
     pub const OP_CLOSE: u64 = 6;
     /// Console only: set (word 2 = 1, word 3 = group) or get (word 2 = 0)
     /// the foreground process group.

@@ -17,7 +17,14 @@ use crate::msg::{ReplyHandle, raw};
 use abi::{Call, Error, decode_return};
 
 /// One lease call over `len` bytes at `addr` of this process.
-fn lease_call(call: Call, handle: ReplyHandle, offset: u64, addr: u64, len: u64, flags: u64) -> Result<(), Error> {
+fn lease_call(
+    call: Call,
+    handle: ReplyHandle,
+    offset: u64,
+    addr: u64,
+    len: u64,
+    flags: u64,
+) -> Result<(), Error> {
     if len == 0 {
         return Ok(());
     }
@@ -26,7 +33,10 @@ fn lease_call(call: Call, handle: ReplyHandle, offset: u64, addr: u64, len: u64,
 }
 
 /// Runs of parts adjacent in memory: (address, length) of each, in order.
-fn runs(parts: impl Iterator<Item = (u64, u64)>, mut each: impl FnMut(u64, u64, u64) -> Result<(), Error>) -> Result<(), Error> {
+fn runs(
+    parts: impl Iterator<Item = (u64, u64)>,
+    mut each: impl FnMut(u64, u64, u64) -> Result<(), Error>,
+) -> Result<(), Error> {
     let mut run: Option<(u64, u64)> = None;
     let mut at = 0u64;
     for (addr, len) in parts {
@@ -59,7 +69,12 @@ pub fn write_parts(handle: ReplyHandle, offset: u64, parts: &[&[u8]], flags: u64
 /// Fill `parts`, one after another, from the send buffer lent by call
 /// `handle`, from `offset` on. The parts are borrowed exclusively for the
 /// call, so the kernel's writes into them alias nothing.
-pub fn read_parts(handle: ReplyHandle, offset: u64, parts: &mut [&mut [u8]], flags: u64) -> Result<(), Error> {
+pub fn read_parts(
+    handle: ReplyHandle,
+    offset: u64,
+    parts: &mut [&mut [u8]],
+    flags: u64,
+) -> Result<(), Error> {
     let parts = parts.iter_mut().map(|p| (p.as_mut_ptr() as u64, p.len() as u64));
     runs(parts, |at, addr, len| lease_call(Call::LeaseRead, handle, offset + at, addr, len, flags))
 }

@@ -50,6 +50,12 @@ impl Monitor {
         let want = if open_flags::readable(flags) { 4 } else { 0 }
             | if open_flags::writable(flags) || flags & open_flags::O_TRUNC != 0 { 2 } else { 0 };
         let (uid, gid) = (self.procs[&me].uid, self.procs[&me].gid);
+        if flags & open_flags::O_CREAT != 0
+            && !self.lookups.contains_key(abs)
+            && let Some(info) = self.create_new(me, abs, flags, create_mode)
+        {
+            return Ok(info);
+        }
         match self.lookup_cached(abs) {
             Ok((st, Some(rest))) => {
                 if !self.permits(me, &st, want) {
@@ -85,6 +91,31 @@ impl Monitor {
             }
             Err((e, _)) => Err(e),
         }
+    }
+
+    /// `O_CREAT` of a name not in the lookup cache: try to make it new at
+    /// once (`O_EXCL` at the directory manager), one call instead of a
+    /// lookup and an open (issue 11: creat+close in two calls). The
+    /// parent's write and search permission comes from the lookup cache
+    /// (root needs none). `None`: the name exists, the parent is not
+    /// cached, or anything else went wrong; the full path (lookup, checks,
+    /// open) then decides, with its own errors, so the answer is the same
+    /// either way.
+    fn create_new(&mut self, me: u64, abs: &str, flags: u64, create_mode: u32) -> Option<FdInfo> {
+        let (uid, gid) = (self.procs[&me].uid, self.procs[&me].gid);
+        if uid != 0 {
+            let (parent, _) = unix_core::path::split_last(abs)?;
+            match self.lookups.get(parent) {
+                Some((st, None)) if mode::is_dir(st.mode) => {
+                    let st = *st;
+                    if !self.permits(me, &st, 3) {
+                        return None;
+                    }
+                }
+                _ => return None,
+            }
+        }
+        self.fs_open(abs, flags | open_flags::O_EXCL, create_mode, uid, gid).ok()
     }
 
     fn fs_open(
@@ -184,6 +215,15 @@ impl Monitor {
     }
 
     pub fn close_at_manager(&mut self, info: FdInfo) {
+        // The directory manager's close cannot fail and answers nothing
+        // worth waiting for: one way (a call only when its queue is full).
+        if info.manager_pid == self.fs.0.0 {
+            let words = [io::OP_CLOSE, info.handle, 0, 0];
+            if msg::send(self.fs.1, &words).is_err() {
+                let _ = self.fs_call(words, &[], &mut []);
+            }
+            return;
+        }
         if let Ok(l) = self.link(Pid(info.manager_pid), info.manager_queue) {
             let closed = msg::call(l, &[io::OP_CLOSE, info.handle, 0, 0], &[], &mut []);
             if let Ok((w, _)) = closed

@@ -141,6 +141,13 @@ fn main(args: Args) -> i32 {
                 }
             }
             Kind::ChildExit => m.child_exit(Pid(r.message[0]), r.message[1], r.message[2]),
+            // A one-way close (`monitor::OP_CLOSE`): nothing to answer.
+            Kind::Short if r.message[0] == monitor::OP_CLOSE => {
+                if let Some(me) = m.proc_of(r.sender) {
+                    m.stats[0] += 1;
+                    let _ = m.close(me, r.message[1]);
+                }
+            }
             Kind::Short
                 if r.message[0] == monitor::OP_SIGNAL_GROUP && Some(r.sender) == m.tty.map(|t| t.0) =>
             {

@@ -33,6 +33,7 @@
 extern crate alloc;
 
 mod blk;
+mod files;
 mod fs;
 mod leak;
 mod mem;
@@ -75,6 +76,11 @@ const TESTS: &[Test] = &[
     ("fs::chdir_and_getcwd", fs::chdir_and_getcwd),
     ("fs::chmod_and_chown", fs::chmod_and_chown),
     ("fs::dev_null", fs::dev_null),
+    ("files::unaligned_reads_and_writes_across_pages", files::unaligned_reads_and_writes_across_pages),
+    (
+        "files::unmapped_buffers_are_efault_and_change_nothing",
+        files::unmapped_buffers_are_efault_and_change_nothing,
+    ),
     ("perm::non_root_is_refused", fs::permissions_as_non_root),
     ("perm::sticky_tmp_protects_other_users_files", fs::sticky_tmp_protects_other_users_files),
     ("perm::search_permission_on_directories", fs::search_permission_on_directories),

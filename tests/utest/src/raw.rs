@@ -49,3 +49,13 @@ pub fn unmapped_buffer(len: usize) -> &'static mut [u8] {
     // reaches it by walking the page tables and reports it unmapped.
     unsafe { core::slice::from_raw_parts_mut(0xdead_0000 as *mut u8, len) }
 }
+
+/// `len` bytes at `addr`, which may run into memory the process does not
+/// have, as a buffer for a call that must answer `EFAULT`. Never read or
+/// written by this process (the caller turns the runtime's touching of
+/// buffers off first).
+pub fn span(addr: u64, len: usize) -> &'static mut [u8] {
+    // SAFETY: as in `unmapped_buffer`: only the address and length travel
+    // to the kernel; this process never dereferences the slice.
+    unsafe { core::slice::from_raw_parts_mut(addr as *mut u8, len) }
+}

@@ -24,9 +24,10 @@ use super::open::Fs;
 use super::tree::Lookup;
 use crate::lease::Lent;
 
-/// Longest read answered with the bytes in the reply message; longer ones
-/// go through the caller's lent buffer.
-pub const INLINE_READ_MAX_BYTES: usize = 1024;
+/// Longest read answered with the bytes in the reply message
+/// (`protocols::unix::io::INLINE_READ_MAX_BYTES`); longer ones go through
+/// the caller's lent buffer.
+pub use protocols::unix::io::INLINE_READ_MAX_BYTES;
 
 /// Reply words and the bytes of reply data placed in the reply buffer.
 pub type Reply = ([u64; 4], usize);
