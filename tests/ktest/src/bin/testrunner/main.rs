@@ -26,6 +26,7 @@ extern crate alloc;
 
 mod devices;
 mod health;
+mod leasefuzz;
 mod messages;
 mod pagers;
 mod processes;
@@ -88,6 +89,7 @@ const TESTS: &[Test] = &[
     ("empty_buffers_need_no_memory", messages::empty_buffers_need_no_memory),
     ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
     ("leases_between_two_callers", messages::leases_between_two_callers),
+    ("leases_survive_random_arguments", leasefuzz::leases_survive_random_arguments),
     ("interrupt_lines_and_ports_are_exclusive", devices::device_claim_rules),
     ("interrupts_arrive_as_messages", devices::interrupts_as_messages),
     ("console_driver_serves_programs", devices::console_driver),
