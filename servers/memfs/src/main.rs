@@ -183,15 +183,7 @@ fn serve(service: &mut Service, clock: &Clock, queue: Queue, _io_queue: Queue) -
             None => msg::reply_wait(None, &[0; 4], &[], queue, &mut rx.0),
         };
         let Ok(r) = received else { continue };
-        // The monitor's one-way close (`io::OP_CLOSE` sent, not called):
-        // done, nothing to answer. Other messages that are not calls
-        // cannot be answered and are dropped.
-        if r.kind == Kind::Short && r.message[0] == protocols::unix::io::OP_CLOSE {
-            let mut nothing_lent = unix_core::lease::BytesMut(&mut []);
-            let _ =
-                service.io_request(r.sender.0, r.message, &[], clock.now_ns(), &mut tx.0, &mut nothing_lent);
-            continue;
-        }
+        // Only calls can be answered; anything else is dropped.
         if r.kind != Kind::Call {
             continue;
         }
