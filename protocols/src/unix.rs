@@ -868,7 +868,8 @@ pub mod filemgr {
     /// `O_TRUNC`, the contents go). Reply: word 0 = handle.
     pub const OP_OPEN: u64 = 71;
     /// The monitor's `io::OP_CLOSE` of the last handle gets reply word 1 =
-    /// 1: the contents are written back, and the file manager exits.
+    /// 1: the contents are written back, and the file manager waits, idle,
+    /// for another `OP_ATTACH` (it exits when the write-back failed).
     pub const CLOSED_LAST: u64 = 1;
 }
 

@@ -13,9 +13,11 @@
 //!   FOREGROUND `ENOTTY`, anything else `ENOSYS`;
 //! - `io::OP_CLOSE` (monitor only): drops a handle. At the last one the
 //!   changes go back to memfs (its `io::OP_TRUNCATE` when the length
-//!   changed, then `OP_SEEK` + `OP_WRITE` for each run of changed pages), the reply
-//!   says `[result, filemgr::CLOSED_LAST, 0, 0]`, and the process exits
-//!   (status 0, or 1 when the write-back failed).
+//!   changed, then `OP_SEEK` + `OP_WRITE` for each run of changed pages),
+//!   the reply says `[result, filemgr::CLOSED_LAST, 0, 0]`, and the manager
+//!   forgets the file and waits, idle, for the monitor to attach another
+//!   (an open then starts no process); when the write-back failed it exits
+//!   with status 1.
 //!
 //! The rules themselves are `unix_core::filedata` (host-tested); this file
 //! holds the kernel calls: the queue, the clock, the calls to memfs and
@@ -96,8 +98,12 @@ fn main(args: Args) -> i32 {
         return 4;
     }
     let seed = sys::rdtsc() ^ sys::getpid().0.rotate_left(17);
-    let mut server =
-        Server { manager: FileManager::new(monitor.0, seed), backing: None, clock: Clock::new() };
+    let mut server = Server {
+        monitor: monitor.0,
+        manager: FileManager::new(monitor.0, seed),
+        backing: None,
+        clock: Clock::new(),
+    };
     server.serve(queue)
 }
 
@@ -159,6 +165,7 @@ impl Backing {
 }
 
 struct Server {
+    monitor: u64,
     manager: FileManager,
     /// Set once `OP_ATTACH` has loaded the file.
     backing: Option<Backing>,
@@ -196,11 +203,27 @@ impl Server {
                 Step::CloseLast => {
                     let written = self.write_back();
                     let words = [encode_result(written.map(|()| 0)), filemgr::CLOSED_LAST, 0, 0];
-                    let _ = msg::reply(r.reply, &words, &[]);
-                    return if written.is_ok() { 0 } else { 1 };
+                    if written.is_err() {
+                        let _ = msg::reply(r.reply, &words, &[]);
+                        return 1;
+                    }
+                    // Idle, for the monitor to give another file: the
+                    // memory the contents held stays mapped for the next.
+                    self.detach();
+                    answer = Some((r.reply, words, 0));
                 }
             }
         }
+    }
+
+    /// Forget the file (written back): free its pages and the link to
+    /// memfs, and take the next `OP_ATTACH` as a fresh manager.
+    fn detach(&mut self) {
+        if let Some(b) = self.backing.take() {
+            let _ = msg::close_link(b.link);
+        }
+        let seed = sys::rdtsc() ^ sys::getpid().0.rotate_left(17);
+        self.manager = FileManager::new(self.monitor, seed);
     }
 
     /// `OP_ATTACH`: load the file through memfs handle `handle` on

@@ -183,7 +183,11 @@ impl Monitor {
                 pid
             }
             None => {
-                let started = self.start_helper("filemgr", filemgr::READY);
+                // An idle manager if there is one, else a new process.
+                let started = match self.idle_file_managers.pop() {
+                    Some(pid) => Ok((pid, filemgr::QUEUE, 0, 0)),
+                    None => self.start_helper("filemgr", filemgr::READY),
+                };
                 let (pid, queue, _, _) = match started {
                     Ok(s) => s,
                     Err(e) => {
@@ -215,14 +219,23 @@ impl Monitor {
         })
     }
 
-    /// A file manager ended (written back, or died): close its handle at
-    /// the directory manager.
-    fn file_manager_gone(&mut self, pid: Pid) {
+    /// A file manager ended (died), or wrote its file back at the last
+    /// close (`is_idle`: it waits for another file): close its handle at the
+    /// directory manager; keep an idle one for the next open, up to
+    /// [`IDLE_FILE_MANAGERS`] (others are stopped).
+    fn file_manager_gone(&mut self, pid: Pid, is_idle: bool) {
         let Some((&ino, &(_, fs_handle))) = self.file_managers.iter().find(|(_, (p, _))| *p == pid) else {
             return;
         };
         self.file_managers.remove(&ino);
         let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+        if is_idle && self.idle_file_managers.len() < IDLE_FILE_MANAGERS {
+            self.idle_file_managers.push(pid);
+            return;
+        }
+        if is_idle {
+            let _ = sys::kill(pid);
+        }
         self.drop_link(pid);
     }
 
@@ -233,7 +246,10 @@ impl Monitor {
                 && w[1] == filemgr::CLOSED_LAST
                 && self.file_managers.values().any(|(p, _)| p.0 == info.manager_pid)
             {
-                self.file_manager_gone(Pid(info.manager_pid));
+                // Written back: it waits for another file. (It exits
+                // after a failed write-back.)
+                let is_idle = protocols::unix::result(w[0]).is_ok();
+                self.file_manager_gone(Pid(info.manager_pid), is_idle);
             }
         }
     }
@@ -381,12 +397,20 @@ impl Monitor {
             return true;
         }
         if self.file_managers.values().any(|(p, _)| *p == kpid) {
-            self.file_manager_gone(kpid);
+            self.file_manager_gone(kpid, false);
+            return true;
+        }
+        if let Some(i) = self.idle_file_managers.iter().position(|&p| p == kpid) {
+            self.idle_file_managers.swap_remove(i);
+            self.drop_link(kpid);
             return true;
         }
         false
     }
 }
+
+/// File managers kept idle for the next files (per-file mode).
+pub const IDLE_FILE_MANAGERS: usize = 4;
 
 /// A helper's argument: the monitor's kernel pid in decimal.
 fn decimal(n: u64) -> String {

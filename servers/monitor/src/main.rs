@@ -105,6 +105,7 @@ fn main(args: Args) -> i32 {
         pipe_managers: Vec::new(),
         per_file: files_option() == "per-file",
         file_managers: BTreeMap::new(),
+        idle_file_managers: Vec::new(),
         images: Vec::new(),
         lookups: BTreeMap::new(),
         devices_made: false,
