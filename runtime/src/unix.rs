@@ -396,7 +396,7 @@ pub fn creat(path: &str, mode: u32) -> Result<Fd, Errno> {
 pub fn close(fd: Fd) -> Result<(), Errno> {
     let known = usize::try_from(fd).ok().and_then(|i| STATE.lock().fds.get(i).copied());
     if let Some(Slot::Open { info, .. }) = known
-        && crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid)
+        && is_directory_manager(info.manager_pid)
     {
         flush_pending_close()?;
         // Unknown, not Closed: a later use asks the monitor, which by then
@@ -446,6 +446,21 @@ pub fn pipe() -> Result<(Fd, Fd), Errno> {
     Ok((w[0] as Fd, w[1] as Fd))
 }
 
+/// The directory manager's kernel pid (0: not asked yet; `u64::MAX`:
+/// none), kept so that the question costs no kernel call after the first.
+static FS_PID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Is `pid` the directory manager (memfs), from the bootstrap connection?
+fn is_directory_manager(pid: u64) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    let mut fs = FS_PID.load(Relaxed);
+    if fs == 0 {
+        fs = crate::sys::bootstrap(abi::bootstrap::FS).map_or(u64::MAX, |(p, _)| p.0);
+        FS_PID.store(fs, Relaxed);
+    }
+    fs == pid
+}
+
 /// Longest buffer one call lends (`abi::lease::MAX_LEASE_BYTES`).
 const MAX_LENT_BYTES: usize = abi::lease::MAX_LEASE_BYTES as usize;
 
@@ -455,8 +470,7 @@ const MAX_LENT_BYTES: usize = abi::lease::MAX_LEASE_BYTES as usize;
 /// files) do; a block device's driver has its own entry ([`block`]); the
 /// terminal and pipe managers take at most one message's data per call.
 fn takes_lent_writes(info: &FdInfo) -> bool {
-    ux::mode::is_reg(info.file_type)
-        || crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid)
+    ux::mode::is_reg(info.file_type) || is_directory_manager(info.manager_pid)
 }
 
 /// `read()`: up to `buf.len()` bytes; 0 at end of file. One call to the

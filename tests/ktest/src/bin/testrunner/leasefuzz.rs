@@ -33,7 +33,9 @@ fn lending_call(send_len: u64, recv_len: u64) -> Result<(abi::Pid, Lease), alloc
     let me = sys::getpid();
     let child = sys::spawn("tchild", &format!("lease-call {} 0 {send_len} {recv_len} any", me.0))
         .map_err(|e| e.name())?;
-    let r = msg::receive_data(MAIN_QUEUE, &mut []).map_err(|e| e.name())?;
+    // A send buffer of at most a message's data travels with the call.
+    let mut data = vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
+    let r = msg::receive_data(MAIN_QUEUE, &mut data).map_err(|e| e.name())?;
     check(r.kind == Kind::Call && r.sender == child, "the lending call arrives")?;
     Ok((child, Lease { handle: r.reply.0, send_len, recv_len }))
 }
