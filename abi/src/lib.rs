@@ -414,6 +414,10 @@ pub enum InfoKey {
     SharedFrames = 7,
     /// CPU time the caller has used, in ns.
     CpuTimeNs = 8,
+    /// The time-stamp counter's value at uptime 0: with [`InfoKey::TscHz`],
+    /// a process computes `UptimeNs` exactly as the kernel does
+    /// (`(rdtsc - boot) * 10^9 / hz`), with no kernel entry and no skew.
+    BootTsc = 9,
 }
 
 impl InfoKey {
@@ -429,6 +433,7 @@ impl InfoKey {
             6 => FreeMemoryBytes,
             7 => SharedFrames,
             8 => CpuTimeNs,
+            9 => BootTsc,
             _ => return None,
         })
     }

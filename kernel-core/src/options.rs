@@ -130,6 +130,9 @@ pub fn parse<'a>(cmdline: &'a str, mut warn: impl FnMut(Warning<'a>)) -> Options
             // `monitor.files`, for one), read by that server with the
             // `kernel_options` call; not the kernel's business.
             n if n.contains('.') => {}
+            // Seed 002's pipe design (`pipe=small|big|loan`, issue 11's
+            // name for it), the monitor's too, like `pipe.loan_min`.
+            "pipe" => {}
             _ => warn(Warning::UnknownOption(name)),
         }
     }
@@ -145,7 +148,9 @@ mod tests {
     #[test]
     fn server_options_are_left_to_servers() {
         let mut warnings = Vec::new();
-        let o = parse("monitor.files=per-file cpus=2", |w| warnings.push(std::format!("{w}")));
+        let o = parse("monitor.files=per-file pipe=small pipe.loan_min=1 cpus=2", |w| {
+            warnings.push(std::format!("{w}"))
+        });
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(o.max_cpus, Some(2));
     }

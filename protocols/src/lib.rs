@@ -93,8 +93,39 @@ pub mod options {
             .last()
     }
 
+    /// A size in bytes: digits with an optional `K`, `M` or `G` suffix
+    /// (powers of 1024, either case): `ramdisk.size=64M`. `None` for
+    /// anything else, or a size that does not fit in a u64.
+    pub fn parse_size_bytes(value: &str) -> Option<u64> {
+        let (digits, shift) = match value.as_bytes().last()? {
+            b'k' | b'K' => (&value[..value.len() - 1], 10),
+            b'm' | b'M' => (&value[..value.len() - 1], 20),
+            b'g' | b'G' => (&value[..value.len() - 1], 30),
+            _ => (value, 0),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let number: u64 = digits.parse().ok()?;
+        number.checked_mul(1u64 << shift)
+    }
+
     #[cfg(test)]
     mod tests {
+        #[test]
+        fn sizes_take_binary_suffixes() {
+            use super::parse_size_bytes as p;
+            assert_eq!(p("0"), Some(0));
+            assert_eq!(p("512"), Some(512));
+            assert_eq!(p("64M"), Some(64 << 20));
+            assert_eq!(p("64m"), Some(64 << 20));
+            assert_eq!(p("16K"), Some(16 << 10));
+            assert_eq!(p("1G"), Some(1 << 30));
+            for bad in ["", "M", "-1", "1.5M", "12T", " 1", "0x10", "99999999999999999999", "17179869184G"] {
+                assert_eq!(p(bad), None, "{bad}");
+            }
+        }
+
         #[test]
         fn lookup_finds_the_last_before_init_args() {
             let line = "cpus=2 monitor.files=per-file monitor.files=shared -- monitor.files=x";

@@ -260,6 +260,9 @@ pub mod mode {
     pub fn is_blk(m: u32) -> bool {
         m & S_IFMT == S_IFBLK
     }
+    pub fn is_fifo(m: u32) -> bool {
+        m & S_IFMT == S_IFIFO
+    }
     /// A device entry: a character or a block device.
     pub fn is_device(m: u32) -> bool {
         is_chr(m) || is_blk(m)
@@ -490,6 +493,21 @@ pub mod monitor {
     /// Statistics. Reply words: requests served, forks, execs, open-file
     /// descriptions in use.
     pub const OP_STATS: u64 = 32;
+    /// Set a run-time limit: data = `name=value` (the `pipe.*` names of
+    /// [`super::pipe::limits`]). Root only (`EPERM` for anyone else);
+    /// `EINVAL` for an unknown name or a value that does not parse or is
+    /// out of range. Takes effect at once: pipe managers running now are
+    /// told, new ones are started with it.
+    pub const OP_SET_LIMIT: u64 = 40;
+    /// Read the run-time limits, to anyone. Reply data: `name=value`
+    /// lines, one per limit, then the loan accounting (`pipe.loan_granted`,
+    /// `pipe.loan_refused`).
+    pub const OP_LIMITS: u64 = 41;
+    /// A one-way `send` from a pipe manager the monitor started: word 1 =
+    /// loan budget wanted (bytes, 0: none), word 2 = loan budget given
+    /// back (bytes). The monitor answers a want with a
+    /// [`super::pipe::OP_GRANT`] message, never with a reply.
+    pub const OP_PIPE_LOAN: u64 = 42;
 }
 
 /// Where a descriptor's requests go, in words 1–3 of the monitor's
@@ -772,14 +790,19 @@ pub mod block {
     /// bytes read, bytes written, [`MODE_VIRTIO`]/[`MODE_RAMDRIVER`]/
     /// [`MODE_PDDRIVER`]; data: the device's name.
     pub const OP_STATS: u64 = 90;
-    /// The RAM disk in `ramdriver` mode: word 1 = a handle. Reply: word 0
-    /// = the disk's bytes, word 1 = this handle's slot in the lock page
+    /// The RAM disk in `ramdriver` mode: word 1 = a handle, word 2 = the
+    /// page-aligned start of the caller's window for it. Reply: word 0 =
+    /// the disk's bytes, word 1 = this handle's slot in the lock page
     /// ([`ram_lock`]), word 2 = 1 if the handle may write. The caller then
-    /// makes the driver the pager of a window of `PAGE_SIZE + bytes`
-    /// (`set_pager` on itself): page 0 of the window is the lock page,
-    /// the disk follows; the driver maps each page shared on first touch
-    /// (writable only for a handle that may write), and the caller copies
-    /// in its own context under the lock. `ENODEV` in `pddriver` mode.
+    /// makes the driver the pager of a window of `PAGE_SIZE + bytes` at
+    /// that start (`set_pager` on itself), unless it already has: page 0
+    /// of the window is the lock page, the disk follows; the driver maps
+    /// each page shared on first touch (writable only in a window named
+    /// by a handle that may write), and the caller copies in its own
+    /// context under the lock. A slot belongs to the first process that
+    /// maps the handle; another process (a forked child sharing the
+    /// handle) gets `EBUSY` and uses READ and WRITE. `ENODEV` in
+    /// `pddriver` mode; `ENOSPC` when every slot is taken.
     pub const OP_MAP: u64 = 91;
     pub const MODE_VIRTIO: u64 = 1;
     pub const MODE_RAMDRIVER: u64 = 2;
@@ -795,12 +818,26 @@ pub mod block {
     /// Reader: set own byte, then if the writer word is 0 copy, else clear
     /// the byte and wait. Writer: compare-and-swap the writer word from 0
     /// to slot + 1, wait until every reader byte is 0, copy, store 0.
+    /// The handle's offset lives in the lock page too, at
+    /// [`OFFSETS_OFFSET`] + 8 × slot (u64): the mapping process moves it
+    /// in its own context (read, write, seek) and the driver uses the same
+    /// word for the handle's READ, WRITE and SEEK, so every descriptor
+    /// sharing the handle (dup, fork) sees one offset.
     pub mod ram_lock {
         pub const WRITER_OFFSET: usize = 0;
         pub const READERS_OFFSET: usize = 64;
+        pub const OFFSETS_OFFSET: usize = 1024;
+        /// Three u64 counters the mapping clients add to after each
+        /// transfer they make themselves (requests, bytes read, bytes
+        /// written), which `OP_STATS` adds to the driver's own: the
+        /// driver never sees those transfers. Reported, not trusted.
+        pub const STATS_OFFSET: usize = 3072;
         /// Handles that can map the disk at once; later opens use READ
         /// and WRITE through leases (the driver copies).
         pub const SLOTS: usize = 256;
+        const _: () = assert!(READERS_OFFSET + SLOTS <= OFFSETS_OFFSET);
+        const _: () = assert!(OFFSETS_OFFSET + 8 * SLOTS <= STATS_OFFSET);
+        const _: () = assert!(STATS_OFFSET + 24 <= abi::layout::PAGE_SIZE as usize);
     }
 }
 
@@ -833,18 +870,106 @@ pub mod vm {
 }
 
 /// The pipe manager (servers/pipe), one process per pipe (Ridge §3). The
-/// monitor starts it with its own kernel pid as argument; it sends the
-/// monitor `READY, queue, read handle, write handle` and then serves
-/// [`io`] requests until both ends are closed.
+/// monitor starts it with the arguments `MONITOR_PID MODE LOAN_MIN`
+/// (decimal pid, [`pipe::Mode`] name, bytes); it sends the monitor
+/// `READY, queue, read handle, write handle` and then serves [`io`]
+/// requests until both ends are closed.
+///
+/// Reads and writes of any size are ONE call (the runtime's
+/// `unix_pipe.rs`): `io::OP_READ` with word 2 = bytes wanted and the
+/// caller's buffer lent as the call's receive buffer; `io::OP_WRITE`
+/// with word 2 = bytes and the buffer lent as the send buffer (up to one
+/// page of it also travels with the message). The manager moves bytes
+/// with `lease_read`/`lease_write` through its buffer, or, for a loaned
+/// write, straight from the writer's buffer to the reader's with
+/// `lease_copy`.
+///
+/// Messages from the monitor (one-way `send`s on [`QUEUE`], never calls,
+/// so neither side ever waits for the other): [`OP_SET_LOAN_MIN`],
+/// [`OP_GRANT`], [`OP_RECLAIM`].
 pub mod pipe {
     pub const QUEUE: u32 = 0;
     pub const READY: u64 = 0x0050_4950_4500;
-    /// Bytes a pipe holds before writers wait (Linux holds 64 KiB too).
+    /// The buffer of a `big` or `loan` pipe (Linux holds 64 KiB too).
     pub const CAPACITY_BYTES: usize = 64 * 1024;
+    /// The buffer of a `small` pipe (NetBSD's old pipes: one page).
+    pub const SMALL_CAPACITY_BYTES: usize = 4 * 1024;
     /// POSIX `PIPE_BUF`: a write of at most this many bytes is never split
     /// or interleaved with other writers' data. One message's data, so
     /// such a write arrives at the pipe manager in one call.
     pub const ATOMIC_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
+    /// Default of `pipe.loan_min`: shortest write served from the
+    /// writer's pages in `loan` mode (the seed's "big enough" transfers).
+    pub const DEFAULT_LOAN_MIN_BYTES: u64 = 16 * 1024;
+    /// Default of `pipe.loan_cap`: bytes of writes on loan, all pipes
+    /// together (the seed's first TODO: a limit on loaned memory).
+    pub const DEFAULT_LOAN_CAP_BYTES: u64 = 8 << 20;
+    /// Loan budget the monitor grants a pipe manager at a time, at least
+    /// (more when one write needs more).
+    pub const GRANT_BYTES: u64 = 256 * 1024;
+
+    /// From the monitor: word 1 = the new `pipe.loan_min`.
+    pub const OP_SET_LOAN_MIN: u64 = 100;
+    /// From the monitor: word 1 = loan budget granted (bytes), added to
+    /// what the manager holds.
+    pub const OP_GRANT: u64 = 101;
+    /// From the monitor: give back the budget not in use now (and the
+    /// rest as loans end), with `monitor::OP_PIPE_LOAN`.
+    pub const OP_RECLAIM: u64 = 102;
+
+    /// The three designs of seed 002, boot option `pipe=small|big|loan`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Mode {
+        /// A 4 KiB buffer, every byte copied in and out (old pipes).
+        Small,
+        /// A 64 KiB buffer (new pipes).
+        Big,
+        /// A 64 KiB buffer for small writes; writes of at least
+        /// `pipe.loan_min` bytes go straight from the writer's pages to
+        /// the reader (new pipes with `uvm_loan`).
+        Loan,
+    }
+
+    impl Mode {
+        pub fn parse(s: &str) -> Option<Mode> {
+            match s {
+                "small" => Some(Mode::Small),
+                "big" => Some(Mode::Big),
+                "loan" => Some(Mode::Loan),
+                _ => None,
+            }
+        }
+
+        pub fn name(self) -> &'static str {
+            match self {
+                Mode::Small => "small",
+                Mode::Big => "big",
+                Mode::Loan => "loan",
+            }
+        }
+
+        /// The buffer this design uses.
+        pub fn capacity_bytes(self) -> usize {
+            match self {
+                Mode::Small => SMALL_CAPACITY_BYTES,
+                Mode::Big | Mode::Loan => CAPACITY_BYTES,
+            }
+        }
+    }
+
+    /// The run-time limits' names (boot options of the same names, and
+    /// `monitor::OP_SET_LIMIT`).
+    pub mod limits {
+        /// `small`, `big` or `loan` (default): the design of pipes made from now on.
+        pub const MODE: &str = "pipe";
+        /// Shortest loaned write, bytes (default 16 KiB; at least 1).
+        pub const LOAN_MIN: &str = "pipe.loan_min";
+        /// Bytes on loan in all pipes together (default 8 MiB; 0: no loans).
+        pub const LOAN_CAP: &str = "pipe.loan_cap";
+        /// Longest value of `pipe.loan_min` and `pipe.loan_cap`: the
+        /// longest lease.
+        pub const MAX_BYTES: u64 = abi::lease::MAX_LEASE_BYTES * 64;
+    }
 }
 
 /// A file manager (servers/filemgr): with the boot option

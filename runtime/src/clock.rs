@@ -1,21 +1,21 @@
-//! Nanoseconds since boot without a kernel entry per reading: the kernel's
-//! uptime when the clock is made, advanced by the time-stamp counter (the
-//! kernel calibrated its frequency at boot). For servers that stamp every
-//! request (file modification times).
+//! Nanoseconds since boot without a kernel entry per reading: the time-stamp
+//! counter since the kernel's uptime 0, at the frequency the kernel
+//! calibrated, computed exactly as the kernel computes `UptimeNs` (so a
+//! stamp made here is never ahead of, or behind, another process's
+//! `clock_ns`). For servers that stamp every request (file modification
+//! times).
 
 use crate::sys;
 use abi::InfoKey;
 
 pub struct Clock {
-    base_ns: u64,
-    base_tsc: u64,
+    boot_tsc: u64,
     tsc_hz: u64,
 }
 
 impl Clock {
     pub fn new() -> Clock {
-        let base_tsc = sys::rdtsc();
-        Clock { base_ns: sys::info(InfoKey::UptimeNs), base_tsc, tsc_hz: sys::info(InfoKey::TscHz) }
+        Clock { boot_tsc: sys::info(InfoKey::BootTsc), tsc_hz: sys::info(InfoKey::TscHz) }
     }
 
     /// Nanoseconds since boot (one kernel call if the TSC's rate is unknown).
@@ -23,9 +23,9 @@ impl Clock {
         if self.tsc_hz == 0 {
             return sys::info(InfoKey::UptimeNs);
         }
-        let ticks = sys::rdtsc().saturating_sub(self.base_tsc) as u128;
-        let ns = ticks * 1_000_000_000 / self.tsc_hz as u128;
-        self.base_ns.saturating_add(u64::try_from(ns).unwrap_or(u64::MAX))
+        // The kernel's formula (arch/apic.rs `uptime_ns`), to the nanosecond.
+        let ticks = sys::rdtsc().wrapping_sub(self.boot_tsc) as u128;
+        (ticks * 1_000_000_000 / self.tsc_hz as u128) as u64
     }
 }
 

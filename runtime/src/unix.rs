@@ -17,6 +17,8 @@
 
 #[path = "unix_block.rs"]
 mod block;
+#[path = "unix_pipe.rs"]
+mod pipe_io;
 
 use crate::msg::{self, Link, Queue};
 use abi::Pid;
@@ -26,6 +28,8 @@ use protocols::unix::{
     self as ux, DirEntry as WireDirEntry, FdInfo, ProcInfo, Stat, errno, exec_args, io, monitor,
 };
 use spin::Mutex;
+
+mod ramdriver;
 
 /// A file descriptor.
 pub type Fd = i32;
@@ -215,7 +219,11 @@ fn manager_call(
 
 /// `fork()`: 0 in the child, the child's pid in the parent.
 pub fn fork() -> Result<u64, Errno> {
-    monitor_word([monitor::OP_FORK, 0, 0, 0], &[])
+    let pid = monitor_word([monitor::OP_FORK, 0, 0, 0], &[])?;
+    if pid == 0 {
+        ramdriver::after_fork();
+    }
+    Ok(pid)
 }
 
 /// `execve()`: returns only on failure.
@@ -371,6 +379,20 @@ pub fn ps() -> Result<Vec<ProcInfo>, Errno> {
     }
 }
 
+/// Set a run-time limit, `name=value` (`pipe=loan`, `pipe.loan_min=16K`,
+/// `pipe.loan_cap=8M`: `protocols::unix::pipe::limits`). Root only
+/// (`EPERM`); `EINVAL` for an unknown name or a bad value.
+pub fn set_limit(setting: &str) -> Result<(), Errno> {
+    monitor_word([monitor::OP_SET_LIMIT, 0, 0, 0], setting.as_bytes()).map(|_| ())
+}
+
+/// The run-time limits and the loan accounting, as `name=value` lines.
+pub fn limits() -> Result<String, Errno> {
+    let mut buf = [0u8; 512];
+    let (_, len) = monitor_call([monitor::OP_LIMITS, 0, 0, 0], &[], &mut buf)?;
+    Ok(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned())
+}
+
 // --- descriptors ---
 
 /// `open(path, flags, mode)`.
@@ -407,6 +429,7 @@ pub fn close(fd: Fd) -> Result<(), Errno> {
     }
     let r = monitor_word([monitor::OP_CLOSE, fd as u64, 0, 0], &[]);
     forget(fd);
+    ramdriver::forget(fd);
     r.map(|_| ())
 }
 
@@ -435,6 +458,7 @@ pub fn dup(fd: Fd) -> Result<Fd, Errno> {
 pub fn dup2(old: Fd, new: Fd) -> Result<Fd, Errno> {
     let r = monitor_word([monitor::OP_DUP2, old as u64, new as u64, 0], &[]);
     forget(new);
+    ramdriver::forget(new);
     r.map(|n| n as Fd)
 }
 
@@ -479,12 +503,19 @@ fn takes_lent_writes(info: &FdInfo) -> bool {
 /// file) with word 2 = its length; the manager answers word 0 = the bytes
 /// read, having put them either in the reply (at most a page) or straight
 /// into the buffer through the lease (`protocols::unix::io::OP_READ`). A
-/// pipe or terminal returns what it has; a block device has its own rules
+/// terminal returns what it has; a pipe returns what it has in one request
+/// for the whole buffer ([`pipe_io`]); a block device has its own rules
 /// ([`block`]).
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
-    let (_, info) = fd_entry(fd)?;
+    let (link, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
+        if let Some(r) = ramdriver::read(fd, link, &info, buf) {
+            return r;
+        }
         return block::read(fd, buf);
+    }
+    if ux::mode::is_fifo(info.file_type) {
+        return pipe_io::read(fd, buf);
     }
     let is_file = ux::mode::is_reg(info.file_type);
     let mut done = 0;
@@ -504,12 +535,18 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// lending the whole buffer (up to `abi::lease::MAX_LEASE_BYTES` a call):
 /// the manager takes the bytes from the message when they fit one, else
 /// through the lease, straight into the file (`protocols::unix::io::OP_WRITE`).
-/// To a terminal or pipe, one message's data per call. To a block device,
-/// one request for the whole buffer ([`block`]).
+/// To a terminal, one message's data per call. To a block device or a
+/// pipe, one request for the whole buffer ([`block`], [`pipe_io`]).
 pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
-    let (_, info) = fd_entry(fd)?;
+    let (link, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
+        if let Some(r) = ramdriver::write(fd, link, &info, buf) {
+            return r;
+        }
         return block::write(fd, buf);
+    }
+    if ux::mode::is_fifo(info.file_type) && !buf.is_empty() {
+        return pipe_io::write(fd, buf);
     }
     let most = if takes_lent_writes(&info) { MAX_LENT_BYTES } else { abi::msg::MAX_DATA_BYTES as usize };
     let mut done = 0;
@@ -529,6 +566,12 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
 pub use protocols::unix::io::{SEEK_CUR, SEEK_END, SEEK_SET};
 
 pub fn lseek(fd: Fd, offset: i64, whence: u64) -> Result<u64, Errno> {
+    if let Ok((link, info)) = fd_entry(fd)
+        && ux::mode::is_blk(info.file_type)
+        && let Some(r) = ramdriver::seek(fd, link, &info, offset, whence)
+    {
+        return r;
+    }
     manager_call(fd, [io::OP_SEEK, 0, offset as u64, whence], &[], &mut []).map(|(w, _)| w[0])
 }
 

@@ -9,7 +9,8 @@
 //! - [`path`]: normalising paths against a working directory;
 //! - [`memfs`]: the memory file system's tree (directory manager + files);
 //! - [`ldisc`]: the console line discipline (echo, erase, ^C, ^D);
-//! - [`pipebuf`]: a pipe's ring buffer;
+//! - [`pipebuf`]: a pipe: its buffer, kept calls and loaned writes;
+//! - [`pipepolicy`]: the monitor's pipe settings and system-wide loan budget;
 //! - [`filedata`]: a file manager's pages and requests (per-file mode);
 //! - [`blockdev`]: the block drivers' rules (whole blocks, handles, offsets);
 //! - [`lease`]: a caller's lent buffer as the file servers reach it;
@@ -33,5 +34,6 @@ pub mod lease;
 pub mod memfs;
 pub mod path;
 pub mod pipebuf;
+pub mod pipepolicy;
 pub mod seek;
 pub mod shell;

@@ -1,40 +1,59 @@
 //! A pipe's state, as the pipe manager (`servers/pipe`, one process per
-//! pipe, Ridge §3) keeps it: a ring buffer, whether each end is still
-//! open, and the reads and writes that wait.
+//! pipe, Ridge §3) keeps it: a ring buffer (allocated at the first
+//! buffered write), whether each end is still open, the reads and writes
+//! that wait, and the pipe's share of the system's loan budget.
 //!
-//! The manager hands every request to [`Pipe`] with a token (its reply
-//! handle). A request is answered at once ([`Now::Reply`]) or kept
-//! ([`Now::Wait`]); requests kept earlier are answered later through the
-//! [`Completion`]s that each operation hands to a [`Deliver`], in the order
-//! they must be sent.
+//! Seed 002 (NetBSD's pipes) has three designs, all here, chosen by
+//! [`Limits`]: a 4 KiB buffer (old pipes), a 64 KiB buffer (new pipes),
+//! and the 64 KiB buffer plus *loaned* writes (new pipes with
+//! `uvm_loan`): a write of at least [`Limits::loan_min_bytes`] is never
+//! copied into the buffer; the manager keeps the writer's call and serves
+//! readers straight from the writer's lent buffer ([`Mover::direct`]: one
+//! copy, or whole pages lent copy-on-write), and answers the writer once
+//! readers have taken all of it.
+//!
+//! Nothing is copied into the manager to keep a call: the caller's buffer
+//! is lent to the manager until the answer (a lease), so a kept write is
+//! read from the writer's memory when there is room ([`Mover::pull`]) and
+//! a kept read is written into the reader's memory when there is data
+//! ([`Mover::push`]). Every request is answered exactly once, through
+//! [`Mover::reply`], possibly while it is being made.
 //!
 //! Rules (POSIX `read`/`write` on a pipe):
-//! - a read takes up to its size from the buffer; on an empty buffer it
-//!   waits while the write end is open and returns 0 (end of file) once it
-//!   is closed;
+//! - a read takes up to its size from one source, the buffer or the
+//!   loaned write at the head of the queue; with neither it waits while
+//!   the write end is open and returns 0 (end of file) once it is closed;
 //! - a write with the read end closed fails with `EPIPE`;
-//! - a write of at most [`Limits::atomic_bytes`] (`PIPE_BUF`) goes
-//!   into the buffer whole or waits until it fits whole, so data of
-//!   different writers never interleave within such a write; a longer write
-//!   takes what fits and waits for room for the rest (its reply comes when
-//!   all is taken);
-//! - writes are taken in the order they arrived: a new write waits behind
-//!   kept ones;
+//! - a buffered write of at most [`Limits::atomic_bytes`] (`PIPE_BUF`)
+//!   goes into the buffer whole or waits until it fits whole; a longer
+//!   one takes what fits and waits for room for the rest; a loaned write
+//!   is read out whole before anything after it, so no write, of any
+//!   size, is ever interleaved with another writer's bytes within a loan;
+//! - ONE queue of writes, in arrival order, loaned and buffered alike:
+//!   the buffer only ever holds bytes older than every kept write, so
+//!   switching between the two paths keeps the order;
+//! - a copy that fails because its caller has gone (or its buffer is
+//!   bad) ends that call only: a gone reader's bytes stay for the next
+//!   reader; a gone writer's untaken bytes are dropped (its `write` never
+//!   returned, so nobody was told they were written) and readers go on
+//!   with the next write — they never see bytes that were not written;
 //! - closing the read end fails kept writes with `EPIPE` (or answers the
-//!   bytes already taken of a long one) and kept reads with `EBADF`;
-//!   closing the write end answers kept reads with end of file and kept
-//!   writes with `EBADF`.
+//!   bytes already taken) and kept reads with `EBADF`; closing the write
+//!   end answers kept reads with end of file once the buffer is empty.
 //!
-//! Invariants: reads wait only while the buffer is empty; writes wait only
-//! while the first of them does not fit; the buffer never holds more than
-//! its capacity; kept calls and the bytes copied for kept writes stay under
-//! [`Limits`] (a request beyond them fails with `EAGAIN`, so the manager
-//! never runs out of reply handles or heap).
+//! Invariants (checked by [`Pipe::check`] in the tests after every step):
+//! after every operation, a read waits only when the buffer is empty and
+//! no write is kept (so nothing can hang with data available, the
+//! failure that made NetBSD drop loaned pipes); a kept buffered write at
+//! the head waits only while the buffer lacks room for it, and so only
+//! while the buffer holds bytes; the bytes on loan never exceed the
+//! budget the monitor granted.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use protocols::unix::Errno;
-use protocols::unix::errno::{EAGAIN, EBADF, ENOMEM, EPIPE};
+use protocols::unix::errno::{EAGAIN, EBADF, EPIPE};
+use protocols::unix::pipe::Mode;
 
 /// Sizes and bounds of one pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,19 +64,21 @@ pub struct Limits {
     pub atomic_bytes: usize,
     /// Reads and writes kept waiting at most (the manager's reply handles).
     pub max_pending_calls: usize,
-    /// Bytes of kept writes' data copied at most (the manager's heap).
-    pub max_pending_write_bytes: usize,
+    /// Writes of at least this many bytes are loaned (`loan` mode);
+    /// `None`: never (`small`, `big`).
+    pub loan_min_bytes: Option<usize>,
 }
 
 impl Limits {
-    /// The pipe manager's limits: `protocols::unix::pipe::CAPACITY_BYTES`
-    /// and `ATOMIC_BYTES` (`PIPE_BUF`).
-    pub const fn standard() -> Limits {
+    /// The pipe manager's limits for `mode`: the buffer of
+    /// `protocols::unix::pipe::Mode::capacity_bytes`, `PIPE_BUF` =
+    /// `protocols::unix::pipe::ATOMIC_BYTES`.
+    pub fn for_mode(mode: Mode, loan_min_bytes: usize) -> Limits {
         Limits {
-            capacity_bytes: protocols::unix::pipe::CAPACITY_BYTES,
+            capacity_bytes: mode.capacity_bytes(),
             atomic_bytes: protocols::unix::pipe::ATOMIC_BYTES,
             max_pending_calls: 48,
-            max_pending_write_bytes: 64 * 1024,
+            loan_min_bytes: (mode == Mode::Loan).then_some(loan_min_bytes.max(1)),
         }
     }
 }
@@ -75,8 +96,8 @@ impl Ring {
     /// `None` when the memory cannot be had.
     pub fn new(capacity_bytes: usize) -> Option<Ring> {
         let mut bytes = Vec::new();
-        bytes.try_reserve_exact(capacity_bytes).ok()?;
-        bytes.resize(capacity_bytes, 0);
+        bytes.try_reserve_exact(capacity_bytes.max(1)).ok()?;
+        bytes.resize(capacity_bytes.max(1), 0);
         Some(Ring { bytes, head: 0, len: 0 })
     }
 
@@ -96,88 +117,87 @@ impl Ring {
         self.capacity() - self.len
     }
 
+    /// The oldest bytes, in at most two runs (the second after the wrap).
+    pub fn readable(&self) -> (&[u8], &[u8]) {
+        let first = self.len.min(self.capacity() - self.head);
+        (&self.bytes[self.head..self.head + first], &self.bytes[..self.len - first])
+    }
+
+    /// Forget the `n` oldest bytes (after they were copied out).
+    pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.head = (self.head + n) % self.capacity();
+        self.len -= n;
+    }
+
+    /// The free space after the newest byte, in at most two runs.
+    pub fn writable(&mut self) -> (&mut [u8], &mut [u8]) {
+        let cap = self.capacity();
+        let tail = (self.head + self.len) % cap;
+        let free = cap - self.len;
+        let first = free.min(cap - tail);
+        let (low, high) = self.bytes.split_at_mut(tail);
+        (&mut high[..first], &mut low[..free - first])
+    }
+
+    /// Take the first `n` bytes of [`Ring::writable`] as written.
+    pub fn commit(&mut self, n: usize) {
+        self.len += n.min(self.free());
+    }
+
     /// Append as much of `data` as fits; returns the bytes taken.
     pub fn push(&mut self, data: &[u8]) -> usize {
-        let n = data.len().min(self.free());
-        if n == 0 {
-            return 0;
-        }
-        let tail = (self.head + self.len) % self.capacity();
-        let first = n.min(self.capacity() - tail);
-        self.bytes[tail..tail + first].copy_from_slice(&data[..first]);
-        self.bytes[..n - first].copy_from_slice(&data[first..n]);
-        self.len += n;
-        n
+        let (a, b) = self.writable();
+        let n1 = data.len().min(a.len());
+        a[..n1].copy_from_slice(&data[..n1]);
+        let n2 = (data.len() - n1).min(b.len());
+        b[..n2].copy_from_slice(&data[n1..n1 + n2]);
+        self.commit(n1 + n2);
+        n1 + n2
     }
 
     /// Move up to `out.len()` of the oldest bytes into `out`; returns the count.
     pub fn pop(&mut self, out: &mut [u8]) -> usize {
-        let n = out.len().min(self.len);
-        if n == 0 {
-            return 0;
-        }
-        let first = n.min(self.capacity() - self.head);
-        out[..first].copy_from_slice(&self.bytes[self.head..self.head + first]);
-        out[first..n].copy_from_slice(&self.bytes[..n - first]);
-        self.head = (self.head + n) % self.capacity();
-        self.len -= n;
-        n
-    }
-
-    /// Give back the last `n` bytes popped, as if never taken. Only valid
-    /// before anything is pushed again (the bytes are still in place).
-    fn unpop(&mut self, n: usize) {
-        let n = n.min(self.free());
-        self.head = (self.head + self.capacity() - n) % self.capacity();
-        self.len += n;
-    }
-
-    pub fn clear(&mut self) {
-        self.head = 0;
-        self.len = 0;
+        let (a, b) = self.readable();
+        let n1 = out.len().min(a.len());
+        out[..n1].copy_from_slice(&a[..n1]);
+        let n2 = (out.len() - n1).min(b.len());
+        out[n1..n1 + n2].copy_from_slice(&b[..n2]);
+        self.consume(n1 + n2);
+        n1 + n2
     }
 }
 
-/// The answer to a request, now.
+/// Which call of a [`Mover::direct`] copy failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Now {
-    /// Reply with this: bytes read or written (0 from a read is end of
-    /// file), or an errno.
-    Reply(Result<usize, Errno>),
-    /// The pipe kept the request; a [`Completion`] answers it later.
-    Wait,
+pub enum Side {
+    Reader,
+    Writer,
 }
 
-/// The answer to a request that was kept.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Completion<T> {
-    /// A read gets these bytes (never empty).
-    Data { token: T, bytes: Vec<u8> },
-    /// A read (`Ok(0)` = end of file) or write (`Ok(bytes written)`) ends,
-    /// or fails with an errno.
-    Reply { token: T, result: Result<usize, Errno> },
+/// A direct copy that failed: whose lease, and the errno to answer that
+/// call with (lost if its caller has ended).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub side: Side,
+    pub errno: Errno,
 }
 
-/// Where a pipe sends its [`Completion`]s: the manager replies to each
-/// call. `deliver` returns false when a read's caller is gone (it ended
-/// while waiting); the pipe then keeps the bytes for the next reader, so
-/// killing a waiting reader loses no data.
-pub trait Deliver<T> {
-    fn deliver(&mut self, c: Completion<T>) -> bool;
-}
-
-/// Collecting completions (every caller taken as alive).
-impl<T> Deliver<T> for Vec<Completion<T>> {
-    fn deliver(&mut self, c: Completion<T>) -> bool {
-        self.push(c);
-        true
-    }
-}
-
-impl<T, F: FnMut(Completion<T>) -> bool> Deliver<T> for F {
-    fn deliver(&mut self, c: Completion<T>) -> bool {
-        self(c)
-    }
+/// How the manager moves bytes and answers calls (`T`: its reply
+/// handles). Every copy either happens whole or fails with an errno and
+/// moves nothing the pipe relies on.
+pub trait Mover<T> {
+    /// Copy `out.len()` bytes of write `w`'s buffer, from `offset`
+    /// (`lease_read`).
+    fn pull(&mut self, w: T, offset: usize, out: &mut [u8]) -> Result<(), Errno>;
+    /// Copy `bytes` into read `r`'s buffer at `offset` (`lease_write`).
+    fn push(&mut self, r: T, offset: usize, bytes: &[u8]) -> Result<(), Errno>;
+    /// Copy `len` bytes from write `w`'s buffer at `w_offset` straight to
+    /// the start of read `r`'s buffer (`lease_copy`, one copy, or a loan
+    /// of whole pages).
+    fn direct(&mut self, w: T, w_offset: usize, r: T, len: usize) -> Result<(), Fault>;
+    /// Answer a call: bytes read (0: end of file) or written, or an errno.
+    fn reply(&mut self, token: T, result: Result<usize, Errno>);
 }
 
 /// The two ends of a pipe.
@@ -187,50 +207,104 @@ pub enum End {
     Write,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct PendingRead<T> {
     token: T,
     max_bytes: usize,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct PendingWrite<T> {
     token: T,
-    data: Vec<u8>,
+    len: usize,
+    /// Bytes already moved (into the buffer, or to readers).
     taken: usize,
+    /// Served straight to readers, never through the buffer.
+    loaned: bool,
+    /// Loan budget this write holds (0 for a buffered write, and for a
+    /// write served directly only because the buffer could not be had).
+    budget: usize,
 }
 
-/// One pipe. `T` is the manager's token for a kept request (its reply handle).
+/// What one pipe has done, for `fstat` and the tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Writes served from the writer's pages.
+    pub loaned_writes: u64,
+    /// Writes of loan size that went through the buffer for want of budget.
+    pub fallback_writes: u64,
+    /// Bytes moved straight from a writer to a reader.
+    pub direct_bytes: u64,
+    /// Bytes moved through the buffer.
+    pub buffered_bytes: u64,
+}
+
+/// One pipe. `T` is the manager's token for a call (its reply handle).
 #[derive(Debug)]
 pub struct Pipe<T> {
     limits: Limits,
-    ring: Ring,
+    /// `None` until the first buffered write (the seed's TODO: no buffer
+    /// for a pipe that does not need one).
+    ring: Option<Ring>,
     read_open: bool,
     write_open: bool,
     readers: VecDeque<PendingRead<T>>,
     writers: VecDeque<PendingWrite<T>>,
-    pending_write_bytes: usize,
+    /// Loan budget granted by the monitor, and the part writes hold.
+    grant_bytes: usize,
+    loaned_bytes: usize,
+    /// After a reclaim: give budget back as loans end.
+    returning: bool,
+    to_return_bytes: usize,
+    /// Budget a refused loan wanted, not yet asked for.
+    wanted_bytes: usize,
+    stats: Stats,
 }
 
 impl<T: Copy> Pipe<T> {
-    /// A pipe with both ends open; `Err(ENOMEM)` when its buffer cannot be
-    /// allocated.
-    pub fn new(limits: Limits) -> Result<Pipe<T>, Errno> {
-        let ring = Ring::new(limits.capacity_bytes.max(1)).ok_or(ENOMEM)?;
-        Ok(Pipe {
+    /// A pipe with both ends open and no buffer yet.
+    pub fn new(limits: Limits) -> Pipe<T> {
+        Pipe {
             limits,
-            ring,
+            ring: None,
             read_open: true,
             write_open: true,
             readers: VecDeque::new(),
             writers: VecDeque::new(),
-            pending_write_bytes: 0,
-        })
+            grant_bytes: 0,
+            loaned_bytes: 0,
+            returning: false,
+            to_return_bytes: 0,
+            wanted_bytes: 0,
+            stats: Stats::default(),
+        }
     }
 
-    /// Bytes in the buffer (what `fstat` reports as the size).
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// `pipe.loan_min` changed (only in `loan` mode; at least 1 byte).
+    pub fn set_loan_min(&mut self, bytes: usize) {
+        if self.limits.loan_min_bytes.is_some() {
+            self.limits.loan_min_bytes = Some(bytes.max(1));
+        }
+    }
+
+    /// Bytes readers can have now: the buffer's and the loaned writes'
+    /// (what `fstat` reports as the size).
     pub fn buffered(&self) -> usize {
-        self.ring.len()
+        let ring = self.ring.as_ref().map_or(0, Ring::len);
+        ring + self.writers.iter().filter(|w| w.loaned).map(|w| w.len - w.taken).sum::<usize>()
+    }
+
+    /// Has the buffer been allocated?
+    pub fn has_buffer(&self) -> bool {
+        self.ring.is_some()
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
     }
 
     pub fn is_open(&self, end: End) -> bool {
@@ -250,509 +324,353 @@ impl<T: Copy> Pipe<T> {
         !self.read_open && !self.write_open && self.pending_calls() == 0
     }
 
-    /// A read of up to `out.len()` bytes on the read end. Bytes read now
-    /// are placed in `out`.
-    pub fn read(&mut self, token: T, out: &mut [u8], done: &mut impl Deliver<T>) -> Now {
-        if !self.read_open {
-            return Now::Reply(Err(EBADF));
-        }
-        if out.is_empty() {
-            return Now::Reply(Ok(0));
-        }
-        if !self.ring.is_empty() {
-            let n = self.ring.pop(out);
-            self.settle(done);
-            return Now::Reply(Ok(n));
-        }
-        if !self.write_open {
-            return Now::Reply(Ok(0));
-        }
-        if self.pending_calls() >= self.limits.max_pending_calls {
-            return Now::Reply(Err(EAGAIN));
-        }
-        self.readers.push_back(PendingRead { token, max_bytes: out.len() });
-        Now::Wait
+    // --- the loan budget (see the manager and the monitor) ---
+
+    /// The monitor granted `bytes` more.
+    pub fn grant(&mut self, bytes: usize) {
+        self.grant_bytes += bytes;
+        self.returning = false;
     }
 
-    /// A write of `data` on the write end.
-    pub fn write(&mut self, token: T, data: &[u8], done: &mut impl Deliver<T>) -> Now {
+    /// The monitor wants budget back: returns what is not in use now;
+    /// the rest is given back as its loans end ([`Pipe::take_return`]).
+    pub fn reclaim(&mut self) -> usize {
+        let unused = self.grant_bytes - self.loaned_bytes;
+        self.grant_bytes = self.loaned_bytes;
+        self.returning = true;
+        self.wanted_bytes = 0;
+        unused
+    }
+
+    /// Budget freed since a reclaim, to send back.
+    pub fn take_return(&mut self) -> usize {
+        core::mem::take(&mut self.to_return_bytes)
+    }
+
+    /// Budget a loan was refused for (0: none), to ask the monitor for.
+    pub fn take_wanted(&mut self) -> usize {
+        core::mem::take(&mut self.wanted_bytes)
+    }
+
+    /// Budget held (granted and not given back).
+    pub fn granted(&self) -> usize {
+        self.grant_bytes
+    }
+
+    /// Bytes of writes on loan now.
+    pub fn loaned(&self) -> usize {
+        self.loaned_bytes
+    }
+
+    // --- requests ---
+
+    /// A read of up to `max_bytes` on the read end.
+    pub fn read(&mut self, token: T, max_bytes: usize, mv: &mut impl Mover<T>) {
+        if !self.read_open {
+            return mv.reply(token, Err(EBADF));
+        }
+        if max_bytes == 0 {
+            return mv.reply(token, Ok(0));
+        }
+        if !self.readers.is_empty() || (self.ring_len() == 0 && self.writers.is_empty()) {
+            // Nothing to read now (readers wait only then).
+            if !self.write_open && self.ring_len() == 0 && self.writers.is_empty() {
+                return mv.reply(token, Ok(0));
+            }
+            if self.pending_calls() >= self.limits.max_pending_calls {
+                return mv.reply(token, Err(EAGAIN));
+            }
+        }
+        self.readers.push_back(PendingRead { token, max_bytes });
+        self.settle(mv);
+    }
+
+    /// A write of `len` bytes on the write end. `inline`: the first bytes
+    /// of the data, when they came with the message (all of them, or
+    /// none: a longer write's bytes are pulled from its lease).
+    pub fn write(&mut self, token: T, len: usize, inline: &[u8], mv: &mut impl Mover<T>) {
         if !self.write_open {
-            return Now::Reply(Err(EBADF));
+            return mv.reply(token, Err(EBADF));
         }
         if !self.read_open {
-            return Now::Reply(Err(EPIPE));
+            return mv.reply(token, Err(EPIPE));
         }
-        if data.is_empty() {
-            return Now::Reply(Ok(0));
+        if len == 0 {
+            return mv.reply(token, Ok(0));
         }
-        let mut taken = 0;
-        if self.writers.is_empty() {
-            if !self.is_atomic(data.len()) || self.ring.free() >= data.len() {
-                taken = self.ring.push(data);
+        let inline = if inline.len() == len { inline } else { &[] };
+        let mut w = PendingWrite { token, len, taken: 0, loaned: false, budget: 0 };
+        if self.limits.loan_min_bytes.is_some_and(|min| len >= min) {
+            if self.grant_bytes - self.loaned_bytes >= len {
+                w.loaned = true;
+                w.budget = len;
+                self.loaned_bytes += len;
+                self.stats.loaned_writes += 1;
+            } else {
+                // Past the budget: through the buffer, and ask for more.
+                self.stats.fallback_writes += 1;
+                if !self.returning {
+                    self.wanted_bytes = self.wanted_bytes.max(len);
+                }
             }
-            if taken == data.len() {
-                self.settle(done);
-                return Now::Reply(Ok(taken));
+        }
+        if !w.loaned && self.writers.is_empty() && self.ensure_ring() {
+            let atomic = self.is_atomic(len);
+            if !atomic || self.ring_free() >= len {
+                match self.fill(&mut w, inline, mv) {
+                    Ok(_) => {}
+                    Err(e) => return self.end_write(w, Err(e), mv),
+                }
+            }
+            if w.taken == len {
+                self.end_write(w, Ok(len), mv);
+                return self.settle(mv);
             }
         }
-        // Keep the rest, with a copy of the data (the manager's receive
-        // buffer is reused for the next request).
-        if self.pending_calls() >= self.limits.max_pending_calls
-            || self.pending_write_bytes + data.len() > self.limits.max_pending_write_bytes
-        {
-            return self.refuse_write(taken, done);
+        if self.pending_calls() >= self.limits.max_pending_calls {
+            let result = if w.taken > 0 { Ok(w.taken) } else { Err(EAGAIN) };
+            self.end_write(w, result, mv);
+            return self.settle(mv);
         }
-        let mut copy = Vec::new();
-        if copy.try_reserve_exact(data.len()).is_err() {
-            return self.refuse_write(taken, done);
-        }
-        copy.extend_from_slice(data);
-        self.pending_write_bytes += copy.len();
-        self.writers.push_back(PendingWrite { token, data: copy, taken });
-        // Bytes taken above may complete waiting readers.
-        self.settle(done);
-        Now::Wait
+        self.writers.push_back(w);
+        self.settle(mv);
     }
 
     /// The monitor closed `end`. Returns `Err(EBADF)` if it was closed.
-    pub fn close(&mut self, end: End, done: &mut impl Deliver<T>) -> Result<(), Errno> {
+    pub fn close(&mut self, end: End, mv: &mut impl Mover<T>) -> Result<(), Errno> {
         match end {
             End::Read if self.read_open => {
                 self.read_open = false;
-                // Nobody can read what is buffered.
-                self.ring.clear();
-                for r in self.readers.drain(..) {
-                    let _ = done.deliver(Completion::Reply { token: r.token, result: Err(EBADF) });
+                // Nobody can read what is buffered: the memory goes too.
+                self.ring = None;
+                for r in core::mem::take(&mut self.readers) {
+                    mv.reply(r.token, Err(EBADF));
                 }
-                for w in self.writers.drain(..) {
+                for w in core::mem::take(&mut self.writers) {
                     let result = if w.taken > 0 { Ok(w.taken) } else { Err(EPIPE) };
-                    let _ = done.deliver(Completion::Reply { token: w.token, result });
+                    self.end_write(w, result, mv);
                 }
-                self.pending_write_bytes = 0;
                 Ok(())
             }
             End::Write if self.write_open => {
                 self.write_open = false;
-                for w in self.writers.drain(..) {
-                    let result = if w.taken > 0 { Ok(w.taken) } else { Err(EBADF) };
-                    let _ = done.deliver(Completion::Reply { token: w.token, result });
-                }
-                self.pending_write_bytes = 0;
-                // Readers wait only on an empty buffer: they see end of file.
-                self.settle(done);
+                // Kept writes belong to callers that have ended (a
+                // process blocked in `write` holds the descriptor):
+                // readers still get what they can take of them.
+                self.settle(mv);
                 Ok(())
             }
             _ => Err(EBADF),
         }
     }
 
-    fn is_atomic(&self, len: usize) -> bool {
-        len <= self.limits.atomic_bytes.min(self.ring.capacity())
+    fn ring_len(&self) -> usize {
+        self.ring.as_ref().map_or(0, Ring::len)
     }
 
-    /// A write that cannot be kept: the bytes already taken, or `EAGAIN`.
-    fn refuse_write(&mut self, taken: usize, done: &mut impl Deliver<T>) -> Now {
-        if taken > 0 {
-            self.settle(done);
-            Now::Reply(Ok(taken))
-        } else {
-            Now::Reply(Err(EAGAIN))
+    fn ring_free(&self) -> usize {
+        self.ring.as_ref().map_or(0, Ring::free)
+    }
+
+    /// Allocate the buffer if it is not yet; false when it cannot be had.
+    fn ensure_ring(&mut self) -> bool {
+        if self.ring.is_none() {
+            self.ring = Ring::new(self.limits.capacity_bytes);
         }
+        self.ring.is_some()
     }
 
-    /// Move kept writes into the buffer and the buffer to kept reads for as
+    fn is_atomic(&self, len: usize) -> bool {
+        len <= self.limits.atomic_bytes.min(self.limits.capacity_bytes)
+    }
+
+    /// Move as much of `w` into the buffer as fits: from `inline` where
+    /// it holds the bytes, else from the writer's lease.
+    fn fill(
+        &mut self,
+        w: &mut PendingWrite<T>,
+        inline: &[u8],
+        mv: &mut impl Mover<T>,
+    ) -> Result<usize, Errno> {
+        let Some(ring) = self.ring.as_mut() else { return Ok(0) };
+        let (a, b) = ring.writable();
+        let mut moved = 0;
+        for run in [a, b] {
+            let n = run.len().min(w.len - w.taken - moved);
+            if n == 0 {
+                break;
+            }
+            let from = w.taken + moved;
+            if inline.len() >= from + n {
+                run[..n].copy_from_slice(&inline[from..from + n]);
+            } else {
+                mv.pull(w.token, from, &mut run[..n])?;
+            }
+            moved += n;
+        }
+        ring.commit(moved);
+        w.taken += moved;
+        self.stats.buffered_bytes += moved as u64;
+        Ok(moved)
+    }
+
+    /// A write is answered: its loan budget comes back.
+    fn end_write(&mut self, w: PendingWrite<T>, result: Result<usize, Errno>, mv: &mut impl Mover<T>) {
+        self.loaned_bytes -= w.budget;
+        if self.returning {
+            self.grant_bytes -= w.budget;
+            self.to_return_bytes += w.budget;
+        }
+        mv.reply(w.token, result);
+    }
+
+    /// Serve the head reader from the buffer; false if the buffer is empty.
+    fn read_from_ring(&mut self, mv: &mut impl Mover<T>) -> bool {
+        let (Some(ring), Some(&r)) = (self.ring.as_mut(), self.readers.front()) else { return false };
+        if ring.is_empty() {
+            return false;
+        }
+        let (a, b) = ring.readable();
+        let n1 = r.max_bytes.min(a.len());
+        let n2 = (r.max_bytes - n1).min(b.len());
+        let mut result = mv.push(r.token, 0, &a[..n1]);
+        if result.is_ok() && n2 > 0 {
+            result = mv.push(r.token, n1, &b[..n2]);
+        }
+        self.readers.pop_front();
+        match result {
+            Ok(()) => {
+                ring.consume(n1 + n2);
+                mv.reply(r.token, Ok(n1 + n2));
+            }
+            // The bytes stay for the next reader.
+            Err(e) => mv.reply(r.token, Err(e)),
+        }
+        true
+    }
+
+    /// Serve the head reader straight from the head write if it is
+    /// loaned; false if it is not.
+    fn read_from_loan(&mut self, mv: &mut impl Mover<T>) -> bool {
+        let (Some(&r), Some(&w)) = (self.readers.front(), self.writers.front()) else { return false };
+        if !w.loaned {
+            return false;
+        }
+        let n = r.max_bytes.min(w.len - w.taken);
+        match mv.direct(w.token, w.taken, r.token, n) {
+            Ok(()) => {
+                self.readers.pop_front();
+                self.stats.direct_bytes += n as u64;
+                mv.reply(r.token, Ok(n));
+                let head = self.writers.front_mut().expect("the head write is there");
+                head.taken += n;
+                if head.taken == head.len {
+                    let done = self.writers.pop_front().expect("the head write is there");
+                    self.end_write(done, Ok(done.len), mv);
+                }
+            }
+            Err(Fault { side: Side::Reader, errno }) => {
+                self.readers.pop_front();
+                mv.reply(r.token, Err(errno));
+            }
+            Err(Fault { side: Side::Writer, errno }) => {
+                // The writer has gone (or lent a bad buffer): its untaken
+                // bytes are dropped; the reader stays for what follows.
+                let done = self.writers.pop_front().expect("the head write is there");
+                let result = if done.taken > 0 { Ok(done.taken) } else { Err(errno) };
+                self.end_write(done, result, mv);
+            }
+        }
+        true
+    }
+
+    /// Move kept writes into the buffer and bytes to kept reads for as
     /// long as either makes progress; answer reads at end of file.
-    fn settle(&mut self, done: &mut impl Deliver<T>) {
+    fn settle(&mut self, mv: &mut impl Mover<T>) {
         loop {
             let mut progress = false;
-            while let Some(w) = self.writers.front_mut() {
-                let rest = &w.data[w.taken..];
-                let atomic = w.data.len() <= self.limits.atomic_bytes.min(self.ring.capacity());
-                if atomic && self.ring.free() < rest.len() {
+            while let Some(&head) = self.writers.front() {
+                if head.loaned {
                     break;
                 }
-                let n = self.ring.push(rest);
-                w.taken += n;
-                progress |= n > 0;
-                if w.taken < w.data.len() {
+                if !self.ensure_ring() {
+                    // No memory for a buffer: serve this write directly
+                    // (it holds no budget; it never fails for want of one).
+                    if let Some(h) = self.writers.front_mut() {
+                        h.loaned = true;
+                    }
+                    progress = true;
                     break;
                 }
-                let token = w.token;
-                let len = w.data.len();
-                self.pending_write_bytes -= len;
+                let rest = head.len - head.taken;
+                let free = self.ring_free();
+                if free == 0 || (self.is_atomic(head.len) && free < rest) {
+                    break;
+                }
+                let mut w = head;
+                let filled = self.fill(&mut w, &[], mv);
                 self.writers.pop_front();
-                let _ = done.deliver(Completion::Reply { token, result: Ok(len) });
-            }
-            while !self.ring.is_empty()
-                && let Some(r) = self.readers.pop_front()
-            {
-                let mut bytes = Vec::new();
-                let want = r.max_bytes.min(self.ring.len());
-                if bytes.try_reserve_exact(want).is_err() {
-                    let _ = done.deliver(Completion::Reply { token: r.token, result: Err(ENOMEM) });
-                    continue;
+                progress = true;
+                match filled {
+                    Err(e) => {
+                        let result = if w.taken > 0 { Ok(w.taken) } else { Err(e) };
+                        self.end_write(w, result, mv);
+                    }
+                    Ok(_) if w.taken == w.len => self.end_write(w, Ok(w.len), mv),
+                    Ok(_) => {
+                        self.writers.push_front(w);
+                        break;
+                    }
                 }
-                bytes.resize(want, 0);
-                let n = self.ring.pop(&mut bytes);
-                bytes.truncate(n);
-                if done.deliver(Completion::Data { token: r.token, bytes }) {
+            }
+            while !self.readers.is_empty() {
+                if self.read_from_ring(mv) || self.read_from_loan(mv) {
                     progress = true;
                 } else {
-                    // The reader has gone: the next one gets the bytes.
-                    self.ring.unpop(n);
+                    break;
                 }
             }
             if !progress {
                 break;
             }
         }
-        if self.ring.is_empty() && !self.write_open {
-            for r in self.readers.drain(..) {
-                let _ = done.deliver(Completion::Reply { token: r.token, result: Ok(0) });
+        if !self.write_open && self.ring_len() == 0 && self.writers.is_empty() {
+            for r in core::mem::take(&mut self.readers) {
+                mv.reply(r.token, Ok(0));
             }
         }
+    }
+
+    /// The invariants of the module doc; `Err` names the one broken.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if !self.readers.is_empty() && (self.ring_len() > 0 || !self.writers.is_empty()) {
+            return Err("a read waits while there are bytes to read");
+        }
+        if let Some(h) = self.writers.front()
+            && !h.loaned
+        {
+            let free = self.ring_free();
+            let fits = free > 0 && (!self.is_atomic(h.len) || free >= h.len - h.taken);
+            if self.ring.is_some() && fits {
+                return Err("a buffered write waits while the buffer has room for it");
+            }
+        }
+        if self.loaned_bytes > self.grant_bytes {
+            return Err("more bytes on loan than the budget granted");
+        }
+        let held: usize = self.writers.iter().map(|w| w.budget).sum();
+        if held != self.loaned_bytes {
+            return Err("the loan count differs from the writes holding budget");
+        }
+        if self.limits.loan_min_bytes.is_none() && self.writers.iter().any(|w| w.budget > 0) {
+            return Err("a loan in a pipe without loans");
+        }
+        if !self.read_open && (self.ring_len() > 0 || self.pending_calls() > 0) {
+            return Err("bytes or calls kept with the read end closed");
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::vec;
-
-    fn small(capacity: usize, atomic: usize) -> Pipe<u32> {
-        Pipe::new(Limits {
-            capacity_bytes: capacity,
-            atomic_bytes: atomic,
-            max_pending_calls: 4,
-            max_pending_write_bytes: 64,
-        })
-        .unwrap()
-    }
-
-    fn read_now(p: &mut Pipe<u32>, max: usize, done: &mut Vec<Completion<u32>>) -> Result<Vec<u8>, Errno> {
-        let mut out = vec![0u8; max];
-        match p.read(0, &mut out, done) {
-            Now::Reply(Ok(n)) => Ok(out[..n].to_vec()),
-            Now::Reply(Err(e)) => Err(e),
-            Now::Wait => panic!("read waits"),
-        }
-    }
-
-    #[test]
-    fn ring_wraps_around() {
-        let mut r = Ring::new(8).unwrap();
-        assert_eq!(r.push(b"abcdef"), 6);
-        let mut out = [0u8; 4];
-        assert_eq!(r.pop(&mut out), 4);
-        assert_eq!(&out, b"abcd");
-        // 2 held at 4..6; 6 more wrap past the end.
-        assert_eq!(r.push(b"ghijklmn"), 6);
-        assert_eq!(r.len(), 8);
-        assert_eq!(r.free(), 0);
-        assert_eq!(r.push(b"z"), 0);
-        let mut out = [0u8; 8];
-        assert_eq!(r.pop(&mut out), 8);
-        assert_eq!(&out, b"efghijkl");
-        assert!(r.is_empty());
-        assert_eq!(r.pop(&mut out), 0);
-    }
-
-    #[test]
-    fn ring_many_wraps_keep_order() {
-        let mut r = Ring::new(7).unwrap();
-        let mut next_in = 0u8;
-        let mut next_out = 0u8;
-        for step in 0..200usize {
-            let chunk: Vec<u8> = (0..(step % 5 + 1)).map(|i| next_in.wrapping_add(i as u8)).collect();
-            let n = r.push(&chunk);
-            next_in = next_in.wrapping_add(n as u8);
-            let mut out = vec![0u8; step % 4 + 1];
-            let m = r.pop(&mut out);
-            for &b in &out[..m] {
-                assert_eq!(b, next_out);
-                next_out = next_out.wrapping_add(1);
-            }
-        }
-    }
-
-    #[test]
-    fn write_then_read() {
-        let mut p = small(16, 8);
-        let mut done = Vec::new();
-        assert_eq!(p.write(1, b"hello", &mut done), Now::Reply(Ok(5)));
-        assert_eq!(p.buffered(), 5);
-        assert_eq!(read_now(&mut p, 3, &mut done).unwrap(), b"hel");
-        assert_eq!(read_now(&mut p, 100, &mut done).unwrap(), b"lo");
-        assert!(done.is_empty());
-        assert_eq!(p.buffered(), 0);
-    }
-
-    #[test]
-    fn empty_read_waits_until_data_arrives() {
-        let mut p = small(16, 8);
-        let mut done = Vec::new();
-        assert_eq!(p.read(7, &mut [0; 4], &mut done), Now::Wait);
-        assert_eq!(p.read(8, &mut [0; 4], &mut done), Now::Wait);
-        assert_eq!(p.pending_calls(), 2);
-        assert_eq!(p.write(1, b"abcdef", &mut done), Now::Reply(Ok(6)));
-        // In order: the first reader gets 4 bytes, the second the rest.
-        assert_eq!(
-            done,
-            vec![
-                Completion::Data { token: 7, bytes: b"abcd".to_vec() },
-                Completion::Data { token: 8, bytes: b"ef".to_vec() },
-            ]
-        );
-        assert_eq!(p.pending_calls(), 0);
-    }
-
-    #[test]
-    fn zero_byte_requests_answer_at_once() {
-        let mut p = small(16, 8);
-        let mut done = Vec::new();
-        assert_eq!(p.read(1, &mut [], &mut done), Now::Reply(Ok(0)));
-        assert_eq!(p.write(1, b"", &mut done), Now::Reply(Ok(0)));
-    }
-
-    #[test]
-    fn eof_when_write_end_closed() {
-        let mut p = small(16, 8);
-        let mut done = Vec::new();
-        p.write(1, b"last", &mut done);
-        assert_eq!(p.read(5, &mut [0; 2], &mut done), Now::Reply(Ok(2)));
-        p.close(End::Write, &mut done).unwrap();
-        // Buffered data is still read, then end of file.
-        assert_eq!(read_now(&mut p, 10, &mut done).unwrap(), b"st");
-        assert_eq!(read_now(&mut p, 10, &mut done).unwrap(), b"");
-        assert!(done.is_empty());
-        // Writes on the closed end are refused.
-        assert_eq!(p.write(1, b"x", &mut done), Now::Reply(Err(EBADF)));
-    }
-
-    #[test]
-    fn waiting_readers_get_eof_when_write_end_closes() {
-        let mut p = small(16, 8);
-        let mut done = Vec::new();
-        assert_eq!(p.read(3, &mut [0; 4], &mut done), Now::Wait);
-        assert_eq!(p.read(4, &mut [0; 4], &mut done), Now::Wait);
-        p.close(End::Write, &mut done).unwrap();
-        assert_eq!(
-            done,
-            vec![
-                Completion::Reply { token: 3, result: Ok(0) },
-                Completion::Reply { token: 4, result: Ok(0) }
-            ]
-        );
-        assert!(!p.finished());
-        p.close(End::Read, &mut done).unwrap();
-        assert!(p.finished());
-    }
-
-    #[test]
-    fn epipe_when_read_end_closed() {
-        let mut p = small(16, 8);
-        let mut done = Vec::new();
-        p.write(1, b"unread", &mut done);
-        p.close(End::Read, &mut done).unwrap();
-        assert_eq!(p.buffered(), 0);
-        assert_eq!(p.write(2, b"more", &mut done), Now::Reply(Err(EPIPE)));
-        assert_eq!(p.read(2, &mut [0; 4], &mut done), Now::Reply(Err(EBADF)));
-        assert_eq!(p.close(End::Read, &mut done), Err(EBADF));
-        p.close(End::Write, &mut done).unwrap();
-        assert!(p.finished());
-        assert!(done.is_empty());
-    }
-
-    #[test]
-    fn full_buffer_keeps_the_write_with_its_data() {
-        let mut p = small(8, 8);
-        let mut done = Vec::new();
-        assert_eq!(p.write(1, b"12345678", &mut done), Now::Reply(Ok(8)));
-        assert_eq!(p.write(2, b"abc", &mut done), Now::Wait);
-        assert_eq!(p.pending_calls(), 1);
-        // Draining 2 bytes is not room for all 3: still waiting.
-        assert_eq!(read_now(&mut p, 2, &mut done).unwrap(), b"12");
-        assert!(done.is_empty());
-        assert_eq!(read_now(&mut p, 1, &mut done).unwrap(), b"3");
-        assert_eq!(done, vec![Completion::Reply { token: 2, result: Ok(3) }]);
-        assert_eq!(read_now(&mut p, 100, &mut done).unwrap(), b"45678abc");
-    }
-
-    #[test]
-    fn atomic_writes_are_not_split_or_reordered() {
-        let mut p = small(8, 4);
-        let mut done = Vec::new();
-        assert_eq!(p.write(1, b"AAAAAA", &mut done), Now::Reply(Ok(6))); // 2 free
-        assert_eq!(p.write(2, b"BBB", &mut done), Now::Wait); // atomic: not split
-        // A later small write that would fit waits behind it (order).
-        assert_eq!(p.write(3, b"C", &mut done), Now::Wait);
-        assert_eq!(read_now(&mut p, 1, &mut done).unwrap(), b"A"); // 3 free: BBB fits, C not
-        assert_eq!(done, vec![Completion::Reply { token: 2, result: Ok(3) }]);
-        done.clear();
-        assert_eq!(read_now(&mut p, 1, &mut done).unwrap(), b"A");
-        assert_eq!(done, vec![Completion::Reply { token: 3, result: Ok(1) }]);
-        assert_eq!(read_now(&mut p, 100, &mut done).unwrap(), b"AAAABBBC");
-    }
-
-    #[test]
-    fn long_writes_take_what_fits_and_finish_later() {
-        let mut p = small(8, 4);
-        let mut done = Vec::new();
-        assert_eq!(p.read(9, &mut [0; 3], &mut done), Now::Wait);
-        // 12 bytes > atomic: 8 go in at once, 3 of them to the reader.
-        assert_eq!(p.write(1, b"0123456789ab", &mut done), Now::Wait);
-        assert_eq!(done, vec![Completion::Data { token: 9, bytes: b"012".to_vec() }]);
-        done.clear();
-        // The reader's 3 bytes made room: the writer moved on 3 more
-        // (the buffer holds 3456789a), b still waits.
-        assert_eq!(read_now(&mut p, 4, &mut done).unwrap(), b"3456");
-        assert_eq!(done, vec![Completion::Reply { token: 1, result: Ok(12) }]);
-        assert_eq!(read_now(&mut p, 100, &mut done).unwrap(), b"789ab");
-    }
-
-    #[test]
-    fn closing_read_end_fails_kept_writes() {
-        let mut p = small(4, 4);
-        let mut done = Vec::new();
-        p.write(1, b"full", &mut done);
-        assert_eq!(p.write(2, b"xy", &mut done), Now::Wait);
-        assert_eq!(p.write(3, b"0123456789", &mut done), Now::Wait);
-        p.close(End::Read, &mut done).unwrap();
-        assert_eq!(
-            done,
-            vec![
-                Completion::Reply { token: 2, result: Err(EPIPE) },
-                Completion::Reply { token: 3, result: Err(EPIPE) }
-            ]
-        );
-        assert_eq!(p.pending_calls(), 0);
-    }
-
-    #[test]
-    fn closing_read_end_reports_partly_taken_long_write() {
-        let mut p = small(4, 2);
-        let mut done = Vec::new();
-        assert_eq!(p.write(1, b"0123456789", &mut done), Now::Wait);
-        p.close(End::Read, &mut done).unwrap();
-        assert_eq!(done, vec![Completion::Reply { token: 1, result: Ok(4) }]);
-    }
-
-    #[test]
-    fn closing_write_end_fails_its_kept_writes_and_readers_drain() {
-        let mut p = small(4, 4);
-        let mut done = Vec::new();
-        p.write(1, b"abcd", &mut done);
-        assert_eq!(p.write(2, b"ef", &mut done), Now::Wait);
-        p.close(End::Write, &mut done).unwrap();
-        assert_eq!(done, vec![Completion::Reply { token: 2, result: Err(EBADF) }]);
-        done.clear();
-        assert_eq!(read_now(&mut p, 100, &mut done).unwrap(), b"abcd");
-        assert_eq!(read_now(&mut p, 100, &mut done).unwrap(), b"");
-        p.close(End::Read, &mut done).unwrap();
-        assert!(p.finished());
-    }
-
-    /// Delivers to everyone but the readers in `gone`.
-    struct SomeGone {
-        gone: Vec<u32>,
-        sent: Vec<Completion<u32>>,
-    }
-
-    impl Deliver<u32> for SomeGone {
-        fn deliver(&mut self, c: Completion<u32>) -> bool {
-            if let Completion::Data { token, .. } = &c
-                && self.gone.contains(token)
-            {
-                return false;
-            }
-            self.sent.push(c);
-            true
-        }
-    }
-
-    #[test]
-    fn bytes_for_a_reader_that_has_gone_go_to_the_next() {
-        let mut p = small(8, 8);
-        let mut to = SomeGone { gone: vec![1, 2], sent: Vec::new() };
-        for t in 1..=3 {
-            assert_eq!(p.read(t, &mut [0; 4], &mut to), Now::Wait);
-        }
-        // The buffer wraps: the given-back bytes must come out in order.
-        assert_eq!(p.write(9, b"12345", &mut to), Now::Reply(Ok(5)));
-        assert_eq!(to.sent, vec![Completion::Data { token: 3, bytes: b"1234".to_vec() }]);
-        let mut done = Vec::new();
-        assert_eq!(read_now(&mut p, 8, &mut done).unwrap(), b"5");
-        // All readers gone: the bytes stay buffered.
-        let mut to = SomeGone { gone: vec![4], sent: Vec::new() };
-        assert_eq!(p.read(4, &mut [0; 4], &mut to), Now::Wait);
-        assert_eq!(p.write(9, b"abcdef", &mut to), Now::Reply(Ok(6)));
-        assert!(to.sent.is_empty());
-        assert_eq!(p.buffered(), 6);
-        assert_eq!(read_now(&mut p, 8, &mut done).unwrap(), b"abcdef");
-        assert!(done.is_empty());
-    }
-
-    #[test]
-    fn kept_requests_are_bounded() {
-        let mut p = small(4, 4);
-        let mut done = Vec::new();
-        for t in 0..4 {
-            assert_eq!(p.read(t, &mut [0; 1], &mut done), Now::Wait);
-        }
-        assert_eq!(p.read(9, &mut [0; 1], &mut done), Now::Reply(Err(EAGAIN)));
-
-        let mut p = small(4, 4);
-        p.write(1, b"full", &mut done);
-        // 64 bytes of kept data at most.
-        assert_eq!(p.write(2, &[b'x'; 4], &mut done), Now::Wait);
-        assert_eq!(p.write(3, &[b'y'; 61], &mut done), Now::Reply(Err(EAGAIN)));
-        assert_eq!(p.write(3, &[b'y'; 60], &mut done), Now::Wait);
-        assert!(done.is_empty());
-    }
-
-    #[test]
-    fn a_megabyte_through_a_small_pipe_arrives_in_order() {
-        let mut p: Pipe<u32> = Pipe::new(Limits {
-            capacity_bytes: 1000,
-            atomic_bytes: 300,
-            max_pending_calls: 8,
-            max_pending_write_bytes: 4096,
-        })
-        .unwrap();
-        let source: Vec<u8> = (0..1_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
-        let mut sent = 0;
-        let mut received = Vec::new();
-        let mut writer_waiting = false;
-        let mut done = Vec::new();
-        let mut step = 0usize;
-        while received.len() < source.len() {
-            step += 1;
-            if !writer_waiting && sent < source.len() {
-                let n = (step * 37 % 700 + 1).min(source.len() - sent);
-                match p.write(1, &source[sent..sent + n], &mut done) {
-                    Now::Reply(Ok(k)) => assert_eq!(k, n),
-                    Now::Wait => writer_waiting = true,
-                    Now::Reply(Err(e)) => panic!("write failed: {e}"),
-                }
-                sent += n;
-            }
-            let mut out = vec![0u8; step * 13 % 500 + 1];
-            match p.read(2, &mut out, &mut done) {
-                Now::Reply(Ok(k)) => received.extend_from_slice(&out[..k]),
-                Now::Wait => {}
-                Now::Reply(Err(e)) => panic!("read failed: {e}"),
-            }
-            for c in done.drain(..) {
-                match c {
-                    Completion::Data { token: 2, bytes } => received.extend_from_slice(&bytes),
-                    Completion::Reply { token: 1, result: Ok(_) } => writer_waiting = false,
-                    other => panic!("unexpected {other:?}"),
-                }
-            }
-        }
-        assert_eq!(received, source);
-        p.close(End::Write, &mut done).unwrap();
-        p.close(End::Read, &mut done).unwrap();
-        assert!(p.finished());
-    }
-}
+mod tests;

@@ -111,6 +111,11 @@ pub fn tsc_hz() -> u64 {
     TSC_HZ.load(Ordering::Relaxed)
 }
 
+/// The TSC at uptime 0.
+pub fn boot_tsc() -> u64 {
+    TSC_AT_BOOT.load(Ordering::Relaxed)
+}
+
 pub fn uptime_ns() -> u64 {
     let ticks = rdtsc().wrapping_sub(TSC_AT_BOOT.load(Ordering::Relaxed));
     (ticks as u128 * 1_000_000_000 / tsc_hz().max(1) as u128) as u64

@@ -47,6 +47,7 @@ pub fn info(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
         InfoKey::CurrentCpu => cpu as u64,
         InfoKey::TscHz => apic::tsc_hz(),
         InfoKey::UptimeNs => apic::uptime_ns(),
+        InfoKey::BootTsc => apic::boot_tsc(),
         InfoKey::Priority => k.proc(caller).priority as u64,
         InfoKey::ProcessCount => k.live_processes() as u64,
         InfoKey::FreeMemoryBytes => crate::memory::free_bytes(),

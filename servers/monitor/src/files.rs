@@ -186,7 +186,7 @@ impl Monitor {
                 // An idle manager if there is one, else a new process.
                 let started = match self.idle_file_managers.pop() {
                     Some(pid) => Ok((pid, filemgr::QUEUE, 0, 0)),
-                    None => self.start_helper("filemgr", filemgr::READY),
+                    None => self.start_helper("filemgr", &decimal(self.me.0), filemgr::READY),
                 };
                 let (pid, queue, _, _) = match started {
                     Ok(s) => s,
@@ -318,7 +318,8 @@ impl Monitor {
         let fds = &self.procs[&me].fds;
         let Some(rfd) = fds.lowest_free(0) else { return err(errno::EMFILE) };
         let Some(wfd) = fds.lowest_free(rfd + 1) else { return err(errno::EMFILE) };
-        let manager = match self.start_helper("pipe", pipe::READY) {
+        let args = self.pipe_manager_args();
+        let manager = match self.start_helper("pipe", &args, pipe::READY) {
             Ok(m) => m,
             Err(e) => return err(e),
         };
@@ -361,10 +362,10 @@ impl Monitor {
     /// that dies before it is ready cannot leave the monitor waiting; the
     /// ends of other children are handled as the main loop handles them
     /// ([`Monitor::child_ended`]), once the helper is ready.
-    fn start_helper(&mut self, program: &str, ready: u64) -> Result<(Pid, u32, u64, u64), Errno> {
+    fn start_helper(&mut self, program: &str, args: &str, ready: u64) -> Result<(Pid, u32, u64, u64), Errno> {
         let starts = Queue(monitor::START_QUEUE);
         sys::set_exit_queue(starts.0).map_err(kernel_errno)?;
-        let kpid = sys::spawn(program, &decimal(self.me.0));
+        let kpid = sys::spawn(program, args);
         let mut other_exits = Vec::new();
         let result = match kpid {
             Err(e) => Err(kernel_errno(e)),
@@ -393,6 +394,7 @@ impl Monitor {
     pub fn helper_ended(&mut self, kpid: Pid) -> bool {
         if let Some(i) = self.pipe_managers.iter().position(|&p| p == kpid) {
             self.pipe_managers.swap_remove(i);
+            self.pipe_manager_gone(kpid);
             self.drop_link(kpid);
             return true;
         }

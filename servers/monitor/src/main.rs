@@ -32,6 +32,8 @@
 //!   unlink, mkdir, rmdir, rename, chdir, getcwd, chmod, chown.
 //! - `files`: open, close, dup, pipe, fd info; the directory, device, file
 //!   and pipe managers an open reaches; starting helper servers.
+//! - `pipes`: the pipe design, `pipe.*` limits (set by root at run time)
+//!   and the system-wide loan budget of the pipe managers.
 //! - `procs`: fork, wait, children's ends, signals, process groups, ids,
 //!   times, ps.
 //! - `exec`: loading a program into a process; the program-image cache.
@@ -52,6 +54,7 @@ extern crate alloc;
 mod exec;
 mod files;
 mod names;
+mod pipes;
 mod procs;
 mod sessions;
 mod state;
@@ -103,6 +106,7 @@ fn main(args: Args) -> i32 {
         tty,
         links: BTreeMap::new(),
         pipe_managers: Vec::new(),
+        pipes: pipes::Pipes::from_options(&kernel_options()),
         per_file: files_option() == "per-file",
         file_managers: BTreeMap::new(),
         idle_file_managers: Vec::new(),
@@ -148,6 +152,9 @@ fn main(args: Args) -> i32 {
             {
                 m.signal_group(r.message[1], r.message[2]);
             }
+            Kind::Short if r.message[0] == monitor::OP_PIPE_LOAN => {
+                m.pipe_loan(r.sender, r.message[1], r.message[2]);
+            }
             _ => {}
         }
     }
@@ -157,10 +164,8 @@ fn main(args: Args) -> i32 {
 /// manager serves file data itself) or `per-file` (Ridge: a file-manager
 /// process per open file).
 fn files_option() -> String {
-    let mut buf = [0u8; 1024];
-    let n = sys::kernel_options(&mut buf).unwrap_or(0).min(buf.len());
-    let line = core::str::from_utf8(&buf[..n]).unwrap_or("");
-    match protocols::options::lookup(line, "monitor.files") {
+    let line = kernel_options();
+    match protocols::options::lookup(&line, "monitor.files") {
         Some("per-file") => String::from("per-file"),
         Some("shared") | None => String::from("shared"),
         Some(other) => {
@@ -168,6 +173,13 @@ fn files_option() -> String {
             String::from("shared")
         }
     }
+}
+
+/// The kernel command line (the servers' options are words with a dot).
+fn kernel_options() -> String {
+    let mut buf = [0u8; 1024];
+    let n = sys::kernel_options(&mut buf).unwrap_or(0).min(buf.len());
+    String::from(core::str::from_utf8(&buf[..n]).unwrap_or(""))
 }
 
 impl Monitor {
@@ -214,6 +226,8 @@ impl Monitor {
             monitor::OP_CHOWN => answer(self.chown(me, data, w[1], w[2])),
             monitor::OP_START => self.start(sender, me, w[1], data),
             monitor::OP_STATS => self.stats(),
+            monitor::OP_SET_LIMIT => self.set_limit(me, data),
+            monitor::OP_LIMITS => self.limits_text(),
             _ => err(errno::ENOSYS),
         }
     }

@@ -9,9 +9,11 @@
 //! NAME`, `ktest: FAIL NAME: reason`, then `ktest: summary N passed, M
 //! failed`) and exits 0 only when every test passed.
 //!
-//! Usage: `utest [--repeat N] [NAME…]`: every test, or those whose names
-//! start with one of the NAMEs (e.g. `utest pipe::`), N times over (to
-//! catch what fails now and then). `utest
+//! Usage: `utest [--repeat N] [--modes small,big,…] [NAME…]`: every
+//! test, or those whose names start with one of the NAMEs (e.g. `utest
+//! pipe::`), N times over (to catch what fails now and then); with
+//! `--modes`, once per pipe design, each set first with `pipe=MODE`
+//! (`unix::set_limit`) and its tests named `[MODE] NAME`. `utest
 //! role-…` is not for people: the tests exec this program in a role to
 //! check what crosses an `exec` (see `proc::role`, `leak::role_hold`).
 //!
@@ -39,6 +41,7 @@ mod leak;
 mod mem;
 mod pipe;
 mod proc;
+mod ramdisk;
 mod raw;
 mod util;
 
@@ -120,6 +123,25 @@ const TESTS: &[Test] = &[
     ),
     ("pipe::small_writes_are_atomic", pipe::small_writes_are_atomic),
     ("pipe::megabytes_between_processes", pipe::megabytes_between_processes),
+    ("pipe::the_design_is_the_boot_option", pipe::the_design_is_the_boot_option),
+    ("pipe::mixed_sizes_up_to_a_megabyte_arrive_whole", pipe::mixed_sizes_up_to_a_megabyte_arrive_whole),
+    ("pipe::many_pipe_pairs_at_once", pipe::many_pipe_pairs_at_once),
+    ("pipe::buffered_and_loaned_writes_switch_both_ways", pipe::buffered_and_loaned_writes_switch_both_ways),
+    (
+        "pipe::overwriting_the_buffer_after_write_changes_nothing_read",
+        pipe::overwriting_the_buffer_after_write_changes_nothing_read,
+    ),
+    (
+        "pipe::writer_killed_mid_loan_leaves_a_clean_prefix",
+        pipe::writer_killed_mid_loan_leaves_a_clean_prefix,
+    ),
+    ("pipe::readers_killed_mid_transfer", pipe::readers_killed_mid_transfer),
+    (
+        "pipe::pipe_buf_writes_from_several_writers_are_atomic",
+        pipe::pipe_buf_writes_from_several_writers_are_atomic,
+    ),
+    ("pipe::loan_cap_reached_writes_fall_back_whole", pipe::loan_cap_reached_writes_fall_back_whole),
+    ("pipe::limits_are_root_only_and_checked", pipe::limits_are_root_only_and_checked),
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),
@@ -139,6 +161,16 @@ const TESTS: &[Test] = &[
     ("leak::exited_children_leak_nothing", leak::exited_children_leak_nothing),
     ("leak::killed_children_leak_nothing", leak::killed_children_leak_nothing),
     ("leak::memfs_handles_come_back_after_kills", leak::memfs_handles_come_back_after_kills),
+    ("ramdisk::integrity_boot_mode", ramdisk::integrity_boot_mode),
+    ("ramdisk::integrity_ramdriver", ramdisk::integrity_ramdriver),
+    ("ramdisk::integrity_pddriver", ramdisk::integrity_pddriver),
+    ("ramdisk::rules_ramdriver", ramdisk::rules_ramdriver),
+    ("ramdisk::rules_pddriver", ramdisk::rules_pddriver),
+    ("ramdisk::shared_offsets", ramdisk::shared_offsets),
+    ("ramdisk::readers_and_writers_at_once", ramdisk::readers_and_writers_at_once),
+    ("ramdisk::killed_holder_releases_the_lock", ramdisk::killed_holder_releases_the_lock),
+    ("ramdisk::killed_copier_releases_the_lock", ramdisk::killed_copier_releases_the_lock),
+    ("ramdisk::pddriver_holds_the_cpu", ramdisk::pddriver_holds_the_cpu),
 ];
 
 fn main(args: Args) -> i32 {
@@ -155,11 +187,26 @@ fn main(args: Args) -> i32 {
         repeat = filters[1].parse().unwrap_or(1);
         filters.drain(..2);
     }
+    // The design in force before `--modes` changes it: the boot option's.
+    let design = unix::limits().unwrap_or_default();
+    let design = design.lines().find_map(|l| l.strip_prefix("pipe=")).unwrap_or("?");
+    BOOT_DESIGN.store(pipe::design_number(design), Ordering::Relaxed);
+    let mut modes: Vec<&str> = alloc::vec![""];
+    if filters.first() == Some(&"--modes") && filters.len() > 1 {
+        modes = filters[1].split(',').collect();
+        filters.drain(..2);
+        MODE_OVERRIDE.store(true, Ordering::Relaxed);
+    }
     let once: Vec<&Test> = TESTS
         .iter()
         .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.starts_with(f)))
         .collect();
-    let chosen: Vec<&Test> = (0..repeat).flat_map(|_| once.iter().copied()).collect();
+    let mut chosen: Vec<(&str, &Test)> = Vec::new();
+    for &m in &modes {
+        for _ in 0..repeat {
+            chosen.extend(once.iter().map(|&t| (m, t)));
+        }
+    }
     let root = util::scratch_root();
     if unix::stat(&root).is_ok() {
         let _ = util::remove_tree(&root);
@@ -171,7 +218,18 @@ fn main(args: Args) -> i32 {
     }
     println!("utest: pid {}, {} of {} tests", unix::getpid(), chosen.len(), TESTS.len());
     let (mut passed, mut failed) = (0, 0);
-    for (name, test) in chosen {
+    let mut mode_now = "";
+    for (mode, (test_name, test)) in chosen {
+        let name = if mode.is_empty() { String::from(*test_name) } else { format!("[{mode}] {test_name}") };
+        if mode != mode_now {
+            mode_now = mode;
+            if let Err(e) = unix::set_limit(&format!("pipe={mode}")) {
+                println!("{START}{name}");
+                println!("{FAIL}{name}: cannot set pipe={mode}: {}", e.name());
+                failed += 1;
+                continue;
+            }
+        }
         println!("{START}{name}");
         let before = util::open_descriptions();
         let started_ns = unix::clock_ns();
@@ -199,6 +257,11 @@ fn main(args: Args) -> i32 {
     println!("{SUMMARY}{passed} passed, {failed} failed");
     if failed == 0 { 0 } else { 1 }
 }
+
+/// `--modes` was given: the pipe design is the test's, not the boot's.
+pub static MODE_OVERRIDE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+/// The pipe design in force when utest started (`pipe::design_number`).
+pub static BOOT_DESIGN: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(u64::MAX);
 
 /// Longest a test may take before the runner ends it. Not a performance
 /// limit (the slowest test takes a few seconds even on one emulated CPU):

@@ -1,6 +1,7 @@
 //! The only code here that touches memory by address, which safe Rust
 //! cannot do: reading and writing the pages `sbrk` hands out (they belong
-//! to no Rust object), and touching an unmapped address on purpose.
+//! to no Rust object), touching an unmapped address on purpose, and a RAM
+//! disk's lock page mapped by hand.
 
 #![allow(unsafe_code)]
 
@@ -38,6 +39,29 @@ pub fn touch_unmapped_memory() -> i32 {
     // above); the test expects this process to be ended here.
     let v = unsafe { (0xdead_0000 as *const u64).read_volatile() };
     v as i32
+}
+
+/// Compare-and-swap the u32 at `addr` (a RAM disk's lock page, mapped by
+/// hand); true when it held `old`.
+pub fn cas_u32(addr: u64, old: u32, new: u32) -> bool {
+    // SAFETY: `addr` is the writer word of a lock page this process made
+    // its window with `set_pager` (the driver maps it on first touch), 4
+    // aligned; every process touches it only atomically.
+    let word = unsafe { &*(addr as *const core::sync::atomic::AtomicU32) };
+    word.compare_exchange(
+        old,
+        new,
+        core::sync::atomic::Ordering::SeqCst,
+        core::sync::atomic::Ordering::SeqCst,
+    )
+    .is_ok()
+}
+
+/// Store a byte atomically at `addr` (a reader byte of a lock page).
+pub fn store_u8(addr: u64, value: u8) {
+    // SAFETY: as in `cas_u32`, for a reader byte of the same page.
+    let byte = unsafe { &*(addr as *const core::sync::atomic::AtomicU8) };
+    byte.store(value, core::sync::atomic::Ordering::SeqCst);
 }
 
 /// `len` bytes at an address no process has mapped, as a buffer to hand

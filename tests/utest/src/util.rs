@@ -192,6 +192,20 @@ pub fn read_to_end(fd: Fd) -> Result<Vec<u8>, Errno> {
 }
 
 /// Read exactly `buf.len()` bytes (a pipe returns what it has per call).
+/// Up to `n` bytes, fewer only at end of file.
+pub fn read_some(fd: Fd, n: usize) -> Result<Vec<u8>, Errno> {
+    let mut out = alloc::vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        match unix::read(fd, &mut out[filled..])? {
+            0 => break,
+            got => filled += got,
+        }
+    }
+    out.truncate(filled);
+    Ok(out)
+}
+
 pub fn read_exact(fd: Fd, buf: &mut [u8]) -> Result<(), String> {
     let mut done = 0;
     while done < buf.len() {

@@ -319,6 +319,70 @@ pub fn seed_000(results: &Results) -> String {
             ratio(tmpfs[2], tmpfs[0]),
         );
     }
+    text.push_str(&d_targets(results, &medians));
+    text
+}
+
+/// The targets for D, as measured facts ("met" or "not met"), never
+/// as assertions: RAMDRIVER at least 5 times PDDRIVER with one job and more
+/// with five; RAMDRIVER at least Linux's brd with O_DIRECT; five jobs on
+/// two vCPUs at most 3 times one job each; Ridgeback's virtio-blk at least
+/// Linux's with O_DIRECT.
+fn d_targets(results: &Results, medians: &dyn Fn(System, &str) -> [Option<f64>; 4]) -> String {
+    let mut text = String::from("Targets (faster = less time per job; measured, not asserted):\n");
+    let speedup = |slow: Option<f64>, fast: Option<f64>| slow.zip(fast).map(|(s, f)| s / f);
+    let fact = |what: String, value: Option<f64>, met: Option<bool>| {
+        let measured = value.map_or("-".to_string(), |v| format!("{}x", number(v)));
+        let verdict = match met {
+            Some(true) => "met",
+            Some(false) => "not met",
+            None => "not measured",
+        };
+        format!("  {what}: {measured}, {verdict}\n")
+    };
+    let (pd, ram, virtio) = (
+        medians(System::Ridgeback, "pddriver"),
+        medians(System::Ridgeback, "ramdriver"),
+        medians(System::Ridgeback, "virtio"),
+    );
+    let one = speedup(pd[0], ram[0]);
+    let five = speedup(pd[2], ram[2]);
+    text.push_str(&fact("RAMDRIVER >= 5x PDDRIVER, 1 job".into(), one, one.map(|r| r >= 5.0)));
+    text.push_str(&fact(
+        "RAMDRIVER over PDDRIVER, 5 jobs, more than with 1".into(),
+        five,
+        five.zip(one).map(|(f, o)| f > o),
+    ));
+    for (jobs, index) in [("1 job", 0), ("5 jobs", 2)] {
+        if !results.meta.is_ridgeback_only {
+            let brd = medians(System::Linux, "brd");
+            let r = speedup(brd[index], ram[index]);
+            text.push_str(&fact(
+                format!("RAMDRIVER >= 1.0x Linux brd O_DIRECT, {jobs}"),
+                r,
+                r.map(|r| r >= 1.0),
+            ));
+        }
+    }
+    for (name, m) in [("RAMDRIVER", ram), ("PDDRIVER", pd), ("virtio-blk", virtio)] {
+        let growth = speedup(m[2], m[0]);
+        text.push_str(&fact(
+            format!("{name}: 5 jobs each <= 3x 1 job (5 jobs / 1 job)"),
+            growth,
+            growth.map(|g| g <= 3.0),
+        ));
+    }
+    if !results.meta.is_ridgeback_only {
+        let linux = medians(System::Linux, "virtio");
+        for (jobs, index) in [("1 job", 0), ("5 jobs", 2)] {
+            let r = speedup(linux[index], virtio[index]);
+            text.push_str(&fact(
+                format!("virtio-blk >= 1.0x Linux O_DIRECT, {jobs}"),
+                r,
+                r.map(|r| r >= 1.0),
+            ));
+        }
+    }
     text
 }
 

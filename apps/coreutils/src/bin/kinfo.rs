@@ -2,7 +2,11 @@
 //! one `name = value` per line (`options = …` first), then one line per
 //! block device in `/dev`: its name, its driver's mode (`virtio`,
 //! `ramdriver`, `pddriver`), requests served and bytes moved
-//! (`block::OP_STATS`, asked of the driver the entry names).
+//! (`block::OP_STATS`, asked of the driver the entry names), then the
+//! run-time limits (`pipe = loan`, `pipe.loan_min = …`).
+//!
+//! `kinfo -w NAME=VALUE…` sets run-time limits instead (root only, as
+//! `sysctl -w`): `kinfo -w pipe.loan_min=32K pipe=big`.
 
 #![no_std]
 #![no_main]
@@ -20,7 +24,10 @@ runtime::entry!(main);
 /// First guess at the command line's length; the call says if it is longer.
 const OPTIONS_GUESS_BYTES: usize = 512;
 
-fn main(_args: runtime::Args) -> i32 {
+fn main(args: runtime::Args) -> i32 {
+    if args.get(1) == Some("-w") {
+        return set_limits(args);
+    }
     let mut out = Out::new();
     let mut status = 0;
     let mut options = vec![0u8; OPTIONS_GUESS_BYTES];
@@ -54,7 +61,34 @@ fn main(_args: runtime::Args) -> i32 {
     for line in block_devices() {
         out.line(&line);
     }
+    match runtime::unix::limits() {
+        Ok(text) => {
+            for (name, value) in text.lines().filter_map(|l| l.split_once('=')) {
+                out.line(&alloc::format!("{name} = {value}"));
+            }
+        }
+        Err(e) => {
+            runtime::eprintln!("kinfo: limits: {}", e.name());
+            status = io::FAILURE;
+        }
+    }
     out.finish("kinfo", status)
+}
+
+/// `kinfo -w NAME=VALUE…`: each setting in turn; the first refusal ends it.
+fn set_limits(args: runtime::Args) -> i32 {
+    let settings: alloc::vec::Vec<&str> = args.iter().skip(2).collect();
+    if settings.is_empty() {
+        runtime::eprintln!("usage: kinfo -w NAME=VALUE...");
+        return 2;
+    }
+    for s in settings {
+        if let Err(e) = runtime::unix::set_limit(s) {
+            runtime::eprintln!("kinfo: {s}: {}", e.name());
+            return io::FAILURE;
+        }
+    }
+    0
 }
 
 /// `block NAME mode=… requests=… read=… written=…` for each block device
@@ -68,7 +102,10 @@ fn block_devices() -> alloc::vec::Vec<alloc::string::String> {
         let path = alloc::format!("/dev/{}", e.name);
         let Ok(st) = runtime::unix::stat(&path) else { continue };
         let Ok(link) = msg::open_link(abi::Pid(st.device_pid), Queue(st.device_queue)) else { continue };
-        let asked = msg::call(link, &[block::OP_STATS, 0, 0, 0], &[], &mut []);
+        // The reply's data is the device's name (`block::OP_STATS`): a
+        // reply with data does not fit an empty buffer.
+        let mut name = [0u8; 64];
+        let asked = msg::call(link, &[block::OP_STATS, 0, 0, 0], &[], &mut name);
         let _ = msg::close_link(link);
         let Ok((w, _)) = asked else { continue };
         let kind = match w[3] {

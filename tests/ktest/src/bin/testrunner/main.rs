@@ -88,6 +88,7 @@ const TESTS: &[Test] = &[
     ("a_bad_receive_buffer_is_reported_not_hung", messages::bad_receive_buffer_reported),
     ("empty_buffers_need_no_memory", messages::empty_buffers_need_no_memory),
     ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
+    ("runtime_clock_agrees_with_the_kernel", processes::runtime_clock_agrees_with_the_kernel),
     ("leases_between_two_callers", messages::leases_between_two_callers),
     ("leases_survive_random_arguments", leasefuzz::leases_survive_random_arguments),
     ("interrupt_lines_and_ports_are_exclusive", devices::device_claim_rules),

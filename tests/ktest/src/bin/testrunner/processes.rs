@@ -228,3 +228,20 @@ pub fn getpid_and_getppid() -> TestResult {
     check(sys::getppid().is_none(), "init has no parent")?;
     expect_status("ppid", ExitStatus::Exited(me.slot() + 1))
 }
+
+/// The runtime's clock (servers stamp file times with it) computes uptime
+/// from the TSC exactly as the kernel does: every reading lies between
+/// the kernel's readings around it. Regression: it once took its base
+/// uptime one kernel call after its base TSC, so its stamps ran ahead of
+/// every other process's clock by that call's time (a file's mtime later
+/// than the `clock_ns` read after the write).
+pub fn runtime_clock_agrees_with_the_kernel() -> TestResult {
+    let clock = runtime::clock::Clock::new();
+    for _ in 0..2000 {
+        let before = sys::info(InfoKey::UptimeNs);
+        let now = clock.now_ns();
+        let after = sys::info(InfoKey::UptimeNs);
+        check(before <= now && now <= after, "the runtime clock reads between two kernel readings")?;
+    }
+    Ok(())
+}

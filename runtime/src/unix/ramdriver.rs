@@ -1,0 +1,329 @@
+//! The RAMDRIVER client: block I/O on a RAM disk in `ramdriver` mode done
+//! in this process's own context (seed 000: Newman's kernel-mode AST "in
+//! the context of the issuing process ... the user's buffer is visible
+//! without having to double-map it", with its MUTEX of many readers and
+//! one writer). See `protocols::unix::block::OP_MAP` and `ram_lock`.
+//!
+//! On the first `read`, `write` or `lseek` of a block descriptor this
+//! module asks the driver for `OP_MAP`. If the driver says no (`ENODEV`
+//! from a virtio-blk disk or a PDDRIVER open, `EBUSY` for a handle another
+//! process mapped first, `ENOSPC` when the slots are gone) the descriptor
+//! uses the generic block path (one call, the buffer lent) for the rest
+//! of its life. If it says yes, the driver becomes the pager of a window
+//! at `abi::layout::USER_DEVICE_MAP_BASE..`: the lock page, then the
+//! disk, each page mapped shared on first touch. Every transfer then takes
+//! the lock (reader: own byte, then the writer word; writer: the writer
+//! word, then every reader byte clear), copies with one `copy_from_slice`,
+//! and lets the lock go. The offset is the lock page's word for the slot,
+//! which the driver uses for the same handle's READ, WRITE and SEEK, so
+//! descriptors sharing the handle (dup; fork, whose child uses the generic
+//! path) see one offset.
+//!
+//! Windows: one per (driver, writable) in a process, kept for the life of
+//! the process (there is no call to give a pager region back, and a
+//! process has few: `abi::pager::MAX_REGIONS`), reused by later opens, as
+//! a POSIX mapping outlives the descriptor it came from. A forked child
+//! starts with none ([`after_fork`]): the driver maps windows for the
+//! process that asked.
+//!
+//! Checks are the driver's own (`unix_core::blockdev::check`): whole
+//! blocks, at most `block::MAX_TRANSFER_BYTES`, inside the device, else
+//! `EINVAL` with nothing moved; `EBADF` for the wrong direction.
+
+use super::{Errno, Fd, MAX_FDS};
+use crate::msg::{self, Link};
+use crate::sys;
+use abi::Pid;
+use abi::layout::{PAGE_SIZE, USER_DEVICE_MAP_BASE, USER_DEVICE_MAP_BYTES};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use protocols::unix::block::{self, ram_lock};
+use protocols::unix::{FdInfo, errno, open_flags};
+use spin::Mutex;
+
+/// Spins of `pause` before a waiter starts yielding.
+const SPINS_BEFORE_YIELD: u32 = 200;
+
+#[derive(Clone, Copy)]
+enum State {
+    /// Not asked yet.
+    Untried,
+    /// The driver said no: the generic path.
+    Generic,
+    Mapped(Mapped),
+}
+
+#[derive(Clone, Copy)]
+struct Mapped {
+    /// The window's start: the lock page, the disk from the next page.
+    start: u64,
+    size_bytes: u64,
+    slot: usize,
+    readable: bool,
+    writable: bool,
+}
+
+/// A window this process has made (pager regions are never given back).
+#[derive(Clone, Copy)]
+struct Window {
+    driver: u64,
+    queue: u32,
+    writable: bool,
+    start: u64,
+    len: u64,
+}
+
+struct Table {
+    fds: [State; MAX_FDS],
+    windows: Vec<Window>,
+    /// Where the next window goes.
+    next_bytes: u64,
+}
+
+static TABLE: Mutex<Table> =
+    Mutex::new(Table { fds: [State::Untried; MAX_FDS], windows: Vec::new(), next_bytes: 0 });
+
+/// `fd` is closed (or replaced): its next life starts untried.
+pub(crate) fn forget(fd: Fd) {
+    if let Ok(i) = usize::try_from(fd)
+        && let Some(state) = TABLE.lock().fds.get_mut(i)
+    {
+        *state = State::Untried;
+    }
+}
+
+/// In a forked child: the windows were mapped for the parent, and the
+/// mapped handles' slots are the parent's; every descriptor asks again
+/// (and gets `EBUSY`, so the generic path, for a handle the parent
+/// mapped). New windows go above the parent's, whose pager regions the
+/// child inherited.
+pub(crate) fn after_fork() {
+    let mut t = TABLE.lock();
+    t.fds = [State::Untried; MAX_FDS];
+    t.windows.clear();
+}
+
+/// The lock page's words, at a window's start.
+struct Lock {
+    start: u64,
+    slot: usize,
+}
+
+impl Lock {
+    fn writer(&self) -> &AtomicU32 {
+        // SAFETY: the window's first page is the lock page, mapped shared
+        // and writable by the driver (its pager) on first touch for as long
+        // as the process lives; WRITER_OFFSET is 4-aligned. Every process
+        // touches it only atomically.
+        unsafe { &*((self.start + ram_lock::WRITER_OFFSET as u64) as *const AtomicU32) }
+    }
+
+    fn reader(&self, slot: usize) -> &AtomicU8 {
+        // SAFETY: as in `writer`; slot < SLOTS keeps it inside the page.
+        unsafe { &*((self.start + (ram_lock::READERS_OFFSET + slot) as u64) as *const AtomicU8) }
+    }
+
+    fn offset(&self) -> &AtomicU64 {
+        // SAFETY: as in `writer`; 8-aligned, inside the page for slot < SLOTS.
+        unsafe { &*((self.start + (ram_lock::OFFSETS_OFFSET + 8 * self.slot) as u64) as *const AtomicU64) }
+    }
+
+    fn stat(&self, index: usize) -> &AtomicU64 {
+        // SAFETY: as in `writer`; three counters at STATS_OFFSET.
+        unsafe { &*((self.start + (ram_lock::STATS_OFFSET + 8 * index) as u64) as *const AtomicU64) }
+    }
+
+    /// Reader: set own byte, then copy if there is no writer; else clear
+    /// the byte and wait for the writer to go. SeqCst: the store of the
+    /// byte must be seen before the load of the writer word (the writer
+    /// does the opposite), which x86 keeps only with a locked store.
+    fn read_lock(&self) {
+        let mine = self.reader(self.slot);
+        loop {
+            mine.store(1, Ordering::SeqCst);
+            if self.writer().load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            mine.store(0, Ordering::SeqCst);
+            wait_until(|| self.writer().load(Ordering::SeqCst) == 0);
+        }
+    }
+
+    fn read_unlock(&self) {
+        self.reader(self.slot).store(0, Ordering::SeqCst);
+    }
+
+    /// Writer: the writer word from 0 to slot + 1, then every reader
+    /// byte clear (readers that came after see the word and back off).
+    fn write_lock(&self) {
+        let me = self.slot as u32 + 1;
+        loop {
+            if self.writer().compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                break;
+            }
+            wait_until(|| self.writer().load(Ordering::SeqCst) == 0);
+        }
+        wait_until(|| (0..ram_lock::SLOTS).all(|s| self.reader(s).load(Ordering::SeqCst) == 0));
+    }
+
+    fn write_unlock(&self) {
+        self.writer().store(0, Ordering::SeqCst);
+    }
+}
+
+/// Spin with `pause`, then yield, until `ready`.
+fn wait_until(ready: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while !ready() {
+        if spins < SPINS_BEFORE_YIELD {
+            core::hint::spin_loop();
+            spins += 1;
+        } else {
+            sys::yield_now();
+        }
+    }
+}
+
+/// The state of `fd`, mapping it first if it was never tried.
+fn state(fd: Fd, link: Link, info: &FdInfo) -> Option<Mapped> {
+    let index = usize::try_from(fd).ok().filter(|&i| i < MAX_FDS)?;
+    let current = TABLE.lock().fds[index];
+    match current {
+        State::Generic => None,
+        State::Mapped(m) => Some(m),
+        State::Untried => {
+            let result = map(link, info);
+            TABLE.lock().fds[index] = match result {
+                Some(m) => State::Mapped(m),
+                None => State::Generic,
+            };
+            result
+        }
+    }
+}
+
+/// `OP_MAP`, and the window if this process has none of its kind yet.
+fn map(link: Link, info: &FdInfo) -> Option<Mapped> {
+    let writable = open_flags::writable(info.flags as u64);
+    let existing = TABLE
+        .lock()
+        .windows
+        .iter()
+        .find(|w| w.driver == info.manager_pid && w.queue == info.manager_queue && w.writable == writable)
+        .copied();
+    let start = match existing {
+        Some(w) => w.start,
+        None => USER_DEVICE_MAP_BASE + TABLE.lock().next_bytes,
+    };
+    let request = [block::OP_MAP, info.handle, start, 0];
+    let (w, _) = msg::call(link, &request, &[], &mut []).ok()?;
+    protocols::unix::result(w[0]).ok()?;
+    let size_bytes = w[0];
+    let window_len = PAGE_SIZE.checked_add(size_bytes)?;
+    let may_write = w[2] != 0;
+    match existing {
+        Some(window) if window.len < window_len => return None,
+        Some(_) => {}
+        None => {
+            let mut t = TABLE.lock();
+            // A guard page between windows.
+            let next =
+                t.next_bytes.checked_add(window_len)?.checked_add(PAGE_SIZE)?.next_multiple_of(PAGE_SIZE);
+            if next > USER_DEVICE_MAP_BYTES || t.windows.try_reserve(1).is_err() {
+                return None;
+            }
+            drop(t);
+            let me = sys::getpid();
+            sys::set_pager(me, start, window_len, Pid(info.manager_pid), info.manager_queue).ok()?;
+            let mut t = TABLE.lock();
+            t.next_bytes = next;
+            t.windows.push(Window {
+                driver: info.manager_pid,
+                queue: info.manager_queue,
+                writable,
+                start,
+                len: window_len,
+            });
+        }
+    }
+    Some(Mapped {
+        start,
+        size_bytes,
+        slot: usize::try_from(w[1]).ok().filter(|&s| s < ram_lock::SLOTS)?,
+        readable: open_flags::readable(info.flags as u64),
+        writable: writable && may_write,
+    })
+}
+
+/// The disk's bytes `offset..offset + len` in the window.
+fn disk_ptr(m: &Mapped, offset: u64) -> *mut u8 {
+    (m.start + PAGE_SIZE + offset) as *mut u8
+}
+
+/// `read` of a block descriptor, if it is mapped: `None` means the
+/// generic path.
+pub(crate) fn read(fd: Fd, link: Link, info: &FdInfo, buf: &mut [u8]) -> Option<Result<usize, Errno>> {
+    let m = state(fd, link, info)?;
+    Some(transfer(&m, buf.len() as u64, false, |disk| {
+        // SAFETY: `disk` points into the window's disk part, inside it
+        // (checked against the size the driver gave); the read lock is
+        // held, so no writer changes these bytes while they are copied,
+        // and nothing else in this process refers to the window.
+        let src = unsafe { core::slice::from_raw_parts(disk as *const u8, buf.len()) };
+        buf.copy_from_slice(src);
+    }))
+}
+
+/// `write` of a block descriptor, if it is mapped.
+pub(crate) fn write(fd: Fd, link: Link, info: &FdInfo, buf: &[u8]) -> Option<Result<usize, Errno>> {
+    let m = state(fd, link, info)?;
+    Some(transfer(&m, buf.len() as u64, true, |disk| {
+        // SAFETY: as in `read`, with the write lock: no other process
+        // reads or writes the disk while this copy runs.
+        let dst = unsafe { core::slice::from_raw_parts_mut(disk, buf.len()) };
+        dst.copy_from_slice(buf);
+    }))
+}
+
+/// Check, lock, copy, unlock, advance the offset.
+fn transfer(m: &Mapped, len_bytes: u64, is_write: bool, copy: impl FnOnce(*mut u8)) -> Result<usize, Errno> {
+    if !(if is_write { m.writable } else { m.readable }) {
+        return Err(errno::EBADF);
+    }
+    let lock = Lock { start: m.start, slot: m.slot };
+    let offset = lock.offset().load(Ordering::SeqCst);
+    let Some(t) = unix_core::blockdev::check(offset, len_bytes, m.size_bytes, is_write)? else {
+        return Ok(0);
+    };
+    let disk = disk_ptr(m, t.offset_bytes);
+    if is_write {
+        lock.write_lock();
+        copy(disk);
+        lock.write_unlock();
+    } else {
+        lock.read_lock();
+        copy(disk);
+        lock.read_unlock();
+    }
+    lock.offset().store(t.offset_bytes + t.len_bytes, Ordering::SeqCst);
+    lock.stat(0).fetch_add(1, Ordering::Relaxed);
+    lock.stat(if is_write { 2 } else { 1 }).fetch_add(t.len_bytes, Ordering::Relaxed);
+    Ok(t.len_bytes as usize)
+}
+
+/// `lseek` of a block descriptor, if it is mapped (the same rule as the
+/// driver's: `unix_core::seek`).
+pub(crate) fn seek(
+    fd: Fd,
+    link: Link,
+    info: &FdInfo,
+    offset: i64,
+    whence: u64,
+) -> Option<Result<u64, Errno>> {
+    let m = state(fd, link, info)?;
+    let lock = Lock { start: m.start, slot: m.slot };
+    let current = lock.offset().load(Ordering::SeqCst);
+    Some(unix_core::seek::seek_offset(current, m.size_bytes, offset, whence).inspect(|&new| {
+        lock.offset().store(new, Ordering::SeqCst);
+    }))
+}
