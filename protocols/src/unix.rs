@@ -433,14 +433,10 @@ pub mod monitor {
     /// `kill(word 1 = pid, word 2 = signal)`; pid 0 or negative (as i64)
     /// names a process group.
     pub const OP_KILL: u64 = 5;
-    /// `open(data = path, word 1 = flags, word 2 = mode, word 3 = 0 or
-    /// 1 + a descriptor to close first)`. Reply: word 0 = fd, words 1–3 =
-    /// the descriptor's manager as in `OP_FD_INFO`.
+    /// `open(data = path, word 1 = flags, word 2 = mode)`. Reply: word 0 =
+    /// fd, words 1–3 = the descriptor's manager as in `OP_FD_INFO`.
     pub const OP_OPEN: u64 = 6;
-    /// `close(word 1 = fd)`. A descriptor open on the directory manager,
-    /// whose close cannot fail, may instead ride on the process's next
-    /// `OP_OPEN` (its word 3); the runtime closes it with this call before
-    /// any other request (issue 11: creat+close in two calls).
+    /// `close(word 1 = fd)`.
     pub const OP_CLOSE: u64 = 7;
     /// `dup(word 1 = fd)` → lowest free fd.
     pub const OP_DUP: u64 = 8;
@@ -645,8 +641,7 @@ pub mod io {
     /// = 1 and data = a [`super::DirEntry`], or 0 past the last entry.
     pub const OP_READDIR: u64 = 5;
     /// From the monitor only, when the last descriptor of the open object
-    /// is closed: word 1 = handle. (The directory manager also takes
-    /// closes riding on `fs::OP_OPEN`.)
+    /// is closed: word 1 = handle.
     pub const OP_CLOSE: u64 = 6;
     /// Console only: set (word 2 = 1, word 3 = group) or get (word 2 = 0)
     /// the foreground process group.
@@ -703,10 +698,7 @@ pub mod fs {
     pub const OP_LOOKUP: u64 = 32;
     /// `data = path, word 1 = open flags, word 2 = mode (for creation),
     /// word 3 = the owner of a created file ([`owner_word`])`. Reply: word
-    /// 0 = handle, data = the Stat. The path may be followed by a NUL and
-    /// handles (u64, little-endian) the monitor closes on the way: closed
-    /// first, whatever becomes of the open (a close costs no call of its
-    /// own).
+    /// 0 = handle, data = the Stat.
     pub const OP_OPEN: u64 = 33;
     /// `data = path, word 1 = mode, word 3 = the owner ([`owner_word`])`.
     pub const OP_MKDIR: u64 = 34;

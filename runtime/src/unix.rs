@@ -127,19 +127,8 @@ fn monitor_link() -> Result<Link, Errno> {
     Ok(l)
 }
 
-/// One request to the monitor: the reply's words and data length. A
-/// lazily closed descriptor ([`close`]) rides on an `OP_OPEN` (word 3 =
-/// 1 + fd) or is closed with a call of its own first, so the monitor
-/// always sees the close before anything that follows it.
+/// One request to the monitor: the reply's words and data length.
 fn monitor_call(request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
-    let mut request = request;
-    if request[0] == monitor::OP_OPEN {
-        if let Some(fd) = PENDING_CLOSE.lock().take() {
-            request[3] = fd as u64 + 1;
-        }
-    } else {
-        let _ = flush_pending_close();
-    }
     let link = monitor_link()?;
     let (words, len) = msg::call(link, &request, data, reply).map_err(from_kernel)?;
     ux::result(words[0])?;
@@ -407,48 +396,11 @@ pub fn creat(path: &str, mode: u32) -> Result<Fd, Errno> {
     open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
 }
 
-/// `close(fd)`. A descriptor this process knows open on the directory
-/// manager (memfs, whose close cannot fail) is closed lazily: the close
-/// rides on this process's next `open` (`monitor::OP_OPEN` word 3), or is
-/// sent as its own call before any other request to the monitor, so
-/// `creat`+`close` cost two calls, not four (issue 11). The descriptor is
-/// gone for this process at once (a use asks the monitor, after the close). Anything else (a per-file manager that
-/// writes back, a pipe, a descriptor not looked up yet) is a call now,
-/// whose errors come back.
 pub fn close(fd: Fd) -> Result<(), Errno> {
-    let known = usize::try_from(fd).ok().and_then(|i| STATE.lock().fds.get(i).copied());
-    if let Some(Slot::Open { info, .. }) = known
-        && is_directory_manager(info.manager_pid)
-    {
-        flush_pending_close()?;
-        // Unknown, not Closed: a later use asks the monitor, which by then
-        // has the close (the request carries or follows it) and says EBADF.
-        forget(fd);
-        *PENDING_CLOSE.lock() = Some(fd);
-        return Ok(());
-    }
     let r = monitor_word([monitor::OP_CLOSE, fd as u64, 0, 0], &[]);
     forget(fd);
     ramdriver::forget(fd);
     r.map(|_| ())
-}
-
-/// A descriptor closed lazily ([`close`]) whose close the monitor has not
-/// had yet.
-static PENDING_CLOSE: Mutex<Option<Fd>> = Mutex::new(None);
-
-/// Send the pending close now (before a request it cannot ride on).
-fn flush_pending_close() -> Result<(), Errno> {
-    let pending = PENDING_CLOSE.lock().take();
-    match pending {
-        Some(fd) => {
-            let link = monitor_link()?;
-            let (w, _) =
-                msg::call(link, &[monitor::OP_CLOSE, fd as u64, 0, 0], &[], &mut []).map_err(from_kernel)?;
-            ux::result(w[0]).map(|_| ())
-        }
-        None => Ok(()),
-    }
 }
 
 pub fn dup(fd: Fd) -> Result<Fd, Errno> {

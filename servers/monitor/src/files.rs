@@ -118,17 +118,6 @@ impl Monitor {
         self.fs_open(abs, flags | open_flags::O_EXCL, create_mode, uid, gid).ok()
     }
 
-    /// The data of an `fs::OP_OPEN`: the path, and the pending close (a
-    /// NUL, then the handle, little-endian), which memfs makes first.
-    fn open_data(&mut self, abs: &str) -> Vec<u8> {
-        let mut data = Vec::from(abs.as_bytes());
-        if let Some(handle) = self.pending_fs_close.take() {
-            data.push(0);
-            data.extend_from_slice(&handle.to_le_bytes());
-        }
-        data
-    }
-
     fn fs_open(
         &mut self,
         abs: &str,
@@ -151,16 +140,15 @@ impl Monitor {
             // writing back; the caller's own flags were checked above.
             let creating = flags & (open_flags::O_CREAT | open_flags::O_EXCL | open_flags::O_TRUNC);
             let at_fs = creating | open_flags::O_RDWR;
-            let data = self.open_data(abs);
-            let (w, _) = self.fs_call([fs::OP_OPEN, at_fs, create_mode, owner], &data, &mut reply)?;
+            let (w, _) =
+                self.fs_call([fs::OP_OPEN, at_fs, create_mode, owner], abs.as_bytes(), &mut reply)?;
             let st = Stat::decode(&reply).unwrap_or_default();
             if mode::is_reg(st.mode) {
                 return self.open_at_file_manager(st.ino, w[0], flags);
             }
             self.fs_call([io::OP_CLOSE, w[0], 0, 0], &[], &mut [])?;
         }
-        let data = self.open_data(abs);
-        let (w, _) = self.fs_call([fs::OP_OPEN, flags, create_mode, owner], &data, &mut reply)?;
+        let (w, _) = self.fs_call([fs::OP_OPEN, flags, create_mode, owner], abs.as_bytes(), &mut reply)?;
         let st = Stat::decode(&reply).unwrap_or_default();
         Ok(FdInfo {
             manager_pid: self.fs.0.0,
@@ -259,30 +247,6 @@ impl Monitor {
     pub fn release(&mut self, i: usize) {
         if let Some(f) = self.files.release(i) {
             self.close_at_manager(f.info);
-        }
-    }
-
-    /// A close that rides on an `OP_OPEN` (its word 3): as [`Monitor::close`],
-    /// but a directory-manager handle it frees is left in
-    /// `pending_fs_close` for the open's own call to memfs to carry.
-    pub fn close_riding(&mut self, me: u64, fd: u64) -> Result<u64, Errno> {
-        let fds = &mut self.procs.get_mut(&me).expect("caller exists").fds;
-        let i = fds.get(fd).ok_or(errno::EBADF)?;
-        fds.fds[fd as usize] = None;
-        if let Some(f) = self.files.release(i) {
-            if f.info.manager_pid == self.fs.0.0 && self.pending_fs_close.is_none() {
-                self.pending_fs_close = Some(f.info.handle);
-            } else {
-                self.close_at_manager(f.info);
-            }
-        }
-        Ok(0)
-    }
-
-    /// Close the pending directory-manager handle, if no open carried it.
-    pub fn flush_fs_close(&mut self) {
-        if let Some(handle) = self.pending_fs_close.take() {
-            let _ = self.fs_call([io::OP_CLOSE, handle, 0, 0], &[], &mut []);
         }
     }
 

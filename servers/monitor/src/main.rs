@@ -113,7 +113,6 @@ fn main(args: Args) -> i32 {
         images: Vec::new(),
         lookups: BTreeMap::new(),
         devices_made: false,
-        pending_fs_close: None,
         stats: [0; 3],
         child_ended: Monitor::child_exit,
     };
@@ -193,16 +192,7 @@ impl Monitor {
             monitor::OP_WAIT => self.wait(me, reply, w[1] as i64, w[2]),
             monitor::OP_GETPPID => ok(self.getppid(me)),
             monitor::OP_KILL => answer(self.kill(me, w[1] as i64, w[2])),
-            monitor::OP_OPEN => {
-                // Word 3 = 1 + a descriptor the process closed since its
-                // last request (`monitor::OP_OPEN`): closed first.
-                if w[3] != 0 {
-                    let _ = self.close_riding(me, w[3] - 1);
-                }
-                let answer = self.open(me, data, w[1], w[2] as u32);
-                self.flush_fs_close();
-                answer
-            }
+            monitor::OP_OPEN => self.open(me, data, w[1], w[2] as u32),
             monitor::OP_CLOSE => answer(self.close(me, w[1])),
             monitor::OP_DUP => answer(self.dup(me, w[1], None)),
             monitor::OP_DUP2 => answer(self.dup(me, w[1], Some(w[2]))),

@@ -61,12 +61,6 @@ pub struct Monitor {
     /// (writes go straight to the managers).
     pub lookups: BTreeMap<String, (Stat, Option<String>)>,
     pub devices_made: bool,
-    /// A directory-manager handle whose last descriptor the request being
-    /// handled closed: it rides to memfs with the `fs::OP_OPEN` this
-    /// request makes (issue 11: creat+close in two calls), or is closed
-    /// with a call of its own before the request is answered. Never
-    /// outlives one request.
-    pub pending_fs_close: Option<u64>,
     /// Requests served, forks, execs.
     pub stats: [u64; 3],
     pub child_ended: ChildEnded,

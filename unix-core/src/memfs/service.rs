@@ -158,17 +158,6 @@ impl Service {
             }
             fs::OP_OPEN => {
                 let (uid, gid) = owner_word(w3);
-                // After the path, a NUL and handles (u64 LE) the monitor
-                // closes on the way (`fs::OP_OPEN`): closed first, whatever
-                // becomes of the open.
-                let (data, closes) = match data.iter().position(|&b| b == 0) {
-                    Some(nul) => (&data[..nul], &data[nul + 1..]),
-                    None => (data, &[][..]),
-                };
-                for handle in closes.chunks_exact(8) {
-                    let handle = u64::from_le_bytes(handle.try_into().unwrap_or_default());
-                    let _ = self.fs.close(handle);
-                }
                 utf8_path(data)
                     .and_then(|p| self.fs.open(p, w1, perm_word(w2), uid, gid))
                     .map(|(handle, stat)| with_stat([handle, fs::IO_QUEUE as u64, 0, 0], &stat, tx))
@@ -519,25 +508,6 @@ mod tests {
         assert_eq!(c.io(STRANGER, [io::OP_FOREGROUND, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOTTY));
         assert_eq!(c.io(STRANGER, [99, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOSYS));
         assert_eq!(c.io(STRANGER, [u64::MAX, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOSYS));
-    }
-
-    /// A close riding on `fs::OP_OPEN` (after the path, a NUL and the
-    /// handle): done first, also when the open fails.
-    #[test]
-    fn closes_ride_on_open() {
-        let mut s = service();
-        let mut c = caller(&mut s);
-        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o644, 0], b"/tmp/a");
-        let a = r.unwrap();
-        let with_close = |path: &[u8], h: u64| [path, &[0u8][..], &h.to_le_bytes()[..]].concat();
-        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o644, 0], &with_close(b"/tmp/b", a));
-        let b = r.unwrap();
-        assert_eq!(c.s.fs.stats().handles_open, 1, "a closed on the way");
-        assert_eq!(c.io(STRANGER, [io::OP_FSTAT, a, 0, 0], b"").0, Err(EBADF));
-        let data = with_close(b"/tmp/a", b);
-        let r = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_EXCL | O_RDWR, 0o644, 0], &data).0;
-        assert_eq!(r, Err(EEXIST));
-        assert_eq!(c.s.fs.stats().handles_open, 0, "closed though the open failed");
     }
 
     /// Reads and writes through the lease: any length, unaligned offsets
