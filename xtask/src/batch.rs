@@ -71,6 +71,7 @@ pub fn prepare(
         serial: SerialMode::Captured,
         is_gdb: false,
         disk: opts.disk.image(&workspace.target_dir)?,
+        net: opts.net.clone(),
     })
 }
 

@@ -303,6 +303,7 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
             serial: SerialMode::Captured,
             is_gdb: false,
             disk: None,
+            net: qemu::NetChoice::None,
         };
         let log_path = log_dir.join(format!("{name}.log"));
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
