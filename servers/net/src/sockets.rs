@@ -503,6 +503,14 @@ impl Net {
         let sock = self.socks.get_mut(&handle).expect("checked");
         sock.local = Some((addr, port));
         sock.holds_port = true;
+        // A datagram socket receives from its bind on: its stack socket
+        // is made now, in the set its address belongs to (the card's for
+        // the any-address when there is a card).
+        if proto != Proto::Tcp
+            && let Err(e) = self.dgram(handle, None)
+        {
+            return err(e);
+        }
         ok(0)
     }
 
@@ -1262,7 +1270,17 @@ impl Net {
         let mut i = 0;
         while i < self.orphans.len() {
             let o = &self.orphans[i];
-            let state = self.sets[o.set].get::<tcp::Socket>(o.sh).state();
+            let s = self.sets[o.set].get_mut::<tcp::Socket>(o.sh);
+            if s.recv_queue() > 0 && s.state() != tcp::State::Closed {
+                // Data for a socket nobody holds: nobody will read it.
+                // Reset, as a closed BSD socket answers data; the stack
+                // sends the reset at its next poll, so the socket stays
+                // until then.
+                s.abort();
+                i += 1;
+                continue;
+            }
+            let state = s.state();
             let done = matches!(state, tcp::State::Closed | tcp::State::TimeWait) || now >= o.deadline_ns;
             if done {
                 let o = self.orphans.swap_remove(i);
