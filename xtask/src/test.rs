@@ -16,7 +16,10 @@
 //!    `ramdisk.mode=pddriver` (the RAM disk's other mode), and its pipe
 //!    tests once more under the `small` and `big` pipe designs (one boot,
 //!    `pipe=small`); then one boot of the normal image running every shell
-//!    scenario of `tests/unix` ([`scenarios`]);
+//!    scenario of `tests/unix` ([`scenarios`]); then one boot with QEMU's
+//!    user network in which the host's `curl`, a socket client and
+//!    Python's `http.server` talk to Ridgeback's `httpd`, `nc` and `fetch`
+//!    ([`net`]);
 //! 6. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
 //!    the Linux guest; it checks that every figure is measured, never a
 //!    figure's value).
@@ -59,6 +62,7 @@ use crate::run::RunOptions;
 use crate::tools::{self, Result};
 
 mod boot;
+mod net;
 mod outcome;
 mod scenarios;
 mod verdict;
@@ -117,7 +121,7 @@ pub fn run(opts: &TestOptions) -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     let is_host = opts.parts != Parts::QemuOnly;
     let is_qemu = opts.parts != Parts::HostOnly;
-    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 5 * usize::from(is_qemu) };
+    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 6 * usize::from(is_qemu) };
     let mut outcomes = Vec::new();
     if is_host {
         outcomes.extend(host_steps(&workspace, &mut headers));
@@ -216,8 +220,9 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
 /// Target crates whose library is pure and builds on the host, where its
 /// unit tests run (`cargo test -p NAME --lib`); their programs do not.
 /// `coreutils`: the utilities' option parsing and formats (`dd`, `cmp`,
-/// `wc`, `ls -l`, ...).
-const HOST_TESTED_LIBS: [&str; 1] = ["coreutils"];
+/// `wc`, `ls -l`, ...); `netutils`: URLs and HTTP heads of `httpd` and
+/// `fetch`.
+const HOST_TESTED_LIBS: [&str; 2] = ["coreutils", "netutils"];
 
 /// `cargo test` on `packages` (with `extra_args`), counting its tests as
 /// they pass by.
@@ -346,6 +351,11 @@ fn unix_steps(
         ..RunOptions::default()
     };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
+    headers.next(&format!(
+        "network against the host's curl, socket client and Python http.server (one boot, timeout {} s)",
+        opts.timeout_s
+    ));
+    outcomes.push(net::run(workspace, run_opts.smp, opts.accel, opts.timeout_s, log_dir));
     outcomes
 }
 

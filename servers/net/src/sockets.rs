@@ -237,9 +237,9 @@ impl Net {
                 }
             }
             n::OP_STATS => {
-                let text = self.stats_text();
                 // The socket the question came on is not counted.
                 let asking = self.socks.contains_key(&m[1]) as usize;
+                let text = self.stats_text(m[1]);
                 let w = [
                     (self.socket_count() - asking) as u64,
                     self.buffer_bytes,
@@ -1331,18 +1331,19 @@ impl Net {
     }
 
     /// One line per socket, for `netstat`.
-    pub fn stats_text(&self) -> String {
+    pub fn stats_text(&self, asking_handle: u64) -> String {
+        let asking = self.socks.contains_key(&asking_handle) as usize;
         let mut t = String::new();
         let _ = writeln!(
             t,
             "sockets {} orphans {} unclaimed {} buffer_bytes {} ports {}",
-            self.socks.len(),
+            self.socks.len() - asking,
             self.orphans.len(),
             self.claims.len(),
             self.buffer_bytes,
             self.ports.count()
         );
-        for sock in self.socks.values() {
+        for (_, sock) in self.socks.iter().filter(|(h, _)| **h != asking_handle) {
             let proto = match sock.proto {
                 Proto::Tcp => "tcp",
                 Proto::Udp => "udp",
