@@ -827,6 +827,26 @@ pub mod block {
     /// handle) gets `EBUSY` and uses READ and WRITE. `ENODEV` in
     /// `pddriver` mode; `ENOSPC` when every slot is taken.
     pub const OP_MAP: u64 = 91;
+    /// The RAM disk in `ramdriver` mode: a mapping client that found the
+    /// lock of [`ram_lock`] taken, and spun for a while, sleeps here (a
+    /// call the driver keeps; the futex idea with the driver as the wait
+    /// queue). Word 1 = the caller's slot, word 2 = [`ram_lock::WAIT_READ`]
+    /// (the caller holds nothing) or [`ram_lock::WAIT_WRITE`] (the caller
+    /// holds nothing, or already holds the writer word and waits for the
+    /// readers to go). The driver answers when the lock is the caller's:
+    /// for `WAIT_READ` it has set the caller's reader byte while the writer
+    /// word was 0; for `WAIT_WRITE` the writer word is the caller's slot +
+    /// 1 and no reader byte is set. Reply word 0 = 0. Errors: `EINVAL` (a
+    /// bad slot or mode), `EPERM` (the slot is not the caller's), `EBADF`
+    /// (`WAIT_WRITE` on a handle that may not write), `EBUSY` (the slot
+    /// already waits), `EBADF` also when the slot's handle is closed while
+    /// the call is kept. See [`ram_lock`] for the whole protocol.
+    pub const OP_LOCK_WAIT: u64 = 92;
+    /// The RAM disk in `ramdriver` mode: a one-way `send` (no words) from
+    /// a client that let the lock go while [`ram_lock::WAITERS_OFFSET`]
+    /// was not 0: the driver looks at the lock again and answers the
+    /// [`OP_LOCK_WAIT`] calls it can.
+    pub const OP_LOCK_WAKE: u64 = 93;
     pub const MODE_VIRTIO: u64 = 1;
     pub const MODE_RAMDRIVER: u64 = 2;
     pub const MODE_PDDRIVER: u64 = 3;
@@ -846,8 +866,56 @@ pub mod block {
     /// in its own context (read, write, seek) and the driver uses the same
     /// word for the handle's READ, WRITE and SEEK, so every descriptor
     /// sharing the handle (dup, fork) sees one offset.
+    ///
+    /// Waiting (the seed's VMS MUTEX put a waiter to sleep; a spinning
+    /// waiter burns the CPU its pre-empted holder needs). A waiter spins
+    /// briefly, then sleeps in a call to the driver ([`super::OP_LOCK_WAIT`]),
+    /// which keeps the call: the driver is the wait queue, as the kernel is
+    /// a futex's, and no new kernel call is needed.
+    /// - The driver keeps the number of calls it keeps (and of its own
+    ///   READ/WRITE requests waiting for the lock) in the u32 at
+    ///   [`WAITERS_OFFSET`]; only the driver writes it.
+    /// - On each such call the driver first stores the new count, then
+    ///   looks at the lock and takes it *for the caller* if it can (sets
+    ///   the reader byte while the writer word is 0; or the writer word
+    ///   from 0 to slot + 1, then waits for the readers), answering at
+    ///   once when the caller has it.
+    /// - A client that lets the lock go stores its release and then loads
+    ///   the count; if it is not 0 it sends [`super::OP_LOCK_WAKE`] (a
+    ///   reader only when the writer word is set: a reader's release helps
+    ///   only a writer waiting for readers to go), unless one is already
+    ///   on its way ([`WAKE_SENT_OFFSET`]). All these stores and
+    ///   loads are sequentially consistent, so either the driver sees the
+    ///   release when it looks, or the releaser sees the count and wakes
+    ///   it: no wake-up is lost (the futex argument). A wake that finds
+    ///   the driver's queue full is dropped: the queue then holds messages
+    ///   the driver handles after the release, and it looks at the lock
+    ///   after every message.
+    /// - The driver answers kept calls in arrival order: a writer first
+    ///   takes the writer word, and while a writer waits (for the word or
+    ///   for readers to go) the readers after it wait too, so readers do
+    ///   not starve writers; readers behind no writer are all let in.
+    /// - A waiter killed while kept: its reply fails (`DeadPeer`) and the
+    ///   driver gives back what it took for it; the close of its handle
+    ///   (which the monitor sends when it dies) drops its kept call and
+    ///   releases its slot, as for a holder killed mid-copy, and the
+    ///   driver then answers the waiters that release lets in.
     pub mod ram_lock {
         pub const WRITER_OFFSET: usize = 0;
+        /// u32: calls the driver keeps in [`super::OP_LOCK_WAIT`] plus its
+        /// own requests waiting for the lock. Written by the driver only.
+        pub const WAITERS_OFFSET: usize = 8;
+        /// u32: 1 while an [`super::OP_LOCK_WAKE`] is on its way. A
+        /// releaser sends one only if it changes this from 0 to 1; the
+        /// driver stores 0 before it looks at the lock, after every message.
+        /// So the queue holds at most one wake, however many releases come
+        /// before the driver runs (each wake would otherwise take a place
+        /// in the queue that a waiter's call needs).
+        pub const WAKE_SENT_OFFSET: usize = 12;
+        /// Word 2 of [`super::OP_LOCK_WAIT`]: wait to read.
+        pub const WAIT_READ: u64 = 0;
+        /// Word 2 of [`super::OP_LOCK_WAIT`]: wait to write.
+        pub const WAIT_WRITE: u64 = 1;
         pub const READERS_OFFSET: usize = 64;
         pub const OFFSETS_OFFSET: usize = 1024;
         /// Three u64 counters the mapping clients add to after each
@@ -858,6 +926,8 @@ pub mod block {
         /// Handles that can map the disk at once; later opens use READ
         /// and WRITE through leases (the driver copies).
         pub const SLOTS: usize = 256;
+        const _: () = assert!(WAITERS_OFFSET >= WRITER_OFFSET + 4 && WAITERS_OFFSET + 4 <= WAKE_SENT_OFFSET);
+        const _: () = assert!(WAKE_SENT_OFFSET + 4 <= READERS_OFFSET);
         const _: () = assert!(READERS_OFFSET + SLOTS <= OFFSETS_OFFSET);
         const _: () = assert!(OFFSETS_OFFSET + 8 * SLOTS <= STATS_OFFSET);
         const _: () = assert!(STATS_OFFSET + 24 <= abi::layout::PAGE_SIZE as usize);

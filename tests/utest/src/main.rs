@@ -173,6 +173,11 @@ const TESTS: &[Test] = &[
     ("ramdisk::readers_and_writers_at_once", ramdisk::readers_and_writers_at_once),
     ("ramdisk::killed_holder_releases_the_lock", ramdisk::killed_holder_releases_the_lock),
     ("ramdisk::killed_copier_releases_the_lock", ramdisk::killed_copier_releases_the_lock),
+    ("ramdisk::many_contenders_sleep_and_wake", ramdisk::many_contenders_sleep_and_wake),
+    ("ramdisk::sleeping_waiters_are_woken", ramdisk::sleeping_waiters_are_woken),
+    ("ramdisk::killed_waiter_leaves_the_lock_working", ramdisk::killed_waiter_leaves_the_lock_working),
+    ("ramdisk::killed_holder_wakes_the_waiters", ramdisk::killed_holder_wakes_the_waiters),
+    ("ramdisk::killed_driver_fails_its_clients", ramdisk::killed_driver_fails_its_clients),
     ("ramdisk::pddriver_holds_the_cpu", ramdisk::pddriver_holds_the_cpu),
 ];
 

@@ -73,3 +73,18 @@ pub fn unmapped_buffer(len: usize) -> &'static mut [u8] {
     // reaches it by walking the page tables and reports it unmapped.
     unsafe { core::slice::from_raw_parts_mut(0xdead_0000 as *mut u8, len) }
 }
+
+/// Load the u32 at `addr` (a word of a RAM disk's lock page).
+pub fn load_u32(addr: u64) -> u32 {
+    // SAFETY: as in `cas_u32`: a 4-aligned word of a lock page this
+    // process mapped by hand, touched only atomically.
+    let word = unsafe { &*(addr as *const core::sync::atomic::AtomicU32) };
+    word.load(core::sync::atomic::Ordering::SeqCst)
+}
+
+/// Swap the u32 at `addr` (a word of a RAM disk's lock page) for `value`.
+pub fn swap_u32(addr: u64, value: u32) -> u32 {
+    // SAFETY: as in `load_u32`.
+    let word = unsafe { &*(addr as *const core::sync::atomic::AtomicU32) };
+    word.swap(value, core::sync::atomic::Ordering::SeqCst)
+}
