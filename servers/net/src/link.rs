@@ -65,7 +65,7 @@ impl EthLink {
     /// A frame arrived in `buffer` (its first `len` bytes); the buffer is
     /// the link's until the stack has read the frame.
     pub fn push(&mut self, mut buffer: Vec<u8>, len: usize) {
-        if self.rx.len() >= MAX_QUEUED_FRAMES || len > eth::MAX_FRAME_BYTES || len < 14 {
+        if self.rx.len() >= MAX_QUEUED_FRAMES || !(14..=eth::MAX_FRAME_BYTES).contains(&len) {
             self.stats.rx_dropped += 1;
             self.pool.borrow_mut().push(buffer);
             return;

@@ -79,7 +79,7 @@ fn main(args: Args) -> i32 {
             Err(_) => 1,
         };
     }
-    let starter = words.iter().filter_map(|s| s.parse::<u64>().ok()).last().map(Pid);
+    let starter = words.iter().rev().find_map(|s| s.parse::<u64>().ok()).map(Pid);
     // Links: clients' replies need none, but the driver, the timer and the
     // directory manager do. Messages: every call in progress holds one.
     let set_up =

@@ -24,10 +24,10 @@ use runtime::clock::Clock;
 use runtime::msg::{self, Queue};
 use runtime::sys;
 
-pub const ARM: u64 = 0x0054_4152_4d;
+pub const ARM: u64 = 0x0000_5441_524d;
 pub const TICK: u64 = 0x0054_5449_434b;
 /// The timer's ready message to the server: word 1 = its queue.
-pub const READY: u64 = 0x0054_5244_59;
+pub const READY: u64 = 0x0000_5452_4459;
 /// Longest sleep between looks at the timer's queue.
 const STEP_NS: u64 = 10_000_000;
 
