@@ -19,6 +19,8 @@
 mod block;
 #[path = "unix_pipe.rs"]
 mod pipe_io;
+#[path = "unix_socket.rs"]
+pub mod socket;
 
 use crate::msg::{self, Link, Queue};
 use abi::Pid;
@@ -439,6 +441,9 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     if ux::mode::is_fifo(info.file_type) {
         return pipe_io::read(fd, buf);
     }
+    if ux::mode::is_sock(info.file_type) {
+        return socket::recv(fd, buf);
+    }
     let served_by_fs =
         crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid);
     let is_file = ux::mode::is_reg(info.file_type) || served_by_fs;
@@ -469,6 +474,9 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
     }
     if ux::mode::is_fifo(info.file_type) && !buf.is_empty() {
         return pipe_io::write(fd, buf);
+    }
+    if ux::mode::is_sock(info.file_type) {
+        return socket::send(fd, buf);
     }
     let page = abi::msg::MAX_DATA_BYTES as usize;
     let mut done = 0;

@@ -615,6 +615,8 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         serial: SerialMode::Captured,
         is_gdb: false,
         disk: Some(disk.clone()),
+        // Benchmark N (issue 13's second half) adds the card to both systems.
+        net: qemu::NetChoice::None,
     };
     let mut machine_probe = config_for(String::new(), &[]).to_args()?;
     machine_probe.extend(extra_args.iter().cloned());
