@@ -5,7 +5,9 @@
 //! What it is: the measuring harness ([`harness`]), the workloads that need
 //! nothing but the [`Platform`] calls ([`workloads`]), seed 001's Table 2
 //! rows, which need the UNIX calls of [`r2::Unix`] too ([`r2`]), seed 000's
-//! RAM disk experiment, which needs block I/O ([`d::BlockIo`], [`d`]), and
+//! RAM disk experiment, which needs block I/O ([`d::BlockIo`], [`d`]), seed
+//! 002's `bw_pipe`, which needs pinning and `vmsplice` ([`p::PipeIo`],
+//! [`p`]), and
 //! the Linux implementation of those calls plus the Linux peers of
 //! Ridgeback's message benchmarks: pipe, Unix-socket, futex and
 //! `sched_yield` ping-pong between two processes ([`linux`]).
@@ -16,10 +18,11 @@
 //!
 //! Invariants:
 //! - Everything outside [`linux`] uses `core` and `alloc` only and reaches
-//!   the system through [`Platform`] (and [`r2::Unix`], [`d::BlockIo`]), so the Ridgeback
+//!   the system through [`Platform`] (and [`r2::Unix`], [`d::BlockIo`],
+//!   [`p::PipeIo`]), so the Ridgeback
 //!   build compiles the very same benchmark code. The Ridgeback
 //!   implementations of both traits and the Ridgeback programs
-//!   (`ridgebench`, booted as init, `r2bench` and `dbench`, UNIX processes) are in
+//!   (`ridgebench`, booted as init, `r2bench`, `dbench` and `pbench`, UNIX processes) are in
 //!   `bench/ridgeback/`.
 //! - Time is read from the time-stamp counter ([`now_ticks`]) and
 //!   converted with [`Platform::tsc_hz`]; a sample lasts at least
@@ -40,6 +43,7 @@ extern crate std;
 
 pub mod d;
 pub mod harness;
+pub mod p;
 pub mod r2;
 pub mod workloads;
 

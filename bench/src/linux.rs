@@ -13,6 +13,7 @@
 //! Every `unsafe` here is a libc call; each says what it relies on.
 
 use crate::d::{Access, BlockIo, Device};
+use crate::p::PipeIo;
 use crate::r2::{Errno, Fd, Unix};
 use crate::workloads::{DataRoundTrip, MESSAGE_BYTES, RoundTrip};
 use crate::{Platform, now_ticks};
@@ -251,6 +252,36 @@ impl BlockIo for Linux {
         // always exists (user and kernel time of this process).
         unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
         now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    }
+}
+
+/// Seed 002's bw_pipe (`crate::p`): pinning, and `vmsplice` for the
+/// zero-copy writer.
+impl PipeIo for Linux {
+    fn place(cpu: Option<usize>) {
+        match cpu {
+            Some(cpu) => pin_to_cpu(cpu),
+            None => unpin(),
+        }
+    }
+
+    /// The writer's pages go into the pipe by reference (no
+    /// `SPLICE_F_GIFT`: they stay the writer's, which must not change
+    /// them until the reader has copied them out).
+    fn vmsplice(fd: Fd, bytes: &[u8]) -> Result<usize, Errno> {
+        let iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+        loop {
+            // SAFETY: `iov` describes a live slice, which outlives the
+            // call; the pipe holds references to its pages afterwards,
+            // which the kernel keeps alive however the process changes
+            // its mappings (the bw_pipe writer never changes the bytes).
+            let result =
+                unsafe { libc::syscall(libc::SYS_vmsplice, fd, &iov as *const libc::iovec, 1usize, 0u32) };
+            match checked(result as isize) {
+                Err(e) if e == Errno(libc::EINTR as u64) => continue,
+                result => return result,
+            }
+        }
     }
 }
 
@@ -830,6 +861,30 @@ mod tests {
         let error = d::measure::<Linux>(&device, 1, &QUICK).unwrap_err();
         assert!(error.contains("not a block device"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Seed 002's bw_pipe on the host: plain pipe, overwrite and vmsplice,
+    /// on one CPU and (when the host has two) on two, checksums included.
+    #[test]
+    fn p_pipe_figures_measure_and_check_every_byte() {
+        use crate::p::{self, Method, Placement, Variant};
+        ignore_sigpipe();
+        let cpus = online_cpus();
+        let mut placements = alloc::vec![Placement { writer_cpu: Some(0), reader_cpu: Some(0) }];
+        if cpus >= 2 {
+            placements.push(Placement { writer_cpu: Some(0), reader_cpu: Some(1) });
+        }
+        for placement in placements {
+            for (method, overwrite) in
+                [(Method::Write, false), (Method::Write, true), (Method::Vmsplice, false)]
+            {
+                let variant = Variant { method, overwrite };
+                let measurement = p::pipe_figure::<Linux>(variant, placement, &QUICK)
+                    .unwrap_or_else(|e| panic!("{variant:?} {placement:?}: {e}"));
+                assert!(measurement.median > 0.0);
+            }
+        }
+        assert!(p::copy_figure::<Linux>(true, &QUICK).median > 0.0);
     }
 
     #[test]

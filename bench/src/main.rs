@@ -6,7 +6,9 @@
 //! pipes), `r2` (seed 001's Table 2 rows, `bench::r2`, on the tmpfs at
 //! `/tmp`), `d` (seed 000's RAM disk program, `bench::d`, on brd's
 //! `/dev/ram0` and the virtio-blk `/dev/vda` with `O_DIRECT`, and on a
-//! tmpfs file), or `all` (the default). Ping-pong figures run with both ends on
+//! tmpfs file), `p` (seed 002's `bw_pipe`, `bench::p`: a plain pipe, the
+//! same with the overwrite, and `vmsplice`, on one vCPU and on two, and
+//! the copy limit), or `all` (the default). Ping-pong figures run with both ends on
 //! one vCPU and, when there are two, on two. Options: `--samples N`,
 //! `--sample-ms N`. Output: one `BENCH {json}` line per figure, `#` lines
 //! of commentary (see `bench::harness`).
@@ -22,11 +24,11 @@ use bench::linux::{
     Linux, MAX_REQUEST_BYTES, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait,
     YieldPeer, online_cpus,
 };
-use bench::{Platform, d, r2, workloads};
+use bench::{Platform, d, p, r2, workloads};
 
-const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d"];
+const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d", "p"];
 const USAGE: &str =
-    "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d]...";
+    "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d|p]...";
 
 fn main() {
     let (config, selected) = match harness::parse_options(std::env::args().skip(1), FIGURES) {
@@ -117,6 +119,27 @@ fn main() {
                 for device in d::LINUX_DEVICES {
                     failures += d::run::<Linux>(device, &config);
                 }
+            }
+            // Pinned as the ping-pongs are: writer on CPU 0, reader on CPU 0
+            // (`_1cpu`) or CPU 1 (`_2cpu`). The copy limit is one process.
+            "p" => {
+                bench::linux::ignore_sigpipe();
+                for &placement in placements {
+                    let cpus = p::Placement {
+                        writer_cpu: Some(0),
+                        reader_cpu: Some(if placement == Placement::SameCpu { 0 } else { 1 }),
+                    };
+                    for (design, method, overwrite) in [
+                        ("pipe", p::Method::Write, false),
+                        ("pipe", p::Method::Write, true),
+                        ("vmsplice", p::Method::Vmsplice, false),
+                    ] {
+                        let name = p::figure_name(design, overwrite, placement.suffix());
+                        let variant = p::Variant { method, overwrite };
+                        failures += usize::from(!p::report_pipe::<Linux>(&name, variant, cpus, &config));
+                    }
+                }
+                p::report_copies::<Linux>(&config);
             }
             _ => unreachable!("parse_options accepts only FIGURES"),
         }

@@ -133,6 +133,9 @@ pub fn parse<'a>(cmdline: &'a str, mut warn: impl FnMut(Warning<'a>)) -> Options
             // Seed 002's pipe design (`pipe=small|big|loan`, issue 11's
             // name for it), the monitor's too, like `pipe.loan_min`.
             "pipe" => {}
+            // Issue 12's names: the disk file system's buffer count (read
+            // by `ext2fs`) and where `/` lives (read by init).
+            "nbuf" | "root" => {}
             _ => warn(Warning::UnknownOption(name)),
         }
     }

@@ -150,9 +150,8 @@ impl Kernel {
         // Committed: the call is answered and the server waits for the next.
         let p = self.proc_mut(me);
         p.replies.use_up(handle);
-        if p.replies.is_empty() {
-            p.priority = p.base_priority;
-        }
+        // It blocks for its next message: its own priority (ipc.rs).
+        p.priority = p.base_priority;
         let ReplyWaitArgs { recv_buf, recv_len, .. } = p.frame.as_reply_wait_args();
         p.state = State::Blocked(Blocked::Receive {
             queue: queue as u32,

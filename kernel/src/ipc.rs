@@ -25,9 +25,14 @@
 //! Priority inversion: while a server works on a call it runs at the
 //! caller's priority (QNX's rule), set when it receives the call (the most
 //! recently received call's, when it holds several) and reset to its own
-//! when it has answered every call it holds. A low-priority client therefore cannot make a
-//! high-priority server do work ahead of medium-priority processes, and a
-//! high-priority client's request is not stuck behind them either.
+//! when it has answered every call it holds, when it blocks for its next
+//! message, and when the message it takes is not a call: a call it keeps
+//! for later (a lock waiter, a read of an empty pipe) is not work in
+//! progress, and a server that kept a low-priority call must not answer
+//! the next message at that priority. A low-priority client therefore
+//! cannot make a high-priority server do work ahead of medium-priority
+//! processes, and a high-priority client's request is not stuck behind
+//! them either.
 //!
 //! Leases (Hubris's leases, MINIX 3's grants): a call lends the server its
 //! send buffer to read and its receive buffer to write, of any length up
@@ -235,6 +240,14 @@ impl Kernel {
         Ok(handle)
     }
 
+    /// `to` takes a message that is not a call: it works for no caller, so
+    /// at its own priority. Returns 0 (the reply handle of a non-call).
+    fn own_priority(&mut self, to: usize) -> u64 {
+        let p = self.proc_mut(to);
+        p.priority = p.base_priority;
+        0
+    }
+
     /// Write a received message into `to`'s saved registers.
     fn write_received(&mut self, to: usize, words: [u64; 4], sender: Pid, kind: Kind, len: u64, handle: u64) {
         let received = Received { len_bytes: len, sender, kind, reply_handle: handle, message: words };
@@ -251,7 +264,7 @@ impl Kernel {
         kind: Kind,
         len: u64,
     ) -> Result<(), Error> {
-        let handle = if kind == Kind::Call { self.accept_call(to, sender)? } else { 0 };
+        let handle = if kind == Kind::Call { self.accept_call(to, sender)? } else { self.own_priority(to) };
         self.write_received(to, words, sender, kind, len, handle);
         Ok(())
     }
@@ -305,7 +318,7 @@ impl Kernel {
                 Err(e) => return put_back(self, m, e), // no room for a handle: the call waits
             }
         } else {
-            0
+            self.own_priority(slot)
         };
         if let Some(d) = m.data.take() {
             let space = self.space_mut(slot);
@@ -449,6 +462,7 @@ impl Kernel {
         Ok((r, link.queue))
     }
 
+    #[inline(always)]
     pub fn send(&mut self, slot: usize, link: u64, words: [u64; 4]) -> Result<(), Error> {
         let (r, queue) = self.target(slot, link)?;
         let me = self.pid_of(slot);
@@ -483,6 +497,7 @@ impl Kernel {
 
     /// `receive_data`: take the first message of `queue`, or block for one
     /// (or fail with `WouldBlock` when `is_nonblocking`).
+    #[inline(always)]
     pub fn receive(
         &mut self,
         slot: usize,
@@ -497,7 +512,11 @@ impl Kernel {
         if is_nonblocking {
             return Err(Error::WouldBlock);
         }
-        self.proc_mut(slot).state = self.receiving(slot, queue, buf, buf_len);
+        let state = self.receiving(slot, queue, buf, buf_len);
+        let p = self.proc_mut(slot);
+        p.state = state;
+        // Waiting for work is not working for a caller (see the module doc).
+        p.priority = p.base_priority;
         Ok(Receive::Blocked)
     }
 
@@ -519,7 +538,9 @@ impl Kernel {
         if let Some(q) = qseg.first_armed_ready() {
             return Ok(Some(q));
         }
-        self.proc_mut(slot).state = State::Blocked(Blocked::WaitArmed);
+        let p = self.proc_mut(slot);
+        p.state = State::Blocked(Blocked::WaitArmed);
+        p.priority = p.base_priority;
         Ok(None)
     }
 

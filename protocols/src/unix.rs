@@ -82,11 +82,33 @@ pub mod errno {
     pub const ENOSPC: Errno = Errno(28);
     pub const ESPIPE: Errno = Errno(29);
     pub const EROFS: Errno = Errno(30);
+    pub const EMLINK: Errno = Errno(31);
     pub const EPIPE: Errno = Errno(32);
     pub const ERANGE: Errno = Errno(34);
     pub const ENAMETOOLONG: Errno = Errno(36);
     pub const ENOSYS: Errno = Errno(38);
     pub const ENOTEMPTY: Errno = Errno(39);
+    // Sockets (Linux's numbers, as the other values here are).
+    pub const ENOTSOCK: Errno = Errno(88);
+    pub const EDESTADDRREQ: Errno = Errno(89);
+    pub const EMSGSIZE: Errno = Errno(90);
+    pub const ENOPROTOOPT: Errno = Errno(92);
+    pub const EPROTONOSUPPORT: Errno = Errno(93);
+    pub const EOPNOTSUPP: Errno = Errno(95);
+    pub const EAFNOSUPPORT: Errno = Errno(97);
+    pub const EADDRINUSE: Errno = Errno(98);
+    pub const EADDRNOTAVAIL: Errno = Errno(99);
+    pub const ENETUNREACH: Errno = Errno(101);
+    pub const ECONNABORTED: Errno = Errno(103);
+    pub const ECONNRESET: Errno = Errno(104);
+    pub const ENOBUFS: Errno = Errno(105);
+    pub const EISCONN: Errno = Errno(106);
+    pub const ENOTCONN: Errno = Errno(107);
+    pub const ETIMEDOUT: Errno = Errno(110);
+    pub const ECONNREFUSED: Errno = Errno(111);
+    pub const EHOSTUNREACH: Errno = Errno(113);
+    pub const EALREADY: Errno = Errno(114);
+    pub const EINPROGRESS: Errno = Errno(115);
 
     /// The usual short name of an error number, for messages.
     pub fn name(e: Errno) -> &'static str {
@@ -118,11 +140,32 @@ pub mod errno {
             ENOSPC => "ENOSPC (no space left)",
             ESPIPE => "ESPIPE (illegal seek)",
             EROFS => "EROFS (read-only file system)",
+            EMLINK => "EMLINK (too many links)",
             EPIPE => "EPIPE (broken pipe)",
             ERANGE => "ERANGE (result too large)",
             ENAMETOOLONG => "ENAMETOOLONG (file name too long)",
             ENOSYS => "ENOSYS (function not implemented)",
             ENOTEMPTY => "ENOTEMPTY (directory not empty)",
+            ENOTSOCK => "ENOTSOCK (not a socket)",
+            EDESTADDRREQ => "EDESTADDRREQ (destination address required)",
+            EMSGSIZE => "EMSGSIZE (message too long)",
+            ENOPROTOOPT => "ENOPROTOOPT (protocol not available)",
+            EPROTONOSUPPORT => "EPROTONOSUPPORT (protocol not supported)",
+            EOPNOTSUPP => "EOPNOTSUPP (operation not supported)",
+            EAFNOSUPPORT => "EAFNOSUPPORT (address family not supported)",
+            EADDRINUSE => "EADDRINUSE (address already in use)",
+            EADDRNOTAVAIL => "EADDRNOTAVAIL (cannot assign requested address)",
+            ENETUNREACH => "ENETUNREACH (network is unreachable)",
+            ECONNABORTED => "ECONNABORTED (connection aborted)",
+            ECONNRESET => "ECONNRESET (connection reset by peer)",
+            ENOBUFS => "ENOBUFS (no buffer space available)",
+            EISCONN => "EISCONN (already connected)",
+            ENOTCONN => "ENOTCONN (not connected)",
+            ETIMEDOUT => "ETIMEDOUT (connection timed out)",
+            ECONNREFUSED => "ECONNREFUSED (connection refused)",
+            EHOSTUNREACH => "EHOSTUNREACH (no route to host)",
+            EALREADY => "EALREADY (operation already in progress)",
+            EINPROGRESS => "EINPROGRESS (operation in progress)",
             _ => "unknown error",
         }
     }
@@ -246,6 +289,9 @@ pub mod mode {
     pub const S_IFCHR: u32 = 0o020000;
     pub const S_IFBLK: u32 = 0o060000;
     pub const S_IFIFO: u32 = 0o010000;
+    /// A socket: a descriptor whose manager is the network server
+    /// (`crate::net`); it names no file.
+    pub const S_IFSOCK: u32 = 0o140000;
     pub const PERMISSIONS: u32 = 0o7777;
 
     pub fn is_dir(m: u32) -> bool {
@@ -262,6 +308,9 @@ pub mod mode {
     }
     pub fn is_fifo(m: u32) -> bool {
         m & S_IFMT == S_IFIFO
+    }
+    pub fn is_sock(m: u32) -> bool {
+        m & S_IFMT == S_IFSOCK
     }
     /// A device entry: a character or a block device.
     pub fn is_device(m: u32) -> bool {
@@ -504,6 +553,28 @@ pub mod monitor {
     /// back (bytes). The monitor answers a want with a
     /// [`super::pipe::OP_GRANT`] message, never with a reply.
     pub const OP_PIPE_LOAN: u64 = 42;
+    /// `mount`, from init or root only (`EPERM` for anyone else): data =
+    /// source NUL target NUL options. The source is a block device entry
+    /// (`/dev/vda`) holding an ext2 file system; options are
+    /// comma-separated (`ro`, `sync`, `nbuf=N`), may be empty. The target
+    /// is a directory (made if it is missing and its parent exists), or
+    /// `/`: the disk becomes the root, and the memory file system's `/dev`
+    /// and `/tmp` stay mounted at `/dev` and `/tmp`. The monitor opens the
+    /// device, starts an [`super::ext2fs`] manager on it and waits until
+    /// it has mounted (or refused: its errno, `EINVAL` for a disk that is
+    /// not ext2). `EBUSY`: something is mounted there already.
+    pub const OP_MOUNT: u64 = 43;
+    /// The mount table, to anyone. Reply data: one line per mount,
+    /// `source target type options`, `/` first.
+    pub const OP_MOUNTS: u64 = 44;
+    /// `sync()`: every mounted disk file system writes what it holds and
+    /// flushes its device (`fs::OP_SYNC` to each manager). Reply: word 0
+    /// = 0, or the first error.
+    pub const OP_SYNC: u64 = 45;
+    /// The disk file systems' counters, to anyone (for `kinfo`). Reply
+    /// data: `name=value` lines from each manager's `fs::OP_STATS_TEXT`,
+    /// each name prefixed with the mount point and `:`.
+    pub const OP_FS_STATS: u64 = 46;
 }
 
 /// Where a descriptor's requests go, in words 1–3 of the monitor's
@@ -650,8 +721,13 @@ pub mod io {
     /// file's length to word 2 (cut, or grow with zeros).
     pub const OP_TRUNCATE: u64 = 8;
     /// Word 1 = handle: data written so far reaches stable storage (a
-    /// block device flushes its write cache). Reply: word 0 = 0.
+    /// block device flushes its write cache; a disk file system writes
+    /// the file and then flushes the device). Word 2 = [`FSYNC_DATA`] for
+    /// `fdatasync` (a manager may do more than asked, never less). Reply:
+    /// word 0 = 0.
     pub const OP_FSYNC: u64 = 9;
+    /// `OP_FSYNC` word 2: `fdatasync`.
+    pub const FSYNC_DATA: u64 = 1;
 }
 
 /// One directory entry in an `OP_READDIR` reply's data: ino (u64 LE),
@@ -739,6 +815,54 @@ pub mod fs {
     /// one), so one `reply_wait` serves both. The replies to `OP_OPEN` and
     /// to memfs's `device::OP_OPEN` carry it in word 1.
     pub const IO_QUEUE: u32 = QUEUE;
+    /// Everything the file system holds goes to its disk, then a device
+    /// flush (`sync`). A manager with no disk (memfs) answers `ENOSYS`,
+    /// which the monitor passes over.
+    pub const OP_SYNC: u64 = 44;
+    /// Counters as text, to anyone: reply data = `name=value` lines (a
+    /// disk file system's buffer cache: hits, misses, read-ahead hits,
+    /// write-behind transfers, …). memfs answers `ENOSYS`.
+    pub const OP_STATS_TEXT: u64 = 45;
+}
+
+/// The disk file system's manager (servers/ext2fs): Ridge's directory
+/// manager, volume manager and file-data service of one mounted ext2
+/// volume, in one process (`docs/filesystem.md` says why one). The monitor
+/// starts it for `monitor::OP_MOUNT` with the arguments `MONITOR_PID
+/// DRIVER_PID DRIVER_QUEUE DEVICE_BYTES OPTIONS HANDLE…` (decimal; the
+/// handles are opens of the block device the monitor made for it, the
+/// first for its own requests and one per I/O worker; `OPTIONS` is the
+/// mount's, `-` for none). It answers the monitor on its queue 1
+/// (`monitor::START_QUEUE`) with `[READY, queue, 0 or errno, 0]` and,
+/// when the mount was refused, ends.
+///
+/// It serves [`fs`] (from the monitor only, paths inside the volume,
+/// absolute) and [`io`] requests on one queue, as memfs does; `io` READ
+/// and WRITE take the caller's lent buffer (`io::OP_READ`, `io::OP_WRITE`).
+pub mod ext2fs {
+    pub const QUEUE: u32 = 0;
+    pub const READY: u64 = 0x0045_5854_3246;
+    /// I/O workers (`ext2io`) per mounted volume: the most transfers in
+    /// flight at the driver at once. Each worker makes synchronous calls
+    /// to the driver; several workers keep several requests in flight.
+    pub const WORKERS: usize = 4;
+    /// Most bytes one worker moves in one transfer (the cache's largest,
+    /// 16 pages); larger transfers the manager makes itself.
+    pub const WORKER_TRANSFER_BYTES: usize = 16 * abi::layout::PAGE_SIZE as usize;
+    /// A worker's call to its manager (on [`QUEUE`]): "here is the end of
+    /// my last transfer, give me the next". Word 1 = the finished
+    /// transfer's tag (0 at the worker's start), word 2 = its result
+    /// (`encode_result`: bytes moved, or an errno), word 3 = 0. Send
+    /// buffer: a finished read's bytes (lent; the manager reads them
+    /// with `lease_read`); receive buffer: the next write's bytes (lent;
+    /// the manager fills it with `lease_write`). Reply: word 0 =
+    /// [`WORK_READ`] or [`WORK_WRITE`], word 1 = first sector, word 2 =
+    /// bytes, word 3 = tag.
+    pub const OP_WORK: u64 = 120;
+    pub const WORK_READ: u64 = 1;
+    pub const WORK_WRITE: u64 = 2;
+    /// Word 0 of a [`OP_WORK`] reply that tells the worker to end.
+    pub const WORK_EXIT: u64 = 3;
 }
 
 /// The device-open request every device manager serves (the console
@@ -748,7 +872,9 @@ pub mod device {
     /// From the monitor: word 1 = open flags, word 2 = the device entry's
     /// inode (a manager serving several entries, as memfs does `/dev/null`
     /// and `/dev/zero`, tells them apart by it), data = the rest of the
-    /// path after the entry. Reply: word 0 = the handle.
+    /// path after the entry. Reply: word 0 = the handle; word 2 =
+    /// `mode::S_IFSOCK` when the handle is a socket (the network server,
+    /// `crate::net`), which becomes the descriptor's file type.
     pub const OP_OPEN: u64 = 64;
 }
 
@@ -796,6 +922,26 @@ pub mod block {
     /// handle) gets `EBUSY` and uses READ and WRITE. `ENODEV` in
     /// `pddriver` mode; `ENOSPC` when every slot is taken.
     pub const OP_MAP: u64 = 91;
+    /// The RAM disk in `ramdriver` mode: a mapping client that found the
+    /// lock of [`ram_lock`] taken, and spun for a while, sleeps here (a
+    /// call the driver keeps; the futex idea with the driver as the wait
+    /// queue). Word 1 = the caller's slot, word 2 = [`ram_lock::WAIT_READ`]
+    /// (the caller holds nothing) or [`ram_lock::WAIT_WRITE`] (the caller
+    /// holds nothing, or already holds the writer word and waits for the
+    /// readers to go). The driver answers when the lock is the caller's:
+    /// for `WAIT_READ` it has set the caller's reader byte while the writer
+    /// word was 0; for `WAIT_WRITE` the writer word is the caller's slot +
+    /// 1 and no reader byte is set. Reply word 0 = 0. Errors: `EINVAL` (a
+    /// bad slot or mode), `EPERM` (the slot is not the caller's), `EBADF`
+    /// (`WAIT_WRITE` on a handle that may not write), `EBUSY` (the slot
+    /// already waits), `EBADF` also when the slot's handle is closed while
+    /// the call is kept. See [`ram_lock`] for the whole protocol.
+    pub const OP_LOCK_WAIT: u64 = 92;
+    /// The RAM disk in `ramdriver` mode: a one-way `send` (no words) from
+    /// a client that let the lock go while [`ram_lock::WAITERS_OFFSET`]
+    /// was not 0: the driver looks at the lock again and answers the
+    /// [`OP_LOCK_WAIT`] calls it can.
+    pub const OP_LOCK_WAKE: u64 = 93;
     pub const MODE_VIRTIO: u64 = 1;
     pub const MODE_RAMDRIVER: u64 = 2;
     pub const MODE_PDDRIVER: u64 = 3;
@@ -815,8 +961,56 @@ pub mod block {
     /// in its own context (read, write, seek) and the driver uses the same
     /// word for the handle's READ, WRITE and SEEK, so every descriptor
     /// sharing the handle (dup, fork) sees one offset.
+    ///
+    /// Waiting (the seed's VMS MUTEX put a waiter to sleep; a spinning
+    /// waiter burns the CPU its pre-empted holder needs). A waiter spins
+    /// briefly, then sleeps in a call to the driver ([`super::OP_LOCK_WAIT`]),
+    /// which keeps the call: the driver is the wait queue, as the kernel is
+    /// a futex's, and no new kernel call is needed.
+    /// - The driver keeps the number of calls it keeps (and of its own
+    ///   READ/WRITE requests waiting for the lock) in the u32 at
+    ///   [`WAITERS_OFFSET`]; only the driver writes it.
+    /// - On each such call the driver first stores the new count, then
+    ///   looks at the lock and takes it *for the caller* if it can (sets
+    ///   the reader byte while the writer word is 0; or the writer word
+    ///   from 0 to slot + 1, then waits for the readers), answering at
+    ///   once when the caller has it.
+    /// - A client that lets the lock go stores its release and then loads
+    ///   the count; if it is not 0 it sends [`super::OP_LOCK_WAKE`] (a
+    ///   reader only when the writer word is set: a reader's release helps
+    ///   only a writer waiting for readers to go), unless one is already
+    ///   on its way ([`WAKE_SENT_OFFSET`]). All these stores and
+    ///   loads are sequentially consistent, so either the driver sees the
+    ///   release when it looks, or the releaser sees the count and wakes
+    ///   it: no wake-up is lost (the futex argument). A wake that finds
+    ///   the driver's queue full is dropped: the queue then holds messages
+    ///   the driver handles after the release, and it looks at the lock
+    ///   after every message.
+    /// - The driver answers kept calls in arrival order: a writer first
+    ///   takes the writer word, and while a writer waits (for the word or
+    ///   for readers to go) the readers after it wait too, so readers do
+    ///   not starve writers; readers behind no writer are all let in.
+    /// - A waiter killed while kept: its reply fails (`DeadPeer`) and the
+    ///   driver gives back what it took for it; the close of its handle
+    ///   (which the monitor sends when it dies) drops its kept call and
+    ///   releases its slot, as for a holder killed mid-copy, and the
+    ///   driver then answers the waiters that release lets in.
     pub mod ram_lock {
         pub const WRITER_OFFSET: usize = 0;
+        /// u32: calls the driver keeps in [`super::OP_LOCK_WAIT`] plus its
+        /// own requests waiting for the lock. Written by the driver only.
+        pub const WAITERS_OFFSET: usize = 8;
+        /// u32: 1 while an [`super::OP_LOCK_WAKE`] is on its way. A
+        /// releaser sends one only if it changes this from 0 to 1; the
+        /// driver stores 0 before it looks at the lock, after every message.
+        /// So the queue holds at most one wake, however many releases come
+        /// before the driver runs (each wake would otherwise take a place
+        /// in the queue that a waiter's call needs).
+        pub const WAKE_SENT_OFFSET: usize = 12;
+        /// Word 2 of [`super::OP_LOCK_WAIT`]: wait to read.
+        pub const WAIT_READ: u64 = 0;
+        /// Word 2 of [`super::OP_LOCK_WAIT`]: wait to write.
+        pub const WAIT_WRITE: u64 = 1;
         pub const READERS_OFFSET: usize = 64;
         pub const OFFSETS_OFFSET: usize = 1024;
         /// Three u64 counters the mapping clients add to after each
@@ -827,6 +1021,8 @@ pub mod block {
         /// Handles that can map the disk at once; later opens use READ
         /// and WRITE through leases (the driver copies).
         pub const SLOTS: usize = 256;
+        const _: () = assert!(WAITERS_OFFSET >= WRITER_OFFSET + 4 && WAITERS_OFFSET + 4 <= WAKE_SENT_OFFSET);
+        const _: () = assert!(WAKE_SENT_OFFSET + 4 <= READERS_OFFSET);
         const _: () = assert!(READERS_OFFSET + SLOTS <= OFFSETS_OFFSET);
         const _: () = assert!(OFFSETS_OFFSET + 8 * SLOTS <= STATS_OFFSET);
         const _: () = assert!(STATS_OFFSET + 24 <= abi::layout::PAGE_SIZE as usize);
@@ -852,9 +1048,11 @@ pub mod vm {
     /// the only process whose other requests are obeyed.
     pub const OP_SET_MONITOR: u64 = 4;
     /// Read the loadable parts of a program file, or find them cached:
-    /// word 1 = a handle open for reading at the directory manager (the
-    /// caller closes it afterwards), data = the file's [`super::Stat`]
-    /// (inode, mtime and size are the cache key). Reply: word 0 = image
+    /// word 1 = a handle open for reading at the file's manager (the
+    /// caller closes it afterwards), word 2 = that manager's kernel pid
+    /// (0: the directory manager of the bootstrap connection), word 3 =
+    /// its queue; data = the file's [`super::Stat`] (manager, inode,
+    /// mtime and size are the cache key). Reply: word 0 = image
     /// id, word 1 = entry point; ENOEXEC for a file that is not a program.
     pub const OP_LOAD_IMAGE: u64 = 5;
     /// Process word 1 (kernel pid) has ended: forget its regions.

@@ -6,11 +6,14 @@
 //! Seed 002 (NetBSD's pipes) has three designs, all here, chosen by
 //! [`Limits`]: a 4 KiB buffer (old pipes), a 64 KiB buffer (new pipes),
 //! and the 64 KiB buffer plus *loaned* writes (new pipes with
-//! `uvm_loan`): a write of at least [`Limits::loan_min_bytes`] is never
-//! copied into the buffer; the manager keeps the writer's call and serves
-//! readers straight from the writer's lent buffer ([`Mover::direct`]: one
-//! copy, or whole pages lent copy-on-write), and answers the writer once
-//! readers have taken all of it.
+//! `uvm_loan`): a write of at least [`Limits::loan_min_bytes`] is lent:
+//! the manager keeps the writer's call and serves readers straight from
+//! the writer's lent buffer ([`Mover::direct`]: one copy, or whole pages
+//! lent copy-on-write), and answers the writer once readers have taken all
+//! of it. It is kept only while a reader waits for it or the buffer has no
+//! room for its rest; otherwise the rest goes into the buffer and the
+//! writer is answered, so a writer never waits longer than with the big
+//! buffer alone (docs/pipes.md).
 //!
 //! Nothing is copied into the manager to keep a call: the caller's buffer
 //! is lent to the manager until the answer (a lease), so a kept write is
@@ -233,6 +236,9 @@ pub struct Stats {
     pub loaned_writes: u64,
     /// Writes of loan size that went through the buffer for want of budget.
     pub fallback_writes: u64,
+    /// Loaned writes put into the buffer after all because no reader was
+    /// there and the buffer had room (the writer must not wait for one).
+    pub unloaned_writes: u64,
     /// Bytes moved straight from a writer to a reader.
     pub direct_bytes: u64,
     /// Bytes moved through the buffer.
@@ -516,12 +522,17 @@ impl<T: Copy> Pipe<T> {
 
     /// A write is answered: its loan budget comes back.
     fn end_write(&mut self, w: PendingWrite<T>, result: Result<usize, Errno>, mv: &mut impl Mover<T>) {
-        self.loaned_bytes -= w.budget;
-        if self.returning {
-            self.grant_bytes -= w.budget;
-            self.to_return_bytes += w.budget;
-        }
+        self.give_back_budget(w.budget);
         mv.reply(w.token, result);
+    }
+
+    /// A write no longer holds `budget` bytes of loan.
+    fn give_back_budget(&mut self, budget: usize) {
+        self.loaned_bytes -= budget;
+        if self.returning {
+            self.grant_bytes -= budget;
+            self.to_return_bytes += budget;
+        }
     }
 
     /// Serve the head reader from the buffer; false if the buffer is empty.
@@ -591,7 +602,25 @@ impl<T: Copy> Pipe<T> {
             let mut progress = false;
             while let Some(&head) = self.writers.front() {
                 if head.loaned {
-                    break;
+                    // A loaned write is kept only while a reader is there
+                    // to take it straight from the writer, or the buffer
+                    // has no room for the rest of it: a writer never waits
+                    // longer than in the `big` design (a 32 KiB write to a
+                    // pipe nobody reads yet returns, as POSIX programs
+                    // expect; kept, it hung a test whose child wrote one).
+                    let rest = head.len - head.taken;
+                    let free =
+                        if self.ring.is_some() { self.ring_free() } else { self.limits.capacity_bytes };
+                    if !self.readers.is_empty() || free < rest || !self.ensure_ring() {
+                        break;
+                    }
+                    let h = self.writers.front_mut().expect("the head write is there");
+                    let budget = core::mem::take(&mut h.budget);
+                    h.loaned = false;
+                    self.give_back_budget(budget);
+                    self.stats.unloaned_writes += 1;
+                    progress = true;
+                    continue;
                 }
                 if !self.ensure_ring() {
                     // No memory for a buffer: serve this write directly
@@ -654,6 +683,14 @@ impl<T: Copy> Pipe<T> {
             if self.ring.is_some() && fits {
                 return Err("a buffered write waits while the buffer has room for it");
             }
+        }
+        let free = if self.ring.is_some() { self.ring_free() } else { self.limits.capacity_bytes };
+        if let Some(h) = self.writers.front()
+            && h.loaned
+            && self.readers.is_empty()
+            && free >= h.len - h.taken
+        {
+            return Err("a loaned write waits with no reader while the buffer has room for it");
         }
         if self.loaned_bytes > self.grant_bytes {
             return Err("more bytes on loan than the budget granted");

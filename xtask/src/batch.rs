@@ -59,6 +59,8 @@ pub fn prepare(
         text.push('\n');
     }
     std::fs::write(&script, text).map_err(|err| format!("cannot write {}: {err}", script.display()))?;
+    // A root volume (`root=disk`) holds the boot image, not the batch file.
+    let disk = opts.disk.image(&workspace.target_dir, &opts.cmdline, &built.modules)?;
     let mut modules: Vec<PathBuf> = built.modules;
     modules.push(script);
     Ok(QemuConfig {
@@ -70,7 +72,8 @@ pub fn prepare(
         accel: qemu::choose_and_report_accel(opts.accel),
         serial: SerialMode::Captured,
         is_gdb: false,
-        disk: opts.disk.image(&workspace.target_dir)?,
+        disk,
+        net: opts.net.clone(),
     })
 }
 

@@ -42,6 +42,7 @@
 
 mod batch;
 mod bench;
+mod ext2;
 mod image;
 mod linux_guest;
 mod multiboot;
@@ -78,9 +79,18 @@ run options:
   --accel tcg|kvm|auto  accelerator (default auto: KVM only with a real kvm_intel/kvm_amd)
   --batch \"COMMANDS\"    run: boot, run COMMANDS with /bin/sh, print their output, power
                         off and exit with their exit status
-  --disk FILE|none      raw image attached as a virtio-blk disk (-drive ...,format=raw
-                        -device virtio-blk-pci; default target/disk/scratch.img, 64 MiB
-                        of zeros made on first use and kept; none: no disk)
+  --disk FILE|scratch|none
+                        raw image attached as a virtio-blk disk (-drive ...,format=raw
+                        -device virtio-blk-pci); default target/disk/ext2.img, a 64 MiB
+                        ext2 volume made on first use and kept, mounted at /disk (with
+                        --cmdline root=disk: target/disk/root.img, the boot image's
+                        programs, mounted at /); scratch: target/disk/scratch.img,
+                        64 MiB of zeros for /dev/vda experiments; none: no disk
+  --net user|none       the virtio-net card on QEMU's user network (default user:
+                        -netdev user -device virtio-net-pci; the guest gets 10.0.2.15 by
+                        DHCP, the host is 10.0.2.2); none: no card
+  --hostfwd HOST:GUEST  forward TCP port HOST of the host's 127.0.0.1 to the guest's port
+                        GUEST (repeatable), e.g. --hostfwd 8080:80
 
 test options:
   --only-host           only formatting, clippy and host unit tests
@@ -88,6 +98,7 @@ test options:
   --smp N               boot one configuration only (default: 1, 2 and 4 CPUs)
   --timeout-s S         per-boot timeout in seconds (default 300)
   --accel tcg|kvm|auto  accelerator (default auto)
+  --power-cuts N        the disk's power-cut test at N cut points (CI: 2)
 ";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,6 +245,17 @@ fn parse_run_flag<'a>(flag: &Flag<'a>, cursor: &mut ArgCursor<'a>, run: &mut Run
         "accel" => run.accel = cursor.value(flag)?.parse()?,
         "batch" => run.batch = Some(cursor.value(flag)?.to_string()),
         "disk" => run.disk = DiskChoice::parse(cursor.value(flag)?)?,
+        "net" => {
+            let forwards = match &run.net {
+                crate::qemu::NetChoice::User { forwards } => forwards.clone(),
+                crate::qemu::NetChoice::None => Vec::new(),
+            };
+            run.net = crate::qemu::NetChoice::parse(cursor.value(flag)?)?;
+            if let crate::qemu::NetChoice::User { forwards: f } = &mut run.net {
+                *f = forwards;
+            }
+        }
+        "hostfwd" => run.net.add_forward(cursor.value(flag)?)?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -262,6 +284,13 @@ fn parse_test_args(cursor: &mut ArgCursor) -> Result<test::TestOptions> {
                 };
             }
             "accel" => opts.accel = cursor.value(&flag)?.parse()?,
+            "power-cuts" => {
+                let text = cursor.value(&flag)?;
+                opts.power_cuts = match text.parse::<usize>() {
+                    Ok(n) if (1..=1000).contains(&n) => Some(n),
+                    _ => return Err(format!("--power-cuts wants a number from 1 to 1000, got `{text}`")),
+                };
+            }
             other => return Err(format!("unknown option --{other} for test")),
         }
     }
@@ -311,6 +340,7 @@ mod tests {
             accel: AccelChoice::Tcg,
             batch: None,
             disk: DiskChoice::Scratch,
+            net: crate::qemu::NetChoice::default(),
         });
         assert_eq!(
             parse(&[
@@ -376,6 +406,11 @@ mod tests {
     #[test]
     fn test_options() {
         assert_eq!(parse(&["test"]), Ok(Cmd::Test(test::TestOptions::default())));
+        assert_eq!(
+            parse(&["test", "--power-cuts", "12"]),
+            Ok(Cmd::Test(test::TestOptions { power_cuts: Some(12), ..test::TestOptions::default() }))
+        );
+        assert!(parse(&["test", "--power-cuts", "0"]).is_err());
         let Ok(Cmd::Test(opts)) =
             parse(&["test", "--only-qemu", "--smp", "4", "--timeout-s=60", "--accel", "kvm"])
         else {

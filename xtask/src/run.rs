@@ -13,7 +13,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::image::{self, ImageKind, TEST_KERNEL_CMDLINE, Workspace};
-use crate::qemu::{self, AccelChoice, DiskChoice, GDB_PORT, QEMU_BINARY, QemuConfig, QemuExit, SerialMode};
+use crate::qemu::{
+    self, AccelChoice, DiskChoice, GDB_PORT, NetChoice, QEMU_BINARY, QemuConfig, QemuExit, SerialMode,
+};
 use crate::tools::Result;
 
 /// Options shared by `run` and `image`.
@@ -30,6 +32,8 @@ pub struct RunOptions {
     pub batch: Option<String>,
     /// `--disk`: the virtio-blk disk (default: the scratch image).
     pub disk: DiskChoice,
+    /// `--net`, `--hostfwd`: the virtio-net card (default: user networking).
+    pub net: NetChoice,
 }
 
 impl Default for RunOptions {
@@ -42,6 +46,7 @@ impl Default for RunOptions {
             accel: AccelChoice::Auto,
             batch: None,
             disk: DiskChoice::Scratch,
+            net: NetChoice::default(),
         }
     }
 }
@@ -51,6 +56,7 @@ fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<Qem
     let workspace = Workspace::load()?;
     let built = image::build(&workspace, kind)?;
     let accel = qemu::choose_and_report_accel(opts.accel);
+    let disk = opts.disk.image(&workspace.target_dir, &opts.cmdline, &built.modules)?;
     Ok(QemuConfig {
         kernel: built.kernel,
         modules: built.modules,
@@ -60,7 +66,8 @@ fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<Qem
         accel,
         serial,
         is_gdb: opts.is_gdb,
-        disk: opts.disk.image(&workspace.target_dir)?,
+        disk,
+        net: opts.net.clone(),
     })
 }
 

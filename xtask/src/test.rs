@@ -3,8 +3,10 @@
 //! Steps, each under its own header:
 //! 1. `cargo fmt --all -- --check`;
 //! 2. clippy with `-D warnings`, for the host crates and for the target crates;
-//! 3. the host crates' unit tests, then those of the target crates whose
-//!    library is pure ([`HOST_TESTED_LIBS`]: `cargo test -p NAME --lib`);
+//! 3. the host crates' unit tests (after installing e2fsprogs, the oracle
+//!    of `fs-ext2`'s tests, when it is missing), then those of the target
+//!    crates whose library is pure ([`HOST_TESTED_LIBS`]: `cargo test -p
+//!    NAME --lib`);
 //! 4. build the test image and boot it once per configuration (1, 2 and 4
 //!    CPUs) with `init=testrunner`, each boot under a timeout;
 //! 5. the UNIX personality's tests: the test image booted normally (init
@@ -15,8 +17,14 @@
 //!    tests once more under the `small` and `big` pipe designs (one boot,
 //!    `pipe=small`), and its file tests once more with
 //!    `monitor.files=per-file`; then one boot of the normal image running
-//!    every shell scenario of `tests/unix` ([`scenarios`]);
-//! 6. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
+//!    every shell scenario of `tests/unix` ([`scenarios`]); then one boot
+//!    with QEMU's user network in which the host's `curl`, a socket client
+//!    and Python's `http.server` talk to Ridgeback's `httpd`, `nc` and
+//!    `fetch` ([`net`]);
+//! 6. the disk file system's tests ([`disk`]): ext2 images made and
+//!    checked on the host with e2fsprogs around batch boots of
+//!    `/bin/disktest` (a workload, `nbuf=1`, a corrupt image, power cuts);
+//! 7. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
 //!    the Linux guest; it checks that every figure is measured, never a
 //!    figure's value).
 //!
@@ -58,6 +66,8 @@ use crate::run::RunOptions;
 use crate::tools::{self, Result};
 
 mod boot;
+mod disk;
+mod net;
 mod outcome;
 mod scenarios;
 mod verdict;
@@ -90,11 +100,20 @@ pub struct TestOptions {
     pub smp: Option<u32>,
     pub timeout_s: u64,
     pub accel: AccelChoice,
+    /// `--power-cuts N`: the disk's power-cut test at N cut points instead
+    /// of CI's few.
+    pub power_cuts: Option<usize>,
 }
 
 impl Default for TestOptions {
     fn default() -> Self {
-        TestOptions { parts: Parts::All, smp: None, timeout_s: DEFAULT_TIMEOUT_S, accel: AccelChoice::Auto }
+        TestOptions {
+            parts: Parts::All,
+            smp: None,
+            timeout_s: DEFAULT_TIMEOUT_S,
+            accel: AccelChoice::Auto,
+            power_cuts: None,
+        }
     }
 }
 
@@ -116,7 +135,7 @@ pub fn run(opts: &TestOptions) -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     let is_host = opts.parts != Parts::QemuOnly;
     let is_qemu = opts.parts != Parts::HostOnly;
-    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 5 * usize::from(is_qemu) };
+    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 6 * usize::from(is_qemu) };
     let mut outcomes = Vec::new();
     if is_host {
         outcomes.extend(host_steps(&workspace, &mut headers));
@@ -191,7 +210,14 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
     outcomes.push(Outcome::step("clippy (target crates)", result));
 
     headers.next(&format!("host unit tests: {}", host.join(", ")));
-    outcomes.push(host_tests("host unit tests", &host, &[]));
+    // fs-ext2's tests check images with e2fsprogs; without it they skip,
+    // and the table says so.
+    let e2fsprogs = tools::ensure_e2fsprogs();
+    let mut host_outcome = host_tests("host unit tests", &host, &[]);
+    if let Err(err) = e2fsprogs {
+        host_outcome.warnings.push(format!("fs-ext2's e2fsprogs tests skipped: {err}"));
+    }
+    outcomes.push(host_outcome);
 
     let libs: Vec<&str> =
         HOST_TESTED_LIBS.iter().copied().filter(|name| workspace.target_packages().contains(name)).collect();
@@ -208,8 +234,9 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
 /// Target crates whose library is pure and builds on the host, where its
 /// unit tests run (`cargo test -p NAME --lib`); their programs do not.
 /// `coreutils`: the utilities' option parsing and formats (`dd`, `cmp`,
-/// `wc`, `ls -l`, ...).
-const HOST_TESTED_LIBS: [&str; 1] = ["coreutils"];
+/// `wc`, `ls -l`, ...); `netutils`: URLs and HTTP heads of `httpd` and
+/// `fetch`.
+const HOST_TESTED_LIBS: [&str; 2] = ["coreutils", "netutils"];
 
 /// `cargo test` on `packages` (with `extra_args`), counting its tests as
 /// they pass by.
@@ -295,11 +322,18 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
             serial: SerialMode::Captured,
             is_gdb: false,
             disk: None,
+            net: qemu::NetChoice::None,
         };
         let log_path = log_dir.join(format!("{name}.log"));
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
     }
     outcomes.extend(unix_steps(workspace, opts, headers, &built, &log_dir));
+    headers.next(&format!(
+        "the disk file system: /bin/{} workloads on ext2 images, checked with e2fsck and debugfs; power cuts",
+        disk::PROGRAM
+    ));
+    let smp = opts.smp.unwrap_or(qemu::DEFAULT_SMP);
+    outcomes.extend(disk::run(workspace, opts.accel, smp, opts.timeout_s, &log_dir, opts.power_cuts));
     outcomes.push(bench_smoke(opts, headers));
     outcomes
 }
@@ -337,6 +371,11 @@ fn unix_steps(
         ..RunOptions::default()
     };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
+    headers.next(&format!(
+        "network against the host's curl, socket client and Python http.server (one boot, timeout {} s)",
+        opts.timeout_s
+    ));
+    outcomes.push(net::run(workspace, run_opts.smp, opts.accel, opts.timeout_s, log_dir));
     outcomes
 }
 
@@ -514,6 +553,20 @@ mod tests {
         fs::write(&path, &bytes[..100]).unwrap();
         assert!(check_disk_pattern(&path).is_err(), "a short image");
         fs::remove_file(&path).unwrap();
+    }
+
+    /// The disk tests alone (slow: `cargo test -p xtask -- --ignored
+    /// boot_the_disk_tests --nocapture`).
+    #[test]
+    #[ignore]
+    fn boot_the_disk_tests() {
+        let workspace = Workspace::load().unwrap();
+        image::build(&workspace, ImageKind::Test).unwrap();
+        let log_dir = workspace.target_dir.join("ktest");
+        fs::create_dir_all(&log_dir).unwrap();
+        for outcome in disk::run(&workspace, AccelChoice::Auto, 2, 300, &log_dir, None) {
+            assert!(outcome.is_ok(), "{}: {:?}", outcome.name, outcome.problems);
+        }
     }
 
     /// The UNIX test boot alone (slow: `cargo test -p xtask -- --ignored

@@ -152,6 +152,35 @@ pub fn ensure_program(program: &str, debian_package: &str, what: &str) -> Result
     }
 }
 
+/// The e2fsprogs programs `fs-ext2`'s host tests use as their oracle
+/// (issue 12).
+pub const E2FSPROGS: [&str; 3] = ["mke2fs", "e2fsck", "debugfs"];
+
+/// Is every e2fsprogs program found, on `PATH` or in the system
+/// directories (`/usr/sbin`, `/sbin`) that a non-root `PATH` may lack and
+/// where the tests look too?
+fn has_e2fsprogs() -> bool {
+    let mut dirs: Vec<PathBuf> =
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
+    dirs.extend(["/usr/sbin", "/sbin"].map(PathBuf::from));
+    let path_var = std::env::join_paths(dirs).unwrap_or_default();
+    E2FSPROGS.iter().all(|program| find_on_path(program, &path_var).is_some())
+}
+
+/// Makes sure e2fsprogs is installed (Debian's `e2fsprogs`), as
+/// [`ensure_program`] does for QEMU.
+pub fn ensure_e2fsprogs() -> Result<()> {
+    if has_e2fsprogs() {
+        return Ok(());
+    }
+    let installed = ensure_program("mke2fs", "e2fsprogs", "e2fsprogs");
+    if has_e2fsprogs() {
+        Ok(())
+    } else {
+        installed.and(Err("e2fsprogs is installed but incomplete".to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,16 +11,28 @@
 //!   comma-separated list of `memory`, `modules`, `devices`), wait for its ready
 //!   message, and make it bootstrap connection `<slot>` (`console`, `tty`,
 //!   `vm`, `fs`, `monitor`, or `-`) of every process started after it;
-//! - `driver <program> <priority> <rights> <path>`: start a block-device
-//!   driver (rights as above, with `devices` for `abi::rights::DEVICES`),
-//!   wait for its ready message (`protocols::unix::block::READY`: its
-//!   queue and the device's size) and make the device entry `<path>`
-//!   (mode `S_IFBLK | 0660`) naming it at the directory manager; a driver
-//!   that found no device (size 0) gets no entry. Drivers come after the
+//! - `driver <program> <priority> <rights> <path>`: start a driver
+//!   (rights as above, with `devices` for `abi::rights::DEVICES`), wait
+//!   for its ready message and make the device entry `<path>` naming it
+//!   at the directory manager: a block driver's
+//!   (`protocols::unix::block::READY`: its queue and the device's size)
+//!   gets mode `S_IFBLK | 0660`, the network card's
+//!   (`protocols::net::eth::READY`) `S_IFCHR | 0600`, the network
+//!   server's (`protocols::net::READY`) `S_IFCHR | 0666`; a driver that
+//!   found no device (size 0, or not present) gets no entry. Drivers come after the
 //!   monitor: they take opens only from it, and learn who it is from
 //!   their bootstrap connections;
+//! - `mount <device> <dir> [options]`: once every line is read, mount the
+//!   ext2 volume on the block device at `<dir>` through the monitor
+//!   (`monitor::OP_MOUNT`); a device that is missing or holds no ext2
+//!   volume is reported and the boot goes on. With the boot option
+//!   `root=disk` the device of the first `mount` line goes on `/` instead
+//!   (the memory file system keeps `/dev` and `/tmp`);
 //! - `run <path> [args…]`: the first UNIX process, started through the
 //!   monitor with the console as standard input, output and error.
+//!
+//! When the first process ends, init asks the monitor to `sync` (every
+//! mounted disk written and flushed), then powers off.
 //!
 //! What replaces the `run` line: the boot module `etc.batch` if present
 //! (`cargo xtask run --batch`: `/bin/sh /etc/batch`), else init's own
@@ -35,6 +47,7 @@ extern crate alloc;
 use abi::{Pid, bootstrap, rights};
 use alloc::string::String;
 use alloc::vec::Vec;
+use protocols::net;
 use protocols::unix::{self as ux, fs, monitor, vm, wait_status};
 use runtime::msg::{self, Queue};
 use runtime::{Args, println, sys};
@@ -52,6 +65,7 @@ fn main(args: Args) -> i32 {
         return 1;
     };
     let mut run_line: Option<String> = None;
+    let mut mounts: Vec<(String, String, String)> = Vec::new();
     let mut servers: Vec<(String, Pid)> = Vec::new();
     for (number, line) in table.lines().enumerate() {
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -72,12 +86,22 @@ fn main(args: Args) -> i32 {
                     println!("init: line {}: driver {program}: {why}", number + 1);
                 }
             }
+            ["mount", device, dir, options @ ..] if options.len() <= 1 => mounts.push((
+                String::from(*device),
+                String::from(*dir),
+                String::from(options.first().copied().unwrap_or("")),
+            )),
             ["run", rest @ ..] if !rest.is_empty() => run_line = Some(rest.join(" ")),
             _ => println!("init: line {}: not understood: {line}", number + 1),
         }
     }
     tell_servers_the_monitor(&servers);
-    let command: Vec<String> = if module_text(BATCH).is_some() {
+    let root_on_disk = mount_volumes(&mounts);
+    let command: Vec<String> = if let Some(text) = module_text(BATCH).filter(|_| root_on_disk) {
+        // `/etc` is the disk's: the batch file is memfs's, so its text
+        // goes on the command line instead.
+        ["/bin/sh", "-c"].iter().map(|s| String::from(*s)).chain([text]).collect()
+    } else if module_text(BATCH).is_some() {
         ["/bin/sh", "/etc/batch"].iter().map(|s| String::from(*s)).collect()
     } else if args.iter().next().is_some() {
         let joined: Vec<&str> = args.iter().collect();
@@ -90,6 +114,7 @@ fn main(args: Args) -> i32 {
     };
     println!("{}", abi::session::START);
     let status = run_session(&command);
+    sync_disks();
     println!("{}{status}", abi::session::EXIT);
     halt(status)
 }
@@ -161,23 +186,30 @@ fn wait_ready_or_end(pid: Pid, ready: Queue) -> Result<[u64; 4], String> {
 /// How often init looks for a starting driver's ready message.
 const READY_POLL_NS: u64 = 1_000_000;
 
-/// Start a block-device driver and make its device entry at `path`.
+/// Start a driver and make its device entry at `path`.
 fn start_driver(program: &str, priority: &str, rights: &str, path: &str, ready: Queue) -> Result<(), String> {
     let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
     let me = alloc::format!("{}", sys::getpid().0);
     let pid = sys::spawn_with_rights(program, &me, priority, rights_mask(rights)?)
         .map_err(|e| String::from(e.name()))?;
     let m = wait_ready_or_end(pid, ready)?;
-    if m[0] != ux::block::READY {
-        return Err(String::from("its ready message is not a block driver's"));
-    }
-    let (queue, size_bytes) = (m[1], m[2]);
-    if size_bytes == 0 {
-        return Ok(()); // no device: no entry
+    // Which kind of driver it is, from its ready message: the mode of its
+    // entry, and whether it found its device (no device: no entry).
+    let (entry_mode, present) = match m[0] {
+        ux::block::READY => (ux::mode::S_IFBLK | 0o660, m[2] != 0),
+        // The network card: only the network server talks to it.
+        net::eth::READY => (ux::mode::S_IFCHR | 0o600, m[2] != 0),
+        // The network server: anyone may open a socket.
+        net::READY => (ux::mode::S_IFCHR | 0o666, true),
+        _ => return Err(String::from("its ready message is not a driver's")),
+    };
+    let queue = m[1];
+    if !present {
+        return Ok(());
     }
     let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;
     let link = msg::open_link(fs_pid, Queue(fs_queue)).map_err(|e| String::from(e.name()))?;
-    let entry_mode = (ux::mode::S_IFBLK | 0o660) as u64;
+    let entry_mode = entry_mode as u64;
     // The reply carries the new entry's attributes.
     let mut stat = [0u8; ux::Stat::BYTES];
     let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut stat);
@@ -230,6 +262,55 @@ fn tell_servers_the_monitor(servers: &[(String, Pid)]) {
             }
         }
     }
+}
+
+/// The `mount` lines, through the monitor (`root=disk`: the first on `/`).
+/// Whether `/` is now on a disk.
+fn mount_volumes(mounts: &[(String, String, String)]) -> bool {
+    let mut options = [0u8; 1024];
+    let len = sys::kernel_options(&mut options).unwrap_or(0).min(options.len());
+    let line = core::str::from_utf8(&options[..len]).unwrap_or("");
+    let root_on_disk = match protocols::options::lookup(line, "root") {
+        None | Some("memfs") => false,
+        Some("disk") => true,
+        Some(other) => {
+            println!("init: root={other} is not `disk` or `memfs`; / stays in memory");
+            false
+        }
+    };
+    if root_on_disk && mounts.is_empty() {
+        println!("init: root=disk, but the init file mounts no disk");
+    }
+    let mut root_mounted = false;
+    for (i, (device, dir, opts)) in mounts.iter().enumerate() {
+        let dir = if root_on_disk && i == 0 { "/" } else { dir.as_str() };
+        let mut request = Vec::new();
+        for part in [device.as_str(), dir, opts.as_str()] {
+            request.extend_from_slice(part.as_bytes());
+            request.push(0);
+        }
+        match monitor_request(&[monitor::OP_MOUNT, 0, 0, 0], &request) {
+            Ok(_) => root_mounted |= dir == "/",
+            Err(e) => println!("init: {device} not mounted on {dir}: {}", ux::errno::name(e)),
+        }
+    }
+    root_mounted
+}
+
+/// Every mounted disk written and flushed before the power goes.
+fn sync_disks() {
+    if let Err(e) = monitor_request(&[monitor::OP_SYNC, 0, 0, 0], &[]) {
+        println!("init: sync failed: {}", ux::errno::name(e));
+    }
+}
+
+/// One call to the monitor (init is its UNIX process 1).
+fn monitor_request(words: &[u64; 4], data: &[u8]) -> Result<u64, ux::Errno> {
+    let (monitor_pid, queue) = sys::bootstrap(bootstrap::MONITOR).ok_or(ux::errno::ENOSYS)?;
+    let link = msg::open_link(monitor_pid, Queue(queue)).map_err(|_| ux::errno::EIO)?;
+    let answered = msg::call(link, words, data, &mut []);
+    let _ = msg::close_link(link);
+    answered.map_err(|_| ux::errno::EIO).and_then(|(w, _)| ux::result(w[0]))
 }
 
 /// Start the first UNIX process and wait for it; its exit status.

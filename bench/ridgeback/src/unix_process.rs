@@ -1,14 +1,16 @@
 //! A UNIX process on Ridgeback as the benchmarks see it: [`Platform`],
 //! [`Unix`] (seed 001's Table 2 calls) and [`BlockIo`] (seed 000's block
 //! I/O) over `runtime::unix`, one call each: a message to the user
-//! monitor or straight to the object's manager. Shared by `r2bench` and
-//! `dbench`, the UNIX programs of the bench image.
+//! monitor or straight to the object's manager, and [`PipeIo`] (seed
+//! 002's `bw_pipe`). Shared by `r2bench`, `dbench` and `pbench`, the UNIX
+//! programs of the bench image.
 
 use crate::platform::Ridgeback;
 use abi::InfoKey;
 use alloc::format;
 use alloc::string::String;
 use bench::d::{BlockIo, Device};
+use bench::p::PipeIo;
 use bench::r2::{Errno, Fd, Unix};
 use bench::{MAX_COUNTERS, Platform};
 use protocols::unix::{errno, mode, open_flags};
@@ -135,5 +137,14 @@ impl BlockIo for UnixProcess {
     /// drivers and servers it calls are other processes).
     fn cpu_time_ns() -> u64 {
         sys::info(InfoKey::CpuTimeNs)
+    }
+}
+
+/// Ridgeback cannot pin a process to a CPU: each `pbench` boot has the
+/// CPUs its figures' names say, and the kernel places the two ends. No
+/// `vmsplice` either: a `write` in `loan` mode is Ridgeback's way.
+impl PipeIo for UnixProcess {
+    fn place(cpu: Option<usize>) {
+        let _ = cpu;
     }
 }

@@ -31,7 +31,12 @@
 //!   and keeps the lock honest: it gives out the slots and clears a slot's
 //!   reader byte and writer word when its handle is closed, which the
 //!   monitor also does when the process dies, so a client killed in the
-//!   middle of a copy never leaves the lock held.
+//!   middle of a copy never leaves the lock held. It is also the lock's
+//!   wait queue (the seed's MUTEX put waiters to sleep): a client that
+//!   spun long enough calls `OP_LOCK_WAIT`, the driver keeps the call and
+//!   answers it once it has taken the lock for the caller, and releasers
+//!   send `OP_LOCK_WAKE` while the lock page's waiters word (kept here)
+//!   is not 0 (`ram_lock` gives the protocol and why no wake-up is lost).
 //!
 //! Opens that cannot map (more than `ram_lock::SLOTS` mapped at once, a
 //! second process sharing a mapped handle, a pager region the client
@@ -39,8 +44,9 @@
 //! bulk leases while holding the lock as its writer (`DRIVER_WRITER`), so
 //! its copies never overlap a client's. The driver never waits for the
 //! lock in a way that stops it reading its queue: a request that cannot
-//! have the lock yet stays in `pending` while messages (a page fault of
-//! the lock's holder, the close of a dead one) are served.
+//! have the lock yet stays in `pending` (counted in the waiters word, so
+//! the release wakes the driver) while messages (a page fault of the
+//! lock's holder, the close of a dead one) are served.
 //!
 //! What it is not: a cache or a file system; nothing here is persistent.
 //!
@@ -78,17 +84,32 @@ const NAME: &str = "ram0";
 /// The writer word while this driver copies for a READ or WRITE: above
 /// every slot + 1, so no client takes it for its own.
 const DRIVER_WRITER: u32 = ram_lock::SLOTS as u32 + 1;
-/// How long the driver sleeps when the front request cannot have the lock
-/// yet and no message waits: a client holds it, and must run to let it go
-/// (the driver's priority is above the clients', so `yield` would not).
-const LOCK_WAIT_NS: u64 = 1_000_000;
+/// The capacity of the request queue.
+const QUEUE_CAPACITY: u64 = 64;
+/// READ and WRITE requests held at once (beyond them: `EAGAIN`).
+const MAX_PENDING: usize = 256;
+/// The queue segment's message quota, which also bounds the calls this
+/// driver holds unanswered (its reply handles, docs/messages.md): the
+/// queue, one kept `OP_LOCK_WAIT` per slot, and the pending requests. A
+/// receive that found no room for another handle would leave the call at
+/// the head of the queue, in front of the wake-ups that would free one.
+const QSEG_MESSAGES: u64 = QUEUE_CAPACITY + ram_lock::SLOTS as u64 + MAX_PENDING as u64;
+/// How long the driver sleeps if it still cannot take a call (its reply
+/// handles all used, which the quota above should prevent).
+const LIMIT_RETRY_NS: u64 = 1_000_000;
 
 /// The lock page (`block::ram_lock`), page aligned so that it is one page
 /// of this process that clients map shared.
 #[repr(C, align(4096))]
 struct LockPage {
     writer: AtomicU32,
-    _pad0: [u8; ram_lock::READERS_OFFSET - 4],
+    _pad_w: [u8; ram_lock::WAITERS_OFFSET - 4],
+    /// Kept `OP_LOCK_WAIT` calls plus pending READ/WRITE requests: the
+    /// releasers' cue to send `OP_LOCK_WAKE`. Written by this driver only.
+    waiters: AtomicU32,
+    /// 1 while an `OP_LOCK_WAKE` is on its way (set by releasers).
+    wake_sent: AtomicU32,
+    _pad0: [u8; ram_lock::READERS_OFFSET - ram_lock::WAKE_SENT_OFFSET - 4],
     readers: [AtomicU8; ram_lock::SLOTS],
     _pad1: [u8; ram_lock::OFFSETS_OFFSET - ram_lock::READERS_OFFSET - ram_lock::SLOTS],
     offsets: [AtomicU64; ram_lock::SLOTS],
@@ -100,6 +121,8 @@ struct LockPage {
 
 const _: () = assert!(core::mem::size_of::<LockPage>() == PAGE_BYTES);
 const _: () = assert!(offset_of!(LockPage, writer) == ram_lock::WRITER_OFFSET);
+const _: () = assert!(offset_of!(LockPage, waiters) == ram_lock::WAITERS_OFFSET);
+const _: () = assert!(offset_of!(LockPage, wake_sent) == ram_lock::WAKE_SENT_OFFSET);
 const _: () = assert!(offset_of!(LockPage, readers) == ram_lock::READERS_OFFSET);
 const _: () = assert!(offset_of!(LockPage, offsets) == ram_lock::OFFSETS_OFFSET);
 const _: () = assert!(offset_of!(LockPage, stats) == ram_lock::STATS_OFFSET);
@@ -108,7 +131,10 @@ impl LockPage {
     fn new() -> Box<LockPage> {
         Box::new(LockPage {
             writer: AtomicU32::new(0),
-            _pad0: [0; ram_lock::READERS_OFFSET - 4],
+            _pad_w: [0; ram_lock::WAITERS_OFFSET - 4],
+            waiters: AtomicU32::new(0),
+            wake_sent: AtomicU32::new(0),
+            _pad0: [0; ram_lock::READERS_OFFSET - ram_lock::WAKE_SENT_OFFSET - 4],
             readers: [const { AtomicU8::new(0) }; ram_lock::SLOTS],
             _pad1: [0; ram_lock::OFFSETS_OFFSET - ram_lock::READERS_OFFSET - ram_lock::SLOTS],
             offsets: [const { AtomicU64::new(0) }; ram_lock::SLOTS],
@@ -137,6 +163,41 @@ impl LockPage {
 
     fn write_unlock(&self) {
         self.writer.store(0, Ordering::SeqCst);
+    }
+
+    fn no_readers(&self) -> bool {
+        self.readers.iter().all(|r| r.load(Ordering::SeqCst) == 0)
+    }
+
+    /// Take the read lock for `slot` (a kept waiter) as a reader would:
+    /// its byte, then the writer word; false (byte cleared) if a writer
+    /// holds it.
+    fn try_read_lock_for(&self, slot: usize) -> bool {
+        if self.writer.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        self.readers[slot].store(1, Ordering::SeqCst);
+        if self.writer.load(Ordering::SeqCst) == 0 {
+            return true;
+        }
+        self.readers[slot].store(0, Ordering::SeqCst);
+        false
+    }
+
+    /// Take the writer word for `slot` (a kept waiter) if it is free, or
+    /// keep it; true once no reader is left either.
+    fn try_write_lock_for(&self, slot: usize) -> Option<bool> {
+        let me = slot as u32 + 1;
+        let held = match self.writer.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => true,
+            Err(w) => w == me,
+        };
+        held.then(|| self.no_readers())
+    }
+
+    /// Give back the writer word taken for `slot`'s kept wait.
+    fn write_unlock_for(&self, slot: usize) {
+        let _ = self.writer.compare_exchange(slot as u32 + 1, 0, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     /// A slot's handle was closed (its process may have died in the
@@ -219,6 +280,17 @@ struct Extra {
 #[derive(Clone, Copy)]
 struct Slot {
     owner: Pid,
+    /// The handle may write (so may wait for the write lock).
+    writable: bool,
+}
+
+/// An `OP_LOCK_WAIT` call this driver keeps until the lock is the
+/// caller's (kept in arrival order).
+#[derive(Clone, Copy)]
+struct Wait {
+    reply: ReplyHandle,
+    slot: usize,
+    write: bool,
 }
 
 /// A client's window: faults at `start..` from `owner` are this disk.
@@ -256,13 +328,21 @@ struct Driver {
     lock: Box<LockPage>,
     disk: Disk,
     pending: VecDeque<Request>,
+    /// Kept `OP_LOCK_WAIT` calls, oldest first.
+    waits: VecDeque<Wait>,
     stats: Stats,
 }
 
 fn main(args: Args) -> i32 {
     let starter = args.get(0).and_then(|s| s.parse::<u64>().ok()).map(Pid);
     let (size_bytes, mode) = options();
-    let Ok(queue) = msg::open_queue(64, true) else {
+    let _ = msg::init_qseg(
+        abi::msg::DEFAULT_LINKS,
+        abi::msg::DEFAULT_QUEUES,
+        QSEG_MESSAGES,
+        abi::msg::DEFAULT_PAGES,
+    );
+    let Ok(queue) = msg::open_queue(QUEUE_CAPACITY, true) else {
         println!("ramdisk: cannot open a queue");
         return 1;
     };
@@ -298,6 +378,7 @@ fn main(args: Args) -> i32 {
         lock: LockPage::new(),
         disk,
         pending: VecDeque::new(),
+        waits: VecDeque::new(),
         stats: Stats::default(),
     };
     driver.serve()
@@ -351,25 +432,23 @@ impl Driver {
     fn serve(&mut self) -> i32 {
         let mut buf = vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
         loop {
-            let received = if self.pending.is_empty() {
-                msg::receive_data(self.queue, &mut buf).map(Some)
-            } else {
-                msg::try_receive(self.queue, &mut buf)
-            };
-            match received {
-                Ok(Some(r)) => self.handle(&r, &buf[..r.len.min(buf.len())]),
-                Ok(None) => {
-                    // The front request waits for the lock, and nothing
-                    // else is asked of the driver: let the holder run.
-                    sys::sleep_ns(LOCK_WAIT_NS);
-                }
+            // Waiting in the receive is safe with requests and waiters
+            // held: the waiters word is published, so whoever lets the
+            // lock go sends OP_LOCK_WAKE (`ram_lock`'s protocol).
+            match msg::receive_data(self.queue, &mut buf) {
+                Ok(r) => self.handle(&r, &buf[..r.len.min(buf.len())]),
                 Err(Error::BufferTooSmall) => {}
+                Err(Error::LimitReached) => {
+                    // No reply handle left for the call at the head: the
+                    // lock can still move; look at it now and then.
+                    sys::sleep_ns(LIMIT_RETRY_NS);
+                }
                 Err(e) => {
                     println!("ramdisk: receive failed: {}", e.name());
                     return 3;
                 }
             }
-            self.run_pending();
+            self.run();
         }
     }
 
@@ -379,6 +458,9 @@ impl Driver {
             Kind::Call => {
                 let w = r.message;
                 match w[0] {
+                    io::OP_READ | io::OP_WRITE if self.pending.len() >= MAX_PENDING => {
+                        answer(r.reply, Err(errno::EAGAIN), &[]);
+                    }
                     io::OP_READ | io::OP_WRITE => {
                         self.pending.push_back(Request {
                             reply: r.reply,
@@ -414,9 +496,16 @@ impl Driver {
                         answer(r.reply, Ok(words), NAME.as_bytes());
                     }
                     block::OP_MAP => answer(r.reply, self.map(r.sender, w[1], w[2]), &[]),
+                    block::OP_LOCK_WAIT => {
+                        if let Err(e) = self.lock_wait(r.sender, r.reply, w[1], w[2]) {
+                            answer(r.reply, Err(e), &[]);
+                        }
+                    }
                     _ => answer(r.reply, Err(errno::ENOSYS), &[]),
                 }
             }
+            // OP_LOCK_WAKE (or any plain message): `run` looks at the lock
+            // after every message anyway.
             _ => {}
         }
     }
@@ -453,6 +542,15 @@ impl Driver {
         let extra = self.extras.swap_remove(i);
         if let Some(slot) = extra.slot {
             let owner = self.slots[slot].map(|s| s.owner);
+            // A kept wait of the slot goes first (its caller is dead, or
+            // will not be answered with a lock it no longer has a handle
+            // for); then the slot's part of the lock. `run` then lets in
+            // whoever that release lets in.
+            if let Some(k) = self.waits.iter().position(|w| w.slot == slot)
+                && let Some(wait) = self.waits.remove(k)
+            {
+                answer(wait.reply, Err(errno::EBADF), &[]);
+            }
             self.lock.release(slot);
             self.slots[slot] = None;
             // A window lives while its process holds a mapped slot.
@@ -519,7 +617,7 @@ impl Driver {
             None => {
                 let slot = self.slots.iter().position(Option::is_none).ok_or(errno::ENOSPC)?;
                 self.windows.try_reserve(1).map_err(|_| errno::ENOMEM)?;
-                self.slots[slot] = Some(Slot { owner: sender });
+                self.slots[slot] = Some(Slot { owner: sender, writable });
                 self.lock.readers[slot].store(0, Ordering::SeqCst);
                 self.lock.offsets[slot].store(open.offset_bytes, Ordering::SeqCst);
                 if let Some(e) = self.extras.iter_mut().find(|e| e.handle == handle) {
@@ -570,19 +668,124 @@ impl Driver {
         }
     }
 
+    /// `block::OP_LOCK_WAIT` from `sender`: check it and keep the call;
+    /// `run`, next, answers it at once if the lock is free.
+    fn lock_wait(&mut self, sender: Pid, reply: ReplyHandle, slot: u64, mode: u64) -> Result<(), Errno> {
+        let slot = usize::try_from(slot).ok().filter(|&s| s < ram_lock::SLOTS).ok_or(errno::EINVAL)?;
+        let write = match mode {
+            ram_lock::WAIT_READ => false,
+            ram_lock::WAIT_WRITE => true,
+            _ => return Err(errno::EINVAL),
+        };
+        match self.slots[slot] {
+            None => return Err(errno::EINVAL),
+            Some(s) if s.owner != sender => return Err(errno::EPERM),
+            Some(s) if write && !s.writable => return Err(errno::EBADF),
+            Some(_) => {}
+        }
+        if self.waits.iter().any(|w| w.slot == slot) {
+            return Err(errno::EBUSY);
+        }
+        self.waits.try_reserve(1).map_err(|_| errno::ENOMEM)?;
+        self.waits.push_back(Wait { reply, slot, write });
+        Ok(())
+    }
+
+    /// After every message: publish the number of waiters, then serve
+    /// the pending READs and WRITEs and answer the kept waits while the
+    /// lock allows, until nothing moves.
+    fn run(&mut self) {
+        // Any wake sent so far is this one (or still queued, and then
+        // harmless): later releases must send another.
+        self.lock.wake_sent.store(0, Ordering::SeqCst);
+        loop {
+            // Before looking at the lock (`ram_lock`: a releaser that
+            // stored its release before this sees the release here; one
+            // that stores it after sees this count and wakes the driver).
+            self.publish_waiters();
+            let served = self.run_pending();
+            let answered = self.run_waits();
+            if !served && !answered {
+                break;
+            }
+        }
+        // A kept wait lends the driver no priority: the kernel gives a
+        // server its own back when it blocks for, or takes, a plain
+        // message (docs/messages.md), so an OP_LOCK_WAKE runs at once.
+        self.publish_waiters();
+    }
+
+    fn publish_waiters(&self) {
+        let count = self.waits.len() + usize::from(!self.pending.is_empty());
+        self.lock.waiters.store(count as u32, Ordering::SeqCst);
+    }
+
+    /// Answer the kept waits the lock lets in, oldest first: a writer
+    /// takes the writer word; while a writer waits (for the word or for
+    /// readers), the readers after it wait too. True if any was answered.
+    fn run_waits(&mut self) -> bool {
+        let mut answered = false;
+        let mut writer_waits = false;
+        let mut i = 0;
+        while i < self.waits.len() {
+            let w = self.waits[i];
+            let holds_word = w.write && self.lock.writer.load(Ordering::SeqCst) == w.slot as u32 + 1;
+            let granted = if holds_word {
+                // A writer that took the word itself and waits for the
+                // readers to go: whatever is ahead of it, it goes first.
+                let drained = self.lock.no_readers();
+                writer_waits |= !drained;
+                drained
+            } else if writer_waits {
+                false
+            } else if w.write {
+                match self.lock.try_write_lock_for(w.slot) {
+                    Some(true) => true,
+                    // Holding the word, or not: a writer waits.
+                    _ => {
+                        writer_waits = true;
+                        false
+                    }
+                }
+            } else {
+                self.lock.try_read_lock_for(w.slot)
+            };
+            if !granted {
+                i += 1;
+                continue;
+            }
+            self.waits.remove(i);
+            answered = true;
+            if msg::reply(w.reply, &[0; 4], &[]).is_err() {
+                // The caller died while kept: give back what was taken
+                // for it (its close will also come, and finds nothing).
+                if w.write {
+                    self.lock.write_unlock_for(w.slot);
+                } else {
+                    self.lock.readers[w.slot].store(0, Ordering::SeqCst);
+                }
+            }
+        }
+        answered
+    }
+
     /// Serve waiting READs and WRITEs in order while the lock allows.
-    fn run_pending(&mut self) {
+    /// True if any was served.
+    fn run_pending(&mut self) -> bool {
+        let mut served = false;
         while let Some(front) = self.pending.front() {
             let (reply, handle, len_bytes, is_write) =
                 (front.reply, front.handle, front.len_bytes, front.is_write);
             if !self.lock.try_write_lock() {
-                return;
+                return served;
             }
             let result = self.transfer(reply, handle, len_bytes, is_write);
             self.lock.write_unlock();
             self.pending.pop_front();
             answer(reply, result.map(|n| [n, 0, 0, 0]), &[]);
+            served = true;
         }
+        served
     }
 
     /// One READ or WRITE, the driver copying (the lock held as writer).

@@ -1,4 +1,4 @@
-//! Message calls (`abi::Call` 32–47, Ridge OS §5): queue segments, queues,
+//! Message calls (`abi::Call` 32–46 and the leases 57–59, Ridge OS §5): queue segments, queues,
 //! links, the four ways to send (`send`, `send_data`, `call`, `reply`) and
 //! to receive (`receive_data`, `test`, `arm`/`wait_armed`, `reply_wait`).
 
@@ -52,6 +52,7 @@ pub fn close_link(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 }
 
 /// `send(link; m0..m3) -> 0`.
+#[inline(always)]
 pub fn send(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [link, ..] = args(k, caller);
     let words = message_words(k, caller);
@@ -59,6 +60,7 @@ pub fn send(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 }
 
 /// `send_data(link, buf, len; m0..m3) -> 0`.
+#[inline(always)]
 pub fn send_data(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [link, buf, len, ..] = args(k, caller);
     let words = message_words(k, caller);
@@ -66,6 +68,7 @@ pub fn send_data(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 }
 
 /// `receive_data(queue, buf, buf_len, flags) -> received`.
+#[inline(always)]
 pub fn receive_data(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [queue, buf, buf_len, flags, ..] = args(k, caller);
     if flags & !NONBLOCKING != 0 {
@@ -99,6 +102,7 @@ pub fn wait_armed(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 }
 
 /// `call(link, send_buf, send_len, recv_buf, recv_len; m0..m3) -> reply`.
+#[inline(always)]
 pub fn call(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let frame = &k.proc(caller).frame;
     let (call_args, words) = (frame.as_call_args(), frame.message());
@@ -107,6 +111,7 @@ pub fn call(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 }
 
 /// `reply(handle, buf, len; m0..m3) -> 0`.
+#[inline(always)]
 pub fn reply(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [handle, buf, len, ..] = args(k, caller);
     let words = message_words(k, caller);
@@ -114,6 +119,7 @@ pub fn reply(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 }
 
 /// `reply_wait(handle, buf, len, queue, recv_buf, recv_len; m0..m3) -> received`.
+#[inline(always)]
 pub fn reply_wait(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let frame = &k.proc(caller).frame;
     let (reply_wait_args, words) = (frame.as_reply_wait_args(), frame.message());
@@ -123,6 +129,7 @@ pub fn reply_wait(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 
 /// A message taken from `queue` frees a place in it: an interrupt that
 /// found it full can be queued now.
+#[inline(always)]
 fn after_receive(k: &mut Kernel, caller: usize, queue: u64, received: Receive) -> Result<Next, Error> {
     if received == Receive::Taken {
         k.redeliver_pending_irqs(caller, queue);

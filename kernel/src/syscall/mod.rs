@@ -28,7 +28,11 @@ mod system;
 use crate::state::{Kernel, Next};
 use abi::{Call, Error};
 
-/// Do the kernel call of the process running on `cpu`.
+/// Do the kernel call of the process running on `cpu`. Never inlined: the
+/// fast path in `trap::syscall_handler` must not pay for the general
+/// path's registers in its prologue, and the hot message calls are
+/// inlined here instead (their `#[inline(always)]`).
+#[inline(never)]
 pub fn dispatch(k: &mut Kernel, cpu: usize) {
     let caller = k.current(cpu);
     let Some(call) = Call::from_raw(k.proc(caller).frame.call_number()) else {

@@ -14,7 +14,11 @@
 //! disk, each page mapped shared on first touch. Every transfer then takes
 //! the lock (reader: own byte, then the writer word; writer: the writer
 //! word, then every reader byte clear), copies with one `copy_from_slice`,
-//! and lets the lock go. The offset is the lock page's word for the slot,
+//! and lets the lock go. A waiter spins for a while ([`SPIN_NS`]), then
+//! sleeps in the driver (`block::OP_LOCK_WAIT`, which the driver answers
+//! when it has taken the lock for us); a release that finds the driver's
+//! waiters count above 0 sends it `block::OP_LOCK_WAKE` (the protocol:
+//! `ram_lock`). With no driver any more (killed), a sleep ends in `EIO`. The offset is the lock page's word for the slot,
 //! which the driver uses for the same handle's READ, WRITE and SEEK, so
 //! descriptors sharing the handle (dup; fork, whose child uses the generic
 //! path) see one offset.
@@ -41,8 +45,20 @@ use protocols::unix::block::{self, ram_lock};
 use protocols::unix::{FdInfo, errno, open_flags};
 use spin::Mutex;
 
-/// Spins of `pause` before a waiter starts yielding.
-const SPINS_BEFORE_YIELD: u32 = 200;
+/// How long a waiter spins before it sleeps in the driver (when there is
+/// more than one CPU: on one, the holder cannot be running while the
+/// waiter spins, and the waiter sleeps at once). Sleeping costs a call,
+/// the driver's wake message and its reply: four address-space switches,
+/// each followed under QEMU's TCG by refilling the emulated TLB for the
+/// pages the process touches, tens of µs in all; a 32 KiB copy takes
+/// about 10 µs, and a waiter may stand behind a writer and the readers
+/// before it. Measured with benchmark D's five jobs on two CPUs
+/// (docs/devices.md, "Benchmark D"): a spin of 5 µs gave 0.71 s per job,
+/// 20 µs 0.48 s, 50 µs 0.24 s, 100 µs 0.20 s, 200 µs 0.18 s, 400 µs 0.26
+/// s (one run each, a quiet host): 100 µs, where the curve flattens.
+const SPIN_NS: u64 = 100_000;
+/// Spins when the TSC's frequency is not known (`InfoKey::TscHz` 0).
+const SPINS_WITHOUT_TSC: u32 = 10_000;
 
 #[derive(Clone, Copy)]
 enum State {
@@ -103,10 +119,12 @@ pub(crate) fn after_fork() {
     t.windows.clear();
 }
 
-/// The lock page's words, at a window's start.
+/// The lock page's words, at a window's start, and the way to the driver
+/// for sleeping and waking (`block::OP_LOCK_WAIT`, `OP_LOCK_WAKE`).
 struct Lock {
     start: u64,
     slot: usize,
+    driver: Link,
 }
 
 impl Lock {
@@ -116,6 +134,16 @@ impl Lock {
         // as the process lives; WRITER_OFFSET is 4-aligned. Every process
         // touches it only atomically.
         unsafe { &*((self.start + ram_lock::WRITER_OFFSET as u64) as *const AtomicU32) }
+    }
+
+    fn waiters(&self) -> &AtomicU32 {
+        // SAFETY: as in `writer`; WAITERS_OFFSET is 4-aligned, in the page.
+        unsafe { &*((self.start + ram_lock::WAITERS_OFFSET as u64) as *const AtomicU32) }
+    }
+
+    fn wake_sent(&self) -> &AtomicU32 {
+        // SAFETY: as in `writer`; WAKE_SENT_OFFSET is 4-aligned, in the page.
+        unsafe { &*((self.start + ram_lock::WAKE_SENT_OFFSET as u64) as *const AtomicU32) }
     }
 
     fn reader(&self, slot: usize) -> &AtomicU8 {
@@ -133,54 +161,145 @@ impl Lock {
         unsafe { &*((self.start + (ram_lock::STATS_OFFSET + 8 * index) as u64) as *const AtomicU64) }
     }
 
+    fn no_readers(&self) -> bool {
+        (0..ram_lock::SLOTS).all(|s| self.reader(s).load(Ordering::SeqCst) == 0)
+    }
+
     /// Reader: set own byte, then copy if there is no writer; else clear
-    /// the byte and wait for the writer to go. SeqCst: the store of the
-    /// byte must be seen before the load of the writer word (the writer
-    /// does the opposite), which x86 keeps only with a locked store.
-    fn read_lock(&self) {
+    /// the byte, spin a while for the writer to go, then sleep in the
+    /// driver, which sets the byte for us. SeqCst: the store of the byte
+    /// must be seen before the load of the writer word (the writer does
+    /// the opposite), which x86 keeps only with a locked store.
+    fn read_lock(&self) -> Result<(), Errno> {
         let mine = self.reader(self.slot);
+        mine.store(1, Ordering::SeqCst);
+        if self.writer().load(Ordering::SeqCst) == 0 {
+            return Ok(());
+        }
+        self.read_release();
         loop {
-            mine.store(1, Ordering::SeqCst);
-            if self.writer().load(Ordering::SeqCst) == 0 {
-                return;
+            if spin_until(|| self.writer().load(Ordering::SeqCst) == 0) {
+                mine.store(1, Ordering::SeqCst);
+                if self.writer().load(Ordering::SeqCst) == 0 {
+                    return Ok(());
+                }
+                self.read_release();
+                continue;
             }
-            mine.store(0, Ordering::SeqCst);
-            wait_until(|| self.writer().load(Ordering::SeqCst) == 0);
+            // The driver answers once it has set our byte with no writer.
+            return self.sleep(ram_lock::WAIT_READ);
         }
     }
 
-    fn read_unlock(&self) {
+    /// Clear own reader byte; a writer may be waiting for it.
+    fn read_release(&self) {
         self.reader(self.slot).store(0, Ordering::SeqCst);
+        // Only a writer waiting for the readers to go can be let in by a
+        // reader's release, and such a writer holds the writer word.
+        if self.waiters().load(Ordering::SeqCst) != 0 && self.writer().load(Ordering::SeqCst) != 0 {
+            self.wake();
+        }
     }
 
     /// Writer: the writer word from 0 to slot + 1, then every reader
     /// byte clear (readers that came after see the word and back off).
-    fn write_lock(&self) {
+    /// Each of the two waits spins a while, then sleeps in the driver,
+    /// which answers when both are done.
+    fn write_lock(&self) -> Result<(), Errno> {
         let me = self.slot as u32 + 1;
-        loop {
-            if self.writer().compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-                break;
-            }
-            wait_until(|| self.writer().load(Ordering::SeqCst) == 0);
+        let take = || self.writer().compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        if !take() && !spin_until(take) {
+            // The driver takes the word for us and waits for the readers.
+            return self.sleep(ram_lock::WAIT_WRITE);
         }
-        wait_until(|| (0..ram_lock::SLOTS).all(|s| self.reader(s).load(Ordering::SeqCst) == 0));
+        if self.no_readers() || spin_until(|| self.no_readers()) {
+            return Ok(());
+        }
+        let slept = self.sleep(ram_lock::WAIT_WRITE);
+        if slept.is_err() {
+            self.write_unlock();
+        }
+        slept
     }
 
     fn write_unlock(&self) {
         self.writer().store(0, Ordering::SeqCst);
+        if self.waiters().load(Ordering::SeqCst) != 0 {
+            self.wake();
+        }
+    }
+
+    /// Sleep in the driver until it answers that the lock is ours.
+    fn sleep(&self, mode: u64) -> Result<(), Errno> {
+        let request = [block::OP_LOCK_WAIT, self.slot as u64, mode, 0];
+        loop {
+            match msg::call(self.driver, &request, &[], &mut []) {
+                Ok((w, _)) => return protocols::unix::result(w[0]).map(|_| ()),
+                // The driver's queue is full for a moment (page faults,
+                // other waiters): it is serving it; let it run.
+                Err(abi::Error::QueueFull) => sys::yield_now(),
+                // The driver is gone (killed): no lock, and no disk to
+                // trust.
+                Err(_) => return Err(errno::EIO),
+            }
+        }
+    }
+
+    /// Tell the driver the lock moved, unless a wake is already on its
+    /// way (the driver clears the flag before it looks at the lock). A
+    /// full queue is no loss either: the driver looks at the lock after
+    /// each message it holds. A dead driver answers no one.
+    fn wake(&self) {
+        if self.wake_sent().swap(1, Ordering::SeqCst) == 0 {
+            let _ = msg::send(self.driver, &[block::OP_LOCK_WAKE, 0, 0, 0]);
+        }
     }
 }
 
-/// Spin with `pause`, then yield, until `ready`.
-fn wait_until(ready: impl Fn() -> bool) {
-    let mut spins = 0u32;
-    while !ready() {
-        if spins < SPINS_BEFORE_YIELD {
+/// How long to spin, in TSC ticks, once asked: 0 not asked yet; with
+/// [`SPIN_UNKNOWN`] when the TSC's rate is unknown, and 1 tick on one CPU.
+static SPIN_TICKS: AtomicU64 = AtomicU64::new(0);
+const SPIN_UNKNOWN: u64 = u64::MAX;
+
+fn spin_ticks() -> u64 {
+    let known = SPIN_TICKS.load(Ordering::Relaxed);
+    if known != 0 {
+        return known;
+    }
+    let hz = sys::info(abi::InfoKey::TscHz);
+    let ticks = if sys::info(abi::InfoKey::CpusOnline) <= 1 {
+        1
+    } else if hz == 0 {
+        SPIN_UNKNOWN
+    } else {
+        ((SPIN_NS as u128 * hz as u128 / 1_000_000_000) as u64).max(1)
+    };
+    SPIN_TICKS.store(ticks, Ordering::Relaxed);
+    ticks
+}
+
+/// Spin with `pause` until `ready` (true) or for about [`SPIN_NS`]
+/// (false): then the caller sleeps in the driver.
+fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
+    let limit_ticks = spin_ticks();
+    if limit_ticks == SPIN_UNKNOWN {
+        for _ in 0..SPINS_WITHOUT_TSC {
+            if ready() {
+                return true;
+            }
             core::hint::spin_loop();
-            spins += 1;
-        } else {
-            sys::yield_now();
         }
+        return ready();
+    }
+    let started = sys::rdtsc();
+    loop {
+        if ready() {
+            return true;
+        }
+        if sys::rdtsc().wrapping_sub(started) >= limit_ticks {
+            return false;
+        }
+        core::hint::spin_loop();
     }
 }
 
@@ -264,7 +383,7 @@ fn disk_ptr(m: &Mapped, offset: u64) -> *mut u8 {
 /// generic path.
 pub(crate) fn read(fd: Fd, link: Link, info: &FdInfo, buf: &mut [u8]) -> Option<Result<usize, Errno>> {
     let m = state(fd, link, info)?;
-    Some(transfer(&m, buf.len() as u64, false, |disk| {
+    Some(transfer(&m, link, buf.len() as u64, false, |disk| {
         // SAFETY: `disk` points into the window's disk part, inside it
         // (checked against the size the driver gave); the read lock is
         // held, so no writer changes these bytes while they are copied,
@@ -277,7 +396,7 @@ pub(crate) fn read(fd: Fd, link: Link, info: &FdInfo, buf: &mut [u8]) -> Option<
 /// `write` of a block descriptor, if it is mapped.
 pub(crate) fn write(fd: Fd, link: Link, info: &FdInfo, buf: &[u8]) -> Option<Result<usize, Errno>> {
     let m = state(fd, link, info)?;
-    Some(transfer(&m, buf.len() as u64, true, |disk| {
+    Some(transfer(&m, link, buf.len() as u64, true, |disk| {
         // SAFETY: as in `read`, with the write lock: no other process
         // reads or writes the disk while this copy runs.
         let dst = unsafe { core::slice::from_raw_parts_mut(disk, buf.len()) };
@@ -286,24 +405,30 @@ pub(crate) fn write(fd: Fd, link: Link, info: &FdInfo, buf: &[u8]) -> Option<Res
 }
 
 /// Check, lock, copy, unlock, advance the offset.
-fn transfer(m: &Mapped, len_bytes: u64, is_write: bool, copy: impl FnOnce(*mut u8)) -> Result<usize, Errno> {
+fn transfer(
+    m: &Mapped,
+    driver: Link,
+    len_bytes: u64,
+    is_write: bool,
+    copy: impl FnOnce(*mut u8),
+) -> Result<usize, Errno> {
     if !(if is_write { m.writable } else { m.readable }) {
         return Err(errno::EBADF);
     }
-    let lock = Lock { start: m.start, slot: m.slot };
+    let lock = Lock { start: m.start, slot: m.slot, driver };
     let offset = lock.offset().load(Ordering::SeqCst);
     let Some(t) = unix_core::blockdev::check(offset, len_bytes, m.size_bytes, is_write)? else {
         return Ok(0);
     };
     let disk = disk_ptr(m, t.offset_bytes);
     if is_write {
-        lock.write_lock();
+        lock.write_lock()?;
         copy(disk);
         lock.write_unlock();
     } else {
-        lock.read_lock();
+        lock.read_lock()?;
         copy(disk);
-        lock.read_unlock();
+        lock.read_release();
     }
     lock.offset().store(t.offset_bytes + t.len_bytes, Ordering::SeqCst);
     lock.stat(0).fetch_add(1, Ordering::Relaxed);
@@ -321,7 +446,7 @@ pub(crate) fn seek(
     whence: u64,
 ) -> Option<Result<u64, Errno>> {
     let m = state(fd, link, info)?;
-    let lock = Lock { start: m.start, slot: m.slot };
+    let lock = Lock { start: m.start, slot: m.slot, driver: link };
     let current = lock.offset().load(Ordering::SeqCst);
     Some(unix_core::seek::seek_offset(current, m.size_bytes, offset, whence).inspect(|&new| {
         lock.offset().store(new, Ordering::SeqCst);

@@ -79,11 +79,13 @@ impl Monitor {
         match self.vm {
             // The VM manager pages text and data in from the file.
             Some(vm_link) => {
-                let (w, _) =
-                    self.fs_call([fs::OP_OPEN, open_flags::O_RDONLY, 0, 0], abs.as_bytes(), &mut [])?;
+                let (mount, _) = self.route(abs);
+                let (w, _) = self.path_call(abs, [fs::OP_OPEN, open_flags::O_RDONLY, 0, 0], &mut [])?;
                 let handle = w[0];
-                let loaded = self.call(vm_link, [vm::OP_LOAD_IMAGE, handle, 0, 0], &st.encode(), &mut []);
-                let _ = self.fs_call([io::OP_CLOSE, handle, 0, 0], &[], &mut []);
+                let (manager, queue) = (self.mounts[mount].manager.0, w[1]);
+                let loaded =
+                    self.call(vm_link, [vm::OP_LOAD_IMAGE, handle, manager, queue], &st.encode(), &mut []);
+                let _ = self.mount_call(mount, [io::OP_CLOSE, handle, 0, 0], &mut []);
                 let (w, _) = loaded?;
                 let (image, entry) = (w[0], w[1]);
                 sys::proc_image(kpid, entry, &block, &name).map_err(kernel_errno)?;
@@ -112,27 +114,27 @@ impl Monitor {
     /// The program file `abs` (whose stat is `st`), from the cache or read
     /// through the directory manager. Returns its cache index.
     fn image(&mut self, abs: &str, st: &Stat) -> Result<usize, Errno> {
-        if let Some(i) = self
-            .images
-            .iter()
-            .position(|c| c.ino == st.ino && c.mtime_ns == st.mtime_ns && c.size == st.size_bytes)
-        {
+        let (mount, _) = self.route(abs);
+        let manager = self.mounts[mount].manager.0;
+        if let Some(i) = self.images.iter().position(|c| {
+            c.manager == manager && c.ino == st.ino && c.mtime_ns == st.mtime_ns && c.size == st.size_bytes
+        }) {
             return Ok(i);
         }
         if st.size_bytes > abi::layout::MAX_EXEC_BYTES {
             return Err(errno::ENOMEM);
         }
-        let (w, _) = self.fs_call([fs::OP_OPEN, open_flags::O_RDONLY, 0, 0], abs.as_bytes(), &mut [])?;
+        let (w, _) = self.path_call(abs, [fs::OP_OPEN, open_flags::O_RDONLY, 0, 0], &mut [])?;
         let handle = w[0];
         let mut bytes = Vec::new();
         if bytes.try_reserve_exact(st.size_bytes as usize).is_err() {
-            let _ = self.fs_call([io::OP_CLOSE, handle, 0, 0], &[], &mut []);
+            let _ = self.mount_call(mount, [io::OP_CLOSE, handle, 0, 0], &mut []);
             return Err(errno::ENOMEM);
         }
         let mut page = Page::zeroed();
         let page_bytes = page.0.len() as u64;
         let result = loop {
-            match self.fs_call([io::OP_READ, handle, page_bytes, 0], &[], &mut page.0) {
+            match self.mount_call(mount, [io::OP_READ, handle, page_bytes, 0], &mut page.0) {
                 // In the reply or through the lease: word 0 counts the bytes.
                 Ok((w, _)) if w[0] > 0 => {
                     bytes.extend_from_slice(&page.0[..(w[0] as usize).min(page.0.len())])
@@ -144,12 +146,18 @@ impl Monitor {
                 break Err(errno::ENOMEM);
             }
         };
-        let _ = self.fs_call([io::OP_CLOSE, handle, 0, 0], &[], &mut []);
+        let _ = self.mount_call(mount, [io::OP_CLOSE, handle, 0, 0], &mut []);
         result?;
         if self.images.len() == IMAGE_CACHE_ENTRIES {
             self.images.remove(0);
         }
-        self.images.push(CachedImage { ino: st.ino, mtime_ns: st.mtime_ns, size: st.size_bytes, bytes });
+        self.images.push(CachedImage {
+            manager,
+            ino: st.ino,
+            mtime_ns: st.mtime_ns,
+            size: st.size_bytes,
+            bytes,
+        });
         Ok(self.images.len() - 1)
     }
 }

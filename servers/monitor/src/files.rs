@@ -64,12 +64,20 @@ impl Monitor {
                 let dev = Pid(st.device_pid);
                 let l = self.link(dev, st.device_queue)?;
                 let (w, _) = self.call(l, [device::OP_OPEN, flags, st.ino, 0], rest.as_bytes(), &mut [])?;
+                // A character or a block device: the runtime moves a
+                // block device's data in one request (leases); a socket
+                // is what the network server says its handle is.
+                let file_type = if mode::is_blk(st.mode) {
+                    mode::S_IFBLK
+                } else if w[2] == mode::S_IFSOCK as u64 {
+                    mode::S_IFSOCK
+                } else {
+                    mode::S_IFCHR
+                };
                 Ok(FdInfo {
                     manager_pid: dev.0,
                     manager_queue: st.device_queue,
-                    // A character or a block device: the runtime moves
-                    // a block device's data in one request (leases).
-                    file_type: if mode::is_blk(st.mode) { mode::S_IFBLK } else { mode::S_IFCHR },
+                    file_type,
                     flags: flags as u32,
                     handle: w[0],
                 })
@@ -135,6 +143,22 @@ impl Monitor {
             Some((st, _)) => mode::is_reg(st.mode),
             None => true,
         };
+        let (mount, inner) = self.route(abs);
+        if !self.is_memfs(mount) || self.mounts[mount].inner != "/" {
+            // A disk (or memfs's /tmp under a disk root): the mount's
+            // manager serves the file's data itself.
+            let link = self.mounts[mount].link;
+            let (w, _) =
+                self.call(link, [fs::OP_OPEN, flags, create_mode, owner], inner.as_bytes(), &mut reply)?;
+            let st = Stat::decode(&reply).unwrap_or_default();
+            return Ok(FdInfo {
+                manager_pid: self.mounts[mount].manager.0,
+                manager_queue: w[1] as u32,
+                file_type: st.mode & mode::S_IFMT,
+                flags: flags as u32,
+                handle: w[0],
+            });
+        }
         if self.per_file && regular_or_new {
             // The file manager needs read and write access for loading and
             // writing back; the caller's own flags were checked above.
@@ -326,7 +350,12 @@ impl Monitor {
     /// that dies before it is ready cannot leave the monitor waiting; the
     /// ends of other children are handled as the main loop handles them
     /// ([`Monitor::child_ended`]), once the helper is ready.
-    fn start_helper(&mut self, program: &str, args: &str, ready: u64) -> Result<(Pid, u32, u64, u64), Errno> {
+    pub fn start_helper(
+        &mut self,
+        program: &str,
+        args: &str,
+        ready: u64,
+    ) -> Result<(Pid, u32, u64, u64), Errno> {
         let starts = Queue(monitor::START_QUEUE);
         sys::set_exit_queue(starts.0).map_err(kernel_errno)?;
         let kpid = sys::spawn(program, args);
@@ -353,7 +382,7 @@ impl Monitor {
         result
     }
 
-    /// A kernel child ended: if it was a helper (a pipe or file manager),
+    /// A kernel child ended: if it was a helper (a pipe, file or disk manager),
     /// forget it and say so; a UNIX process is `procs`' business.
     pub fn helper_ended(&mut self, kpid: Pid) -> bool {
         if let Some(i) = self.pipe_managers.iter().position(|&p| p == kpid) {
@@ -371,7 +400,7 @@ impl Monitor {
             self.drop_link(kpid);
             return true;
         }
-        false
+        self.mount_manager_ended(kpid)
     }
 }
 

@@ -32,6 +32,8 @@
 //!   unlink, mkdir, rmdir, rename, chdir, getcwd, chmod, chown.
 //! - `files`: open, close, dup, pipe, fd info; the directory, device, file
 //!   and pipe managers an open reaches; starting helper servers.
+//! - `mounts`: the mount table (which manager serves which names), mount,
+//!   sync, the disk managers' counters.
 //! - `pipes`: the pipe design, `pipe.*` limits (set by root at run time)
 //!   and the system-wide loan budget of the pipe managers.
 //! - `procs`: fork, wait, children's ends, signals, process groups, ids,
@@ -53,6 +55,7 @@ extern crate alloc;
 
 mod exec;
 mod files;
+mod mounts;
 mod names;
 mod pipes;
 mod procs;
@@ -102,11 +105,22 @@ fn main(args: Args) -> i32 {
         procs: BTreeMap::new(),
         files: OpenFiles::default(),
         fs: (fs_at.0, fs_link),
+        mounts: alloc::vec![tables::Mount {
+            point: String::from("/"),
+            source: String::from("memfs"),
+            fstype: "memfs",
+            options: String::from("rw"),
+            manager: fs_at.0,
+            queue: fs_at.1,
+            link: fs_link,
+            inner: String::from("/"),
+            device_handles: Vec::new(),
+        }],
         vm,
         tty,
         links: BTreeMap::new(),
         pipe_managers: Vec::new(),
-        pipes: pipes::Pipes::from_options(&kernel_options()),
+        pipes: tables::Pipes::from_options(&kernel_options()),
         per_file: files_option() == "per-file",
         file_managers: BTreeMap::new(),
         idle_file_managers: Vec::new(),
@@ -218,6 +232,10 @@ impl Monitor {
             monitor::OP_STATS => self.stats(),
             monitor::OP_SET_LIMIT => self.set_limit(me, data),
             monitor::OP_LIMITS => self.limits_text(),
+            monitor::OP_MOUNT => answer(self.mount(me, data)),
+            monitor::OP_MOUNTS => self.mounts_text(),
+            monitor::OP_SYNC => answer(self.sync()),
+            monitor::OP_FS_STATS => self.fs_stats(),
             _ => err(errno::ENOSYS),
         }
     }

@@ -27,8 +27,9 @@ impl Monitor {
     /// Look `abs` up: Ok((stat, rest of path after a device entry)).
     pub fn lookup(&mut self, abs: &str) -> Result<(Stat, Option<String>), (Errno, Option<Stat>)> {
         let mut reply = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
-        let link = self.fs.1;
-        let (w, len) = msg::call(link, &[fs::OP_LOOKUP, 0, 0, 0], abs.as_bytes(), &mut reply)
+        let (mount, inner) = self.route(abs);
+        let link = self.mounts[mount].link;
+        let (w, len) = msg::call(link, &[fs::OP_LOOKUP, 0, 0, 0], inner.as_bytes(), &mut reply)
             .map_err(|_| (errno::EIO, None))?;
         match ux::result(w[0]) {
             Ok(v) => {
@@ -170,7 +171,10 @@ impl Monitor {
         let abs = self.abs_path(me, data)?;
         let dir = self.check_parent_writable(me, &abs)?;
         self.check_sticky(me, &dir, &abs)?;
-        self.fs_call([fs::OP_UNLINK, 0, 0, 0], abs.as_bytes(), &mut []).map(|_| 0)
+        if self.is_mount_point(&abs) {
+            return Err(errno::EBUSY);
+        }
+        self.path_call(&abs, [fs::OP_UNLINK, 0, 0, 0], &mut []).map(|_| 0)
     }
 
     pub fn mkdir(&mut self, me: u64, data: &[u8], mode_bits: u32) -> Result<u64, Errno> {
@@ -180,14 +184,17 @@ impl Monitor {
         let p = &self.procs[&me];
         let owner = fs::owner_word(p.uid, p.gid);
         let m = (mode_bits & 0o7777 & !UMASK) as u64;
-        self.fs_call([fs::OP_MKDIR, m, 0, owner], abs.as_bytes(), &mut []).map(|_| 0)
+        self.path_call(&abs, [fs::OP_MKDIR, m, 0, owner], &mut []).map(|_| 0)
     }
 
     pub fn rmdir(&mut self, me: u64, data: &[u8]) -> Result<u64, Errno> {
         self.forget_lookups();
         let abs = self.abs_path(me, data)?;
         self.check_parent_writable(me, &abs)?;
-        self.fs_call([fs::OP_RMDIR, 0, 0, 0], abs.as_bytes(), &mut []).map(|_| 0)
+        if self.is_mount_point(&abs) {
+            return Err(errno::EBUSY);
+        }
+        self.path_call(&abs, [fs::OP_RMDIR, 0, 0, 0], &mut []).map(|_| 0)
     }
 
     pub fn rename(&mut self, me: u64, data: &[u8]) -> Result<u64, Errno> {
@@ -201,11 +208,21 @@ impl Monitor {
         // by its file's owner, the directory's owner or root.
         self.check_sticky(me, &old_dir, &old)?;
         self.check_sticky(me, &new_dir, &new)?;
-        let mut both = Vec::with_capacity(old.len() + new.len() + 1);
-        both.extend_from_slice(old.as_bytes());
+        if self.is_mount_point(&old) || self.is_mount_point(&new) {
+            return Err(errno::EBUSY);
+        }
+        // Both names must be one manager's, under one mount (POSIX: EXDEV
+        // for a rename between file systems).
+        let ((old_mount, old_inner), (new_mount, new_inner)) = (self.route(&old), self.route(&new));
+        if old_mount != new_mount {
+            return Err(errno::EXDEV);
+        }
+        let mut both = Vec::with_capacity(old_inner.len() + new_inner.len() + 1);
+        both.extend_from_slice(old_inner.as_bytes());
         both.push(0);
-        both.extend_from_slice(new.as_bytes());
-        self.fs_call([fs::OP_RENAME, 0, 0, 0], &both, &mut []).map(|_| 0)
+        both.extend_from_slice(new_inner.as_bytes());
+        let link = self.mounts[old_mount].link;
+        self.call(link, [fs::OP_RENAME, 0, 0, 0], &both, &mut []).map(|_| 0)
     }
 
     pub fn chdir(&mut self, me: u64, data: &[u8]) -> Result<u64, Errno> {
@@ -235,7 +252,7 @@ impl Monitor {
         if uid != 0 && uid != st.uid {
             return Err(errno::EPERM);
         }
-        self.fs_call([fs::OP_CHMOD, mode_bits & 0o7777, 0, 0], abs.as_bytes(), &mut []).map(|_| 0)
+        self.path_call(&abs, [fs::OP_CHMOD, mode_bits & 0o7777, 0, 0], &mut []).map(|_| 0)
     }
 
     /// `chown`: root only.
@@ -245,6 +262,6 @@ impl Monitor {
         if self.procs[&me].uid != 0 {
             return Err(errno::EPERM);
         }
-        self.fs_call([fs::OP_CHOWN, uid, gid, 0], abs.as_bytes(), &mut []).map(|_| 0)
+        self.path_call(&abs, [fs::OP_CHOWN, uid, gid, 0], &mut []).map(|_| 0)
     }
 }

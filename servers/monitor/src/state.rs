@@ -37,13 +37,17 @@ pub struct Monitor {
     pub starter: Pid,
     pub procs: BTreeMap<u64, Proc>,
     pub files: OpenFiles,
+    /// The memory file system (the directory manager of the bootstrap
+    /// connection `fs`), which holds `/dev` and, without a disk root, `/`.
     pub fs: (Pid, Link),
+    /// The mount table (`mounts`): `/` first.
+    pub mounts: Vec<crate::tables::Mount>,
     pub vm: Option<Link>,
     pub tty: Option<(Pid, u32)>,
     pub links: BTreeMap<(u64, u32), Link>,
     pub pipe_managers: Vec<Pid>,
     /// Pipes' design, `pipe.*` limits and the loan budget (`pipes`).
-    pub pipes: crate::pipes::Pipes,
+    pub pipes: crate::tables::Pipes,
     /// `monitor.files=per-file`: Ridge's file manager per open file.
     pub per_file: bool,
     /// Per-file mode: the file manager of each open file, by inode, and
@@ -133,6 +137,8 @@ impl Monitor {
         Ok((w, len))
     }
 
+    /// A call to the memory file system (memfs), the directory manager
+    /// of `/dev` and of the per-file managers' files.
     pub fn fs_call(
         &mut self,
         req: [u64; 4],

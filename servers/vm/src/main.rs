@@ -58,6 +58,8 @@ struct Stats {
 
 /// A program file's loadable parts.
 struct Image {
+    /// The kernel pid of the file's manager (inode numbers are per volume).
+    manager: u64,
     ino: u64,
     mtime_ns: u64,
     size_bytes: u64,
@@ -83,6 +85,9 @@ struct Vm {
     me: Pid,
     queue: Queue,
     fs: Option<Link>,
+    fs_pid: u64,
+    /// Links to other file managers (disk file systems), by (pid, queue).
+    links: BTreeMap<(u64, u32), Link>,
     images: Vec<Option<Image>>,
     next_generation: u32,
     processes: BTreeMap<u64, Vec<Region>>,
@@ -103,11 +108,14 @@ fn main(args: Args) -> i32 {
             return 2;
         }
     }
-    let fs = sys::bootstrap(abi::bootstrap::FS).and_then(|(p, q)| msg::open_link(p, Queue(q)).ok());
+    let fs_at = sys::bootstrap(abi::bootstrap::FS);
+    let fs = fs_at.and_then(|(p, q)| msg::open_link(p, Queue(q)).ok());
     let mut vm = Vm {
         me: sys::getpid(),
         queue,
         fs,
+        fs_pid: fs_at.map_or(0, |(p, _)| p.0),
+        links: BTreeMap::new(),
         images: Vec::new(),
         next_generation: 1,
         processes: BTreeMap::new(),
@@ -130,7 +138,7 @@ fn main(args: Args) -> i32 {
                 vm.fault(Pid(pid), addr, start);
             }
             Kind::Call => {
-                let [op, a, b, _] = r.message;
+                let [op, a, b, c] = r.message;
                 let from_monitor = monitor == Some(r.sender);
                 let result = match op {
                     vm::OP_SET_MONITOR if monitor.is_none() && Some(r.sender) == starter => {
@@ -139,7 +147,7 @@ fn main(args: Args) -> i32 {
                     }
                     vm::OP_LOAD_IMAGE if from_monitor => match Stat::decode(&buf.0[..r.len.min(buf.0.len())])
                     {
-                        Some(st) => vm.load_image(a, &st).map(|(id, entry)| {
+                        Some(st) => vm.load_image(a, (b, c), &st).map(|(id, entry)| {
                             pending = Some((r.reply, [id, entry, 0, 0]));
                         }),
                         None => Err(errno::EINVAL),
@@ -185,20 +193,32 @@ fn kernel_errno(e: abi::Error) -> Errno {
 }
 
 impl Vm {
-    /// Read the loadable parts of the file open at the directory manager
-    /// as `handle` (whose attributes are `st`), or find them cached.
-    /// Returns (image id, entry point).
-    fn load_image(&mut self, handle: u64, st: &Stat) -> Result<(u64, u64), Errno> {
+    /// Read the loadable parts of the file open as `handle` at the
+    /// manager `(pid, queue)` (pid 0: the directory manager), whose
+    /// attributes are `st`, or find them cached. Returns (image id, entry
+    /// point).
+    fn load_image(
+        &mut self,
+        handle: u64,
+        (manager, queue): (u64, u64),
+        st: &Stat,
+    ) -> Result<(u64, u64), Errno> {
+        let (manager, fs) = match manager {
+            0 => (self.fs_pid, self.fs.ok_or(errno::ENOSYS)?),
+            pid => (pid, self.link_to(Pid(pid), queue as u32)?),
+        };
         let found = self.images.iter().position(|m| {
             m.as_ref().is_some_and(|m| {
-                m.ino == st.ino && m.mtime_ns == st.mtime_ns && m.size_bytes == st.size_bytes
+                m.manager == manager
+                    && m.ino == st.ino
+                    && m.mtime_ns == st.mtime_ns
+                    && m.size_bytes == st.size_bytes
             })
         });
         if let Some(i) = found {
             let img = self.images[i].as_ref().expect("found");
             return Ok((id(i, img.generation), img.entry));
         }
-        let fs = self.fs.ok_or(errno::ENOSYS)?;
         let mut head = Page::zeroed();
         let head_len = read_at(fs, handle, 0, &mut head)?;
         let program = elf::parse_headers(&head.0[..head_len], st.size_bytes).map_err(|_| errno::ENOEXEC)?;
@@ -221,6 +241,7 @@ impl Vm {
         self.next_generation = self.next_generation.wrapping_add(1).max(1);
         let entry = program.entry;
         self.images[slot] = Some(Image {
+            manager,
             ino: st.ino,
             mtime_ns: st.mtime_ns,
             size_bytes: st.size_bytes,
@@ -231,6 +252,17 @@ impl Vm {
             users: 0,
         });
         Ok((id(slot, generation), entry))
+    }
+
+    /// A link to the file manager `pid`'s `queue`, kept (a dead one is
+    /// opened again).
+    fn link_to(&mut self, pid: Pid, queue: u32) -> Result<Link, Errno> {
+        if let Some(&l) = self.links.get(&(pid.0, queue)) {
+            return Ok(l);
+        }
+        let l = msg::open_link(pid, Queue(queue)).map_err(|_| errno::EIO)?;
+        self.links.insert((pid.0, queue), l);
+        Ok(l)
     }
 
     fn free_image_slot(&mut self) -> Result<usize, Errno> {

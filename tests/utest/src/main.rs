@@ -39,6 +39,7 @@ mod files;
 mod fs;
 mod leak;
 mod mem;
+mod net;
 mod pipe;
 mod proc;
 mod ramdisk;
@@ -142,6 +143,14 @@ const TESTS: &[Test] = &[
     ),
     ("pipe::loan_cap_reached_writes_fall_back_whole", pipe::loan_cap_reached_writes_fall_back_whole),
     ("pipe::limits_are_root_only_and_checked", pipe::limits_are_root_only_and_checked),
+    ("net::tcp_echo_between_processes", net::tcp_echo_between_processes),
+    ("net::udp_datagrams", net::udp_datagrams),
+    ("net::errors", net::errors),
+    ("net::nonblocking_connect_and_poll", net::nonblocking_connect_and_poll),
+    ("net::port_exhaustion", net::port_exhaustion),
+    ("net::a_thousand_sockets", net::a_thousand_sockets),
+    ("net::peer_vanishes_mid_stream", net::peer_vanishes_mid_stream),
+    ("net::client_killed_with_data_queued", net::client_killed_with_data_queued),
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),
@@ -170,6 +179,11 @@ const TESTS: &[Test] = &[
     ("ramdisk::readers_and_writers_at_once", ramdisk::readers_and_writers_at_once),
     ("ramdisk::killed_holder_releases_the_lock", ramdisk::killed_holder_releases_the_lock),
     ("ramdisk::killed_copier_releases_the_lock", ramdisk::killed_copier_releases_the_lock),
+    ("ramdisk::many_contenders_sleep_and_wake", ramdisk::many_contenders_sleep_and_wake),
+    ("ramdisk::sleeping_waiters_are_woken", ramdisk::sleeping_waiters_are_woken),
+    ("ramdisk::killed_waiter_leaves_the_lock_working", ramdisk::killed_waiter_leaves_the_lock_working),
+    ("ramdisk::killed_holder_wakes_the_waiters", ramdisk::killed_holder_wakes_the_waiters),
+    ("ramdisk::killed_driver_fails_its_clients", ramdisk::killed_driver_fails_its_clients),
     ("ramdisk::pddriver_holds_the_cpu", ramdisk::pddriver_holds_the_cpu),
 ];
 

@@ -16,6 +16,7 @@
 use crate::ensure;
 use crate::raw;
 use crate::util::{self, Context, Fnv, Stream, TestResult, expect_errno, spawn};
+use abi::Error;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
@@ -38,6 +39,7 @@ mod region {
     pub const CONCURRENT: u64 = 12 * MIB;
     pub const KILLED: u64 = 16 * MIB;
     pub const HOLD: u64 = 20 * MIB;
+    pub const SLEEP: u64 = 24 * MIB;
 }
 
 /// The device under each name.
@@ -255,6 +257,21 @@ fn check_chunk(chunk: &[u8]) -> Result<(u64, u64), String> {
 /// two) on four chunks: every chunk read is one whole chunk one writer
 /// wrote, so readers never see a write half done and writers never mix.
 pub fn readers_and_writers_at_once() -> TestResult {
+    contend(2, 2, 300)
+}
+
+/// Three writers and five readers, more processes than CPUs: holders are
+/// pre-empted in the middle of their copies, waiters go to sleep in the
+/// driver (`block::OP_LOCK_WAIT`) and are woken by the releases. Every
+/// chunk read is whole, and every process finishes (a lost wake-up shows
+/// as a deadline passed, not a hang).
+pub fn many_contenders_sleep_and_wake() -> TestResult {
+    contend(3, 5, 200)
+}
+
+/// `writers` writers and `readers` readers at once on `CHUNKS` chunks,
+/// `rounds` transfers each.
+fn contend(writers: u64, readers: u64, rounds: u64) -> TestResult {
     let chunk_bytes = CHUNK_BLOCKS * BLOCK;
     let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
     let mut chunk = vec![0u8; chunk_bytes];
@@ -263,17 +280,16 @@ pub fn readers_and_writers_at_once() -> TestResult {
         write_at(fd, region::CONCURRENT + c * chunk_bytes as u64, &chunk)?;
     }
     unix::close(fd).ctx("close")?;
-    const ROUNDS: u64 = 300;
     let mut pids = Vec::new();
     let (r, w) = unix::pipe().ctx("pipe")?;
-    for id in 1..=4u64 {
-        let is_writer = id <= 2;
+    for id in 1..=writers + readers {
+        let is_writer = id <= writers;
         let pid = spawn(move || {
             let _ = unix::close(r);
             let result = (|| -> TestResult {
                 let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
                 let mut buf = vec![0u8; chunk_bytes];
-                for round in 0..ROUNDS {
+                for round in 0..rounds {
                     let c = (round + id) % CHUNKS;
                     let at = region::CONCURRENT + c * chunk_bytes as u64;
                     if is_writer {
@@ -282,7 +298,7 @@ pub fn readers_and_writers_at_once() -> TestResult {
                     } else {
                         read_at(fd, at, &mut buf)?;
                         let (writer, _) = check_chunk(&buf).map_err(|e| format!("reader {id}: {e}"))?;
-                        ensure!(writer <= 2, "reader {id}: a chunk stamped by writer {writer}");
+                        ensure!(writer <= writers, "reader {id}: a chunk stamped by writer {writer}");
                     }
                 }
                 unix::close(fd).ctx("close")
@@ -296,13 +312,48 @@ pub fn readers_and_writers_at_once() -> TestResult {
         pids.push(pid);
     }
     let _ = unix::close(w);
+    let finished = wait_within(&pids, "the contenders");
     let report = util::read_to_end(r).ctx("read the report")?;
     let _ = unix::close(r);
-    for pid in pids {
-        util::wait_for(pid)?;
-    }
     ensure!(report.is_empty(), "{}", String::from_utf8_lossy(&report));
+    for (pid, status) in pids.iter().zip(finished?) {
+        ensure!(status.exit_code() == Some(0), "contender {pid} {}", util::describe(&status));
+    }
     Ok(())
+}
+
+/// How long a test waits for processes that should finish at once (a
+/// lock left held, a lost wake-up: they never would).
+const DEADLINE_NS: u64 = 30_000_000_000;
+
+/// Wait for every one of `pids` (this process's children), at most
+/// [`DEADLINE_NS`]; those still running then are killed and the test
+/// fails naming `what`.
+fn wait_within(pids: &[u64], what: &str) -> Result<Vec<unix::WaitStatus>, String> {
+    let deadline = unix::clock_ns() + DEADLINE_NS;
+    let mut statuses: Vec<Option<unix::WaitStatus>> = vec![None; pids.len()];
+    loop {
+        for (pid, status) in pids.iter().zip(statuses.iter_mut()) {
+            if status.is_none()
+                && let Some((_, s)) = unix::waitpid(*pid as i64, true).ctx("waitpid")?
+            {
+                *status = Some(s);
+            }
+        }
+        if statuses.iter().all(Option::is_some) {
+            return Ok(statuses.into_iter().flatten().collect());
+        }
+        if unix::clock_ns() > deadline {
+            for (pid, status) in pids.iter().zip(&statuses) {
+                if status.is_none() {
+                    let _ = unix::kill(*pid as i64, SIGKILL);
+                    let _ = util::wait_for(*pid);
+                }
+            }
+            return Err(format!("{what} had not finished {} s later", DEADLINE_NS / 1_000_000_000));
+        }
+        unix::sleep_ns(10_000_000);
+    }
 }
 
 /// Where a hand-made window goes: far above the runtime's own.
@@ -379,7 +430,6 @@ fn use_the_disk_within_a_deadline(when: &str) -> TestResult {
         };
         i32::from(check().is_err())
     })?;
-    const DEADLINE_NS: u64 = 30_000_000_000;
     let deadline = unix::clock_ns() + DEADLINE_NS;
     loop {
         match unix::waitpid(checker as i64, true).ctx("waitpid")? {
@@ -407,22 +457,392 @@ fn hold_the_write_lock() -> TestResult {
     let info = fd_info(fd)?;
     let link = msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue))
         .map_err(|e| format!("link to the driver: {}", e.name()))?;
-    let (w, _) = msg::call(link, &[block::OP_MAP, info.handle, TEST_WINDOW, 0], &[], &mut [])
+    let m = map_by_hand(link, abi::Pid(info.manager_pid), info.manager_queue, info.handle, TEST_WINDOW)?;
+    ensure!(m.take_the_writer_word(), "the writer word was not free");
+    // A reader byte too, as a reader killed mid-copy would leave it.
+    raw::store_u8(m.window + (block::ram_lock::READERS_OFFSET as u64) + m.slot, 1);
+    Ok(())
+}
+
+/// A RAM disk handle mapped by hand at `window`: its lock page is the
+/// window's first page.
+struct HandMap {
+    window: u64,
+    slot: u64,
+    link: msg::Link,
+}
+
+impl HandMap {
+    fn word(&self, offset: usize) -> u64 {
+        self.window + offset as u64
+    }
+
+    fn take_the_writer_word(&self) -> bool {
+        raw::cas_u32(self.word(block::ram_lock::WRITER_OFFSET), 0, self.slot as u32 + 1)
+    }
+
+    /// The driver's count of the waits it keeps.
+    fn waiters(&self) -> u32 {
+        raw::load_u32(self.word(block::ram_lock::WAITERS_OFFSET))
+    }
+
+    /// Let the writer word go as the protocol says: the release, then
+    /// the waiters count, then a wake unless one is on its way.
+    fn release_the_writer_word(&self) {
+        raw::swap_u32(self.word(block::ram_lock::WRITER_OFFSET), 0);
+        if self.waiters() != 0 && raw::swap_u32(self.word(block::ram_lock::WAKE_SENT_OFFSET), 1) == 0 {
+            let _ = msg::send(self.link, &[block::OP_LOCK_WAKE, 0, 0, 0]);
+        }
+    }
+}
+
+/// `OP_MAP` of `handle` at `window` and the pager region, as the runtime
+/// does.
+fn map_by_hand(
+    link: msg::Link,
+    driver: abi::Pid,
+    queue: u32,
+    handle: u64,
+    window: u64,
+) -> Result<HandMap, String> {
+    let (w, _) = msg::call(link, &[block::OP_MAP, handle, window, 0], &[], &mut [])
         .map_err(|e| format!("OP_MAP: {}", e.name()))?;
     let size = protocols::unix::result(w[0]).map_err(|e| format!("OP_MAP: {}", e.name()))?;
     let slot = w[1];
-    sys::set_pager(
-        sys::getpid(),
-        TEST_WINDOW,
-        abi::layout::PAGE_SIZE + size,
-        abi::Pid(info.manager_pid),
-        info.manager_queue,
+    sys::set_pager(sys::getpid(), window, abi::layout::PAGE_SIZE + size, driver, queue)
+        .map_err(|e| format!("set_pager: {}", e.name()))?;
+    Ok(HandMap { window, slot, link })
+}
+
+/// A child that holds the writer word of `/dev/ram0` (mapped by hand) and
+/// obeys one-byte commands: a digit n, "wait until the driver keeps n
+/// waits" (at most [`DEADLINE_NS`]); `r`, "let the word go". It answers
+/// each with `ok` or `no`, and ends when its command pipe closes.
+struct Holder {
+    pid: u64,
+    commands: Fd,
+    answers: Fd,
+}
+
+impl Holder {
+    fn start() -> Result<Holder, String> {
+        let (cmd_r, cmd_w) = unix::pipe().ctx("pipe")?;
+        let (ans_r, ans_w) = unix::pipe().ctx("pipe")?;
+        let pid = spawn(move || {
+            let _ = unix::close(cmd_w);
+            let _ = unix::close(ans_r);
+            let held = (|| -> Result<HandMap, String> {
+                let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
+                let info = fd_info(fd)?;
+                let link = msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue))
+                    .map_err(|e| format!("link to the driver: {}", e.name()))?;
+                let m = map_by_hand(
+                    link,
+                    abi::Pid(info.manager_pid),
+                    info.manager_queue,
+                    info.handle,
+                    TEST_WINDOW,
+                )?;
+                ensure!(m.take_the_writer_word(), "the writer word was not free");
+                Ok(m)
+            })();
+            let m = match held {
+                Ok(m) => m,
+                Err(why) => {
+                    let _ = util::write_all(ans_w, b"no");
+                    let _ = util::write_all(ans_w, why.as_bytes());
+                    return 1;
+                }
+            };
+            let _ = util::write_all(ans_w, b"ok");
+            loop {
+                let command = match util::read_some(cmd_r, 1) {
+                    Ok(c) if c.len() == 1 => c[0],
+                    _ => return 0,
+                };
+                let ok = match command {
+                    b'0'..=b'9' => {
+                        let want = u32::from(command - b'0');
+                        let deadline = unix::clock_ns() + DEADLINE_NS;
+                        while m.waiters() != want && unix::clock_ns() < deadline {
+                            unix::sleep_ns(1_000_000);
+                        }
+                        m.waiters() == want
+                    }
+                    b'r' => {
+                        m.release_the_writer_word();
+                        true
+                    }
+                    _ => false,
+                };
+                let _ = util::write_all(ans_w, if ok { b"ok" } else { b"no" });
+            }
+        });
+        let _ = unix::close(cmd_r);
+        let _ = unix::close(ans_w);
+        let holder = Holder { pid: pid?, commands: cmd_w, answers: ans_r };
+        let first = util::read_some(holder.answers, 2).ctx("the holder's report")?;
+        if first != b"ok" {
+            let why = util::read_to_end(holder.answers).unwrap_or_default();
+            holder.finish();
+            return Err(format!("the holder could not take the lock: {}", String::from_utf8_lossy(&why)));
+        }
+        Ok(holder)
+    }
+
+    /// Send `command`; `what` names it in a failure.
+    fn ask(&self, command: u8, what: &str) -> TestResult {
+        util::write_all(self.commands, &[command]).ctx("command the holder")?;
+        let answer = util::read_some(self.answers, 2).ctx("the holder's answer")?;
+        ensure!(
+            answer == b"ok",
+            "{what}: the holder says no (waiters: {})",
+            String::from_utf8_lossy(&answer)
+        );
+        Ok(())
+    }
+
+    /// Close its pipes (it ends) and reap it, however it ended.
+    fn finish(self) {
+        let _ = unix::close(self.commands);
+        let _ = unix::close(self.answers);
+        let _ = unix::kill(self.pid as i64, SIGKILL);
+        let _ = util::wait_for(self.pid);
+    }
+}
+
+/// A child that opens `/dev/ram0/ramdriver` and, through the runtime,
+/// reads the first 8 blocks of `region::SLEEP` and checks they are
+/// `expected`, or writes `expected` to the next 8. Exit 0 if all went
+/// well.
+fn spawn_waiter(write: bool, expected: &[u8]) -> Result<u64, String> {
+    let expected = expected.to_vec();
+    spawn(move || {
+        let done = (|| -> TestResult {
+            let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
+            if write {
+                write_at(fd, region::SLEEP + expected.len() as u64, &expected)?;
+            } else {
+                let mut back = vec![0u8; expected.len()];
+                read_at(fd, region::SLEEP, &mut back)?;
+                ensure!(back == expected, "read other data");
+            }
+            unix::close(fd).ctx("close")
+        })();
+        i32::from(done.is_err())
+    })
+}
+
+/// Both waiters exited 0.
+fn expect_success(pids: &[u64], what: &str) -> TestResult {
+    for (pid, status) in pids.iter().zip(wait_within(pids, what)?) {
+        ensure!(status.exit_code() == Some(0), "{what}: {pid} {}", util::describe(&status));
+    }
+    Ok(())
+}
+
+/// Sleeping waiters are woken by a release: a holder takes the writer
+/// word by hand; a reader and a writer (through the runtime) spin, then
+/// sleep in the driver (its waiters count reaches 2); the holder lets the
+/// word go as the protocol says; both finish, with the right data.
+pub fn sleeping_waiters_are_woken() -> TestResult {
+    let a = vec![0xa5u8; 8 * BLOCK];
+    let b = vec![0x5au8; 8 * BLOCK];
+    let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
+    write_at(fd, region::SLEEP, &a)?;
+    write_at(fd, region::SLEEP + b.len() as u64, &a)?;
+    let holder = Holder::start()?;
+    let waiters =
+        (|| -> Result<Vec<u64>, String> { Ok(vec![spawn_waiter(false, &a)?, spawn_waiter(true, &b)?]) })();
+    let result = waiters.and_then(|pids| {
+        let told = holder
+            .ask(b'2', "a reader and a writer wait in the driver")
+            .and_then(|()| holder.ask(b'r', "release"));
+        let finished = expect_success(&pids, "the woken waiters");
+        told.and(finished)
+    });
+    holder.finish();
+    result?;
+    let mut back = vec![0u8; b.len()];
+    read_at(fd, region::SLEEP + b.len() as u64, &mut back)?;
+    ensure!(back == b, "the woken writer's blocks are not on the disk");
+    unix::close(fd).ctx("close")
+}
+
+/// A waiter killed while the driver keeps its call: the driver drops the
+/// call when the monitor closes the dead process's handle (its waiters
+/// count goes back to 0), and the lock works afterwards. Then again with
+/// the release at once after the kill, which may reach the driver before
+/// the close: the driver's answer to the dead caller fails and it gives
+/// back what it took for it.
+pub fn killed_waiter_leaves_the_lock_working() -> TestResult {
+    let blocks = vec![0x11u8; 8 * BLOCK];
+    for release_at_once in [false, true] {
+        let holder = Holder::start()?;
+        let result = (|| -> TestResult {
+            let waiter = spawn_waiter(true, &blocks)?;
+            let kept = holder.ask(b'1', "a writer waits in the driver");
+            unix::kill(waiter as i64, SIGKILL).ctx("kill the waiter")?;
+            util::expect_signal(waiter, SIGKILL)?;
+            kept?;
+            if !release_at_once {
+                holder.ask(b'0', "the driver forgets the dead waiter")?;
+            }
+            holder.ask(b'r', "release")
+        })();
+        holder.finish();
+        result?;
+        use_the_disk_within_a_deadline("after a waiter the driver kept was killed")?;
+    }
+    Ok(())
+}
+
+/// The holder killed while the driver keeps a reader's and a writer's
+/// waits: the close of its handle releases the lock in the driver, which
+/// then answers them; both finish.
+pub fn killed_holder_wakes_the_waiters() -> TestResult {
+    let a = vec![0x77u8; 8 * BLOCK];
+    let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
+    write_at(fd, region::SLEEP, &a)?;
+    unix::close(fd).ctx("close")?;
+    let holder = Holder::start()?;
+    let result = (|| -> TestResult {
+        let pids = vec![spawn_waiter(false, &a)?, spawn_waiter(true, &a)?];
+        let kept = holder.ask(b'2', "a reader and a writer wait in the driver");
+        unix::kill(holder.pid as i64, SIGKILL).ctx("kill the holder")?;
+        let finished = expect_success(&pids, "the waiters after the holder was killed");
+        kept.and(finished)
+    })();
+    holder.finish();
+    result
+}
+
+/// The driver killed in the middle of requests: a private RAM disk driver
+/// (this test's own child, started as init starts drivers but with no
+/// monitor to obey, so it takes opens from this test) has a PDDRIVER READ
+/// of 1 MiB in hand, waiting behind the writer word this test holds, and a
+/// mapped client's `OP_LOCK_WAIT` kept. Killed, it answers neither: both
+/// callers get `DeadPeer` (which the runtime turns into `EIO`) at once,
+/// not a hang. The system's `/dev/ram0` still works afterwards.
+pub fn killed_driver_fails_its_clients() -> TestResult {
+    util::in_child(|| {
+        let driver = start_private_driver()?;
+        let result = with_private_driver(driver);
+        let _ = sys::kill(driver);
+        let _ = sys::wait(Some(driver));
+        result
+    })?;
+    use_the_disk_within_a_deadline("after a private RAM disk driver was killed")
+}
+
+/// `ramdisk` started by this process with no monitor in its bootstrap
+/// (a driver with no monitor takes opens from anyone): it needs no right,
+/// its disk is its own memory.
+fn start_private_driver() -> Result<abi::Pid, String> {
+    let monitor = sys::bootstrap(abi::bootstrap::MONITOR);
+    sys::set_bootstrap(abi::bootstrap::MONITOR, abi::Pid(0), 0)
+        .map_err(|e| format!("set_bootstrap: {}", e.name()))?;
+    let spawned = sys::spawn("ramdisk", "");
+    if let Some((pid, queue)) = monitor {
+        sys::set_bootstrap(abi::bootstrap::MONITOR, pid, queue)
+            .map_err(|e| format!("set_bootstrap back: {}", e.name()))?;
+    }
+    spawned.map_err(|e| format!("spawn ramdisk: {}", e.name()))
+}
+
+/// A link to the private driver's request queue, once it serves it.
+fn link_to_private(driver: abi::Pid) -> Result<msg::Link, String> {
+    let deadline = unix::clock_ns() + DEADLINE_NS;
+    let link = loop {
+        match msg::open_link(driver, Queue(block::QUEUE)) {
+            Ok(l) => break l,
+            Err(e) if unix::clock_ns() > deadline => {
+                return Err(format!("link to the private driver: {}", e.name()));
+            }
+            Err(_) => unix::sleep_ns(10_000_000),
+        }
+    };
+    // Answered once the disk is allocated and the driver serves.
+    let (w, _) = msg::call(link, &[block::OP_STATS, 0, 0, 0], &[], &mut [0u8; 64])
+        .map_err(|e| format!("OP_STATS: {}", e.name()))?;
+    protocols::unix::result(w[0]).map_err(|e| format!("OP_STATS: {}", e.name()))?;
+    Ok(link)
+}
+
+/// `device::OP_OPEN` straight to the private driver, in `mode`.
+fn open_private(link: msg::Link, mode: &str) -> Result<u64, String> {
+    let (w, _) = msg::call(
+        link,
+        &[protocols::unix::device::OP_OPEN, open_flags::O_RDWR, 0, 0],
+        mode.as_bytes(),
+        &mut [],
     )
-    .map_err(|e| format!("set_pager: {}", e.name()))?;
-    let writer = TEST_WINDOW + block::ram_lock::WRITER_OFFSET as u64;
-    ensure!(raw::cas_u32(writer, 0, slot as u32 + 1), "the writer word was not free");
-    // A reader byte too, as a reader killed mid-copy would leave it.
-    raw::store_u8(TEST_WINDOW + (block::ram_lock::READERS_OFFSET as u64) + slot, 1);
+    .map_err(|e| format!("open {mode}: {}", e.name()))?;
+    protocols::unix::result(w[0]).map_err(|e| format!("open {mode}: {}", e.name()))
+}
+
+/// Where this test's children map the private driver's disk.
+const PRIVATE_WINDOW: u64 = TEST_WINDOW + (1 << 37);
+const WAITER_WINDOW: u64 = TEST_WINDOW + (1 << 38);
+
+fn with_private_driver(driver: abi::Pid) -> TestResult {
+    let link = link_to_private(driver)?;
+    let handle = open_private(link, "ramdriver")?;
+    let m = map_by_hand(link, driver, block::QUEUE, handle, PRIVATE_WINDOW)?;
+    ensure!(m.take_the_writer_word(), "the private driver's writer word was not free");
+    let reader = spawn(move || {
+        let read = || -> Result<Error, String> {
+            let link = link_to_private(driver)?;
+            let handle = open_private(link, "pddriver")?;
+            let mut buf = vec![0u8; block::MAX_TRANSFER_BYTES as usize];
+            match msg::call(
+                link,
+                &[protocols::unix::io::OP_READ, handle, block::MAX_TRANSFER_BYTES, 0],
+                &[],
+                &mut buf,
+            ) {
+                Ok(_) => Err(String::from("the READ was answered")),
+                Err(e) => Ok(e),
+            }
+        };
+        match read() {
+            Ok(Error::DeadPeer) => 0,
+            _ => 1,
+        }
+    })?;
+    let waiter = spawn(move || {
+        let wait = || -> Result<Error, String> {
+            let link = link_to_private(driver)?;
+            let handle = open_private(link, "ramdriver")?;
+            let mine = map_by_hand(link, driver, block::QUEUE, handle, WAITER_WINDOW)?;
+            let request = [block::OP_LOCK_WAIT, mine.slot, block::ram_lock::WAIT_WRITE, 0];
+            match msg::call(link, &request, &[], &mut []) {
+                Ok(_) => Err(String::from("the wait was answered")),
+                Err(e) => Ok(e),
+            }
+        };
+        match wait() {
+            Ok(Error::DeadPeer) => 0,
+            _ => 1,
+        }
+    })?;
+    let pids = [reader, waiter];
+    // Both in the driver's hands: the READ pending, the wait kept.
+    let deadline = unix::clock_ns() + DEADLINE_NS;
+    while m.waiters() != 2 && unix::clock_ns() < deadline {
+        unix::sleep_ns(1_000_000);
+    }
+    let in_hand = m.waiters();
+    sys::kill(driver).map_err(|e| format!("kill the driver: {}", e.name()))?;
+    let finished = wait_within(&pids, "the private driver's clients");
+    ensure!(in_hand == 2, "the driver held {in_hand} waits, not the READ and the wait");
+    for (what, status) in ["the PDDRIVER READ", "the OP_LOCK_WAIT"].iter().zip(finished?) {
+        ensure!(
+            status.exit_code() == Some(0),
+            "{what} did not end with DeadPeer: {}",
+            util::describe(&status)
+        );
+    }
     Ok(())
 }
 

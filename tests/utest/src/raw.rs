@@ -83,3 +83,18 @@ pub fn span(addr: u64, len: usize) -> &'static mut [u8] {
     // to the kernel; this process never dereferences the slice.
     unsafe { core::slice::from_raw_parts_mut(addr as *mut u8, len) }
 }
+
+/// Load the u32 at `addr` (a word of a RAM disk's lock page).
+pub fn load_u32(addr: u64) -> u32 {
+    // SAFETY: as in `cas_u32`: a 4-aligned word of a lock page this
+    // process mapped by hand, touched only atomically.
+    let word = unsafe { &*(addr as *const core::sync::atomic::AtomicU32) };
+    word.load(core::sync::atomic::Ordering::SeqCst)
+}
+
+/// Swap the u32 at `addr` (a word of a RAM disk's lock page) for `value`.
+pub fn swap_u32(addr: u64, value: u32) -> u32 {
+    // SAFETY: as in `load_u32`.
+    let word = unsafe { &*(addr as *const core::sync::atomic::AtomicU32) };
+    word.swap(value, core::sync::atomic::Ordering::SeqCst)
+}

@@ -224,14 +224,29 @@ fn a_loaned_write_goes_straight_to_readers_without_a_buffer() {
     w.write(&mut p, 1, &data);
     assert_eq!(w.answer(1), None, "kept until read");
     assert_eq!((p.loaned(), p.buffered()), (40, 40));
-    w.read(&mut p, 2, 25);
-    w.read(&mut p, 3, 25);
-    assert_eq!(w.got(2), &data[..25]);
-    assert_eq!(w.got(3), &data[25..]);
+    w.read(&mut p, 2, 10);
+    assert_eq!(w.got(2), &data[..10]);
+    assert_eq!(w.answer(1), None, "kept while the rest does not fit the buffer");
+    w.read(&mut p, 3, 10);
+    assert_eq!(w.got(3), &data[10..20]);
+    assert_eq!(w.answer(1), None);
+    w.read(&mut p, 4, 25);
+    assert_eq!(w.got(4), &data[20..]);
     assert_eq!(w.answer(1), Some(Ok(40)), "answered once all is read");
-    assert_eq!((w.direct_copies, p.loaned()), (2, 0));
+    assert_eq!((w.direct_copies, p.loaned()), (3, 0));
     assert!(!p.has_buffer(), "loaned bytes never touch a buffer");
     assert_eq!(p.stats().loaned_writes, 1);
+    // The rest of a loan that fits the buffer goes there when no reader
+    // waits: the writer is answered, the next reader reads the buffer.
+    let mut p = Pipe::new(limits(16, 4, Some(10)));
+    p.grant(100);
+    w.write(&mut p, 5, &data);
+    w.read(&mut p, 6, 25);
+    assert_eq!(w.got(6), &data[..25]);
+    assert_eq!(w.answer(5), Some(Ok(40)), "the last 15 bytes went to the buffer");
+    w.read(&mut p, 7, 25);
+    assert_eq!(w.got(7), &data[25..]);
+    assert_eq!(p.stats().unloaned_writes, 1);
 }
 
 #[test]
@@ -321,7 +336,9 @@ fn a_gone_writer_leaves_readers_a_prefix_never_garbage() {
     let mut p = Pipe::new(limits(16, 4, Some(8)));
     p.grant(100);
     let mut w = World::default();
-    w.write(&mut p, 1, b"0123456789");
+    // Longer than the buffer, so the loan is kept (a loaned write that
+    // fits in the buffer goes there when no reader waits).
+    w.write(&mut p, 1, b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ!#");
     w.write(&mut p, 2, b"abcdefghij");
     w.read(&mut p, 10, 4);
     assert_eq!(w.got(10), b"0123");
@@ -482,4 +499,28 @@ fn random_runs_keep_the_stream_and_never_stall() {
             assert_eq!(p.loaned(), 0);
         }
     }
+}
+
+#[test]
+fn a_loaned_write_that_fits_does_not_wait_for_a_reader() {
+    // Regression: a child wrote 32 KiB (>= pipe.loan_min) into a pipe
+    // nobody read yet and waited for ever; with the `big` design it
+    // returns at once, and so it must with loans.
+    let mut p = Pipe::new(limits(64, 4, Some(8)));
+    p.grant(1000);
+    let mut w = World::default();
+    let data: Vec<u8> = (0..32).collect();
+    w.write(&mut p, 1, &data);
+    assert_eq!(w.answer(1), Some(Ok(32)), "answered without a reader");
+    assert_eq!(p.loaned(), 0, "its budget is back");
+    assert_eq!(p.stats().unloaned_writes, 1);
+    // A reader that waits first still gets a loan straight from the writer.
+    w.read(&mut p, 2, 32);
+    assert_eq!(w.got(2), &data[..]);
+    w.read(&mut p, 3, 32);
+    w.write(&mut p, 4, &data);
+    assert_eq!(w.got(3), &data[..]);
+    assert_eq!(w.answer(4), Some(Ok(32)));
+    assert_eq!(p.stats().loaned_writes, 2);
+    assert_eq!(w.direct_copies, 1);
 }

@@ -22,6 +22,15 @@
 //! `d_<device>_5jobs` (ms per job) and the same with `_cpu`; on Ridgeback
 //! they come from `dbench`, a UNIX process ([`SEED_000`] holds the seed's
 //! table).
+//!
+//! The P rows (seed 002, NetBSD's loaned pipes, `bench/src/p.rs`) put each
+//! of Ridgeback's pipe designs (`p_small`, `p_big`, `p_loan`,
+//! `p_loan_overwrite`, each `_1cpu` and `_<N>cpu`; from `pbench`, one boot
+//! per design and CPU count) beside Linux's plain pipe (`p_pipe`, and
+//! `p_pipe_overwrite` for the overwrite variant) and the loan beside
+//! Linux's `vmsplice` (`p_vmsplice`), in MB/s; `p_copy` and
+//! `p_copy_checksum` are the limit, one process copying (and checksumming)
+//! the same bytes ([`SEED_002`] holds the seed's table).
 
 /// A group of figures: the unit of `--only`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -36,16 +45,29 @@ pub enum Group {
     R2,
     /// Seed 000: a RAM disk against a disk, one job and five.
     D,
+    /// Seed 002: lmbench's bw_pipe over the three pipe designs.
+    P,
 }
 
-pub const ALL_GROUPS: [Group; 8] =
-    [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data, Group::R2, Group::D];
+pub const ALL_GROUPS: [Group; 9] = [
+    Group::Getpid,
+    Group::Copy,
+    Group::Switch,
+    Group::Call,
+    Group::Send,
+    Group::Data,
+    Group::R2,
+    Group::D,
+    Group::P,
+];
 
 /// What `cargo xtask bench` (and its `--quick` smoke test in `cargo xtask
-/// test`) measures without `--only`: every group but D. D's Ridgeback rows
-/// need the virtio-blk and RAM disk drivers, and until they exist those
-/// rows can only fail; D joins the default when they do. `--only d` runs
-/// it now (the Linux rows, and Ridgeback's as failures that say why).
+/// test`) measures without `--only`: every group but D and P. D's
+/// Ridgeback rows need the virtio-blk and RAM disk drivers, and until they
+/// exist those rows can only fail; D joins the default when they do.
+/// `--only d` runs it now (the Linux rows, and Ridgeback's as failures
+/// that say why). P boots Ridgeback six times (three pipe designs, one
+/// and all CPUs): too long for the smoke test; `--only p` runs it.
 pub const DEFAULT_GROUPS: [Group; 7] =
     [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data, Group::R2];
 
@@ -60,6 +82,7 @@ impl Group {
             Group::Data => "data",
             Group::R2 => "r2",
             Group::D => "d",
+            Group::P => "p",
         }
     }
 
@@ -69,15 +92,16 @@ impl Group {
         match self {
             Group::Switch => "yield",
             Group::R2 | Group::D => "all",
+            Group::P => "pipe",
             other => other.name(),
         }
     }
 
     /// Whether Ridgeback measures the group with a UNIX program
-    /// (`r2bench` or `dbench`, started by a batch script on the booted
-    /// UNIX system) rather than with `ridgebench` booted as init.
+    /// (`r2bench`, `dbench` or `pbench`, started by a batch script on the
+    /// booted UNIX system) rather than with `ridgebench` booted as init.
     pub fn is_unix(self) -> bool {
-        matches!(self, Group::R2 | Group::D)
+        matches!(self, Group::R2 | Group::D | Group::P)
     }
 
     /// The Linux `bench` figures of this group's rows.
@@ -91,6 +115,7 @@ impl Group {
             Group::Data => &["pipedata"],
             Group::R2 => &["r2"],
             Group::D => &["d"],
+            Group::P => &["p"],
         }
     }
 
@@ -261,7 +286,109 @@ pub fn rows(smp: u32) -> Vec<Row> {
     }
     r2_rows(&mut row);
     d_rows(&mut row);
+    p_rows(&mut row, smp);
     rows
+}
+
+/// Seed 002's designs, as Ridgeback's boot option `pipe=` names them, with
+/// the seed's column and its figures (PIII/600, 386DX) in MB/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seed002Design {
+    /// `pipe=` value and the word in the figure names.
+    pub design: &'static str,
+    /// The seed's column.
+    pub label: &'static str,
+    pub seeds: [Seed; 2],
+}
+
+const PIII: &str = "NetBSD, Pentium III/600, 2001";
+const I386: &str = "NetBSD, 386DX, 2001";
+
+/// Seed 002's table: "old pipes", "new pipes", "new pipes with uvm_loan()".
+pub const SEED_002: [Seed002Design; 3] = [
+    Seed002Design {
+        design: "small",
+        label: "old pipes",
+        seeds: [
+            Seed { source: PIII, as_published: "487 MB/sec", value: 487.0 },
+            Seed { source: I386, as_published: "0.75 MB/sec", value: 0.75 },
+        ],
+    },
+    Seed002Design {
+        design: "big",
+        label: "new pipes",
+        seeds: [
+            Seed { source: PIII, as_published: "487 MB/sec", value: 487.0 },
+            Seed { source: I386, as_published: "3.57 MB/sec", value: 3.57 },
+        ],
+    },
+    Seed002Design {
+        design: "loan",
+        label: "new pipes with uvm_loan()",
+        seeds: [
+            Seed { source: PIII, as_published: "567 MB/sec", value: 567.0 },
+            Seed { source: I386, as_published: "4.70 MB/sec", value: 4.70 },
+        ],
+    },
+];
+
+/// A P figure's name (as `bench::p::figure_name`).
+pub fn p_figure(design: &str, overwrite: bool, cpus: &str) -> String {
+    format!("p_{design}{}_{cpus}", if overwrite { "_overwrite" } else { "" })
+}
+
+/// The copy limit's figures (`bench::p::COPY`, `COPY_CHECKSUM`).
+pub const P_COPY: &str = "p_copy";
+pub const P_COPY_CHECKSUM: &str = "p_copy_checksum";
+
+/// Seed 002's rows: for one CPU and for all, each Ridgeback design against
+/// Linux's plain pipe (the overwrite variant against the plain pipe with
+/// the same overwrite), the loan against `vmsplice`; then the copy limit.
+/// The seed's figures are on the one-CPU rows: its machines had one.
+fn p_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed]), smp: u32) {
+    let multi = format!("{smp}cpu");
+    let mut placements = vec![("1cpu", "1cpu", "1 CPU".to_string())];
+    if smp > 1 {
+        placements.push((multi.as_str(), "2cpu", format!("{smp} CPUs")));
+    }
+    for (ridgeback, linux, shown) in &placements {
+        for design in &SEED_002 {
+            let seeds: &[Seed] = if *linux == "1cpu" { &design.seeds } else { &[] };
+            row(
+                &p_figure(design.design, false, linux),
+                &format!("P bw_pipe pipe={} vs pipe, {shown}", design.design),
+                Group::P,
+                &p_figure(design.design, false, ridgeback),
+                &p_figure("pipe", false, linux),
+                seeds,
+            );
+        }
+        row(
+            &p_figure("loan", true, linux),
+            &format!("P bw_pipe loan+overwrite vs pipe+overwrite, {shown}"),
+            Group::P,
+            &p_figure("loan", true, ridgeback),
+            &p_figure("pipe", true, linux),
+            &[],
+        );
+        row(
+            &p_figure("vmsplice", false, linux),
+            &format!("P bw_pipe pipe=loan vs vmsplice, {shown}"),
+            Group::P,
+            &p_figure("loan", false, ridgeback),
+            &p_figure("vmsplice", false, linux),
+            &[],
+        );
+    }
+    row(P_COPY, "P limit: byte copy, one process", Group::P, P_COPY, P_COPY, &[]);
+    row(
+        P_COPY_CHECKSUM,
+        "P limit: byte copy + checksum, one process",
+        Group::P,
+        P_COPY_CHECKSUM,
+        P_COPY_CHECKSUM,
+        &[],
+    );
 }
 
 /// A time of seed 000's table, `minutes:seconds`, in the D rows' ms/job.
@@ -466,7 +593,7 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 42);
+        assert_eq!(rows.len(), 42 + 12);
         for row in &rows {
             let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
             if row.ridgeback.ends_with("cpu") {
@@ -475,7 +602,7 @@ mod tests {
         }
         let one_cpu_rows = super::rows(1);
         assert!(one_cpu_rows.iter().all(|r| !r.key.ends_with("2cpu")));
-        assert_eq!(one_cpu_rows.len(), 37);
+        assert_eq!(one_cpu_rows.len(), 37 + 7);
         // Four CPUs: Ridgeback's figure says 4, Linux's peer still uses 2.
         let four = super::rows(4);
         let call = four.iter().find(|r| r.key == "r1_call_2cpu").unwrap();
@@ -533,6 +660,35 @@ mod tests {
         assert!(pddriver.five_jobs[0].value / ramdriver.five_jobs[0].value > 6.9);
         assert_eq!(parse_groups(&words("d")).unwrap(), [Group::D]);
         assert!(Group::D.is_unix() && !DEFAULT_GROUPS.contains(&Group::D));
+    }
+
+    #[test]
+    fn p_rows_pair_each_design_with_linux_and_carry_the_seed_on_one_cpu() {
+        let rows = rows(2);
+        let p: Vec<&Row> = rows.iter().filter(|r| r.group == Group::P).collect();
+        assert_eq!(p.len(), 12);
+        let row = |key: &str| *p.iter().find(|r| r.key == key).unwrap_or_else(|| panic!("{key}"));
+        let loan = row("p_loan_2cpu");
+        assert_eq!((loan.ridgeback.as_str(), loan.linux.as_str()), ("p_loan_2cpu", "p_pipe_2cpu"));
+        assert!(loan.seeds.is_empty());
+        let small = row("p_small_1cpu");
+        assert_eq!((small.ridgeback.as_str(), small.linux.as_str()), ("p_small_1cpu", "p_pipe_1cpu"));
+        assert_eq!(small.seeds.iter().map(|s| s.value).collect::<Vec<_>>(), [487.0, 0.75]);
+        assert_eq!(row("p_loan_1cpu").seeds[1].value, 4.70);
+        let splice = row("p_vmsplice_2cpu");
+        assert_eq!((splice.ridgeback.as_str(), splice.linux.as_str()), ("p_loan_2cpu", "p_vmsplice_2cpu"));
+        let overwrite = row("p_loan_overwrite_1cpu");
+        assert_eq!(
+            (overwrite.ridgeback.as_str(), overwrite.linux.as_str()),
+            ("p_loan_overwrite_1cpu", "p_pipe_overwrite_1cpu")
+        );
+        assert_eq!(row("p_copy").linux, "p_copy");
+        // Four CPUs: Ridgeback's figure says 4, Linux's peer uses 2.
+        let four = super::rows(4);
+        let big = four.iter().find(|r| r.key == "p_big_2cpu").unwrap();
+        assert_eq!((big.ridgeback.as_str(), big.linux.as_str()), ("p_big_4cpu", "p_pipe_2cpu"));
+        assert!(Group::P.is_unix() && !DEFAULT_GROUPS.contains(&Group::P));
+        assert_eq!(parse_groups(&words("p")).unwrap(), [Group::P]);
     }
 
     #[test]

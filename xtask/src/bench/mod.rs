@@ -42,6 +42,11 @@
 //! `O_DIRECT`, and a tmpfs file. Every boot of both systems has the same
 //! disk image attached (one per run, under the run's logs).
 //!
+//! The P rows (seed 002, NetBSD's loaned pipes) run `/bin/pbench` the
+//! same way, once per pipe design (`pipe=small|big|loan`) and CPU count
+//! (all, and `cpus=1`); on Linux they are the `p` figure: a plain pipe and
+//! `vmsplice`, pinned to one vCPU and to two, and the copy limit.
+//!
 //! Contract with `main.rs`: [`main`] receives every argument after `bench`
 //! unparsed, and returns the process exit code.
 
@@ -84,7 +89,9 @@ options:
                         send, data, r1 (= call,send,data), r2 (seed 001's Table 2:
                         files, pipe, getpid, sbrk, creat, fork), d (seed 000's RAM
                         disk against a disk: not in the default set until Ridgeback
-                        has its block drivers); commas or repeated
+                        has its block drivers), p (seed 002's bw_pipe: three pipe
+                        designs, 1 and all CPUs, six boots; not in the default set);
+                        commas or repeated
   --smp N               vCPUs of the machine (default 2); one-CPU figures always
                         come from a cpus=1 Ridgeback boot and pinned Linux processes
   --mem SIZE            guest memory (default 512M)
@@ -222,6 +229,9 @@ pub enum RidgebackProgram {
     /// `dbench`, a UNIX process started the same way, with the RAM disk
     /// in the given mode.
     Dbench(RamdiskMode),
+    /// `pbench`, a UNIX process started the same way, with the pipe design
+    /// (`pipe=`, one of `catalogue::SEED_002`'s).
+    Pbench(&'static str),
 }
 
 impl RidgebackProgram {
@@ -230,6 +240,7 @@ impl RidgebackProgram {
             RidgebackProgram::Ridgebench => "ridgebench",
             RidgebackProgram::R2bench(_) => "r2bench",
             RidgebackProgram::Dbench(_) => "dbench",
+            RidgebackProgram::Pbench(_) => "pbench",
         }
     }
 
@@ -372,6 +383,32 @@ pub fn plan(groups: &[Group], smp: u32) -> Plan {
             });
         }
     }
+    if groups.contains(&Group::P) {
+        // A boot per pipe design (a boot option) and per CPU count: all
+        // CPUs, then one (`cpus=1`). The loan boots also run the overwrite
+        // variant; the copy limit, one process, runs once.
+        for design in catalogue::SEED_002.map(|d| d.design) {
+            let mut cpus: Vec<(String, Option<&'static str>)> = vec![(format!("smp{smp}"), None)];
+            if smp > 1 {
+                cpus.push(("cpus1".to_string(), Some("cpus=1")));
+            }
+            for (index, (cpus_label, cpus_option)) in cpus.into_iter().enumerate() {
+                let mut figures = vec!["pipe"];
+                if design == "loan" {
+                    figures.push("overwrite");
+                    if index == 0 {
+                        figures.push("copy");
+                    }
+                }
+                ridgeback.push(RidgebackBootPlan {
+                    label: format!("p-{design}-{cpus_label}"),
+                    cpus_option,
+                    program: RidgebackProgram::Pbench(design),
+                    figures,
+                });
+            }
+        }
+    }
     let mut linux: Vec<&'static str> = Vec::new();
     for group in groups {
         for figure in group.linux_figures() {
@@ -406,16 +443,21 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             Some(cpus) => format!("{cpus} {}", mode.kernel_option()),
             None => mode.kernel_option(),
         },
+        RidgebackProgram::Pbench(design) => match boot.cpus_option {
+            Some(cpus) => format!("{cpus} pipe={design}"),
+            None => format!("pipe={design}"),
+        },
     }
 }
 
-/// The batch script of an `r2bench` or `dbench` boot: one command line, run by the
+/// The batch script of an `r2bench`, `dbench` or `pbench` boot: one command line, run by the
 /// shell; its exit status is the session's, and init's power-off status.
 fn batch_script(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
     let suffix = match boot.program {
         RidgebackProgram::R2bench(files) if !files.suffix().is_empty() => {
             format!(" --suffix {}", files.suffix())
         }
+        RidgebackProgram::Pbench(design) => format!(" --design {design}"),
         _ => String::new(),
     };
     format!("/bin/{}{suffix} {}\n", boot.program.name(), program_args(opts, &boot.figures))
@@ -573,6 +615,8 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         serial: SerialMode::Captured,
         is_gdb: false,
         disk: Some(disk.clone()),
+        // Benchmark N (issue 13's second half) adds the card to both systems.
+        net: qemu::NetChoice::None,
     };
     let mut machine_probe = config_for(String::new(), &[]).to_args()?;
     machine_probe.extend(extra_args.iter().cloned());
@@ -1018,6 +1062,35 @@ mod tests {
         assert_eq!(both.ridgeback.len(), 4);
         assert_eq!(both.linux, ["r2", "d"]);
         assert_eq!(parse("--only d").unwrap().groups, [Group::D]);
+    }
+
+    #[test]
+    fn p_boots_ridgeback_per_design_and_cpu_count() {
+        let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
+        let plan = super::plan(&[Group::P], 2);
+        assert_eq!(plan.linux, ["p"]);
+        let labels: Vec<&str> = plan.ridgeback.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["p-small-smp2", "p-small-cpus1", "p-big-smp2", "p-big-cpus1", "p-loan-smp2", "p-loan-cpus1"]
+        );
+        let [small, small_one, .., loan, loan_one] = &plan.ridgeback[..] else { panic!("six boots") };
+        assert_eq!(ridgeback_cmdline(small, &opts), "pipe=small");
+        assert_eq!(ridgeback_cmdline(small_one, &opts), "cpus=1 pipe=small");
+        assert_eq!(
+            batch_script(small, &opts),
+            "/bin/pbench --design small --samples 3 --sample-ms 10 pipe\n"
+        );
+        assert_eq!(
+            batch_script(loan, &opts),
+            "/bin/pbench --design loan --samples 3 --sample-ms 10 pipe overwrite copy\n"
+        );
+        assert_eq!(loan_one.figures, ["pipe", "overwrite"], "the copy limit runs once");
+        assert!(plan.ridgeback.iter().all(|b| b.program.is_unix() && b.program.name() == "pbench"));
+        let single = super::plan(&[Group::P], 1);
+        assert_eq!(single.ridgeback.len(), 3, "one CPU: one boot per design");
+        assert_eq!(single.ridgeback[2].figures, ["pipe", "overwrite", "copy"]);
+        assert!(!parse("--quick").unwrap().groups.contains(&Group::P), "the smoke test leaves P out");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::catalogue::{D_LINUX_DEVICES, SEED_000, d_figure};
+use super::catalogue::{D_LINUX_DEVICES, P_COPY, P_COPY_CHECKSUM, SEED_000, SEED_002, d_figure, p_figure};
 use super::line::{Better, better_for};
 use super::results::{self, Results, Series, System};
 
@@ -204,6 +204,206 @@ pub fn full(results: &Results) -> String {
     if !seed_000.is_empty() {
         text.push('\n');
         text.push_str(&seed_000);
+    }
+    let seed_002 = seed_002(results);
+    if !seed_002.is_empty() {
+        text.push('\n');
+        text.push_str(&seed_002);
+    }
+    text
+}
+
+/// "met", "not met" or "not measured".
+fn verdict(met: Option<bool>) -> &'static str {
+    match met {
+        Some(true) => "met",
+        Some(false) => "not met",
+        None => "not measured",
+    }
+}
+
+/// Seed 002's table with this run's P figures beside it (when P was
+/// measured): MB/s of each design on one CPU and on all, Linux's plain
+/// pipe and vmsplice, the copy limit; the shape as ratios; the issue's
+/// targets as measured facts; and Ridgeback's kernel counters per MB moved,
+/// which say why a target is missed.
+pub fn seed_002(results: &Results) -> String {
+    if !results.meta.groups.iter().any(|g| g == "p") {
+        return String::new();
+    }
+    let smp = results.meta.smp;
+    let multi = format!("{smp}cpu");
+    let mut cpus = vec![("1cpu", "1cpu", "1 CPU".to_string())];
+    if smp > 1 {
+        cpus.push((multi.as_str(), "2cpu", format!("{smp} CPUs")));
+    }
+    let median = |system: System, name: &str| results.series(system, name).map(Series::median);
+    let mbs = |value: Option<f64>| value.map_or("-".to_string(), number);
+    let mut text = String::from(
+        "P, seed 002 (NetBSD's loaned pipes, 2001): lmbench bw_pipe, 64 KiB writes, a forked reader\n\
+         checksums every byte; MB/s\n",
+    );
+    let _ = writeln!(
+        text,
+        "{:<34}  {:>10}  {:>10}  {:>10}  {:>14}",
+        "", "old pipes", "new pipes", "loan", "loan+overwrite"
+    );
+    for (index, machine) in ["NetBSD Pentium III/600", "NetBSD 386DX"].iter().enumerate() {
+        let cells = SEED_002.map(|d| number(d.seeds[index].value));
+        let _ = writeln!(
+            text,
+            "{machine:<34}  {:>10}  {:>10}  {:>10}  {:>14}",
+            cells[0], cells[1], cells[2], "-"
+        );
+    }
+    for (ridgeback, _, shown) in &cpus {
+        let cells = SEED_002.map(|d| mbs(median(System::Ridgeback, &p_figure(d.design, false, ridgeback))));
+        let overwrite = mbs(median(System::Ridgeback, &p_figure("loan", true, ridgeback)));
+        let label = format!("Ridgeback pipe=small|big|loan, {shown}");
+        let _ = writeln!(
+            text,
+            "{label:<34}  {:>10}  {:>10}  {:>10}  {overwrite:>14}",
+            cells[0], cells[1], cells[2]
+        );
+    }
+    if !results.meta.is_ridgeback_only {
+        let _ = writeln!(text, "{:<34}  {:>10}  {:>10}  {:>10}", "", "pipe", "vmsplice", "pipe+overwrite");
+        for (_, linux, shown) in &cpus {
+            let cell = |design: &str, overwrite: bool| {
+                mbs(median(System::Linux, &p_figure(design, overwrite, linux)))
+            };
+            let label = format!("Linux, {shown}");
+            let _ = writeln!(
+                text,
+                "{label:<34}  {:>10}  {:>10}  {:>10}",
+                cell("pipe", false),
+                cell("vmsplice", false),
+                cell("pipe", true)
+            );
+        }
+    }
+    let limit = |system: System| (median(system, P_COPY), median(system, P_COPY_CHECKSUM));
+    let (copy, copy_checksum) = limit(System::Ridgeback);
+    let _ = write!(text, "Limit, one process: byte copy {} (Ridgeback)", mbs(copy));
+    let (linux_copy, linux_copy_checksum) = limit(System::Linux);
+    if !results.meta.is_ridgeback_only {
+        let _ = write!(text, ", {} (Linux)", mbs(linux_copy));
+    }
+    let _ = write!(text, "; copy + checksum {} (Ridgeback)", mbs(copy_checksum));
+    if !results.meta.is_ridgeback_only {
+        let _ = write!(text, ", {} (Linux)", mbs(linux_copy_checksum));
+    }
+    text.push('\n');
+
+    // The shape: new pipes over old, the loan over new pipes.
+    let times = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a / b);
+    let shown = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{}x", number(r)));
+    text.push_str("Shape (big/small, loan/big):");
+    for (index, machine) in ["PIII", "386DX"].iter().enumerate() {
+        let [small, big, loan] = SEED_002.map(|d| Some(d.seeds[index].value));
+        let _ = write!(text, " {machine} {} {};", shown(times(big, small)), shown(times(loan, big)));
+    }
+    let design = |name: &str, ridgeback: &str| median(System::Ridgeback, &p_figure(name, false, ridgeback));
+    for (ridgeback, _, label) in &cpus {
+        let (small, big, loan) =
+            (design("small", ridgeback), design("big", ridgeback), design("loan", ridgeback));
+        let _ = write!(text, " Ridgeback {label} {} {};", shown(times(big, small)), shown(times(loan, big)));
+    }
+    text.pop();
+    text.push('\n');
+
+    text.push_str("Targets (measured, not asserted):\n");
+    let fact = |what: String, value: Option<f64>, met: Option<bool>| {
+        format!("  {what}: {}, {}\n", shown(value), verdict(met))
+    };
+    if smp > 1 {
+        let loan = design("loan", &multi);
+        if !results.meta.is_ridgeback_only {
+            let pipe = median(System::Linux, &p_figure("pipe", false, "2cpu"));
+            let splice = median(System::Linux, &p_figure("vmsplice", false, "2cpu"));
+            let over_pipe = times(loan, pipe);
+            let over_splice = times(loan, splice);
+            text.push_str(&fact(
+                format!("loan >= 3x Linux plain pipe, {smp} CPUs"),
+                over_pipe,
+                over_pipe.map(|r| r >= 3.0),
+            ));
+            text.push_str(&fact(
+                format!("loan >= 1.5x Linux vmsplice, {smp} CPUs"),
+                over_splice,
+                over_splice.map(|r| r >= 1.5),
+            ));
+        }
+    }
+    for (ridgeback, _, label) in &cpus {
+        let (small, big, loan) =
+            (design("small", ridgeback), design("big", ridgeback), design("loan", ridgeback));
+        let in_order = match (small, big, loan) {
+            (Some(s), Some(b), Some(l)) => Some(s < b && b < l),
+            _ => None,
+        };
+        let _ = writeln!(
+            text,
+            "  small < big < loan, {label}: {} < {} < {} MB/s, {}",
+            mbs(small),
+            mbs(big),
+            mbs(loan),
+            verdict(in_order)
+        );
+        let distance = times(copy, loan);
+        text.push_str(&fact(
+            format!("loan within 2x of the byte-copy limit (copy / loan), {label}"),
+            distance,
+            distance.map(|d| d <= 2.0),
+        ));
+    }
+
+    // Counters per MB (10^6 bytes) moved: an operation is one pass.
+    const COLUMNS: [(&str, &str); 8] = [
+        ("kernel_calls", "calls"),
+        ("context_switches", "switches"),
+        ("address_space_switches", "CR3"),
+        ("messages", "msgs"),
+        ("exceptions", "faults"),
+        ("pages_loaned", "loans"),
+        ("cow_copies", "COW"),
+        ("bytes_copied", "copied/B"),
+    ];
+    let mut names = Vec::new();
+    for (ridgeback, _, _) in &cpus {
+        for d in &SEED_002 {
+            names.push(p_figure(d.design, false, ridgeback));
+        }
+        names.push(p_figure("loan", true, ridgeback));
+    }
+    let series: Vec<&Series> = names.iter().filter_map(|n| results.series(System::Ridgeback, n)).collect();
+    if series.iter().any(|s| !s.counters_per_op().is_empty()) {
+        text.push_str(
+            "Ridgeback kernel counters per MB moved (machine-wide; copied/B = bytes the kernel copied per byte\n\
+             through the pipe):\n",
+        );
+        let _ = write!(text, "{:<24}", "figure");
+        for (_, heading) in COLUMNS {
+            let _ = write!(text, "  {heading:>8}");
+        }
+        text.push('\n');
+        for s in series {
+            let bytes_per_op = s.runs.iter().map(|f| f.bytes_per_op).max().unwrap_or(0) as f64;
+            if bytes_per_op == 0.0 {
+                continue;
+            }
+            let _ = write!(text, "{:<24}", s.name);
+            for (counter, heading) in COLUMNS {
+                let per_op = s.counter_per_op(counter);
+                let cell = match (per_op, heading) {
+                    (Some(v), "copied/B") => number(v / bytes_per_op),
+                    (Some(v), _) => number(v / (bytes_per_op / 1e6)),
+                    (None, _) => "-".to_string(),
+                };
+                let _ = write!(text, "  {cell:>8}");
+            }
+            text.push('\n');
+        }
     }
     text
 }
@@ -548,6 +748,49 @@ mod tests {
         assert!(line("  Ridgeback:").contains("PDDRIVER/disk - and -"));
         assert_eq!(minutes(527_220.0), "8:47.22");
         assert!(full(&results).contains("D, seed 000"));
+    }
+
+    #[test]
+    fn seed_002_table_shows_the_seed_targets_and_counters_per_megabyte() {
+        let mut results = sample_results();
+        assert_eq!(seed_002(&results), "", "only when P was measured");
+        results.meta.groups.push("p".to_string());
+        // A pass of 4 MiB in 10 ms (1 GHz ticks): 419 MB/s; the loan twice that.
+        let pass = |name: &str, ms: u64, counters: &[(&str, u64)]| super::super::line::Figure {
+            iterations: 1,
+            bytes_per_op: 4 << 20,
+            ..figure(name, "MB/s", &[ms * 1_000_000; 3], counters)
+        };
+        results.add_figures(
+            System::Ridgeback,
+            vec![
+                pass("p_small_2cpu", 40, &[]),
+                pass("p_big_2cpu", 20, &[]),
+                pass("p_loan_2cpu", 10, &[("pages_loaned", 3 * 1024), ("bytes_copied", 3 * (4 << 20))]),
+                pass("p_copy", 4, &[]),
+            ],
+        );
+        results
+            .add_figures(System::Linux, vec![pass("p_pipe_2cpu", 40, &[]), pass("p_vmsplice_2cpu", 20, &[])]);
+        let text = seed_002(&results);
+        let line = |start: &str| {
+            text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {text}"))
+        };
+        assert!(line("NetBSD Pentium III/600").contains("487") && line("NetBSD 386DX").contains("4.70"));
+        let two = line("Ridgeback pipe=small|big|loan, 2 CPUs");
+        assert!(two.contains("105") && two.contains("210") && two.contains("419"), "{two}");
+        assert!(line("  loan >= 3x Linux plain pipe, 2 CPUs").ends_with("4.00x, met"), "{text}");
+        assert!(line("  loan >= 1.5x Linux vmsplice, 2 CPUs").ends_with("2.00x, met"), "{text}");
+        assert!(line("  small < big < loan, 2 CPUs").ends_with(", met"), "{text}");
+        assert!(line("  small < big < loan, 1 CPU").ends_with("not measured"), "{text}");
+        assert!(
+            line("  loan within 2x of the byte-copy limit (copy / loan), 2 CPUs").ends_with("2.50x, not met")
+        );
+        assert!(line("Shape").contains("PIII 1.00x 1.16x") && line("Shape").contains("2 CPUs 2.00x 2.00x"));
+        // 1024 loans per 4 MiB pass = 244 per MB; 1 byte copied per byte.
+        let cells: Vec<&str> = line("p_loan_2cpu").split_whitespace().collect();
+        assert_eq!((cells[6], cells[8]), ("244", "1.00"), "{text}");
+        assert!(full(&results).contains("P, seed 002"));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! one `name = value` per line (`options = …` first), then one line per
 //! block device in `/dev`: its name, its driver's mode (`virtio`,
 //! `ramdriver`, `pddriver`), requests served and bytes moved
-//! (`block::OP_STATS`, asked of the driver the entry names), then the
+//! (`block::OP_STATS`, asked of the driver the entry names), then each
+//! disk file system's counters (`/disk:hits = …`: its buffer cache's hits,
+//! misses, read-ahead hits, write-behind transfers, …), then the
 //! run-time limits (`pipe = loan`, `pipe.loan_min = …`).
 //!
 //! `kinfo -w NAME=VALUE…` sets run-time limits instead (root only, as
@@ -60,6 +62,12 @@ fn main(args: runtime::Args) -> i32 {
     }
     for line in block_devices() {
         out.line(&line);
+    }
+    // Each disk file system's buffer cache (issue 12): `/disk:hits = …`.
+    if let Ok(text) = runtime::unix::fs_stats() {
+        for (name, value) in text.lines().filter_map(|l| l.split_once('=')) {
+            out.line(&alloc::format!("{name} = {value}"));
+        }
     }
     match runtime::unix::limits() {
         Ok(text) => {

@@ -550,3 +550,28 @@ pub fn leases_between_two_callers() -> TestResult {
     }
     Ok(())
 }
+
+/// A server runs at a caller's priority only while it works on that call:
+/// a call it keeps for later lends it nothing once it takes another
+/// message. Regression: a RAM disk driver holding lock waiters' calls
+/// answered their wake-up message at the waiters' low priority.
+pub fn a_kept_call_lends_no_priority() -> TestResult {
+    let me = sys::getpid();
+    let base = sys::info(InfoKey::Priority);
+    let low = base - 2;
+    let caller = sys::spawn_with_priority("tchild", &format!("lease-call {} 0 0 0", me.0), low)
+        .map_err(|e| e.name())?;
+    let call = msg::receive_data(MAIN_QUEUE, &mut []).map_err(|e| e.name())?;
+    check(call.kind == Kind::Call, "the low-priority call arrives")?;
+    check(sys::info(InfoKey::Priority) == low, "the runner serves the call at its caller's priority")?;
+    // Keep the call; take a plain message (tmsg's hello).
+    let (sender, link) = start_tmsg("receive-forever", "", base)?;
+    check(sys::info(InfoKey::Priority) == base, "a plain message is served at the runner's own priority")?;
+    msg::reply(call.reply, &[0; 4], &[]).map_err(|e| e.name())?;
+    let (_, status) = sys::wait(Some(caller)).map_err(|e| e.name())?;
+    check(status == ExitStatus::Exited(0), "the kept call is answered")?;
+    msg::close_link(link).map_err(|e| e.name())?;
+    sys::kill(sender).map_err(|e| e.name())?;
+    sys::wait(Some(sender)).map_err(|e| e.name())?;
+    Ok(())
+}

@@ -1,0 +1,809 @@
+//! The buffer cache: `nbuf` block buffers between the file system and the
+//! device (UNIX V1's I/O buffers, seed 004; Ridge's read-ahead and
+//! write-behind, seed 001 §8).
+//!
+//! - **LRU**: a miss takes an empty buffer, else the least recently used
+//!   buffer that is not busy; a dirty one is written first (and the next
+//!   least recently used is taken if it is clean, so the write goes on
+//!   while the miss is served: with two buffers the disk and the program
+//!   work in parallel).
+//! - **Busy while in flight**: a buffer's memory belongs to the device
+//!   from submit to completion ([`crate::device::Transfer`] owns it); a
+//!   request for that block waits for the completion, and when every
+//!   buffer is busy a miss waits too. With `nbuf = 1` every disk access
+//!   therefore waits for the one before it, as in V1.
+//! - **Read-ahead**: [`Cache::prefetch`] starts reads of blocks the file
+//!   system will want (the next blocks of a file read sequentially, up to
+//!   16 pages), grouped into runs of consecutive blocks, one transfer per
+//!   run, into at most half the buffers.
+//! - **Write-behind**: dirty buffers go out in runs of consecutive blocks
+//!   of up to 16 pages per transfer (`MAX_TRANSFER_PAGES`), when a run of
+//!   data is complete ([`Cache::write_behind`]), when a buffer is needed,
+//!   and at [`Cache::sync`].
+//! - **Write order**: [`Cache::order`] records that one block's present
+//!   contents must be on the disk before another block's next contents.
+//!   Before a block is written, the blocks it waits for are written and
+//!   their transfers completed. The file system uses this to keep the
+//!   disk consistent at every instant (see `docs/filesystem.md`). An order
+//!   that would close a cycle is broken by writing the later block now,
+//!   before it changes.
+//!
+//! What it is not: a file system. It knows block numbers, never what they
+//! hold. It is pure logic over [`BlockDevice`]; it never panics on what a
+//! device returns.
+//!
+//! # Invariants
+//! - A block is in at most one buffer; `map` holds exactly the buffers
+//!   that are not empty.
+//! - A buffer in flight has no data (`data == None`); every other buffer
+//!   has `block_bytes` of data.
+//! - The blocks a block waits for (`waits_for`) never form a cycle.
+//! - A write transfer starts only when every block its buffers wait for
+//!   is on the disk (clean, or not cached, and not in flight).
+
+use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec;
+use alloc::vec::Vec;
+use protocols::unix::Errno;
+use protocols::unix::errno::{EINVAL, EIO};
+
+/// Largest read-ahead and write-behind transfer, in pages (Ridge §8:
+/// "reads up to sixteen pages ahead", "written to disk in sixteen-page
+/// transfers").
+pub const MAX_TRANSFER_PAGES: usize = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Empty,
+    Clean,
+    Dirty,
+    Reading,
+    Writing,
+}
+
+impl State {
+    fn is_busy(self) -> bool {
+        matches!(self, State::Reading | State::Writing)
+    }
+
+    fn is_pending_write(self) -> bool {
+        matches!(self, State::Dirty | State::Writing)
+    }
+}
+
+#[derive(Debug)]
+struct Buf {
+    block: u64,
+    data: Option<Box<[u8]>>,
+    state: State,
+    last_use: u64,
+    /// Filled by read-ahead and not used since.
+    is_read_ahead: bool,
+}
+
+/// What the cache counts (`kinfo` shows them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Requests for a block found in a buffer.
+    pub hits: u64,
+    /// Requests that had to take a buffer (and, unless the block is
+    /// overwritten whole, read it).
+    pub misses: u64,
+    /// Hits on a buffer that read-ahead filled.
+    pub read_ahead_hits: u64,
+    /// Blocks read ahead.
+    pub read_ahead_blocks: u64,
+    /// Read transfers and the blocks they moved.
+    pub read_transfers: u64,
+    pub blocks_read: u64,
+    /// Write transfers (all), and those started by write-behind before
+    /// anyone needed the buffers.
+    pub write_transfers: u64,
+    pub write_behind_transfers: u64,
+    pub blocks_written: u64,
+    /// Times the cache waited for the device.
+    pub waits: u64,
+    /// Device flushes.
+    pub flushes: u64,
+}
+
+/// The buffer cache over a device `D`.
+pub struct Cache<D: BlockDevice> {
+    dev: D,
+    block_bytes: usize,
+    sectors_per_block: u64,
+    device_blocks: u64,
+    max_run_blocks: usize,
+    bufs: Vec<Buf>,
+    map: BTreeMap<u64, usize>,
+    clock: u64,
+    in_flight: BTreeMap<u64, Vec<usize>>,
+    next_tag: u64,
+    /// Block -> blocks whose contents must be on the disk before its own.
+    waits_for: BTreeMap<u64, Vec<u64>>,
+    /// The reverse: block -> blocks waiting for it (to drop the waits
+    /// exactly when its write completes, so a block dirtied again later
+    /// is not waited for by mistake; a stale wait could close a cycle).
+    waited_by: BTreeMap<u64, Vec<u64>>,
+    stats: CacheStats,
+    /// A write failed since the last [`Cache::sync`] (reported there, like
+    /// Linux's `AS_EIO`).
+    has_write_error: bool,
+}
+
+impl<D: BlockDevice> Cache<D> {
+    /// A cache of `nbuf` buffers of `block_bytes` (a multiple of the
+    /// sector, at most 16 pages) over `dev`; `EINVAL` (and the device
+    /// back) for other sizes or no buffers.
+    pub fn new(dev: D, block_bytes: usize, nbuf: usize) -> Result<Self, (Errno, D)> {
+        let max_bytes = MAX_TRANSFER_PAGES * abi::layout::PAGE_SIZE as usize;
+        if nbuf == 0
+            || block_bytes == 0
+            || !block_bytes.is_multiple_of(SECTOR_BYTES)
+            || block_bytes > max_bytes
+        {
+            return Err((EINVAL, dev));
+        }
+        let sectors_per_block = (block_bytes / SECTOR_BYTES) as u64;
+        let bufs = (0..nbuf)
+            .map(|_| Buf {
+                block: 0,
+                data: Some(vec![0u8; block_bytes].into_boxed_slice()),
+                state: State::Empty,
+                last_use: 0,
+                is_read_ahead: false,
+            })
+            .collect();
+        Ok(Cache {
+            device_blocks: dev.sectors() / sectors_per_block,
+            dev,
+            block_bytes,
+            sectors_per_block,
+            max_run_blocks: max_bytes / block_bytes,
+            bufs,
+            map: BTreeMap::new(),
+            clock: 0,
+            in_flight: BTreeMap::new(),
+            next_tag: 1,
+            waits_for: BTreeMap::new(),
+            waited_by: BTreeMap::new(),
+            stats: CacheStats::default(),
+            has_write_error: false,
+        })
+    }
+
+    pub fn block_bytes(&self) -> usize {
+        self.block_bytes
+    }
+
+    pub fn nbuf(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// The device's size in blocks of this cache.
+    pub fn device_blocks(&self) -> u64 {
+        self.device_blocks
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        self.stats
+    }
+
+    pub fn device(&self) -> &D {
+        &self.dev
+    }
+
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.dev
+    }
+
+    /// Every dirty buffer written, every transfer finished; the device.
+    pub fn into_device(mut self) -> Result<D, Errno> {
+        self.sync()?;
+        Ok(self.dev)
+    }
+
+    /// The device back without writing anything: dirty buffers are
+    /// dropped, transfers in flight are waited for (for a mount that was
+    /// refused after reading only).
+    pub fn into_device_unwritten(mut self) -> D {
+        while self.dev.complete().is_some() {}
+        self.dev
+    }
+
+    /// Reads block `block` and gives its bytes to `f`.
+    pub fn read<R>(&mut self, block: u64, f: impl FnOnce(&[u8]) -> R) -> Result<R, Errno> {
+        let i = self.acquire(block, true)?;
+        Ok(f(self.data(i)?))
+    }
+
+    /// Reads block `block`, lets `f` change it, and marks it dirty.
+    pub fn modify<R>(&mut self, block: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Errno> {
+        let i = self.acquire(block, true)?;
+        self.bufs[i].state = State::Dirty;
+        Ok(f(self.data_mut(i)?))
+    }
+
+    /// Gives `f` a buffer for block `block` without reading it (zeros, if
+    /// it was not cached): for a block written whole (V1's `dskw`: "don't
+    /// have to read block"). Marks it dirty.
+    pub fn overwrite<R>(&mut self, block: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Errno> {
+        let i = self.acquire(block, false)?;
+        self.bufs[i].state = State::Dirty;
+        Ok(f(self.data_mut(i)?))
+    }
+
+    fn data(&self, i: usize) -> Result<&[u8], Errno> {
+        self.bufs[i].data.as_deref().ok_or(EIO)
+    }
+
+    fn data_mut(&mut self, i: usize) -> Result<&mut [u8], Errno> {
+        self.bufs[i].data.as_deref_mut().ok_or(EIO)
+    }
+
+    fn touch(&mut self, i: usize) {
+        self.clock += 1;
+        self.bufs[i].last_use = self.clock;
+    }
+
+    /// Waits for one transfer and puts its buffers back.
+    fn wait_one(&mut self) -> Result<(), Errno> {
+        self.stats.waits += 1;
+        // Nothing in flight means a bookkeeping error, not a reason to hang.
+        let (transfer, result) = self.dev.complete().ok_or(EIO)?;
+        self.finished(transfer, result)
+    }
+
+    /// Puts back the buffers of every transfer the device has already
+    /// finished ([`BlockDevice::poll`]), without waiting: a server calls it
+    /// between requests, so that buffers whose I/O ended are not kept
+    /// busy until the next wait.
+    pub fn reap(&mut self) -> Result<(), Errno> {
+        while let Some((transfer, result)) = self.dev.poll() {
+            self.finished(transfer, result)?;
+        }
+        Ok(())
+    }
+
+    /// A transfer came back from the device: its buffers are the cache's
+    /// again, in the state its outcome says.
+    fn finished(&mut self, transfer: Transfer, result: Result<(), Errno>) -> Result<(), Errno> {
+        let indices = self.in_flight.remove(&transfer.tag).ok_or(EIO)?;
+        if indices.len() != transfer.buffers.len() {
+            return Err(EIO);
+        }
+        for (i, data) in indices.into_iter().zip(transfer.buffers) {
+            let buf = &mut self.bufs[i];
+            if data.len() != self.block_bytes {
+                return Err(EIO);
+            }
+            buf.data = Some(data);
+            match (transfer.direction, result) {
+                (Direction::Read, Ok(())) => buf.state = State::Clean,
+                (Direction::Read, Err(_)) => {
+                    // The block is not known: forget it; whoever waits for
+                    // it reads it again and gets the error then.
+                    buf.state = State::Empty;
+                    buf.is_read_ahead = false;
+                    self.map.remove(&buf.block);
+                }
+                (Direction::Write, outcome) => {
+                    // On an error the memory copy stays right and the
+                    // disk's is lost: keep going, report it at the next sync.
+                    self.has_write_error |= outcome.is_err();
+                    buf.state = State::Clean;
+                    let block = buf.block;
+                    self.written(block);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `block`'s write completed: what it waited for was on the disk
+    /// before, and whatever waited for it may go.
+    fn written(&mut self, block: u64) {
+        self.waits_for.remove(&block);
+        for waiter in self.waited_by.remove(&block).unwrap_or_default() {
+            if let Some(list) = self.waits_for.get_mut(&waiter) {
+                list.retain(|&b| b != block);
+                if list.is_empty() {
+                    self.waits_for.remove(&waiter);
+                }
+            }
+        }
+    }
+
+    fn is_pending(&self, block: u64) -> bool {
+        self.map.get(&block).is_some_and(|&i| self.bufs[i].state.is_pending_write())
+    }
+
+    /// A block `block` waits for that is not yet on the disk.
+    fn unsatisfied(&mut self, block: u64) -> Option<u64> {
+        let list = self.waits_for.get(&block)?;
+        let found = list.iter().copied().find(|&b| self.is_pending(b));
+        if found.is_none() {
+            self.waits_for.remove(&block);
+        }
+        found
+    }
+
+    /// The buffer holding `block`, once no I/O is in flight on it.
+    fn find_ready(&mut self, block: u64) -> Result<Option<usize>, Errno> {
+        loop {
+            let Some(&i) = self.map.get(&block) else { return Ok(None) };
+            match self.bufs[i].state {
+                State::Reading | State::Writing => self.wait_one()?,
+                State::Clean | State::Dirty => return Ok(Some(i)),
+                State::Empty => {
+                    self.map.remove(&block);
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn check_block(&self, block: u64) -> Result<(), Errno> {
+        if block < self.device_blocks { Ok(()) } else { Err(EIO) }
+    }
+
+    fn acquire(&mut self, block: u64, read: bool) -> Result<usize, Errno> {
+        self.check_block(block)?;
+        if let Some(i) = self.find_ready(block)? {
+            self.stats.hits += 1;
+            if self.bufs[i].is_read_ahead {
+                self.bufs[i].is_read_ahead = false;
+                self.stats.read_ahead_hits += 1;
+            }
+            self.touch(i);
+            return Ok(i);
+        }
+        self.stats.misses += 1;
+        let i = self.free_buffer()?;
+        self.bufs[i].block = block;
+        self.bufs[i].is_read_ahead = false;
+        self.map.insert(block, i);
+        self.touch(i);
+        if read {
+            self.start_read(&[i]);
+            while self.bufs[i].state == State::Reading {
+                self.wait_one()?;
+            }
+            if self.bufs[i].state == State::Empty {
+                return Err(EIO);
+            }
+        } else {
+            self.data_mut(i)?.fill(0);
+            self.bufs[i].state = State::Clean;
+        }
+        Ok(i)
+    }
+
+    /// An empty buffer, not mapped: evicting the least recently used one
+    /// that is not busy (writing it first if dirty), or waiting.
+    fn free_buffer(&mut self) -> Result<usize, Errno> {
+        let mut has_started_write = false;
+        loop {
+            if let Some(i) = self.bufs.iter().position(|b| b.state == State::Empty) {
+                return Ok(i);
+            }
+            let lru = (0..self.bufs.len())
+                .filter(|&i| self.bufs[i].state != State::Empty && !self.bufs[i].state.is_busy())
+                .min_by_key(|&i| self.bufs[i].last_use);
+            match lru {
+                None => self.wait_one()?,
+                Some(i) if self.bufs[i].state == State::Clean => {
+                    self.map.remove(&self.bufs[i].block);
+                    self.bufs[i].state = State::Empty;
+                    self.bufs[i].is_read_ahead = false;
+                    return Ok(i);
+                }
+                Some(i) => {
+                    if has_started_write && !self.in_flight.is_empty() {
+                        self.wait_one()?;
+                    } else {
+                        self.write_run(i, false)?;
+                        has_started_write = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fn start_read(&mut self, indices: &[usize]) {
+        let mut buffers = Vec::with_capacity(indices.len());
+        for &i in indices {
+            self.bufs[i].state = State::Reading;
+            buffers.push(self.bufs[i].data.take().unwrap_or_else(|| vec![0u8; self.block_bytes].into()));
+        }
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.in_flight.insert(tag, indices.to_vec());
+        self.stats.read_transfers += 1;
+        self.stats.blocks_read += indices.len() as u64;
+        let first_sector = self.bufs[indices[0]].block * self.sectors_per_block;
+        self.dev.submit(Transfer { tag, direction: Direction::Read, first_sector, buffers });
+    }
+
+    fn is_dirty_ready(&mut self, block: u64) -> Option<usize> {
+        let &i = self.map.get(&block)?;
+        (self.bufs[i].state == State::Dirty && self.unsatisfied(block).is_none()).then_some(i)
+    }
+
+    /// Starts writing the dirty buffer `i` together with the dirty blocks
+    /// next to it (one transfer of at most `max_run_blocks`), after the
+    /// blocks it waits for are on the disk. With `only_if_ready`, starts
+    /// nothing (and returns false) rather than wait for those.
+    fn write_run(&mut self, i: usize, only_if_ready: bool) -> Result<bool, Errno> {
+        let block = self.bufs[i].block;
+        while let Some(first) = self.unsatisfied(block) {
+            if only_if_ready {
+                return Ok(false);
+            }
+            self.write_block_now(first)?;
+        }
+        if self.bufs[i].state != State::Dirty || self.map.get(&block) != Some(&i) {
+            // Written meanwhile (it was next to a block written first).
+            return Ok(true);
+        }
+        let mut start = block;
+        while start > 0
+            && ((block - start + 1) as usize) < self.max_run_blocks
+            && self.is_dirty_ready(start - 1).is_some()
+        {
+            start -= 1;
+        }
+        let mut indices = Vec::new();
+        let mut at = start;
+        while indices.len() < self.max_run_blocks {
+            match self.is_dirty_ready(at) {
+                Some(j) => indices.push(j),
+                None => break,
+            }
+            at += 1;
+        }
+        if indices.is_empty() {
+            return Ok(false);
+        }
+        let mut buffers = Vec::with_capacity(indices.len());
+        for &j in &indices {
+            self.bufs[j].state = State::Writing;
+            buffers.push(self.bufs[j].data.take().ok_or(EIO)?);
+        }
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.in_flight.insert(tag, indices.clone());
+        self.stats.write_transfers += 1;
+        self.stats.blocks_written += indices.len() as u64;
+        self.dev.submit(Transfer {
+            tag,
+            direction: Direction::Write,
+            first_sector: start * self.sectors_per_block,
+            buffers,
+        });
+        Ok(true)
+    }
+
+    /// Writes `block` (if dirty) and waits until it is on the disk.
+    pub fn write_block_now(&mut self, block: u64) -> Result<(), Errno> {
+        loop {
+            let Some(&i) = self.map.get(&block) else { return Ok(()) };
+            match self.bufs[i].state {
+                State::Empty | State::Clean | State::Reading => return Ok(()),
+                State::Writing => self.wait_one()?,
+                State::Dirty => {
+                    self.write_run(i, false)?;
+                }
+            }
+        }
+    }
+
+    /// Does `from`'s content (transitively) have to reach the disk after
+    /// `target`'s?
+    fn depends_on(&self, from: u64, target: u64) -> bool {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from];
+        while let Some(b) = stack.pop() {
+            if !seen.insert(b) {
+                continue;
+            }
+            for &w in self.waits_for.get(&b).map(Vec::as_slice).unwrap_or(&[]) {
+                if !self.is_pending(w) {
+                    continue;
+                }
+                if w == target {
+                    return true;
+                }
+                stack.push(w);
+            }
+        }
+        false
+    }
+
+    /// Records that the present contents of `first` must be on the disk
+    /// before the contents `then` is about to get. Call it right before
+    /// changing `then`, with no other cache call between: a write of
+    /// `then` meanwhile would carry the old contents and end the wait.
+    pub fn order(&mut self, first: u64, then: u64) -> Result<(), Errno> {
+        if first == then || !self.is_pending(first) {
+            return Ok(());
+        }
+        // A write of `then` in flight carries its present contents; its
+        // completion must not take this wait (meant for the next
+        // contents) with it.
+        self.find_ready(then)?;
+        if self.depends_on(first, then) {
+            // A cycle: `then`'s present contents are already due before
+            // `first`'s. Write them now, before they change.
+            self.write_block_now(then)?;
+        }
+        let list = self.waits_for.entry(then).or_default();
+        if !list.contains(&first) {
+            list.push(first);
+            self.waited_by.entry(first).or_default().push(then);
+        }
+        Ok(())
+    }
+
+    /// Write-behind: `block` was just written whole; if it ends a run of
+    /// dirty blocks as long as a transfer may be (or half the buffers,
+    /// when there are few), start writing the run now.
+    pub fn write_behind(&mut self, block: u64) -> Result<(), Errno> {
+        let threshold = self.max_run_blocks.min((self.bufs.len() / 2).max(1));
+        let mut run = 0;
+        let mut at = block;
+        while run < threshold {
+            match self.map.get(&at) {
+                Some(&i) if self.bufs[i].state == State::Dirty => run += 1,
+                _ => break,
+            }
+            if at == 0 {
+                break;
+            }
+            at -= 1;
+        }
+        if run < threshold {
+            return Ok(());
+        }
+        let i = self.map[&block];
+        if self.write_run(i, true)? {
+            self.stats.write_behind_transfers += 1;
+        }
+        Ok(())
+    }
+
+    /// Read-ahead: starts reading those of `blocks` that are not cached,
+    /// into buffers that are empty or clean and not the most recently
+    /// used, at most half the buffers, one transfer per run of
+    /// consecutive blocks. Waits for nothing. `is_speculative`: counted as
+    /// read-ahead (blocks not yet asked for).
+    pub fn prefetch(&mut self, blocks: &[u64], is_speculative: bool) -> Result<(), Errno> {
+        let budget = self.bufs.len() / 2;
+        let mut taken = 0;
+        let mut run: Vec<usize> = Vec::new();
+        for &block in blocks {
+            if taken >= budget {
+                break;
+            }
+            if block >= self.device_blocks || self.map.contains_key(&block) {
+                self.flush_run(&mut run);
+                continue;
+            }
+            let newest = self.clock;
+            let victim = self.bufs.iter().position(|b| b.state == State::Empty).or_else(|| {
+                (0..self.bufs.len())
+                    .filter(|&i| self.bufs[i].state == State::Clean && self.bufs[i].last_use < newest)
+                    .min_by_key(|&i| self.bufs[i].last_use)
+            });
+            let Some(i) = victim else { break };
+            if self.bufs[i].state == State::Clean {
+                self.map.remove(&self.bufs[i].block);
+            }
+            // Continue the run only with the next block number.
+            if let Some(&last) = run.last()
+                && (self.bufs[last].block + 1 != block || run.len() >= self.max_run_blocks)
+            {
+                self.flush_run(&mut run);
+            }
+            self.clock += 1;
+            let buf = &mut self.bufs[i];
+            buf.block = block;
+            buf.state = State::Reading; // reserved; start_read sets it again
+            buf.is_read_ahead = is_speculative;
+            buf.last_use = self.clock;
+            self.map.insert(block, i);
+            run.push(i);
+            taken += 1;
+            if is_speculative {
+                self.stats.read_ahead_blocks += 1;
+            }
+        }
+        self.flush_run(&mut run);
+        Ok(())
+    }
+
+    /// How many of `blocks` are in a buffer (or on their way into one).
+    pub fn cached(&self, blocks: &[u64]) -> usize {
+        blocks.iter().filter(|b| self.map.contains_key(b)).count()
+    }
+
+    fn flush_run(&mut self, run: &mut Vec<usize>) {
+        if !run.is_empty() {
+            self.start_read(run);
+            run.clear();
+        }
+    }
+
+    /// Writes every dirty buffer (in the order the file system asked for)
+    /// and waits until every transfer finished, without a device flush.
+    pub fn write_all(&mut self) -> Result<(), Errno> {
+        loop {
+            let dirty = self.map.iter().find(|&(_, &i)| self.bufs[i].state == State::Dirty).map(|(_, &i)| i);
+            match dirty {
+                Some(i) => {
+                    self.write_run(i, false)?;
+                }
+                None => break,
+            }
+        }
+        while !self.in_flight.is_empty() {
+            self.wait_one()?;
+        }
+        Ok(())
+    }
+
+    /// `sync`: everything written and flushed at the device. `EIO` if any
+    /// write failed since the last sync.
+    pub fn sync(&mut self) -> Result<(), Errno> {
+        self.write_all()?;
+        self.stats.flushes += 1;
+        self.dev.flush()?;
+        if core::mem::take(&mut self.has_write_error) { Err(EIO) } else { Ok(()) }
+    }
+
+    /// Forgets every clean buffer (a cold cache, for measurements).
+    pub fn drop_clean(&mut self) -> Result<(), Errno> {
+        while !self.in_flight.is_empty() {
+            self.wait_one()?;
+        }
+        for buf in &mut self.bufs {
+            if buf.state == State::Clean {
+                self.map.remove(&buf.block);
+                buf.state = State::Empty;
+                buf.is_read_ahead = false;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{CompletionOrder, MemDisk};
+
+    const BS: usize = 1024;
+
+    fn disk(blocks: usize) -> MemDisk {
+        let mut bytes = vec![0u8; blocks * BS];
+        for (b, chunk) in bytes.chunks_mut(BS).enumerate() {
+            chunk[0] = b as u8;
+        }
+        MemDisk::new(bytes)
+    }
+
+    #[test]
+    fn hits_misses_and_lru() {
+        let mut c = Cache::new(disk(16), BS, 2).unwrap();
+        assert_eq!(c.read(3, |b| b[0]).unwrap(), 3);
+        assert_eq!(c.read(4, |b| b[0]).unwrap(), 4);
+        assert_eq!(c.read(3, |b| b[0]).unwrap(), 3);
+        // 5 evicts 4, the least recently used.
+        c.read(5, |_| ()).unwrap();
+        c.read(3, |_| ()).unwrap();
+        let s = c.stats();
+        assert_eq!((s.hits, s.misses), (2, 3));
+        c.read(4, |_| ()).unwrap();
+        assert_eq!(c.stats().misses, 4);
+    }
+
+    #[test]
+    fn one_buffer_still_works() {
+        let mut c = Cache::new(disk(16), BS, 1).unwrap();
+        for round in 0..3u8 {
+            for b in 0..16u64 {
+                c.modify(b, |d| d[1] = round + b as u8).unwrap();
+            }
+        }
+        c.prefetch(&[1, 2, 3], true).unwrap();
+        for b in 0..16u64 {
+            assert_eq!(c.read(b, |d| (d[0], d[1])).unwrap(), (b as u8, 2 + b as u8));
+        }
+        let disk = c.into_device().unwrap();
+        assert_eq!(disk.bytes()[5 * BS + 1], 7);
+    }
+
+    #[test]
+    fn a_buffer_in_flight_is_not_reused_until_it_completes() {
+        let mut c = Cache::new(disk(8), BS, 1).unwrap();
+        c.overwrite(2, |d| d.fill(9)).unwrap();
+        // The one buffer is dirty: reading 3 must write 2 first and wait.
+        c.read(3, |_| ()).unwrap();
+        assert_eq!(c.device().bytes()[2 * BS], 9);
+        assert!(c.stats().waits >= 2);
+    }
+
+    #[test]
+    fn write_behind_sends_runs_of_consecutive_blocks() {
+        let mut c = Cache::new(disk(200), BS, 128).unwrap();
+        let run = MAX_TRANSFER_PAGES * abi::layout::PAGE_SIZE as usize / BS;
+        for b in 0..run as u64 {
+            c.overwrite(b, |d| d.fill(1)).unwrap();
+            c.write_behind(b).unwrap();
+        }
+        let s = c.stats();
+        assert_eq!((s.write_transfers, s.write_behind_transfers, s.blocks_written), (1, 1, run as u64));
+        c.sync().unwrap();
+        assert_eq!(c.stats().write_transfers, 1);
+    }
+
+    #[test]
+    fn read_ahead_fills_buffers_in_one_transfer_and_counts_its_hits() {
+        let mut c = Cache::new(disk(64), BS, 16).unwrap();
+        c.read(0, |_| ()).unwrap();
+        c.prefetch(&[1, 2, 3, 4, 10, 11], true).unwrap();
+        assert_eq!(c.stats().read_transfers, 3);
+        for b in [1, 2, 3, 4, 10, 11] {
+            assert_eq!(c.read(b, |d| d[0]).unwrap(), b as u8);
+        }
+        let s = c.stats();
+        assert_eq!((s.read_ahead_hits, s.read_ahead_blocks, s.misses), (6, 6, 1));
+    }
+
+    #[test]
+    fn order_holds_even_when_the_device_reorders() {
+        let mut c = Cache::new(disk(32).with_order(CompletionOrder::Lifo).recording(), BS, 8).unwrap();
+        // 20 before 5 before 9: written in that order although 5 < 9 < 20.
+        c.modify(20, |d| d[1] = 1).unwrap();
+        c.order(20, 5).unwrap();
+        c.modify(5, |d| d[1] = 1).unwrap();
+        c.order(5, 9).unwrap();
+        c.modify(9, |d| d[1] = 1).unwrap();
+        c.sync().unwrap();
+        let log: Vec<u64> = c.device().log.as_ref().unwrap().iter().map(|w| w.first_sector / 2).collect();
+        assert_eq!(log, vec![20, 5, 9]);
+    }
+
+    #[test]
+    fn a_cycle_is_broken_by_writing_the_later_block_first() {
+        let mut c = Cache::new(disk(32).recording(), BS, 8).unwrap();
+        c.modify(1, |d| d[1] = 1).unwrap();
+        c.order(1, 2).unwrap();
+        c.modify(2, |d| d[1] = 1).unwrap();
+        // 2 waits for 1; now 1's next contents must wait for 2: a cycle.
+        c.order(2, 1).unwrap();
+        // Broken by writing 1's present contents at once.
+        assert_eq!(c.device().log.as_ref().unwrap().len(), 1);
+        c.modify(1, |d| d[1] = 2).unwrap();
+        c.sync().unwrap();
+        let log: Vec<(u64, u8)> =
+            c.device().log.as_ref().unwrap().iter().map(|w| (w.first_sector / 2, w.bytes[1])).collect();
+        assert_eq!(log, vec![(1, 1), (2, 1), (1, 2)]);
+    }
+
+    #[test]
+    fn device_errors_are_eio_and_never_panic() {
+        let mut c = Cache::new(disk(4), BS, 2).unwrap();
+        assert_eq!(c.read(4, |_| ()), Err(EIO));
+        let mut failing = disk(4);
+        failing.fail_writes_after = Some(0);
+        let mut c = Cache::new(failing, BS, 1).unwrap();
+        c.modify(1, |d| d[0] = 1).unwrap();
+        assert_eq!(c.sync(), Err(EIO));
+        assert_eq!(c.sync(), Ok(()), "reported once");
+        assert!(Cache::new(disk(4), 1000, 1).is_err());
+        assert!(Cache::new(disk(4), BS, 0).is_err());
+    }
+}

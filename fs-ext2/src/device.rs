@@ -1,0 +1,253 @@
+//! The block device under the buffer cache: whole 512-byte sectors, moved
+//! in transfers that may finish later than they start.
+//!
+//! The interface is split in two halves, [`BlockDevice::submit`] and
+//! [`BlockDevice::complete`], because the buffer cache keeps a buffer busy
+//! while its I/O is in flight (V1's rule, seed 004: "having any in-flight
+//! I/O blocks any disk I/O" when there is one buffer) and lets other work
+//! go on meanwhile. A transfer owns its buffers until the device hands it
+//! back, so no buffer can be read or changed while the device uses it.
+//!
+//! What it is not: a driver. The file-data server implements this trait
+//! with messages to `drivers/virtio-blk` (`protocols::unix::block`); the
+//! host tests use [`MemDisk`].
+//!
+//! # Invariants
+//! - Every buffer of a transfer is a whole number of sectors; the buffers
+//!   of one transfer are consecutive on the device, in order.
+//! - [`BlockDevice::complete`] returns each submitted transfer exactly
+//!   once, with its buffers in the order they were submitted.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use protocols::unix::Errno;
+use protocols::unix::errno::EIO;
+
+/// The device's unit (`protocols::unix::block::BLOCK_BYTES`).
+pub const SECTOR_BYTES: usize = protocols::unix::block::BLOCK_BYTES as usize;
+
+/// Which way a transfer moves data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Read,
+    Write,
+}
+
+/// One request to the device: consecutive sectors from `first_sector`,
+/// gathered from (or scattered into) `buffers`.
+#[derive(Debug)]
+pub struct Transfer {
+    /// Chosen by the submitter, returned unchanged.
+    pub tag: u64,
+    pub direction: Direction,
+    pub first_sector: u64,
+    pub buffers: Vec<Box<[u8]>>,
+}
+
+impl Transfer {
+    pub fn bytes(&self) -> usize {
+        self.buffers.iter().map(|b| b.len()).sum()
+    }
+}
+
+/// A device of 512-byte sectors.
+pub trait BlockDevice {
+    /// The device's size in sectors.
+    fn sectors(&self) -> u64;
+    /// Starts a transfer. The device owns it until [`Self::complete`]
+    /// returns it; errors (a range past the end, a device error) come back
+    /// with it there.
+    fn submit(&mut self, transfer: Transfer);
+    /// Waits for one submitted transfer to finish and returns it with its
+    /// outcome; `None` when none is in flight.
+    fn complete(&mut self) -> Option<(Transfer, Result<(), Errno>)>;
+    /// A transfer that has already finished, without waiting; `None` when
+    /// none has (or the device cannot tell without waiting).
+    fn poll(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        None
+    }
+    /// Makes every completed write durable (a virtio flush).
+    fn flush(&mut self) -> Result<(), Errno>;
+}
+
+/// In what order a [`MemDisk`] finishes the transfers in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionOrder {
+    /// First submitted, first finished.
+    Fifo,
+    /// Last submitted, first finished: the most reordering a device may do,
+    /// so tests see that the cache never relies on submission order.
+    Lifo,
+}
+
+/// One write as it reached a [`MemDisk`]: for replaying a prefix of the
+/// history (a power cut after that write).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteRecord {
+    pub first_sector: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// A disk in memory, for tests and tools: transfers finish when
+/// [`BlockDevice::complete`] is called (in [`CompletionOrder`]), and the
+/// writes that reached it can be recorded.
+#[derive(Debug)]
+pub struct MemDisk {
+    bytes: Vec<u8>,
+    pending: VecDeque<Transfer>,
+    order: CompletionOrder,
+    /// Every completed write, in completion order, when recording.
+    pub log: Option<Vec<WriteRecord>>,
+    /// Counts, for tests: transfers read, transfers written, flushes.
+    pub reads: u64,
+    pub writes: u64,
+    pub flushes: u64,
+    /// Fail every write from this count of completed writes on (a dying
+    /// disk), for tests.
+    pub fail_writes_after: Option<u64>,
+}
+
+impl MemDisk {
+    /// A disk holding `bytes` (a whole number of sectors; a partial last
+    /// sector is cut off).
+    pub fn new(mut bytes: Vec<u8>) -> MemDisk {
+        bytes.truncate(bytes.len() / SECTOR_BYTES * SECTOR_BYTES);
+        MemDisk {
+            bytes,
+            pending: VecDeque::new(),
+            order: CompletionOrder::Fifo,
+            log: None,
+            reads: 0,
+            writes: 0,
+            flushes: 0,
+            fail_writes_after: None,
+        }
+    }
+
+    pub fn with_order(mut self, order: CompletionOrder) -> MemDisk {
+        self.order = order;
+        self
+    }
+
+    pub fn recording(mut self) -> MemDisk {
+        self.log = Some(Vec::new());
+        self
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    fn finish(&mut self, transfer: &mut Transfer) -> Result<(), Errno> {
+        let start =
+            usize::try_from(transfer.first_sector).map_err(|_| EIO)?.checked_mul(SECTOR_BYTES).ok_or(EIO)?;
+        let end = start.checked_add(transfer.bytes()).ok_or(EIO)?;
+        if end > self.bytes.len() || transfer.buffers.iter().any(|b| b.len() % SECTOR_BYTES != 0) {
+            return Err(EIO);
+        }
+        match transfer.direction {
+            Direction::Read => {
+                self.reads += 1;
+                let mut at = start;
+                for buffer in &mut transfer.buffers {
+                    buffer.copy_from_slice(&self.bytes[at..at + buffer.len()]);
+                    at += buffer.len();
+                }
+            }
+            Direction::Write => {
+                if self.fail_writes_after.is_some_and(|limit| self.writes >= limit) {
+                    return Err(EIO);
+                }
+                self.writes += 1;
+                let mut at = start;
+                for buffer in &transfer.buffers {
+                    self.bytes[at..at + buffer.len()].copy_from_slice(buffer);
+                    at += buffer.len();
+                }
+                if let Some(log) = &mut self.log {
+                    log.push(WriteRecord {
+                        first_sector: transfer.first_sector,
+                        bytes: self.bytes[start..end].to_vec(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BlockDevice for MemDisk {
+    fn sectors(&self) -> u64 {
+        (self.bytes.len() / SECTOR_BYTES) as u64
+    }
+
+    fn submit(&mut self, transfer: Transfer) {
+        self.pending.push_back(transfer);
+    }
+
+    fn complete(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        let mut transfer = match self.order {
+            CompletionOrder::Fifo => self.pending.pop_front()?,
+            CompletionOrder::Lifo => self.pending.pop_back()?,
+        };
+        let result = self.finish(&mut transfer);
+        Some((transfer, result))
+    }
+
+    fn flush(&mut self) -> Result<(), Errno> {
+        self.flushes += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn transfer(direction: Direction, first_sector: u64, fill: u8, sectors: usize) -> Transfer {
+        Transfer { tag: 7, direction, first_sector, buffers: vec![vec![fill; sectors * SECTOR_BYTES].into()] }
+    }
+
+    #[test]
+    fn writes_land_at_completion_in_the_chosen_order() {
+        let mut disk = MemDisk::new(vec![0; 8 * SECTOR_BYTES]).with_order(CompletionOrder::Lifo).recording();
+        disk.submit(transfer(Direction::Write, 1, 0xaa, 1));
+        disk.submit(transfer(Direction::Write, 1, 0xbb, 1));
+        assert_eq!(disk.bytes()[SECTOR_BYTES], 0, "nothing lands before completion");
+        let (first, result) = disk.complete().unwrap();
+        assert!(result.is_ok());
+        assert_eq!(first.buffers[0][0], 0xbb, "last in, first out");
+        assert!(disk.complete().unwrap().1.is_ok());
+        assert_eq!(disk.bytes()[SECTOR_BYTES], 0xaa);
+        assert_eq!(disk.log.as_ref().unwrap().len(), 2);
+        assert!(disk.complete().is_none());
+    }
+
+    #[test]
+    fn a_transfer_past_the_end_fails_whole() {
+        let mut disk = MemDisk::new(vec![0; 4 * SECTOR_BYTES]);
+        disk.submit(transfer(Direction::Write, 3, 1, 2));
+        let (_, result) = disk.complete().unwrap();
+        assert_eq!(result, Err(EIO));
+        assert!(disk.bytes().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn reads_scatter_into_every_buffer() {
+        let mut bytes = vec![0; 4 * SECTOR_BYTES];
+        bytes[2 * SECTOR_BYTES] = 5;
+        let mut disk = MemDisk::new(bytes);
+        let mut t = transfer(Direction::Read, 1, 0, 1);
+        t.buffers.push(vec![0; SECTOR_BYTES].into());
+        disk.submit(t);
+        let (t, result) = disk.complete().unwrap();
+        assert!(result.is_ok());
+        assert_eq!(t.buffers[1][0], 5);
+    }
+}

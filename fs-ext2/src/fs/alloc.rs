@@ -1,0 +1,196 @@
+//! Block and inode allocation from the bitmaps (the volume manager's part,
+//! Ridge §8): first free bit at or after a goal, so that a file written
+//! sequentially gets consecutive blocks ("contiguous disk allocation by
+//! the volume manager"); counts kept in step in the group descriptor and
+//! the superblock.
+//!
+//! Ordering is the callers': they declare, before pointing at a new block
+//! or inode, that its bitmap block comes first, and before clearing a bit,
+//! that the block which stopped pointing comes first.
+
+use super::Fs;
+use crate::device::BlockDevice;
+use crate::layout;
+use alloc::format;
+use protocols::unix::Errno;
+use protocols::unix::errno::ENOSPC;
+
+/// First clear bit of `bitmap` in `from..to`.
+fn find_clear(bitmap: &[u8], from: u64, to: u64) -> Option<u64> {
+    let mut bit = from;
+    while bit < to {
+        let byte = bitmap[(bit / 8) as usize];
+        if byte == 0xff && bit.is_multiple_of(8) {
+            bit += 8;
+            continue;
+        }
+        if byte & (1 << (bit % 8)) == 0 {
+            return Some(bit);
+        }
+        bit += 1;
+    }
+    None
+}
+
+impl<D: BlockDevice> Fs<D> {
+    /// The bitmap block that holds block `block`'s bit.
+    pub(crate) fn block_bitmap_of(&self, block: u64) -> u64 {
+        let group = (block - self.sb.first_data_block as u64) / self.sb.blocks_per_group as u64;
+        self.groups[group as usize].block_bitmap as u64
+    }
+
+    /// The bitmap block that holds inode `ino`'s bit.
+    pub(crate) fn inode_bitmap_of(&self, ino: u32) -> u64 {
+        self.groups[((ino - 1) / self.sb.inodes_per_group) as usize].inode_bitmap as u64
+    }
+
+    /// Is `block` one of its group's own structures (superblock copy,
+    /// descriptors, bitmaps, inode table)? A bitmap that calls one free is
+    /// damaged.
+    fn is_group_metadata(&self, group: u32, block: u64) -> bool {
+        let d = &self.groups[group as usize];
+        let first = self.group_first_block(group);
+        let has_super = layout::group_has_super(group, self.is_sparse_super);
+        let super_end = first + 1 + self.gdt_blocks + self.sb.reserved_gdt_blocks as u64;
+        block == d.block_bitmap as u64
+            || block == d.inode_bitmap as u64
+            || (d.inode_table as u64..d.inode_table as u64 + self.inode_table_blocks).contains(&block)
+            || (has_super && block < super_end)
+    }
+
+    /// Takes a free block, the first at or after `goal` (wrapping).
+    pub(crate) fn alloc_block(&mut self, goal: u64) -> Result<u32, Errno> {
+        let first_data = self.sb.first_data_block as u64;
+        let goal = if (first_data..self.sb.blocks_count as u64).contains(&goal) { goal } else { first_data };
+        let goal_group = ((goal - first_data) / self.sb.blocks_per_group as u64) as u32;
+        let ngroups = self.group_count();
+        // The goal's group from the goal, every other group, then the
+        // goal's group before the goal.
+        for step in 0..=ngroups {
+            let group = (goal_group + step) % ngroups;
+            let (from, to) = match step {
+                0 => (goal - self.group_first_block(group), self.blocks_in_group(group)),
+                s if s == ngroups => (0, goal - self.group_first_block(group)),
+                _ => (0, self.blocks_in_group(group)),
+            };
+            if from >= to || self.group_free_blocks(group)? == 0 {
+                continue;
+            }
+            let bitmap = self.groups[group as usize].block_bitmap as u64;
+            let Some(bit) = self.cache.read(bitmap, |b| find_clear(b, from, to))? else { continue };
+            let block = self.group_first_block(group) + bit;
+            if self.is_group_metadata(group, block) {
+                return Err(
+                    self.damage(format!("group {group}: block bitmap calls metadata block {block} free"))
+                );
+            }
+            self.cache.modify(bitmap, |b| b[(bit / 8) as usize] |= 1 << (bit % 8))?;
+            self.adjust_counts(group, -1, 0, 0)?;
+            return Ok(block as u32);
+        }
+        Err(ENOSPC)
+    }
+
+    fn group_free_blocks(&mut self, group: u32) -> Result<u16, Errno> {
+        let (block, offset) = self.gd_location(group);
+        self.cache.read(block, |b| layout::le16(b, offset + layout::gd::FREE_BLOCKS_COUNT))
+    }
+
+    fn group_free_inodes(&mut self, group: u32) -> Result<u16, Errno> {
+        let (block, offset) = self.gd_location(group);
+        self.cache.read(block, |b| layout::le16(b, offset + layout::gd::FREE_INODES_COUNT))
+    }
+
+    /// Gives block `block` back. The caller has ordered the blocks that
+    /// stopped pointing at it before this bitmap.
+    pub(crate) fn free_block(&mut self, block: u32) -> Result<(), Errno> {
+        let block = block as u64;
+        if block < self.sb.first_data_block as u64 || block >= self.sb.blocks_count as u64 {
+            return Err(self.damage(format!("freeing block {block}, outside the file system")));
+        }
+        let group = ((block - self.sb.first_data_block as u64) / self.sb.blocks_per_group as u64) as u32;
+        if self.is_group_metadata(group, block) {
+            return Err(self.damage(format!("freeing metadata block {block}")));
+        }
+        let bit = block - self.group_first_block(group);
+        let bitmap = self.groups[group as usize].block_bitmap as u64;
+        let was_set = self.cache.modify(bitmap, |b| {
+            let mask = 1 << (bit % 8);
+            let was = b[(bit / 8) as usize] & mask != 0;
+            b[(bit / 8) as usize] &= !mask;
+            was
+        })?;
+        if !was_set {
+            return Err(self.damage(format!("block {block} freed twice (bitmap says free)")));
+        }
+        self.adjust_counts(group, 1, 0, 0)
+    }
+
+    /// Takes a free inode: for a file in its parent's group (or the next
+    /// with room), for a directory in the group with the most free inodes
+    /// (spreading directories, as ext2's Orlov allocator does).
+    pub(crate) fn alloc_inode(&mut self, parent: u32, is_dir: bool) -> Result<u32, Errno> {
+        let ngroups = self.group_count();
+        let ipg = self.sb.inodes_per_group;
+        let start = if is_dir {
+            let mut best = (0, 0);
+            for g in 0..ngroups {
+                let free = self.group_free_inodes(g)?;
+                if free > best.1 {
+                    best = (g, free);
+                }
+            }
+            best.0
+        } else {
+            (parent.saturating_sub(1) / ipg).min(ngroups - 1)
+        };
+        for step in 0..ngroups {
+            let group = (start + step) % ngroups;
+            if self.group_free_inodes(group)? == 0 {
+                continue;
+            }
+            let bitmap = self.groups[group as usize].inode_bitmap as u64;
+            let Some(bit) = self.cache.read(bitmap, |b| find_clear(b, 0, ipg as u64))? else { continue };
+            let ino = group * ipg + bit as u32 + 1;
+            if ino < self.sb.first_ino {
+                return Err(self.damage(format!("inode bitmap calls reserved inode {ino} free")));
+            }
+            self.cache.modify(bitmap, |b| b[(bit / 8) as usize] |= 1 << (bit % 8))?;
+            self.adjust_counts(group, 0, -1, i32::from(is_dir))?;
+            return Ok(ino);
+        }
+        Err(ENOSPC)
+    }
+
+    /// Gives inode `ino` back; the caller ordered the inode's block first.
+    pub(crate) fn free_inode(&mut self, ino: u32, was_dir: bool) -> Result<(), Errno> {
+        self.inode_deps.remove(&ino);
+        let ipg = self.sb.inodes_per_group;
+        let group = (ino - 1) / ipg;
+        let bit = ((ino - 1) % ipg) as usize;
+        let bitmap = self.groups[group as usize].inode_bitmap as u64;
+        let was_set = self.cache.modify(bitmap, |b| {
+            let was = b[bit / 8] & (1 << (bit % 8)) != 0;
+            b[bit / 8] &= !(1 << (bit % 8));
+            was
+        })?;
+        if !was_set {
+            return Err(self.damage(format!("inode {ino} freed twice (bitmap says free)")));
+        }
+        self.adjust_counts(group, 0, 1, -i32::from(was_dir))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_clear;
+
+    #[test]
+    fn find_clear_skips_full_bytes_and_respects_bounds() {
+        let b = [0xff, 0xff, 0b1110_1111, 0];
+        assert_eq!(find_clear(&b, 0, 32), Some(20));
+        assert_eq!(find_clear(&b, 21, 32), Some(24));
+        assert_eq!(find_clear(&b, 0, 20), None);
+        assert_eq!(find_clear(&b, 3, 9), None);
+    }
+}

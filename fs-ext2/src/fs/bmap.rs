@@ -1,0 +1,333 @@
+//! A file's block map: 12 direct pointers in the inode, then a single, a
+//! double and a triple indirect block (ext2's `i_block[15]`).
+//!
+//! Order when the map grows (`bmap_alloc`): the new block's bitmap bit and
+//! its contents (zeros for an indirect block, the data for a data block)
+//! are due on the disk before the block that will point at it (the inode's
+//! table block or the indirect block). When it shrinks (`cut`): the
+//! pointers are cleared first, and the bitmap blocks are due after the
+//! blocks that held them.
+
+use super::Fs;
+use crate::device::{BlockDevice, SECTOR_BYTES};
+use crate::layout::{DIND, IND, Inode, N_DIRECT, TIND, le32, put32};
+use alloc::format;
+use alloc::vec::Vec;
+use protocols::unix::Errno;
+use protocols::unix::errno::EFBIG;
+
+/// Blocks to free and indirect blocks to clear from an index on, found
+/// before anything changes.
+#[derive(Default)]
+struct Cut {
+    free: Vec<u32>,
+    clear_from: Vec<(u32, usize)>,
+}
+
+impl<D: BlockDevice> Fs<D> {
+    /// The path to logical block `lblk`: how many indirections, the slot
+    /// in the inode, then the index at each level.
+    fn block_path(&self, lblk: u64) -> Result<(usize, [usize; 4]), Errno> {
+        let p = self.ptrs_per_block;
+        let mut l = lblk;
+        if l < N_DIRECT as u64 {
+            return Ok((0, [l as usize, 0, 0, 0]));
+        }
+        l -= N_DIRECT as u64;
+        if l < p {
+            return Ok((1, [IND, l as usize, 0, 0]));
+        }
+        l -= p;
+        if l < p * p {
+            return Ok((2, [DIND, (l / p) as usize, (l % p) as usize, 0]));
+        }
+        l -= p * p;
+        if l < p * p * p {
+            return Ok((3, [TIND, (l / (p * p)) as usize, ((l / p) % p) as usize, (l % p) as usize]));
+        }
+        Err(EFBIG)
+    }
+
+    /// A block pointer read from the disk must lie in the file system.
+    fn check_ptr(&mut self, ptr: u32, what: &str) -> Result<(), Errno> {
+        if ptr <= self.sb.first_data_block || ptr >= self.sb.blocks_count {
+            return Err(
+                self.damage(format!("{what}: block pointer {ptr} outside 1..{}", self.sb.blocks_count))
+            );
+        }
+        Ok(())
+    }
+
+    /// The block holding logical block `lblk` of `inode`, or 0 for a hole.
+    pub(crate) fn bmap(&mut self, inode: &Inode, lblk: u64) -> Result<u32, Errno> {
+        let (depth, path) = self.block_path(lblk)?;
+        let mut ptr = inode.block(path[0]);
+        for &index in &path[1..=depth] {
+            if ptr == 0 {
+                return Ok(0);
+            }
+            self.check_ptr(ptr, "indirect block")?;
+            ptr = self.cache.read(ptr as u64, |b| le32(b, index * 4))?;
+        }
+        if ptr != 0 {
+            self.check_ptr(ptr, "data block")?;
+        }
+        Ok(ptr)
+    }
+
+    fn add_sectors(&mut self, inode: &mut Inode, sign: i64) -> Result<(), Errno> {
+        let per_block = (self.block_bytes / SECTOR_BYTES) as i64;
+        let v = inode.sectors() as i64 + sign * per_block;
+        inode.set_sectors(u32::try_from(v.max(0)).map_err(|_| EFBIG)?);
+        Ok(())
+    }
+
+    /// Makes logical block `lblk` of inode `ino` exist, allocating near
+    /// `goal`. A new data block gets its contents from `fill` (after the
+    /// blocks `before_data` are on the disk). Returns the block and
+    /// whether it is new. The in-memory `inode` changes; the caller writes
+    /// it (after this, so that the order declared here holds).
+    pub(crate) fn bmap_alloc(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        lblk: u64,
+        goal: u64,
+        before_data: &[u64],
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(u32, bool), Errno> {
+        let (depth, path) = self.block_path(lblk)?;
+        let mut holder: Option<u32> = None;
+        let mut goal = goal;
+        for (level, &slot) in path.iter().enumerate().take(depth + 1) {
+            let ptr = match holder {
+                None => inode.block(slot),
+                Some(h) => self.cache.read(h as u64, |b| le32(b, slot * 4))?,
+            };
+            let is_leaf = level == depth;
+            if ptr != 0 {
+                self.check_ptr(ptr, if is_leaf { "data block" } else { "indirect block" })?;
+                if is_leaf {
+                    return Ok((ptr, false));
+                }
+                goal = ptr as u64 + 1;
+                holder = Some(ptr);
+                continue;
+            }
+            let new = self.alloc_block(goal)?;
+            if is_leaf {
+                for &b in before_data {
+                    self.cache.order(b, new as u64)?;
+                }
+                self.cache.overwrite(new as u64, |b| fill(b))?;
+            } else {
+                self.cache.overwrite(new as u64, |b| b.fill(0))?;
+            }
+            let bitmap = self.block_bitmap_of(new as u64);
+            match holder {
+                None => {
+                    self.inode_after(ino, bitmap);
+                    self.inode_after(ino, new as u64);
+                    inode.set_block(slot, new);
+                }
+                Some(h) => {
+                    self.cache.order(bitmap, h as u64)?;
+                    self.cache.order(new as u64, h as u64)?;
+                    self.cache.modify(h as u64, |b| put32(b, slot * 4, new))?;
+                }
+            }
+            self.add_sectors(inode, 1)?;
+            if is_leaf {
+                return Ok((new, true));
+            }
+            goal = new as u64 + 1;
+            holder = Some(new);
+        }
+        Err(self.damage(format!("inode {ino}: block map walk ended early")))
+    }
+
+    fn indirect_entries(&mut self, block: u32) -> Result<Vec<u32>, Errno> {
+        let p = self.ptrs_per_block as usize;
+        self.cache.read(block as u64, |b| (0..p).map(|i| le32(b, i * 4)).collect())
+    }
+
+    /// Every block under indirect block `block` (of `level`: 1 = its
+    /// entries are data blocks), checked, into `cut.free`.
+    fn collect_all(&mut self, block: u32, level: u32, cut: &mut Cut) -> Result<(), Errno> {
+        for entry in self.indirect_entries(block)? {
+            if entry == 0 {
+                continue;
+            }
+            self.check_ptr(entry, "indirect entry")?;
+            if level > 1 {
+                self.collect_all(entry, level - 1, cut)?;
+            }
+            cut.free.push(entry);
+        }
+        Ok(())
+    }
+
+    /// The blocks under `block` (of `level`, mapping logical blocks from
+    /// `first`) that lie at or past logical block `keep` (> `first`).
+    fn collect_from(
+        &mut self,
+        block: u32,
+        level: u32,
+        first: u64,
+        keep: u64,
+        cut: &mut Cut,
+    ) -> Result<(), Errno> {
+        let p = self.ptrs_per_block;
+        let span = p.pow(level - 1);
+        let entries = self.indirect_entries(block)?;
+        let rel = keep - first;
+        let whole_from = rel.div_ceil(span) as usize;
+        if level > 1 && !rel.is_multiple_of(span) {
+            let k = (rel / span) as usize;
+            if k < entries.len() && entries[k] != 0 {
+                self.check_ptr(entries[k], "indirect entry")?;
+                self.collect_from(entries[k], level - 1, first + k as u64 * span, keep, cut)?;
+            }
+        }
+        let mut any = false;
+        for &entry in entries.iter().skip(whole_from) {
+            if entry == 0 {
+                continue;
+            }
+            self.check_ptr(entry, "indirect entry")?;
+            if level > 1 {
+                self.collect_all(entry, level - 1, cut)?;
+            }
+            cut.free.push(entry);
+            any = true;
+        }
+        if any {
+            cut.clear_from.push((block, whole_from));
+        }
+        Ok(())
+    }
+
+    /// Frees every block of inode `ino` from logical block `keep` on and
+    /// writes the inode (whose size the caller set). Everything is found
+    /// and checked before anything changes: a damaged map is `EIO` with
+    /// nothing written.
+    pub(crate) fn cut(&mut self, ino: u32, inode: &mut Inode, keep: u64) -> Result<(), Errno> {
+        let (cut, cleared_slots) = self.plan_cut(inode, keep)?;
+        self.apply_cut(ino, inode, cut, cleared_slots)
+    }
+
+    /// Checks that every block of `inode` from logical block `keep` on can
+    /// be freed (every pointer in range), changing nothing: for an
+    /// operation that must not start a deletion it cannot finish.
+    pub(crate) fn check_cut(&mut self, inode: &Inode, keep: u64) -> Result<(), Errno> {
+        self.plan_cut(inode, keep).map(|_| ())
+    }
+
+    fn plan_cut(&mut self, inode: &Inode, keep: u64) -> Result<(Cut, Vec<usize>), Errno> {
+        let p = self.ptrs_per_block;
+        let mut cut = Cut::default();
+        let mut cleared_slots = Vec::new();
+        for slot in (keep.min(N_DIRECT as u64) as usize)..N_DIRECT {
+            let b = inode.block(slot);
+            if b != 0 {
+                self.check_ptr(b, "direct block")?;
+                cut.free.push(b);
+                cleared_slots.push(slot);
+            }
+        }
+        let roots = [
+            (IND, 1u32, N_DIRECT as u64),
+            (DIND, 2, N_DIRECT as u64 + p),
+            (TIND, 3, N_DIRECT as u64 + p + p * p),
+        ];
+        for (slot, level, first) in roots {
+            let root = inode.block(slot);
+            if root == 0 {
+                continue;
+            }
+            self.check_ptr(root, "indirect root")?;
+            if keep <= first {
+                self.collect_all(root, level, &mut cut)?;
+                cut.free.push(root);
+                cleared_slots.push(slot);
+            } else if keep < first + p.pow(level) {
+                self.collect_from(root, level, first, keep, &mut cut)?;
+            }
+        }
+        Ok((cut, cleared_slots))
+    }
+
+    fn apply_cut(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        cut: Cut,
+        cleared_slots: Vec<usize>,
+    ) -> Result<(), Errno> {
+        // Pointers first...
+        for &slot in &cleared_slots {
+            inode.set_block(slot, 0);
+        }
+        for &(block, from) in &cut.clear_from {
+            self.cache.modify(block as u64, |b| b[from * 4..].fill(0))?;
+        }
+        for _ in 0..cut.free.len() {
+            self.add_sectors(inode, -1)?;
+        }
+        self.write_inode(ino, inode)?;
+        // ...then the bits, each bitmap after every block that pointed.
+        let (inode_block, _) = self.inode_location(ino)?;
+        for &block in &cut.free {
+            let bitmap = self.block_bitmap_of(block as u64);
+            self.cache.order(inode_block, bitmap)?;
+            for &(holder, _) in &cut.clear_from {
+                self.cache.order(holder as u64, bitmap)?;
+            }
+            self.free_block(block)?;
+        }
+        Ok(())
+    }
+
+    /// Releases the extended-attribute block of a deleted inode (one
+    /// reference less; freed at none), after the inode's block.
+    pub(crate) fn release_xattr(&mut self, ino: u32, inode: &mut Inode) -> Result<(), Errno> {
+        let block = inode.file_acl();
+        if block == 0 {
+            return Ok(());
+        }
+        self.check_ptr(block, "attribute block")?;
+        let header = self.cache.read(block as u64, |b| (le32(b, 0), le32(b, 4)))?;
+        if header.0 != 0xEA02_0000 || header.1 == 0 {
+            return Err(self.damage(format!("inode {ino}: attribute block {block} has a bad header")));
+        }
+        inode.set_file_acl(0);
+        self.add_sectors(inode, -1)?;
+        self.write_inode(ino, inode)?;
+        let (inode_block, _) = self.inode_location(ino)?;
+        self.cache.order(inode_block, block as u64)?;
+        if header.1 > 1 {
+            self.cache.modify(block as u64, |b| put32(b, 4, header.1 - 1))
+        } else {
+            let bitmap = self.block_bitmap_of(block as u64);
+            self.cache.order(inode_block, bitmap)?;
+            self.free_block(block)
+        }
+    }
+
+    /// The blocks a file's data occupies, for read-ahead: the block of
+    /// each logical block in `lblks` that is mapped.
+    pub(crate) fn map_range(
+        &mut self,
+        inode: &Inode,
+        lblks: core::ops::Range<u64>,
+    ) -> Result<Vec<u64>, Errno> {
+        let mut out = Vec::new();
+        for l in lblks {
+            let b = self.bmap(inode, l)?;
+            if b != 0 {
+                out.push(b as u64);
+            }
+        }
+        Ok(out)
+    }
+}

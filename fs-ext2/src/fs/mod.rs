@@ -1,0 +1,577 @@
+//! An ext2 file system on a [`BlockDevice`] through the buffer cache:
+//! mount (with every check), inodes, and the operations the directory,
+//! volume and file-data managers will serve.
+//!
+//! What it is not: a permission checker (the monitor checks modes and
+//! owners, Ridge §3, as for the memory file system) or a server; it sends
+//! no message and reads no clock ([`Fs::set_time`]).
+//!
+//! # Layers (each uses those below it)
+//! - `mod.rs` (this file): mounting and its checks, inode read/write, the
+//!   counts in the superblock and group descriptors.
+//! - `alloc`: block and inode bitmaps (the volume manager's part),
+//!   contiguous allocation from a goal.
+//! - `bmap`: a file's block map (direct, single, double and triple
+//!   indirect), growing it and cutting it.
+//! - `dir`: directory blocks: finding, adding and removing entries.
+//! - `ops`: the public operations (lookup, create, unlink, rename, mkdir,
+//!   rmdir, link, truncate, read, write, stat, chmod, chown, readdir).
+//!
+//! # Invariants
+//! - Every structure read from the disk is checked before use; a bad one
+//!   is `EIO` for the operation that met it (and [`Fs::last_damage`]
+//!   says what), never a panic. Operations check what they will touch
+//!   before they change anything, so a damaged object is not written to.
+//! - Mounting never writes. Nothing is written on a read-only mount.
+//! - Changes go to the disk in an order that keeps the file system
+//!   consistent at every instant ([`crate::cache::Cache::order`]; the rules
+//!   are in `docs/filesystem.md` and at each operation): a block's bitmap
+//!   bit before any pointer to it, a block's contents before the pointer,
+//!   an inode before the entry naming it, and the reverse on removal.
+//! - The free counts of the superblock and group descriptors change with
+//!   every bit of the bitmaps.
+
+mod alloc;
+mod bmap;
+mod dir;
+mod ops;
+
+pub use dir::DirEntry;
+pub use ops::{Attr, FsStats};
+
+use crate::cache::{Cache, CacheStats};
+use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};
+use crate::layout::{
+    self, GROUP_DESC_BYTES, GroupDesc, Inode, ROOT_INO, SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock,
+    feature, ftype, le16, le32, put16, put32,
+};
+use ::alloc::collections::BTreeMap;
+use ::alloc::format;
+use ::alloc::string::String;
+use ::alloc::vec;
+use ::alloc::vec::Vec;
+use protocols::unix::Errno;
+use protocols::unix::errno::{EINVAL, EIO, EROFS};
+
+/// How to mount.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MountOptions {
+    /// Block buffers in the cache (at least 1).
+    pub nbuf: usize,
+    /// Refuse every change (`EROFS`).
+    pub read_only: bool,
+    /// Ridge's rule to the letter: write every metadata change to the
+    /// disk at the end of the operation that made it (§9, "flush their
+    /// data spaces to disk at the end of each transaction"). Without it
+    /// metadata is written in order but later (write-behind, `sync`).
+    pub sync_metadata: bool,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions { nbuf: 64, read_only: false, sync_metadata: false }
+    }
+}
+
+/// Why a mount was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountError {
+    pub errno: Errno,
+    pub reason: String,
+}
+
+impl core::fmt::Display for MountError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} ({})", self.reason, self.errno.name())
+    }
+}
+
+fn refuse(errno: Errno, reason: String) -> MountError {
+    MountError { errno, reason }
+}
+
+/// A mounted ext2 file system.
+pub struct Fs<D: BlockDevice> {
+    cache: Cache<D>,
+    sb: Superblock,
+    groups: Vec<GroupDesc>,
+    block_bytes: usize,
+    /// Block pointers per indirect block.
+    ptrs_per_block: u64,
+    inode_size: usize,
+    inode_table_blocks: u64,
+    gdt_blocks: u64,
+    /// Where the superblock sits in the cache's blocks.
+    sb_block: u64,
+    sb_offset: usize,
+    has_filetype: bool,
+    is_sparse_super: bool,
+    is_large_file: bool,
+    read_only: bool,
+    sync_metadata: bool,
+    now_s: u32,
+    next_generation: u32,
+    /// Open counts: an unlinked inode lives until its last close.
+    open: BTreeMap<u32, u32>,
+    /// Blocks due on the disk before the next contents of an inode (kept
+    /// in memory while an operation builds them): declared to the cache
+    /// when the inode is written into its block, not before, so that a
+    /// write of the block meanwhile cannot end the wait early.
+    inode_deps: BTreeMap<u32, Vec<u64>>,
+    /// Sequential-read detection: (inode, next offset), most recent last.
+    readers: Vec<(u32, u64)>,
+    last_damage: Option<String>,
+}
+
+/// Reads `bytes` at byte `offset` of `dev` directly (before the cache
+/// exists: the block size is not known yet).
+fn read_raw<D: BlockDevice>(dev: &mut D, offset: usize, bytes: usize) -> Result<Vec<u8>, Errno> {
+    let first_sector = (offset / SECTOR_BYTES) as u64;
+    let end = (offset + bytes).div_ceil(SECTOR_BYTES) * SECTOR_BYTES;
+    let len = end - first_sector as usize * SECTOR_BYTES;
+    dev.submit(Transfer {
+        tag: 0,
+        direction: Direction::Read,
+        first_sector,
+        buffers: vec![vec![0u8; len].into()],
+    });
+    let (t, result) = dev.complete().ok_or(EIO)?;
+    result?;
+    let skip = offset - first_sector as usize * SECTOR_BYTES;
+    let buf = t.buffers.into_iter().next().ok_or(EIO)?;
+    Ok(buf[skip..skip + bytes].to_vec())
+}
+
+impl<D: BlockDevice> Fs<D> {
+    /// Checks the superblock and every group descriptor and mounts; a
+    /// refusal gives the device back untouched.
+    pub fn mount(mut dev: D, opts: MountOptions) -> Result<Self, (MountError, D)> {
+        let sb = match Self::check_superblock(&mut dev) {
+            Ok(sb) => sb,
+            Err(e) => return Err((e, dev)),
+        };
+        let block_bytes = sb.block_bytes();
+        let cache = match Cache::new(dev, block_bytes, opts.nbuf.max(1)) {
+            Ok(c) => c,
+            Err((errno, dev)) => {
+                return Err((refuse(errno, format!("no cache of {block_bytes}-byte blocks")), dev));
+            }
+        };
+        let sb_block = (SUPERBLOCK_OFFSET / block_bytes) as u64;
+        let inode_size = sb.inode_size as usize;
+        let ngroups = sb.group_count() as u64;
+        let mut fs = Fs {
+            cache,
+            block_bytes,
+            ptrs_per_block: (block_bytes / 4) as u64,
+            inode_size,
+            inode_table_blocks: (sb.inodes_per_group as u64 * inode_size as u64).div_ceil(block_bytes as u64),
+            gdt_blocks: (ngroups * GROUP_DESC_BYTES as u64).div_ceil(block_bytes as u64),
+            sb_block,
+            sb_offset: SUPERBLOCK_OFFSET % block_bytes,
+            has_filetype: sb.feature_incompat & feature::INCOMPAT_FILETYPE != 0,
+            is_sparse_super: sb.feature_ro_compat & feature::RO_COMPAT_SPARSE_SUPER != 0,
+            is_large_file: sb.feature_ro_compat & feature::RO_COMPAT_LARGE_FILE != 0,
+            read_only: opts.read_only || sb.feature_ro_compat & !feature::RO_COMPAT_SUPPORTED != 0,
+            sync_metadata: opts.sync_metadata,
+            now_s: sb.latest_time_s,
+            next_generation: 1,
+            open: BTreeMap::new(),
+            inode_deps: BTreeMap::new(),
+            readers: Vec::new(),
+            last_damage: None,
+            groups: Vec::new(),
+            sb,
+        };
+        if let Err(e) = fs.check_groups().and_then(|()| fs.check_root()) {
+            // The cache has written nothing: mounting only reads.
+            return Err((e, fs.cache.into_device_unwritten()));
+        }
+        Ok(fs)
+    }
+
+    fn check_superblock(dev: &mut D) -> Result<Superblock, MountError> {
+        let device_bytes = dev.sectors().saturating_mul(SECTOR_BYTES as u64);
+        if device_bytes < (SUPERBLOCK_OFFSET + SUPERBLOCK_BYTES) as u64 {
+            return Err(refuse(EINVAL, format!("device of {device_bytes} bytes is too small for ext2")));
+        }
+        let raw = read_raw(dev, SUPERBLOCK_OFFSET, SUPERBLOCK_BYTES)
+            .map_err(|e| refuse(e, String::from("cannot read the superblock")))?;
+        let sb = Superblock::parse(&raw);
+        let bad = |what: String| Err(refuse(EINVAL, what));
+        if sb.magic != layout::MAGIC {
+            return bad(format!("not ext2: magic {:#06x}, want {:#06x}", sb.magic, layout::MAGIC));
+        }
+        if sb.rev_level > 1 {
+            return bad(format!("revision {} (this reads revisions 0 and 1)", sb.rev_level));
+        }
+        if sb.log_block_size > 2 {
+            return bad(format!("block size 1024 << {} (this reads 1, 2 and 4 KiB)", sb.log_block_size));
+        }
+        let bs = sb.block_bytes() as u64;
+        let unsupported = sb.feature_incompat & !feature::INCOMPAT_SUPPORTED;
+        if unsupported != 0 {
+            return bad(format!("incompatible features {unsupported:#x} (this knows filetype only)"));
+        }
+        let isize = sb.inode_size as u64;
+        if isize < layout::GOOD_OLD_INODE_SIZE as u64 || !isize.is_power_of_two() || isize > bs {
+            return bad(format!("inode size {isize}"));
+        }
+        if sb.first_data_block != u32::from(bs == 1024) {
+            return bad(format!("first data block {} with {bs}-byte blocks", sb.first_data_block));
+        }
+        if sb.blocks_per_group == 0
+            || sb.blocks_per_group as u64 > 8 * bs
+            || !sb.blocks_per_group.is_multiple_of(8)
+        {
+            return bad(format!("{} blocks per group", sb.blocks_per_group));
+        }
+        if sb.inodes_per_group == 0 || sb.inodes_per_group as u64 > 8 * bs {
+            return bad(format!("{} inodes per group", sb.inodes_per_group));
+        }
+        if sb.blocks_count <= sb.first_data_block + 1 {
+            return bad(format!("{} blocks", sb.blocks_count));
+        }
+        if sb.blocks_count as u64 * bs > device_bytes {
+            return bad(format!(
+                "{} blocks of {bs} bytes do not fit the device's {device_bytes} bytes",
+                sb.blocks_count
+            ));
+        }
+        let table_inodes = sb.group_count() as u64 * sb.inodes_per_group as u64;
+        if sb.inodes_count as u64 != table_inodes {
+            return bad(format!(
+                "inode count {} is not the {table_inodes} of the inode tables",
+                sb.inodes_count
+            ));
+        }
+        if sb.first_ino < 3 || sb.first_ino >= sb.inodes_count {
+            return bad(format!("first inode {}", sb.first_ino));
+        }
+        if sb.free_blocks_count > sb.blocks_count || sb.free_inodes_count > sb.inodes_count {
+            return bad(String::from("free counts exceed the totals"));
+        }
+        Ok(sb)
+    }
+
+    fn gd_location(&self, group: u32) -> (u64, usize) {
+        let byte = group as usize * GROUP_DESC_BYTES;
+        (self.sb.first_data_block as u64 + 1 + (byte / self.block_bytes) as u64, byte % self.block_bytes)
+    }
+
+    pub(crate) fn group_first_block(&self, group: u32) -> u64 {
+        self.sb.first_data_block as u64 + group as u64 * self.sb.blocks_per_group as u64
+    }
+
+    pub(crate) fn blocks_in_group(&self, group: u32) -> u64 {
+        (self.sb.blocks_count as u64 - self.group_first_block(group)).min(self.sb.blocks_per_group as u64)
+    }
+
+    fn check_groups(&mut self) -> Result<(), MountError> {
+        let ngroups = self.sb.group_count();
+        let gdt_end = self.sb.first_data_block as u64 + 1 + self.gdt_blocks;
+        if gdt_end > self.blocks_per_group0_end() {
+            return Err(refuse(EINVAL, format!("{ngroups} group descriptors do not fit group 0")));
+        }
+        let mut groups = Vec::with_capacity(ngroups as usize);
+        for g in 0..ngroups {
+            let (block, offset) = self.gd_location(g);
+            let desc = self
+                .cache
+                .read(block, |b| GroupDesc::parse(&b[offset..offset + GROUP_DESC_BYTES]))
+                .map_err(|e| refuse(e, format!("cannot read group descriptor {g}")))?;
+            let first = self.group_first_block(g);
+            let last = first + self.blocks_in_group(g) - 1;
+            let inside = |b: u64| (first..=last).contains(&b);
+            let bad = |what: &str, v: u32| {
+                Err(refuse(
+                    EINVAL,
+                    format!("group {g}: {what} {v} outside the group's blocks {first}..={last}"),
+                ))
+            };
+            if !inside(desc.block_bitmap as u64) {
+                return bad("block bitmap", desc.block_bitmap);
+            }
+            if !inside(desc.inode_bitmap as u64) {
+                return bad("inode bitmap", desc.inode_bitmap);
+            }
+            if !inside(desc.inode_table as u64)
+                || !inside(desc.inode_table as u64 + self.inode_table_blocks - 1)
+            {
+                return bad("inode table", desc.inode_table);
+            }
+            if desc.free_blocks_count as u64 > self.blocks_in_group(g)
+                || desc.free_inodes_count as u32 > self.sb.inodes_per_group
+            {
+                return Err(refuse(EINVAL, format!("group {g}: free counts exceed the group's size")));
+            }
+            groups.push(desc);
+        }
+        self.groups = groups;
+        Ok(())
+    }
+
+    fn blocks_per_group0_end(&self) -> u64 {
+        self.group_first_block(0) + self.blocks_in_group(0)
+    }
+
+    fn check_root(&mut self) -> Result<(), MountError> {
+        let root = self
+            .read_inode_raw(ROOT_INO)
+            .map_err(|e| refuse(e, String::from("cannot read the root inode")))?;
+        if !root.is_dir()
+            || root.links() < 2
+            || root.size() == 0
+            || !root.size().is_multiple_of(self.block_bytes as u64)
+        {
+            return Err(refuse(
+                EINVAL,
+                format!(
+                    "the root inode is not a directory (mode {:#o}, links {}, size {})",
+                    root.mode(),
+                    root.links(),
+                    root.size()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes everything and gives the device back.
+    pub fn unmount(self) -> Result<D, Errno> {
+        self.cache.into_device()
+    }
+
+    /// The time (seconds since 1970) stamped on changes from now on.
+    ///
+    /// A time before the volume was last mounted, written or checked (a
+    /// clock counting from boot: Ridgeback has no calendar clock yet) is
+    /// taken as seconds after that time. Times must not be small numbers:
+    /// `e2fsck` reads a deleted inode's small `dtime` as a link of the
+    /// orphan list (an inode number), and reports the list corrupt.
+    pub fn set_time(&mut self, now_s: u32) {
+        let floor = self.sb.latest_time_s;
+        let now_s = if now_s < floor { floor.saturating_add(now_s) } else { now_s };
+        self.now_s = now_s;
+        if self.next_generation == 1 {
+            self.next_generation = now_s | 1;
+        }
+    }
+
+    pub fn block_bytes(&self) -> usize {
+        self.block_bytes
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    pub fn device(&self) -> &D {
+        self.cache.device()
+    }
+
+    /// The device, for a server feeding it completions between requests.
+    pub fn device_mut(&mut self) -> &mut D {
+        self.cache.device_mut()
+    }
+
+    /// What the last `EIO` for damage found (for a server's log).
+    pub fn last_damage(&self) -> Option<&str> {
+        self.last_damage.as_deref()
+    }
+
+    /// Everything to the disk and a device flush (`sync`).
+    pub fn sync(&mut self) -> Result<(), Errno> {
+        self.cache.sync()
+    }
+
+    /// `fsync`/`fdatasync` of one file. The cache keeps no per-file
+    /// lists, so this is [`Fs::sync`]: more than asked, never less.
+    pub fn fsync(&mut self, _ino: u32) -> Result<(), Errno> {
+        self.cache.sync()
+    }
+
+    /// Takes back the buffers of transfers the device has finished, without
+    /// waiting ([`Cache::reap`]).
+    pub fn reap(&mut self) -> Result<(), Errno> {
+        self.cache.reap()
+    }
+
+    /// Buffers in the cache (`nbuf`).
+    pub fn nbuf(&self) -> usize {
+        self.cache.nbuf()
+    }
+
+    /// Empties the cache of clean blocks (cold-cache measurements).
+    pub fn drop_caches(&mut self) -> Result<(), Errno> {
+        self.cache.write_all()?;
+        self.cache.drop_clean()
+    }
+
+    pub(crate) fn damage(&mut self, what: String) -> Errno {
+        self.last_damage = Some(what);
+        EIO
+    }
+
+    fn check_writable(&self) -> Result<(), Errno> {
+        if self.read_only { Err(EROFS) } else { Ok(()) }
+    }
+
+    /// End of a transaction (Ridge §9): with `sync_metadata`, every change
+    /// goes to the disk now.
+    fn end_op(&mut self) -> Result<(), Errno> {
+        if self.sync_metadata { self.cache.write_all() } else { Ok(()) }
+    }
+
+    /// Block and byte offset of inode `ino` in its inode table.
+    pub(crate) fn inode_location(&self, ino: u32) -> Result<(u64, usize), Errno> {
+        if ino == 0 || ino > self.sb.inodes_count {
+            return Err(EIO);
+        }
+        let group = ((ino - 1) / self.sb.inodes_per_group) as usize;
+        let index = ((ino - 1) % self.sb.inodes_per_group) as u64;
+        let byte = index * self.inode_size as u64;
+        Ok((
+            self.groups[group].inode_table as u64 + byte / self.block_bytes as u64,
+            (byte % self.block_bytes as u64) as usize,
+        ))
+    }
+
+    pub(crate) fn read_inode_raw(&mut self, ino: u32) -> Result<Inode, Errno> {
+        let (block, offset) = match self.inode_location(ino) {
+            Ok(l) => l,
+            Err(e) => {
+                self.last_damage =
+                    Some(format!("inode number {ino} is outside 1..={}", self.sb.inodes_count));
+                return Err(e);
+            }
+        };
+        self.cache.read(block, |b| Inode::from_bytes(&b[offset..]))
+    }
+
+    /// Block `first` (its present contents) must be on the disk before
+    /// the next write of inode `ino`'s contents.
+    pub(crate) fn inode_after(&mut self, ino: u32, first: u64) {
+        let list = self.inode_deps.entry(ino).or_default();
+        if !list.contains(&first) {
+            list.push(first);
+        }
+    }
+
+    /// Declares inode `ino`'s waits (see [`Fs::inode_after`]) right before
+    /// its block changes.
+    fn declare_inode_deps(&mut self, ino: u32, block: u64) -> Result<(), Errno> {
+        for first in self.inode_deps.remove(&ino).unwrap_or_default() {
+            self.cache.order(first, block)?;
+        }
+        Ok(())
+    }
+
+    /// Writes an inode's first 128 bytes (what this crate knows), keeping
+    /// the rest of a large inode.
+    pub(crate) fn write_inode(&mut self, ino: u32, inode: &Inode) -> Result<(), Errno> {
+        let (block, offset) = self.inode_location(ino)?;
+        self.declare_inode_deps(ino, block)?;
+        self.cache
+            .modify(block, |b| b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw))
+    }
+
+    /// Writes a newly allocated inode whole: its 128 bytes, the rest
+    /// zeroed, and `i_extra_isize` as the superblock wants.
+    fn write_new_inode(&mut self, ino: u32, inode: &Inode) -> Result<(), Errno> {
+        let (block, offset) = self.inode_location(ino)?;
+        let isize = self.inode_size;
+        let extra = if isize > layout::GOOD_OLD_INODE_SIZE {
+            let want = if self.sb.want_extra_isize != 0 { self.sb.want_extra_isize } else { 32 };
+            want.min((isize - layout::GOOD_OLD_INODE_SIZE) as u16)
+        } else {
+            0
+        };
+        self.declare_inode_deps(ino, block)?;
+        self.cache.modify(block, |b| {
+            b[offset..offset + isize].fill(0);
+            b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw);
+            if isize > layout::GOOD_OLD_INODE_SIZE {
+                put16(b, offset + layout::GOOD_OLD_INODE_SIZE, extra);
+            }
+        })
+    }
+
+    /// Inode `ino` as named by a directory entry or a handle: checked.
+    pub(crate) fn inode(&mut self, ino: u32) -> Result<Inode, Errno> {
+        let inode = self.read_inode_raw(ino)?;
+        let kind = inode.file_type();
+        let known = matches!(
+            kind,
+            ftype::S_IFREG
+                | ftype::S_IFDIR
+                | ftype::S_IFLNK
+                | ftype::S_IFCHR
+                | ftype::S_IFBLK
+                | ftype::S_IFIFO
+                | ftype::S_IFSOCK
+        );
+        if !known {
+            return Err(
+                self.damage(format!("inode {ino}: mode {:#o} is no file type (a free inode?)", inode.mode()))
+            );
+        }
+        if inode.links() == 0 && !self.open.contains_key(&ino) {
+            return Err(self.damage(format!("inode {ino}: no links (a deleted inode)")));
+        }
+        if inode.is_dir() && !inode.size().is_multiple_of(self.block_bytes as u64) {
+            return Err(self.damage(format!("directory {ino}: size {} is not whole blocks", inode.size())));
+        }
+        if inode.size() > self.max_file_bytes() {
+            return Err(self.damage(format!("inode {ino}: size {} past the largest file", inode.size())));
+        }
+        Ok(inode)
+    }
+
+    /// The largest file the block map reaches.
+    pub(crate) fn max_file_bytes(&self) -> u64 {
+        let p = self.ptrs_per_block;
+        let blocks = layout::N_DIRECT as u64 + p + p * p + p * p * p;
+        let by_map = blocks * self.block_bytes as u64;
+        // i_blocks counts 512-byte sectors in 32 bits.
+        let by_sectors = (u32::MAX as u64) * SECTOR_BYTES as u64;
+        by_map.min(by_sectors)
+    }
+
+    /// Adds `d_blocks`, `d_inodes` and `d_dirs` to the counts of group
+    /// `group` and (but the directories) the superblock's.
+    fn adjust_counts(&mut self, group: u32, d_blocks: i32, d_inodes: i32, d_dirs: i32) -> Result<(), Errno> {
+        let (block, offset) = self.gd_location(group);
+        self.cache.modify(block, |b| {
+            for (at, d) in [
+                (layout::gd::FREE_BLOCKS_COUNT, d_blocks),
+                (layout::gd::FREE_INODES_COUNT, d_inodes),
+                (layout::gd::USED_DIRS_COUNT, d_dirs),
+            ] {
+                if d != 0 {
+                    let v = le16(b, offset + at) as i32 + d;
+                    put16(b, offset + at, v.clamp(0, u16::MAX as i32) as u16);
+                }
+            }
+        })?;
+        let (sb_block, sb_offset) = (self.sb_block, self.sb_offset);
+        self.cache.modify(sb_block, |b| {
+            for (at, d) in
+                [(layout::sb::FREE_BLOCKS_COUNT, d_blocks), (layout::sb::FREE_INODES_COUNT, d_inodes)]
+            {
+                if d != 0 {
+                    let v = le32(b, sb_offset + at) as i64 + d as i64;
+                    put32(b, sb_offset + at, v.clamp(0, u32::MAX as i64) as u32);
+                }
+            }
+        })
+    }
+
+    fn group_count(&self) -> u32 {
+        self.groups.len() as u32
+    }
+}

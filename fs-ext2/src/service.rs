@@ -1,0 +1,600 @@
+//! The disk file system's requests: each message decoded, [`Fs`] asked,
+//! the answer placed in the reply words and buffer ([`Service`]). This is
+//! the whole of `servers/ext2fs` but its kernel calls, so that it is
+//! tested on the host over a [`crate::MemDisk`].
+//!
+//! One service is Ridge's directory manager (names: `fs::OP_LOOKUP`,
+//! `OP_OPEN`, `OP_MKDIR`, `OP_UNLINK`, `OP_RMDIR`, `OP_RENAME`), volume
+//! manager (inodes and space: `OP_CHMOD`, `OP_CHOWN`, allocation inside
+//! [`Fs`]) and file-data service (`io::*` on handles, through the buffer
+//! cache) of one ext2 volume; `docs/filesystem.md` says why ext2 makes
+//! them one process.
+//!
+//! What it is not: a permission checker (the monitor checks modes and
+//! owners, Ridge §3), nor the server loop (`servers/ext2fs` receives,
+//! calls [`Service::request`], replies). It reads no clock: the time of a
+//! request comes in as `now_ns`. Buffers lent by a caller are reached
+//! through [`Lent`], which the server implements with `lease_read` and
+//! `lease_write`.
+//!
+//! # Invariants
+//! - `fs` requests and `io::OP_CLOSE` are obeyed only from the monitor
+//!   the service was made for; the other `io` requests from anyone
+//!   holding a handle (sparse numbers, `unix_core::handles`).
+//! - A reply's data never exceeds [`MESSAGE_DATA_BYTES`]; longer reads go
+//!   through the caller's lent buffer ([`Lent`]).
+//! - Every open handle holds its inode open in [`Fs`] (an unlinked file
+//!   lives until its last handle is closed).
+
+use crate::device::BlockDevice;
+use crate::fs::Fs;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use protocols::unix::errno::{
+    EBADF, EBUSY, EEXIST, EFAULT, EINVAL, EISDIR, ENODEV, ENOENT, ENOMEM, ENOSYS, ENOTDIR, ENOTTY, EPERM,
+};
+use protocols::unix::{DirEntry, Errno, Stat, encode_result, fs, io, mode, open_flags};
+use unix_core::handles::HandleTable;
+
+/// Bytes of one message's data (request and reply buffers).
+pub const MESSAGE_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
+/// Most bytes one read or write moves through the file system at a time
+/// (a lent buffer is served in pieces of this size).
+const PIECE_BYTES: usize = 64 * 1024;
+
+/// Reply words and the bytes of reply data placed in the reply buffer.
+pub type Reply = ([u64; 4], usize);
+
+/// The buffers a caller lent with its call (`abi::Call::LeaseRead`,
+/// `LeaseWrite`): the server implements it with the lease calls, the
+/// tests with plain vectors.
+pub trait Lent {
+    /// Fill `buf` from the caller's send buffer at `offset`.
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Errno>;
+    /// Copy `bytes` into the caller's receive buffer at `offset`.
+    fn write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno>;
+}
+
+/// One open of a file or directory.
+struct Open {
+    ino: u32,
+    flags: u64,
+    offset: u64,
+    /// Directories: the index of the next entry `OP_READDIR` would give
+    /// with no search, and its byte position in the directory.
+    dir_cursor: (u64, u64),
+}
+
+/// What the service counts beyond the cache (for `OP_STATS_TEXT`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServiceStats {
+    pub requests: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub syncs: u64,
+}
+
+/// The requests of one mounted volume.
+pub struct Service<D: BlockDevice> {
+    pub fs: Fs<D>,
+    handles: HandleTable<Open>,
+    monitor: u64,
+    scratch: Vec<u8>,
+    pub stats: ServiceStats,
+}
+
+fn error(e: Errno) -> Reply {
+    ([encode_result(Err(e)), 0, 0, 0], 0)
+}
+
+fn value(v: u64) -> Reply {
+    ([v, 0, 0, 0], 0)
+}
+
+fn with_stat(words: [u64; 4], stat: &Stat, tx: &mut [u8]) -> Reply {
+    tx[..Stat::BYTES].copy_from_slice(&stat.encode());
+    (words, Stat::BYTES)
+}
+
+/// `/a/b/c` -> (`/a/b`, `c`); `None` for `/` itself or a relative path.
+fn split_last(path: &[u8]) -> Result<(&[u8], &[u8]), Errno> {
+    if path.first() != Some(&b'/') {
+        return Err(EINVAL);
+    }
+    let trimmed = match path.iter().rposition(|&c| c != b'/') {
+        Some(end) => &path[..=end],
+        None => return Err(EBUSY), // the root itself
+    };
+    let slash = trimmed.iter().rposition(|&c| c == b'/').ok_or(EINVAL)?;
+    let parent = if slash == 0 { &trimmed[..1] } else { &trimmed[..slash] };
+    Ok((parent, &trimmed[slash + 1..]))
+}
+
+fn absolute(path: &[u8]) -> Result<&[u8], Errno> {
+    if path.first() == Some(&b'/') { Ok(path) } else { Err(EINVAL) }
+}
+
+/// A `chown` id word: `u64::MAX` or `u32::MAX` (-1 at either width)
+/// leaves the id as it is.
+fn id_word(word: u64) -> Result<Option<u32>, Errno> {
+    if word == u64::MAX || word == u32::MAX as u64 {
+        return Ok(None);
+    }
+    u32::try_from(word).map(Some).map_err(|_| EINVAL)
+}
+
+fn perm(word: u64) -> u16 {
+    (word & mode::PERMISSIONS as u64) as u16
+}
+
+impl<D: BlockDevice> Service<D> {
+    /// The service of a mounted `fs`, obeying `monitor_pid` (kernel pid).
+    pub fn new(fs: Fs<D>, monitor_pid: u64, seed: u64) -> Service<D> {
+        Service {
+            fs,
+            handles: HandleTable::new(seed),
+            monitor: monitor_pid,
+            scratch: Vec::new(),
+            stats: Default::default(),
+        }
+    }
+
+    /// The file system back (to unmount it).
+    pub fn into_fs(self) -> Fs<D> {
+        self.fs
+    }
+
+    /// Handles open now.
+    pub fn open_handles(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// One request: words `m`, data `data` (at most a message's), from
+    /// kernel pid `sender` at `now_ns` since boot. Reply data goes into
+    /// `tx`; longer reads and writes use `lent`.
+    pub fn request(
+        &mut self,
+        sender: u64,
+        m: [u64; 4],
+        data: &[u8],
+        now_ns: u64,
+        tx: &mut [u8; MESSAGE_DATA_BYTES],
+        lent: &mut impl Lent,
+    ) -> Reply {
+        self.stats.requests += 1;
+        self.fs.set_time((now_ns / 1_000_000_000) as u32);
+        let result = if m[0] < fs::OP_LOOKUP {
+            self.io_request(sender, m, data, tx, lent)
+        } else if sender != self.monitor && m[0] != fs::OP_STATS_TEXT {
+            Err(EPERM)
+        } else {
+            self.fs_request(m, data, tx)
+        };
+        result.unwrap_or_else(error)
+    }
+
+    fn fs_request(
+        &mut self,
+        m: [u64; 4],
+        data: &[u8],
+        tx: &mut [u8; MESSAGE_DATA_BYTES],
+    ) -> Result<Reply, Errno> {
+        let [op, w1, w2, w3] = m;
+        match op {
+            fs::OP_LOOKUP => Ok(self.lookup(data, tx)),
+            fs::OP_OPEN => self.open(data, w1, perm(w2), fs::owner_of(w3), tx),
+            fs::OP_MKDIR => {
+                let (parent, name) = split_last(data)?;
+                let dir = self.fs.resolve(parent)?;
+                let (uid, gid) = fs::owner_of(w3);
+                let ino = self.fs.mkdir(dir, name, perm(w1), uid, gid)?;
+                let st = self.fs.stat(ino)?.to_stat();
+                Ok(with_stat([0; 4], &st, tx))
+            }
+            fs::OP_UNLINK => {
+                let (parent, name) = split_last(data)?;
+                let dir = self.fs.resolve(parent)?;
+                self.fs.unlink(dir, name).map(|()| value(0))
+            }
+            fs::OP_RMDIR => {
+                let (parent, name) = split_last(data)?;
+                let dir = self.fs.resolve(parent)?;
+                self.fs.rmdir(dir, name).map(|()| value(0))
+            }
+            fs::OP_RENAME => {
+                let nul = data.iter().position(|&b| b == 0).ok_or(EINVAL)?;
+                let (old, new) = (&data[..nul], &data[nul + 1..]);
+                if new.is_empty() {
+                    return Err(ENOENT);
+                }
+                let (old_parent, old_name) = split_last(old)?;
+                let (new_parent, new_name) = split_last(new)?;
+                let from = self.fs.resolve(old_parent)?;
+                let to = self.fs.resolve(new_parent)?;
+                self.fs.rename(from, old_name, to, new_name).map(|()| value(0))
+            }
+            fs::OP_CHMOD => {
+                let ino = self.fs.resolve(absolute(data)?)?;
+                self.fs.chmod(ino, perm(w1))?;
+                let st = self.fs.stat(ino)?.to_stat();
+                Ok(with_stat([0; 4], &st, tx))
+            }
+            fs::OP_CHOWN => {
+                let (uid, gid) = (id_word(w1)?, id_word(w2)?);
+                let ino = self.fs.resolve(absolute(data)?)?;
+                let now = self.fs.stat(ino)?;
+                self.fs.chown(ino, uid.unwrap_or(now.uid), gid.unwrap_or(now.gid))?;
+                let st = self.fs.stat(ino)?.to_stat();
+                Ok(with_stat([0; 4], &st, tx))
+            }
+            // Device entries name their manager by pid, which only the
+            // memory file system keeps (`/dev`).
+            fs::OP_MKDEV => Err(EPERM),
+            fs::OP_STATS => {
+                let s = self.fs.statfs()?;
+                Ok(([s.blocks as u64, s.free_blocks as u64, s.inodes as u64, s.free_inodes as u64], 0))
+            }
+            fs::OP_SYNC => {
+                self.stats.syncs += 1;
+                self.fs.sync().map(|()| value(0))
+            }
+            fs::OP_STATS_TEXT => {
+                let text = self.stats_text();
+                let n = text.len().min(tx.len());
+                tx[..n].copy_from_slice(&text.as_bytes()[..n]);
+                Ok(([0; 4], n))
+            }
+            _ => Err(ENOSYS),
+        }
+    }
+
+    /// Counters as `name=value` lines (`fs::OP_STATS_TEXT`).
+    pub fn stats_text(&mut self) -> String {
+        let c = self.fs.cache_stats();
+        let s = self.stats;
+        let mut t = String::new();
+        let _ = write!(
+            t,
+            "nbuf={}\nblock_bytes={}\nhits={}\nmisses={}\nread_ahead_hits={}\nread_ahead_blocks={}\n\
+             read_transfers={}\nblocks_read={}\nwrite_transfers={}\nwrite_behind_transfers={}\n\
+             blocks_written={}\nwaits={}\nflushes={}\nrequests={}\nbytes_read={}\nbytes_written={}\nsyncs={}\n",
+            self.fs.nbuf(),
+            self.fs.block_bytes(),
+            c.hits,
+            c.misses,
+            c.read_ahead_hits,
+            c.read_ahead_blocks,
+            c.read_transfers,
+            c.blocks_read,
+            c.write_transfers,
+            c.write_behind_transfers,
+            c.blocks_written,
+            c.waits,
+            c.flushes,
+            s.requests,
+            s.bytes_read,
+            s.bytes_written,
+            s.syncs
+        );
+        if let Ok(f) = self.fs.statfs() {
+            let _ = write!(t, "free_blocks={}\nfree_inodes={}\n", f.free_blocks, f.free_inodes);
+        }
+        t
+    }
+
+    /// `fs::OP_LOOKUP`: the Stat; or the error, with word 1 = 1 and the
+    /// parent's Stat when only the last name is missing.
+    fn lookup(&mut self, path: &[u8], tx: &mut [u8]) -> Reply {
+        let found = absolute(path).and_then(|p| self.fs.resolve(p)).and_then(|ino| self.fs.stat(ino));
+        match found {
+            Ok(attr) => with_stat([0; 4], &attr.to_stat(), tx),
+            Err(ENOENT) => {
+                let parent = split_last(path)
+                    .and_then(|(parent, _)| self.fs.resolve(parent))
+                    .and_then(|ino| self.fs.stat(ino));
+                match parent {
+                    Ok(p) if mode::is_dir(p.mode as u32) => {
+                        with_stat([encode_result(Err(ENOENT)), 1, 0, 0], &p.to_stat(), tx)
+                    }
+                    _ => error(ENOENT),
+                }
+            }
+            Err(e) => error(e),
+        }
+    }
+
+    /// `fs::OP_OPEN`: data = path, optionally followed by NUL and handles
+    /// (u64 LE) to close first.
+    fn open(
+        &mut self,
+        data: &[u8],
+        flags: u64,
+        create_perm: u16,
+        (uid, gid): (u32, u32),
+        tx: &mut [u8],
+    ) -> Result<Reply, Errno> {
+        let (path, closes) = match data.iter().position(|&b| b == 0) {
+            Some(nul) => (&data[..nul], &data[nul + 1..]),
+            None => (data, &[][..]),
+        };
+        for h in closes.chunks_exact(8) {
+            let handle = u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
+            let _ = self.close(handle);
+        }
+        if flags & open_flags::O_ACCMODE == open_flags::O_ACCMODE {
+            return Err(EINVAL);
+        }
+        let path = absolute(path)?;
+        let writable = open_flags::writable(flags);
+        let ino = match self.fs.resolve(path) {
+            Ok(_) if flags & open_flags::O_CREAT != 0 && flags & open_flags::O_EXCL != 0 => {
+                return Err(EEXIST);
+            }
+            Ok(ino) => ino,
+            Err(ENOENT) if flags & open_flags::O_CREAT != 0 => {
+                let (parent, name) = split_last(path)?;
+                let dir = self.fs.resolve(parent)?;
+                self.fs.create(dir, name, create_perm, uid, gid)?
+            }
+            Err(e) => return Err(e),
+        };
+        let attr = self.fs.stat(ino)?;
+        let m = attr.mode as u32;
+        if mode::is_dir(m) {
+            if writable {
+                return Err(EISDIR);
+            }
+        } else if flags & open_flags::O_DIRECTORY != 0 {
+            return Err(ENOTDIR);
+        } else if !mode::is_reg(m) {
+            // Device and FIFO inodes of a disk have no manager here: the
+            // device entries Ridgeback serves live in `/dev` (memfs).
+            return Err(ENODEV);
+        }
+        self.handles.reserve(ENOMEM)?;
+        if mode::is_reg(m) && writable && flags & open_flags::O_TRUNC != 0 && attr.size_bytes != 0 {
+            self.fs.truncate(ino, 0)?;
+        }
+        self.fs.open_inode(ino)?;
+        let open = Open { ino, flags, offset: 0, dir_cursor: (0, 0) };
+        let handle = match self.handles.insert(open, ENOMEM) {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = self.fs.close_inode(ino);
+                return Err(e);
+            }
+        };
+        let st = self.fs.stat(ino)?.to_stat();
+        Ok(with_stat([handle, fs::QUEUE as u64, 0, 0], &st, tx))
+    }
+
+    fn close(&mut self, handle: u64) -> Result<(), Errno> {
+        let open = self.handles.remove(handle)?;
+        self.fs.close_inode(open.ino)
+    }
+
+    fn io_request(
+        &mut self,
+        sender: u64,
+        m: [u64; 4],
+        data: &[u8],
+        tx: &mut [u8; MESSAGE_DATA_BYTES],
+        lent: &mut impl Lent,
+    ) -> Result<Reply, Errno> {
+        let [op, handle, w2, w3] = m;
+        match op {
+            io::OP_READ => self.read(handle, w2, tx, lent),
+            io::OP_WRITE => self.write(handle, w2, data, lent).map(value),
+            io::OP_SEEK => {
+                let (ino, offset) = self.handles.get(handle).map(|o| (o.ino, o.offset))?;
+                let size = self.fs.stat(ino)?.size_bytes;
+                let new = unix_core::seek::seek_offset(offset, size, w2 as i64, w3)?;
+                self.handles.get_mut(handle)?.offset = new;
+                Ok(value(new))
+            }
+            io::OP_FSTAT => {
+                let ino = self.handles.get(handle)?.ino;
+                let st = self.fs.stat(ino)?.to_stat();
+                Ok(with_stat([0; 4], &st, tx))
+            }
+            io::OP_READDIR => self.readdir(handle, w2, tx),
+            io::OP_TRUNCATE => {
+                let open = self.handles.get(handle)?;
+                if !open_flags::writable(open.flags) {
+                    return Err(EBADF);
+                }
+                let ino = open.ino;
+                self.fs.truncate(ino, w2).map(|()| value(0))
+            }
+            io::OP_FSYNC => {
+                let ino = self.handles.get(handle)?.ino;
+                self.stats.syncs += 1;
+                self.fs.fsync(ino).map(|()| value(0))
+            }
+            io::OP_CLOSE if sender != self.monitor => Err(EPERM),
+            io::OP_CLOSE => self.close(handle).map(|()| value(0)),
+            io::OP_FOREGROUND => Err(ENOTTY),
+            _ => Err(ENOSYS),
+        }
+    }
+
+    /// `io::OP_READ`: up to `want` bytes at the handle's offset, in the
+    /// reply when they fit a message, else through the lent buffer.
+    fn read(
+        &mut self,
+        handle: u64,
+        want: u64,
+        tx: &mut [u8; MESSAGE_DATA_BYTES],
+        lent: &mut impl Lent,
+    ) -> Result<Reply, Errno> {
+        let open = self.handles.get(handle)?;
+        if !open_flags::readable(open.flags) {
+            return Err(EBADF);
+        }
+        let (ino, offset) = (open.ino, open.offset);
+        let want = want.min(abi::lease::MAX_LEASE_BYTES) as usize;
+        let done = if want <= tx.len() {
+            let n = self.fs.read(ino, offset, &mut tx[..want])?;
+            self.advance(handle, n)?;
+            return Ok(([n as u64, 0, 0, 0], n));
+        } else {
+            let mut done = 0;
+            let mut piece = core::mem::take(&mut self.scratch);
+            let result = (|| {
+                if piece.len() < PIECE_BYTES {
+                    piece.try_reserve_exact(PIECE_BYTES - piece.len()).map_err(|_| ENOMEM)?;
+                    piece.resize(PIECE_BYTES, 0);
+                }
+                while done < want {
+                    let len = (want - done).min(PIECE_BYTES);
+                    let n = self.fs.read(ino, offset + done as u64, &mut piece[..len])?;
+                    if n == 0 {
+                        break;
+                    }
+                    lent.write(done as u64, &piece[..n])?;
+                    done += n;
+                    if n < len {
+                        break;
+                    }
+                }
+                Ok(())
+            })();
+            self.scratch = piece;
+            match result {
+                Err(e) if done == 0 => return Err(e),
+                _ => done,
+            }
+        };
+        self.advance(handle, done)?;
+        Ok(value(done as u64))
+    }
+
+    fn advance(&mut self, handle: u64, n: usize) -> Result<(), Errno> {
+        self.stats.bytes_read += n as u64;
+        let open = self.handles.get_mut(handle)?;
+        open.offset += n as u64;
+        Ok(())
+    }
+
+    /// `io::OP_WRITE`: `len` bytes (0: the message's data is all of it),
+    /// from the message when they are there, else through the lent buffer,
+    /// at the handle's offset (the end, with `O_APPEND`). A write cut
+    /// short (a full disk, a lent buffer that failed half-way) counts what
+    /// was written.
+    fn write(&mut self, handle: u64, len: u64, data: &[u8], lent: &mut impl Lent) -> Result<u64, Errno> {
+        let open = self.handles.get(handle)?;
+        if !open_flags::writable(open.flags) {
+            return Err(EBADF);
+        }
+        let (ino, flags) = (open.ino, open.flags);
+        let mut offset = open.offset;
+        if flags & open_flags::O_APPEND != 0 {
+            offset = self.fs.stat(ino)?.size_bytes;
+        }
+        let len = if len == 0 { data.len() } else { usize::try_from(len).map_err(|_| EINVAL)? };
+        if len > abi::lease::MAX_LEASE_BYTES as usize {
+            return Err(EINVAL);
+        }
+        let mut done = 0usize;
+        let result = if len <= data.len() {
+            self.fs.write(ino, offset, &data[..len]).map(|n| done = n)
+        } else {
+            let mut piece = core::mem::take(&mut self.scratch);
+            let r = (|| {
+                if piece.len() < PIECE_BYTES {
+                    piece.try_reserve_exact(PIECE_BYTES - piece.len()).map_err(|_| ENOMEM)?;
+                    piece.resize(PIECE_BYTES, 0);
+                }
+                while done < len {
+                    let n = (len - done).min(PIECE_BYTES);
+                    lent.read(done as u64, &mut piece[..n]).map_err(|_| EFAULT)?;
+                    let wrote = self.fs.write(ino, offset + done as u64, &piece[..n])?;
+                    done += wrote;
+                    if wrote < n {
+                        break;
+                    }
+                }
+                Ok(())
+            })();
+            self.scratch = piece;
+            r
+        };
+        if done == 0 {
+            result?;
+        }
+        self.stats.bytes_written += done as u64;
+        self.handles.get_mut(handle)?.offset = offset + done as u64;
+        Ok(done as u64)
+    }
+
+    /// `io::OP_READDIR`: entry `index` (0 is `.`), found from the handle's
+    /// cursor when reading on in order, else from the start.
+    fn readdir(&mut self, handle: u64, index: u64, tx: &mut [u8]) -> Result<Reply, Errno> {
+        let open = self.handles.get(handle)?;
+        let ino = open.ino;
+        let (mut at, mut pos) = open.dir_cursor;
+        if index < at {
+            (at, pos) = (0, 0);
+        }
+        let found = loop {
+            match self.fs.read_dir(ino, pos)? {
+                None => break None,
+                Some((entry, next)) => {
+                    if at == index {
+                        break Some((entry, next));
+                    }
+                    at += 1;
+                    pos = next;
+                }
+            }
+        };
+        let Some((entry, next)) = found else {
+            self.handles.get_mut(handle)?.dir_cursor = (at, pos);
+            return Ok(value(0));
+        };
+        self.handles.get_mut(handle)?.dir_cursor = (index + 1, next);
+        let m = match entry.file_type {
+            1 => mode::S_IFREG,
+            2 => mode::S_IFDIR,
+            3 => mode::S_IFCHR,
+            4 => mode::S_IFBLK,
+            5 => mode::S_IFIFO,
+            6 => 0o140000,
+            7 => 0o120000,
+            // No file type in the entry (revision 0): ask the inode.
+            _ => self.fs.stat(entry.ino).map(|a| a.mode as u32 & mode::S_IFMT).unwrap_or(0),
+        };
+        Ok(([1, 0, 0, 0], DirEntry::encode(entry.ino as u64, m, &entry.name, tx)))
+    }
+}
+
+/// A [`Lent`] over plain buffers: the send buffer to read from, and the
+/// receive buffer written to (for tests and tools).
+pub struct VecLent {
+    pub send: Vec<u8>,
+    pub receive: Vec<u8>,
+}
+
+impl VecLent {
+    pub fn new(send: Vec<u8>, receive_bytes: usize) -> VecLent {
+        VecLent { send, receive: vec![0; receive_bytes] }
+    }
+}
+
+impl Lent for VecLent {
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        let start = usize::try_from(offset).map_err(|_| EFAULT)?;
+        let src = self.send.get(start..start + buf.len()).ok_or(EFAULT)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
+        let start = usize::try_from(offset).map_err(|_| EFAULT)?;
+        let dst = self.receive.get_mut(start..start + bytes.len()).ok_or(EFAULT)?;
+        dst.copy_from_slice(bytes);
+        Ok(())
+    }
+}

@@ -1,0 +1,211 @@
+//! `fs_ext2::service`: the disk file system's requests as `servers/ext2fs`
+//! receives them, over a `mke2fs` image in memory. Who may ask what,
+//! opens and creations, reads and writes in the message and through the
+//! lent buffer, seeks, directory listings, lookups that name the parent,
+//! renames, a file unlinked while open, sync; then `e2fsck -fn` on the
+//! image. Skips, saying so, without e2fsprogs.
+
+use fs_ext2::device::MemDisk;
+use fs_ext2::service::{MESSAGE_DATA_BYTES, Service, VecLent};
+use fs_ext2::{Fs, MountOptions};
+use protocols::unix::errno::{EBADF, EEXIST, EINVAL, EISDIR, ENOENT, ENOSYS, ENOTDIR, ENOTEMPTY, EPERM};
+use protocols::unix::open_flags::{
+    O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY,
+};
+use protocols::unix::{DirEntry, Errno, Stat, fs, io, mode, result};
+use std::path::PathBuf;
+use std::process::Command;
+
+const MONITOR: u64 = 0x1_0000_0005;
+const STRANGER: u64 = 0x1_0000_0009;
+
+fn tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// A fresh 4 MiB ext2 image, or `None` (test skipped) without mke2fs.
+fn image(tag: &str) -> Option<(Vec<u8>, PathBuf)> {
+    let (Some(mke2fs), Some(_)) = (tool("mke2fs"), tool("e2fsck")) else {
+        eprintln!("SKIPPED: e2fsprogs is not installed; `cargo xtask test` installs it");
+        return None;
+    };
+    let img = std::env::temp_dir().join(format!("fs-ext2-service-{tag}-{}.img", std::process::id()));
+    let _ = std::fs::remove_file(&img);
+    let out =
+        Command::new(mke2fs).args(["-q", "-F", "-t", "ext2", "-b", "1024"]).arg(&img).arg("4096k").output();
+    assert!(out.unwrap().status.success());
+    Some((std::fs::read(&img).unwrap(), img))
+}
+
+struct Client {
+    s: Service<MemDisk>,
+    tx: Box<[u8; MESSAGE_DATA_BYTES]>,
+}
+
+type Answer = (Result<u64, Errno>, [u64; 4], Vec<u8>);
+
+impl Client {
+    fn new(bytes: Vec<u8>, nbuf: usize) -> Client {
+        let fs = match Fs::mount(MemDisk::new(bytes), MountOptions { nbuf, ..MountOptions::default() }) {
+            Ok(fs) => fs,
+            Err((e, _)) => panic!("mount refused: {e}"),
+        };
+        Client { s: Service::new(fs, MONITOR, 7), tx: Box::new([0; MESSAGE_DATA_BYTES]) }
+    }
+
+    fn ask(&mut self, from: u64, m: [u64; 4], data: &[u8], lent: &mut VecLent) -> Answer {
+        let (w, len) = self.s.request(from, m, data, 5_000_000_000, &mut self.tx, lent);
+        (result(w[0]), w, self.tx[..len].to_vec())
+    }
+
+    fn fs(&mut self, m: [u64; 4], data: &[u8]) -> Answer {
+        self.ask(MONITOR, m, data, &mut VecLent::new(Vec::new(), 0))
+    }
+
+    fn io(&mut self, m: [u64; 4], data: &[u8]) -> Answer {
+        self.ask(STRANGER, m, data, &mut VecLent::new(Vec::new(), 0))
+    }
+
+    fn open(&mut self, path: &str, flags: u64) -> u64 {
+        let (r, w, data) = self.fs([fs::OP_OPEN, flags, 0o644, fs::owner_word(3, 4)], path.as_bytes());
+        let h = r.unwrap_or_else(|e| panic!("open {path}: {e}"));
+        assert_eq!(w[1], fs::QUEUE as u64);
+        assert!(Stat::decode(&data).is_some());
+        h
+    }
+
+    fn stat(&mut self, path: &str) -> Result<Stat, Errno> {
+        let (r, _, data) = self.fs([fs::OP_LOOKUP, 0, 0, 0], path.as_bytes());
+        r.map(|_| Stat::decode(&data).unwrap())
+    }
+
+    fn read_all(&mut self, h: u64) -> Vec<u8> {
+        assert_eq!(self.io([io::OP_SEEK, h, 0, io::SEEK_SET], b"").0, Ok(0));
+        let mut lent = VecLent::new(Vec::new(), 1 << 20);
+        let (r, _, _) = self.ask(STRANGER, [io::OP_READ, h, 1 << 20, 0], b"", &mut lent);
+        lent.receive.truncate(r.unwrap() as usize);
+        lent.receive
+    }
+}
+
+#[test]
+fn requests_over_an_image() {
+    let Some((bytes, img)) = image("requests") else { return };
+    let mut c = Client::new(bytes, 16);
+    // Only the monitor changes names; the counters are anyone's.
+    assert_eq!(c.io([fs::OP_MKDIR, 0o755, 0, 0], b"/d").0, Err(EPERM));
+    assert_eq!(c.io([fs::OP_LOOKUP, 0, 0, 0], b"/").0, Err(EPERM));
+    assert_eq!(c.io([fs::OP_STATS_TEXT, 0, 0, 0], b"").0, Ok(0));
+    let (r, _, data) = c.fs([fs::OP_MKDIR, 0o750, 0, fs::owner_word(3, 4)], b"/d");
+    assert_eq!(r, Ok(0));
+    let st = Stat::decode(&data).unwrap();
+    assert_eq!((st.mode, st.uid, st.gid), (mode::S_IFDIR | 0o750, 3, 4));
+    assert_eq!(c.fs([fs::OP_MKDIR, 0o755, 0, 0], b"/d").0, Err(EEXIST));
+    assert_eq!(c.fs([fs::OP_MKDIR, 0o755, 0, 0], b"d").0, Err(EINVAL), "relative");
+    // A missing last name: word 1 = 1 and the parent's Stat.
+    let (r, w, data) = c.fs([fs::OP_LOOKUP, 0, 0, 0], b"/d/none");
+    assert_eq!((r, w[1]), (Err(ENOENT), 1));
+    assert_eq!(Stat::decode(&data).unwrap().ino, st.ino);
+    let (r, w, _) = c.fs([fs::OP_LOOKUP, 0, 0, 0], b"/none/x");
+    assert_eq!((r, w[1]), (Err(ENOENT), 0));
+
+    // Create, write in the message and through the lent buffer, append.
+    let h = c.open("/d/f", O_CREAT | O_EXCL | O_RDWR);
+    assert_eq!(c.fs([fs::OP_OPEN, O_CREAT | O_EXCL | O_RDWR, 0o644, 0], b"/d/f").0, Err(EEXIST));
+    assert_eq!(c.io([io::OP_WRITE, h, 0, 0], b"hello ").0, Ok(6));
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut lent = VecLent::new(big.clone(), 0);
+    let (r, _, _) =
+        c.ask(STRANGER, [io::OP_WRITE, h, big.len() as u64, 0], &big[..MESSAGE_DATA_BYTES], &mut lent);
+    assert_eq!(r, Ok(big.len() as u64));
+    let mut want = b"hello ".to_vec();
+    want.extend_from_slice(&big);
+    assert_eq!(c.read_all(h), want);
+    // Short reads come in the reply.
+    assert_eq!(c.io([io::OP_SEEK, h, 2, io::SEEK_SET], b"").0, Ok(2));
+    let (r, _, data) = c.io([io::OP_READ, h, 4, 0], b"");
+    assert_eq!((r, data.as_slice()), (Ok(4), &b"llo "[..]));
+    assert_eq!(c.io([io::OP_SEEK, h, 0, io::SEEK_END], b"").0, Ok(want.len() as u64));
+    assert_eq!(c.io([io::OP_READ, h, 100, 0], b"").0, Ok(0), "end of file");
+    let a = c.open("/d/f", O_WRONLY | O_APPEND);
+    assert_eq!(c.io([io::OP_WRITE, a, 0, 0], b"!").0, Ok(1));
+    assert_eq!(c.stat("/d/f").unwrap().size_bytes, want.len() as u64 + 1);
+    // Truncate through a handle, and O_TRUNC.
+    assert_eq!(c.io([io::OP_TRUNCATE, h, 5, 0], b"").0, Ok(0));
+    assert_eq!(c.read_all(h), b"hello");
+    let ro = c.open("/d/f", O_RDONLY);
+    assert_eq!(c.io([io::OP_TRUNCATE, ro, 0, 0], b"").0, Err(EBADF));
+    assert_eq!(c.io([io::OP_WRITE, ro, 0, 0], b"x").0, Err(EBADF));
+    let t = c.open("/d/f", O_WRONLY | O_TRUNC);
+    assert_eq!(c.io([io::OP_READ, t, 10, 0], b"").0, Err(EBADF));
+    assert_eq!(c.stat("/d/f").unwrap().size_bytes, 0);
+    let (r, _, data) = c.io([io::OP_FSTAT, t, 0, 0], b"");
+    assert_eq!(r, Ok(0));
+    assert_eq!(Stat::decode(&data).unwrap().mode, mode::S_IFREG | 0o644);
+
+    // Directories: O_DIRECTORY, no writing, entries in order.
+    assert_eq!(c.fs([fs::OP_OPEN, O_RDONLY | O_DIRECTORY, 0, 0], b"/d/f").0, Err(ENOTDIR));
+    assert_eq!(c.fs([fs::OP_OPEN, O_WRONLY, 0, 0], b"/d").0, Err(EISDIR));
+    for i in 0..30 {
+        let f = c.open(&format!("/d/n{i}"), O_CREAT | O_WRONLY);
+        assert_eq!(c.fs([io::OP_CLOSE, f, 0, 0], b"").0, Ok(0));
+    }
+    let d = c.open("/d", O_RDONLY | O_DIRECTORY);
+    let mut names = Vec::new();
+    for i in 0.. {
+        let (r, _, data) = c.io([io::OP_READDIR, d, i, 0], b"");
+        if r == Ok(0) {
+            break;
+        }
+        let (_, m, name) = DirEntry::decode(&data).unwrap();
+        names.push((String::from_utf8(name.to_vec()).unwrap(), m & mode::S_IFMT));
+    }
+    assert_eq!(names.len(), 33);
+    assert_eq!(names[0], (".".into(), mode::S_IFDIR));
+    assert!(names.contains(&("f".into(), mode::S_IFREG)));
+    let (_, _, again) = c.io([io::OP_READDIR, d, 2, 0], b"");
+    assert_eq!(DirEntry::decode(&again).unwrap().2, names[2].0.as_bytes(), "going back restarts");
+    assert_eq!(c.io([io::OP_READ, d, 10, 0], b"").0, Err(EISDIR));
+
+    // Rename, rmdir, unlink (an open file lives until its last close).
+    assert_eq!(c.fs([fs::OP_MKDIR, 0o755, 0, 0], b"/e").0, Ok(0));
+    assert_eq!(c.fs([fs::OP_RENAME, 0, 0, 0], b"/d/f\0/e/g").0, Ok(0));
+    assert_eq!(c.stat("/d/f"), Err(ENOENT));
+    assert_eq!(c.fs([fs::OP_RENAME, 0, 0, 0], b"/d/f/e/g").0, Err(EINVAL), "no NUL");
+    assert_eq!(c.fs([fs::OP_RMDIR, 0, 0, 0], b"/d").0, Err(ENOTEMPTY));
+    assert_eq!(c.fs([fs::OP_UNLINK, 0, 0, 0], b"/e/g").0, Ok(0));
+    assert_eq!(c.io([io::OP_WRITE, h, 0, 0], b"still here").0, Ok(10));
+    for handle in [h, a, ro, t, d] {
+        assert_eq!(c.io([io::OP_CLOSE, handle, 0, 0], b"").0, Err(EPERM), "close is the monitor's");
+        assert_eq!(c.fs([io::OP_CLOSE, handle, 0, 0], b"").0, Ok(0));
+        assert_eq!(c.fs([io::OP_CLOSE, handle, 0, 0], b"").0, Err(EBADF));
+    }
+    assert_eq!(c.s.open_handles(), 0);
+    // chmod, chown (-1 keeps an id), unknown operations, sync.
+    let (r, _, data) = c.fs([fs::OP_CHMOD, 0o700, 0, 0], b"/e");
+    assert_eq!((r, Stat::decode(&data).unwrap().mode), (Ok(0), mode::S_IFDIR | 0o700));
+    let (_, _, data) = c.fs([fs::OP_CHOWN, u64::MAX, 9, 0], b"/e");
+    let st = Stat::decode(&data).unwrap();
+    assert_eq!((st.uid, st.gid), (0, 9));
+    assert_eq!(c.fs([fs::OP_MKDEV, 1, 0, 0o600], b"/e/dev").0, Err(EPERM));
+    assert_eq!(c.fs([99, 0, 0, 0], b"").0, Err(ENOSYS));
+    assert!(c.io([io::OP_FOREGROUND, 1, 0, 0], b"").0.is_err());
+    assert_eq!(c.fs([fs::OP_SYNC, 0, 0, 0], b"").0, Ok(0));
+    let (r, _, text) = c.io([fs::OP_STATS_TEXT, 0, 0, 0], b"");
+    assert_eq!(r, Ok(0));
+    let text = String::from_utf8(text).unwrap();
+    for name in ["nbuf=16", "hits=", "misses=", "read_ahead_hits=", "write_behind_transfers=", "flushes="] {
+        assert!(text.contains(name), "{name} in {text}");
+    }
+
+    // The image, written back, is clean.
+    let disk = c.s.into_fs().unmount().unwrap();
+    std::fs::write(&img, disk.bytes()).unwrap();
+    let out = Command::new(tool("e2fsck").unwrap()).arg("-fn").arg(&img).output().unwrap();
+    let _ = std::fs::remove_file(&img);
+    assert!(out.status.success(), "e2fsck -fn: {}", String::from_utf8_lossy(&out.stdout));
+}

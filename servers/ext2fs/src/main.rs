@@ -1,0 +1,306 @@
+//! ext2fs: the manager of one mounted ext2 volume (issue 12): Ridge's
+//! directory manager (names and lookups), volume manager (inodes, block
+//! and inode allocation, contiguous where it can) and file-data service
+//! (reads and writes through UNIX V1's buffer cache: `nbuf` buffers, LRU,
+//! read-ahead and write-behind of up to 16 pages), in one process.
+//! `docs/filesystem.md` says why ext2 makes them one: its inode tables,
+//! bitmaps and directories share blocks, and their writes must reach the
+//! disk in one order, through one cache.
+//!
+//! The monitor starts it for `monitor::OP_MOUNT`, with a handle at the
+//! block driver for its own requests and one for each I/O worker
+//! (`ext2io`, started here: several requests in flight at the driver,
+//! `disk.rs`). It mounts (every check of `fs_ext2::Fs::mount`; a refused
+//! volume is reported on the console and to the monitor, and this process
+//! ends without writing), prints its buffer count, sends the monitor
+//! `[ext2fs::READY, queue, 0 or errno, 0]` on its queue 1, and serves:
+//! `fs` requests from the monitor, `io` requests from anyone holding a
+//! handle, one queue. The requests themselves are `fs_ext2::service`
+//! (host-tested); this file holds the kernel calls: arguments, options,
+//! the workers, the clock, leases and the receive-reply loop.
+//!
+//! Options (the mount's, comma-separated, then the kernel command line):
+//! `nbuf=N` buffers (default: a share of free memory, see [`default_nbuf`]),
+//! `ro`, `sync` (every metadata change written at the end of its
+//! operation: Ridge's rule to the letter).
+//!
+//! Invariants: one reply per call; bad input gets an errno reply; nothing
+//! a client sends makes it panic or exit. Requests that arrive while the
+//! cache waits for the disk are served afterwards, in order.
+//!
+//! Arguments: `MONITOR_PID DRIVER_PID DRIVER_QUEUE DEVICE_BYTES TARGET
+//! OPTIONS HANDLE…` (decimal numbers; `OPTIONS` is `-` for none).
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+mod disk;
+
+use abi::msg::Kind;
+use abi::{InfoKey, Pid};
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use disk::Disk;
+use fs_ext2::device::{Direction, Transfer};
+use fs_ext2::layout::{SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock};
+use fs_ext2::service::{Lent, MESSAGE_DATA_BYTES, Service};
+use fs_ext2::{BlockDevice, Fs, MountOptions};
+use protocols::unix::errno::{EFAULT, EINVAL, EIO};
+use protocols::unix::{Errno, ext2fs, monitor};
+use runtime::clock::Clock;
+use runtime::msg::{self, Page, Queue, ReplyHandle};
+use runtime::{Args, println, sys};
+
+runtime::entry!(main);
+
+/// Messages the queue holds: clients' requests, the workers' calls, the
+/// ends of workers.
+const QUEUE_MESSAGES: u64 = 192;
+const QUEUE_PAGES: u64 = 128;
+/// The default cache takes 1/this of the memory free at mount.
+const FREE_MEMORY_SHARE: u64 = 64;
+/// Fewest and most buffers of the default. The most: choosing the least
+/// recently used buffer scans them all (`fs_ext2::cache`), once a miss.
+const DEFAULT_NBUF_MIN: u64 = 16;
+const DEFAULT_NBUF_MAX: u64 = 1024;
+/// Most buffers `nbuf=` may ask for.
+const MAX_NBUF: u64 = 65_536;
+
+struct Start {
+    monitor: Pid,
+    driver: Pid,
+    driver_queue: u32,
+    device_bytes: u64,
+    target: String,
+    options: String,
+    handles: Vec<u64>,
+}
+
+fn parse_args(args: &Args) -> Option<Start> {
+    let words: Vec<&str> = args.iter().collect();
+    if words.len() < 7 {
+        return None;
+    }
+    let n = |i: usize| words[i].parse::<u64>().ok();
+    Some(Start {
+        monitor: Pid(n(0)?),
+        driver: Pid(n(1)?),
+        driver_queue: u32::try_from(n(2)?).ok()?,
+        device_bytes: n(3)?,
+        target: String::from(words[4]),
+        options: String::from(if words[5] == "-" { "" } else { words[5] }),
+        handles: words[6..].iter().map(|w| w.parse().ok()).collect::<Option<Vec<u64>>>()?,
+    })
+}
+
+fn main(args: Args) -> i32 {
+    let queue = msg::init_qseg(16, 4, QUEUE_MESSAGES + 8, QUEUE_PAGES)
+        .and_then(|()| msg::open_queue(QUEUE_MESSAGES, true));
+    let Some(a) = parse_args(&args) else {
+        println!("ext2fs: arguments: MONITOR DRIVER QUEUE BYTES TARGET OPTIONS HANDLE...");
+        return 2;
+    };
+    let queue = match queue {
+        Ok(q) if q.0 == ext2fs::QUEUE => q,
+        _ => {
+            tell_monitor(a.monitor, Err(EIO));
+            return 2;
+        }
+    };
+    let Ok(driver) = msg::open_link(a.driver, Queue(a.driver_queue)) else {
+        tell_monitor(a.monitor, Err(EIO));
+        return 2;
+    };
+    let _ = sys::set_exit_queue(queue.0);
+    let mut disk = Disk::new(queue, driver, a.handles[0], a.device_bytes);
+    start_workers(&mut disk, &a);
+    let opts = match mount_options(&a.options, &mut disk) {
+        Ok(o) => o,
+        Err(why) => {
+            println!("ext2fs: {}: {why}", a.target);
+            tell_monitor(a.monitor, Err(EINVAL));
+            return 1;
+        }
+    };
+    let fs = match Fs::mount(disk, opts) {
+        Ok(fs) => fs,
+        Err((e, _)) => {
+            println!("ext2fs: {}: not mounted: {e}", a.target);
+            tell_monitor(a.monitor, Err(e.errno));
+            return 1;
+        }
+    };
+    let mut service = Service::new(fs, a.monitor.0, sys::rdtsc() ^ sys::getpid().0);
+    let workers = service.fs.device().workers();
+    let stats = service.fs.statfs();
+    println!(
+        "ext2fs: {} mounted: nbuf={} ({} KiB of {}-byte blocks){}{}, {} I/O workers, {} of {} blocks free",
+        a.target,
+        opts.nbuf,
+        opts.nbuf * service.fs.block_bytes() / 1024,
+        service.fs.block_bytes(),
+        if service.fs.is_read_only() { ", read-only" } else { "" },
+        if opts.sync_metadata { ", sync" } else { "" },
+        workers,
+        stats.map_or(0, |s| s.free_blocks),
+        stats.map_or(0, |s| s.blocks),
+    );
+    tell_monitor(a.monitor, Ok(()));
+    serve(&mut service, queue)
+}
+
+fn tell_monitor(monitor_pid: Pid, outcome: Result<(), Errno>) {
+    let code = match outcome {
+        Ok(()) => 0,
+        Err(e) => e.code(),
+    };
+    let _ = msg::open_link(monitor_pid, Queue(monitor::START_QUEUE))
+        .and_then(|l| msg::send(l, &[ext2fs::READY, ext2fs::QUEUE as u64, code, 0]));
+}
+
+/// One worker per handle after the first, each waited for until its
+/// first call (or its end).
+fn start_workers(disk: &mut Disk, a: &Start) {
+    let me = sys::getpid().0;
+    for &h in &a.handles[1..] {
+        let args = alloc::format!("{me} {} {} {h}", a.driver.0, a.driver_queue);
+        match sys::spawn("ext2io", &args) {
+            Ok(pid) => disk.add_worker(pid),
+            Err(e) => println!("ext2fs: cannot start an I/O worker: {}", e.name()),
+        }
+    }
+    let mut rx = Page::zeroed();
+    while disk.ready_workers() < disk.workers() {
+        match msg::receive_data(Queue(ext2fs::QUEUE), &mut rx.0) {
+            // Only workers and the kernel know this manager yet.
+            Ok(r) => {
+                let _ = disk.take(r);
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+/// The mount's options, then the kernel command line's `nbuf=`, then the
+/// default sized from memory for the volume's block size.
+fn mount_options(options: &str, disk: &mut Disk) -> Result<MountOptions, String> {
+    let mut opts = MountOptions { nbuf: 0, read_only: false, sync_metadata: false };
+    for word in options.split(',').filter(|w| !w.is_empty()) {
+        match word.split_once('=') {
+            None if word == "ro" => opts.read_only = true,
+            None if word == "rw" => opts.read_only = false,
+            None if word == "sync" => opts.sync_metadata = true,
+            Some(("nbuf", n)) => opts.nbuf = parse_nbuf(n).ok_or(alloc::format!("bad nbuf={n}"))?,
+            _ => return Err(alloc::format!("unknown mount option `{word}`")),
+        }
+    }
+    if opts.nbuf == 0 {
+        let mut line = vec![0u8; 1024];
+        if let Ok(len) = sys::kernel_options(&mut line) {
+            let text = core::str::from_utf8(&line[..len.min(line.len())]).unwrap_or("");
+            if let Some(n) = protocols::options::lookup(text, "nbuf") {
+                opts.nbuf = parse_nbuf(n).ok_or(alloc::format!("bad boot option nbuf={n}"))?;
+            }
+        }
+    }
+    if opts.nbuf == 0 {
+        opts.nbuf = default_nbuf(block_bytes(disk).unwrap_or(1024));
+    }
+    Ok(opts)
+}
+
+fn parse_nbuf(text: &str) -> Option<usize> {
+    text.parse::<u64>().ok().filter(|&n| (1..=MAX_NBUF).contains(&n)).map(|n| n as usize)
+}
+
+/// The default buffer count: 1/[`FREE_MEMORY_SHARE`] of the free memory
+/// in buffers of the volume's block size, within
+/// [`DEFAULT_NBUF_MIN`]..=[`DEFAULT_NBUF_MAX`].
+fn default_nbuf(block_bytes: u64) -> usize {
+    let free = sys::info(InfoKey::FreeMemoryBytes);
+    (free / FREE_MEMORY_SHARE / block_bytes.max(1)).clamp(DEFAULT_NBUF_MIN, DEFAULT_NBUF_MAX) as usize
+}
+
+/// The volume's block size, from its superblock (before mounting: the
+/// buffers are made at mount and their size is the block's). `None`
+/// when it cannot be read; the mount then says what is wrong.
+fn block_bytes(disk: &mut Disk) -> Option<u64> {
+    let first_sector = (SUPERBLOCK_OFFSET / fs_ext2::device::SECTOR_BYTES) as u64;
+    disk.submit(Transfer {
+        tag: 0,
+        direction: Direction::Read,
+        first_sector,
+        buffers: vec![vec![0u8; SUPERBLOCK_BYTES].into()],
+    });
+    let (t, outcome) = disk.complete()?;
+    outcome.ok()?;
+    let sb = Superblock::parse(t.buffers.first()?);
+    (sb.log_block_size <= 6).then(|| sb.block_bytes() as u64)
+}
+
+/// The caller's lent buffers, through the lease calls.
+struct Leases(ReplyHandle);
+
+impl Lent for Leases {
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        match msg::lease_read(self.0, offset, buf, 0) {
+            Ok(n) if n == buf.len() => Ok(()),
+            _ => Err(EFAULT),
+        }
+    }
+
+    fn write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
+        match msg::lease_write(self.0, offset, bytes, 0) {
+            Ok(n) if n == bytes.len() => Ok(()),
+            _ => Err(EFAULT),
+        }
+    }
+}
+
+/// Receive, answer, repeat. Requests kept while the cache waited for the
+/// disk come first; workers' calls and their ends go to the device side.
+fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
+    let clock = Clock::new();
+    let mut rx = Page::zeroed();
+    let mut tx = Page::zeroed();
+    let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
+    loop {
+        let stashed = service.fs.device_mut().stash.pop_front();
+        let (r, kept) = match stashed {
+            Some(s) => {
+                if let Some((h, words, len)) = answer.take() {
+                    let _ = msg::reply(h, &words, &tx.0[..len]);
+                }
+                (s.received, Some(s.data))
+            }
+            None => {
+                let received = match answer.take() {
+                    Some((h, words, len)) => msg::reply_wait(Some(h), &words, &tx.0[..len], queue, &mut rx.0),
+                    None => msg::reply_wait(None, &[0; 4], &[], queue, &mut rx.0),
+                };
+                let Ok(r) = received else { continue };
+                (r, None)
+            }
+        };
+        let Some(r) = service.fs.device_mut().take(r) else {
+            let _ = service.fs.reap();
+            continue;
+        };
+        if r.kind != Kind::Call {
+            continue;
+        }
+        let data = match &kept {
+            Some(d) => &d[..],
+            None => &rx.0[..r.len.min(rx.0.len())],
+        };
+        let mut lent = Leases(r.reply);
+        let tx_bytes: &mut [u8; MESSAGE_DATA_BYTES] = &mut tx.0;
+        let (words, len) = service.request(r.sender.0, r.message, data, clock.now_ns(), tx_bytes, &mut lent);
+        let _ = service.fs.reap();
+        answer = Some((r.reply, words, len));
+    }
+}

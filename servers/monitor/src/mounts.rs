@@ -1,0 +1,300 @@
+//! The mount table (issue 12): which manager serves each part of the name
+//! space. Every path the monitor sends a manager goes through
+//! [`Monitor::route`]: the mount whose point is the longest prefix of the
+//! path (at a `/`) serves it, with the path made relative to that point
+//! and put under the mount's own root inside its manager. `mount`,
+//! `sync`, the table itself (`OP_MOUNTS`) and the disk managers' counters
+//! (`OP_FS_STATS`) are here too.
+//!
+//! At start the table holds one mount: the memory file system at `/`.
+//! `OP_MOUNT` adds an ext2 volume on a block device, served by an
+//! `ext2fs` manager the monitor starts (with a handle at the block driver
+//! for the manager and one for each of its I/O workers). A mount on `/`
+//! puts the disk at the root; memfs's `/dev` (the device entries) and
+//! `/tmp` stay at `/dev` and `/tmp`.
+//!
+//! What it is not: the permission checks (`names`, before routing) nor
+//! the managers' requests themselves.
+//!
+//! Invariants: the table always has a mount at `/`, first; a mount point
+//! is never removed or renamed (`EBUSY`), and nothing is renamed between
+//! mounts (`EXDEV`). A disk manager that ends takes its mount away (its
+//! names then fall to the mount below, and its clients get `EIO`).
+
+use crate::state::{Answer, Monitor, err};
+use crate::tables::Mount;
+use abi::Pid;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use protocols::unix::{Errno, Stat, device, errno, ext2fs, fs, io, mode, open_flags};
+
+/// `abs` is `point` or below it.
+fn is_under(abs: &str, point: &str) -> bool {
+    point == "/" || abs == point || (abs.starts_with(point) && abs.as_bytes().get(point.len()) == Some(&b'/'))
+}
+
+impl Monitor {
+    /// The mount serving `abs` and `abs` as a path inside its manager.
+    pub fn route(&self, abs: &str) -> (usize, String) {
+        let (i, m) = self
+            .mounts
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| is_under(abs, &m.point))
+            .max_by_key(|(_, m)| m.point.len())
+            .expect("a mount at /");
+        let rest = if m.point == "/" { abs } else { &abs[m.point.len()..] };
+        let inner = match (m.inner.as_str(), rest) {
+            (inner, "") => String::from(inner),
+            ("/", rest) => String::from(rest),
+            (inner, rest) => format!("{inner}{rest}"),
+        };
+        (i, inner)
+    }
+
+    /// A call to the manager of `abs`, with the path inside it as the
+    /// request's data.
+    pub fn path_call(
+        &mut self,
+        abs: &str,
+        req: [u64; 4],
+        reply: &mut [u8],
+    ) -> Result<([u64; 4], usize), Errno> {
+        let (i, inner) = self.route(abs);
+        let link = self.mounts[i].link;
+        self.call(link, req, inner.as_bytes(), reply)
+    }
+
+    /// A call on a handle of the manager of mount `i`.
+    pub fn mount_call(
+        &mut self,
+        i: usize,
+        req: [u64; 4],
+        reply: &mut [u8],
+    ) -> Result<([u64; 4], usize), Errno> {
+        let link = self.mounts[i].link;
+        self.call(link, req, &[], reply)
+    }
+
+    /// `abs` is a mount point (other than `/`): it cannot be removed or
+    /// renamed.
+    pub fn is_mount_point(&self, abs: &str) -> bool {
+        abs != "/" && self.mounts.iter().any(|m| m.point == abs)
+    }
+
+    /// The memory file system serves `abs` (per-file managers and device
+    /// entries are its alone).
+    pub fn is_memfs(&self, i: usize) -> bool {
+        self.mounts[i].manager == self.fs.0
+    }
+
+    /// `OP_MOUNT`: data = source NUL target NUL options.
+    pub fn mount(&mut self, me: u64, data: &[u8]) -> Result<u64, Errno> {
+        if self.procs[&me].uid != 0 {
+            return Err(errno::EPERM);
+        }
+        let mut parts = data.split(|&b| b == 0);
+        let (Some(source), Some(target)) = (parts.next(), parts.next()) else { return Err(errno::EINVAL) };
+        let options = core::str::from_utf8(parts.next().unwrap_or(b"")).map_err(|_| errno::EINVAL)?;
+        let (source, target) = (self.abs_path(me, source)?, self.abs_path(me, target)?);
+        if target.contains(char::is_whitespace) || options.contains(char::is_whitespace) {
+            return Err(errno::EINVAL);
+        }
+        let root_is_disk = self.mounts[0].manager != self.fs.0;
+        if self.is_mount_point(&target) || (target == "/" && root_is_disk) {
+            return Err(errno::EBUSY);
+        }
+        self.forget_lookups();
+        let (dev, rest) = self.lookup(&source).map_err(|(e, _)| e)?;
+        if !mode::is_blk(dev.mode) || rest.as_deref() != Some("") {
+            return Err(errno::EINVAL); // Linux says ENOTBLK
+        }
+        // The directory must be there, or be makeable (made once the
+        // volume is mounted: a refused mount leaves no trace).
+        let make_point = target != "/" && self.mount_point_missing(&target)?;
+        let read_only = options.split(',').any(|o| o == "ro");
+        let flags = if read_only { open_flags::O_RDONLY } else { open_flags::O_RDWR };
+        let driver = Pid(dev.device_pid);
+        let link = self.link(driver, dev.device_queue)?;
+        let mut handles = Vec::new();
+        let mut device_bytes = 0;
+        let opened: Result<(), Errno> = (|| {
+            for _ in 0..=ext2fs::WORKERS {
+                let (w, _) = self.call(link, [device::OP_OPEN, flags, dev.ino, 0], &[], &mut [])?;
+                handles.push(w[0]);
+            }
+            let mut st = [0u8; Stat::BYTES];
+            self.call(link, [io::OP_FSTAT, handles[0], 0, 0], &[], &mut st)?;
+            device_bytes = Stat::decode(&st).ok_or(errno::EIO)?.size_bytes;
+            Ok(())
+        })();
+        let close_all = |m: &mut Monitor, handles: &[u64]| {
+            for &h in handles {
+                let _ = m.call(link, [io::OP_CLOSE, h, 0, 0], &[], &mut []);
+            }
+        };
+        if let Err(e) = opened {
+            close_all(self, &handles);
+            return Err(e);
+        }
+        let mut args = format!(
+            "{} {} {} {device_bytes} {target} {}",
+            self.me.0,
+            driver.0,
+            dev.device_queue,
+            if options.is_empty() { "-" } else { options }
+        );
+        for h in &handles {
+            args.push_str(&format!(" {h}"));
+        }
+        let started = self.start_helper("ext2fs", &args, ext2fs::READY);
+        let (pid, queue) = match started {
+            Ok((pid, queue, 0, _)) => (pid, queue),
+            Ok((_, _, code, _)) => {
+                // The manager refused the volume (and ended): say why.
+                close_all(self, &handles);
+                return Err(Errno(code));
+            }
+            Err(e) => {
+                close_all(self, &handles);
+                return Err(e);
+            }
+        };
+        let made = if make_point {
+            self.path_call(&target, [fs::OP_MKDIR, 0o755, 0, fs::owner_word(0, 0)], &mut []).map(|_| ())
+        } else {
+            Ok(())
+        };
+        let manager_link = match made.and_then(|()| self.link(pid, queue)) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = runtime::sys::kill(pid);
+                close_all(self, &handles);
+                return Err(e);
+            }
+        };
+        let disk = Mount {
+            point: target.clone(),
+            source,
+            fstype: "ext2",
+            options: String::from(if options.is_empty() { "rw" } else { options }),
+            manager: pid,
+            queue,
+            link: manager_link,
+            inner: String::from("/"),
+            device_handles: handles.iter().map(|&h| (driver, dev.device_queue, h)).collect(),
+        };
+        if target == "/" {
+            // The disk is the root; memfs keeps /dev and /tmp.
+            let memfs = self.mounts.remove(0);
+            for dir in ["/dev", "/tmp"] {
+                self.mounts.push(Mount {
+                    point: String::from(dir),
+                    source: String::from("memfs"),
+                    fstype: "memfs",
+                    options: String::from("rw"),
+                    manager: memfs.manager,
+                    queue: memfs.queue,
+                    link: memfs.link,
+                    inner: String::from(dir),
+                    device_handles: Vec::new(),
+                });
+            }
+            self.mounts.insert(0, disk);
+        } else {
+            self.mounts.push(disk);
+        }
+        self.forget_lookups();
+        Ok(0)
+    }
+
+    /// Is the directory a mount goes on missing (to be made, mode 0755,
+    /// root's), with its parent there? `Ok(false)`: it is there.
+    fn mount_point_missing(&mut self, target: &str) -> Result<bool, Errno> {
+        match self.lookup(target) {
+            Ok((st, None)) if mode::is_dir(st.mode) => Ok(false),
+            Ok(_) => Err(errno::ENOTDIR),
+            Err((errno::ENOENT, Some(_))) => Ok(true),
+            Err((e, _)) => Err(e),
+        }
+    }
+
+    /// A disk manager ended: its mount goes (and the driver handles it
+    /// held). Returns whether `kpid` was one.
+    pub fn mount_manager_ended(&mut self, kpid: Pid) -> bool {
+        let Some(i) = self.mounts.iter().position(|m| m.manager == kpid) else { return false };
+        let gone = self.mounts.remove(i);
+        if i == 0 {
+            // The root's manager died: names fall back to memfs.
+            let (pid, link) = self.fs;
+            self.mounts.retain(|m| m.manager != pid);
+            self.mounts.insert(
+                0,
+                Mount {
+                    point: String::from("/"),
+                    source: String::from("memfs"),
+                    fstype: "memfs",
+                    options: String::from("rw"),
+                    manager: pid,
+                    queue: fs::QUEUE,
+                    link,
+                    inner: String::from("/"),
+                    device_handles: Vec::new(),
+                },
+            );
+        }
+        for (driver, queue, h) in gone.device_handles {
+            if let Ok(l) = self.link(driver, queue) {
+                let _ = self.call(l, [io::OP_CLOSE, h, 0, 0], &[], &mut []);
+            }
+        }
+        self.drop_link(kpid);
+        self.forget_lookups();
+        runtime::println!("monitor: the manager of {} ended; it is no longer mounted", gone.point);
+        true
+    }
+
+    /// `OP_MOUNTS`: `source target type options` lines.
+    pub fn mounts_text(&self) -> Answer {
+        let mut text = String::new();
+        for m in &self.mounts {
+            text.push_str(&format!("{} {} {} {}\n", m.source, m.point, m.fstype, m.options));
+        }
+        Answer::WordsData([0; 4], text.into_bytes())
+    }
+
+    /// `OP_SYNC`: every disk file system to its disk.
+    pub fn sync(&mut self) -> Result<u64, Errno> {
+        let mut first_error = None;
+        for i in 0..self.mounts.len() {
+            if self.mounts[i].fstype == "memfs" {
+                continue;
+            }
+            if let Err(e) = self.mount_call(i, [fs::OP_SYNC, 0, 0, 0], &mut []) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(0), Err)
+    }
+
+    /// `OP_FS_STATS`: each disk manager's counters, `point:name=value`.
+    pub fn fs_stats(&mut self) -> Answer {
+        let mut text = String::new();
+        let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
+        for i in 0..self.mounts.len() {
+            if self.mounts[i].fstype == "memfs" {
+                continue;
+            }
+            let Ok((_, len)) = self.mount_call(i, [fs::OP_STATS_TEXT, 0, 0, 0], &mut buf) else { continue };
+            let point = self.mounts[i].point.clone();
+            for line in String::from_utf8_lossy(&buf[..len.min(buf.len())]).lines() {
+                text.push_str(&format!("{point}:{line}\n"));
+            }
+        }
+        if text.len() > abi::msg::MAX_DATA_BYTES as usize {
+            return err(errno::ERANGE);
+        }
+        Answer::WordsData([0; 4], text.into_bytes())
+    }
+}

@@ -1,0 +1,239 @@
+//! disktest: workloads on a disk file system whose results the host
+//! checks against the image itself (issue 12; `xtask/src/test/disk.rs`).
+//! The guest prints what it made; after power-off the host runs `e2fsck
+//! -fn` and reads every file back with `debugfs`, comparing sizes and
+//! SHA-256 sums with the lines printed here.
+//!
+//! - `disktest sums DIR`: every file under DIR, read back
+//!   (`disktest: file PATH SIZE SHA256`, `disktest: dir PATH`), for an
+//!   image the host made with `mke2fs -d`: read byte for byte.
+//! - `disktest workload DIR [small]`: create, write, append, truncate (down
+//!   and up), rename (in place, across directories, over a file), unlink,
+//!   mkdir, rmdir, many small files, one large file, a deep tree; then
+//!   `sums` of DIR, and `disktest: gone PATH` for each name removed.
+//!   `small` scales it down (for `nbuf=1`).
+//! - `disktest cuts DIR`: the power-cut workload: file after file written
+//!   and `fsync`'d (`disktest: fsynced PATH SIZE SHA256` once `fsync`
+//!   returned), with names made, renamed and removed in between without
+//!   any sync. The host kills the machine after some `fsynced` line.
+//!
+//! Paths printed are absolute (the host strips the mount point). Every line this program prints
+//! starts with `disktest: `; a failure prints `disktest: FAIL …` and exits
+//! with status 1.
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use protocols::unix::open_flags::{O_APPEND, O_CREAT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY};
+use protocols::unix::{Errno, mode};
+use runtime::{println, unix};
+use sha2::Digest;
+
+runtime::entry!(main);
+
+fn main(args: runtime::Args) -> i32 {
+    let words: Vec<&str> = args.iter().skip(1).collect();
+    let outcome = match words.as_slice() {
+        ["sums", dir] => sums(dir),
+        ["workload", dir] => workload(dir, 1),
+        ["workload", dir, "small"] => workload(dir, 4),
+        ["cuts", dir] => cuts(dir),
+        _ => Err(String::from("usage: disktest sums DIR | workload DIR [small] | cuts DIR")),
+    };
+    match outcome {
+        Ok(()) => {
+            println!("disktest: done");
+            0
+        }
+        Err(why) => {
+            println!("disktest: FAIL {why}");
+            1
+        }
+    }
+}
+
+type Outcome = Result<(), String>;
+
+fn fail(what: &str, path: &str, e: Errno) -> String {
+    format!("{what} {path}: {}", e.name())
+}
+
+/// The bytes of file number `seed`, `len` long: no two files alike.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn write_file(path: &str, flags: u64, data: &[u8]) -> Outcome {
+    let fd = unix::open(path, flags, 0o644).map_err(|e| fail("open", path, e))?;
+    let mut done = 0;
+    // In pieces of 64 KiB, as a program copying a file would.
+    while done < data.len() {
+        let end = (done + 64 * 1024).min(data.len());
+        match unix::write(fd, &data[done..end]) {
+            Ok(0) => return Err(format!("write {path}: nothing written")),
+            Ok(n) => done += n,
+            Err(e) => return Err(fail("write", path, e)),
+        }
+    }
+    unix::close(fd).map_err(|e| fail("close", path, e))
+}
+
+/// (size, SHA-256) of a file, read in 32 KiB pieces.
+fn digest(path: &str) -> Result<(u64, String), String> {
+    let fd = unix::open(path, O_RDONLY, 0).map_err(|e| fail("open", path, e))?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    let mut size = 0u64;
+    loop {
+        match unix::read(fd, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                h.update(&buf[..n]);
+                size += n as u64;
+            }
+            Err(e) => return Err(fail("read", path, e)),
+        }
+    }
+    let _ = unix::close(fd);
+    Ok((size, hex(&h.finalize())))
+}
+
+/// `file` and `dir` lines for everything under `root` (relative paths),
+/// depth first, names in directory order.
+fn sums(root: &str) -> Outcome {
+    let mut stack = vec![String::new()];
+    while let Some(rel) = stack.pop() {
+        let path = if rel.is_empty() { String::from(root) } else { format!("{root}/{rel}") };
+        let entries = unix::read_dir(&path).map_err(|e| fail("read_dir", &path, e))?;
+        for e in entries.iter().filter(|e| e.name != "." && e.name != "..") {
+            let child = if rel.is_empty() { e.name.clone() } else { format!("{rel}/{}", e.name) };
+            let full = format!("{root}/{child}");
+            if mode::is_dir(e.mode) {
+                println!("disktest: dir {full}");
+                stack.push(child);
+            } else if mode::is_reg(e.mode) {
+                let (size, sum) = digest(&full)?;
+                println!("disktest: file {full} {size} {sum}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn workload(root: &str, divisor: usize) -> Outcome {
+    let p = |rel: &str| format!("{root}/{rel}");
+    let mkdir = |rel: &str| unix::mkdir(&p(rel), 0o755).map_err(|e| fail("mkdir", rel, e));
+    let mut gone: Vec<&str> = Vec::new();
+    mkdir("")?;
+    // Create, write, append.
+    write_file(&p("a"), O_CREAT | O_WRONLY | O_TRUNC, b"hello")?;
+    write_file(&p("a"), O_WRONLY | O_APPEND, b", world\n")?;
+    // Truncate down, then up (zeros past the old end).
+    write_file(&p("t"), O_CREAT | O_WRONLY, &pattern(1, 10_000))?;
+    let fd = unix::open(&p("t"), O_RDWR, 0).map_err(|e| fail("open", "t", e))?;
+    unix::ftruncate(fd, 3_000).map_err(|e| fail("truncate", "t", e))?;
+    unix::ftruncate(fd, 5_000).map_err(|e| fail("truncate", "t", e))?;
+    let _ = unix::close(fd);
+    // Renames: in place, to another directory, over a file.
+    unix::rename(&p("a"), &p("b")).map_err(|e| fail("rename", "a", e))?;
+    gone.push("a");
+    mkdir("d1")?;
+    unix::rename(&p("t"), &p("d1/t")).map_err(|e| fail("rename", "t", e))?;
+    gone.push("t");
+    write_file(&p("c"), O_CREAT | O_WRONLY, b"to be replaced")?;
+    unix::rename(&p("b"), &p("c")).map_err(|e| fail("rename", "b", e))?;
+    gone.push("b");
+    // Unlink, rmdir.
+    write_file(&p("u"), O_CREAT | O_WRONLY, &pattern(2, 4_000))?;
+    unix::unlink(&p("u")).map_err(|e| fail("unlink", "u", e))?;
+    gone.push("u");
+    mkdir("r")?;
+    unix::rmdir(&p("r")).map_err(|e| fail("rmdir", "r", e))?;
+    gone.push("r");
+    // Many small files in one directory.
+    mkdir("small")?;
+    for i in 0..200 / divisor {
+        let len = (i * 37) % 700;
+        write_file(&p(&format!("small/f{i:03}")), O_CREAT | O_WRONLY, &pattern(100 + i as u64, len))?;
+    }
+    for i in (0..200 / divisor).step_by(10) {
+        let name = format!("small/f{i:03}");
+        unix::unlink(&p(&name)).map_err(|e| fail("unlink", &name, e))?;
+    }
+    // One large file (single and double indirect blocks with 1 KiB ones).
+    write_file(&p("large"), O_CREAT | O_WRONLY, &pattern(3, (2 << 20) / divisor))?;
+    // A deep tree.
+    let mut deep = String::from("deep");
+    mkdir(&deep)?;
+    for level in 0..24 / divisor {
+        deep.push_str(&format!("/d{level}"));
+        mkdir(&deep)?;
+    }
+    write_file(&p(&format!("{deep}/leaf")), O_CREAT | O_WRONLY, b"at the bottom\n")?;
+    // The large file to the disk (fsync reaches the device).
+    let fd = unix::open(&p("large"), O_RDONLY, 0).map_err(|e| fail("open", "large", e))?;
+    unix::fsync(fd).map_err(|e| fail("fsync", "large", e))?;
+    let _ = unix::close(fd);
+    sums(root)?;
+    for name in gone {
+        println!("disktest: gone {}", p(name));
+    }
+    Ok(())
+}
+
+/// Files written and fsync'd one after another, names churned between.
+fn cuts(root: &str) -> Outcome {
+    let p = |rel: &str| format!("{root}/{rel}");
+    unix::mkdir(root, 0o755).map_err(|e| fail("mkdir", root, e))?;
+    for i in 0..60u64 {
+        let name = format!("f{i:02}");
+        let data = pattern(1000 + i, 1_000 + (i as usize * 7919) % 40_000);
+        let fd =
+            unix::open(&p(&name), O_CREAT | O_WRONLY | O_TRUNC, 0o644).map_err(|e| fail("open", &name, e))?;
+        let mut done = 0;
+        while done < data.len() {
+            done += unix::write(fd, &data[done..]).map_err(|e| fail("write", &name, e))?;
+        }
+        unix::fsync(fd).map_err(|e| fail("fsync", &name, e))?;
+        let _ = unix::close(fd);
+        println!("disktest: fsynced {} {} {}", p(&name), data.len(), hex(&sha2::Sha256::digest(&data)));
+        // Metadata without any sync: a new file, a rename, a removal, a
+        // directory made and one removed.
+        let scratch = format!("s{i:02}");
+        write_file(&p(&scratch), O_CREAT | O_WRONLY, &pattern(5000 + i, 3_000))?;
+        if i >= 1 {
+            let previous = format!("s{:02}", i - 1);
+            unix::rename(&p(&previous), &p(&format!("old{i:02}")))
+                .map_err(|e| fail("rename", &previous, e))?;
+        }
+        if i >= 2 {
+            let old = format!("old{:02}", i - 1);
+            unix::unlink(&p(&old)).map_err(|e| fail("unlink", &old, e))?;
+        }
+        unix::mkdir(&p(&format!("dir{i:02}")), 0o755).map_err(|e| fail("mkdir", "dir", e))?;
+        if i >= 1 {
+            let previous = format!("dir{:02}", i - 1);
+            unix::rmdir(&p(&previous)).map_err(|e| fail("rmdir", &previous, e))?;
+        }
+    }
+    Ok(())
+}
