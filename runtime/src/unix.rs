@@ -474,7 +474,10 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     if ux::mode::is_sock(info.file_type) {
         return socket::recv(fd, buf);
     }
-    let is_file = ux::mode::is_reg(info.file_type);
+    // A regular file, or a device the directory manager serves itself
+    // (`/dev/zero`, `/dev/null`: they never wait): read until the buffer is
+    // full or the manager gives less (the end).
+    let is_file = ux::mode::is_reg(info.file_type) || is_directory_manager(info.manager_pid);
     let mut done = 0;
     loop {
         let want = (buf.len() - done).min(MAX_LENT_BYTES);

@@ -41,8 +41,8 @@ use protocols::unix::{Stat, encode_result, filemgr, io, open_flags};
 
 use crate::handles::HandleTable;
 use crate::lease::{Bytes, BytesMut, Lent, ZERO_PAGE};
-use crate::memfs::INLINE_READ_MAX_BYTES;
 use crate::seek::seek_offset;
+use protocols::unix::io::INLINE_READ_MAX_BYTES;
 
 /// A POSIX error number (`protocols::unix::errno`).
 pub use protocols::unix::Errno;
