@@ -781,6 +781,17 @@ mod tests {
 
     const QUICK: Config = Config { sample_count: 1, min_sample_ns: 1_000_000 };
 
+    /// The tests fork (pipes, jobs, fork figures), and `cargo test` runs
+    /// them on threads of one process: a fork copies every descriptor of
+    /// every thread, so a child of one test kept another test's pipe
+    /// write end open and its reader never saw the end of file (the host
+    /// tests hung). Each test holds this while it runs.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn scratch_dir(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("r2-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -790,6 +801,7 @@ mod tests {
 
     #[test]
     fn file_figures_measure_and_leave_nothing_behind() {
+        let _serial = one_at_a_time();
         let dir = scratch_dir("files");
         let mut session = Session::new(dir.to_str().unwrap());
         for figure in ["read", "write", "copy", "creat"] {
@@ -809,6 +821,7 @@ mod tests {
 
     #[test]
     fn read_notices_a_damaged_file() {
+        let _serial = one_at_a_time();
         let dir = scratch_dir("damaged");
         let mut session = Session::new(dir.to_str().unwrap());
         session.measure::<Linux>("write", &QUICK).unwrap();
@@ -830,6 +843,7 @@ mod tests {
     /// without O_DIRECT), one job and five, checks included.
     #[test]
     fn d_runs_on_a_file_with_one_job_and_five() {
+        let _serial = one_at_a_time();
         use crate::d::{self, Access, Device, MANY_JOBS};
         let dir = scratch_dir("d");
         let path: &'static str = alloc::boxed::Box::leak(dir.join("region").to_str().unwrap().into());
@@ -847,6 +861,7 @@ mod tests {
 
     #[test]
     fn d_refuses_what_is_not_its_device() {
+        let _serial = one_at_a_time();
         use crate::d::{self, Access, Device};
         let dir = scratch_dir("d-refuse");
         let missing: &'static str = alloc::boxed::Box::leak(dir.join("ram9").to_str().unwrap().into());
@@ -867,6 +882,7 @@ mod tests {
     /// on one CPU and (when the host has two) on two, checksums included.
     #[test]
     fn p_pipe_figures_measure_and_check_every_byte() {
+        let _serial = one_at_a_time();
         use crate::p::{self, Method, Placement, Variant};
         ignore_sigpipe();
         let cpus = online_cpus();
@@ -889,6 +905,7 @@ mod tests {
 
     #[test]
     fn process_figures_measure() {
+        let _serial = one_at_a_time();
         let dir = scratch_dir("procs");
         let mut session = Session::new(dir.to_str().unwrap());
         for figure in ["pipe", "getpid", "sbrk", "fork"] {
