@@ -9,8 +9,11 @@ use crate::platform::Ridgeback;
 use abi::InfoKey;
 use alloc::format;
 use alloc::string::String;
+use alloc::vec::Vec;
+use bench::b::{self, DiskFs};
 use bench::d::{BlockIo, Device};
 use bench::p::PipeIo;
+use bench::r2;
 use bench::r2::{Errno, Fd, Unix};
 use bench::{MAX_COUNTERS, Platform};
 use protocols::unix::{errno, mode, open_flags};
@@ -71,6 +74,16 @@ impl Unix for UnixProcess {
 
     fn unlink(path: &str) -> Result<(), Errno> {
         unix::unlink(path)
+    }
+
+    /// `io::OP_FSYNC` at the file's manager: `ext2fs` writes every dirty
+    /// buffer and flushes the device (`docs/filesystem.md`).
+    fn fsync(fd: Fd) -> Result<(), Errno> {
+        unix::fsync(fd)
+    }
+
+    fn sync() -> Result<(), Errno> {
+        unix::sync()
     }
 
     fn pipe() -> Result<(Fd, Fd), Errno> {
@@ -140,6 +153,19 @@ impl BlockIo for UnixProcess {
     }
 }
 
+/// B's cold cache between jobs of one boot: `ext2fs` has no
+/// `drop_caches` request, and its cache is the `nbuf` buffers the boot
+/// gave it (at most 12 in B), so reading a 256 KiB file through it after a
+/// `sync` leaves none of the job's blocks cached. The first job of a boot
+/// is cold by the boot.
+impl DiskFs for UnixProcess {
+    fn make_cold(dir: &str) -> Result<&'static str, String> {
+        unix::sync().map_err(|e| format!("sync: {}", e.name()))?;
+        b::read_evict_file::<UnixProcess>(dir)?;
+        Ok("sync; read the 256 KiB eviction file")
+    }
+}
+
 /// Ridgeback cannot pin a process to a CPU: each `pbench` boot has the
 /// CPUs its figures' names say, and the kernel places the two ends. No
 /// `vmsplice` either: a `write` in `loan` mode is Ridgeback's way.
@@ -147,4 +173,45 @@ impl PipeIo for UnixProcess {
     fn place(cpu: Option<usize>) {
         let _ = cpu;
     }
+}
+
+/// `ext2fs`'s counters for `/disk` (`unix::fs_stats`: `point:key=value`).
+pub fn disk_stats() -> Result<String, String> {
+    let text = unix::fs_stats().map_err(|e| format!("the disk's counters: {}", e.name()))?;
+    let prefix = format!("{}:", r2::DISK_DIR);
+    let lines: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix(prefix.as_str())).collect();
+    if lines.is_empty() {
+        return Err(format!("nothing is mounted at {} (mount: {:?})", r2::DISK_DIR, unix::mounts().ok()));
+    }
+    Ok(lines.join("\n"))
+}
+
+pub fn stat(stats: &str, key: &str) -> Option<u64> {
+    stats.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+}
+
+/// The change of `ext2fs`'s cache counters from `before` to `after`
+/// ([`disk_stats`] texts), as one comment's worth of `key=value`.
+pub fn stats_delta(before: &str, after: &str) -> String {
+    let mut text = String::new();
+    for key in [
+        "hits",
+        "misses",
+        "read_ahead_hits",
+        "read_ahead_blocks",
+        "read_transfers",
+        "blocks_read",
+        "write_transfers",
+        "write_behind_transfers",
+        "blocks_written",
+        "waits",
+        "flushes",
+        "requests",
+        "syncs",
+    ] {
+        let delta = stat(after, key).unwrap_or(0).saturating_sub(stat(before, key).unwrap_or(0));
+        text.push_str(&format!("{key}={delta} "));
+    }
+    text.pop();
+    text
 }

@@ -47,9 +47,14 @@ pub enum Group {
     D,
     /// Seed 002: lmbench's bw_pipe over the three pipe designs.
     P,
+    /// Seed 004: V1's `as u*.s` against the number of I/O buffers, on ext2.
+    B,
+    /// Seed 001's Table 2 file rows on ext2 on the virtio-blk disk, without
+    /// and with `fsync`.
+    R2Disk,
 }
 
-pub const ALL_GROUPS: [Group; 9] = [
+pub const ALL_GROUPS: [Group; 11] = [
     Group::Getpid,
     Group::Copy,
     Group::Switch,
@@ -59,6 +64,8 @@ pub const ALL_GROUPS: [Group; 9] = [
     Group::R2,
     Group::D,
     Group::P,
+    Group::B,
+    Group::R2Disk,
 ];
 
 /// What `cargo xtask bench` (and its `--quick` smoke test in `cargo xtask
@@ -83,6 +90,8 @@ impl Group {
             Group::R2 => "r2",
             Group::D => "d",
             Group::P => "p",
+            Group::B => "b",
+            Group::R2Disk => "r2disk",
         }
     }
 
@@ -93,6 +102,8 @@ impl Group {
             Group::Switch => "yield",
             Group::R2 | Group::D => "all",
             Group::P => "pipe",
+            Group::B => "b",
+            Group::R2Disk => "r2disk",
             other => other.name(),
         }
     }
@@ -101,7 +112,14 @@ impl Group {
     /// (`r2bench`, `dbench` or `pbench`, started by a batch script on the
     /// booted UNIX system) rather than with `ridgebench` booted as init.
     pub fn is_unix(self) -> bool {
-        matches!(self, Group::R2 | Group::D | Group::P)
+        matches!(self, Group::R2 | Group::D | Group::P | Group::B | Group::R2Disk)
+    }
+
+    /// Whether the group runs on an ext2 volume on the virtio-blk disk: its
+    /// boots get a fresh ext2 image (made on the host with the job's files)
+    /// instead of the raw scratch disk, on both systems.
+    pub fn needs_ext2_disk(self) -> bool {
+        matches!(self, Group::B | Group::R2Disk)
     }
 
     /// The Linux `bench` figures of this group's rows.
@@ -116,6 +134,8 @@ impl Group {
             Group::R2 => &["r2"],
             Group::D => &["d"],
             Group::P => &["p"],
+            Group::B => &["b"],
+            Group::R2Disk => &["r2disk"],
         }
     }
 
@@ -287,7 +307,47 @@ pub fn rows(smp: u32) -> Vec<Row> {
     r2_rows(&mut row);
     d_rows(&mut row);
     p_rows(&mut row, smp);
+    b_rows(&mut row);
     rows
+}
+
+/// Seed 004's curve as the suite measures it: `nbuf` and V1's time for
+/// `as u*.s` where the seed measured it (1 to 6; 8 and 12 show where the
+/// curve goes past V1's largest kernel).
+pub const SEED_004: [(u32, Option<Seed>); 8] = [
+    (1, Some(Seed { source: V1, as_published: "3.215 s", value: 3215.0 })),
+    (2, Some(Seed { source: V1, as_published: "1.309 s", value: 1309.0 })),
+    (3, Some(Seed { source: V1, as_published: "1.004 s", value: 1004.0 })),
+    (4, Some(Seed { source: V1, as_published: "780 ms", value: 780.0 })),
+    (5, Some(Seed { source: V1, as_published: "734 ms", value: 734.0 })),
+    (6, Some(Seed { source: V1, as_published: "724 ms", value: 724.0 })),
+    (8, None),
+    (12, None),
+];
+const V1: &str = "UNIX V1 (SIMH), 2026";
+
+/// A B figure's name on Ridgeback (`b_nbuf<N>`), and Linux's one figure.
+pub fn b_figure(nbuf: u32) -> String {
+    bench::b::figure_name(Some(nbuf))
+}
+pub fn b_linux_figure() -> String {
+    bench::b::figure_name(None)
+}
+
+/// Seed 004's rows: each buffer count against Linux's one figure (its own
+/// page cache, dropped before each job), with V1's time.
+fn b_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
+    for (nbuf, seed) in SEED_004 {
+        let seeds: Vec<Seed> = seed.into_iter().collect();
+        row(
+            &b_figure(nbuf),
+            &format!("B as u*.s on ext2, nbuf={nbuf} vs Linux cold"),
+            Group::B,
+            &b_figure(nbuf),
+            &b_linux_figure(),
+            &seeds,
+        );
+    }
 }
 
 /// Seed 002's designs, as Ridgeback's boot option `pipe=` names them, with
@@ -559,6 +619,21 @@ fn r2_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
             let label = format!("{}, per-file mgr", label.split(',').next().unwrap_or(label));
             let ridgeback = format!("{figure}{PER_FILE_SUFFIX}");
             row(&format!("{key}{PER_FILE_SUFFIX}"), &label, Group::R2, &ridgeback, figure, &[]);
+        }
+    }
+    // On ext2 on the virtio-blk disk, without and with fsync (no seed:
+    // the Ridge's figures are for its own disk, the reference is
+    // Linux's).
+    for (suffix, figures, shown) in [
+        (bench::r2::DISK_SUFFIX, &bench::r2::DISK_FIGURES[..], "ext2 disk"),
+        (bench::r2::FSYNC_SUFFIX, &bench::r2::FSYNC_FIGURES[..], "ext2 disk, fsync"),
+    ] {
+        for (key, label, word, figure, _) in &table {
+            if figures.contains(word) {
+                let label = format!("{}, {shown}", label.split(',').next().unwrap_or(label));
+                let name = format!("{figure}{suffix}");
+                row(&format!("{key}{suffix}"), &label, Group::R2Disk, &name, &name, &[]);
+            }
         }
     }
 }
