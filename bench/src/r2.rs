@@ -29,7 +29,10 @@
 //! break must end where it started.
 //!
 //! Where: the files are in [`DIR`], the memory file system's `/tmp` on
-//! Ridgeback and a tmpfs on the Linux guest.
+//! Ridgeback and a tmpfs on the Linux guest; the disk rows put them under
+//! [`DISK_DIR`], ext2 on the virtio-blk disk on both systems, and their
+//! `_fsync` variant ([`Session::with_fsync`]) `fsync`s each file written
+//! before its `close`, the clock running.
 
 use crate::Platform;
 use crate::harness::{self, Config, Measurement, Unit, measure_sections};

@@ -32,6 +32,13 @@
 //! `p_copy_checksum` are the limit, one process copying (and checksumming)
 //! the same bytes ([`SEED_002`] holds the seed's table).
 
+//!
+//! The B rows (seed 004, UNIX V1's buffer count, `bench/src/b.rs`) pair
+//! each `b_nbuf<N>` (ms per job, `bbench`, one boot per `nbuf`) with
+//! Linux's one figure `b_linux` ([`SEED_004`] holds the seed's curve);
+//! the R2 disk rows (`r2_<row>_disk`, `r2_<row>_disk_fsync`) have the same
+//! names on both systems.
+
 /// A group of figures: the unit of `--only`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Group {
@@ -74,7 +81,9 @@ pub const ALL_GROUPS: [Group; 11] = [
 /// exist those rows can only fail; D joins the default when they do.
 /// `--only d` runs it now (the Linux rows, and Ridgeback's as failures
 /// that say why). P boots Ridgeback six times (three pipe designs, one
-/// and all CPUs): too long for the smoke test; `--only p` runs it.
+/// and all CPUs): too long for the smoke test; `--only p` runs it. B boots
+/// Ridgeback once per `nbuf` (eight boots) and R2 on disk needs a second
+/// Linux boot: `--only b`, `--only r2disk`.
 pub const DEFAULT_GROUPS: [Group; 7] =
     [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data, Group::R2];
 

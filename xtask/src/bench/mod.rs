@@ -47,6 +47,14 @@
 //! (all, and `cpus=1`); on Linux they are the `p` figure: a plain pipe and
 //! `vmsplice`, pinned to one vCPU and to two, and the copy limit.
 //!
+//! The B rows (seed 004, UNIX V1's buffer count) run `/bin/bbench` once
+//! per `nbuf` (the boot option), and the R2 disk rows `/bin/r2bench --dir
+//! /disk/r2` twice (without and with `--fsync`) in one boot; both on a
+//! fresh ext2 image made by `mke2fs -d` from B's sources before each boot
+//! (instead of the raw scratch disk), checked with `e2fsck -fn` after it.
+//! On Linux they are the `b` and `r2disk` figures of a second boot whose
+//! disk is such an image (`bench` mounts it at `/disk`).
+//!
 //! Contract with `main.rs`: [`main`] receives every argument after `bench`
 //! unparsed, and returns the process exit code.
 
@@ -90,7 +98,10 @@ options:
                         files, pipe, getpid, sbrk, creat, fork), d (seed 000's RAM
                         disk against a disk: not in the default set until Ridgeback
                         has its block drivers), p (seed 002's bw_pipe: three pipe
-                        designs, 1 and all CPUs, six boots; not in the default set);
+                        designs, 1 and all CPUs, six boots; not in the default set),
+                        b (seed 004's nbuf curve on ext2: a boot per nbuf; not in the
+                        default set), r2disk (R2's file rows on ext2 on virtio-blk,
+                        without and with fsync; not in the default set);
                         commas or repeated
   --smp N               vCPUs of the machine (default 2); one-CPU figures always
                         come from a cpus=1 Ridgeback boot and pinned Linux processes
