@@ -384,6 +384,6 @@ mod tests {
         let mut broken = block.clone();
         broken[100] ^= 1;
         assert_eq!(assemble_block(3, 512, &broken, 1), Err(612));
-        assert_ne!(source_byte(0, 0), source_byte(1, 0));
+        assert_ne!(source_file(0)[..512], source_file(1)[..512]);
     }
 }

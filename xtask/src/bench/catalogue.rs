@@ -677,7 +677,7 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 42 + 12);
+        assert_eq!(rows.len(), 42 + 12 + 15, "... + 8 B rows + 7 R2 disk rows");
         for row in &rows {
             let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
             if row.ridgeback.ends_with("cpu") {
@@ -686,7 +686,7 @@ mod tests {
         }
         let one_cpu_rows = super::rows(1);
         assert!(one_cpu_rows.iter().all(|r| !r.key.ends_with("2cpu")));
-        assert_eq!(one_cpu_rows.len(), 37 + 7);
+        assert_eq!(one_cpu_rows.len(), 37 + 7 + 15);
         // Four CPUs: Ridgeback's figure says 4, Linux's peer still uses 2.
         let four = super::rows(4);
         let call = four.iter().find(|r| r.key == "r1_call_2cpu").unwrap();
@@ -773,6 +773,27 @@ mod tests {
         assert_eq!((big.ridgeback.as_str(), big.linux.as_str()), ("p_big_4cpu", "p_pipe_2cpu"));
         assert!(Group::P.is_unix() && !DEFAULT_GROUPS.contains(&Group::P));
         assert_eq!(parse_groups(&words("p")).unwrap(), [Group::P]);
+    }
+
+    #[test]
+    fn b_rows_pair_each_nbuf_with_linux_and_carry_v1_to_six() {
+        let rows = rows(2);
+        let b: Vec<&Row> = rows.iter().filter(|r| r.group == Group::B).collect();
+        assert_eq!(b.len(), 8);
+        assert!(b.iter().all(|r| r.linux == "b_linux" && r.ridgeback == r.key));
+        assert_eq!(b[0].ridgeback, "b_nbuf1");
+        assert_eq!(b[0].seeds[0].value, 3215.0);
+        assert_eq!(b[5].seeds[0].as_published, "724 ms");
+        assert!(b[6].seeds.is_empty() && b[7].ridgeback == "b_nbuf12");
+        let disk: Vec<&Row> = rows.iter().filter(|r| r.group == Group::R2Disk).collect();
+        assert_eq!(disk.len(), 7);
+        let names: Vec<&str> = disk.iter().map(|r| r.ridgeback.as_str()).collect();
+        assert!(names.contains(&"r2_write_8MB_disk") && names.contains(&"r2_creat_close_disk_fsync"));
+        assert!(!names.contains(&"r2_read_8MB_disk_fsync"), "a read leaves nothing to fsync");
+        assert!(disk.iter().all(|r| r.ridgeback == r.linux));
+        assert_eq!(parse_groups(&words("b,r2disk")).unwrap(), [Group::B, Group::R2Disk]);
+        assert!(!DEFAULT_GROUPS.contains(&Group::B) && !DEFAULT_GROUPS.contains(&Group::R2Disk));
+        assert!(Group::B.needs_ext2_disk() && !Group::R2.needs_ext2_disk());
     }
 
     #[test]

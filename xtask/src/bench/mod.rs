@@ -1230,6 +1230,48 @@ mod tests {
     }
 
     #[test]
+    fn b_boots_once_per_nbuf_and_disk_rows_get_their_own_linux_boot() {
+        let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
+        let plan = super::plan(&[Group::B, Group::R2Disk], 2);
+        assert!(plan.linux.is_empty());
+        assert_eq!(plan.linux_ext2, ["b", "r2disk"]);
+        let labels: Vec<&str> = plan.ridgeback.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "r2disk", "b-nbuf1", "b-nbuf2", "b-nbuf3", "b-nbuf4", "b-nbuf5", "b-nbuf6", "b-nbuf8",
+                "b-nbuf12"
+            ]
+        );
+        assert!(plan.ridgeback.iter().all(|b| b.program.is_unix() && b.program.needs_ext2_disk()));
+        let nbuf3 = &plan.ridgeback[3];
+        assert_eq!(ridgeback_cmdline(nbuf3, &opts), "nbuf=3");
+        assert_eq!(batch_script(nbuf3, &opts), "/bin/bbench --nbuf 3 --samples 3 --sample-ms 10 b\n");
+        let disk = &plan.ridgeback[0];
+        assert_eq!(ridgeback_cmdline(disk, &opts), "");
+        assert_eq!(
+            batch_script(disk, &opts),
+            "/bin/r2bench --dir /disk/r2 --suffix _disk --samples 3 --sample-ms 10 write read copy creat\n\
+             /bin/r2bench --dir /disk/r2 --suffix _disk_fsync --fsync --samples 3 --sample-ms 10 write copy creat\n"
+        );
+        // Mixed with a group on the scratch disk: two Linux boots.
+        let mixed = super::plan(&[Group::R2, Group::B], 2);
+        assert_eq!((mixed.linux, mixed.linux_ext2), (vec!["r2"], vec!["b"]));
+        assert!(!super::plan(&DEFAULT_GROUPS, 2).ridgeback.iter().any(|b| b.program.needs_ext2_disk()));
+    }
+
+    #[test]
+    fn ext2_tree_holds_the_sources_and_the_eviction_file() {
+        let dir = std::env::temp_dir().join(format!("xtask-b-tree-{}", std::process::id()));
+        write_ext2_tree(&dir).unwrap();
+        let u0 = fs::read(dir.join("b/u0.s")).unwrap();
+        assert_eq!(u0, bench::b::source_file(0));
+        assert_eq!(fs::metadata(dir.join("b/evict")).unwrap().len(), bench::b::EVICT_BYTES as u64);
+        assert!(dir.join("r2").is_dir());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn problems_of_several_runs_print_once() {
         let problems: Vec<String> = [
             "run 1 ridgeback d-pddriver: figure d_pddriver_1job failed: open /dev/ram0: ENOENT",
