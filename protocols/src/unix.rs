@@ -88,6 +88,27 @@ pub mod errno {
     pub const ENAMETOOLONG: Errno = Errno(36);
     pub const ENOSYS: Errno = Errno(38);
     pub const ENOTEMPTY: Errno = Errno(39);
+    // Sockets (Linux's numbers, as the other values here are).
+    pub const ENOTSOCK: Errno = Errno(88);
+    pub const EDESTADDRREQ: Errno = Errno(89);
+    pub const EMSGSIZE: Errno = Errno(90);
+    pub const ENOPROTOOPT: Errno = Errno(92);
+    pub const EPROTONOSUPPORT: Errno = Errno(93);
+    pub const EOPNOTSUPP: Errno = Errno(95);
+    pub const EAFNOSUPPORT: Errno = Errno(97);
+    pub const EADDRINUSE: Errno = Errno(98);
+    pub const EADDRNOTAVAIL: Errno = Errno(99);
+    pub const ENETUNREACH: Errno = Errno(101);
+    pub const ECONNABORTED: Errno = Errno(103);
+    pub const ECONNRESET: Errno = Errno(104);
+    pub const ENOBUFS: Errno = Errno(105);
+    pub const EISCONN: Errno = Errno(106);
+    pub const ENOTCONN: Errno = Errno(107);
+    pub const ETIMEDOUT: Errno = Errno(110);
+    pub const ECONNREFUSED: Errno = Errno(111);
+    pub const EHOSTUNREACH: Errno = Errno(113);
+    pub const EALREADY: Errno = Errno(114);
+    pub const EINPROGRESS: Errno = Errno(115);
 
     /// The usual short name of an error number, for messages.
     pub fn name(e: Errno) -> &'static str {
@@ -125,6 +146,26 @@ pub mod errno {
             ENAMETOOLONG => "ENAMETOOLONG (file name too long)",
             ENOSYS => "ENOSYS (function not implemented)",
             ENOTEMPTY => "ENOTEMPTY (directory not empty)",
+            ENOTSOCK => "ENOTSOCK (not a socket)",
+            EDESTADDRREQ => "EDESTADDRREQ (destination address required)",
+            EMSGSIZE => "EMSGSIZE (message too long)",
+            ENOPROTOOPT => "ENOPROTOOPT (protocol not available)",
+            EPROTONOSUPPORT => "EPROTONOSUPPORT (protocol not supported)",
+            EOPNOTSUPP => "EOPNOTSUPP (operation not supported)",
+            EAFNOSUPPORT => "EAFNOSUPPORT (address family not supported)",
+            EADDRINUSE => "EADDRINUSE (address already in use)",
+            EADDRNOTAVAIL => "EADDRNOTAVAIL (cannot assign requested address)",
+            ENETUNREACH => "ENETUNREACH (network is unreachable)",
+            ECONNABORTED => "ECONNABORTED (connection aborted)",
+            ECONNRESET => "ECONNRESET (connection reset by peer)",
+            ENOBUFS => "ENOBUFS (no buffer space available)",
+            EISCONN => "EISCONN (already connected)",
+            ENOTCONN => "ENOTCONN (not connected)",
+            ETIMEDOUT => "ETIMEDOUT (connection timed out)",
+            ECONNREFUSED => "ECONNREFUSED (connection refused)",
+            EHOSTUNREACH => "EHOSTUNREACH (no route to host)",
+            EALREADY => "EALREADY (operation already in progress)",
+            EINPROGRESS => "EINPROGRESS (operation in progress)",
             _ => "unknown error",
         }
     }
@@ -248,6 +289,9 @@ pub mod mode {
     pub const S_IFCHR: u32 = 0o020000;
     pub const S_IFBLK: u32 = 0o060000;
     pub const S_IFIFO: u32 = 0o010000;
+    /// A socket: a descriptor whose manager is the network server
+    /// (`crate::net`); it names no file.
+    pub const S_IFSOCK: u32 = 0o140000;
     pub const PERMISSIONS: u32 = 0o7777;
 
     pub fn is_dir(m: u32) -> bool {
@@ -264,6 +308,9 @@ pub mod mode {
     }
     pub fn is_fifo(m: u32) -> bool {
         m & S_IFMT == S_IFIFO
+    }
+    pub fn is_sock(m: u32) -> bool {
+        m & S_IFMT == S_IFSOCK
     }
     /// A device entry: a character or a block device.
     pub fn is_device(m: u32) -> bool {
@@ -805,7 +852,9 @@ pub mod device {
     /// From the monitor: word 1 = open flags, word 2 = the device entry's
     /// inode (a manager serving several entries, as memfs does `/dev/null`
     /// and `/dev/zero`, tells them apart by it), data = the rest of the
-    /// path after the entry. Reply: word 0 = the handle.
+    /// path after the entry. Reply: word 0 = the handle; word 2 =
+    /// `mode::S_IFSOCK` when the handle is a socket (the network server,
+    /// `crate::net`), which becomes the descriptor's file type.
     pub const OP_OPEN: u64 = 64;
 }
 

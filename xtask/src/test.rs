@@ -16,7 +16,10 @@
 //!    `ramdisk.mode=pddriver` (the RAM disk's other mode), and its pipe
 //!    tests once more under the `small` and `big` pipe designs (one boot,
 //!    `pipe=small`); then one boot of the normal image running every shell
-//!    scenario of `tests/unix` ([`scenarios`]);
+//!    scenario of `tests/unix` ([`scenarios`]); then one boot with QEMU's
+//!    user network in which the host's `curl`, a socket client and
+//!    Python's `http.server` talk to Ridgeback's `httpd`, `nc` and `fetch`
+//!    ([`net`]);
 //! 6. the disk file system's tests ([`disk`]): ext2 images made and
 //!    checked on the host with e2fsprogs around batch boots of
 //!    `/bin/disktest` (a workload, `nbuf=1`, a corrupt image, power cuts);
@@ -63,6 +66,7 @@ use crate::tools::{self, Result};
 
 mod boot;
 mod disk;
+mod net;
 mod outcome;
 mod scenarios;
 mod verdict;
@@ -229,8 +233,9 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
 /// Target crates whose library is pure and builds on the host, where its
 /// unit tests run (`cargo test -p NAME --lib`); their programs do not.
 /// `coreutils`: the utilities' option parsing and formats (`dd`, `cmp`,
-/// `wc`, `ls -l`, ...).
-const HOST_TESTED_LIBS: [&str; 1] = ["coreutils"];
+/// `wc`, `ls -l`, ...); `netutils`: URLs and HTTP heads of `httpd` and
+/// `fetch`.
+const HOST_TESTED_LIBS: [&str; 2] = ["coreutils", "netutils"];
 
 /// `cargo test` on `packages` (with `extra_args`), counting its tests as
 /// they pass by.
@@ -316,6 +321,7 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
             serial: SerialMode::Captured,
             is_gdb: false,
             disk: None,
+            net: qemu::NetChoice::None,
         };
         let log_path = log_dir.join(format!("{name}.log"));
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
@@ -364,6 +370,11 @@ fn unix_steps(
         ..RunOptions::default()
     };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
+    headers.next(&format!(
+        "network against the host's curl, socket client and Python http.server (one boot, timeout {} s)",
+        opts.timeout_s
+    ));
+    outcomes.push(net::run(workspace, run_opts.smp, opts.accel, opts.timeout_s, log_dir));
     outcomes
 }
 

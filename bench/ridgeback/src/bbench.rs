@@ -26,6 +26,7 @@
 
 extern crate alloc;
 
+mod disk_stats;
 mod platform;
 mod unix_process;
 
@@ -37,8 +38,9 @@ use bench::Platform;
 use bench::b;
 use bench::harness::{self, MAX_SAMPLES};
 use bench::r2;
+use disk_stats::{disk_stats, stat, stats_delta};
 use runtime::{Args, sys, unix};
-use unix_process::{UnixProcess, disk_stats, stat, stats_delta};
+use unix_process::UnixProcess;
 
 runtime::entry!(main);
 

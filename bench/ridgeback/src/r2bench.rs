@@ -29,6 +29,7 @@
 
 extern crate alloc;
 
+mod disk_stats;
 mod platform;
 mod unix_process;
 
@@ -38,8 +39,9 @@ use alloc::vec::Vec;
 use bench::Platform;
 use bench::harness::{self, MAX_SAMPLES};
 use bench::r2;
+use disk_stats::{disk_stats, stats_delta};
 use runtime::{Args, sys, unix};
-use unix_process::{UnixProcess, disk_stats, stats_delta};
+use unix_process::UnixProcess;
 
 runtime::entry!(main);
 

@@ -58,12 +58,20 @@ impl Monitor {
                 let dev = Pid(st.device_pid);
                 let l = self.link(dev, st.device_queue)?;
                 let (w, _) = self.call(l, [device::OP_OPEN, flags, st.ino, 0], rest.as_bytes(), &mut [])?;
+                // A character or a block device: the runtime moves a
+                // block device's data in one request (leases); a socket
+                // is what the network server says its handle is.
+                let file_type = if mode::is_blk(st.mode) {
+                    mode::S_IFBLK
+                } else if w[2] == mode::S_IFSOCK as u64 {
+                    mode::S_IFSOCK
+                } else {
+                    mode::S_IFCHR
+                };
                 Ok(FdInfo {
                     manager_pid: dev.0,
                     manager_queue: st.device_queue,
-                    // A character or a block device: the runtime moves
-                    // a block device's data in one request (leases).
-                    file_type: if mode::is_blk(st.mode) { mode::S_IFBLK } else { mode::S_IFCHR },
+                    file_type,
                     flags: flags as u32,
                     handle: w[0],
                 })

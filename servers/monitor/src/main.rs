@@ -120,7 +120,7 @@ fn main(args: Args) -> i32 {
         tty,
         links: BTreeMap::new(),
         pipe_managers: Vec::new(),
-        pipes: pipes::Pipes::from_options(&kernel_options()),
+        pipes: tables::Pipes::from_options(&kernel_options()),
         per_file: files_option() == "per-file",
         file_managers: BTreeMap::new(),
         images: Vec::new(),

@@ -47,7 +47,7 @@ pub struct Monitor {
     pub links: BTreeMap<(u64, u32), Link>,
     pub pipe_managers: Vec<Pid>,
     /// Pipes' design, `pipe.*` limits and the loan budget (`pipes`).
-    pub pipes: crate::pipes::Pipes,
+    pub pipes: crate::tables::Pipes,
     /// `monitor.files=per-file`: Ridge's file manager per open file.
     pub per_file: bool,
     /// Per-file mode: the file manager of each open file, by inode, and

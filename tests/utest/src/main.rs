@@ -38,6 +38,7 @@ mod blk;
 mod fs;
 mod leak;
 mod mem;
+mod net;
 mod pipe;
 mod proc;
 mod ramdisk;
@@ -136,6 +137,14 @@ const TESTS: &[Test] = &[
     ),
     ("pipe::loan_cap_reached_writes_fall_back_whole", pipe::loan_cap_reached_writes_fall_back_whole),
     ("pipe::limits_are_root_only_and_checked", pipe::limits_are_root_only_and_checked),
+    ("net::tcp_echo_between_processes", net::tcp_echo_between_processes),
+    ("net::udp_datagrams", net::udp_datagrams),
+    ("net::errors", net::errors),
+    ("net::nonblocking_connect_and_poll", net::nonblocking_connect_and_poll),
+    ("net::port_exhaustion", net::port_exhaustion),
+    ("net::a_thousand_sockets", net::a_thousand_sockets),
+    ("net::peer_vanishes_mid_stream", net::peer_vanishes_mid_stream),
+    ("net::client_killed_with_data_queued", net::client_killed_with_data_queued),
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),

@@ -701,6 +701,8 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         serial: SerialMode::Captured,
         is_gdb: false,
         disk: Some(disk.to_path_buf()),
+        // Benchmark N (issue 13's second half) adds the card to both systems.
+        net: qemu::NetChoice::None,
     };
     let machine_for = |disk: &Path| -> Result<Vec<String>> {
         let mut probe = config_for(String::new(), &[], disk).to_args()?;
