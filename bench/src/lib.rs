@@ -41,6 +41,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod b;
 pub mod d;
 pub mod harness;
 pub mod p;

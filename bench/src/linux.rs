@@ -12,6 +12,7 @@
 //!
 //! Every `unsafe` here is a libc call; each says what it relies on.
 
+use crate::b::DiskFs;
 use crate::d::{Access, BlockIo, Device};
 use crate::p::PipeIo;
 use crate::r2::{Errno, Fd, Unix};
@@ -127,6 +128,17 @@ impl Unix for Linux {
     fn close(fd: Fd) -> Result<(), Errno> {
         // SAFETY: closing a descriptor; a bad one only gives EBADF.
         checked(unsafe { libc::close(fd) } as isize).map(|_| ())
+    }
+
+    fn fsync(fd: Fd) -> Result<(), Errno> {
+        // SAFETY: fsync of a descriptor; a bad one only gives EBADF.
+        checked(unsafe { libc::fsync(fd) } as isize).map(|_| ())
+    }
+
+    fn sync() -> Result<(), Errno> {
+        // SAFETY: sync takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+        Ok(())
     }
 
     fn unlink(path: &str) -> Result<(), Errno> {
@@ -282,6 +294,50 @@ impl PipeIo for Linux {
                 result => return result,
             }
         }
+    }
+}
+
+/// B's cold cache on Linux, as the issue asks: `sync`, then `echo 3 >
+/// /proc/sys/vm/drop_caches` (page cache, dentries and inodes).
+impl DiskFs for Linux {
+    fn make_cold(_dir: &str) -> Result<&'static str, String> {
+        Linux::sync().map_err(|e| alloc::format!("sync: {}", e.name()))?;
+        let fd = with_c_path("/proc/sys/vm/drop_caches", |path| {
+            // SAFETY: the path is a live NUL-terminated string.
+            unsafe { libc::open(path, libc::O_WRONLY) }
+        })
+        .and_then(|fd| checked(fd as isize))
+        .map_err(|e| alloc::format!("open /proc/sys/vm/drop_caches: {}", e.name()))?;
+        let written = Linux::write(fd as Fd, b"3\n");
+        let _ = Linux::close(fd as Fd);
+        written.map_err(|e| alloc::format!("write /proc/sys/vm/drop_caches: {}", e.name()))?;
+        Ok("sync; echo 3 > /proc/sys/vm/drop_caches")
+    }
+}
+
+/// `mkdir(path, 0755)`; one that exists already is fine.
+pub fn make_dir(path: &str) {
+    // SAFETY: the path is a live NUL-terminated string.
+    let _ = with_c_path(path, |path| unsafe { libc::mkdir(path, 0o755) });
+}
+
+/// Mounts the virtio-blk disk `/dev/vda` at `target` as ext2 (the disk
+/// rows of R2 and benchmark B: the same kind of ext2 image on the same
+/// kind of disk as Ridgeback's `/disk`), making `target` first. Already
+/// mounted (`EBUSY`) is fine.
+pub fn mount_disk(target: &str) -> Result<(), String> {
+    make_dir(target);
+    let fstype = b"ext2\0";
+    let source = b"/dev/vda\0";
+    let result = with_c_path(target, |path| {
+        // SAFETY: every string is NUL-terminated and live; no data.
+        unsafe { libc::mount(source.as_ptr().cast(), path, fstype.as_ptr().cast(), 0, core::ptr::null()) }
+    })
+    .map_err(|e| alloc::format!("mount {target}: {}", e.name()))?;
+    match checked(result as isize) {
+        Ok(_) => Ok(()),
+        Err(e) if e == Errno(libc::EBUSY as u64) => Ok(()),
+        Err(e) => Err(alloc::format!("mount -t ext2 /dev/vda {target}: {} (errno {e})", e.name())),
     }
 }
 
@@ -781,6 +837,17 @@ mod tests {
 
     const QUICK: Config = Config { sample_count: 1, min_sample_ns: 1_000_000 };
 
+    /// The tests fork (pipes, jobs, fork figures), and `cargo test` runs
+    /// them on threads of one process: a fork copies every descriptor of
+    /// every thread, so a child of one test kept another test's pipe
+    /// write end open and its reader never saw the end of file (the host
+    /// tests hung). Each test holds this while it runs.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn scratch_dir(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("r2-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -790,6 +857,7 @@ mod tests {
 
     #[test]
     fn file_figures_measure_and_leave_nothing_behind() {
+        let _serial = one_at_a_time();
         let dir = scratch_dir("files");
         let mut session = Session::new(dir.to_str().unwrap());
         for figure in ["read", "write", "copy", "creat"] {
@@ -809,6 +877,7 @@ mod tests {
 
     #[test]
     fn read_notices_a_damaged_file() {
+        let _serial = one_at_a_time();
         let dir = scratch_dir("damaged");
         let mut session = Session::new(dir.to_str().unwrap());
         session.measure::<Linux>("write", &QUICK).unwrap();
@@ -830,6 +899,7 @@ mod tests {
     /// without O_DIRECT), one job and five, checks included.
     #[test]
     fn d_runs_on_a_file_with_one_job_and_five() {
+        let _serial = one_at_a_time();
         use crate::d::{self, Access, Device, MANY_JOBS};
         let dir = scratch_dir("d");
         let path: &'static str = alloc::boxed::Box::leak(dir.join("region").to_str().unwrap().into());
@@ -847,6 +917,7 @@ mod tests {
 
     #[test]
     fn d_refuses_what_is_not_its_device() {
+        let _serial = one_at_a_time();
         use crate::d::{self, Access, Device};
         let dir = scratch_dir("d-refuse");
         let missing: &'static str = alloc::boxed::Box::leak(dir.join("ram9").to_str().unwrap().into());
@@ -867,6 +938,7 @@ mod tests {
     /// on one CPU and (when the host has two) on two, checksums included.
     #[test]
     fn p_pipe_figures_measure_and_check_every_byte() {
+        let _serial = one_at_a_time();
         use crate::p::{self, Method, Placement, Variant};
         ignore_sigpipe();
         let cpus = online_cpus();
@@ -889,6 +961,7 @@ mod tests {
 
     #[test]
     fn process_figures_measure() {
+        let _serial = one_at_a_time();
         let dir = scratch_dir("procs");
         let mut session = Session::new(dir.to_str().unwrap());
         for figure in ["pipe", "getpid", "sbrk", "fork"] {

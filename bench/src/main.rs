@@ -24,11 +24,12 @@ use bench::linux::{
     Linux, MAX_REQUEST_BYTES, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait,
     YieldPeer, online_cpus,
 };
-use bench::{Platform, d, p, r2, workloads};
+use bench::{Platform, b, d, p, r2, workloads};
 
-const FIGURES: &[&str] = &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d", "p"];
-const USAGE: &str =
-    "usage: bench [--samples N] [--sample-ms N] [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d|p]...";
+const FIGURES: &[&str] =
+    &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d", "p", "b", "r2disk"];
+const USAGE: &str = "usage: bench [--samples N] [--sample-ms N] \
+                     [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d|p|b|r2disk]...";
 
 fn main() {
     let (config, selected) = match harness::parse_options(std::env::args().skip(1), FIGURES) {
@@ -140,6 +141,51 @@ fn main() {
                     }
                 }
                 p::report_copies::<Linux>(&config);
+            }
+            // Seed 004's job on ext2 on the virtio-blk disk (mounted here
+            // from /dev/vda, which the driver gives a fresh image holding
+            // the job's sources), each job after a sync and drop_caches.
+            "b" => {
+                let dir = format!("{}/{}", r2::DISK_DIR, b::TREE_DIR);
+                let name = b::figure_name(None);
+                match bench::linux::mount_disk(r2::DISK_DIR) {
+                    Ok(()) => {
+                        failures += usize::from(!b::report::<Linux>(&name, &dir, &config, false, |_| {}))
+                    }
+                    Err(reason) => {
+                        harness::failure::<Linux>(&name, &reason);
+                        failures += 1;
+                    }
+                }
+            }
+            // R2's file rows on ext2 on the virtio-blk disk, without and
+            // with fsync before the clock stops.
+            "r2disk" => {
+                let mounted = bench::linux::mount_disk(r2::DISK_DIR);
+                let dir = format!("{}/r2", r2::DISK_DIR);
+                bench::linux::make_dir(&dir);
+                for (figures, suffix, is_fsync) in [
+                    (&r2::DISK_FIGURES[..], r2::DISK_SUFFIX, false),
+                    (&r2::FSYNC_FIGURES[..], r2::FSYNC_SUFFIX, true),
+                ] {
+                    let mut session =
+                        if is_fsync { r2::Session::with_fsync(&dir) } else { r2::Session::new(&dir) };
+                    for figure in figures {
+                        let name = format!("{}{suffix}", r2::figure_name(figure));
+                        let measured = match &mounted {
+                            Ok(()) => session.measure::<Linux>(figure, &config),
+                            Err(reason) => Err(reason.clone()),
+                        };
+                        match measured {
+                            Ok((unit, measurement)) => harness::report::<Linux>(&name, unit, &measurement),
+                            Err(reason) => {
+                                harness::failure::<Linux>(&name, &reason);
+                                failures += 1;
+                            }
+                        }
+                    }
+                    session.clean_up::<Linux>();
+                }
             }
             _ => unreachable!("parse_options accepts only FIGURES"),
         }

@@ -29,7 +29,10 @@
 //! break must end where it started.
 //!
 //! Where: the files are in [`DIR`], the memory file system's `/tmp` on
-//! Ridgeback and a tmpfs on the Linux guest.
+//! Ridgeback and a tmpfs on the Linux guest; the disk rows put them under
+//! [`DISK_DIR`], ext2 on the virtio-blk disk on both systems, and their
+//! `_fsync` variant ([`Session::with_fsync`]) `fsync`s each file written
+//! before its `close`, the clock running.
 
 use crate::Platform;
 use crate::harness::{self, Config, Measurement, Unit, measure_sections};
@@ -59,6 +62,11 @@ pub trait Unix: Platform {
     /// `write`: how many bytes of `bytes` were written.
     fn write(fd: Fd, bytes: &[u8]) -> Result<usize, Errno>;
     fn close(fd: Fd) -> Result<(), Errno>;
+    /// `fsync(fd)`: what was written to `fd` reaches the device (the disk
+    /// rows' `_fsync` figures, and benchmark B).
+    fn fsync(fd: Fd) -> Result<(), Errno>;
+    /// `sync()`: every file system writes what it holds.
+    fn sync() -> Result<(), Errno>;
     fn unlink(path: &str) -> Result<(), Errno>;
     /// `pipe`: (read end, write end).
     fn pipe() -> Result<(Fd, Fd), Errno>;
@@ -76,6 +84,18 @@ pub trait Unix: Platform {
 
 /// Where the files go: a memory file system on both systems.
 pub const DIR: &str = "/tmp";
+/// Where the disk rows' files go: ext2 on the virtio-blk disk, on both
+/// systems (`docs/benchmarks.md` R2 on disk).
+pub const DISK_DIR: &str = "/disk";
+/// The figures the disk rows measure: the ones that touch files. `read`
+/// has no `_fsync` variant ([`FSYNC_FIGURES`]): a read leaves nothing for
+/// `fsync` to force.
+pub const DISK_FIGURES: [&str; 4] = ["write", "read", "copy", "creat"];
+pub const FSYNC_FIGURES: [&str; 3] = ["write", "copy", "creat"];
+/// What the disk rows' names end with: `r2_write_8MB_disk`, and with
+/// `fsync` before the clock stops `r2_write_8MB_disk_fsync`.
+pub const DISK_SUFFIX: &str = "_disk";
+pub const FSYNC_SUFFIX: &str = "_disk_fsync";
 /// The file of the bandwidth rows: 8 MiB (the seed's "8 MB").
 pub const FILE_BYTES: usize = 8 << 20;
 /// One `read` or `write`: 8 KiB (the seed's "8 KB blocks").
@@ -147,6 +167,9 @@ pub struct Session {
     is_file_written: bool,
     /// The next never-used name number of the `creat` row.
     next_name: u64,
+    /// `fsync` every file written before its `close`, inside the timed
+    /// section (the disk rows' `_fsync` figures).
+    is_fsync: bool,
 }
 
 impl Session {
@@ -160,7 +183,14 @@ impl Session {
             other_block: Block::new(),
             is_file_written: false,
             next_name: 0,
+            is_fsync: false,
         }
+    }
+
+    /// A session whose files go into `dir` and that `fsync`s each file it
+    /// writes before closing it, the clock still running.
+    pub fn with_fsync(dir: &str) -> Session {
+        Session { is_fsync: true, ..Session::new(dir) }
     }
 
     /// Measures `figure` (a word of [`FIGURES`]) and prints its result
@@ -201,14 +231,14 @@ impl Session {
 
     fn write_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
         let unit = Unit::MegabytesPerSecond { bytes_per_op: FILE_BYTES as u64 };
-        let (path, block) = (&self.file_path, &mut self.block);
+        let (path, block, is_fsync) = (&self.file_path, &mut self.block, self.is_fsync);
         let measurement = measure_sections::<P>(unit, config, |iterations, stopwatch| {
             for _ in 0..iterations {
                 // A new file each time: the old one (absent the first
                 // time, hence no error check) goes untimed.
                 let _ = P::unlink(path);
                 stopwatch.start();
-                write_file::<P>(path, block)?;
+                write_file::<P>(path, block, is_fsync)?;
                 stopwatch.stop();
             }
             Ok(())
@@ -221,7 +251,7 @@ impl Session {
     fn ensure_file<P: Unix>(&mut self) -> Result<(), String> {
         if !self.is_file_written {
             let _ = P::unlink(&self.file_path);
-            write_file::<P>(&self.file_path, &mut self.block)?;
+            write_file::<P>(&self.file_path, &mut self.block, false)?;
             self.is_file_written = true;
         }
         Ok(())
@@ -248,7 +278,7 @@ impl Session {
     fn copy_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
         self.ensure_file::<P>()?;
         let unit = Unit::MegabytesPerSecond { bytes_per_op: FILE_BYTES as u64 };
-        let (from, to, block) = (&self.file_path, &self.copy_path, &mut self.block);
+        let (from, to, block, is_fsync) = (&self.file_path, &self.copy_path, &mut self.block, self.is_fsync);
         let measurement = measure_sections::<P>(unit, config, |iterations, stopwatch| {
             for _ in 0..iterations {
                 let _ = P::unlink(to);
@@ -260,6 +290,9 @@ impl Session {
                     write_all::<P>(destination, &block.0)?;
                 }
                 call("close", P::close(source))?;
+                if is_fsync {
+                    call("fsync", P::fsync(destination))?;
+                }
                 call("close", P::close(destination))?;
                 stopwatch.stop();
             }
@@ -337,7 +370,7 @@ impl Session {
     }
 
     fn creat_figure<P: Unix>(&mut self, config: &Config) -> Result<Measurement, String> {
-        let (dir, next_name) = (&self.dir, &mut self.next_name);
+        let (dir, next_name, is_fsync) = (&self.dir, &mut self.next_name, self.is_fsync);
         measure_sections::<P>(Unit::NanosPerOp, config, |iterations, stopwatch| {
             let mut first_of_batch = *next_name;
             stopwatch.start();
@@ -348,6 +381,9 @@ impl Session {
                 // from the session's first creat).
                 let fd =
                     P::create(name.as_str()).map_err(|e| describe(&format!("creat {}", name.as_str()), e))?;
+                if is_fsync {
+                    call("fsync", P::fsync(fd))?;
+                }
                 call("close", P::close(fd))?;
                 if *next_name - first_of_batch == CREAT_BATCH {
                     stopwatch.stop();
@@ -371,12 +407,16 @@ fn describe(what: &str, errno: Errno) -> String {
     format!("{what}: {} (errno {errno})", errno.name())
 }
 
-/// `creat`s the file and writes its [`BLOCKS`] numbered blocks.
-fn write_file<P: Unix>(path: &str, block: &mut Block) -> Result<(), String> {
+/// `creat`s the file and writes its [`BLOCKS`] numbered blocks, then
+/// `fsync`s it if asked.
+fn write_file<P: Unix>(path: &str, block: &mut Block, is_fsync: bool) -> Result<(), String> {
     let fd = call("creat", P::create(path))?;
     for number in 0..BLOCKS {
         block.stamp(number);
         write_all::<P>(fd, &block.0)?;
+    }
+    if is_fsync {
+        call("fsync", P::fsync(fd))?;
     }
     call("close", P::close(fd))
 }

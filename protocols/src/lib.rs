@@ -75,6 +75,7 @@ pub mod pager {
     /// Word 0 of the pager's "ready" message to the process that started it.
     pub const READY: u64 = 0x0050_4147_4552;
 }
+pub mod net;
 pub mod unix;
 
 /// Servers' boot options: words `server.option=value` on the kernel

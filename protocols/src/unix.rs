@@ -88,6 +88,27 @@ pub mod errno {
     pub const ENAMETOOLONG: Errno = Errno(36);
     pub const ENOSYS: Errno = Errno(38);
     pub const ENOTEMPTY: Errno = Errno(39);
+    // Sockets (Linux's numbers, as the other values here are).
+    pub const ENOTSOCK: Errno = Errno(88);
+    pub const EDESTADDRREQ: Errno = Errno(89);
+    pub const EMSGSIZE: Errno = Errno(90);
+    pub const ENOPROTOOPT: Errno = Errno(92);
+    pub const EPROTONOSUPPORT: Errno = Errno(93);
+    pub const EOPNOTSUPP: Errno = Errno(95);
+    pub const EAFNOSUPPORT: Errno = Errno(97);
+    pub const EADDRINUSE: Errno = Errno(98);
+    pub const EADDRNOTAVAIL: Errno = Errno(99);
+    pub const ENETUNREACH: Errno = Errno(101);
+    pub const ECONNABORTED: Errno = Errno(103);
+    pub const ECONNRESET: Errno = Errno(104);
+    pub const ENOBUFS: Errno = Errno(105);
+    pub const EISCONN: Errno = Errno(106);
+    pub const ENOTCONN: Errno = Errno(107);
+    pub const ETIMEDOUT: Errno = Errno(110);
+    pub const ECONNREFUSED: Errno = Errno(111);
+    pub const EHOSTUNREACH: Errno = Errno(113);
+    pub const EALREADY: Errno = Errno(114);
+    pub const EINPROGRESS: Errno = Errno(115);
 
     /// The usual short name of an error number, for messages.
     pub fn name(e: Errno) -> &'static str {
@@ -125,6 +146,26 @@ pub mod errno {
             ENAMETOOLONG => "ENAMETOOLONG (file name too long)",
             ENOSYS => "ENOSYS (function not implemented)",
             ENOTEMPTY => "ENOTEMPTY (directory not empty)",
+            ENOTSOCK => "ENOTSOCK (not a socket)",
+            EDESTADDRREQ => "EDESTADDRREQ (destination address required)",
+            EMSGSIZE => "EMSGSIZE (message too long)",
+            ENOPROTOOPT => "ENOPROTOOPT (protocol not available)",
+            EPROTONOSUPPORT => "EPROTONOSUPPORT (protocol not supported)",
+            EOPNOTSUPP => "EOPNOTSUPP (operation not supported)",
+            EAFNOSUPPORT => "EAFNOSUPPORT (address family not supported)",
+            EADDRINUSE => "EADDRINUSE (address already in use)",
+            EADDRNOTAVAIL => "EADDRNOTAVAIL (cannot assign requested address)",
+            ENETUNREACH => "ENETUNREACH (network is unreachable)",
+            ECONNABORTED => "ECONNABORTED (connection aborted)",
+            ECONNRESET => "ECONNRESET (connection reset by peer)",
+            ENOBUFS => "ENOBUFS (no buffer space available)",
+            EISCONN => "EISCONN (already connected)",
+            ENOTCONN => "ENOTCONN (not connected)",
+            ETIMEDOUT => "ETIMEDOUT (connection timed out)",
+            ECONNREFUSED => "ECONNREFUSED (connection refused)",
+            EHOSTUNREACH => "EHOSTUNREACH (no route to host)",
+            EALREADY => "EALREADY (operation already in progress)",
+            EINPROGRESS => "EINPROGRESS (operation in progress)",
             _ => "unknown error",
         }
     }
@@ -248,6 +289,9 @@ pub mod mode {
     pub const S_IFCHR: u32 = 0o020000;
     pub const S_IFBLK: u32 = 0o060000;
     pub const S_IFIFO: u32 = 0o010000;
+    /// A socket: a descriptor whose manager is the network server
+    /// (`crate::net`); it names no file.
+    pub const S_IFSOCK: u32 = 0o140000;
     pub const PERMISSIONS: u32 = 0o7777;
 
     pub fn is_dir(m: u32) -> bool {
@@ -264,6 +308,9 @@ pub mod mode {
     }
     pub fn is_fifo(m: u32) -> bool {
         m & S_IFMT == S_IFIFO
+    }
+    pub fn is_sock(m: u32) -> bool {
+        m & S_IFMT == S_IFSOCK
     }
     /// A device entry: a character or a block device.
     pub fn is_device(m: u32) -> bool {
@@ -622,12 +669,32 @@ impl ProcInfo {
 /// directly; handles come from the monitor. A handle is a sparse number
 /// (slot and a random check), so a process cannot guess another's.
 pub mod io {
-    /// Word 1 = handle, word 2 = most bytes wanted (at most
-    /// `abi::msg::MAX_DATA_BYTES`, one message's data). Reply: word 0
-    /// = bytes (0 at end of file), data = the bytes. A pipe or terminal
-    /// with nothing to read keeps the call until it has.
+    /// Word 1 = handle, word 2 = most bytes wanted; the caller lends its
+    /// whole buffer as the call's receive buffer (any length up to
+    /// `abi::lease::MAX_LEASE_BYTES`). Reply: word 0 = bytes read (0 at end
+    /// of file). The bytes are in the caller's buffer from its start
+    /// either way the manager chose: in the reply's data (at most
+    /// `abi::msg::MAX_DATA_BYTES`; terminals, pipes, and memfs for short
+    /// reads), or written through the lease (`lease_write`, memfs and the
+    /// file managers for longer ones: one copy, straight from the file's
+    /// pages). A manager may return fewer bytes than asked (a pipe or
+    /// terminal returns what it has); a regular file's manager returns
+    /// fewer only at the end of the file. A pipe or terminal with nothing
+    /// to read keeps the call until it has.
     pub const OP_READ: u64 = 1;
-    /// Word 1 = handle, data = the bytes. Reply: word 0 = bytes written.
+    /// Longest `OP_READ` memfs and the file managers answer with the bytes
+    /// in the reply message; longer ones go through the lease (below this
+    /// a second copy of a few bytes costs less than a kernel entry).
+    pub const INLINE_READ_MAX_BYTES: usize = 1024;
+    /// Word 1 = handle, word 2 = the length (0: the data in the message is
+    /// all of it); the caller lends the bytes as the call's send buffer.
+    /// When they fit a message (`abi::msg::MAX_DATA_BYTES`) they also
+    /// arrive as its data; a longer write's bytes are read through the
+    /// lease (`lease_read`) by managers that take them (memfs and the file
+    /// managers: straight into the file's pages, all or nothing: a lease
+    /// that fails half-way, `EFAULT`, leaves the file as it was). Reply:
+    /// word 0 = bytes written. Terminals and pipes take one message's data
+    /// per call; the runtime sends them no more.
     pub const OP_WRITE: u64 = 2;
     /// Word 1 = handle, word 2 = offset (i64), word 3 = whence
     /// ([`SEEK_SET`], [`SEEK_CUR`] or [`SEEK_END`]). Reply: word 0 = new
@@ -805,7 +872,9 @@ pub mod device {
     /// From the monitor: word 1 = open flags, word 2 = the device entry's
     /// inode (a manager serving several entries, as memfs does `/dev/null`
     /// and `/dev/zero`, tells them apart by it), data = the rest of the
-    /// path after the entry. Reply: word 0 = the handle.
+    /// path after the entry. Reply: word 0 = the handle; word 2 =
+    /// `mode::S_IFSOCK` when the handle is a socket (the network server,
+    /// `crate::net`), which becomes the descriptor's file type.
     pub const OP_OPEN: u64 = 64;
 }
 
@@ -1114,7 +1183,8 @@ pub mod filemgr {
     /// `O_TRUNC`, the contents go). Reply: word 0 = handle.
     pub const OP_OPEN: u64 = 71;
     /// The monitor's `io::OP_CLOSE` of the last handle gets reply word 1 =
-    /// 1: the contents are written back, and the file manager exits.
+    /// 1: the contents are written back, and the file manager waits, idle,
+    /// for another `OP_ATTACH` (it exits when the write-back failed).
     pub const CLOSED_LAST: u64 = 1;
 }
 

@@ -1,5 +1,6 @@
-//! Console output: `print!` and `println!` format into a buffer and write
-//! it with one request, so lines from different processes stay whole.
+//! Console output: `print!` and `println!` format into a buffer (up to
+//! [`BUFFER_BYTES`]) and write it with one request, so lines from
+//! different processes stay whole and a long output is one big transfer.
 //!
 //! The request goes to the console driver named by the process's bootstrap
 //! connection `abi::bootstrap::CONSOLE` (a `call`, so output is written
@@ -7,46 +8,83 @@
 //! no console (init before it starts one, the driver itself, test
 //! programs) writes through the kernel's debug console instead.
 
+use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
+/// Most bytes one `print!` gathers before it writes them: a formatted
+/// text up to this long is one `write` (one call to the manager of the
+/// output, which takes a file's bytes through the lease in one piece),
+/// not a call per small chunk.
+pub const BUFFER_BYTES: usize = 64 * 1024;
+
+/// What a `print!` has formatted so far: on the stack while it is short,
+/// on the heap up to [`BUFFER_BYTES`] (the heap may say no: then what is
+/// there is written and formatting goes on).
 struct LineBuffer {
-    bytes: [u8; 512],
+    short: [u8; 512],
     len: usize,
+    long: Vec<u8>,
     fd: i32,
 }
 
 impl LineBuffer {
+    fn new(fd: i32) -> LineBuffer {
+        LineBuffer { short: [0; 512], len: 0, long: Vec::new(), fd }
+    }
+
     fn flush(&mut self) {
-        if self.len > 0 {
-            write_fd(self.fd, &self.bytes[..self.len]);
-            self.len = 0;
+        if !self.long.is_empty() {
+            write_fd(self.fd, &self.long);
+            self.long.clear();
+        } else if self.len > 0 {
+            write_fd(self.fd, &self.short[..self.len]);
         }
+        self.len = 0;
     }
 }
 
 impl Write for LineBuffer {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        for chunk in s.as_bytes().chunks(self.bytes.len()) {
-            if self.len + chunk.len() > self.bytes.len() {
-                self.flush();
-            }
-            self.bytes[self.len..self.len + chunk.len()].copy_from_slice(chunk);
-            self.len += chunk.len();
+        let bytes = s.as_bytes();
+        if self.long.is_empty() && self.len + bytes.len() <= self.short.len() {
+            self.short[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+            return Ok(());
         }
+        if self.long.len() + bytes.len() > BUFFER_BYTES {
+            self.flush();
+        }
+        if self.long.is_empty() {
+            let want = (self.len + bytes.len()).min(BUFFER_BYTES);
+            if self.long.try_reserve(want).is_err() {
+                // No heap: write what there is, and these bytes at once.
+                self.flush();
+                write_fd(self.fd, bytes);
+                return Ok(());
+            }
+            self.long.extend_from_slice(&self.short[..self.len]);
+            self.len = 0;
+        }
+        if self.long.try_reserve(bytes.len()).is_err() {
+            self.flush();
+            write_fd(self.fd, bytes);
+            return Ok(());
+        }
+        self.long.extend_from_slice(bytes);
         Ok(())
     }
 }
 
 #[doc(hidden)]
 pub fn print_fmt(args: fmt::Arguments) {
-    let mut buf = LineBuffer { bytes: [0; 512], len: 0, fd: 1 };
+    let mut buf = LineBuffer::new(1);
     let _ = buf.write_fmt(args);
     buf.flush();
 }
 
 #[doc(hidden)]
 pub fn eprint_fmt(args: fmt::Arguments) {
-    let mut buf = LineBuffer { bytes: [0; 512], len: 0, fd: 2 };
+    let mut buf = LineBuffer::new(2);
     let _ = buf.write_fmt(args);
     buf.flush();
 }

@@ -5,7 +5,8 @@
 //!   its status;
 //! - [`sys`]: one safe function per kernel call, the only place that runs
 //!   the `syscall` instruction;
-//! - [`msg`]: the message calls, on top of `sys`;
+//! - [`msg`]: the message calls, on top of `sys`; [`lease`]: a server's
+//!   lease copies to and from several parts of its memory;
 //! - [`print!`]/[`println!`]: console output, through the console driver
 //!   named by the process's bootstrap connection, or the kernel's debug
 //!   console when there is none;
@@ -31,6 +32,7 @@ pub mod args;
 pub mod clock;
 mod heap;
 pub mod io;
+pub mod lease;
 pub mod msg;
 pub mod sys;
 pub mod unix;

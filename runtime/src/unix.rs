@@ -19,14 +19,14 @@
 mod block;
 #[path = "unix_pipe.rs"]
 mod pipe_io;
+#[path = "unix_socket.rs"]
+pub mod socket;
 
 use crate::msg::{self, Link, Queue};
 use abi::Pid;
 use alloc::string::String;
 use alloc::vec::Vec;
-use protocols::unix::{
-    self as ux, DirEntry as WireDirEntry, FdInfo, ProcInfo, Stat, errno, exec_args, io, monitor,
-};
+use protocols::unix::{self as ux, DirEntry as WireDirEntry, FdInfo, ProcInfo, Stat, errno, exec_args, io};
 use spin::Mutex;
 
 mod ramdriver;
@@ -34,6 +34,8 @@ mod ramdriver;
 /// A file descriptor.
 pub type Fd = i32;
 
+/// The user monitor's operations (named apart from the monitor server).
+use protocols::unix::monitor as monitor_ops;
 /// Most descriptors a process may have open: the monitor's limit.
 pub use protocols::unix::monitor::MAX_FDS;
 
@@ -178,7 +180,7 @@ fn fd_entry(fd: Fd) -> Result<(Link, FdInfo), Errno> {
     match slot {
         Slot::Open { link, info } => Ok((link, info)),
         Slot::Closed => Err(errno::EBADF),
-        Slot::Unknown => match monitor_call([monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []) {
+        Slot::Unknown => match monitor_call([monitor_ops::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []) {
             Ok((w, _)) => remember(fd as u64, FdInfo::decode([w[1], w[2], w[3]])),
             Err(e) => {
                 if e == errno::EBADF {
@@ -208,7 +210,7 @@ fn manager_call(
 
 /// `fork()`: 0 in the child, the child's pid in the parent.
 pub fn fork() -> Result<u64, Errno> {
-    let pid = monitor_word([monitor::OP_FORK, 0, 0, 0], &[])?;
+    let pid = monitor_word([monitor_ops::OP_FORK, 0, 0, 0], &[])?;
     if pid == 0 {
         ramdriver::after_fork();
     }
@@ -228,7 +230,7 @@ pub fn execve(path: &str, argv: &[&str], envp: &[&str]) -> Errno {
     if block.len() + exec_args::HEADER_BYTES > abi::msg::MAX_DATA_BYTES as usize {
         return errno::E2BIG;
     }
-    match monitor_call([monitor::OP_EXEC, argv.len() as u64, envp.len() as u64, 0], &block, &mut []) {
+    match monitor_call([monitor_ops::OP_EXEC, argv.len() as u64, envp.len() as u64, 0], &block, &mut []) {
         Ok(_) => errno::EIO, // a successful exec does not reply
         Err(e) => e,
     }
@@ -264,7 +266,7 @@ impl WaitStatus {
 /// with `nohang` when no child has ended yet.
 pub fn waitpid(pid: i64, nohang: bool) -> Result<Option<(u64, WaitStatus)>, Errno> {
     let options = if nohang { ux::wait_status::NO_HANG } else { 0 };
-    let (w, _) = monitor_call([monitor::OP_WAIT, pid as u64, options, 0], &[], &mut [])?;
+    let (w, _) = monitor_call([monitor_ops::OP_WAIT, pid as u64, options, 0], &[], &mut [])?;
     Ok((w[0] != 0).then_some((w[0], WaitStatus { raw: w[1], cpu_ns: w[2] })))
 }
 
@@ -274,41 +276,41 @@ pub fn getpid() -> u64 {
 }
 
 pub fn getppid() -> u64 {
-    monitor_word([monitor::OP_GETPPID, 0, 0, 0], &[]).unwrap_or(0)
+    monitor_word([monitor_ops::OP_GETPPID, 0, 0, 0], &[]).unwrap_or(0)
 }
 
 pub fn getuid() -> u32 {
-    monitor_call([monitor::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[0] as u32)
+    monitor_call([monitor_ops::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[0] as u32)
 }
 
 pub fn getgid() -> u32 {
-    monitor_call([monitor::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[1] as u32)
+    monitor_call([monitor_ops::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[1] as u32)
 }
 
 /// `setuid`/`setgid` in one (None = unchanged); root only.
 pub fn setuid_gid(uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
     let u = uid.map_or(u64::MAX, u64::from);
     let g = gid.map_or(u64::MAX, u64::from);
-    monitor_word([monitor::OP_SETUID, u, g, 0], &[]).map(|_| ())
+    monitor_word([monitor_ops::OP_SETUID, u, g, 0], &[]).map(|_| ())
 }
 
 /// `kill(pid, sig)`: pid ≤ 0 names a process group, as in POSIX.
 pub fn kill(pid: i64, sig: u64) -> Result<(), Errno> {
-    monitor_word([monitor::OP_KILL, pid as u64, sig, 0], &[]).map(|_| ())
+    monitor_word([monitor_ops::OP_KILL, pid as u64, sig, 0], &[]).map(|_| ())
 }
 
 /// Ignore `sig` (true) or restore its default action; returns whether it
 /// was ignored before.
 pub fn signal_ignore(sig: u64, ignore: bool) -> Result<bool, Errno> {
-    monitor_word([monitor::OP_SIGNAL_IGNORE, sig, ignore as u64, 0], &[]).map(|w| w != 0)
+    monitor_word([monitor_ops::OP_SIGNAL_IGNORE, sig, ignore as u64, 0], &[]).map(|w| w != 0)
 }
 
 pub fn setpgid(pid: u64, pgid: u64) -> Result<(), Errno> {
-    monitor_word([monitor::OP_SETPGID, pid, pgid, 0], &[]).map(|_| ())
+    monitor_word([monitor_ops::OP_SETPGID, pid, pgid, 0], &[]).map(|_| ())
 }
 
 pub fn getpgrp() -> Result<u64, Errno> {
-    monitor_word([monitor::OP_GETPGRP, 0, 0, 0], &[])
+    monitor_word([monitor_ops::OP_GETPGRP, 0, 0, 0], &[])
 }
 
 /// Make `pgid` the foreground group of the terminal open on `fd`.
@@ -325,7 +327,7 @@ pub struct Times {
 }
 
 pub fn times() -> Times {
-    match monitor_call([monitor::OP_TIMES, 0, 0, 0], &[], &mut []) {
+    match monitor_call([monitor_ops::OP_TIMES, 0, 0, 0], &[], &mut []) {
         Ok((w, _)) => Times {
             self_cpu_ns: crate::sys::info(abi::InfoKey::CpuTimeNs),
             children_cpu_ns: w[1],
@@ -355,7 +357,7 @@ pub fn ps() -> Result<Vec<ProcInfo>, Errno> {
     let mut index = 0u64;
     let mut buf = [0u8; ProcInfo::BYTES];
     loop {
-        let (w, len) = monitor_call([monitor::OP_PS, index, 0, 0], &[], &mut buf)?;
+        let (w, len) = monitor_call([monitor_ops::OP_PS, index, 0, 0], &[], &mut buf)?;
         if len >= ProcInfo::BYTES
             && let Some(p) = ProcInfo::decode(&buf)
         {
@@ -372,13 +374,13 @@ pub fn ps() -> Result<Vec<ProcInfo>, Errno> {
 /// `pipe.loan_cap=8M`: `protocols::unix::pipe::limits`). Root only
 /// (`EPERM`); `EINVAL` for an unknown name or a bad value.
 pub fn set_limit(setting: &str) -> Result<(), Errno> {
-    monitor_word([monitor::OP_SET_LIMIT, 0, 0, 0], setting.as_bytes()).map(|_| ())
+    monitor_word([monitor_ops::OP_SET_LIMIT, 0, 0, 0], setting.as_bytes()).map(|_| ())
 }
 
 /// The run-time limits and the loan accounting, as `name=value` lines.
 pub fn limits() -> Result<String, Errno> {
     let mut buf = [0u8; 512];
-    let (_, len) = monitor_call([monitor::OP_LIMITS, 0, 0, 0], &[], &mut buf)?;
+    let (_, len) = monitor_call([monitor_ops::OP_LIMITS, 0, 0, 0], &[], &mut buf)?;
     Ok(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned())
 }
 
@@ -386,7 +388,7 @@ pub fn limits() -> Result<String, Errno> {
 
 /// `open(path, flags, mode)`.
 pub fn open(path: &str, flags: u64, mode: u32) -> Result<Fd, Errno> {
-    let (w, _) = monitor_call([monitor::OP_OPEN, flags, mode as u64, 0], path.as_bytes(), &mut [])?;
+    let (w, _) = monitor_call([monitor_ops::OP_OPEN, flags, mode as u64, 0], path.as_bytes(), &mut [])?;
     remember(w[0], FdInfo::decode([w[1], w[2], w[3]]))?;
     Ok(w[0] as Fd)
 }
@@ -397,18 +399,18 @@ pub fn creat(path: &str, mode: u32) -> Result<Fd, Errno> {
 }
 
 pub fn close(fd: Fd) -> Result<(), Errno> {
-    let r = monitor_word([monitor::OP_CLOSE, fd as u64, 0, 0], &[]);
+    let r = monitor_word([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[]);
     forget(fd);
     ramdriver::forget(fd);
     r.map(|_| ())
 }
 
 pub fn dup(fd: Fd) -> Result<Fd, Errno> {
-    monitor_word([monitor::OP_DUP, fd as u64, 0, 0], &[]).map(|n| n as Fd)
+    monitor_word([monitor_ops::OP_DUP, fd as u64, 0, 0], &[]).map(|n| n as Fd)
 }
 
 pub fn dup2(old: Fd, new: Fd) -> Result<Fd, Errno> {
-    let r = monitor_word([monitor::OP_DUP2, old as u64, new as u64, 0], &[]);
+    let r = monitor_word([monitor_ops::OP_DUP2, old as u64, new as u64, 0], &[]);
     forget(new);
     ramdriver::forget(new);
     r.map(|n| n as Fd)
@@ -416,18 +418,48 @@ pub fn dup2(old: Fd, new: Fd) -> Result<Fd, Errno> {
 
 /// `pipe()`: (read end, write end).
 pub fn pipe() -> Result<(Fd, Fd), Errno> {
-    let (w, _) = monitor_call([monitor::OP_PIPE, 0, 0, 0], &[], &mut [])?;
+    let (w, _) = monitor_call([monitor_ops::OP_PIPE, 0, 0, 0], &[], &mut [])?;
     forget(w[0] as Fd);
     forget(w[1] as Fd);
     Ok((w[0] as Fd, w[1] as Fd))
 }
 
-/// `read()`: up to `buf.len()` bytes; 0 at end of file. A regular file is
-/// read in as many page-sized requests as the buffer needs, and so is a
-/// device the file system serves itself (`/dev/zero`, `/dev/null`: they
-/// never wait); a terminal returns what it has; a pipe returns what it
-/// has in one request for the whole buffer ([`pipe_io`]); a block device
-/// takes one request for the whole buffer ([`block`]).
+/// The directory manager's kernel pid (0: not asked yet; `u64::MAX`:
+/// none), kept so that the question costs no kernel call after the first.
+static FS_PID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Is `pid` the directory manager (memfs), from the bootstrap connection?
+fn is_directory_manager(pid: u64) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    let mut fs = FS_PID.load(Relaxed);
+    if fs == 0 {
+        fs = crate::sys::bootstrap(abi::bootstrap::FS).map_or(u64::MAX, |(p, _)| p.0);
+        FS_PID.store(fs, Relaxed);
+    }
+    fs == pid
+}
+
+/// Longest buffer one call lends (`abi::lease::MAX_LEASE_BYTES`).
+const MAX_LENT_BYTES: usize = abi::lease::MAX_LEASE_BYTES as usize;
+
+/// Does the manager of this descriptor take a write's bytes through the
+/// lease when the message cannot hold them? memfs (files, directories,
+/// its `/dev/null` and `/dev/zero`) and the per-file managers (regular
+/// files) do; a block device's driver has its own entry ([`block`]); the
+/// terminal and pipe managers take at most one message's data per call.
+fn takes_lent_writes(info: &FdInfo) -> bool {
+    ux::mode::is_reg(info.file_type) || is_directory_manager(info.manager_pid)
+}
+
+/// `read()`: up to `buf.len()` bytes; 0 at end of file. One call to the
+/// object's manager lends it the whole buffer (up to
+/// `abi::lease::MAX_LEASE_BYTES`, more in several calls for a regular
+/// file) with word 2 = its length; the manager answers word 0 = the bytes
+/// read, having put them either in the reply (at most a page) or straight
+/// into the buffer through the lease (`protocols::unix::io::OP_READ`). A
+/// terminal returns what it has; a pipe returns what it has in one request
+/// for the whole buffer ([`pipe_io`]); a block device has its own rules
+/// ([`block`]).
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     let (link, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
@@ -439,26 +471,32 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     if ux::mode::is_fifo(info.file_type) {
         return pipe_io::read(fd, buf);
     }
-    let served_by_fs =
-        crate::sys::bootstrap(abi::bootstrap::FS).is_some_and(|(p, _)| p.0 == info.manager_pid);
-    let is_file = ux::mode::is_reg(info.file_type) || served_by_fs;
-    let page = abi::msg::MAX_DATA_BYTES as usize;
+    if ux::mode::is_sock(info.file_type) {
+        return socket::recv(fd, buf);
+    }
+    // A regular file, or a device the directory manager serves itself
+    // (`/dev/zero`, `/dev/null`: they never wait): read until the buffer is
+    // full or the manager gives less (the end).
+    let is_file = ux::mode::is_reg(info.file_type) || is_directory_manager(info.manager_pid);
     let mut done = 0;
-    while done < buf.len() {
-        let want = (buf.len() - done).min(page);
-        let (w, len) = manager_call(fd, [io::OP_READ, 0, want as u64, 0], &[], &mut buf[done..done + want])?;
-        let got = (w[0] as usize).min(len);
+    loop {
+        let want = (buf.len() - done).min(MAX_LENT_BYTES);
+        let into = &mut buf[done..done + want];
+        let (w, _) = manager_call(fd, [io::OP_READ, 0, want as u64, 0], &[], into)?;
+        let got = (w[0] as usize).min(want);
         done += got;
-        if got < want || !is_file {
-            break;
+        if got < want || !is_file || done == buf.len() {
+            return Ok(done);
         }
     }
-    Ok(done)
 }
 
-/// `write()`: all of `buf`, in page-sized requests (a whole aligned page
-/// travels by copy-on-write), unless an error stops it; to a block device
-/// or a pipe, one request for the whole buffer ([`block`], [`pipe_io`]).
+/// `write()`: all of `buf` unless an error stops it. To a file, one call
+/// lending the whole buffer (up to `abi::lease::MAX_LEASE_BYTES` a call):
+/// the manager takes the bytes from the message when they fit one, else
+/// through the lease, straight into the file (`protocols::unix::io::OP_WRITE`).
+/// To a terminal, one message's data per call. To a block device or a
+/// pipe, one request for the whole buffer ([`block`], [`pipe_io`]).
 pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
     let (link, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
@@ -470,19 +508,19 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
     if ux::mode::is_fifo(info.file_type) && !buf.is_empty() {
         return pipe_io::write(fd, buf);
     }
-    let page = abi::msg::MAX_DATA_BYTES as usize;
+    if ux::mode::is_sock(info.file_type) {
+        return socket::send(fd, buf);
+    }
+    let most = if takes_lent_writes(&info) { MAX_LENT_BYTES } else { abi::msg::MAX_DATA_BYTES as usize };
     let mut done = 0;
     while done < buf.len() {
-        let chunk = &buf[done..(done + page).min(buf.len())];
-        match manager_call(fd, [io::OP_WRITE, 0, 0, 0], chunk, &mut []) {
+        let chunk = &buf[done..(done + most).min(buf.len())];
+        match manager_call(fd, [io::OP_WRITE, 0, chunk.len() as u64, 0], chunk, &mut []) {
             Ok((w, _)) if w[0] > 0 => done += (w[0] as usize).min(chunk.len()),
             Ok(_) => return Err(errno::EIO),
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
         }
-    }
-    if buf.is_empty() {
-        fd_entry(fd)?;
     }
     Ok(done)
 }
@@ -538,33 +576,33 @@ fn sync_fd(fd: Fd, how: u64) -> Result<(), Errno> {
 }
 
 /// `sync()`: every mounted disk file system writes what it holds and
-/// flushes its device (`monitor::OP_SYNC`).
+/// flushes its device (`monitor_ops::OP_SYNC`).
 pub fn sync() -> Result<(), Errno> {
-    monitor_word([monitor::OP_SYNC, 0, 0, 0], &[]).map(|_| ())
+    monitor_word([monitor_ops::OP_SYNC, 0, 0, 0], &[]).map(|_| ())
 }
 
-/// `mount(source, target, options)`: root only (`monitor::OP_MOUNT`).
+/// `mount(source, target, options)`: root only (`monitor_ops::OP_MOUNT`).
 pub fn mount(source: &str, target: &str, options: &str) -> Result<(), Errno> {
     let mut data = Vec::new();
     for part in [source, target, options] {
         data.extend_from_slice(part.as_bytes());
         data.push(0);
     }
-    monitor_word([monitor::OP_MOUNT, 0, 0, 0], &data).map(|_| ())
+    monitor_word([monitor_ops::OP_MOUNT, 0, 0, 0], &data).map(|_| ())
 }
 
-/// The mount table: `source target type options` lines (`monitor::OP_MOUNTS`).
+/// The mount table: `source target type options` lines (`monitor_ops::OP_MOUNTS`).
 pub fn mounts() -> Result<String, Errno> {
     let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
-    let (_, len) = monitor_call([monitor::OP_MOUNTS, 0, 0, 0], &[], &mut buf)?;
+    let (_, len) = monitor_call([monitor_ops::OP_MOUNTS, 0, 0, 0], &[], &mut buf)?;
     Ok(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned())
 }
 
 /// The disk file systems' counters: `point:name=value` lines
-/// (`monitor::OP_FS_STATS`).
+/// (`monitor_ops::OP_FS_STATS`).
 pub fn fs_stats() -> Result<String, Errno> {
     let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
-    let (_, len) = monitor_call([monitor::OP_FS_STATS, 0, 0, 0], &[], &mut buf)?;
+    let (_, len) = monitor_call([monitor_ops::OP_FS_STATS, 0, 0, 0], &[], &mut buf)?;
     Ok(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned())
 }
 
@@ -578,20 +616,20 @@ pub fn fstat(fd: Fd) -> Result<Stat, Errno> {
 
 pub fn stat(path: &str) -> Result<Stat, Errno> {
     let mut buf = [0u8; Stat::BYTES];
-    monitor_call([monitor::OP_STAT, 0, 0, 0], path.as_bytes(), &mut buf)?;
+    monitor_call([monitor_ops::OP_STAT, 0, 0, 0], path.as_bytes(), &mut buf)?;
     Stat::decode(&buf).ok_or(errno::EIO)
 }
 
 pub fn unlink(path: &str) -> Result<(), Errno> {
-    monitor_word([monitor::OP_UNLINK, 0, 0, 0], path.as_bytes()).map(|_| ())
+    monitor_word([monitor_ops::OP_UNLINK, 0, 0, 0], path.as_bytes()).map(|_| ())
 }
 
 pub fn mkdir(path: &str, mode: u32) -> Result<(), Errno> {
-    monitor_word([monitor::OP_MKDIR, mode as u64, 0, 0], path.as_bytes()).map(|_| ())
+    monitor_word([monitor_ops::OP_MKDIR, mode as u64, 0, 0], path.as_bytes()).map(|_| ())
 }
 
 pub fn rmdir(path: &str) -> Result<(), Errno> {
-    monitor_word([monitor::OP_RMDIR, 0, 0, 0], path.as_bytes()).map(|_| ())
+    monitor_word([monitor_ops::OP_RMDIR, 0, 0, 0], path.as_bytes()).map(|_| ())
 }
 
 pub fn rename(old: &str, new: &str) -> Result<(), Errno> {
@@ -599,24 +637,24 @@ pub fn rename(old: &str, new: &str) -> Result<(), Errno> {
     data.extend_from_slice(old.as_bytes());
     data.push(0);
     data.extend_from_slice(new.as_bytes());
-    monitor_word([monitor::OP_RENAME, 0, 0, 0], &data).map(|_| ())
+    monitor_word([monitor_ops::OP_RENAME, 0, 0, 0], &data).map(|_| ())
 }
 
 pub fn chdir(path: &str) -> Result<(), Errno> {
-    monitor_word([monitor::OP_CHDIR, 0, 0, 0], path.as_bytes()).map(|_| ())
+    monitor_word([monitor_ops::OP_CHDIR, 0, 0, 0], path.as_bytes()).map(|_| ())
 }
 
 pub fn chmod(path: &str, mode: u32) -> Result<(), Errno> {
-    monitor_word([monitor::OP_CHMOD, mode as u64, 0, 0], path.as_bytes()).map(|_| ())
+    monitor_word([monitor_ops::OP_CHMOD, mode as u64, 0, 0], path.as_bytes()).map(|_| ())
 }
 
 pub fn chown(path: &str, uid: u32, gid: u32) -> Result<(), Errno> {
-    monitor_word([monitor::OP_CHOWN, uid as u64, gid as u64, 0], path.as_bytes()).map(|_| ())
+    monitor_word([monitor_ops::OP_CHOWN, uid as u64, gid as u64, 0], path.as_bytes()).map(|_| ())
 }
 
 pub fn getcwd() -> Result<String, Errno> {
     let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
-    let (_, len) = monitor_call([monitor::OP_GETCWD, 0, 0, 0], &[], &mut buf)?;
+    let (_, len) = monitor_call([monitor_ops::OP_GETCWD, 0, 0, 0], &[], &mut buf)?;
     buf.truncate(len);
     String::from_utf8(buf).map_err(|_| errno::EIO)
 }

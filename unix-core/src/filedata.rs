@@ -40,7 +40,9 @@ use protocols::unix::errno::{EBADF, EBUSY, EFBIG, EINVAL, ENOMEM, ENOSPC, ENOSYS
 use protocols::unix::{Stat, encode_result, filemgr, io, open_flags};
 
 use crate::handles::HandleTable;
+use crate::lease::{Bytes, BytesMut, Lent, ZERO_PAGE};
 use crate::seek::seek_offset;
+use protocols::unix::io::INLINE_READ_MAX_BYTES;
 
 /// A POSIX error number (`protocols::unix::errno`).
 pub use protocols::unix::Errno;
@@ -97,6 +99,29 @@ pub struct Limits {
 
 fn pages_for(size_bytes: u64) -> u64 {
     size_bytes.div_ceil(PAGE_BYTES as u64)
+}
+
+/// The held pages' bytes from `offset_bytes` for `len` bytes, as parts in
+/// order; every page there must be held.
+fn slot_parts(slots: &mut [Slot], offset_bytes: u64, len: usize) -> Result<Vec<&mut [u8]>, Errno> {
+    let mut parts: Vec<&mut [u8]> = Vec::new();
+    parts.try_reserve_exact(len.div_ceil(PAGE_BYTES) + 1).map_err(|_| ENOSPC)?;
+    if len == 0 {
+        return Ok(parts);
+    }
+    let (first, mut within) = split(offset_bytes);
+    let mut left = len;
+    for slot in slots[first..].iter_mut() {
+        if left == 0 {
+            break;
+        }
+        let page = slot.page.as_mut().ok_or(ENOSPC)?;
+        let chunk = (PAGE_BYTES - within).min(left);
+        parts.push(&mut page.bytes_mut()[within..within + chunk]);
+        left -= chunk;
+        within = 0;
+    }
+    Ok(parts)
 }
 
 /// Which page, and where in it, byte `pos` is.
@@ -212,35 +237,57 @@ impl FileData {
     /// Bytes from `offset_bytes` into `buf`; 0 at or past the end. Holes
     /// read as zeros.
     pub fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> usize {
-        if offset_bytes >= self.size_bytes {
-            return 0;
+        let len = buf.len() as u64;
+        self.read_to(offset_bytes, len, &mut BytesMut(buf)).unwrap_or(0)
+    }
+
+    /// Up to `len` bytes from `offset_bytes` into `to` (a caller's lent
+    /// buffer), straight from the pages (holes from [`ZERO_PAGE`]): the
+    /// bytes moved, 0 at or past the end. `ENOMEM` when the list of parts
+    /// cannot be had; the lease's errors as it gives them.
+    pub fn read_to(&self, offset_bytes: u64, len: u64, to: &mut dyn Lent) -> Result<usize, Errno> {
+        if offset_bytes >= self.size_bytes || len == 0 {
+            return Ok(0);
         }
-        let n = (buf.len() as u64).min(self.size_bytes - offset_bytes) as usize;
+        let n = len.min(self.size_bytes - offset_bytes) as usize;
+        let mut parts: Vec<&[u8]> = Vec::new();
+        parts.try_reserve_exact(n.div_ceil(PAGE_BYTES) + 1).map_err(|_| ENOMEM)?;
         let mut done = 0;
         while done < n {
             let (index, within) = split(offset_bytes + done as u64);
             let chunk = (PAGE_BYTES - within).min(n - done);
-            let out = &mut buf[done..done + chunk];
-            match self.slots.get(index).and_then(|s| s.page.as_ref()) {
-                Some(page) => out.copy_from_slice(&page.bytes()[within..within + chunk]),
-                None => out.fill(0),
-            }
+            parts.push(match self.slots.get(index).and_then(|s| s.page.as_ref()) {
+                Some(page) => &page.bytes()[within..within + chunk],
+                None => &ZERO_PAGE[..chunk],
+            });
             done += chunk;
         }
-        n
+        to.write_parts(0, &parts)?;
+        Ok(n)
     }
 
     /// Write `data` at `offset_bytes`, growing the file (a gap becomes a
     /// hole). All or nothing: `EFBIG` past the size limit, `ENOSPC` when
     /// the pages cannot be had.
     pub fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> Result<usize, Errno> {
-        if data.is_empty() {
+        self.write_from(offset_bytes, data.len() as u64, &mut Bytes(data))
+    }
+
+    /// Write `len` bytes of `from` (a caller's lent buffer, from its
+    /// offset 0) at `offset_bytes`, straight into the pages; as
+    /// [`FileData::write_at`], and all or nothing also when the lease fails
+    /// half-way (`EFAULT`): bytes past the old size go straight into the
+    /// pages and are cleared again on failure; those over old bytes are
+    /// read aside first.
+    pub fn write_from(&mut self, offset_bytes: u64, len: u64, from: &mut dyn Lent) -> Result<usize, Errno> {
+        if len == 0 {
             return Ok(0);
         }
-        let end = offset_bytes.checked_add(data.len() as u64).ok_or(EFBIG)?;
+        let end = offset_bytes.checked_add(len).ok_or(EFBIG)?;
         if end > self.limits.max_size_bytes {
             return Err(EFBIG);
         }
+        let len = usize::try_from(len).map_err(|_| EFBIG)?;
         let (first, _) = split(offset_bytes);
         let (last, _) = split(end - 1);
         let missing =
@@ -254,20 +301,33 @@ impl FileData {
         for index in first..=last {
             self.page_at(index, ENOSPC)?;
         }
-        let mut done = 0;
-        while done < data.len() {
-            let (index, within) = split(offset_bytes + done as u64);
-            let chunk = (PAGE_BYTES - within).min(data.len() - done);
-            let slot = &mut self.slots[index];
-            if let Some(page) = slot.page.as_mut() {
-                page.bytes_mut()[within..within + chunk].copy_from_slice(&data[done..done + chunk]);
-                slot.dirty = true;
+        let overwrite = self.size_bytes.saturating_sub(offset_bytes).min(len as u64) as usize;
+        let mut aside: Vec<u8> = Vec::new();
+        if overwrite > 0 && from.may_fail() {
+            aside.try_reserve_exact(overwrite).map_err(|_| ENOSPC)?;
+            aside.resize(overwrite, 0);
+            from.read_parts(0, &mut [&mut aside[..]])?;
+        }
+        let direct_from = if aside.is_empty() { 0 } else { overwrite };
+        let mut parts = slot_parts(&mut self.slots, offset_bytes + direct_from as u64, len - direct_from)?;
+        if let Err(e) = from.read_parts(direct_from as u64, &mut parts) {
+            // Only bytes at or past the old size were touched: clear them.
+            for part in parts.iter_mut() {
+                part.fill(0);
             }
-            done += chunk;
+            return Err(e);
+        }
+        drop(parts);
+        if !aside.is_empty() {
+            let mut parts = slot_parts(&mut self.slots, offset_bytes, overwrite)?;
+            let _ = Bytes(&aside).read_parts(0, &mut parts);
+        }
+        for slot in &mut self.slots[first..=last] {
+            slot.dirty = true;
         }
         self.size_bytes = self.size_bytes.max(end);
         self.modified = true;
-        Ok(data.len())
+        Ok(len)
     }
 
     /// Set the size: shrinking frees whole pages and clears the tail of
@@ -443,11 +503,18 @@ impl FileManager {
 
     /// `read` at the handle's offset, which advances by the bytes read.
     pub fn read(&mut self, handle: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let len = buf.len() as u64;
+        self.read_lent(handle, len, &mut BytesMut(buf))
+    }
+
+    /// `read` of up to `len` bytes into a caller's lent buffer, straight
+    /// from the pages; the offset moves only when every byte arrived.
+    pub fn read_lent(&mut self, handle: u64, len: u64, to: &mut dyn Lent) -> Result<usize, Errno> {
         let (f, d) = self.file_and_description(handle)?;
         if !open_flags::readable(d.flags) {
             return Err(EBADF);
         }
-        let n = f.data.read_at(d.offset_bytes, buf);
+        let n = f.data.read_to(d.offset_bytes, len, to)?;
         d.offset_bytes += n as u64;
         Ok(n)
     }
@@ -455,12 +522,24 @@ impl FileManager {
     /// `write` at the handle's offset (at the end with `O_APPEND`), which
     /// advances by the bytes written.
     pub fn write(&mut self, handle: u64, data: &[u8], now_ns: u64) -> Result<usize, Errno> {
+        self.write_lent(handle, data.len() as u64, &mut Bytes(data), now_ns)
+    }
+
+    /// `write` of `len` bytes from a caller's lent buffer, straight into
+    /// the pages: all or nothing (see [`FileData::write_from`]).
+    pub fn write_lent(
+        &mut self,
+        handle: u64,
+        len: u64,
+        from: &mut dyn Lent,
+        now_ns: u64,
+    ) -> Result<usize, Errno> {
         let (f, d) = self.file_and_description(handle)?;
         if !open_flags::writable(d.flags) {
             return Err(EBADF);
         }
         let offset = if d.flags & open_flags::O_APPEND != 0 { f.data.size_bytes() } else { d.offset_bytes };
-        let n = f.data.write_at(offset, data)?;
+        let n = f.data.write_from(offset, len, from)?;
         if n > 0 {
             f.stat.mtime_ns = now_ns;
         }
@@ -483,7 +562,9 @@ impl FileManager {
     }
 
     /// Decode and answer one call: words `m` and data `data` from
-    /// `sender`; reply data goes into `tx`.
+    /// `sender`; reply data goes into `tx`; `lent` is the caller's buffers
+    /// lent with the call, through which long reads and writes move (the
+    /// rule of memfs, `crate::memfs::Service::io_request`).
     pub fn request(
         &mut self,
         sender: u64,
@@ -491,6 +572,7 @@ impl FileManager {
         data: &[u8],
         now_ns: u64,
         tx: &mut [u8; PAGE_BYTES],
+        lent: &mut dyn Lent,
     ) -> Step {
         let [op, w1, w2, w3] = m;
         let from_monitor = sender == self.monitor;
@@ -507,11 +589,18 @@ impl FileManager {
                 Ok(false) => Ok(value(0)),
                 Err(e) => Err(e),
             },
-            io::OP_READ => {
-                let max = usize::try_from(w2).unwrap_or(usize::MAX).min(tx.len());
-                self.read(w1, &mut tx[..max]).map(|n| Step::Reply([n as u64, 0, 0, 0], n))
+            io::OP_READ if w2 <= INLINE_READ_MAX_BYTES as u64 => {
+                self.read(w1, &mut tx[..w2 as usize]).map(|n| Step::Reply([n as u64, 0, 0, 0], n))
             }
-            io::OP_WRITE => self.write(w1, data, now_ns).map(|n| value(n as u64)),
+            io::OP_READ => self.read_lent(w1, w2, lent).map(|n| value(n as u64)),
+            io::OP_WRITE => {
+                let len = if w2 == 0 { data.len() as u64 } else { w2 };
+                match data.get(..usize::try_from(len).unwrap_or(usize::MAX)) {
+                    Some(bytes) => self.write(w1, bytes, now_ns),
+                    None => self.write_lent(w1, len, lent, now_ns),
+                }
+                .map(|n| value(n as u64))
+            }
             io::OP_SEEK => self.seek(w1, w2 as i64, w3).map(value),
             io::OP_FSTAT => self.fstat(w1).map(|st| {
                 tx[..Stat::BYTES].copy_from_slice(&st.encode());
@@ -530,6 +619,7 @@ impl FileManager {
 mod tests {
     use super::*;
     use crate::handles::MAX_HANDLES;
+    use crate::lease::testing::Lender;
     use crate::seek::{SEEK_CUR, SEEK_END, SEEK_SET};
     use open_flags::{O_APPEND, O_DIRECTORY, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY};
     use protocols::unix::errno::ENFILE;
@@ -744,6 +834,49 @@ mod tests {
         assert!(!d.is_modified());
     }
 
+    /// Reads and writes through the lease at unaligned offsets across
+    /// pages, and a lent buffer with an unmapped piece: `EFAULT`, nothing
+    /// changed, nothing marked for the write-back.
+    #[test]
+    fn lent_reads_and_writes() {
+        let original = pattern(2 * P + 5);
+        let mut m = manager(&original);
+        let h = open(&mut m, O_RDWR);
+        let len = 3 * P + 17;
+        let mut lender = Lender::new(pattern(len).iter().map(|b| !b).collect());
+        assert_eq!(call(&mut m, 3, [io::OP_SEEK, h, P as u64 - 3, SEEK_SET], &[]).0, Ok(P as u64 - 3));
+        let (r, _) = call_lent(&mut m, 3, [io::OP_WRITE, h, len as u64, 0], &[], &mut lender);
+        assert_eq!(r, Ok(len as u64));
+        let mut want = original.clone();
+        want.truncate(P - 3);
+        want.extend(pattern(len).iter().map(|b| !b));
+        assert_eq!(call(&mut m, 3, [io::OP_SEEK, h, 1, SEEK_SET], &[]).0, Ok(1));
+        let (r, got) = call(&mut m, 3, [io::OP_READ, h, 5 * P as u64, 0], &[]);
+        assert_eq!(r, Ok(want.len() as u64 - 1));
+        assert_eq!(got, &want[1..]);
+        // Failed writes: appending and overwriting.
+        let d = m.data().unwrap();
+        let dirty_before: Vec<u64> = d.dirty_pages().map(|(o, _)| o).collect();
+        for at in [want.len() as u64, 2, want.len() as u64 - 3] {
+            let mut bad = Lender::new(vec![1; 2 * P]);
+            bad.unmapped = P + 7..P + 8;
+            assert_eq!(call(&mut m, 3, [io::OP_SEEK, h, at, SEEK_SET], &[]).0, Ok(at));
+            let (r, _) = call_lent(&mut m, 3, [io::OP_WRITE, h, 2 * P as u64, 0], &[], &mut bad);
+            assert_eq!(r, Err(protocols::unix::errno::EFAULT));
+            assert_eq!(call(&mut m, 3, [io::OP_SEEK, h, 0, SEEK_CUR], &[]).0, Ok(at));
+            assert_eq!(all(m.data().unwrap()), want, "nothing of a failed write lands");
+        }
+        let dirty_after: Vec<u64> = m.data().unwrap().dirty_pages().map(|(o, _)| o).collect();
+        assert_eq!(dirty_before, dirty_after, "a failed write marks nothing");
+        // A read into a bad lent buffer: EFAULT, the offset stays.
+        let mut bad = Lender::new(vec![0; 2 * P]);
+        bad.unmapped = 0..1;
+        assert_eq!(call(&mut m, 3, [io::OP_SEEK, h, 0, SEEK_SET], &[]).0, Ok(0));
+        let (r, _) = call_lent(&mut m, 3, [io::OP_READ, h, 2 * P as u64, 0], &[], &mut bad);
+        assert_eq!(r, Err(protocols::unix::errno::EFAULT));
+        assert_eq!(call(&mut m, 3, [io::OP_SEEK, h, 0, SEEK_CUR], &[]).0, Ok(0));
+    }
+
     #[test]
     fn write_back_of_a_shrink_only() {
         let original = pattern(2 * P);
@@ -775,8 +908,23 @@ mod tests {
     }
 
     fn call(m: &mut FileManager, sender: u64, words: [u64; 4], data: &[u8]) -> (Result<u64, Errno>, Vec<u8>) {
+        call_lent(m, sender, words, data, &mut Lender::new(vec![0; 16 * P]))
+    }
+
+    /// A call lending `lender`; the data is what the reply carried or, for
+    /// a read answered through the lease, what went there.
+    fn call_lent(
+        m: &mut FileManager,
+        sender: u64,
+        words: [u64; 4],
+        data: &[u8],
+        lender: &mut Lender,
+    ) -> (Result<u64, Errno>, Vec<u8>) {
         let mut tx = [0u8; P];
-        match m.request(sender, words, data, 1000, &mut tx) {
+        match m.request(sender, words, data, 1000, &mut tx, lender) {
+            Step::Reply(w, 0) if words[0] == io::OP_READ && result(w[0]).is_ok() => {
+                (result(w[0]), lender.bytes[..w[0] as usize].to_vec())
+            }
             Step::Reply(w, len) => (result(w[0]), tx[..len].to_vec()),
             other => panic!("{other:?}"),
         }
@@ -790,16 +938,32 @@ mod tests {
     fn attach_protocol() {
         let mut m = FileManager::new(MONITOR, 1);
         let mut tx = [0u8; P];
-        assert_eq!(m.request(8, [filemgr::OP_ATTACH, 2, 0, 55], &[], 0, &mut tx), error(EPERM));
-        assert_eq!(m.request(MONITOR, [filemgr::OP_ATTACH, 2, 1 << 40, 55], &[], 0, &mut tx), error(EINVAL));
         assert_eq!(
-            m.request(MONITOR, [filemgr::OP_ATTACH, 2, 0, 55], &[], 0, &mut tx),
+            m.request(8, [filemgr::OP_ATTACH, 2, 0, 55], &[], 0, &mut tx, &mut Lender::new(vec![])),
+            error(EPERM)
+        );
+        assert_eq!(
+            m.request(
+                MONITOR,
+                [filemgr::OP_ATTACH, 2, 1 << 40, 55],
+                &[],
+                0,
+                &mut tx,
+                &mut Lender::new(vec![])
+            ),
+            error(EINVAL)
+        );
+        assert_eq!(
+            m.request(MONITOR, [filemgr::OP_ATTACH, 2, 0, 55], &[], 0, &mut tx, &mut Lender::new(vec![])),
             Step::Attach { fs_pid: 2, fs_queue: 0, fs_handle: 55 }
         );
         // Opens wait for the file.
         assert_eq!(call(&mut m, MONITOR, [filemgr::OP_OPEN, O_RDONLY, 0, 0], &[]).0, Err(EINVAL));
         m.attached(stat(), loaded(b"data"));
-        assert_eq!(m.request(MONITOR, [filemgr::OP_ATTACH, 2, 0, 55], &[], 0, &mut tx), error(EBUSY));
+        assert_eq!(
+            m.request(MONITOR, [filemgr::OP_ATTACH, 2, 0, 55], &[], 0, &mut tx, &mut Lender::new(vec![])),
+            error(EBUSY)
+        );
         assert_eq!(m.data().unwrap().size_bytes(), 4);
     }
 
@@ -915,7 +1079,10 @@ mod tests {
         let st = Stat::decode(&bytes).unwrap();
         assert_eq!(st, Stat { size_bytes: 3, mtime_ns: 5, ..stat() });
         let mut tx = [0u8; P];
-        assert_eq!(m.request(3, [io::OP_WRITE, h, 0, 0], b"defg", 777, &mut tx), value(4));
+        assert_eq!(
+            m.request(3, [io::OP_WRITE, h, 0, 0], b"defg", 777, &mut tx, &mut Lender::new(vec![])),
+            value(4)
+        );
         let st = Stat::decode(&call(&mut m, 3, [io::OP_FSTAT, h, 0, 0], &[]).1).unwrap();
         assert_eq!((st.size_bytes, st.mtime_ns, st.ino, st.uid), (4, 777, 12, 3));
     }
@@ -938,7 +1105,10 @@ mod tests {
         assert_eq!(call(&mut m, 3, [io::OP_WRITE, a, 0, 0], b"X").0, Ok(1));
         assert_eq!(call(&mut m, MONITOR, [io::OP_CLOSE, a, 0, 0], &[]).0, Ok(0));
         let mut tx = [0u8; P];
-        assert_eq!(m.request(MONITOR, [io::OP_CLOSE, b, 0, 0], &[], 0, &mut tx), Step::CloseLast);
+        assert_eq!(
+            m.request(MONITOR, [io::OP_CLOSE, b, 0, 0], &[], 0, &mut tx, &mut Lender::new(vec![])),
+            Step::CloseLast
+        );
         let d = m.data().unwrap();
         assert_eq!(d.dirty_pages().map(|(o, b)| (o, b.to_vec())).collect::<Vec<_>>(), [(0, b"Xbc".to_vec())]);
     }

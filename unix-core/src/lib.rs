@@ -13,6 +13,7 @@
 //! - [`pipepolicy`]: the monitor's pipe settings and system-wide loan budget;
 //! - [`filedata`]: a file manager's pages and requests (per-file mode);
 //! - [`blockdev`]: the block drivers' rules (whole blocks, handles, offsets);
+//! - [`lease`]: a caller's lent buffer as the file servers reach it;
 //! - [`handles`]: the handle table memfs and the file managers number
 //!   their open files with;
 //! - [`seek`]: `lseek`'s rule, for memfs and the file managers;
@@ -29,6 +30,7 @@ pub mod blockdev;
 pub mod filedata;
 pub mod handles;
 pub mod ldisc;
+pub mod lease;
 pub mod memfs;
 pub mod path;
 pub mod pipebuf;

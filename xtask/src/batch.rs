@@ -73,6 +73,7 @@ pub fn prepare(
         serial: SerialMode::Captured,
         is_gdb: false,
         disk,
+        net: opts.net.clone(),
     })
 }
 

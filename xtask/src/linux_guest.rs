@@ -83,8 +83,19 @@ const GUEST_DONE: &str = "GUEST done";
 ///   (seed 000: `/dev/vda`, the disk `bench` attaches to both systems with
 ///   `qemu::disk_args`) and virtio-net (seed 003) experiments. Harmless
 ///   when the machine has no such device.
-const GUEST_MODULES: &[(&str, &str)] =
-    &[("brd", "rd_nr=1 rd_size=65536"), ("virtio_pci", ""), ("virtio_blk", ""), ("virtio_net", "")];
+/// - `crc32c_generic`, `ext4`: Debian's kernel serves ext2 volumes with
+///   the ext4 driver (`CONFIG_EXT4_USE_FOR_EXT2`), which will not mount
+///   without the `crc32c` checksum (a soft dependency, so named here); the
+///   peer of Ridgeback's `ext2fs` in benchmark B and R2 on disk (`bench`
+///   mounts `/dev/vda` as ext2).
+const GUEST_MODULES: &[(&str, &str)] = &[
+    ("brd", "rd_nr=1 rd_size=65536"),
+    ("virtio_pci", ""),
+    ("virtio_blk", ""),
+    ("virtio_net", ""),
+    ("crc32c_generic", ""),
+    ("ext4", ""),
+];
 
 /// Busybox applets linked into `/bin`. The first ones are what `/init`
 /// itself uses; the rest are what a benchmark script or a person debugging

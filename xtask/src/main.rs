@@ -86,6 +86,11 @@ run options:
                         --cmdline root=disk: target/disk/root.img, the boot image's
                         programs, mounted at /); scratch: target/disk/scratch.img,
                         64 MiB of zeros for /dev/vda experiments; none: no disk
+  --net user|none       the virtio-net card on QEMU's user network (default user:
+                        -netdev user -device virtio-net-pci; the guest gets 10.0.2.15 by
+                        DHCP, the host is 10.0.2.2); none: no card
+  --hostfwd HOST:GUEST  forward TCP port HOST of the host's 127.0.0.1 to the guest's port
+                        GUEST (repeatable), e.g. --hostfwd 8080:80
 
 test options:
   --only-host           only formatting, clippy and host unit tests
@@ -240,6 +245,17 @@ fn parse_run_flag<'a>(flag: &Flag<'a>, cursor: &mut ArgCursor<'a>, run: &mut Run
         "accel" => run.accel = cursor.value(flag)?.parse()?,
         "batch" => run.batch = Some(cursor.value(flag)?.to_string()),
         "disk" => run.disk = DiskChoice::parse(cursor.value(flag)?)?,
+        "net" => {
+            let forwards = match &run.net {
+                crate::qemu::NetChoice::User { forwards } => forwards.clone(),
+                crate::qemu::NetChoice::None => Vec::new(),
+            };
+            run.net = crate::qemu::NetChoice::parse(cursor.value(flag)?)?;
+            if let crate::qemu::NetChoice::User { forwards: f } = &mut run.net {
+                *f = forwards;
+            }
+        }
+        "hostfwd" => run.net.add_forward(cursor.value(flag)?)?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -324,6 +340,7 @@ mod tests {
             accel: AccelChoice::Tcg,
             batch: None,
             disk: DiskChoice::Scratch,
+            net: crate::qemu::NetChoice::default(),
         });
         assert_eq!(
             parse(&[

@@ -180,6 +180,8 @@ pub struct QemuConfig {
     pub is_gdb: bool,
     /// A raw disk image attached as a virtio-blk disk ([`disk_args`]).
     pub disk: Option<PathBuf>,
+    /// The network card ([`NetChoice::args`]).
+    pub net: NetChoice,
 }
 
 impl QemuConfig {
@@ -205,6 +207,7 @@ impl QemuConfig {
         if let Some(image) = &self.disk {
             args.extend(disk_args(image)?);
         }
+        args.extend(self.net.args());
         match self.serial {
             SerialMode::Interactive => args.extend(["-serial", "mon:stdio"].map(String::from)),
             SerialMode::Captured => args.extend(["-serial", "stdio", "-monitor", "none"].map(String::from)),
@@ -353,6 +356,84 @@ pub fn disk_args(image: &Path) -> Result<[String; 4]> {
     ])
 }
 
+/// The QEMU network device of the machine's card (seed 003), and its
+/// back end's id. Ridgeback's virtio-net driver and Linux's `virtio_net`
+/// find it on the PCI bus.
+pub const NET_DEVICE: &str = "virtio-net-pci";
+const NET_BACKEND_ID: &str = "net0";
+/// The card's PCI slot. The kernel gives an interrupt line one holder
+/// (`claim_irq`), and QEMU's `pc` firmware routes the INTx pins of
+/// neighbouring slots to the same ISA line: in its default slot the card
+/// shares the disk's line and its driver cannot claim it. Slot 6 reaches
+/// the other line.
+const NET_PCI_SLOT: &str = "0x6";
+
+/// `--net` and `--hostfwd`: whether the machine has a network card, on
+/// QEMU's user network (slirp: the guest is 10.0.2.15/24 by DHCP, the
+/// host is 10.0.2.2, nothing outside reaches the guest except forwarded
+/// ports).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetChoice {
+    None,
+    /// Forwards: (host port on 127.0.0.1, guest port), TCP.
+    User {
+        forwards: Vec<(u16, u16)>,
+    },
+}
+
+impl Default for NetChoice {
+    fn default() -> Self {
+        NetChoice::User { forwards: Vec::new() }
+    }
+}
+
+impl NetChoice {
+    /// `--net user|none`.
+    pub fn parse(text: &str) -> Result<NetChoice> {
+        match text {
+            "user" => Ok(NetChoice::default()),
+            "none" => Ok(NetChoice::None),
+            _ => Err(format!("--net wants user or none, got `{text}`")),
+        }
+    }
+
+    /// `--hostfwd HOST:GUEST`: forward the host's 127.0.0.1:HOST to the
+    /// guest's port GUEST (turning the network on if it was off).
+    pub fn add_forward(&mut self, text: &str) -> Result<()> {
+        let parsed =
+            text.split_once(':').and_then(|(h, g)| Some((h.parse::<u16>().ok()?, g.parse::<u16>().ok()?)));
+        let Some((host, guest)) = parsed.filter(|(h, g)| *h != 0 && *g != 0) else {
+            return Err(format!("--hostfwd wants HOST:GUEST ports, such as 8080:80, got `{text}`"));
+        };
+        match self {
+            NetChoice::User { forwards } => forwards.push((host, guest)),
+            NetChoice::None => *self = NetChoice::User { forwards: vec![(host, guest)] },
+        }
+        Ok(())
+    }
+
+    /// `-netdev user,id=net0[,hostfwd=tcp:127.0.0.1:H-:G...] -device
+    /// virtio-net-pci,netdev=net0,addr=0x6`: forwarded ports listen on the host's
+    /// loopback only.
+    pub fn args(&self) -> Vec<String> {
+        match self {
+            NetChoice::None => Vec::new(),
+            NetChoice::User { forwards } => {
+                let mut netdev = format!("user,id={NET_BACKEND_ID}");
+                for (host, guest) in forwards {
+                    netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{host}-:{guest}"));
+                }
+                vec![
+                    "-netdev".to_string(),
+                    netdev,
+                    "-device".to_string(),
+                    format!("{NET_DEVICE},netdev={NET_BACKEND_ID},addr={NET_PCI_SLOT}"),
+                ]
+            }
+        }
+    }
+}
+
 /// Whether a QEMU option and its value are part of the machine's disk
 /// (what [`disk_args`] makes).
 pub fn is_disk_option(option: &str, value: &str) -> bool {
@@ -493,7 +574,28 @@ mod tests {
             serial: SerialMode::Captured,
             is_gdb: false,
             disk: None,
+            net: NetChoice::None,
         }
+    }
+
+    #[test]
+    fn net_args_forward_loopback_ports_only() {
+        let mut net = NetChoice::default();
+        net.add_forward("8080:80").unwrap();
+        net.add_forward("2222:22").unwrap();
+        assert_eq!(
+            net.args().join(" "),
+            "-netdev user,id=net0,hostfwd=tcp:127.0.0.1:8080-:80,hostfwd=tcp:127.0.0.1:2222-:22 \
+             -device virtio-net-pci,netdev=net0,addr=0x6"
+        );
+        assert!(NetChoice::None.args().is_empty());
+        let mut off = NetChoice::parse("none").unwrap();
+        off.add_forward("1:2").unwrap();
+        assert_eq!(off, NetChoice::User { forwards: vec![(1, 2)] });
+        for bad in ["80", "0:80", "80:0", "x:80", "80:70000", ""] {
+            assert!(NetChoice::default().add_forward(bad).is_err(), "{bad}");
+        }
+        assert!(NetChoice::parse("tap").is_err());
     }
 
     #[test]

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::image::{self, ImageKind, TEST_KERNEL_CMDLINE, Workspace};
-use crate::qemu::{self, AccelChoice, DiskChoice, GDB_PORT, QEMU_BINARY, QemuConfig, QemuExit, SerialMode};
+use crate::qemu::{
+    self, AccelChoice, DiskChoice, GDB_PORT, NetChoice, QEMU_BINARY, QemuConfig, QemuExit, SerialMode,
+};
 use crate::tools::Result;
 
 /// Options shared by `run` and `image`.
@@ -30,6 +32,8 @@ pub struct RunOptions {
     pub batch: Option<String>,
     /// `--disk`: the virtio-blk disk (default: the scratch image).
     pub disk: DiskChoice,
+    /// `--net`, `--hostfwd`: the virtio-net card (default: user networking).
+    pub net: NetChoice,
 }
 
 impl Default for RunOptions {
@@ -42,6 +46,7 @@ impl Default for RunOptions {
             accel: AccelChoice::Auto,
             batch: None,
             disk: DiskChoice::Scratch,
+            net: NetChoice::default(),
         }
     }
 }
@@ -62,6 +67,7 @@ fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<Qem
         serial,
         is_gdb: opts.is_gdb,
         disk,
+        net: opts.net.clone(),
     })
 }
 

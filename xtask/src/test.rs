@@ -13,10 +13,16 @@
 //!    from `etc/inittab`) with `/bin/utest` as the batch command
 //!    (`tests/utest`, the same line protocol as the test runner), on 1 and
 //!    2 CPUs; its RAM disk tests once more in a boot with
-//!    `ramdisk.mode=pddriver` (the RAM disk's other mode), and its pipe
+//!    `ramdisk.mode=pddriver` (the RAM disk's other mode), its pipe
 //!    tests once more under the `small` and `big` pipe designs (one boot,
-//!    `pipe=small`); then one boot of the normal image running every shell
-//!    scenario of `tests/unix` ([`scenarios`]);
+//!    `pipe=small`), and its file tests once more with
+//!    `monitor.files=per-file`; then one boot of the normal image running
+//!    every shell scenario of `tests/unix` ([`scenarios`]); then one boot
+//!    with QEMU's user network in which the host's `curl`, a socket client
+//!    and Python's `http.server` talk to Ridgeback's `httpd`, `nc` and
+//!    `fetch` ([`net`]); then one boot running the scripts of `tests/sh`,
+//!    whose output and status must be what the host's `dash` gives
+//!    ([`shcorpus`], the shell's oracle);
 //! 6. the disk file system's tests ([`disk`]): ext2 images made and
 //!    checked on the host with e2fsprogs around batch boots of
 //!    `/bin/disktest` (a workload, `nbuf=1`, a corrupt image, power cuts);
@@ -63,6 +69,7 @@ use crate::tools::{self, Result};
 
 mod boot;
 mod disk;
+mod net;
 mod outcome;
 mod scenarios;
 mod shcorpus;
@@ -230,8 +237,9 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
 /// Target crates whose library is pure and builds on the host, where its
 /// unit tests run (`cargo test -p NAME --lib`); their programs do not.
 /// `coreutils`: the utilities' option parsing and formats (`dd`, `cmp`,
-/// `wc`, `ls -l`, ...).
-const HOST_TESTED_LIBS: [&str; 1] = ["coreutils"];
+/// `wc`, `ls -l`, ...); `netutils`: URLs and HTTP heads of `httpd` and
+/// `fetch`.
+const HOST_TESTED_LIBS: [&str; 2] = ["coreutils", "netutils"];
 
 /// `cargo test` on `packages` (with `extra_args`), counting its tests as
 /// they pass by.
@@ -317,6 +325,7 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
             serial: SerialMode::Captured,
             is_gdb: false,
             disk: None,
+            net: qemu::NetChoice::None,
         };
         let log_path = log_dir.join(format!("{name}.log"));
         outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
@@ -365,6 +374,11 @@ fn unix_steps(
         ..RunOptions::default()
     };
     outcomes.push(scenarios::run(workspace, &run_opts, opts.timeout_s, log_dir));
+    headers.next(&format!(
+        "network against the host's curl, socket client and Python http.server (one boot, timeout {} s)",
+        opts.timeout_s
+    ));
+    outcomes.push(net::run(workspace, run_opts.smp, opts.accel, opts.timeout_s, log_dir));
     headers.next(&format!(
         "the dash oracle: {} under Ridgeback's sh and the host's dash (one boot)",
         shcorpus::DIR
@@ -430,6 +444,14 @@ fn unix_boots(
         format!("/bin/{UNIX_TEST_PROGRAM} --modes small,big pipe::"),
         false,
     ));
+    // Ridge's file manager per open file ([`PER_FILE_CMDLINE`]).
+    boots.push((
+        format!("unix smp{smp} per-file"),
+        smp,
+        PER_FILE_CMDLINE.to_string(),
+        format!("/bin/{UNIX_TEST_PROGRAM} {PER_FILE_TESTS}"),
+        false,
+    ));
     for (name, smp, cmdline, command, writes_disk) in boots {
         // A fresh disk for each boot that writes it: utest's `blk::`
         // tests write to /dev/vda, and the image is checked afterwards.
@@ -463,6 +485,14 @@ fn unix_boots(
     }
     outcomes
 }
+
+/// The boot option of Ridge's file manager per open file, and the utest
+/// tests that run again under it: file data through leases and the file
+/// calls whose answers do not depend on when the data reaches memfs
+/// (`stat` by name sees a per-file manager's writes only after the last
+/// close, so the tests that compare `stat` with `fstat` stay shared-only).
+const PER_FILE_CMDLINE: &str = "monitor.files=per-file";
+const PER_FILE_TESTS: &str = "files:: fs::create_write_read fs::dev_null fs::o_append fs::o_trunc fs::dup fs::fork fs::bad_descriptors";
 
 /// The pipe designs the UNIX boots do not run (they run the default,
 /// `loan`): one boot with this on the command line, whose `utest --modes

@@ -5,10 +5,11 @@ use alloc::vec::Vec;
 use runtime::eprintln;
 use runtime::unix::{self, Errno, Fd};
 
-/// Bytes moved per `read`/`write` by the copying utilities: several pages,
-/// so a file's read arrives in one call to this program and each aligned
-/// page of a write can travel by copy-on-write.
-pub const CHUNK_BYTES: usize = 16 * 1024;
+/// Bytes moved per `read`/`write` by the copying utilities: a file's
+/// manager moves a whole chunk in one call, straight between the file's
+/// pages and this buffer (leases, `docs/unix.md`), so bigger chunks mean
+/// fewer round trips; a pipe or terminal takes or gives what it can.
+pub const CHUNK_BYTES: usize = 128 * 1024;
 const PAGE_BYTES: usize = abi::layout::PAGE_SIZE as usize;
 
 /// The status every utility exits with after an error.

@@ -11,12 +11,15 @@
 //!   comma-separated list of `memory`, `modules`, `devices`), wait for its ready
 //!   message, and make it bootstrap connection `<slot>` (`console`, `tty`,
 //!   `vm`, `fs`, `monitor`, or `-`) of every process started after it;
-//! - `driver <program> <priority> <rights> <path>`: start a block-device
-//!   driver (rights as above, with `devices` for `abi::rights::DEVICES`),
-//!   wait for its ready message (`protocols::unix::block::READY`: its
-//!   queue and the device's size) and make the device entry `<path>`
-//!   (mode `S_IFBLK | 0660`) naming it at the directory manager; a driver
-//!   that found no device (size 0) gets no entry. Drivers come after the
+//! - `driver <program> <priority> <rights> <path>`: start a driver
+//!   (rights as above, with `devices` for `abi::rights::DEVICES`), wait
+//!   for its ready message and make the device entry `<path>` naming it
+//!   at the directory manager: a block driver's
+//!   (`protocols::unix::block::READY`: its queue and the device's size)
+//!   gets mode `S_IFBLK | 0660`, the network card's
+//!   (`protocols::net::eth::READY`) `S_IFCHR | 0600`, the network
+//!   server's (`protocols::net::READY`) `S_IFCHR | 0666`; a driver that
+//!   found no device (size 0, or not present) gets no entry. Drivers come after the
 //!   monitor: they take opens only from it, and learn who it is from
 //!   their bootstrap connections;
 //! - `mount <device> <dir> [options]`: once every line is read, mount the
@@ -44,6 +47,7 @@ extern crate alloc;
 use abi::{Pid, bootstrap, rights};
 use alloc::string::String;
 use alloc::vec::Vec;
+use protocols::net;
 use protocols::unix::{self as ux, fs, monitor, vm, wait_status};
 use runtime::msg::{self, Queue};
 use runtime::{Args, println, sys};
@@ -182,23 +186,30 @@ fn wait_ready_or_end(pid: Pid, ready: Queue) -> Result<[u64; 4], String> {
 /// How often init looks for a starting driver's ready message.
 const READY_POLL_NS: u64 = 1_000_000;
 
-/// Start a block-device driver and make its device entry at `path`.
+/// Start a driver and make its device entry at `path`.
 fn start_driver(program: &str, priority: &str, rights: &str, path: &str, ready: Queue) -> Result<(), String> {
     let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
     let me = alloc::format!("{}", sys::getpid().0);
     let pid = sys::spawn_with_rights(program, &me, priority, rights_mask(rights)?)
         .map_err(|e| String::from(e.name()))?;
     let m = wait_ready_or_end(pid, ready)?;
-    if m[0] != ux::block::READY {
-        return Err(String::from("its ready message is not a block driver's"));
-    }
-    let (queue, size_bytes) = (m[1], m[2]);
-    if size_bytes == 0 {
-        return Ok(()); // no device: no entry
+    // Which kind of driver it is, from its ready message: the mode of its
+    // entry, and whether it found its device (no device: no entry).
+    let (entry_mode, present) = match m[0] {
+        ux::block::READY => (ux::mode::S_IFBLK | 0o660, m[2] != 0),
+        // The network card: only the network server talks to it.
+        net::eth::READY => (ux::mode::S_IFCHR | 0o600, m[2] != 0),
+        // The network server: anyone may open a socket.
+        net::READY => (ux::mode::S_IFCHR | 0o666, true),
+        _ => return Err(String::from("its ready message is not a driver's")),
+    };
+    let queue = m[1];
+    if !present {
+        return Ok(());
     }
     let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;
     let link = msg::open_link(fs_pid, Queue(fs_queue)).map_err(|e| String::from(e.name()))?;
-    let entry_mode = (ux::mode::S_IFBLK | 0o660) as u64;
+    let entry_mode = entry_mode as u64;
     // The reply carries the new entry's attributes.
     let mut stat = [0u8; ux::Stat::BYTES];
     let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut stat);

@@ -29,6 +29,7 @@
 
 extern crate alloc;
 
+mod disk_stats;
 mod platform;
 mod unix_process;
 
@@ -38,6 +39,7 @@ use alloc::vec::Vec;
 use bench::Platform;
 use bench::harness::{self, MAX_SAMPLES};
 use bench::r2;
+use disk_stats::{disk_stats, stats_delta};
 use runtime::{Args, sys, unix};
 use unix_process::UnixProcess;
 
@@ -46,13 +48,21 @@ runtime::entry!(main);
 fn main(args: Args) -> i32 {
     // A UNIX process's argument words start with its name.
     let mut words: Vec<&str> = args.iter().skip(usize::from(args.is_unix())).collect();
-    let suffix = match take_option(&mut words, "--suffix") {
-        Ok(suffix) => suffix.unwrap_or(""),
-        Err(message) => {
+    let (suffix, dir) = match (take_option(&mut words, "--suffix"), take_option(&mut words, "--dir")) {
+        (Ok(suffix), Ok(dir)) => (suffix.unwrap_or(""), dir.unwrap_or(r2::DIR)),
+        (Err(message), _) | (_, Err(message)) => {
             harness::failure::<UnixProcess>("options", message);
             return 2;
         }
     };
+    let is_fsync = match words.iter().position(|w| *w == "--fsync") {
+        Some(at) => {
+            words.remove(at);
+            true
+        }
+        None => false,
+    };
+    let is_disk = dir.starts_with(r2::DISK_DIR);
     let (config, figures) = match harness::parse_options(words.into_iter(), &r2::FIGURES) {
         Ok(parsed) => parsed,
         Err(message) => {
@@ -66,18 +76,29 @@ fn main(args: Args) -> i32 {
         return 2;
     }
     harness::comment::<UnixProcess>(format_args!(
-        "r2bench on ridgeback: tsc_hz={} online_cpus={} samples={} min_sample_ms={} dir={} suffix={suffix:?}",
+        "r2bench on ridgeback: tsc_hz={} online_cpus={} samples={} min_sample_ms={} dir={dir} fsync={is_fsync} suffix={suffix:?}",
         UnixProcess::tsc_hz(),
         sys::info(InfoKey::CpusOnline),
         config.sample_count.min(MAX_SAMPLES),
         config.min_sample_ns / 1_000_000,
-        r2::DIR
     ));
-    let mut session = r2::Session::new(r2::DIR);
+    if is_disk {
+        // The directory of the disk rows, below the mount point.
+        let _ = unix::mkdir(dir, 0o755);
+    }
+    let mut session = if is_fsync { r2::Session::with_fsync(dir) } else { r2::Session::new(dir) };
     let mut failures = 0;
     for figure in figures {
         let name = format!("{}{suffix}", r2::figure_name(figure));
-        match session.measure::<UnixProcess>(figure, &config) {
+        let stats_before = if is_disk { disk_stats().ok() } else { None };
+        let measured = session.measure::<UnixProcess>(figure, &config);
+        if let Some(before) = stats_before {
+            // The whole measurement's (calibration and untimed parts too):
+            // what the figure asked of ext2fs's cache and the disk.
+            let after = disk_stats().unwrap_or_default();
+            harness::comment::<UnixProcess>(format_args!("{name}: cache: {}", stats_delta(&before, &after)));
+        }
+        match measured {
             Ok((unit, measurement)) => harness::report::<UnixProcess>(&name, unit, &measurement),
             Err(reason) => {
                 harness::failure::<UnixProcess>(&name, &reason);
@@ -93,7 +114,7 @@ fn main(args: Args) -> i32 {
 fn take_option<'a>(words: &mut Vec<&'a str>, option: &str) -> Result<Option<&'a str>, &'static str> {
     let Some(at) = words.iter().position(|w| *w == option) else { return Ok(None) };
     if at + 1 >= words.len() {
-        return Err("--suffix needs a value");
+        return Err("--suffix and --dir need a value");
     }
     let value = words.remove(at + 1);
     words.remove(at);

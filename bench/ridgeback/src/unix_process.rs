@@ -9,6 +9,7 @@ use crate::platform::Ridgeback;
 use abi::InfoKey;
 use alloc::format;
 use alloc::string::String;
+use bench::b::{self, DiskFs};
 use bench::d::{BlockIo, Device};
 use bench::p::PipeIo;
 use bench::r2::{Errno, Fd, Unix};
@@ -71,6 +72,16 @@ impl Unix for UnixProcess {
 
     fn unlink(path: &str) -> Result<(), Errno> {
         unix::unlink(path)
+    }
+
+    /// `io::OP_FSYNC` at the file's manager: `ext2fs` writes every dirty
+    /// buffer and flushes the device (`docs/filesystem.md`).
+    fn fsync(fd: Fd) -> Result<(), Errno> {
+        unix::fsync(fd)
+    }
+
+    fn sync() -> Result<(), Errno> {
+        unix::sync()
     }
 
     fn pipe() -> Result<(Fd, Fd), Errno> {
@@ -137,6 +148,19 @@ impl BlockIo for UnixProcess {
     /// drivers and servers it calls are other processes).
     fn cpu_time_ns() -> u64 {
         sys::info(InfoKey::CpuTimeNs)
+    }
+}
+
+/// B's cold cache between jobs of one boot: `ext2fs` has no
+/// `drop_caches` request, and its cache is the `nbuf` buffers the boot
+/// gave it (at most 12 in B), so reading a 256 KiB file through it after a
+/// `sync` leaves none of the job's blocks cached. The first job of a boot
+/// is cold by the boot.
+impl DiskFs for UnixProcess {
+    fn make_cold(dir: &str) -> Result<&'static str, String> {
+        unix::sync().map_err(|e| format!("sync: {}", e.name()))?;
+        b::read_evict_file::<UnixProcess>(dir)?;
+        Ok("sync; read the 256 KiB eviction file")
     }
 }
 

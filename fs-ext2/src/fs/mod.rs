@@ -113,6 +113,14 @@ pub struct Fs<D: BlockDevice> {
     next_generation: u32,
     /// Open counts: an unlinked inode lives until its last close.
     open: BTreeMap<u32, u32>,
+    /// The in-core inodes of open files (V1's `i.*` area, seed 004: "the
+    /// block containing The open i-node isn't cached"): a copy of the
+    /// inode's first 128 bytes, taken at its first read while open and
+    /// kept equal to the cache's by [`Fs::write_inode`] (every change to
+    /// an inode goes through it), dropped at the last close. A read or
+    /// write of an open file then needs no inode-table buffer, so the
+    /// buffers hold data and indirect blocks.
+    core_inodes: BTreeMap<u32, Inode>,
     /// Blocks due on the disk before the next contents of an inode (kept
     /// in memory while an operation builds them): declared to the cache
     /// when the inode is written into its block, not before, so that a
@@ -177,6 +185,7 @@ impl<D: BlockDevice> Fs<D> {
             now_s: sb.latest_time_s,
             next_generation: 1,
             open: BTreeMap::new(),
+            core_inodes: BTreeMap::new(),
             inode_deps: BTreeMap::new(),
             readers: Vec::new(),
             last_damage: None,
@@ -450,7 +459,22 @@ impl<D: BlockDevice> Fs<D> {
                 return Err(e);
             }
         };
-        self.cache.read(block, |b| Inode::from_bytes(&b[offset..]))
+        if let Some(inode) = self.core_inodes.get(&ino) {
+            return Ok(inode.clone());
+        }
+        let inode = self.cache.read(block, |b| Inode::from_bytes(&b[offset..]))?;
+        if self.open.contains_key(&ino) {
+            self.core_inodes.insert(ino, inode.clone());
+        }
+        Ok(inode)
+    }
+
+    /// Keeps the in-core copy of an open inode equal to what was just
+    /// written into its block.
+    fn update_core_inode(&mut self, ino: u32, inode: &Inode) {
+        if let Some(core) = self.core_inodes.get_mut(&ino) {
+            *core = inode.clone();
+        }
     }
 
     /// Block `first` (its present contents) must be on the disk before
@@ -477,7 +501,9 @@ impl<D: BlockDevice> Fs<D> {
         let (block, offset) = self.inode_location(ino)?;
         self.declare_inode_deps(ino, block)?;
         self.cache
-            .modify(block, |b| b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw))
+            .modify(block, |b| b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw))?;
+        self.update_core_inode(ino, inode);
+        Ok(())
     }
 
     /// Writes a newly allocated inode whole: its 128 bytes, the rest
@@ -498,7 +524,9 @@ impl<D: BlockDevice> Fs<D> {
             if isize > layout::GOOD_OLD_INODE_SIZE {
                 put16(b, offset + layout::GOOD_OLD_INODE_SIZE, extra);
             }
-        })
+        })?;
+        self.update_core_inode(ino, inode);
+        Ok(())
     }
 
     /// Inode `ino` as named by a directory entry or a handle: checked.

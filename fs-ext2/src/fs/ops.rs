@@ -598,6 +598,7 @@ impl<D: BlockDevice> Fs<D> {
             return Ok(());
         }
         self.open.remove(&ino);
+        self.core_inodes.remove(&ino);
         self.readers.retain(|&(i, _)| i != ino);
         let inode = self.read_inode_raw(ino)?;
         if inode.links() == 0 && inode.dtime() == 0 && !self.read_only {

@@ -5,7 +5,7 @@
 //! `monitor.files=per-file`), and every open of that file shares it:
 //! - `filemgr::OP_ATTACH` (monitor only, once): read the whole file through
 //!   a handle open at the directory manager (memfs) into this process's
-//!   memory, page by page;
+//!   memory, in big reads that memfs writes through the lease;
 //! - `filemgr::OP_OPEN` (monitor only): a new handle, with its own offset
 //!   and flags (`O_TRUNC` empties the contents);
 //! - `io` READ, WRITE, SEEK and FSTAT from whoever holds a handle, served
@@ -13,9 +13,11 @@
 //!   FOREGROUND `ENOTTY`, anything else `ENOSYS`;
 //! - `io::OP_CLOSE` (monitor only): drops a handle. At the last one the
 //!   changes go back to memfs (its `io::OP_TRUNCATE` when the length
-//!   changed, then `OP_SEEK` + `OP_WRITE` for each changed page), the reply
-//!   says `[result, filemgr::CLOSED_LAST, 0, 0]`, and the process exits
-//!   (status 0, or 1 when the write-back failed).
+//!   changed, then `OP_SEEK` + `OP_WRITE` for each run of changed pages),
+//!   the reply says `[result, filemgr::CLOSED_LAST, 0, 0]`, and the manager
+//!   forgets the file and waits, idle, for the monitor to attach another
+//!   (an open then starts no process); when the write-back failed it exits
+//!   with status 1.
 //!
 //! The rules themselves are `unix_core::filedata` (host-tested); this file
 //! holds the kernel calls: the queue, the clock, the calls to memfs and
@@ -39,14 +41,18 @@
 #![no_main]
 #![forbid(unsafe_code)]
 
+extern crate alloc;
+
 use abi::msg::{DEFAULT_LINKS, DEFAULT_MESSAGES, DEFAULT_QUEUES, Kind};
 use abi::{Error, InfoKey, Pid};
-use protocols::unix::errno::{EAGAIN, EINVAL, EIO, EISDIR, ESRCH};
+use alloc::vec::Vec;
+use protocols::unix::errno::{EAGAIN, EINVAL, EIO, EISDIR, ENOMEM, ESRCH};
 use protocols::unix::io::SEEK_SET;
 use protocols::unix::{Stat, encode_result, filemgr, fs, io, mode, result};
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
 use unix_core::filedata::{Errno, FileData, FileManager, Limits, PAGE_BYTES, Step};
+use unix_core::lease::Lent;
 
 runtime::entry!(main);
 
@@ -60,6 +66,8 @@ const MAX_FILE_BYTES: u64 = fs::CAPACITY_BYTES;
 /// The part of the memory free at attach time the contents may take (1 /
 /// this), so the heap's pages can always be had when first touched.
 const FREE_MEMORY_SHARE: u64 = 4;
+/// Bytes moved per call to memfs when loading and writing back.
+const TRANSFER_BYTES: usize = 256 * 1024;
 /// Times a call to memfs is retried while its queue is full.
 const QUEUE_FULL_RETRIES: u32 = 1000;
 
@@ -90,8 +98,12 @@ fn main(args: Args) -> i32 {
         return 4;
     }
     let seed = sys::rdtsc() ^ sys::getpid().0.rotate_left(17);
-    let mut server =
-        Server { manager: FileManager::new(monitor.0, seed), backing: None, clock: Clock::new() };
+    let mut server = Server {
+        monitor: monitor.0,
+        manager: FileManager::new(monitor.0, seed),
+        backing: None,
+        clock: Clock::new(),
+    };
     server.serve(queue)
 }
 
@@ -126,6 +138,19 @@ impl Backing {
         }
     }
 
+    /// Write `bytes` at `offset_bytes` in one call (memfs takes them
+    /// through the lease when they do not fit the message).
+    fn write_at(&mut self, offset_bytes: u64, bytes: &[u8]) -> Result<(), Errno> {
+        self.seek(offset_bytes)?;
+        self.offset_bytes = None;
+        let (n, _) = self.call(io::OP_WRITE, bytes.len() as u64, 0, bytes, &mut [])?;
+        if n != bytes.len() as u64 {
+            return Err(EIO);
+        }
+        self.offset_bytes = Some(offset_bytes + n);
+        Ok(())
+    }
+
     fn seek(&mut self, offset_bytes: u64) -> Result<(), Errno> {
         if self.offset_bytes != Some(offset_bytes) {
             self.offset_bytes = None;
@@ -140,6 +165,7 @@ impl Backing {
 }
 
 struct Server {
+    monitor: u64,
     manager: FileManager,
     /// Set once `OP_ATTACH` has loaded the file.
     backing: Option<Backing>,
@@ -167,7 +193,8 @@ impl Server {
             }
             let data = &rx.0[..r.len.min(PAGE_BYTES)];
             let now_ns = self.clock.now_ns();
-            match self.manager.request(r.sender.0, r.message, data, now_ns, &mut tx.0) {
+            let mut lent = CallLease(r.reply);
+            match self.manager.request(r.sender.0, r.message, data, now_ns, &mut tx.0, &mut lent) {
                 Step::Reply(words, len) => answer = Some((r.reply, words, len)),
                 Step::Attach { fs_pid, fs_queue, fs_handle } => {
                     let loaded = self.attach(Pid(fs_pid), Queue(fs_queue), fs_handle, &mut rx);
@@ -176,11 +203,27 @@ impl Server {
                 Step::CloseLast => {
                     let written = self.write_back();
                     let words = [encode_result(written.map(|()| 0)), filemgr::CLOSED_LAST, 0, 0];
-                    let _ = msg::reply(r.reply, &words, &[]);
-                    return if written.is_ok() { 0 } else { 1 };
+                    if written.is_err() {
+                        let _ = msg::reply(r.reply, &words, &[]);
+                        return 1;
+                    }
+                    // Idle, for the monitor to give another file: the
+                    // memory the contents held stays mapped for the next.
+                    self.detach();
+                    answer = Some((r.reply, words, 0));
                 }
             }
         }
+    }
+
+    /// Forget the file (written back): free its pages and the link to
+    /// memfs, and take the next `OP_ATTACH` as a fresh manager.
+    fn detach(&mut self) {
+        if let Some(b) = self.backing.take() {
+            let _ = msg::close_link(b.link);
+        }
+        let seed = sys::rdtsc() ^ sys::getpid().0.rotate_left(17);
+        self.manager = FileManager::new(self.monitor, seed);
     }
 
     /// `OP_ATTACH`: load the file through memfs handle `handle` on
@@ -208,7 +251,9 @@ impl Server {
     }
 
     /// After the last close: give memfs the changes. Cut or set the length
-    /// first (when it changed), then write each changed page.
+    /// first (when it changed), then write the changed pages, each run of
+    /// consecutive ones in one call (gathered into a buffer of up to
+    /// [`TRANSFER_BYTES`] that memfs reads through the lease).
     fn write_back(&mut self) -> Result<(), Errno> {
         let (Some(data), Some(backing)) = (self.manager.data(), self.backing.as_mut()) else {
             return Ok(()); // never attached: nothing to give back
@@ -219,14 +264,22 @@ impl Server {
         for len_bytes in data.length_steps() {
             backing.call(io::OP_TRUNCATE, len_bytes, 0, &[], &mut [])?;
         }
+        let mut run: Vec<u8> = Vec::new();
+        run.try_reserve_exact(TRANSFER_BYTES).map_err(|_| ENOMEM)?;
+        let mut run_at = 0u64;
         for (offset_bytes, bytes) in data.dirty_pages() {
-            backing.seek(offset_bytes)?;
-            backing.offset_bytes = None;
-            let (n, _) = backing.call(io::OP_WRITE, 0, 0, bytes, &mut [])?;
-            if n != bytes.len() as u64 {
-                return Err(EIO);
+            let follows = run_at + run.len() as u64 == offset_bytes;
+            if !run.is_empty() && (!follows || run.len() + bytes.len() > TRANSFER_BYTES) {
+                backing.write_at(run_at, &run)?;
+                run.clear();
             }
-            backing.offset_bytes = Some(offset_bytes + n);
+            if run.is_empty() {
+                run_at = offset_bytes;
+            }
+            run.extend_from_slice(bytes);
+        }
+        if !run.is_empty() {
+            backing.write_at(run_at, &run)?;
         }
         if let Some(d) = self.manager.data_mut() {
             d.mark_clean();
@@ -246,7 +299,8 @@ fn page_budget() -> u64 {
 }
 
 /// The file's Stat and contents, read through `backing` from offset 0 to
-/// its end, a page per call.
+/// its end, [`TRANSFER_BYTES`] per call (memfs writes them through the
+/// lease on `buf`).
 fn load(backing: &mut Backing, buf: &mut Page) -> Result<(Stat, FileData), Errno> {
     let (_, len) = backing.call(io::OP_FSTAT, 0, 0, &[], &mut buf.0)?;
     let stat = buf.0.get(..len).and_then(Stat::decode).ok_or(EIO)?;
@@ -255,22 +309,52 @@ fn load(backing: &mut Backing, buf: &mut Page) -> Result<(Stat, FileData), Errno
     }
     let mut data = FileData::new(Limits { max_size_bytes: MAX_FILE_BYTES, max_pages: page_budget() });
     data.reserve(stat.size_bytes)?;
+    if stat.size_bytes == 0 {
+        // Nothing to read: an empty (or just created) file costs no call.
+        backing.offset_bytes = Some(0);
+        return Ok((stat, data));
+    }
     backing.seek(0)?;
+    let mut chunk: Vec<u8> = Vec::new();
+    let chunk_bytes = (stat.size_bytes as usize).clamp(PAGE_BYTES, TRANSFER_BYTES);
+    chunk.try_reserve_exact(chunk_bytes).map_err(|_| ENOMEM)?;
+    chunk.resize(chunk_bytes, 0);
     let mut offset_bytes = 0u64;
     loop {
         backing.offset_bytes = None;
-        let (n, len) = backing.call(io::OP_READ, PAGE_BYTES as u64, 0, &[], &mut buf.0)?;
+        let (n, _) = backing.call(io::OP_READ, chunk.len() as u64, 0, &[], &mut chunk)?;
         if n == 0 {
             break;
         }
-        // The reply's count and its data must agree.
-        if n != len as u64 {
-            return Err(EIO);
-        }
-        data.load(offset_bytes, &buf.0[..len])?;
-        offset_bytes += n;
+        let n = (n as usize).min(chunk.len());
+        data.load(offset_bytes, &chunk[..n])?;
+        offset_bytes += n as u64;
         backing.offset_bytes = Some(offset_bytes);
     }
     backing.offset_bytes = Some(offset_bytes);
     Ok((stat, data))
+}
+
+/// The buffers a call lent, reached with `lease_read`/`lease_write` on its
+/// reply handle until the reply: a read's or write's bytes go straight
+/// between this process's pages (the file) and the caller's buffer.
+struct CallLease(ReplyHandle);
+
+impl Lent for CallLease {
+    fn read_parts(&mut self, offset: u64, parts: &mut [&mut [u8]]) -> Result<(), Errno> {
+        runtime::lease::read_parts(self.0, offset, parts, 0).map_err(lease_errno)
+    }
+
+    fn write_parts(&mut self, offset: u64, parts: &[&[u8]]) -> Result<(), Errno> {
+        runtime::lease::write_parts(self.0, offset, parts, 0).map_err(lease_errno)
+    }
+}
+
+/// A lease call's error as the caller's errno (as memfs's).
+fn lease_errno(e: Error) -> Errno {
+    match e {
+        Error::BadAddress => protocols::unix::errno::EFAULT,
+        Error::InvalidArgument => EINVAL,
+        _ => EIO,
+    }
 }

@@ -45,6 +45,7 @@ use protocols::unix::errno::{self, EIO};
 use protocols::unix::{fs, open_flags};
 use runtime::msg::{self, Page, Queue, ReplyHandle};
 use runtime::{Args, println, sys};
+use unix_core::lease::Lent;
 use unix_core::memfs::{Fs, MESSAGE_DATA_BYTES, Service, module_destination};
 
 runtime::entry!(main);
@@ -188,10 +189,36 @@ fn serve(service: &mut Service, clock: &Clock, queue: Queue, _io_queue: Queue) -
         }
         let data = &rx.0[..r.len.min(rx.0.len())];
         let (words, len) = if r.message[0] < fs::OP_LOOKUP {
-            service.io_request(r.sender.0, r.message, data, clock.now_ns(), &mut tx.0)
+            let mut lent = CallLease(r.reply);
+            service.io_request(r.sender.0, r.message, data, clock.now_ns(), &mut tx.0, &mut lent)
         } else {
             service.fs_request(r.sender.0, r.message, data, clock.now_ns(), &mut tx.0)
         };
         answer = Some((r.reply, words, len));
+    }
+}
+
+/// The buffers a call lent, reached with `lease_read`/`lease_write` on its
+/// reply handle until the reply (a read's or write's bytes go straight
+/// between the file's pages and the caller's buffer).
+struct CallLease(ReplyHandle);
+
+impl Lent for CallLease {
+    fn read_parts(&mut self, offset: u64, parts: &mut [&mut [u8]]) -> Result<(), Errno> {
+        runtime::lease::read_parts(self.0, offset, parts, 0).map_err(lease_errno)
+    }
+
+    fn write_parts(&mut self, offset: u64, parts: &[&[u8]]) -> Result<(), Errno> {
+        runtime::lease::write_parts(self.0, offset, parts, 0).map_err(lease_errno)
+    }
+}
+
+/// A lease call's error as the caller's errno: its buffer not there is
+/// `EFAULT`, a length past the buffer lent `EINVAL`, a caller gone `EIO`.
+fn lease_errno(e: abi::Error) -> Errno {
+    match e {
+        abi::Error::BadAddress => errno::EFAULT,
+        abi::Error::InvalidArgument => errno::EINVAL,
+        _ => EIO,
     }
 }

@@ -135,7 +135,10 @@ impl Monitor {
         let page_bytes = page.0.len() as u64;
         let result = loop {
             match self.mount_call(mount, [io::OP_READ, handle, page_bytes, 0], &mut page.0) {
-                Ok((w, len)) if w[0] > 0 => bytes.extend_from_slice(&page.0[..(w[0] as usize).min(len)]),
+                // In the reply or through the lease: word 0 counts the bytes.
+                Ok((w, _)) if w[0] > 0 => {
+                    bytes.extend_from_slice(&page.0[..(w[0] as usize).min(page.0.len())])
+                }
                 Ok(_) => break Ok(()),
                 Err(e) => break Err(e),
             }

@@ -50,6 +50,12 @@ impl Monitor {
         let want = if open_flags::readable(flags) { 4 } else { 0 }
             | if open_flags::writable(flags) || flags & open_flags::O_TRUNC != 0 { 2 } else { 0 };
         let (uid, gid) = (self.procs[&me].uid, self.procs[&me].gid);
+        if flags & open_flags::O_CREAT != 0
+            && !self.lookups.contains_key(abs)
+            && let Some(info) = self.create_new(me, abs, flags, create_mode)
+        {
+            return Ok(info);
+        }
         match self.lookup_cached(abs) {
             Ok((st, Some(rest))) => {
                 if !self.permits(me, &st, want) {
@@ -58,12 +64,20 @@ impl Monitor {
                 let dev = Pid(st.device_pid);
                 let l = self.link(dev, st.device_queue)?;
                 let (w, _) = self.call(l, [device::OP_OPEN, flags, st.ino, 0], rest.as_bytes(), &mut [])?;
+                // A character or a block device: the runtime moves a
+                // block device's data in one request (leases); a socket
+                // is what the network server says its handle is.
+                let file_type = if mode::is_blk(st.mode) {
+                    mode::S_IFBLK
+                } else if w[2] == mode::S_IFSOCK as u64 {
+                    mode::S_IFSOCK
+                } else {
+                    mode::S_IFCHR
+                };
                 Ok(FdInfo {
                     manager_pid: dev.0,
                     manager_queue: st.device_queue,
-                    // A character or a block device: the runtime moves
-                    // a block device's data in one request (leases).
-                    file_type: if mode::is_blk(st.mode) { mode::S_IFBLK } else { mode::S_IFCHR },
+                    file_type,
                     flags: flags as u32,
                     handle: w[0],
                 })
@@ -85,6 +99,31 @@ impl Monitor {
             }
             Err((e, _)) => Err(e),
         }
+    }
+
+    /// `O_CREAT` of a name not in the lookup cache: try to make it new at
+    /// once (`O_EXCL` at the directory manager), one call instead of a
+    /// lookup and an open (issue 11: creat+close in two calls). The
+    /// parent's write and search permission comes from the lookup cache
+    /// (root needs none). `None`: the name exists, the parent is not
+    /// cached, or anything else went wrong; the full path (lookup, checks,
+    /// open) then decides, with its own errors, so the answer is the same
+    /// either way.
+    fn create_new(&mut self, me: u64, abs: &str, flags: u64, create_mode: u32) -> Option<FdInfo> {
+        let (uid, gid) = (self.procs[&me].uid, self.procs[&me].gid);
+        if uid != 0 {
+            let (parent, _) = unix_core::path::split_last(abs)?;
+            match self.lookups.get(parent) {
+                Some((st, None)) if mode::is_dir(st.mode) => {
+                    let st = *st;
+                    if !self.permits(me, &st, 3) {
+                        return None;
+                    }
+                }
+                _ => return None,
+            }
+        }
+        self.fs_open(abs, flags | open_flags::O_EXCL, create_mode, uid, gid).ok()
     }
 
     fn fs_open(
@@ -156,7 +195,11 @@ impl Monitor {
                 pid
             }
             None => {
-                let started = self.start_helper("filemgr", &decimal(self.me.0), filemgr::READY);
+                // An idle manager if there is one, else a new process.
+                let started = match self.idle_file_managers.pop() {
+                    Some(pid) => Ok((pid, filemgr::QUEUE, 0, 0)),
+                    None => self.start_helper("filemgr", &decimal(self.me.0), filemgr::READY),
+                };
                 let (pid, queue, _, _) = match started {
                     Ok(s) => s,
                     Err(e) => {
@@ -188,14 +231,23 @@ impl Monitor {
         })
     }
 
-    /// A file manager ended (written back, or died): close its handle at
-    /// the directory manager.
-    fn file_manager_gone(&mut self, pid: Pid) {
+    /// A file manager ended (died), or wrote its file back at the last
+    /// close (`is_idle`: it waits for another file): close its handle at the
+    /// directory manager; keep an idle one for the next open, up to
+    /// [`IDLE_FILE_MANAGERS`] (others are stopped).
+    fn file_manager_gone(&mut self, pid: Pid, is_idle: bool) {
         let Some((&ino, &(_, fs_handle))) = self.file_managers.iter().find(|(_, (p, _))| *p == pid) else {
             return;
         };
         self.file_managers.remove(&ino);
         let _ = self.fs_call([io::OP_CLOSE, fs_handle, 0, 0], &[], &mut []);
+        if is_idle && self.idle_file_managers.len() < IDLE_FILE_MANAGERS {
+            self.idle_file_managers.push(pid);
+            return;
+        }
+        if is_idle {
+            let _ = sys::kill(pid);
+        }
         self.drop_link(pid);
     }
 
@@ -206,7 +258,10 @@ impl Monitor {
                 && w[1] == filemgr::CLOSED_LAST
                 && self.file_managers.values().any(|(p, _)| p.0 == info.manager_pid)
             {
-                self.file_manager_gone(Pid(info.manager_pid));
+                // Written back: it waits for another file. (It exits
+                // after a failed write-back.)
+                let is_idle = protocols::unix::result(w[0]).is_ok();
+                self.file_manager_gone(Pid(info.manager_pid), is_idle);
             }
         }
     }
@@ -337,12 +392,20 @@ impl Monitor {
             return true;
         }
         if self.file_managers.values().any(|(p, _)| *p == kpid) {
-            self.file_manager_gone(kpid);
+            self.file_manager_gone(kpid, false);
+            return true;
+        }
+        if let Some(i) = self.idle_file_managers.iter().position(|&p| p == kpid) {
+            self.idle_file_managers.swap_remove(i);
+            self.drop_link(kpid);
             return true;
         }
         self.mount_manager_ended(kpid)
     }
 }
+
+/// File managers kept idle for the next files (per-file mode).
+pub const IDLE_FILE_MANAGERS: usize = 4;
 
 /// A helper's argument: the monitor's kernel pid in decimal.
 fn decimal(n: u64) -> String {

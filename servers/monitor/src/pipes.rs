@@ -20,26 +20,7 @@ use abi::Pid;
 use alloc::string::String;
 use protocols::unix::{errno, pipe};
 use runtime::msg;
-use unix_core::pipepolicy::{Change, LoanBudget, Settings};
-
-/// The monitor's pipe settings and the budget it has granted.
-#[derive(Debug, Default)]
-pub struct Pipes {
-    pub settings: Settings,
-    pub budget: LoanBudget,
-}
-
-impl Pipes {
-    /// From the kernel command line; bad values are reported on the
-    /// console and keep their defaults.
-    pub fn from_options(cmdline: &str) -> Pipes {
-        let (settings, warnings) = Settings::from_cmdline(cmdline);
-        for w in warnings {
-            runtime::println!("monitor: {w}");
-        }
-        Pipes { settings, budget: LoanBudget::default() }
-    }
-}
+use unix_core::pipepolicy::Change;
 
 impl Monitor {
     /// `OP_SET_LIMIT`: root only.

@@ -47,12 +47,16 @@ pub struct Monitor {
     pub links: BTreeMap<(u64, u32), Link>,
     pub pipe_managers: Vec<Pid>,
     /// Pipes' design, `pipe.*` limits and the loan budget (`pipes`).
-    pub pipes: crate::pipes::Pipes,
+    pub pipes: crate::tables::Pipes,
     /// `monitor.files=per-file`: Ridge's file manager per open file.
     pub per_file: bool,
     /// Per-file mode: the file manager of each open file, by inode, and
     /// the handle at the directory manager it loads and writes back through.
     pub file_managers: BTreeMap<u64, (Pid, u64)>,
+    /// File managers whose file was closed for the last time, kept to
+    /// serve the next file (at most `files::IDLE_FILE_MANAGERS`): an open
+    /// then starts no process, and their memory is already mapped.
+    pub idle_file_managers: Vec<Pid>,
     pub images: Vec<CachedImage>,
     /// Recent lookups for `open` (Ridge's directory manager keeps a cache
     /// of them): path → the attributes the permission check needs. Every

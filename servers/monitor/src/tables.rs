@@ -1,8 +1,9 @@
 //! The monitor's tables, as data: the UNIX process table's entries
 //! ([`Proc`]), the open-file descriptions of the whole system
 //! ([`OpenFiles`]), each process's descriptors ([`FdTable`]) and the
-//! program images kept for exec ([`CachedImage`]) and the mount table's
-//! entries ([`Mount`], routed by `mounts`).
+//! program images kept for exec ([`CachedImage`]), the mount table's
+//! entries ([`Mount`], routed by `mounts`) and the pipe settings and loan
+//! budget ([`Pipes`], operated on by `pipes`).
 //!
 //! What it is not: the operations that talk to other servers about them
 //! (`files`, `procs`, `exec`); nothing here sends a message.
@@ -19,6 +20,7 @@ use alloc::vec::Vec;
 use protocols::unix::FdInfo;
 use protocols::unix::monitor::MAX_FDS;
 use runtime::msg::{Link, ReplyHandle};
+use unix_core::pipepolicy::{LoanBudget, Settings};
 
 /// Most open-file descriptions in the whole system.
 pub const MAX_OPEN_FILES: usize = 1024;
@@ -188,4 +190,23 @@ pub struct Mount {
     pub inner: String,
     /// Handles at the block driver the manager holds, closed when it ends.
     pub device_handles: Vec<(Pid, u32, u64)>,
+}
+
+/// The monitor's pipe settings and the budget it has granted.
+#[derive(Debug, Default)]
+pub struct Pipes {
+    pub settings: Settings,
+    pub budget: LoanBudget,
+}
+
+impl Pipes {
+    /// From the kernel command line; bad values are reported on the
+    /// console and keep their defaults.
+    pub fn from_options(cmdline: &str) -> Pipes {
+        let (settings, warnings) = Settings::from_cmdline(cmdline);
+        for w in warnings {
+            runtime::println!("monitor: {w}");
+        }
+        Pipes { settings, budget: LoanBudget::default() }
+    }
 }

@@ -397,8 +397,10 @@ fn id(slot: usize, generation: u32) -> u64 {
 fn read_at(fs: Link, handle: u64, offset: u64, page: &mut Page) -> Result<usize, Errno> {
     let sought = msg::call(fs, &[io::OP_SEEK, handle, offset, 0], &[], &mut []).map_err(|_| errno::EIO)?;
     protocols::unix::result(sought.0[0])?;
-    let (w, len) =
+    let (w, _) =
         msg::call(fs, &[io::OP_READ, handle, PAGE_SIZE, 0], &[], &mut page.0).map_err(|_| errno::EIO)?;
+    // The bytes came in the reply or through the lease on `page`
+    // (`io::OP_READ`): word 0 counts them either way.
     let n = protocols::unix::result(w[0])? as usize;
-    Ok(n.min(len))
+    Ok(n.min(page.0.len()))
 }

@@ -35,9 +35,11 @@
 extern crate alloc;
 
 mod blk;
+mod files;
 mod fs;
 mod leak;
 mod mem;
+mod net;
 mod pipe;
 mod proc;
 mod ramdisk;
@@ -78,6 +80,11 @@ const TESTS: &[Test] = &[
     ("fs::chdir_and_getcwd", fs::chdir_and_getcwd),
     ("fs::chmod_and_chown", fs::chmod_and_chown),
     ("fs::dev_null", fs::dev_null),
+    ("files::unaligned_reads_and_writes_across_pages", files::unaligned_reads_and_writes_across_pages),
+    (
+        "files::unmapped_buffers_are_efault_and_change_nothing",
+        files::unmapped_buffers_are_efault_and_change_nothing,
+    ),
     ("perm::non_root_is_refused", fs::permissions_as_non_root),
     ("perm::sticky_tmp_protects_other_users_files", fs::sticky_tmp_protects_other_users_files),
     ("perm::search_permission_on_directories", fs::search_permission_on_directories),
@@ -136,6 +143,14 @@ const TESTS: &[Test] = &[
     ),
     ("pipe::loan_cap_reached_writes_fall_back_whole", pipe::loan_cap_reached_writes_fall_back_whole),
     ("pipe::limits_are_root_only_and_checked", pipe::limits_are_root_only_and_checked),
+    ("net::tcp_echo_between_processes", net::tcp_echo_between_processes),
+    ("net::udp_datagrams", net::udp_datagrams),
+    ("net::errors", net::errors),
+    ("net::nonblocking_connect_and_poll", net::nonblocking_connect_and_poll),
+    ("net::port_exhaustion", net::port_exhaustion),
+    ("net::a_thousand_sockets", net::a_thousand_sockets),
+    ("net::peer_vanishes_mid_stream", net::peer_vanishes_mid_stream),
+    ("net::client_killed_with_data_queued", net::client_killed_with_data_queued),
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),

@@ -74,6 +74,16 @@ pub fn unmapped_buffer(len: usize) -> &'static mut [u8] {
     unsafe { core::slice::from_raw_parts_mut(0xdead_0000 as *mut u8, len) }
 }
 
+/// `len` bytes at `addr`, which may run into memory the process does not
+/// have, as a buffer for a call that must answer `EFAULT`. Never read or
+/// written by this process (the caller turns the runtime's touching of
+/// buffers off first).
+pub fn span(addr: u64, len: usize) -> &'static mut [u8] {
+    // SAFETY: as in `unmapped_buffer`: only the address and length travel
+    // to the kernel; this process never dereferences the slice.
+    unsafe { core::slice::from_raw_parts_mut(addr as *mut u8, len) }
+}
+
 /// Load the u32 at `addr` (a word of a RAM disk's lock page).
 pub fn load_u32(addr: u64) -> u32 {
     // SAFETY: as in `cas_u32`: a 4-aligned word of a lock page this

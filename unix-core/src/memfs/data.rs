@@ -18,7 +18,9 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use protocols::unix::Errno;
-use protocols::unix::errno::{EFBIG, ENOSPC};
+use protocols::unix::errno::{EFBIG, ENOMEM, ENOSPC};
+
+use crate::lease::{Bytes, BytesMut, Lent, ZERO_PAGE};
 
 /// Bytes in one data page of a file: the machine's page
 /// (`abi::layout::PAGE_SIZE`).
@@ -49,6 +51,34 @@ fn new_page() -> Option<DataPage> {
     v.into_boxed_slice().try_into().ok()
 }
 
+/// The pages' bytes from `offset_bytes` for `len` bytes, as parts in
+/// order; every page there must be held.
+fn page_parts(
+    pages: &mut [Option<DataPage>],
+    offset_bytes: u64,
+    len: usize,
+) -> Result<Vec<&mut [u8]>, Errno> {
+    let mut parts: Vec<&mut [u8]> = Vec::new();
+    parts.try_reserve_exact(len.div_ceil(PAGE_BYTES) + 1).map_err(|_| ENOSPC)?;
+    if len == 0 {
+        return Ok(parts);
+    }
+    let first = (offset_bytes / PAGE_BYTES as u64) as usize;
+    let mut within = (offset_bytes % PAGE_BYTES as u64) as usize;
+    let mut left = len;
+    for slot in pages[first..].iter_mut() {
+        if left == 0 {
+            break;
+        }
+        let page = slot.as_mut().ok_or(ENOSPC)?;
+        let chunk = (PAGE_BYTES - within).min(left);
+        parts.push(&mut page[within..within + chunk]);
+        left -= chunk;
+        within = 0;
+    }
+    Ok(parts)
+}
+
 fn pages_for(size_bytes: u64) -> u64 {
     size_bytes.div_ceil(PAGE_BYTES as u64)
 }
@@ -66,44 +96,62 @@ impl Contents {
     /// Bytes from `offset_bytes` into `buf`; 0 at or past the end. Holes
     /// read as zeros.
     pub(super) fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> usize {
+        let len = buf.len() as u64;
+        self.read_to(offset_bytes, len, &mut BytesMut(buf)).unwrap_or(0)
+    }
+
+    /// Up to `len` bytes from `offset_bytes` into `to` (a caller's lent
+    /// buffer), straight from the pages (holes from [`ZERO_PAGE`]): the
+    /// bytes moved, 0 at or past the end. `ENOMEM` when the list of parts
+    /// cannot be had; the lease's errors (`EFAULT`, ...) as it gives them.
+    pub(super) fn read_to(&self, offset_bytes: u64, len: u64, to: &mut dyn Lent) -> Result<usize, Errno> {
         let size_bytes = self.size_bytes;
-        if offset_bytes >= size_bytes {
-            return 0;
+        if offset_bytes >= size_bytes || len == 0 {
+            return Ok(0);
         }
-        let n = (buf.len() as u64).min(size_bytes - offset_bytes) as usize;
+        let n = len.min(size_bytes - offset_bytes) as usize;
+        let mut parts: Vec<&[u8]> = Vec::new();
+        parts.try_reserve_exact(n.div_ceil(PAGE_BYTES) + 1).map_err(|_| ENOMEM)?;
         let mut done = 0;
         while done < n {
             let pos = offset_bytes + done as u64;
             let index = (pos / PAGE_BYTES as u64) as usize;
             let within = (pos % PAGE_BYTES as u64) as usize;
             let chunk = (PAGE_BYTES - within).min(n - done);
-            let out = &mut buf[done..done + chunk];
-            match self.pages.get(index).and_then(|p| p.as_ref()) {
-                Some(page) => out.copy_from_slice(&page[within..within + chunk]),
-                None => out.fill(0),
-            }
+            parts.push(match self.pages.get(index).and_then(|p| p.as_ref()) {
+                Some(page) => &page[within..within + chunk],
+                None => &ZERO_PAGE[..chunk],
+            });
             done += chunk;
         }
-        n
+        to.write_parts(0, &parts)?;
+        Ok(n)
     }
 
-    /// Write `data` at `offset_bytes`, growing the file (a gap becomes a
-    /// hole), with new pages taken from `space`. All or nothing: `EFBIG`
-    /// past the largest file, `ENOSPC` when the pages cannot be had.
-    pub(super) fn write_at(
+    /// Write `len` bytes of `from` (a caller's lent buffer, from its
+    /// offset 0) at `offset_bytes`, straight into the pages; as
+    /// a write must be (`EFBIG` past the largest file, `ENOSPC` when the
+    /// pages cannot be had), and all or nothing also when the lease
+    /// fails half-way (`EFAULT`): the bytes that would land past the old
+    /// size go straight into the pages and are cleared again on failure;
+    /// those that would overwrite old bytes are first read aside, so the
+    /// old bytes change only once every byte has arrived.
+    pub(super) fn write_from(
         &mut self,
         offset_bytes: u64,
-        data: &[u8],
+        len: u64,
+        from: &mut dyn Lent,
         space: &mut Space,
     ) -> Result<usize, Errno> {
-        if data.is_empty() {
+        if len == 0 {
             return Ok(0);
         }
-        let end = offset_bytes.checked_add(data.len() as u64).ok_or(EFBIG)?;
+        let end = offset_bytes.checked_add(len).ok_or(EFBIG)?;
         let capacity = space.capacity_bytes;
         if end > capacity {
             return Err(EFBIG);
         }
+        let len = usize::try_from(len).map_err(|_| EFBIG)?;
         let pages = &mut self.pages;
         let first = (offset_bytes / PAGE_BYTES as u64) as usize;
         let last = ((end - 1) / PAGE_BYTES as u64) as usize;
@@ -133,26 +181,40 @@ impl Contents {
                 }
             }
         }
+        // The pages taken hold zeros past the size, as the invariant wants;
+        // they stay counted until the file shrinks or goes, also when the
+        // write fails below.
+        space.stored_bytes += added * PAGE_BYTES as u64;
         if short {
-            // The pages taken hold zeros past the size, as the invariant
-            // wants; they stay counted until the file shrinks or goes.
-            space.stored_bytes += added * PAGE_BYTES as u64;
             return Err(ENOSPC);
         }
-        let mut done = 0;
-        while done < data.len() {
-            let pos = offset_bytes + done as u64;
-            let index = (pos / PAGE_BYTES as u64) as usize;
-            let within = (pos % PAGE_BYTES as u64) as usize;
-            let chunk = (PAGE_BYTES - within).min(data.len() - done);
-            if let Some(page) = pages[index].as_mut() {
-                page[within..within + chunk].copy_from_slice(&data[done..done + chunk]);
+        // Bytes below the old size overwrite data: from a lease that may
+        // fail, they are read aside first (one extra copy, only for
+        // overwrites).
+        let overwrite = (self.size_bytes.saturating_sub(offset_bytes)).min(len as u64) as usize;
+        let mut aside: Vec<u8> = Vec::new();
+        if overwrite > 0 && from.may_fail() {
+            aside.try_reserve_exact(overwrite).map_err(|_| ENOSPC)?;
+            aside.resize(overwrite, 0);
+            from.read_parts(0, &mut [&mut aside[..]])?;
+        }
+        // The rest straight into the pages, in place.
+        let direct_from = if aside.is_empty() { 0 } else { overwrite };
+        let mut parts = page_parts(pages, offset_bytes + direct_from as u64, len - direct_from)?;
+        if let Err(e) = from.read_parts(direct_from as u64, &mut parts) {
+            // Only bytes at or past the old size were touched: clear them.
+            for part in parts.iter_mut() {
+                part.fill(0);
             }
-            done += chunk;
+            return Err(e);
+        }
+        drop(parts);
+        if !aside.is_empty() {
+            let mut parts = page_parts(pages, offset_bytes, overwrite)?;
+            let _ = Bytes(&aside).read_parts(0, &mut parts);
         }
         self.size_bytes = self.size_bytes.max(end);
-        space.stored_bytes += added * PAGE_BYTES as u64;
-        Ok(data.len())
+        Ok(len)
     }
 
     /// Set the size: shrinking frees whole pages (back to `space`) and

@@ -48,5 +48,7 @@ mod tree;
 pub use open::{DirItem, Fs};
 /// A POSIX error number (`protocols::unix::errno`).
 pub use protocols::unix::Errno;
-pub use service::{MESSAGE_DATA_BYTES, Reply, STANDARD_DIRS, Service, module_destination};
+pub use service::{
+    INLINE_READ_MAX_BYTES, MESSAGE_DATA_BYTES, Reply, STANDARD_DIRS, Service, module_destination,
+};
 pub use tree::{FsStats, Lookup, LookupError, ROOT_INO, Tree};

@@ -13,6 +13,7 @@
 //! - A description's offset moves only by a read or write that succeeded,
 //!   or by a seek ([`crate::seek`]'s rule).
 
+use crate::lease::{Bytes, BytesMut, Lent, ZERO_PAGE};
 use alloc::string::String;
 use core::ops::Bound;
 
@@ -265,6 +266,14 @@ impl Fs {
 
     /// `read` at the handle's offset, which advances by the bytes read.
     pub fn read(&mut self, handle: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let len = buf.len() as u64;
+        self.read_lent(handle, len, &mut BytesMut(buf))
+    }
+
+    /// `read` of up to `len` bytes into a caller's lent buffer, straight
+    /// from the file's pages; the offset moves only when every byte
+    /// arrived (a lease error, such as `EFAULT`, leaves it).
+    pub fn read_lent(&mut self, handle: u64, len: u64, to: &mut dyn Lent) -> Result<usize, Errno> {
         let d = self.description(handle)?;
         if !open_flags::readable(d.flags) {
             return Err(EBADF);
@@ -272,11 +281,17 @@ impl Fs {
         let (ino, offset) = (d.ino, d.offset_bytes);
         let n = match self.tree.inode(ino)?.body {
             Body::Device { .. } if Some(ino) == self.tree.zero_ino => {
-                buf.fill(0);
-                buf.len()
+                let n = usize::try_from(len).map_err(|_| EINVAL)?;
+                let mut done = 0;
+                while done < n {
+                    let chunk = (n - done).min(ZERO_PAGE.len());
+                    to.write_parts(done as u64, &[&ZERO_PAGE[..chunk]])?;
+                    done += chunk;
+                }
+                n
             }
             Body::Device { .. } => 0,
-            _ => self.tree.read_at(ino, offset, buf)?,
+            _ => self.tree.read_to(ino, offset, len, to)?,
         };
         self.description_mut(handle)?.offset_bytes = offset + n as u64;
         Ok(n)
@@ -285,17 +300,23 @@ impl Fs {
     /// `write` at the handle's offset (at the end with `O_APPEND`), which
     /// advances by the bytes written.
     pub fn write(&mut self, handle: u64, data: &[u8]) -> Result<usize, Errno> {
+        self.write_lent(handle, data.len() as u64, &mut Bytes(data))
+    }
+
+    /// `write` of `len` bytes from a caller's lent buffer, straight into
+    /// the file's pages: all or nothing (see [`Tree::write_from`]).
+    pub fn write_lent(&mut self, handle: u64, len: u64, from: &mut dyn Lent) -> Result<usize, Errno> {
         let d = self.description(handle)?;
         if !open_flags::writable(d.flags) {
             return Err(EBADF);
         }
         let (ino, flags, offset) = (d.ino, d.flags, d.offset_bytes);
         let offset = match &self.tree.inode(ino)?.body {
-            Body::Device { .. } => return Ok(data.len()),
+            Body::Device { .. } => return usize::try_from(len).map_err(|_| EINVAL),
             Body::File(contents) if flags & open_flags::O_APPEND != 0 => contents.size_bytes(),
             _ => offset,
         };
-        let n = self.tree.write_at(ino, offset, data)?;
+        let n = self.tree.write_from(ino, offset, len, from)?;
         self.description_mut(handle)?.offset_bytes = offset + n as u64;
         Ok(n)
     }

@@ -10,8 +10,10 @@
 //! # Invariants
 //! - Who may ask what is decided here, before `Fs` is asked (see
 //!   [`Service`]); a refused request changes nothing.
-//! - A reply's data never exceeds [`MESSAGE_DATA_BYTES`]; a read asks for
-//!   at most that much whatever the caller wanted.
+//! - A reply's data never exceeds [`MESSAGE_DATA_BYTES`]: a read longer
+//!   than [`INLINE_READ_MAX_BYTES`] moves its bytes through the caller's
+//!   lent buffer, and so does a write whose bytes the message does not
+//!   hold.
 
 use alloc::string::String;
 
@@ -20,6 +22,12 @@ use protocols::unix::{Errno, Stat, mode};
 
 use super::open::Fs;
 use super::tree::Lookup;
+use crate::lease::Lent;
+
+/// Longest read answered with the bytes in the reply message
+/// (`protocols::unix::io::INLINE_READ_MAX_BYTES`); longer ones go through
+/// the caller's lent buffer.
+pub use protocols::unix::io::INLINE_READ_MAX_BYTES;
 
 /// Reply words and the bytes of reply data placed in the reply buffer.
 pub type Reply = ([u64; 4], usize);
@@ -249,7 +257,9 @@ impl Service {
         self.fs.rename(old, new).map(|()| value(0))
     }
 
-    /// A request on `fs::IO_QUEUE`.
+    /// A request on `fs::IO_QUEUE`; `lent` is the caller's buffers lent
+    /// with the call (`io::OP_READ` and `io::OP_WRITE` move their bytes
+    /// through it, see [`crate::lease`]).
     pub fn io_request(
         &mut self,
         sender: u64,
@@ -257,17 +267,30 @@ impl Service {
         data: &[u8],
         now_ns: u64,
         tx: &mut [u8; MESSAGE_DATA_BYTES],
+        lent: &mut dyn Lent,
     ) -> Reply {
         use protocols::unix::{DirEntry, io};
         let [op, handle, w2, w3] = m;
         let result = match op {
-            io::OP_READ => {
-                let max = usize::try_from(w2).unwrap_or(usize::MAX).min(tx.len());
+            // A short read goes back in the reply (two copies of a few
+            // bytes cost less than a kernel entry); a longer one straight
+            // from the file's pages into the lent buffer (one copy).
+            io::OP_READ if w2 <= INLINE_READ_MAX_BYTES as u64 => {
+                let max = w2 as usize;
                 self.fs.read(handle, &mut tx[..max]).map(|n| ([n as u64, 0, 0, 0], n))
             }
+            io::OP_READ => self.fs.read_lent(handle, w2, lent).map(|n| value(n as u64)),
             io::OP_WRITE => {
                 self.fs.set_now(now_ns);
-                self.fs.write(handle, data).map(|n| value(n as u64))
+                // Word 2 is the length (0: the data in the message is all
+                // of it, as older callers send); when the message does not
+                // hold it all, it comes through the lease.
+                let len = if w2 == 0 { data.len() as u64 } else { w2 };
+                match data.get(..usize::try_from(len).unwrap_or(usize::MAX)) {
+                    Some(bytes) => self.fs.write(handle, bytes),
+                    None => self.fs.write_lent(handle, len, lent),
+                }
+                .map(|n| value(n as u64))
             }
             io::OP_SEEK => self.fs.seek(handle, w2 as i64, w3).map(value),
             io::OP_TRUNCATE => {
@@ -295,12 +318,13 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lease::testing::Lender;
     use crate::memfs::data::PAGE_BYTES;
     use crate::memfs::testing::{CAP, fs, stat};
     use crate::seek::{SEEK_CUR, SEEK_END, SEEK_SET};
     use alloc::boxed::Box;
     use alloc::vec::Vec;
-    use protocols::unix::errno::{EBADF, EEXIST, EFBIG, EISDIR, ENODEV, ENOENT, ENOTEMPTY};
+    use protocols::unix::errno::{EBADF, EEXIST, EFAULT, EFBIG, EISDIR, ENODEV, ENOENT, ENOTEMPTY};
     use protocols::unix::open_flags::{O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_RDWR, O_WRONLY};
     use protocols::unix::{DirEntry, device, fs as fsp, io, result};
     use std::vec;
@@ -326,9 +350,26 @@ mod tests {
             let (w, len) = self.s.fs_request(from, m, data, 1234, &mut self.tx);
             (result(w[0]), w, self.tx[..len].to_vec())
         }
+        /// A request lending a 64 KiB buffer; the data is what the reply
+        /// carried or, when it carried none, what went through the lease.
         fn io(&mut self, from: u64, m: [u64; 4], data: &[u8]) -> (Result<u64, Errno>, [u64; 4], Vec<u8>) {
-            let (w, len) = self.s.io_request(from, m, data, 5678, &mut self.tx);
-            (result(w[0]), w, self.tx[..len].to_vec())
+            let mut lender = Lender::new(vec![0u8; 64 << 10]);
+            self.io_lent(from, m, data, &mut lender)
+        }
+        fn io_lent(
+            &mut self,
+            from: u64,
+            m: [u64; 4],
+            data: &[u8],
+            lender: &mut Lender,
+        ) -> (Result<u64, Errno>, [u64; 4], Vec<u8>) {
+            let (w, len) = self.s.io_request(from, m, data, 5678, &mut self.tx, lender);
+            let r = result(w[0]);
+            let out = match r {
+                Ok(n) if len == 0 && m[0] == io::OP_READ => lender.bytes[..n as usize].to_vec(),
+                _ => self.tx[..len].to_vec(),
+            };
+            (r, w, out)
         }
     }
 
@@ -422,12 +463,17 @@ mod tests {
         assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &block[..M]).0, Ok(M as u64));
         assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], &block[M..]).0, Ok((6000 - M) as u64));
         assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 0, SEEK_SET], b"").0, Ok(0));
-        // At most one message's data per read, whatever is asked.
-        let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, u64::MAX, 0], b"");
-        assert_eq!((r, data.len()), (Ok(M as u64), M));
+        // A long read goes through the lease, in one request.
         let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, 10_000, 0], b"");
-        assert_eq!((r, data.len()), (Ok((6000 - M) as u64), 6000 - M));
+        assert_eq!((r, data.len()), (Ok(6000), 6000));
         assert!(data.iter().all(|&b| b == 9));
+        // A short one comes back in the reply.
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 10, SEEK_SET], b"").0, Ok(10));
+        let mut nothing_lent = Lender::new(vec![]);
+        let (w, len) =
+            c.s.io_request(STRANGER, [io::OP_READ, h, 100, 0], b"", 1, &mut c.tx, &mut nothing_lent);
+        assert_eq!((w[0], len), (100, 100));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 6000, SEEK_SET], b"").0, Ok(6000));
         assert_eq!(c.io(STRANGER, [io::OP_READ, h, 100, 0], b"").0, Ok(0), "end of file");
         assert_eq!(c.io(STRANGER, [io::OP_READ, h, 0, 0], b"").0, Ok(0));
         assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, (-1i64) as u64, SEEK_SET], b"").0, Err(EINVAL));
@@ -462,6 +508,82 @@ mod tests {
         assert_eq!(c.io(STRANGER, [io::OP_FOREGROUND, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOTTY));
         assert_eq!(c.io(STRANGER, [99, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOSYS));
         assert_eq!(c.io(STRANGER, [u64::MAX, h, 0, 0], b"").0, Err(protocols::unix::errno::ENOSYS));
+    }
+
+    /// Reads and writes through the lease: any length, unaligned offsets
+    /// across pages, and a lender whose buffer has an unmapped piece
+    /// (`EFAULT`, the file and the offset unchanged).
+    #[test]
+    fn lent_reads_and_writes() {
+        let mut s = service();
+        let mut c = caller(&mut s);
+        let (r, _, _) = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o644, 0], b"/tmp/lent");
+        let h = r.unwrap();
+        let pattern = |i: usize| (i * 7 + i / 4093) as u8;
+        let len = 3 * PAGE_BYTES + 123;
+        let mut lender = Lender::new((0..len).map(pattern).collect());
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 77, SEEK_SET], b"").0, Ok(77));
+        assert_eq!(c.io_lent(STRANGER, [io::OP_WRITE, h, len as u64, 0], b"", &mut lender).0, Ok(len as u64));
+        let size = 77 + len;
+        // Read back at every kind of offset and length, through the lease.
+        for (at, want) in
+            [(0usize, size), (77, len), (PAGE_BYTES - 1, 2), (100, 2 * PAGE_BYTES + 3), (size - 5, 99)]
+        {
+            assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, at as u64, SEEK_SET], b"").0, Ok(at as u64));
+            let mut to = Lender::new(vec![0xee; want]);
+            let (r, _, got) = c.io_lent(STRANGER, [io::OP_READ, h, want as u64, 0], b"", &mut to);
+            let n = want.min(size - at);
+            assert_eq!((r, got.len()), (Ok(n as u64), n), "read {want} at {at}");
+            for (k, &b) in got.iter().enumerate() {
+                let i = at + k;
+                assert_eq!(b, if i < 77 { 0 } else { pattern(i - 77) }, "byte {i}");
+            }
+        }
+        let before = c.s.fs.stats().bytes_stored;
+        // A write whose lent buffer is unmapped in its third page: EFAULT,
+        // and nothing of it lands, neither past the end (appending) nor
+        // over old bytes (overwriting), and the offset stays.
+        let bad: Vec<u8> = vec![0x55; 4 * PAGE_BYTES];
+        for at in [size as u64, 10, size as u64 - 100] {
+            let mut lender = Lender::new(bad.clone());
+            lender.unmapped = 2 * PAGE_BYTES + 10..2 * PAGE_BYTES + 11;
+            assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, at, SEEK_SET], b"").0, Ok(at));
+            let (r, _, _) = c.io_lent(STRANGER, [io::OP_WRITE, h, bad.len() as u64, 0], b"", &mut lender);
+            assert_eq!(r, Err(EFAULT), "write at {at}");
+            assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 0, SEEK_CUR], b"").0, Ok(at), "the offset stays");
+            let (_, _, data) = c.io(STRANGER, [io::OP_FSTAT, h, 0, 0], b"");
+            assert_eq!(Stat::decode(&data).unwrap().size_bytes, size as u64, "the size stays");
+            let mut back = vec![0u8; size + 4 * PAGE_BYTES];
+            assert_eq!(c.s.fs.read_at(Stat::decode(&data).unwrap().ino, 0, &mut back).unwrap(), size);
+            assert!(back[..77].iter().all(|&b| b == 0));
+            assert!(back[77..size].iter().enumerate().all(|(k, &b)| b == pattern(k)), "old bytes kept");
+        }
+        assert!(c.s.fs.stats().bytes_stored >= before);
+        // Past the end, the pages the failed writes took hold zeros.
+        assert_eq!(c.io(STRANGER, [io::OP_TRUNCATE, h, (size + 3 * PAGE_BYTES) as u64, 0], b"").0, Ok(0));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, size as u64, SEEK_SET], b"").0, Ok(size as u64));
+        let (r, _, data) = c.io(STRANGER, [io::OP_READ, h, (3 * PAGE_BYTES) as u64, 0], b"");
+        assert_eq!(r, Ok(3 * PAGE_BYTES as u64));
+        assert!(data.iter().all(|&b| b == 0), "a failed write left bytes past the end");
+        // A read into a lent buffer with an unmapped piece: EFAULT, the
+        // offset stays.
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 5, SEEK_SET], b"").0, Ok(5));
+        let mut to = Lender::new(vec![0; 2 * PAGE_BYTES]);
+        to.unmapped = PAGE_BYTES + 1..PAGE_BYTES + 2;
+        let (r, _, _) = c.io_lent(STRANGER, [io::OP_READ, h, 2 * PAGE_BYTES as u64, 0], b"", &mut to);
+        assert_eq!(r, Err(EFAULT));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 0, SEEK_CUR], b"").0, Ok(5));
+        // More asked than lent: the lease's bounds say no.
+        let mut small = Lender::new(vec![0; 10]);
+        let (r, _, _) = c.io_lent(STRANGER, [io::OP_READ, h, 5000, 0], b"", &mut small);
+        assert_eq!(r, Err(EINVAL));
+        // /dev/zero fills a long read through the lease.
+        let (r, _, _) = c.fs(STARTER, [device::OP_OPEN, O_RDONLY, c.s.fs.zero_ino().unwrap(), 0], b"");
+        let z = r.unwrap();
+        let mut to = Lender::new(vec![0xff; 3 * PAGE_BYTES + 1]);
+        let (r, _, _) = c.io_lent(STRANGER, [io::OP_READ, z, to.bytes.len() as u64, 0], b"", &mut to);
+        assert_eq!(r, Ok(3 * PAGE_BYTES as u64 + 1));
+        assert!(to.bytes.iter().all(|&b| b == 0));
     }
 
     #[test]

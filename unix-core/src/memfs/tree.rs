@@ -18,6 +18,7 @@
 //! - What changes is stamped with the time last given to
 //!   [`Tree::set_now`]; nothing here reads a clock.
 
+use crate::lease::{Bytes, Lent};
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 
@@ -551,19 +552,42 @@ impl Tree {
         }
     }
 
+    /// As [`Tree::read_at`], up to `len` bytes into a caller's lent
+    /// buffer, straight from the file's pages.
+    pub fn read_to(&self, ino: u64, offset_bytes: u64, len: u64, to: &mut dyn Lent) -> Result<usize, Errno> {
+        match &self.inode(ino)?.body {
+            Body::File(contents) => contents.read_to(offset_bytes, len, to),
+            Body::Dir { .. } => Err(EISDIR),
+            Body::Device { .. } => Err(EINVAL),
+        }
+    }
+
     /// Write `data` into file `ino` at `offset_bytes`, growing it (a gap
     /// becomes a hole). All or nothing: `EFBIG` past the largest file,
     /// `ENOSPC` when the pages cannot be had.
     pub fn write_at(&mut self, ino: u64, offset_bytes: u64, data: &[u8]) -> Result<usize, Errno> {
+        self.write_from(ino, offset_bytes, data.len() as u64, &mut Bytes(data))
+    }
+
+    /// As [`Tree::write_at`], `len` bytes from a caller's lent buffer,
+    /// straight into the file's pages; all or nothing also when the lease
+    /// fails half-way.
+    pub fn write_from(
+        &mut self,
+        ino: u64,
+        offset_bytes: u64,
+        len: u64,
+        from: &mut dyn Lent,
+    ) -> Result<usize, Errno> {
         // An end past `u64` is `EFBIG` before anything else is looked at.
-        offset_bytes.checked_add(data.len() as u64).ok_or(EFBIG)?;
+        offset_bytes.checked_add(len).ok_or(EFBIG)?;
         let n = self.inodes.get_mut(&ino).ok_or(ENOENT)?;
         let contents = match &mut n.body {
             Body::File(contents) => contents,
             Body::Dir { .. } => return Err(EISDIR),
             Body::Device { .. } => return Err(EINVAL),
         };
-        let written = contents.write_at(offset_bytes, data, &mut self.space)?;
+        let written = contents.write_from(offset_bytes, len, from, &mut self.space)?;
         if written > 0 {
             n.mtime_ns = self.now_ns;
         }

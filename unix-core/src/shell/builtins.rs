@@ -17,14 +17,16 @@ use super::interp::{Expanded, Flow, Host, STATUS_USAGE, Shell};
 use super::syntax::is_valid_name;
 
 const BUILTINS: [&str; 19] = [
-    ":", "true", "false", "echo", "printf", "test", "[", "set", "shift", "exit", "return", "break", "continue", ".",
-    "eval", "exec", "read", "export", "unset",
+    ":", "true", "false", "echo", "printf", "test", "[", "set", "shift", "exit", "return", "break",
+    "continue", ".", "eval", "exec", "read", "export", "unset",
 ];
 
 /// Standard builtins this shell does not implement yet: each says so by
 /// name (status 2) rather than being looked for as a program.
-const UNSUPPORTED: [&str; 12] =
-    ["trap", "umask", "command", "local", "readonly", "getopts", "alias", "unalias", "type", "hash", "times", "fc"];
+const UNSUPPORTED: [&str; 12] = [
+    "trap", "umask", "command", "local", "readonly", "getopts", "alias", "unalias", "type", "hash", "times",
+    "fc",
+];
 
 /// Is `name` run by the interpreter itself?
 pub fn is_builtin(name: &str) -> bool {

@@ -116,6 +116,7 @@ mod tests {
             serial: SerialMode::Captured,
             is_gdb: false,
             disk: Some(PathBuf::from("/w/target/bench/disk.img")),
+            net: crate::qemu::NetChoice::None,
         };
         let mut args = config.to_args().unwrap();
         args.extend(ICOUNT_ARGS.map(String::from));

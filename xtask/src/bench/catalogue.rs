@@ -32,6 +32,13 @@
 //! `p_copy_checksum` are the limit, one process copying (and checksumming)
 //! the same bytes ([`SEED_002`] holds the seed's table).
 
+//!
+//! The B rows (seed 004, UNIX V1's buffer count, `bench/src/b.rs`) pair
+//! each `b_nbuf<N>` (ms per job, `bbench`, one boot per `nbuf`) with
+//! Linux's one figure `b_linux` ([`SEED_004`] holds the seed's curve);
+//! the R2 disk rows (`r2_<row>_disk`, `r2_<row>_disk_fsync`) have the same
+//! names on both systems.
+
 /// A group of figures: the unit of `--only`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Group {
@@ -47,9 +54,14 @@ pub enum Group {
     D,
     /// Seed 002: lmbench's bw_pipe over the three pipe designs.
     P,
+    /// Seed 004: V1's `as u*.s` against the number of I/O buffers, on ext2.
+    B,
+    /// Seed 001's Table 2 file rows on ext2 on the virtio-blk disk, without
+    /// and with `fsync`.
+    R2Disk,
 }
 
-pub const ALL_GROUPS: [Group; 9] = [
+pub const ALL_GROUPS: [Group; 11] = [
     Group::Getpid,
     Group::Copy,
     Group::Switch,
@@ -59,6 +71,8 @@ pub const ALL_GROUPS: [Group; 9] = [
     Group::R2,
     Group::D,
     Group::P,
+    Group::B,
+    Group::R2Disk,
 ];
 
 /// What `cargo xtask bench` (and its `--quick` smoke test in `cargo xtask
@@ -67,7 +81,9 @@ pub const ALL_GROUPS: [Group; 9] = [
 /// exist those rows can only fail; D joins the default when they do.
 /// `--only d` runs it now (the Linux rows, and Ridgeback's as failures
 /// that say why). P boots Ridgeback six times (three pipe designs, one
-/// and all CPUs): too long for the smoke test; `--only p` runs it.
+/// and all CPUs): too long for the smoke test; `--only p` runs it. B boots
+/// Ridgeback once per `nbuf` (eight boots) and R2 on disk needs a second
+/// Linux boot: `--only b`, `--only r2disk`.
 pub const DEFAULT_GROUPS: [Group; 7] =
     [Group::Getpid, Group::Copy, Group::Switch, Group::Call, Group::Send, Group::Data, Group::R2];
 
@@ -83,6 +99,8 @@ impl Group {
             Group::R2 => "r2",
             Group::D => "d",
             Group::P => "p",
+            Group::B => "b",
+            Group::R2Disk => "r2disk",
         }
     }
 
@@ -93,6 +111,8 @@ impl Group {
             Group::Switch => "yield",
             Group::R2 | Group::D => "all",
             Group::P => "pipe",
+            Group::B => "b",
+            Group::R2Disk => "r2disk",
             other => other.name(),
         }
     }
@@ -101,7 +121,14 @@ impl Group {
     /// (`r2bench`, `dbench` or `pbench`, started by a batch script on the
     /// booted UNIX system) rather than with `ridgebench` booted as init.
     pub fn is_unix(self) -> bool {
-        matches!(self, Group::R2 | Group::D | Group::P)
+        matches!(self, Group::R2 | Group::D | Group::P | Group::B | Group::R2Disk)
+    }
+
+    /// Whether the group runs on an ext2 volume on the virtio-blk disk: its
+    /// boots get a fresh ext2 image (made on the host with the job's files)
+    /// instead of the raw scratch disk, on both systems.
+    pub fn needs_ext2_disk(self) -> bool {
+        matches!(self, Group::B | Group::R2Disk)
     }
 
     /// The Linux `bench` figures of this group's rows.
@@ -116,6 +143,8 @@ impl Group {
             Group::R2 => &["r2"],
             Group::D => &["d"],
             Group::P => &["p"],
+            Group::B => &["b"],
+            Group::R2Disk => &["r2disk"],
         }
     }
 
@@ -287,7 +316,47 @@ pub fn rows(smp: u32) -> Vec<Row> {
     r2_rows(&mut row);
     d_rows(&mut row);
     p_rows(&mut row, smp);
+    b_rows(&mut row);
     rows
+}
+
+/// Seed 004's curve as the suite measures it: `nbuf` and V1's time for
+/// `as u*.s` where the seed measured it (1 to 6; 8 and 12 show where the
+/// curve goes past V1's largest kernel).
+pub const SEED_004: [(u32, Option<Seed>); 8] = [
+    (1, Some(Seed { source: V1, as_published: "3.215 s", value: 3215.0 })),
+    (2, Some(Seed { source: V1, as_published: "1.309 s", value: 1309.0 })),
+    (3, Some(Seed { source: V1, as_published: "1.004 s", value: 1004.0 })),
+    (4, Some(Seed { source: V1, as_published: "780 ms", value: 780.0 })),
+    (5, Some(Seed { source: V1, as_published: "734 ms", value: 734.0 })),
+    (6, Some(Seed { source: V1, as_published: "724 ms", value: 724.0 })),
+    (8, None),
+    (12, None),
+];
+const V1: &str = "UNIX V1 (SIMH), 2026";
+
+/// A B figure's name on Ridgeback (`b_nbuf<N>`), and Linux's one figure.
+pub fn b_figure(nbuf: u32) -> String {
+    bench::b::figure_name(Some(nbuf))
+}
+pub fn b_linux_figure() -> String {
+    bench::b::figure_name(None)
+}
+
+/// Seed 004's rows: each buffer count against Linux's one figure (its own
+/// page cache, dropped before each job), with V1's time.
+fn b_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
+    for (nbuf, seed) in SEED_004 {
+        let seeds: Vec<Seed> = seed.into_iter().collect();
+        row(
+            &b_figure(nbuf),
+            &format!("B as u*.s on ext2, nbuf={nbuf} vs Linux cold"),
+            Group::B,
+            &b_figure(nbuf),
+            &b_linux_figure(),
+            &seeds,
+        );
+    }
 }
 
 /// Seed 002's designs, as Ridgeback's boot option `pipe=` names them, with
@@ -561,6 +630,21 @@ fn r2_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
             row(&format!("{key}{PER_FILE_SUFFIX}"), &label, Group::R2, &ridgeback, figure, &[]);
         }
     }
+    // On ext2 on the virtio-blk disk, without and with fsync (no seed:
+    // the Ridge's figures are for its own disk, the reference is
+    // Linux's).
+    for (suffix, figures, shown) in [
+        (bench::r2::DISK_SUFFIX, &bench::r2::DISK_FIGURES[..], "ext2 disk"),
+        (bench::r2::FSYNC_SUFFIX, &bench::r2::FSYNC_FIGURES[..], "ext2 disk, fsync"),
+    ] {
+        for (key, label, word, figure, _) in &table {
+            if figures.contains(word) {
+                let label = format!("{}, {shown}", label.split(',').next().unwrap_or(label));
+                let name = format!("{figure}{suffix}");
+                row(&format!("{key}{suffix}"), &label, Group::R2Disk, &name, &name, &[]);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -593,7 +677,7 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 42 + 12);
+        assert_eq!(rows.len(), 42 + 12 + 15, "... + 8 B rows + 7 R2 disk rows");
         for row in &rows {
             let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
             if row.ridgeback.ends_with("cpu") {
@@ -602,7 +686,7 @@ mod tests {
         }
         let one_cpu_rows = super::rows(1);
         assert!(one_cpu_rows.iter().all(|r| !r.key.ends_with("2cpu")));
-        assert_eq!(one_cpu_rows.len(), 37 + 7);
+        assert_eq!(one_cpu_rows.len(), 37 + 7 + 15);
         // Four CPUs: Ridgeback's figure says 4, Linux's peer still uses 2.
         let four = super::rows(4);
         let call = four.iter().find(|r| r.key == "r1_call_2cpu").unwrap();
@@ -689,6 +773,27 @@ mod tests {
         assert_eq!((big.ridgeback.as_str(), big.linux.as_str()), ("p_big_4cpu", "p_pipe_2cpu"));
         assert!(Group::P.is_unix() && !DEFAULT_GROUPS.contains(&Group::P));
         assert_eq!(parse_groups(&words("p")).unwrap(), [Group::P]);
+    }
+
+    #[test]
+    fn b_rows_pair_each_nbuf_with_linux_and_carry_v1_to_six() {
+        let rows = rows(2);
+        let b: Vec<&Row> = rows.iter().filter(|r| r.group == Group::B).collect();
+        assert_eq!(b.len(), 8);
+        assert!(b.iter().all(|r| r.linux == "b_linux" && r.ridgeback == r.key));
+        assert_eq!(b[0].ridgeback, "b_nbuf1");
+        assert_eq!(b[0].seeds[0].value, 3215.0);
+        assert_eq!(b[5].seeds[0].as_published, "724 ms");
+        assert!(b[6].seeds.is_empty() && b[7].ridgeback == "b_nbuf12");
+        let disk: Vec<&Row> = rows.iter().filter(|r| r.group == Group::R2Disk).collect();
+        assert_eq!(disk.len(), 7);
+        let names: Vec<&str> = disk.iter().map(|r| r.ridgeback.as_str()).collect();
+        assert!(names.contains(&"r2_write_8MB_disk") && names.contains(&"r2_creat_close_disk_fsync"));
+        assert!(!names.contains(&"r2_read_8MB_disk_fsync"), "a read leaves nothing to fsync");
+        assert!(disk.iter().all(|r| r.ridgeback == r.linux));
+        assert_eq!(parse_groups(&words("b,r2disk")).unwrap(), [Group::B, Group::R2Disk]);
+        assert!(!DEFAULT_GROUPS.contains(&Group::B) && !DEFAULT_GROUPS.contains(&Group::R2Disk));
+        assert!(Group::B.needs_ext2_disk() && !Group::R2.needs_ext2_disk());
     }
 
     #[test]

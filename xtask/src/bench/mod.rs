@@ -47,6 +47,14 @@
 //! (all, and `cpus=1`); on Linux they are the `p` figure: a plain pipe and
 //! `vmsplice`, pinned to one vCPU and to two, and the copy limit.
 //!
+//! The B rows (seed 004, UNIX V1's buffer count) run `/bin/bbench` once
+//! per `nbuf` (the boot option), and the R2 disk rows `/bin/r2bench --dir
+//! /disk/r2` twice (without and with `--fsync`) in one boot; both on a
+//! fresh ext2 image made by `mke2fs -d` from B's sources before each boot
+//! (instead of the raw scratch disk), checked with `e2fsck -fn` after it.
+//! On Linux they are the `b` and `r2disk` figures of a second boot whose
+//! disk is such an image (`bench` mounts it at `/disk`).
+//!
 //! Contract with `main.rs`: [`main`] receives every argument after `bench`
 //! unparsed, and returns the process exit code.
 
@@ -90,7 +98,10 @@ options:
                         files, pipe, getpid, sbrk, creat, fork), d (seed 000's RAM
                         disk against a disk: not in the default set until Ridgeback
                         has its block drivers), p (seed 002's bw_pipe: three pipe
-                        designs, 1 and all CPUs, six boots; not in the default set);
+                        designs, 1 and all CPUs, six boots; not in the default set),
+                        b (seed 004's nbuf curve on ext2: a boot per nbuf; not in the
+                        default set), r2disk (R2's file rows on ext2 on virtio-blk,
+                        without and with fsync; not in the default set);
                         commas or repeated
   --smp N               vCPUs of the machine (default 2); one-CPU figures always
                         come from a cpus=1 Ridgeback boot and pinned Linux processes
@@ -232,6 +243,11 @@ pub enum RidgebackProgram {
     /// `pbench`, a UNIX process started the same way, with the pipe design
     /// (`pipe=`, one of `catalogue::SEED_002`'s).
     Pbench(&'static str),
+    /// `bbench`, seed 004's job on the ext2 disk, with `nbuf=` buffers.
+    Bbench(u32),
+    /// `r2bench` on the ext2 disk (`--dir /disk/r2`): R2's file rows,
+    /// then the same with `fsync`.
+    R2Disk,
 }
 
 impl RidgebackProgram {
@@ -241,7 +257,15 @@ impl RidgebackProgram {
             RidgebackProgram::R2bench(_) => "r2bench",
             RidgebackProgram::Dbench(_) => "dbench",
             RidgebackProgram::Pbench(_) => "pbench",
+            RidgebackProgram::Bbench(_) => "bbench",
+            RidgebackProgram::R2Disk => "r2bench",
         }
+    }
+
+    /// Whether the boot gets a fresh ext2 image as its disk (made on the
+    /// host with B's sources) instead of the run's raw scratch disk.
+    fn needs_ext2_disk(self) -> bool {
+        matches!(self, RidgebackProgram::Bbench(_) | RidgebackProgram::R2Disk)
     }
 
     /// Whether a batch script under the normal init starts it.
@@ -330,6 +354,9 @@ pub struct Plan {
     pub ridgeback: Vec<RidgebackBootPlan>,
     /// Linux `bench` figures.
     pub linux: Vec<&'static str>,
+    /// Linux `bench` figures of a second boot whose disk is a fresh ext2
+    /// image (B and R2 on disk), in the same machine.
+    pub linux_ext2: Vec<&'static str>,
 }
 
 pub fn plan(groups: &[Group], smp: u32) -> Plan {
@@ -409,15 +436,37 @@ pub fn plan(groups: &[Group], smp: u32) -> Plan {
             }
         }
     }
-    let mut linux: Vec<&'static str> = Vec::new();
+    if groups.contains(&Group::R2Disk) {
+        // Every CPU online, the default buffer count (sized from memory).
+        ridgeback.push(RidgebackBootPlan {
+            label: "r2disk".to_string(),
+            cpus_option: None,
+            program: RidgebackProgram::R2Disk,
+            figures: bench::r2::DISK_FIGURES.to_vec(),
+        });
+    }
+    if groups.contains(&Group::B) {
+        // A boot per buffer count, as the seed booted a kernel per nbuf:
+        // the first job of each boot is cold by the boot.
+        for (nbuf, _) in catalogue::SEED_004 {
+            ridgeback.push(RidgebackBootPlan {
+                label: format!("b-nbuf{nbuf}"),
+                cpus_option: None,
+                program: RidgebackProgram::Bbench(nbuf),
+                figures: vec!["b"],
+            });
+        }
+    }
+    let (mut linux, mut linux_ext2): (Vec<&'static str>, Vec<&'static str>) = (Vec::new(), Vec::new());
     for group in groups {
+        let list = if group.needs_ext2_disk() { &mut linux_ext2 } else { &mut linux };
         for figure in group.linux_figures() {
-            if !linux.contains(figure) {
-                linux.push(figure);
+            if !list.contains(figure) {
+                list.push(figure);
             }
         }
     }
-    Plan { ridgeback, linux }
+    Plan { ridgeback, linux, linux_ext2 }
 }
 
 /// The arguments both programs take: `--samples N --sample-ms M figure...`.
@@ -447,6 +496,11 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             Some(cpus) => format!("{cpus} pipe={design}"),
             None => format!("pipe={design}"),
         },
+        RidgebackProgram::Bbench(nbuf) => match boot.cpus_option {
+            Some(cpus) => format!("{cpus} nbuf={nbuf}"),
+            None => format!("nbuf={nbuf}"),
+        },
+        RidgebackProgram::R2Disk => boot.cpus_option.unwrap_or_default().to_string(),
     }
 }
 
@@ -458,9 +512,41 @@ fn batch_script(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             format!(" --suffix {}", files.suffix())
         }
         RidgebackProgram::Pbench(design) => format!(" --design {design}"),
+        RidgebackProgram::Bbench(nbuf) => format!(" --nbuf {nbuf}"),
+        RidgebackProgram::R2Disk => {
+            // Two runs of r2bench: the rows, then the rows with fsync.
+            let dir = format!("{}/r2", bench::r2::DISK_DIR);
+            return format!(
+                "/bin/r2bench --dir {dir} --suffix {} {}\n/bin/r2bench --dir {dir} --suffix {} --fsync {}\n",
+                bench::r2::DISK_SUFFIX,
+                program_args(opts, &boot.figures),
+                bench::r2::FSYNC_SUFFIX,
+                program_args(opts, &bench::r2::FSYNC_FIGURES),
+            );
+        }
         _ => String::new(),
     };
     format!("/bin/{}{suffix} {}\n", boot.program.name(), program_args(opts, &boot.figures))
+}
+
+/// Size of the ext2 images of B and R2 on disk: room for R2's 8 MiB file,
+/// its copy and the `creat` row's names, and B's 200 KiB of sources.
+const EXT2_DISK_BYTES: u64 = 64 << 20;
+
+/// The tree the ext2 images are made from (`mke2fs -d`): B's sources and
+/// eviction file under `b/`, an empty `r2/` for the R2 rows.
+fn write_ext2_tree(dir: &Path) -> Result<()> {
+    let b_dir = dir.join(bench::b::TREE_DIR);
+    for sub in [b_dir.clone(), dir.join("r2")] {
+        fs::create_dir_all(&sub).map_err(|e| format!("cannot create {}: {e}", sub.display()))?;
+    }
+    let write = |path: PathBuf, bytes: Vec<u8>| {
+        fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    for (index, (name, _)) in bench::b::SOURCES.iter().enumerate() {
+        write(b_dir.join(name), bench::b::source_file(index))?;
+    }
+    write(b_dir.join(bench::b::EVICT_NAME), (0..bench::b::EVICT_BYTES).map(bench::b::evict_byte).collect())
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
@@ -605,7 +691,7 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     // both systems (the machine has it whether or not a figure uses it).
     let disk = log_dir.join("disk.img");
     qemu::ensure_disk_image(&disk, qemu::SCRATCH_DISK_BYTES)?;
-    let config_for = |cmdline: String, extra_modules: &[PathBuf]| QemuConfig {
+    let config_for = |cmdline: String, extra_modules: &[PathBuf], disk: &Path| QemuConfig {
         kernel: built.kernel.clone(),
         modules: built.modules.iter().chain(extra_modules).cloned().collect(),
         cmdline,
@@ -614,11 +700,28 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
         accel,
         serial: SerialMode::Captured,
         is_gdb: false,
-        disk: Some(disk.clone()),
+        disk: Some(disk.to_path_buf()),
+        // Benchmark N (issue 13's second half) adds the card to both systems.
+        net: qemu::NetChoice::None,
     };
-    let mut machine_probe = config_for(String::new(), &[]).to_args()?;
-    machine_probe.extend(extra_args.iter().cloned());
-    let machine = boot::machine_args(&machine_probe);
+    let machine_for = |disk: &Path| -> Result<Vec<String>> {
+        let mut probe = config_for(String::new(), &[], disk).to_args()?;
+        probe.extend(extra_args.iter().cloned());
+        Ok(boot::machine_args(&probe))
+    };
+    let machine = machine_for(&disk)?;
+    // B and R2 on disk: every boot of theirs, on both systems, gets a fresh
+    // ext2 image made from the same tree (one path per system, remade
+    // before each boot; the last one of each is left with the logs).
+    let needs_ext2 =
+        !plan.linux_ext2.is_empty() || plan.ridgeback.iter().any(|b| b.program.needs_ext2_disk());
+    let ext2_tree = log_dir.join("ext2-tree");
+    let (ext2_ridgeback, ext2_linux) = (log_dir.join("ext2-ridgeback.img"), log_dir.join("ext2-linux.img"));
+    if needs_ext2 {
+        write_ext2_tree(&ext2_tree)?;
+    }
+    let fresh_ext2 = |image: &Path| crate::ext2::make_image(image, EXT2_DISK_BYTES, Some(&ext2_tree));
+    let machine_ext2 = machine_for(&ext2_linux)?;
 
     let linux = if opts.is_ridgeback_only {
         None
@@ -688,22 +791,50 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
             match (system, &linux) {
                 (System::Ridgeback, _) => {
                     for (boot_plan, modules) in plan.ridgeback.iter().zip(&boot_modules) {
-                        let config = config_for(ridgeback_cmdline(boot_plan, opts), modules);
+                        let is_ext2 = boot_plan.program.needs_ext2_disk();
+                        if is_ext2 && let Err(e) = fresh_ext2(&ext2_ridgeback) {
+                            results.problems.push(format!("run {run} ridgeback {}: {e}", boot_plan.label));
+                            continue;
+                        }
+                        let boot_disk = if is_ext2 { &ext2_ridgeback } else { &disk };
+                        let config = config_for(ridgeback_cmdline(boot_plan, opts), modules, boot_disk);
                         run_ridgeback(&mut results, run, boot_plan, &config, &extra_args, timeout, &log_dir);
+                        if is_ext2 {
+                            // What Ridgeback wrote must be a clean ext2
+                            // volume (init syncs before powering off).
+                            if let Err(e) = crate::ext2::check(&ext2_ridgeback) {
+                                results
+                                    .problems
+                                    .push(format!("run {run} ridgeback {}: {e}", boot_plan.label));
+                            }
+                        }
                     }
                 }
-                (System::Linux, Some(side)) if !plan.linux.is_empty() => {
-                    run_linux(
-                        &mut results,
-                        run,
-                        side,
-                        &machine,
-                        &program_args(opts, &plan.linux),
-                        timeout,
-                        &log_dir,
-                    );
+                (System::Linux, Some(side)) => {
+                    if !plan.linux.is_empty() {
+                        let args = program_args(opts, &plan.linux);
+                        run_linux(&mut results, run, side, &machine, "", &args, timeout, &log_dir);
+                    }
+                    if !plan.linux_ext2.is_empty() {
+                        match fresh_ext2(&ext2_linux) {
+                            Ok(()) => {
+                                let args = program_args(opts, &plan.linux_ext2);
+                                run_linux(
+                                    &mut results,
+                                    run,
+                                    side,
+                                    &machine_ext2,
+                                    "ext2",
+                                    &args,
+                                    timeout,
+                                    &log_dir,
+                                );
+                            }
+                            Err(e) => results.problems.push(format!("run {run} linux ext2: {e}")),
+                        }
+                    }
                 }
-                (System::Linux, _) => {}
+                (System::Linux, None) => {}
             }
         }
     }
@@ -862,16 +993,25 @@ fn run_ridgeback(
     });
 }
 
+/// One Linux boot; `disk_label` names a boot with another disk than the
+/// run's scratch disk (`ext2`), and goes into its log's name and label.
+#[allow(clippy::too_many_arguments)]
 fn run_linux(
     results: &mut Results,
     run: u32,
     side: &LinuxSide,
     machine: &[String],
+    disk_label: &str,
     args: &str,
     timeout: Duration,
     log_dir: &Path,
 ) {
-    let what = format!("run {run} linux");
+    let dash = if disk_label.is_empty() { String::new() } else { format!("-{disk_label}") };
+    let what = if disk_label.is_empty() {
+        format!("run {run} linux")
+    } else {
+        format!("run {run} linux {disk_label}")
+    };
     eprintln!("xtask: bench: {what}: bench {args}");
     let command_line = format!(
         "{} {} -kernel {} -initrd <initramfs with /bench/bench> (linux_guest.rs); /bench/bench {args}",
@@ -880,7 +1020,7 @@ fn run_linux(
         side.guest.kernel_image.display()
     );
     let outcome = side.guest.run(machine, &[(side.program.clone(), args.to_string())], timeout);
-    let log_name = format!("run{run}-linux.log");
+    let log_name = format!("run{run}-linux{dash}.log");
     let (figures, is_ok, elapsed_s) = match outcome {
         Ok(guest_run) => {
             write_log(log_dir, &log_name, &command_line, &guest_run.serial_output);
@@ -911,7 +1051,7 @@ fn run_linux(
     results.boots.push(Boot {
         system: System::Linux,
         run,
-        label: format!("smp{}", results.meta.smp),
+        label: format!("smp{}{dash}", results.meta.smp),
         command_line,
         elapsed_s,
         figures,
@@ -1089,6 +1229,48 @@ mod tests {
         assert_eq!(single.ridgeback.len(), 3, "one CPU: one boot per design");
         assert_eq!(single.ridgeback[2].figures, ["pipe", "overwrite", "copy"]);
         assert!(!parse("--quick").unwrap().groups.contains(&Group::P), "the smoke test leaves P out");
+    }
+
+    #[test]
+    fn b_boots_once_per_nbuf_and_disk_rows_get_their_own_linux_boot() {
+        let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
+        let plan = super::plan(&[Group::B, Group::R2Disk], 2);
+        assert!(plan.linux.is_empty());
+        assert_eq!(plan.linux_ext2, ["b", "r2disk"]);
+        let labels: Vec<&str> = plan.ridgeback.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "r2disk", "b-nbuf1", "b-nbuf2", "b-nbuf3", "b-nbuf4", "b-nbuf5", "b-nbuf6", "b-nbuf8",
+                "b-nbuf12"
+            ]
+        );
+        assert!(plan.ridgeback.iter().all(|b| b.program.is_unix() && b.program.needs_ext2_disk()));
+        let nbuf3 = &plan.ridgeback[3];
+        assert_eq!(ridgeback_cmdline(nbuf3, &opts), "nbuf=3");
+        assert_eq!(batch_script(nbuf3, &opts), "/bin/bbench --nbuf 3 --samples 3 --sample-ms 10 b\n");
+        let disk = &plan.ridgeback[0];
+        assert_eq!(ridgeback_cmdline(disk, &opts), "");
+        assert_eq!(
+            batch_script(disk, &opts),
+            "/bin/r2bench --dir /disk/r2 --suffix _disk --samples 3 --sample-ms 10 write read copy creat\n\
+             /bin/r2bench --dir /disk/r2 --suffix _disk_fsync --fsync --samples 3 --sample-ms 10 write copy creat\n"
+        );
+        // Mixed with a group on the scratch disk: two Linux boots.
+        let mixed = super::plan(&[Group::R2, Group::B], 2);
+        assert_eq!((mixed.linux, mixed.linux_ext2), (vec!["r2"], vec!["b"]));
+        assert!(!super::plan(&DEFAULT_GROUPS, 2).ridgeback.iter().any(|b| b.program.needs_ext2_disk()));
+    }
+
+    #[test]
+    fn ext2_tree_holds_the_sources_and_the_eviction_file() {
+        let dir = std::env::temp_dir().join(format!("xtask-b-tree-{}", std::process::id()));
+        write_ext2_tree(&dir).unwrap();
+        let u0 = fs::read(dir.join("b/u0.s")).unwrap();
+        assert_eq!(u0, bench::b::source_file(0));
+        assert_eq!(fs::metadata(dir.join("b/evict")).unwrap().len(), bench::b::EVICT_BYTES as u64);
+        assert!(dir.join("r2").is_dir());
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -258,6 +258,7 @@ mod tests {
             serial: SerialMode::Captured,
             is_gdb: false,
             disk: None,
+            net: qemu::NetChoice::None,
         };
         let outcome = boot(name, &config, timeout_s, &dir.join("serial.log"));
         let _ = fs::remove_dir_all(&dir);

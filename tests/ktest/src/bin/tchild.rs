@@ -615,7 +615,8 @@ fn read_expect(args: &Args) -> i32 {
         &[],
         &mut reply,
     ) {
-        Ok((words, n)) if words[0] == want.len() as u64 && reply.get(..n) == Some(want) => 0,
+        // The bytes came in the reply or through the lease on `reply`.
+        Ok((words, _)) if words[0] == want.len() as u64 && reply.get(..want.len()) == Some(want) => 0,
         Ok((words, n)) => {
             println!("tchild read-expect: read gave {words:?} and {n} bytes, expected {} bytes", want.len());
             1
@@ -678,7 +679,7 @@ fn lease_pattern(i: usize) -> u8 {
     (i * 7 + i / 251) as u8
 }
 
-/// `lease-call SERVER QUEUE SEND_BYTES RECV_BYTES [same]`: one call
+/// `lease-call SERVER QUEUE SEND_BYTES RECV_BYTES [same|any]`: one call
 /// lending a patterned send buffer and a receive buffer, both starting at
 /// a page boundary; the server (the runner) checks what it reads and
 /// writes `!pattern` (or, with `same`, the pattern itself: another
@@ -689,6 +690,9 @@ fn lease_call(args: &Args) -> i32 {
     let Ok(link) = server_link(args) else { return 2 };
     let (send_len, recv_len) = (num(args, 3) as usize, num(args, 4) as usize);
     let is_same = args.as_str().split_whitespace().nth(5) == Some("same");
+    // `any`: the server writes what it likes (the lease fuzzer); only an
+    // answer is expected.
+    let is_any = args.as_str().split_whitespace().nth(5) == Some("any");
     let page = PAGE_SIZE as usize;
     let mut send_store = alloc::vec![0u8; send_len + page];
     let mut recv_store = alloc::vec![0u8; recv_len + page];
@@ -698,6 +702,7 @@ fn lease_call(args: &Args) -> i32 {
     send.iter_mut().enumerate().for_each(|(i, b)| *b = lease_pattern(i));
     let recv = &mut recv_store[r0..r0 + recv_len];
     match msg::call(link, &[1, 0, 0, 0], send, recv) {
+        Ok(_) if is_any => 0,
         Ok((words, _)) => {
             let written = words[0] as usize;
             let want = |i: usize| if is_same { lease_pattern(i) } else { !lease_pattern(i) };

@@ -26,6 +26,7 @@ extern crate alloc;
 
 mod devices;
 mod health;
+mod leasefuzz;
 mod messages;
 mod pagers;
 mod processes;
@@ -89,6 +90,7 @@ const TESTS: &[Test] = &[
     ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
     ("runtime_clock_agrees_with_the_kernel", processes::runtime_clock_agrees_with_the_kernel),
     ("leases_between_two_callers", messages::leases_between_two_callers),
+    ("leases_survive_random_arguments", leasefuzz::leases_survive_random_arguments),
     ("a_kept_call_lends_no_priority", messages::a_kept_call_lends_no_priority),
     ("interrupt_lines_and_ports_are_exclusive", devices::device_claim_rules),
     ("interrupts_arrive_as_messages", devices::interrupts_as_messages),

@@ -1,0 +1,313 @@
+//! Sockets from UNIX programs (issue 13): `socket`, `bind`, `listen`,
+//! `accept`, `connect`, `send`/`recv` (and `read`/`write` on a socket
+//! descriptor), `sendto`/`recvfrom`, `shutdown`, `getsockname`,
+//! `getpeername`, `setsockopt`/`getsockopt`, non-blocking mode and `poll`.
+//!
+//! A socket is a descriptor like a file or a pipe: the monitor hands it
+//! out (`socket` opens `/dev/net/tcp`, `/dev/net/udp` or `/dev/net/icmp`,
+//! the network server's device entry, `protocols::net`), its file type is
+//! `S_IFSOCK`, `close`, `dup`, `fork` and `exec` treat it as any other
+//! descriptor, and the monitor tells the server when its last descriptor
+//! goes (also when the process dies). Every other call here is ONE `call`
+//! to the network server with the descriptor's handle; the program's
+//! buffer is lent for the call, so a read or write of any size up to
+//! `abi::lease::MAX_LEASE_BYTES` is one round trip.
+//!
+//! `accept` takes two calls: the server answers `OP_ACCEPT` with a
+//! one-time token once a connection is established, and the open of
+//! `/dev/net/accepted/<token>` through the monitor makes its descriptor
+//! (only the monitor hands out descriptors, and it never waits on a
+//! server, so it cannot be the one that waits for a connection).
+//!
+//! What it is not: the BSD `sockaddr` ABI. Addresses are [`SockAddr`]
+//! (IPv4 only); options are `(level, name)` pairs with Linux's numbers.
+//! `SIGPIPE` is not raised: a write after the peer went gets `EPIPE`.
+
+use super::{Errno, Fd, errno, fd_entry, from_kernel, manager_call, open};
+use crate::msg;
+use alloc::vec::Vec;
+use protocols::net::{self as n, endpoint, split_endpoint};
+use protocols::unix::{self as ux, open_flags};
+
+pub const AF_INET: u32 = 2;
+pub const SOCK_STREAM: u32 = 1;
+pub const SOCK_DGRAM: u32 = 2;
+/// `socket`'s type flag for a non-blocking socket (Linux's value).
+pub const SOCK_NONBLOCK: u32 = 0o4000;
+pub const IPPROTO_ICMP: u32 = 1;
+pub const SOL_SOCKET: u32 = n::SOL_SOCKET as u32;
+pub const IPPROTO_IP: u32 = 0;
+pub const IPPROTO_TCP: u32 = n::IPPROTO_TCP as u32;
+pub const SO_REUSEADDR: u32 = 2;
+pub const SO_ERROR: u32 = 4;
+pub const SO_SNDBUF: u32 = 7;
+pub const SO_RCVBUF: u32 = 8;
+pub const SO_KEEPALIVE: u32 = 9;
+pub const TCP_NODELAY: u32 = 1;
+/// Linux's `IP_LOCAL_PORT_RANGE`: the value is `low | high << 16`.
+pub const IP_LOCAL_PORT_RANGE: u32 = 51;
+pub use protocols::net::{POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, SHUT_RD, SHUT_RDWR, SHUT_WR};
+
+/// An IPv4 address and port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SockAddr {
+    pub addr: [u8; 4],
+    pub port: u16,
+}
+
+impl SockAddr {
+    pub const fn new(addr: [u8; 4], port: u16) -> SockAddr {
+        SockAddr { addr, port }
+    }
+
+    fn word(self) -> u64 {
+        endpoint(self.addr, self.port)
+    }
+
+    fn of(word: u64) -> SockAddr {
+        let (addr, port) = split_endpoint(word);
+        SockAddr { addr, port }
+    }
+
+    /// `A.B.C.D` (no port).
+    pub fn parse_ip(text: &str) -> Option<[u8; 4]> {
+        let mut o = [0u8; 4];
+        let mut parts = text.split('.');
+        for b in &mut o {
+            *b = parts.next()?.parse().ok()?;
+        }
+        parts.next().is_none().then_some(o)
+    }
+}
+
+impl core::fmt::Display for SockAddr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let a = self.addr;
+        write!(f, "{}.{}.{}.{}:{}", a[0], a[1], a[2], a[3], self.port)
+    }
+}
+
+/// A word-only request on a socket: the reply's words.
+fn sock_call(fd: Fd, op: u64, w2: u64, w3: u64) -> Result<[u64; 4], Errno> {
+    let (_, info) = fd_entry(fd)?;
+    if !ux::mode::is_sock(info.file_type) {
+        return Err(errno::ENOTSOCK);
+    }
+    manager_call(fd, [op, 0, w2, w3], &[], &mut []).map(|(w, _)| w)
+}
+
+/// `socket(AF_INET, type, protocol)`: `SOCK_STREAM` (TCP), `SOCK_DGRAM`
+/// (UDP, or with `IPPROTO_ICMP` an echo "ping" socket), optionally
+/// `| SOCK_NONBLOCK`.
+pub fn socket(domain: u32, ty: u32, protocol: u32) -> Result<Fd, Errno> {
+    if domain != AF_INET {
+        return Err(errno::EAFNOSUPPORT);
+    }
+    let kind = match (ty & !SOCK_NONBLOCK, protocol) {
+        (SOCK_STREAM, 0 | 6) => n::KIND_TCP,
+        (SOCK_DGRAM, 0 | 17) => n::KIND_UDP,
+        (SOCK_DGRAM, IPPROTO_ICMP) => n::KIND_ICMP,
+        (SOCK_STREAM | SOCK_DGRAM, _) => return Err(errno::EPROTONOSUPPORT),
+        _ => return Err(errno::EINVAL),
+    };
+    let path = alloc::format!("{}/{kind}", n::DEVICE_PATH);
+    let fd = open(&path, open_flags::O_RDWR, 0)
+        .map_err(|e| if e == errno::ENOENT { errno::EAFNOSUPPORT } else { e })?;
+    if ty & SOCK_NONBLOCK != 0
+        && let Err(e) = set_nonblocking(fd, true)
+    {
+        let _ = super::close(fd);
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+pub fn bind(fd: Fd, addr: SockAddr) -> Result<(), Errno> {
+    sock_call(fd, n::OP_BIND, addr.word(), 0).map(|_| ())
+}
+
+pub fn listen(fd: Fd, backlog: u32) -> Result<(), Errno> {
+    sock_call(fd, n::OP_LISTEN, backlog as u64, 0).map(|_| ())
+}
+
+/// `accept`: the new connection's descriptor and the peer's address.
+pub fn accept(fd: Fd) -> Result<(Fd, SockAddr), Errno> {
+    let w = sock_call(fd, n::OP_ACCEPT, 0, 0)?;
+    let path = alloc::format!("{}/{}{}", n::DEVICE_PATH, n::KIND_ACCEPTED, w[0]);
+    let new = open(&path, open_flags::O_RDWR, 0)?;
+    Ok((new, SockAddr::of(w[1])))
+}
+
+/// `connect`: waits until the connection is established, unless the
+/// socket is non-blocking (`EINPROGRESS`; `poll` for `POLLOUT`, then
+/// `SO_ERROR`).
+pub fn connect(fd: Fd, addr: SockAddr) -> Result<(), Errno> {
+    sock_call(fd, n::OP_CONNECT, addr.word(), 0).map(|_| ())
+}
+
+/// `recv` on a socket (`read` on a socket descriptor comes here too):
+/// what the socket holds, up to `buf.len()`, in one call; 0 at the end of
+/// the stream.
+pub fn recv(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
+    recvfrom(fd, buf).map(|(n, _)| n)
+}
+
+/// `recvfrom`: the bytes and who sent them (for TCP, the peer).
+pub fn recvfrom(fd: Fd, buf: &mut [u8]) -> Result<(usize, SockAddr), Errno> {
+    let (link, info) = fd_entry(fd)?;
+    if !ux::mode::is_sock(info.file_type) {
+        return Err(errno::ENOTSOCK);
+    }
+    let len = buf.len().min(abi::lease::MAX_LEASE_BYTES as usize);
+    let request = [n::OP_RECVFROM, info.handle, len as u64, 0];
+    let (w, _) = msg::call(link, &request, &[], &mut buf[..len]).map_err(from_kernel)?;
+    ux::result(w[0]).map(|got| ((got as usize).min(len), SockAddr::of(w[1])))
+}
+
+/// `send` on a socket (`write` on a socket descriptor comes here too):
+/// for TCP all of `buf` (waiting for room) unless the socket is
+/// non-blocking, one call per `MAX_LEASE_BYTES`.
+pub fn send(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
+    send_to(fd, buf, None)
+}
+
+/// `sendto`: one datagram to `to`.
+pub fn sendto(fd: Fd, buf: &[u8], to: SockAddr) -> Result<usize, Errno> {
+    send_to(fd, buf, Some(to))
+}
+
+fn send_to(fd: Fd, buf: &[u8], to: Option<SockAddr>) -> Result<usize, Errno> {
+    let (link, info) = fd_entry(fd)?;
+    if !ux::mode::is_sock(info.file_type) {
+        return Err(errno::ENOTSOCK);
+    }
+    let op = if to.is_some() { n::OP_SENDTO } else { ux::io::OP_WRITE };
+    let target = to.map_or(0, SockAddr::word);
+    let mut done = 0;
+    loop {
+        let chunk = &buf[done..buf.len().min(done + abi::lease::MAX_LEASE_BYTES as usize)];
+        let request = [op, info.handle, chunk.len() as u64, target];
+        let sent = msg::call(link, &request, chunk, &mut [])
+            .map_err(from_kernel)
+            .and_then(|(w, _)| ux::result(w[0]));
+        match sent {
+            Ok(k) => {
+                let k = (k as usize).min(chunk.len());
+                done += k;
+                // A datagram is one call; a short write (non-blocking)
+                // ends it.
+                if k < chunk.len() || to.is_some() || done >= buf.len() {
+                    break;
+                }
+            }
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(done)
+}
+
+pub fn shutdown(fd: Fd, how: u64) -> Result<(), Errno> {
+    sock_call(fd, n::OP_SHUTDOWN, how, 0).map(|_| ())
+}
+
+pub fn getsockname(fd: Fd) -> Result<SockAddr, Errno> {
+    sock_call(fd, n::OP_NAME, 0, 0).map(|w| SockAddr::of(w[1]))
+}
+
+pub fn getpeername(fd: Fd) -> Result<SockAddr, Errno> {
+    sock_call(fd, n::OP_NAME, 1, 0).map(|w| SockAddr::of(w[1]))
+}
+
+/// `setsockopt(fd, level, name, value)` with an integer value.
+pub fn setsockopt(fd: Fd, level: u32, name: u32, value: u64) -> Result<(), Errno> {
+    sock_call(fd, n::OP_SETOPT, (level as u64) << 16 | name as u64, value).map(|_| ())
+}
+
+pub fn getsockopt(fd: Fd, level: u32, name: u32) -> Result<u64, Errno> {
+    sock_call(fd, n::OP_GETOPT, (level as u64) << 16 | name as u64, 0).map(|w| w[1])
+}
+
+/// `fcntl(fd, F_SETFL, O_NONBLOCK)` on a socket: a property of the open
+/// socket, shared by every descriptor on it.
+pub fn set_nonblocking(fd: Fd, on: bool) -> Result<(), Errno> {
+    sock_call(fd, n::OP_SETOPT, n::OPT_NONBLOCK, on as u64).map(|_| ())
+}
+
+/// One entry of [`poll`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PollFd {
+    pub fd: Fd,
+    pub events: u16,
+    pub revents: u16,
+}
+
+/// `poll(fds, timeout_ms)` (`None`: wait without end): how many entries
+/// have events. Sockets are asked of the network server in one call,
+/// which waits until one is ready; a descriptor that is not a socket is
+/// reported ready at once for what it asks (right for regular files; a
+/// pipe or a terminal is not waited on: issue 13 leaves that), and a bad
+/// one is `POLLNVAL`.
+pub fn poll(fds: &mut [PollFd], timeout_ms: Option<u64>) -> Result<usize, Errno> {
+    let mut sockets: Vec<usize> = Vec::new();
+    let mut link = None;
+    let mut data = Vec::new();
+    let mut ready = 0;
+    for (i, p) in fds.iter_mut().enumerate() {
+        p.revents = 0;
+        match fd_entry(p.fd) {
+            Ok((l, info)) if ux::mode::is_sock(info.file_type) => {
+                if link.is_some_and(|x: msg::Link| x != l) {
+                    return Err(errno::EINVAL);
+                }
+                link = Some(l);
+                sockets.push(i);
+                data.extend_from_slice(&n::poll_entry(info.handle, p.events));
+            }
+            Ok(_) => p.revents = p.events & (POLLIN | POLLOUT),
+            Err(_) => p.revents = POLLNVAL,
+        }
+        if p.revents != 0 {
+            ready += 1;
+        }
+    }
+    let Some(link) = link else { return Ok(ready) };
+    if sockets.len() > n::MAX_POLL_ENTRIES {
+        return Err(errno::EINVAL);
+    }
+    // Something is ready already: only look, do not wait.
+    let timeout = if ready > 0 { 0 } else { timeout_ms.unwrap_or(u64::MAX) };
+    let mut out = alloc::vec![0u8; sockets.len() * 2];
+    let (w, _) = msg::call(link, &[n::OP_POLL, 0, timeout, 0], &data, &mut out).map_err(from_kernel)?;
+    ux::result(w[0])?;
+    for (k, &i) in sockets.iter().enumerate() {
+        let r = u16::from_le_bytes([out[2 * k], out[2 * k + 1]]);
+        fds[i].revents = r;
+        if r != 0 {
+            ready += 1;
+        }
+    }
+    Ok(ready)
+}
+
+/// The network server's statistics: (sockets open, bytes of socket
+/// buffers, frames received, frames sent) and its socket table as text.
+pub fn net_stats() -> Result<([u64; 4], alloc::string::String), Errno> {
+    net_query(n::OP_STATS)
+}
+
+/// The interfaces, as `ifconfig` prints them.
+pub fn ifconfig() -> Result<alloc::string::String, Errno> {
+    net_query(n::OP_IFCONFIG).map(|(_, t)| t)
+}
+
+fn net_query(op: u64) -> Result<([u64; 4], alloc::string::String), Errno> {
+    // Any socket reaches the server; a fresh one is made and closed.
+    let fd = socket(AF_INET, SOCK_DGRAM, 0)?;
+    let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
+    let r = manager_call(fd, [op, 0, 0, 0], &[], &mut buf);
+    let _ = super::close(fd);
+    let (w, len) = r?;
+    buf.truncate(len);
+    Ok((w, alloc::string::String::from_utf8_lossy(&buf).into_owned()))
+}

@@ -1,0 +1,374 @@
+//! Sockets over the loopback interface (issue 13): TCP between processes,
+//! UDP, the socket calls' errors, and the bad-input cases: port
+//! exhaustion, a thousand sockets from one process, a peer that vanishes
+//! mid-stream, a client killed with data queued. After each, the network
+//! server's counts of sockets and socket-buffer bytes come back to zero
+//! (`netstat`'s `OP_STATS`): nothing leaks.
+//!
+//! Every wait is bounded (`poll_until`); nothing here measures time.
+
+use crate::ensure;
+use crate::util::{Context, Fnv, Stream, TestResult, expect_errno, expect_exit, spawn, wait_for};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use protocols::unix::errno::*;
+use protocols::unix::signal::SIGKILL;
+use runtime::unix::socket::{
+    self, AF_INET, IP_LOCAL_PORT_RANGE, IPPROTO_IP, POLLIN, POLLOUT, PollFd, SO_ERROR, SO_REUSEADDR,
+    SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET, SockAddr,
+};
+use runtime::unix::{self, Fd};
+
+const LOOPBACK: [u8; 4] = [127, 0, 0, 1];
+
+fn tcp() -> Result<Fd, String> {
+    socket::socket(AF_INET, SOCK_STREAM, 0).ctx("socket")
+}
+
+/// A listener on 127.0.0.1 at an ephemeral port; the port.
+fn listener() -> Result<(Fd, u16), String> {
+    let fd = tcp()?;
+    socket::bind(fd, SockAddr::new(LOOPBACK, 0)).ctx("bind")?;
+    socket::listen(fd, 4).ctx("listen")?;
+    let port = socket::getsockname(fd).ctx("getsockname")?.port;
+    ensure!(port != 0, "bound to port 0");
+    Ok((fd, port))
+}
+
+/// The network server's (sockets, buffer bytes), and its table for a
+/// failure message.
+fn counts() -> Result<(u64, u64, String), String> {
+    let (w, text) = socket::net_stats().ctx("net stats")?;
+    Ok((w[0], w[1], text))
+}
+
+/// Wait until the server holds no socket and no buffer (connections
+/// closed by both sides wind down through a few segments).
+fn expect_no_leaks() -> TestResult {
+    let mut last = String::new();
+    let clean = crate::util::poll_until(300, 20, || {
+        let (sockets, bytes, text) = counts()?;
+        last = text;
+        Ok(sockets == 0 && bytes == 0)
+    })?;
+    ensure!(clean, "the network server still holds sockets or buffers:\n{last}");
+    Ok(())
+}
+
+fn read_all(fd: Fd) -> Result<Vec<u8>, String> {
+    crate::util::read_to_end(fd).ctx("read")
+}
+
+pub fn tcp_echo_between_processes() -> TestResult {
+    let (l, port) = listener()?;
+    let server = spawn(move || {
+        let Ok((c, peer)) = socket::accept(l) else { return 10 };
+        if peer.addr != LOOPBACK {
+            return 11;
+        }
+        let mut buf = alloc::vec![0u8; 8192];
+        loop {
+            match unix::read(c, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if crate::util::write_all(c, &buf[..n]).is_err() {
+                        return 12;
+                    }
+                }
+                Err(_) => return 13,
+            }
+        }
+        let _ = unix::close(c);
+        0
+    })?;
+    let c = tcp()?;
+    socket::connect(c, SockAddr::new(LOOPBACK, port)).ctx("connect")?;
+    let _ = unix::close(l);
+    let peer = socket::getpeername(c).ctx("getpeername")?;
+    ensure!(peer == SockAddr::new(LOOPBACK, port), "getpeername: {peer}");
+    let me = socket::getsockname(c).ctx("getsockname")?;
+    ensure!(me.addr == LOOPBACK && me.port != 0, "getsockname: {me}");
+    // A megabyte, echoed back: one side writes all of it while the other
+    // reads, so the writer in a child keeps the buffers moving.
+    let total = 1 << 20;
+    let writer = spawn(move || {
+        let mut s = Stream::new(7);
+        let mut buf = alloc::vec![0u8; 48 * 1024];
+        let mut left = total;
+        while left > 0 {
+            let n = left.min(buf.len());
+            s.fill(&mut buf[..n]);
+            if crate::util::write_all(c, &buf[..n]).is_err() {
+                return 1;
+            }
+            left -= n;
+        }
+        if socket::shutdown(c, socket::SHUT_WR).is_err() { 2 } else { 0 }
+    })?;
+    let got = read_all(c)?;
+    expect_exit(writer, 0)?;
+    expect_exit(server, 0)?;
+    let _ = unix::close(c);
+    ensure!(got.len() == total, "echoed {} of {total} bytes", got.len());
+    let mut want = alloc::vec![0u8; total];
+    Stream::new(7).fill(&mut want);
+    let (mut a, mut b) = (Fnv::new(), Fnv::new());
+    a.add(&got);
+    b.add(&want);
+    ensure!(a.0 == b.0, "the echoed bytes differ from those sent");
+    expect_no_leaks()
+}
+
+pub fn udp_datagrams() -> TestResult {
+    let a = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket a")?;
+    let b = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket b")?;
+    socket::bind(a, SockAddr::new(LOOPBACK, 0)).ctx("bind a")?;
+    socket::bind(b, SockAddr::new(LOOPBACK, 0)).ctx("bind b")?;
+    let pa = socket::getsockname(a).ctx("name a")?;
+    let pb = socket::getsockname(b).ctx("name b")?;
+    for i in 0..5u8 {
+        let msg = [i; 100];
+        ensure!(socket::sendto(a, &msg, pb).ctx("sendto")? == 100, "short datagram");
+    }
+    for i in 0..5u8 {
+        let mut buf = [0u8; 200];
+        let (n, from) = socket::recvfrom(b, &mut buf).ctx("recvfrom")?;
+        ensure!(n == 100 && buf[..n].iter().all(|&x| x == i), "datagram {i}: {n} bytes {:?}", &buf[..4]);
+        ensure!(from == pa, "from {from}, expected {pa}");
+    }
+    socket::set_nonblocking(b, true).ctx("nonblocking")?;
+    expect_errno(socket::recvfrom(b, &mut [0u8; 10]), EAGAIN, "recvfrom on an empty socket")?;
+    let _ = unix::close(a);
+    let _ = unix::close(b);
+    expect_no_leaks()
+}
+
+pub fn errors() -> TestResult {
+    expect_errno(socket::socket(99, SOCK_STREAM, 0), EAFNOSUPPORT, "family 99")?;
+    expect_errno(socket::socket(AF_INET, SOCK_STREAM, 17), EPROTONOSUPPORT, "TCP with protocol 17")?;
+    // Nobody listens: refused.
+    let (l, port) = listener()?;
+    let _ = unix::close(l);
+    let c = tcp()?;
+    expect_errno(
+        socket::connect(c, SockAddr::new(LOOPBACK, port)),
+        ECONNREFUSED,
+        "connect to a closed port",
+    )?;
+    let _ = unix::close(c);
+    // Two listeners on one port.
+    let (l, port) = listener()?;
+    let other = tcp()?;
+    expect_errno(socket::bind(other, SockAddr::new(LOOPBACK, port)), EADDRINUSE, "second bind")?;
+    let _ = socket::setsockopt(other, SOL_SOCKET, SO_REUSEADDR, 1);
+    expect_errno(
+        socket::bind(other, SockAddr::new(LOOPBACK, port)),
+        EADDRINUSE,
+        "second bind, SO_REUSEADDR",
+    )?;
+    // An address that is not this machine's.
+    expect_errno(socket::bind(other, SockAddr::new([192, 0, 2, 1], 0)), EADDRNOTAVAIL, "bind to 192.0.2.1")?;
+    // Not connected; not a socket; unknown option.
+    let fresh = tcp()?;
+    expect_errno(unix::write(fresh, b"x"), ENOTCONN, "write before connect")?;
+    expect_errno(socket::getpeername(fresh), ENOTCONN, "getpeername before connect")?;
+    expect_errno(socket::setsockopt(fresh, SOL_SOCKET, 12345, 1), ENOPROTOOPT, "option 12345")?;
+    expect_errno(socket::listen(0, 1), ENOTSOCK, "listen on standard input")?;
+    // Non-blocking accept with nobody connecting.
+    socket::set_nonblocking(l, true).ctx("nonblocking")?;
+    expect_errno(socket::accept(l), EAGAIN, "accept with no connection")?;
+    for fd in [l, other, fresh] {
+        let _ = unix::close(fd);
+    }
+    expect_no_leaks()
+}
+
+pub fn nonblocking_connect_and_poll() -> TestResult {
+    let (l, port) = listener()?;
+    let c = socket::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0).ctx("socket")?;
+    expect_errno(socket::connect(c, SockAddr::new(LOOPBACK, port)), EINPROGRESS, "non-blocking connect")?;
+    let mut p = [PollFd { fd: c, events: POLLOUT, revents: 0 }];
+    let n = socket::poll(&mut p, Some(5000)).ctx("poll for the connection")?;
+    ensure!(n == 1 && p[0].revents & POLLOUT != 0, "poll: {n}, revents {:#x}", p[0].revents);
+    ensure!(socket::getsockopt(c, SOL_SOCKET, SO_ERROR).ctx("SO_ERROR")? == 0, "SO_ERROR after connecting");
+    let mut p = [PollFd { fd: l, events: POLLIN, revents: 0 }];
+    ensure!(socket::poll(&mut p, Some(5000)).ctx("poll the listener")? == 1, "the listener is not readable");
+    let (s, _) = socket::accept(l).ctx("accept")?;
+    // Nothing to read yet: EAGAIN on the non-blocking side, a poll that
+    // times out on the other.
+    expect_errno(unix::read(c, &mut [0u8; 4]), EAGAIN, "read with nothing sent")?;
+    let mut p = [PollFd { fd: s, events: POLLIN, revents: 0 }];
+    ensure!(socket::poll(&mut p, Some(50)).ctx("poll, timing out")? == 0, "poll said readable");
+    crate::util::write_all(c, b"ping").ctx("write")?;
+    let mut p = [PollFd { fd: s, events: POLLIN, revents: 0 }];
+    ensure!(socket::poll(&mut p, Some(5000)).ctx("poll for data")? == 1, "data did not arrive");
+    let mut buf = [0u8; 8];
+    ensure!(unix::read(s, &mut buf).ctx("read")? == 4 && &buf[..4] == b"ping", "read {:?}", &buf[..4]);
+    for fd in [l, c, s] {
+        let _ = unix::close(fd);
+    }
+    expect_no_leaks()
+}
+
+/// `IP_LOCAL_PORT_RANGE` of eight ports: eight binds to port 0 succeed,
+/// the ninth finds none free; a port comes back when its socket closes.
+pub fn port_exhaustion() -> TestResult {
+    let range = 50_000u64 | 50_007 << 16;
+    let mut fds = Vec::new();
+    let mut ports = Vec::new();
+    for _ in 0..8 {
+        let fd = tcp()?;
+        socket::setsockopt(fd, IPPROTO_IP, IP_LOCAL_PORT_RANGE, range).ctx("IP_LOCAL_PORT_RANGE")?;
+        socket::bind(fd, SockAddr::new(LOOPBACK, 0)).ctx("bind in the range")?;
+        ports.push(socket::getsockname(fd).ctx("name")?.port);
+        fds.push(fd);
+    }
+    ports.sort_unstable();
+    ensure!(ports == (50_000..=50_007).collect::<Vec<u16>>(), "ports {ports:?}");
+    let extra = tcp()?;
+    socket::setsockopt(extra, IPPROTO_IP, IP_LOCAL_PORT_RANGE, range).ctx("range")?;
+    expect_errno(socket::bind(extra, SockAddr::new(LOOPBACK, 0)), EADDRINUSE, "ninth bind")?;
+    expect_errno(socket::connect(extra, SockAddr::new(LOOPBACK, 9)), EADDRNOTAVAIL, "connect, no port")?;
+    let _ = unix::close(fds.pop().expect("eight"));
+    socket::bind(extra, SockAddr::new(LOOPBACK, 0)).ctx("bind after a close")?;
+    let _ = unix::close(extra);
+    for fd in fds {
+        let _ = unix::close(fd);
+    }
+    expect_no_leaks()
+}
+
+/// A thousand sockets from one process: opened and bound as many at a
+/// time as descriptors allow (`EMFILE` past them), a thousand in all,
+/// and two hundred connections made and closed over loopback.
+pub fn a_thousand_sockets() -> TestResult {
+    let mut opened = 0;
+    while opened < 1000 {
+        let mut batch = Vec::new();
+        loop {
+            match socket::socket(AF_INET, SOCK_STREAM, 0) {
+                Ok(fd) => {
+                    socket::bind(fd, SockAddr::new(LOOPBACK, 0)).ctx("bind")?;
+                    batch.push(fd);
+                    opened += 1;
+                    if opened == 1000 {
+                        break;
+                    }
+                }
+                Err(EMFILE) => break,
+                Err(e) => return Err(format!("socket {opened}: {}", e.name())),
+            }
+        }
+        ensure!(!batch.is_empty(), "no socket could be opened");
+        for fd in batch {
+            unix::close(fd).ctx("close")?;
+        }
+    }
+    let (l, port) = listener()?;
+    for i in 0..200 {
+        let c = tcp()?;
+        socket::connect(c, SockAddr::new(LOOPBACK, port)).ctx(&format!("connect {i}"))?;
+        let (s, _) = socket::accept(l).ctx("accept")?;
+        crate::util::write_all(c, b"x").ctx("write")?;
+        let mut b = [0u8; 1];
+        ensure!(unix::read(s, &mut b).ctx("read")? == 1, "connection {i}: nothing arrived");
+        unix::close(c).ctx("close client")?;
+        unix::close(s).ctx("close server side")?;
+    }
+    let _ = unix::close(l);
+    expect_no_leaks()
+}
+
+/// The peer is killed while streaming to us: we read what it sent, then
+/// the end of the stream; a write to it then fails (the connection was
+/// closed by its death); nothing leaks.
+pub fn peer_vanishes_mid_stream() -> TestResult {
+    let (l, port) = listener()?;
+    let writer = spawn(move || {
+        let Ok(c) = socket::socket(AF_INET, SOCK_STREAM, 0) else { return 1 };
+        if socket::connect(c, SockAddr::new(LOOPBACK, port)).is_err() {
+            return 2;
+        }
+        let buf = [0x5au8; 4096];
+        loop {
+            if crate::util::write_all(c, &buf).is_err() {
+                return 3;
+            }
+        }
+    })?;
+    let (s, _) = socket::accept(l).ctx("accept")?;
+    let mut buf = alloc::vec![0u8; 16 * 1024];
+    let mut got = 0;
+    while got < 64 * 1024 {
+        got += unix::read(s, &mut buf).ctx("read")?;
+    }
+    unix::kill(writer as i64, SIGKILL).ctx("kill")?;
+    let _ = wait_for(writer)?;
+    // The rest of what it sent, then the end (its close at death).
+    loop {
+        match unix::read(s, &mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(ECONNRESET) => break,
+            Err(e) => return Err(format!("read after the peer died: {}", e.name())),
+        }
+    }
+    let mut failed = false;
+    for _ in 0..50 {
+        match unix::write(s, &[1u8; 1024]) {
+            Ok(_) => unix::sleep_ns(10_000_000),
+            Err(EPIPE | ECONNRESET) => {
+                failed = true;
+                break;
+            }
+            Err(e) => return Err(format!("write to a dead peer: {}", e.name())),
+        }
+    }
+    let (_, _, table) = counts()?;
+    ensure!(failed, "writes to a dead peer kept succeeding:\n{table}");
+    let _ = unix::close(s);
+    let _ = unix::close(l);
+    expect_no_leaks()
+}
+
+/// A client killed while the server has data queued for it that it never
+/// read, and data of its own queued to send: its socket is closed by its
+/// death (reset, as unread data is lost); the server's reads and writes
+/// end in an error or the end of the stream, never a hang.
+pub fn client_killed_with_data_queued() -> TestResult {
+    let (l, port) = listener()?;
+    let client = spawn(move || {
+        let Ok(c) = socket::socket(AF_INET, SOCK_STREAM, 0) else { return 1 };
+        if socket::connect(c, SockAddr::new(LOOPBACK, port)).is_err() {
+            return 2;
+        }
+        let _ = crate::util::write_all(c, &[7u8; 32 * 1024]);
+        // Wait to be killed, reading nothing.
+        loop {
+            unix::sleep_ns(1_000_000_000);
+        }
+    })?;
+    let (s, _) = socket::accept(l).ctx("accept")?;
+    crate::util::write_all(s, &[9u8; 16 * 1024]).ctx("write to the client")?;
+    let mut first = [0u8; 1024];
+    ensure!(unix::read(s, &mut first).ctx("read")? > 0, "nothing from the client");
+    unix::kill(client as i64, SIGKILL).ctx("kill")?;
+    let _ = wait_for(client)?;
+    let mut buf = alloc::vec![0u8; 16 * 1024];
+    let mut ended = false;
+    for _ in 0..1000 {
+        match unix::read(s, &mut buf) {
+            Ok(0) | Err(ECONNRESET) => {
+                ended = true;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("read: {}", e.name())),
+        }
+    }
+    ensure!(ended, "the stream from a killed client never ended");
+    let _ = unix::close(s);
+    let _ = unix::close(l);
+    expect_no_leaks()
+}
