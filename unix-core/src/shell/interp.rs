@@ -166,8 +166,12 @@ pub struct Shell {
 
 impl Shell {
     pub fn new(shell_pid: u64) -> Shell {
+        // `$IFS` starts as space, tab, newline (XCU 2.5.3), visible to
+        // scripts that save and restore it.
+        let mut vars = BTreeMap::new();
+        vars.insert("IFS".to_string(), " \t\n".to_string());
         Shell {
-            vars: BTreeMap::new(),
+            vars,
             exported: BTreeSet::new(),
             arg0: "sh".to_string(),
             params: Vec::new(),

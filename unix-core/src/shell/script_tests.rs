@@ -171,6 +171,8 @@ fn read_builtin() {
     assert_eq!(run_with("n=0; while read l; do n=$((n+l)); done; echo $n", fake).0, "6\n");
     let fake = Fake::new("a:b:c\n");
     assert_eq!(run_with("IFS=: read x y z; echo $x $y $z", fake).0, "a b c\n");
+    // The prefix assignment lasts for the builtin only; IFS starts set.
+    assert_eq!(out("IFS=: read x <<E\na:b\nE\necho $x; printf '[%s]\\n' \"$IFS\""), "a:b\n[ \t\n]\n");
 }
 
 #[test]
