@@ -13,7 +13,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::interp::{Expanded, Flow, Host, STATUS_USAGE, Shell};
+use super::state::{Expanded, Flow, Host, STATUS_USAGE, Shell};
 use super::syntax::is_valid_name;
 
 const BUILTINS: [&str; 19] = [

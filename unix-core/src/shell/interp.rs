@@ -22,9 +22,7 @@
 //! - A builtin's output goes through [`Host::write`]; when that fails the
 //!   builtin reports it on standard error and returns 1.
 
-use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
-use alloc::rc::Rc;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -34,206 +32,13 @@ use super::builtins;
 use super::errors::ExpandError;
 use super::parser::parse;
 use super::pattern;
+use super::state::{Expanded, Flow, Host, STATUS_USAGE, Shell};
 use super::syntax::{
-    AndOr, Command, Compound, Connector, FunctionBody, List, ListItem, ParamOp, Part, Pipeline, RedirKind,
-    Redirection, SimpleCommand, Word, is_valid_name,
+    AndOr, Command, Compound, Connector, FunctionBody, List, ParamOp, Part, Pipeline, RedirKind, Redirection,
+    SimpleCommand, Word, is_valid_name,
 };
 
-/// `$?` after a usage or syntax error.
-pub const STATUS_USAGE: i32 = 2;
-/// `$?` of a command not found.
-pub const STATUS_NOT_FOUND: i32 = 127;
-
-/// What a host knows of a path, for `test` and pathname expansion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileInfo {
-    pub is_dir: bool,
-    pub is_regular: bool,
-    pub size_bytes: u64,
-    /// Permission bits (`0o777`).
-    pub mode: u32,
-}
-
-/// A command ready to run: every word expanded.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Expanded {
-    pub assignments: Vec<(String, String)>,
-    /// Empty for a command made only of assignments and redirections.
-    pub argv: Vec<String>,
-    pub redirections: Vec<Redirection<String>>,
-}
-
-/// The process work the interpreter leaves to its host.
-pub trait Host: Sized {
-    /// What [`Host::redirect`] saved, for [`Host::restore`].
-    type Saved;
-    /// Write all of `bytes` to descriptor `fd`; the error's name on failure.
-    fn write(&mut self, fd: i32, bytes: &[u8]) -> Result<(), String>;
-    /// Read from descriptor `fd` (0 bytes: end of file).
-    fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, String>;
-    /// Apply redirections in the shell itself; `None` when one failed
-    /// (it has been reported, and the others undone).
-    fn redirect(&mut self, redirections: &[Redirection<String>]) -> Option<Self::Saved>;
-    /// Undo what [`Host::redirect`] did.
-    fn restore(&mut self, saved: Self::Saved);
-    /// Run an external program (fork, redirect, exec, wait): its status.
-    fn run_external(&mut self, sh: &mut Shell, cmd: &Expanded) -> i32;
-    /// Replace the shell by the program (`exec`, or the last command of a
-    /// pipeline stage); returns only on failure, with the status.
-    fn exec(&mut self, sh: &mut Shell, cmd: &Expanded) -> i32;
-    /// Run a pipeline of two or more commands, each in its own process
-    /// running [`Shell::run_stage`]; the last one's status.
-    fn pipeline(&mut self, sh: &mut Shell, pipeline: &Pipeline) -> i32;
-    /// Run `list` in a copy of the shell; with `capture`, its standard
-    /// output is returned (command substitution).
-    fn subshell(&mut self, sh: &mut Shell, list: &List, capture: bool) -> (i32, String);
-    /// Start `item` as a background job; the status (0 once started).
-    fn background(&mut self, sh: &mut Shell, item: &ListItem) -> i32;
-    /// The names in directory `dir` (without `.` and `..`).
-    fn read_dir(&mut self, dir: &str) -> Option<Vec<String>>;
-    fn stat(&mut self, path: &str) -> Option<FileInfo>;
-    fn read_file(&mut self, path: &str) -> Result<String, String>;
-    /// Is `name` a builtin the host runs (`cd`, `pwd`, `jobs`, `wait`, …)?
-    fn is_host_builtin(&self, name: &str) -> bool;
-    /// Run such a builtin in the shell's process.
-    fn host_builtin(&mut self, sh: &mut Shell, argv: &[String]) -> i32;
-    /// Real time and the reaped children's CPU time, in nanoseconds (`time`).
-    fn times_ns(&mut self) -> (u64, u64);
-}
-
-/// How the commands being run unwind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flow {
-    Normal,
-    /// `break n`: leave n loops.
-    Break(u32),
-    /// `continue n`: leave n-1 loops and go on with the next.
-    Continue(u32),
-    /// `return`: leave the function or `.` script.
-    Return,
-}
-
-/// `set`'s options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Options {
-    /// `-e`: exit when a command fails (outside conditions).
-    pub errexit: bool,
-    /// `-u`: expanding an unset parameter is an error.
-    pub nounset: bool,
-    /// `-x`: print each command before running it.
-    pub xtrace: bool,
-    /// `-f`: no pathname expansion.
-    pub noglob: bool,
-}
-
-/// The shell's language state.
-#[derive(Clone, Debug)]
-pub struct Shell {
-    /// Shell variables; those named in `exported` go to children.
-    pub vars: BTreeMap<String, String>,
-    pub exported: BTreeSet<String>,
-    /// `$0`.
-    pub arg0: String,
-    /// `$1`, `$2`, …
-    pub params: Vec<String>,
-    /// `$?`.
-    pub status: i32,
-    /// `$$`.
-    pub shell_pid: u64,
-    /// `$!`.
-    pub last_background: Option<u64>,
-    pub functions: BTreeMap<String, Rc<FunctionBody>>,
-    pub options: Options,
-    /// Interactive: errors do not end the shell.
-    pub interactive: bool,
-    /// Set by `exit` (or a fatal error): stop, and exit with this status.
-    pub exit_code: Option<i32>,
-    pub flow: Flow,
-    /// Loops entered in the current function (or at the top).
-    loop_depth: u32,
-    /// Functions and `.` scripts being run (for `return`).
-    call_depth: u32,
-    /// Inside a condition (`if`, `while`, left of `&&`/`||`, after `!`):
-    /// `set -e` does not apply.
-    errexit_off: u32,
-    /// The status of the last command substitution of the command being
-    /// expanded (a command of assignments only takes it as its status).
-    subst_status: Option<i32>,
-    /// Set by a host in a pipeline stage's process: an external command
-    /// there replaces the process instead of forking again.
-    pub exec_in_place: bool,
-}
-
 impl Shell {
-    pub fn new(shell_pid: u64) -> Shell {
-        // `$IFS` starts as space, tab, newline (XCU 2.5.3), visible to
-        // scripts that save and restore it.
-        let mut vars = BTreeMap::new();
-        vars.insert("IFS".to_string(), " \t\n".to_string());
-        Shell {
-            vars,
-            exported: BTreeSet::new(),
-            arg0: "sh".to_string(),
-            params: Vec::new(),
-            status: 0,
-            shell_pid,
-            last_background: None,
-            functions: BTreeMap::new(),
-            options: Options::default(),
-            interactive: false,
-            exit_code: None,
-            flow: Flow::Normal,
-            loop_depth: 0,
-            call_depth: 0,
-            errexit_off: 0,
-            subst_status: None,
-            exec_in_place: false,
-        }
-    }
-
-    /// A parameter's value (`None`: unset).
-    pub fn var(&self, name: &str) -> Option<String> {
-        match name {
-            "?" => Some(format!("{}", self.status)),
-            "$" => Some(format!("{}", self.shell_pid)),
-            "!" => self.last_background.map(|p| format!("{p}")),
-            "#" => Some(format!("{}", self.params.len())),
-            "-" => {
-                let o = self.options;
-                let flags = [(o.errexit, 'e'), (o.noglob, 'f'), (o.nounset, 'u'), (o.xtrace, 'x')];
-                Some(flags.iter().filter(|(on, _)| *on).map(|(_, c)| *c).collect())
-            }
-            "@" | "*" => Some(self.params.join(" ")),
-            "0" => Some(self.arg0.clone()),
-            n if n.bytes().all(|b| b.is_ascii_digit()) => {
-                n.parse::<usize>().ok().filter(|&i| i > 0).and_then(|i| self.params.get(i - 1)).cloned()
-            }
-            n => self.vars.get(n).cloned(),
-        }
-    }
-
-    pub fn set_var(&mut self, name: &str, value: &str) {
-        self.vars.insert(name.to_string(), value.to_string());
-    }
-
-    /// Should the commands being run stop (exit, break, continue, return)?
-    pub fn unwinding(&self) -> bool {
-        self.exit_code.is_some() || self.flow != Flow::Normal
-    }
-
-    /// Report a message on standard error as `sh: message`.
-    pub fn error<H: Host>(&mut self, h: &mut H, message: &str) {
-        let _ = h.write(2, format!("sh: {message}\n").as_bytes());
-    }
-
-    /// A builtin's output: on failure, report it and give 1.
-    pub fn out<H: Host>(&mut self, h: &mut H, name: &str, text: &str) -> Result<(), i32> {
-        h.write(1, text.as_bytes()).map_err(|e| {
-            self.error(h, &format!("{name}: write error: {e}"));
-            1
-        })
-    }
-
     // --- running ---
 
     /// Parse and run a whole text (`eval`, `.`, `sh -c`); a syntax error
@@ -681,14 +486,6 @@ impl Shell {
         }
         self.call_depth -= 1;
         status
-    }
-
-    pub(super) fn loop_depth(&self) -> u32 {
-        self.loop_depth
-    }
-
-    pub(super) fn call_depth(&self) -> u32 {
-        self.call_depth
     }
 
     // --- expansion ---

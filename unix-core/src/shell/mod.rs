@@ -30,8 +30,11 @@
 //!   their quoting.
 //! - `parser`: the tokens built into the tree ([`parse`]).
 //! - `status`: how a command ended ([`Outcome`], `$?`, `time`'s line).
-//! - `interp` and `builtins`: the tree run against a [`Shell`] and a
-//!   [`Host`] (they call each other: builtins are the interpreter's).
+//! - `state`: the [`Shell`]'s state and the [`Host`] trait.
+//! - `builtins`: the builtins that need no process (`eval` and `.` call
+//!   back into the interpreter through `Shell`'s methods).
+//! - `interp`: the tree run against a [`Shell`] and a [`Host`], and the
+//!   expansions.
 //! - `jobs`: the background jobs ([`Jobs`]) and their reports.
 
 mod arith;
@@ -44,6 +47,7 @@ mod parser;
 mod pattern;
 #[cfg(test)]
 mod script_tests;
+mod state;
 mod status;
 mod syntax;
 #[cfg(test)]
@@ -51,9 +55,9 @@ mod testing;
 
 pub use builtins::quote;
 pub use errors::{ExpandError, ParseError, ParseErrorKind};
-pub use interp::{Expanded, FileInfo, Flow, Host, Options, STATUS_NOT_FOUND, STATUS_USAGE, Shell};
 pub use jobs::{Job, Jobs, format_job, format_job_done};
 pub use parser::parse;
+pub use state::{Expanded, FileInfo, Flow, Host, Options, STATUS_NOT_FOUND, STATUS_USAGE, Shell};
 pub use status::{Outcome, format_seconds, format_times, signal_description};
 pub use syntax::{
     AndOr, Assignment, CaseArm, Command, Compound, Connector, FunctionBody, List, ListItem, ParamOp, Part,

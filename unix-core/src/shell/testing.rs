@@ -14,8 +14,8 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use super::errors::ParseErrorKind;
-use super::interp::{Expanded, FileInfo, Host, Shell};
 use super::parser::parse;
+use super::state::{Expanded, FileInfo, Host, Shell};
 use super::syntax::{Command, List, ListItem, Pipeline, RedirKind, Redirection};
 
 /// The variables every test line sees.
