@@ -54,6 +54,7 @@ mod link;
 mod ports;
 mod sockets;
 mod stack;
+mod table;
 mod timer;
 
 use abi::Pid;

@@ -30,6 +30,7 @@
 
 use crate::ports::{DEFAULT_EPHEMERAL, Proto};
 use crate::stack::{ETH, LO, Net, answer};
+use crate::table::{Claim, Op, Orphan, Parked, Sock, State};
 use abi::Error;
 use abi::Pid;
 use alloc::collections::VecDeque;
@@ -45,8 +46,6 @@ use smoltcp::socket::{icmp, tcp, udp};
 use smoltcp::time::Duration;
 use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address};
 
-/// Socket buffers unless `SO_SNDBUF`/`SO_RCVBUF` say otherwise.
-const DEFAULT_BUFFER_BYTES: usize = 64 * 1024;
 /// Datagrams a UDP or ICMP socket holds each way, and their payload bytes.
 const DGRAM_PACKETS: usize = 32;
 const DGRAM_BYTES: usize = 64 * 1024;
@@ -61,114 +60,6 @@ const ORPHAN_LINGER_NS: u64 = 60_000_000_000;
 /// Linux's `IP_LOCAL_PORT_RANGE` (level `IPPROTO_IP`): low port in the
 /// low 16 bits, high in the next 16.
 pub const OPT_PORT_RANGE: u64 = 51;
-
-#[derive(Debug)]
-pub enum State {
-    /// A socket with no stack socket yet (TCP before connect or listen;
-    /// UDP and ICMP before their first use).
-    Fresh,
-    Listening {
-        backlog: usize,
-        /// Stack sockets in the LISTEN state: (set, handle).
-        members: Vec<(usize, SocketHandle)>,
-        /// Connections that left LISTEN, oldest first.
-        pending: VecDeque<(usize, SocketHandle)>,
-    },
-    Conn {
-        set: usize,
-        sh: SocketHandle,
-        /// A connect not yet established (or failed).
-        connecting: bool,
-        started_ns: u64,
-        was_established: bool,
-        peer_fin: bool,
-    },
-    Dgram {
-        set: usize,
-        sh: SocketHandle,
-    },
-}
-
-#[derive(Debug)]
-pub struct Sock {
-    pub proto: Proto,
-    pub state: State,
-    /// The address and port it is bound to (address 0: any).
-    pub local: Option<(Ipv4Address, u16)>,
-    /// Whether `local`'s port is held in the port table by this socket
-    /// (an accepted connection's is its listener's).
-    pub holds_port: bool,
-    /// A connected datagram socket's peer.
-    pub peer: Option<IpEndpoint>,
-    pub nonblock: bool,
-    pub reuse: bool,
-    pub nodelay: bool,
-    pub keepalive: bool,
-    pub rcvbuf: usize,
-    pub sndbuf: usize,
-    pub port_range: (u16, u16),
-    /// `SO_ERROR`: a failed non-blocking connect, a reset.
-    pub error: Option<Errno>,
-    pub shut_rd: bool,
-    pub shut_wr: bool,
-}
-
-impl Sock {
-    fn new(proto: Proto) -> Sock {
-        Sock {
-            proto,
-            state: State::Fresh,
-            local: None,
-            holds_port: false,
-            peer: None,
-            nonblock: false,
-            reuse: false,
-            nodelay: false,
-            keepalive: false,
-            rcvbuf: DEFAULT_BUFFER_BYTES,
-            sndbuf: DEFAULT_BUFFER_BYTES,
-            port_range: DEFAULT_EPHEMERAL,
-            error: None,
-            shut_rd: false,
-            shut_wr: false,
-        }
-    }
-}
-
-/// An accepted connection waiting for its `open`.
-pub struct Claim {
-    set: usize,
-    sh: SocketHandle,
-    deadline_ns: u64,
-    nodelay: bool,
-    local: (Ipv4Address, u16),
-}
-
-/// A closed socket's connection, winding down.
-pub struct Orphan {
-    set: usize,
-    sh: SocketHandle,
-    /// The port it holds, if it holds one.
-    port: Option<u16>,
-    deadline_ns: u64,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub enum Op {
-    Read { len: usize, from: bool },
-    Write { len: usize, done: usize },
-    Accept,
-    Connect,
-    Poll { deadline_ns: u64 },
-}
-
-pub struct Parked {
-    reply: ReplyHandle,
-    handle: u64,
-    op: Op,
-    /// `OP_POLL`'s entries.
-    entries: Vec<(u64, u16)>,
-}
 
 /// What became of a request.
 enum Outcome {
@@ -1367,19 +1258,6 @@ impl Net {
             }
         }
         t
-    }
-}
-
-impl Op {
-    /// The request a parked call repeats.
-    fn from_request(m: [u64; 4]) -> Option<Op> {
-        match m[0] {
-            io::OP_READ => Some(Op::Read { len: m[2] as usize, from: false }),
-            n::OP_RECVFROM => Some(Op::Read { len: m[2] as usize, from: true }),
-            n::OP_ACCEPT => Some(Op::Accept),
-            n::OP_CONNECT => Some(Op::Connect),
-            _ => None,
-        }
     }
 }
 

@@ -10,7 +10,7 @@
 
 use crate::link::{self, EthLink, Pool};
 use crate::ports::Ports;
-use crate::sockets::{Claim, Orphan, Parked, Sock};
+use crate::table::{Claim, Orphan, Parked, Sock};
 use crate::timer;
 use abi::msg::Kind;
 use alloc::collections::BTreeMap;
