@@ -91,6 +91,17 @@ pub fn run(
 ) -> Outcome {
     let mut outcome = Outcome::step("network against the host's programs", Ok(()));
     outcome.passed = 0;
+    // The host ends of the test: installed from Debian's packages when
+    // missing, as QEMU and e2fsprogs are (a fresh CI machine may lack them).
+    for (program, package) in [("curl", "curl"), ("python3", "python3")] {
+        if let Err(e) = crate::tools::ensure_program(program, package, program) {
+            outcome.problems.push(e);
+        }
+    }
+    if !outcome.problems.is_empty() {
+        outcome.failed = 1;
+        return outcome;
+    }
     match run_inner(workspace, smp, accel, timeout_s, log_dir, &mut outcome) {
         Ok(()) => {}
         Err(e) => outcome.problems.push(e),
