@@ -47,16 +47,11 @@
 
 extern crate alloc;
 
-#[allow(unsafe_code)]
-mod hal;
-mod pci;
-
 use abi::msg::Kind;
 use abi::{Error, Pid};
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use hal::RidgebackHal;
 use protocols::unix::errno::{EBADF, EFAULT, EINVAL, EIO, ENOSYS, EPERM};
 use protocols::unix::{Errno, block, device, encode_result, io};
 use runtime::msg::{self, Queue, ReplyHandle};
@@ -64,6 +59,7 @@ use runtime::{Args, println, sys};
 use unix_core::blockdev::{Opens, Transfer};
 use virtio_drivers::device::blk::{BlkReq, BlkResp, RespStatus, SECTOR_SIZE, VirtIOBlk};
 use virtio_drivers::transport::pci::PciTransport;
+use virtio_hal::hal::{self, RidgebackHal};
 
 runtime::entry!(main);
 
@@ -83,6 +79,20 @@ type Disk = VirtIOBlk<RidgebackHal, PciTransport>;
 
 const _: () = assert!(SECTOR_SIZE as u64 == block::BLOCK_BYTES);
 
+/// virtio-blk: the transitional device id (QEMU's default `virtio-blk-pci`)
+/// and the modern one (virtio 1.x: 0x1040 + device type 2).
+const BLK_DEVICE_IDS: [u16; 2] = [0x1001, 0x1042];
+
+/// Find, claim and start the disk (`virtio_hal::pci::find`); `Ok(None)`
+/// when there is none. Its interrupts arrive on `queue`. Returns the
+/// device and its ISA line.
+fn probe(queue: Queue) -> Result<Option<(Disk, u64)>, &'static str> {
+    let Some((transport, line)) = virtio_hal::pci::find(&BLK_DEVICE_IDS, queue)? else { return Ok(None) };
+    let mut device = Disk::new(transport).map_err(|_| "the device refused to start")?;
+    device.enable_interrupts();
+    Ok(Some((device, line)))
+}
+
 fn main(args: Args) -> i32 {
     let starter = args.iter().filter_map(|s| s.parse::<u64>().ok()).last().map(Pid);
     let set_up = msg::init_qseg(QSEG_LINKS, QSEG_QUEUES, QSEG_MESSAGES, QSEG_PAGES)
@@ -95,7 +105,7 @@ fn main(args: Args) -> i32 {
             return 1;
         }
     };
-    let (disk, irq) = match pci::probe(queue) {
+    let (disk, irq) = match probe(queue) {
         Ok(Some(found)) => found,
         Ok(None) => {
             // No disk attached: nothing to serve.

@@ -48,14 +48,9 @@
 
 extern crate alloc;
 
-#[allow(unsafe_code)]
-mod hal;
-mod pci;
-
 use abi::msg::Kind;
 use abi::{Error, Pid};
 use alloc::vec::Vec;
-use hal::RidgebackHal;
 use protocols::net::eth;
 use protocols::unix::errno::{EBUSY, ENODEV, ENOSYS};
 use protocols::unix::{device, encode_result, io};
@@ -63,6 +58,7 @@ use runtime::msg::{self, Link, Queue, ReplyHandle};
 use runtime::{Args, println, sys};
 use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::pci::PciTransport;
+use virtio_hal::hal::{self, RidgebackHal};
 
 runtime::entry!(main);
 
@@ -84,6 +80,20 @@ const QUEUE_CAPACITY: u64 = 128;
 
 pub type Card = VirtIONetRaw<RidgebackHal, PciTransport, QUEUE_SIZE>;
 
+/// virtio-net: the transitional device id (QEMU's default `virtio-net-pci`)
+/// and the modern one (virtio 1.x: 0x1040 + device type 1).
+const NET_DEVICE_IDS: [u16; 2] = [0x1000, 0x1041];
+
+/// Find, claim and start the card (`virtio_hal::pci::find`); `Ok(None)`
+/// when there is none. Its interrupts arrive on `queue`. Returns the
+/// device and its ISA line.
+fn probe(queue: Queue) -> Result<Option<(Card, u64)>, &'static str> {
+    let Some((transport, line)) = virtio_hal::pci::find(&NET_DEVICE_IDS, queue)? else { return Ok(None) };
+    let mut device = Card::new(transport).map_err(|_| "the device refused to start")?;
+    device.enable_interrupts();
+    Ok(Some((device, line)))
+}
+
 fn main(args: Args) -> i32 {
     let starter = args.iter().filter_map(|s| s.parse::<u64>().ok()).last().map(Pid);
     let set_up =
@@ -96,7 +106,7 @@ fn main(args: Args) -> i32 {
             return 1;
         }
     };
-    let (card, irq) = match pci::probe(queue) {
+    let (card, irq) = match probe(queue) {
         Ok(Some(found)) => found,
         Ok(None) => {
             tell_starter(starter, queue.0, false);

@@ -1,5 +1,5 @@
-//! The driver's device memory, and the `virtio_drivers::Hal` over it: the
-//! only module of the driver with `unsafe`.
+//! A driver's device memory, and the `virtio_drivers::Hal` over it: the
+//! only module of the virtio drivers with `unsafe`.
 //!
 //! - **Addresses**: everything the driver maps lives in the device-mapping
 //!   region (`abi::layout::USER_DEVICE_MAP_BASE`), handed out by a bump
@@ -36,12 +36,13 @@ use runtime::sys;
 use spin::Mutex;
 use virtio_drivers::{BufferDirection, Hal, PhysAddr};
 
-/// Bytes of one bounce slot: the crate bounces only request headers (16
-/// bytes), status bytes (1) and indirect descriptor tables (16 bytes per
-/// descriptor, 3 per request).
+/// Bytes of one bounce slot: the crate bounces only small things —
+/// virtio-blk's request headers (16 bytes), status bytes (1) and indirect
+/// descriptor tables (16 bytes per descriptor, 3 per request); virtio-net
+/// hands over only its DMA frame buffers.
 const BOUNCE_SLOT_BYTES: usize = 256;
-/// Bounce slots: each request in flight holds three (its indirect table,
-/// header and status), and the queue holds at most 16 requests.
+/// Bounce slots: each virtio-blk request in flight holds three (its
+/// indirect table, header and status), and its queue holds at most 16.
 const BOUNCE_SLOTS: usize = 64;
 
 /// One memory BAR of the device, mapped.
@@ -163,7 +164,7 @@ unsafe impl Hal for RidgebackHal {
         let Some(bar) = m.bars.iter().find(|b| {
             paddr >= b.phys && paddr.saturating_add(size as u64) <= b.phys.saturating_add(b.len_bytes)
         }) else {
-            panic!("virtio-blk: the device asked for MMIO at {paddr:#x} outside its BARs");
+            panic!("virtio driver: the device asked for MMIO at {paddr:#x} outside its BARs");
         };
         let va = bar.va + bar.phys % PAGE_SIZE + (paddr - bar.phys);
         NonNull::new(va as *mut u8).expect("mapped above 0")
@@ -176,14 +177,15 @@ unsafe impl Hal for RidgebackHal {
         if let Some(phys) = m.dma.iter().find_map(|r| r.phys_of(va, len as u64)) {
             return phys;
         }
-        assert!(len <= BOUNCE_SLOT_BYTES, "virtio-blk: a {len}-byte buffer outside DMA memory");
+        assert!(len <= BOUNCE_SLOT_BYTES, "virtio driver: a {len}-byte buffer outside DMA memory");
         if m.bounce.is_none() {
             let region = alloc_region(&mut m, (BOUNCE_SLOTS * BOUNCE_SLOT_BYTES) as u64)
-                .expect("virtio-blk: no bounce pool");
+                .expect("virtio driver: no bounce pool");
             m.bounce = Some(Bounce { region, slots: [None; BOUNCE_SLOTS] });
         }
         let bounce = m.bounce.as_mut().expect("made above");
-        let slot = bounce.slots.iter().position(Option::is_none).expect("virtio-blk: bounce slots exhausted");
+        let slot =
+            bounce.slots.iter().position(Option::is_none).expect("virtio driver: bounce slots exhausted");
         bounce.slots[slot] = Some((va as usize, len));
         let slot_va = bounce.region.va + (slot * BOUNCE_SLOT_BYTES) as u64;
         if direction != BufferDirection::DeviceToDriver {

@@ -1,10 +1,10 @@
-//! Finding and setting up the network card: PCI configuration space
+//! Finding and setting up a virtio PCI function: PCI configuration space
 //! through the kernel (`sys::pci_config_read`/`write`, the `devices`
-//! right), the virtio-net function on bus 0, its BARs (mapped; sized by the kernel),
-//! bus mastering, its interrupt line, and the crate's transport and
-//! device on top.
+//! right), the function on bus 0, its BARs (mapped; sized by the kernel),
+//! bus mastering, its interrupt line, and the crate's transport on top.
 //!
-//! What it is not: the request path (`main`) or the memory (`hal`).
+//! What it is not: a device (each driver makes its own on the transport)
+//! or the memory ([`crate::hal`]).
 //!
 //! The interrupt: on QEMU's `pc` machine a PCI function's INTx pin reaches
 //! an ISA line (10 or 11) through the PIIX router, and the firmware writes
@@ -14,7 +14,6 @@
 //! driver also asks for a level-triggered line (`abi::irq_flags::LEVEL`)
 //! for firmware whose tables say nothing.
 
-use crate::Card;
 use crate::hal::{self, RidgebackHal};
 use abi::Error;
 use runtime::msg::Queue;
@@ -24,9 +23,6 @@ use virtio_drivers::transport::pci::bus::{Command, ConfigurationAccess, DeviceFu
 
 /// Red Hat's virtio vendor id.
 const VIRTIO_VENDOR_ID: u16 = 0x1af4;
-/// virtio-net: the transitional device id (QEMU's default `virtio-net-pci`)
-/// and the modern one (virtio 1.x: 0x1040 + device type 1).
-const NET_DEVICE_IDS: [u16; 2] = [0x1000, 0x1041];
 /// Configuration register holding the interrupt line (low byte).
 const INTERRUPT_LINE_OFFSET: u8 = 0x3c;
 /// An interrupt line register of 0xff: not connected.
@@ -127,12 +123,14 @@ fn why(e: Error) -> &'static str {
     e.name()
 }
 
-/// Find, claim and start the card; `Ok(None)` when there is none. Its
-/// interrupts arrive on `queue`. Returns the device and its ISA line.
-pub fn probe(queue: Queue) -> Result<Option<(Card, u64)>, &'static str> {
+/// Find the first virtio function on bus 0 whose device id is one of
+/// `device_ids`, claim it, map its BARs, turn on memory decoding and bus
+/// mastering, and claim its interrupt line onto `queue`; `Ok(None)` when
+/// there is none. Returns the transport and the ISA line.
+pub fn find(device_ids: &[u16], queue: Queue) -> Result<Option<(PciTransport, u64)>, &'static str> {
     let found = PciRoot::new(KernelConfigAccess::default())
         .enumerate_bus(0)
-        .find(|(_, info)| info.vendor_id == VIRTIO_VENDOR_ID && NET_DEVICE_IDS.contains(&info.device_id));
+        .find(|(_, info)| info.vendor_id == VIRTIO_VENDOR_ID && device_ids.contains(&info.device_id));
     let Some((df, _)) = found else { return Ok(None) };
     sys::pci_claim(address(df)).map_err(why)?;
     let mut root = PciRoot::new(map_bars(df).map_err(why)?);
@@ -144,14 +142,12 @@ pub fn probe(queue: Queue) -> Result<Option<(Card, u64)>, &'static str> {
     );
     let line = KernelConfigAccess::default().read_word(df, INTERRUPT_LINE_OFFSET) & 0xff;
     if line == NO_LINE || line == 0 {
-        return Err("the card has no interrupt line");
+        return Err("the device has no interrupt line");
     }
     // A PCI interrupt on an ISA line: level-triggered, active-high (the
     // MADT's override, where there is one, says the same and wins).
     sys::claim_irq_with(line as u64, queue.0, abi::irq_flags::LEVEL).map_err(why)?;
     let transport =
         PciTransport::new::<RidgebackHal, _>(&mut root, df).map_err(|_| "no virtio PCI transport")?;
-    let mut card = Card::new(transport).map_err(|_| "the device refused to start")?;
-    card.enable_interrupts();
-    Ok(Some((card, line as u64)))
+    Ok(Some((transport, line as u64)))
 }
