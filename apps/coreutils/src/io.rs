@@ -186,3 +186,71 @@ impl core::fmt::Write for Out {
         Ok(())
     }
 }
+
+/// Open `name` for reading (`-` is standard input, which is not opened
+/// again); on failure report `prog: name: <errno>`.
+pub fn open_input(prog: &str, name: &str) -> Result<Fd, Errno> {
+    if name == "-" {
+        return Ok(0);
+    }
+    unix::open(name, protocols::unix::open_flags::O_RDONLY, 0).inspect_err(|&e| report(prog, name, e))
+}
+
+/// Close what [`open_input`] opened (standard input stays open).
+pub fn close_input(fd: Fd) {
+    if fd != 0 {
+        let _ = unix::close(fd);
+    }
+}
+
+/// Everything `fd` holds until its end.
+pub fn read_all(fd: Fd) -> Result<Vec<u8>, Errno> {
+    let mut out = Vec::new();
+    let mut buf = ChunkBuf::new();
+    for_each_chunk(fd, &mut buf, |chunk| out.extend_from_slice(chunk))?;
+    Ok(out)
+}
+
+/// Lines of a stream, read a chunk at a time, so a program can stop
+/// early (`head`, `grep -q`) without waiting for the writer to finish.
+pub struct LineReader {
+    fd: Fd,
+    buf: Vec<u8>,
+    start: usize,
+    eof: bool,
+}
+
+impl LineReader {
+    pub fn new(fd: Fd) -> LineReader {
+        LineReader { fd, buf: Vec::new(), start: 0, eof: false }
+    }
+
+    /// The next line with its `\n` (the last may lack one), or `None` at
+    /// the end.
+    pub fn next_line(&mut self) -> Result<Option<&[u8]>, Errno> {
+        loop {
+            if let Some(i) = self.buf[self.start..].iter().position(|&b| b == b'\n') {
+                let from = self.start;
+                self.start += i + 1;
+                return Ok(Some(&self.buf[from..self.start]));
+            }
+            if self.eof {
+                if self.start < self.buf.len() {
+                    let from = self.start;
+                    self.start = self.buf.len();
+                    return Ok(Some(&self.buf[from..]));
+                }
+                return Ok(None);
+            }
+            self.buf.drain(..self.start);
+            self.start = 0;
+            let old = self.buf.len();
+            self.buf.resize(old + PAGE_BYTES * 4, 0);
+            let n = unix::read(self.fd, &mut self.buf[old..])?;
+            self.buf.truncate(old + n);
+            if n == 0 {
+                self.eof = true;
+            }
+        }
+    }
+}
