@@ -293,6 +293,10 @@ pub mod mode {
     /// (`crate::net`); it names no file.
     pub const S_IFSOCK: u32 = 0o140000;
     pub const PERMISSIONS: u32 = 0o7777;
+    /// The file-creation mask the monitor applies to every `open` and
+    /// `mkdir` (there is no `umask` call yet); `chmod`'s symbolic modes
+    /// without `ugoa` respect it too (XCU `chmod`).
+    pub const UMASK: u32 = 0o022;
 
     pub fn is_dir(m: u32) -> bool {
         m & S_IFMT == S_IFDIR

@@ -254,3 +254,50 @@ impl LineReader {
         }
     }
 }
+
+/// Report `prog: message` on standard error.
+pub fn complain(prog: &str, message: &str) {
+    eprintln!("{prog}: {message}");
+}
+
+/// The name GNU's tools give standard input in messages and headers.
+pub fn display_name(name: &str) -> &str {
+    if name == "-" { "standard input" } else { name }
+}
+
+/// Status when the command was found but could not run (POSIX: `env`,
+/// `xargs`, the shell).
+pub const STATUS_CANNOT_RUN: i32 = 126;
+/// Status when the command was not found.
+pub const STATUS_NOT_FOUND: i32 = 127;
+
+/// Replace this process by `argv[0]` (searched in `PATH` of `envp`, else
+/// `/bin`, when it has no `/`) with environment `envp`; on failure report
+/// it and return the status to exit with (126 or 127).
+pub fn exec_command(prog: &str, argv: &[&str], envp: &[&str]) -> i32 {
+    let name = argv[0];
+    let mut failure: Option<Errno> = None;
+    if name.contains('/') {
+        failure = Some(unix::execve(name, argv, envp));
+    } else {
+        let path = envp.iter().find_map(|e| e.strip_prefix("PATH=")).unwrap_or("/bin");
+        for dir in path.split(':') {
+            let dir = if dir.is_empty() { "." } else { dir };
+            let full = alloc::format!("{}/{}", dir.trim_end_matches('/'), name);
+            let e = unix::execve(&full, argv, envp);
+            if e != protocols::unix::errno::ENOENT && e != protocols::unix::errno::ENOTDIR {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    match failure {
+        Some(e) if e != protocols::unix::errno::ENOENT => {
+            report(prog, name, e);
+            STATUS_CANNOT_RUN
+        }
+        _ => {
+            eprintln!("{prog}: '{name}': No such file or directory");
+            STATUS_NOT_FOUND
+        }
+    }
+}

@@ -19,7 +19,7 @@ use runtime::msg;
 use unix_core::path;
 
 /// The file-creation mask applied to every `open`/`mkdir` (no `umask` call yet).
-pub const UMASK: u32 = 0o022;
+pub const UMASK: u32 = protocols::unix::mode::UMASK;
 /// Paths whose lookup the monitor remembers for `open`.
 const LOOKUP_CACHE_ENTRIES: usize = 128;
 
