@@ -94,7 +94,8 @@ fn main(args: runtime::Args) -> i32 {
                 }
             }
         };
-        let shown = io::display_name(name);
+        // GNU grep's name for standard input.
+        let shown = if *name == "-" { "(standard input)" } else { name };
         let mut reader = LineReader::new(fd);
         let mut selected = 0u64;
         let mut number = 0u64;

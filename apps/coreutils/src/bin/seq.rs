@@ -18,13 +18,23 @@ const PROG: &str = "seq";
 
 fn main(args: runtime::Args) -> i32 {
     let ops = io::operands(&args);
-    // A negative number is an operand, not an option (`seq -3 -1`).
-    let split = ops
-        .iter()
-        .position(|a| {
-            !a.starts_with('-') || a.len() < 2 || a.as_bytes()[1].is_ascii_digit() || a.as_bytes()[1] == b'.'
-        })
-        .unwrap_or(ops.len());
+    // Options end at the first operand, and a negative number is an
+    // operand, not an option (`seq -3 -1`).
+    let mut split = 0;
+    while let Some(a) = ops.get(split) {
+        if *a == "-s" {
+            split += 2;
+        } else if a.starts_with('-')
+            && a.len() > 1
+            && !a.as_bytes()[1].is_ascii_digit()
+            && a.as_bytes()[1] != b'.'
+        {
+            split += 1;
+        } else {
+            break;
+        }
+    }
+    let split = split.min(ops.len());
     let p = match getopt::parse(&ops[..split], "s:w", false) {
         Ok(p) => p,
         Err(e) => {
