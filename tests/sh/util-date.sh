@@ -7,3 +7,5 @@ date -u -d @951825600 +%F%t%T%n%A%B%y%e%I%p%u%w%s
 date -d @86399 '+%D %R %r %%'
 date -d 'not a date'
 echo "rc $?"
+date foo
+echo "rc $?"

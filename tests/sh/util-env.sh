@@ -8,3 +8,5 @@ env -i false
 echo "rc $?"
 env -i no-such-command-xyz
 echo "rc $?"
+env -z
+echo "rc $?"

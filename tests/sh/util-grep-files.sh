@@ -21,3 +21,7 @@ grep -E 'a{1' a
 echo "rc $?"
 grep
 echo "rc $?"
+grep -E '(a' a
+echo "rc $?"
+grep -x
+echo "rc $?"

@@ -16,3 +16,6 @@ seq 1 0 3
 echo "rc $?"
 seq x
 echo "rc $?"
+seq 1 1000000 | head -n 2
+seq 1 1 1x
+echo "rc $?"

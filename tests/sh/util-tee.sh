@@ -5,3 +5,5 @@ echo second | tee -a a > /dev/null
 cat a
 printf 'x\ny\n' | tee c | cat
 cat c
+echo kept | tee no-such-dir/f
+echo "rc $?"

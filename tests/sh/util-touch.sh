@@ -11,3 +11,5 @@ touch one two
 [ -f one ] && [ -f two ] && echo both
 touch
 echo "rc $?"
+touch no-such-dir/f
+echo "rc $?"

@@ -13,3 +13,7 @@ printf '' | xargs -r echo never
 echo "rc $?"
 printf 'a\n' | xargs no-such-command-xyz
 echo "rc $?"
+printf "'unclosed\n" | xargs echo
+echo "rc $?"
+printf 'a b c\n' | xargs -n 0 echo
+echo "rc $?"

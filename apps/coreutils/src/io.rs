@@ -150,6 +150,11 @@ impl Out {
         self.buf.clear();
     }
 
+    /// Has a write failed (the rest of the output is being dropped)?
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
     /// Write what is buffered; the first error of any write so far.
     pub fn flush(&mut self) -> Result<(), Errno> {
         if !self.buf.is_empty() {

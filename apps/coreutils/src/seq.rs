@@ -9,6 +9,9 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+/// Most digits a number may have.
+const MAX_DIGITS: usize = 18;
+
 /// A decimal number as an integer scaled by `10^decimals`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decimal {
@@ -28,7 +31,9 @@ impl Decimal {
         {
             return None;
         }
-        if int.len() + frac.len() > 30 {
+        // At most 18 digits, so every value rescaled to the longest
+        // fraction (at most 10^36) and a step past LAST fit an i128.
+        if int.len() + frac.len() > MAX_DIGITS {
             return None;
         }
         let mut scaled: i128 = 0;
@@ -55,37 +60,62 @@ fn render(value: i128, scale: u32, decimals: u32) -> String {
     format!("{sign}{}.{:0width$}", a / p, a % p, width = decimals as usize)
 }
 
-/// The numbers from `first` by `incr` up to `last` as text. Errors are
-/// GNU's messages; `incr` may not be zero.
-pub fn sequence(first: &str, incr: &str, last: &str, equal_width: bool) -> Result<Vec<String>, String> {
-    let parse = |s: &str| Decimal::parse(s).ok_or_else(|| format!("invalid floating point argument: '{s}'"));
-    let (f, i, l) = (parse(first)?, parse(incr)?, parse(last)?);
-    if i.scaled == 0 {
-        return Err(format!("invalid Zero increment value: '{incr}'"));
-    }
-    let scale = f.decimals.max(i.decimals).max(l.decimals);
-    let shown = f.decimals.max(i.decimals);
-    let (fv, iv, lv) = (f.rescale(scale), i.rescale(scale), l.rescale(scale));
-    let mut out = Vec::new();
-    let mut v = fv;
-    while (iv > 0 && v <= lv) || (iv < 0 && v >= lv) {
-        out.push(render(v, scale, shown));
-        v += iv;
-    }
-    if equal_width {
+/// The numbers from `first` by `incr` up to `last`, produced one at a
+/// time (a long sequence is never held in memory).
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    next: i128,
+    incr: i128,
+    last: i128,
+    scale: u32,
+    shown: u32,
+    /// With `-w`: the width every number is padded to.
+    width: Option<usize>,
+}
+
+impl Sequence {
+    /// Errors are GNU's messages; `incr` may not be zero.
+    pub fn new(first: &str, incr: &str, last: &str, equal_width: bool) -> Result<Sequence, String> {
+        let parse =
+            |s: &str| Decimal::parse(s).ok_or_else(|| format!("invalid floating point argument: '{s}'"));
+        let (f, i, l) = (parse(first)?, parse(incr)?, parse(last)?);
+        if i.scaled == 0 {
+            return Err(format!("invalid Zero increment value: '{incr}'"));
+        }
+        let scale = f.decimals.max(i.decimals).max(l.decimals);
+        let shown = f.decimals.max(i.decimals);
+        let (next, incr, last) = (f.rescale(scale), i.rescale(scale), l.rescale(scale));
         // GNU's width: the wider of FIRST and LAST as printed (LAST even
         // when the sequence stops short of it).
-        let width = render(fv, scale, shown).len().max(render(lv, scale, shown).len());
-        for s in &mut out {
-            let (sign, digits) = match s.strip_prefix('-') {
-                Some(d) => ("-", String::from(d)),
-                None => ("", s.clone()),
-            };
-            let pad = width.saturating_sub(s.len());
-            *s = format!("{sign}{}{digits}", "0".repeat(pad));
-        }
+        let width =
+            equal_width.then(|| render(next, scale, shown).len().max(render(last, scale, shown).len()));
+        Ok(Sequence { next, incr, last, scale, shown, width })
     }
-    Ok(out)
+}
+
+impl Iterator for Sequence {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        let v = self.next;
+        if (self.incr > 0 && v > self.last) || (self.incr < 0 && v < self.last) {
+            return None;
+        }
+        self.next = v + self.incr;
+        let s = render(v, self.scale, self.shown);
+        Some(match self.width {
+            Some(width) if s.len() < width => {
+                let (sign, digits) = s.strip_prefix('-').map_or(("", s.as_str()), |d| ("-", d));
+                format!("{sign}{}{digits}", "0".repeat(width - s.len()))
+            }
+            _ => s,
+        })
+    }
+}
+
+/// The whole sequence (for tests and short runs).
+pub fn sequence(first: &str, incr: &str, last: &str, equal_width: bool) -> Result<Vec<String>, String> {
+    Ok(Sequence::new(first, incr, last, equal_width)?.collect())
 }
 
 #[cfg(test)]
@@ -121,5 +151,8 @@ mod tests {
         assert!(sequence("x", "1", "3", false).unwrap_err().contains("'x'"));
         assert!(sequence("1", "1", "", false).is_err());
         assert!(sequence(".", "1", "2", false).is_err());
+        assert!(sequence("1", "1", "1234567890123456789", false).is_err());
+        assert!(Sequence::new("0.00000000000000001", "1", "123456789012345678", false).is_ok());
+        assert_eq!(Sequence::new("1", "1", "999999999999999999", false).unwrap().nth(2), Some("3".into()));
     }
 }

@@ -90,6 +90,10 @@ fn main(args: runtime::Args) -> i32 {
             }
             selected.push(b'\n');
             out.bytes(&selected);
+            if out.failed() {
+                // Nobody reads the rest (a closed pipe): stop.
+                break;
+            }
         }
         io::close_input(fd);
     }

@@ -137,6 +137,11 @@ fn main(args: runtime::Args) -> i32 {
             }
             out.bytes(text);
             out.str("\n");
+            if out.failed() {
+                // Nobody reads the rest (a closed pipe): stop.
+                io::close_input(fd);
+                break 'files;
+            }
         }
         io::close_input(fd);
         if count {

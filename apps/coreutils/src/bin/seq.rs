@@ -57,7 +57,7 @@ fn main(args: runtime::Args) -> i32 {
             return io::FAILURE;
         }
     };
-    let numbers = match seq::sequence(first, incr, last, p.has('w')) {
+    let numbers = match seq::Sequence::new(first, incr, last, p.has('w')) {
         Ok(n) => n,
         Err(e) => {
             io::complain(PROG, &e);
@@ -66,13 +66,19 @@ fn main(args: runtime::Args) -> i32 {
     };
     let sep = p.last('s').unwrap_or("\n");
     let mut out = Out::new();
-    for (i, n) in numbers.iter().enumerate() {
-        if i > 0 {
+    let mut any = false;
+    for n in numbers {
+        if any {
             out.str(sep);
         }
-        out.str(n);
+        out.str(&n);
+        any = true;
+        // A consumer that went away (`seq 1 1000000000 | head`) ends it.
+        if out.failed() {
+            break;
+        }
     }
-    if !numbers.is_empty() {
+    if any {
         out.str("\n");
     }
     out.finish(PROG, 0)
