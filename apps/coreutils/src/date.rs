@@ -99,7 +99,7 @@ pub fn format(t: &Tm, fmt: &str) -> String {
             out.push('%');
             break;
         };
-        let hour12 = if t.hour % 12 == 0 { 12 } else { t.hour % 12 };
+        let hour12 = if t.hour.is_multiple_of(12) { 12 } else { t.hour % 12 };
         let s = match conv {
             'a' => String::from(&DAYS[t.weekday as usize][..3]),
             'A' => String::from(DAYS[t.weekday as usize]),

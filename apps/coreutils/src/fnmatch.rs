@@ -35,13 +35,13 @@ pub fn matches(pattern: &[u8], name: &[u8]) -> bool {
                         continue;
                     }
                 }
-                b'\\' if p + 1 < pattern.len() => {
-                    if pattern[p + 1] == name[n] {
-                        p += 2;
-                        n += 1;
-                        continue;
-                    }
+                b'\\' if p + 1 < pattern.len() && pattern[p + 1] == name[n] => {
+                    p += 2;
+                    n += 1;
+                    continue;
                 }
+                // A quoted character that differs: no match here.
+                b'\\' if p + 1 < pattern.len() => {}
                 c if c == name[n] => {
                     p += 1;
                     n += 1;

@@ -296,7 +296,7 @@ impl Spec {
     }
 
     /// Sort `lines` (without newlines), dropping duplicates with `-u`.
-    pub fn sort<'a>(&self, lines: &mut Vec<&'a [u8]>) {
+    pub fn sort(&self, lines: &mut Vec<&[u8]>) {
         lines.sort_by(|a, b| self.compare(a, b));
         if self.unique {
             lines.dedup_by(|b, a| self.compare_keys(a, b) == Ordering::Equal);

@@ -72,17 +72,18 @@ fn parse(set: &str, is_set2: bool) -> Result<Vec<Item>, String> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < s.len() {
-        if s[i] == b'[' && s.get(i + 1) == Some(&b':') {
-            if let Some(end) = find(s, i + 2, b":]") {
-                let name = core::str::from_utf8(&s[i + 2..end]).unwrap_or("");
-                let bytes = class_bytes(name).ok_or_else(|| format!("invalid character class '{name}'"))?;
-                if is_set2 && name != "upper" && name != "lower" {
-                    return Err("when translating, the only character classes that may appear in\nstring2 are 'upper' and 'lower'".into());
-                }
-                out.extend(bytes.into_iter().map(Item::Byte));
-                i = end + 2;
-                continue;
+        if s[i] == b'['
+            && s.get(i + 1) == Some(&b':')
+            && let Some(end) = find(s, i + 2, b":]")
+        {
+            let name = core::str::from_utf8(&s[i + 2..end]).unwrap_or("");
+            let bytes = class_bytes(name).ok_or_else(|| format!("invalid character class '{name}'"))?;
+            if is_set2 && name != "upper" && name != "lower" {
+                return Err("when translating, the only character classes that may appear in\nstring2 are 'upper' and 'lower'".into());
             }
+            out.extend(bytes.into_iter().map(Item::Byte));
+            i = end + 2;
+            continue;
         }
         if s[i] == b'['
             && s.get(i + 1) == Some(&b'=')
@@ -95,25 +96,25 @@ fn parse(set: &str, is_set2: bool) -> Result<Vec<Item>, String> {
         }
         if s[i] == b'[' && i + 2 < s.len() {
             let (c, j) = set_char(s, i + 1);
-            if s.get(j) == Some(&b'*') {
-                if let Some(end) = s[j + 1..].iter().position(|&b| b == b']') {
-                    let count = core::str::from_utf8(&s[j + 1..j + 1 + end]).unwrap_or("x");
-                    if !is_set2 {
-                        return Err("the [c*] repeat construct may not appear in string1".into());
-                    }
-                    let n = if count.is_empty() {
-                        None
-                    } else {
-                        // A leading 0 means octal (POSIX).
-                        let radix = if count.starts_with('0') { 8 } else { 10 };
-                        let n = usize::from_str_radix(count, radix)
-                            .map_err(|_| format!("invalid repeat count '{count}' in [c*n] construct"))?;
-                        if n == 0 { None } else { Some(n) }
-                    };
-                    out.push(Item::Repeat(c, n));
-                    i = j + 2 + end;
-                    continue;
+            if s.get(j) == Some(&b'*')
+                && let Some(end) = s[j + 1..].iter().position(|&b| b == b']')
+            {
+                let count = core::str::from_utf8(&s[j + 1..j + 1 + end]).unwrap_or("x");
+                if !is_set2 {
+                    return Err("the [c*] repeat construct may not appear in string1".into());
                 }
+                let n = if count.is_empty() {
+                    None
+                } else {
+                    // A leading 0 means octal (POSIX).
+                    let radix = if count.starts_with('0') { 8 } else { 10 };
+                    let n = usize::from_str_radix(count, radix)
+                        .map_err(|_| format!("invalid repeat count '{count}' in [c*n] construct"))?;
+                    if n == 0 { None } else { Some(n) }
+                };
+                out.push(Item::Repeat(c, n));
+                i = j + 2 + end;
+                continue;
             }
         }
         let (lo, j) = set_char(s, i);
