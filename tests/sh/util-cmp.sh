@@ -13,3 +13,13 @@ cmp a d 2>/dev/null
 echo "rc $?"
 cmp a missing 2>/dev/null
 echo "rc $?"
+cmp -l a c
+echo "rc $?"
+printf 'abcdefghijkl\n' > e
+printf 'abXdefghijkY\n' > g
+cmp -l e g
+echo "rc $?"
+cmp -l a d 2>/dev/null
+echo "rc $?"
+cmp -l a b
+echo "rc $?"
