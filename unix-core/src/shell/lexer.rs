@@ -37,6 +37,8 @@ pub(super) enum RedirOp {
     DLess,
     /// `<<-`
     DLessDash,
+    /// `<>`
+    LessGreat,
 }
 
 impl RedirOp {
@@ -50,6 +52,7 @@ impl RedirOp {
             RedirOp::GreatAnd => ">&",
             RedirOp::DLess => "<<",
             RedirOp::DLessDash => "<<-",
+            RedirOp::LessGreat => "<>",
         }
     }
 }
@@ -251,7 +254,6 @@ impl<'a> Lexer<'a> {
 
     /// A redirection operator at `self.pos`, after the descriptor number `fd`.
     fn redirection(&mut self, start: usize, fd: Option<i32>) -> Result<Token, ParseError> {
-        let at = self.pos;
         let first = self.bump();
         let second = self.peek_char();
         let op = match (first, second) {
@@ -260,9 +262,7 @@ impl<'a> Lexer<'a> {
                 RedirOp::DLessDash
             }
             (Some('<'), Some('<')) => RedirOp::DLess,
-            (Some('<'), Some('>')) => {
-                return err(ParseErrorKind::Unsupported("read-write redirection '<>'"), at);
-            }
+            (Some('<'), Some('>')) => RedirOp::LessGreat,
             (Some('<'), Some('&')) => RedirOp::LessAnd,
             (Some('<'), _) => RedirOp::Less,
             (_, Some('>')) => RedirOp::DGreat,
@@ -736,7 +736,6 @@ mod tests {
         assert_eq!(kind("echo $(ls"), EndInCompound(")"));
         assert_eq!(kind("echo `ls"), UnterminatedBackquote);
         assert_eq!(kind("echo $((1+2)"), UnterminatedArithmetic);
-        assert_eq!(kind("cat <> f"), Unsupported("read-write redirection '<>'"));
         assert_eq!(kind("echo a)"), UnexpectedToken(")"));
         assert_eq!(kind("echo ${X:}"), BadSubstitution);
         assert_eq!(kind("echo ${X!}"), BadSubstitution);

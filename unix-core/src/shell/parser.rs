@@ -438,16 +438,20 @@ impl<'a> Parser<'a> {
         let Tok::Word(target) = t.tok else {
             return err(ParseErrorKind::MissingRedirectTarget(op.text()), t.start);
         };
-        let default_fd =
-            if matches!(op, RedirOp::Less | RedirOp::LessAnd | RedirOp::DLess | RedirOp::DLessDash) {
-                0
-            } else {
-                1
-            };
+        let default_fd = if matches!(
+            op,
+            RedirOp::Less | RedirOp::LessAnd | RedirOp::DLess | RedirOp::DLessDash | RedirOp::LessGreat
+        ) {
+            0
+        } else {
+            1
+        };
         let fd = fd.unwrap_or(default_fd);
         let kind = match op {
             RedirOp::Less => RedirKind::Read(target),
-            RedirOp::Great | RedirOp::Clobber => RedirKind::Write(target),
+            RedirOp::Great => RedirKind::Write(target),
+            RedirOp::Clobber => RedirKind::Clobber(target),
+            RedirOp::LessGreat => RedirKind::ReadWrite(target),
             RedirOp::DGreat => RedirKind::Append(target),
             RedirOp::DLess | RedirOp::DLessDash => {
                 // The delimiter is the word after quote removal; any
