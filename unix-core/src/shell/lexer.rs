@@ -289,10 +289,7 @@ impl<'a> Lexer<'a> {
         let at = self.pos;
         let start = match self.heredoc_next {
             Some(p) => p,
-            None => match self.src[self.pos..].find('\n') {
-                Some(i) => self.pos + i + 1,
-                None => return err(ParseErrorKind::UnterminatedHereDoc, at),
-            },
+            None => self.end_of_line(at)?,
         };
         let mut body = String::new();
         let mut pos = start;
@@ -328,6 +325,22 @@ impl<'a> Lexer<'a> {
         sub.dq_body(&mut w, Body::Plain)
             .map_err(|e| ParseError { kind: e.kind, offset: start + e.offset })?;
         Ok(Word { parts: w.parts, raw: body.clone() })
+    }
+
+    /// Where the line being read ends: just after the newline token that
+    /// follows `from`, found by reading the tokens on (so a newline
+    /// inside quotes or a `$(…)` later on the line does not count, XCU
+    /// 2.7.4).
+    fn end_of_line(&self, from: usize) -> Result<usize, ParseError> {
+        let mut scan = Lexer::new(self.src, from, self.subparse);
+        loop {
+            let t = scan.next_token()?;
+            match t.tok {
+                Tok::Newline => return Ok(t.end),
+                Tok::End => return err(ParseErrorKind::UnterminatedHereDoc, from),
+                _ => {}
+            }
+        }
     }
 
     fn word(&mut self, start: usize) -> Result<Token, ParseError> {

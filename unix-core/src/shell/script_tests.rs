@@ -497,3 +497,15 @@ fn noclobber_and_read_write() {
     let (_, _, s) = run_with("x='a b'; echo hi > $x", Fake::new(""));
     assert_eq!(s, 0);
 }
+
+#[test]
+fn here_documents_in_substitutions_and_after_quoted_newlines() {
+    assert_eq!(out("x=$(cat <<EOF\nhello\nEOF\n)\necho $x\n"), "hello\n");
+    assert_eq!(out("echo \"$(cat <<EOF\na  b\nEOF\n)\"\n"), "a  b\n");
+    assert_eq!(out("x=`cat <<EOF\nbq\nEOF\n`\necho $x\n"), "bq\n");
+    assert_eq!(out("cat <<EOF; echo $(echo sub)\nbody\nEOF\n"), "body\nsub\n");
+    assert_eq!(out("cat <<EOF && echo \"$(cat <<E2\ninner\nE2\n)\"\nouter\nEOF\n"), "outer\ninner\n");
+    assert_eq!(out("cat <<EOF; echo 'x\ny'\nbody\nEOF\n"), "body\nx\ny\n");
+    assert_eq!(out("f() { cat; }; f <<EOF | cat\npiped $(echo in)\nEOF\n"), "piped in\n");
+    assert_eq!(out("x=$(cat <<'EOF'\n$HOME `lit`\nEOF\n); echo \"$x\"\n"), "$HOME `lit`\n");
+}
