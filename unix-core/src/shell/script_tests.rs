@@ -509,3 +509,11 @@ fn here_documents_in_substitutions_and_after_quoted_newlines() {
     assert_eq!(out("f() { cat; }; f <<EOF | cat\npiped $(echo in)\nEOF\n"), "piped in\n");
     assert_eq!(out("x=$(cat <<'EOF'\n$HOME `lit`\nEOF\n); echo \"$x\"\n"), "$HOME `lit`\n");
 }
+
+#[test]
+fn character_classes() {
+    let script = "for w in a1 B _ 9 ' ' x-; do case $w in [[:digit:]]*) echo D;; [[:upper:]]) echo U;; [[:alpha:]][[:alnum:]]) echo AN;; [[:space:]]) echo S;; [![:alnum:]_]*) echo NA;; *) echo other;; esac; done";
+    assert_eq!(out(script), "AN\nU\nother\nD\nS\nother\n");
+    assert_eq!(out("x=abc123; echo ${x%%[[:digit:]]*} ${x##*[[:alpha:]]}"), "abc 123\n");
+    assert_eq!(out("case a in [[:nosuch:]]) echo y;; *) echo n;; esac"), "n\n");
+}
