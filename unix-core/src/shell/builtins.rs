@@ -425,10 +425,10 @@ fn printf_once(format: &str, args: &mut &[&str], out: &mut String) -> (bool, Vec
             'd' | 'i' | 'u' | 'x' | 'X' | 'o' => {
                 let arg = next().unwrap_or("0");
                 let n = match printf_number(arg) {
-                    Some(n) => n,
-                    None => {
-                        problems.push(format!("{arg}: invalid number"));
-                        0
+                    Ok(n) => n,
+                    Err(n) => {
+                        problems.push(format!("{arg}: not completely converted"));
+                        n
                     }
                 };
                 let mut digits = match conv {
@@ -441,6 +441,16 @@ fn printf_once(format: &str, args: &mut &[&str], out: &mut String) -> (bool, Vec
                 if let Some(p) = precision {
                     while digits.len() < p {
                         digits.insert(0, '0');
+                    }
+                }
+                // `#`: the alternative form, `0x`/`0X` before a hexadecimal
+                // number other than 0, a leading 0 for octal.
+                if flags.contains('#') && n != 0 {
+                    match conv {
+                        'x' => digits.insert_str(0, "0x"),
+                        'X' => digits.insert_str(0, "0X"),
+                        'o' if !digits.starts_with('0') => digits.insert(0, '0'),
+                        _ => {}
                     }
                 }
                 let sign = if matches!(conv, 'd' | 'i') {
@@ -484,24 +494,34 @@ fn pad(out: &mut String, s: &str, width: usize, left: bool, _zero: bool) {
     }
 }
 
-/// A `printf` numeric argument: a C constant, or `'c` for a character's code.
-fn printf_number(a: &str) -> Option<i64> {
+/// A `printf` numeric argument: a C constant, or `'c` for a character's
+/// code; empty is 0. `Err` holds the value of the longest prefix that is
+/// a number, when the rest is not (dash prints it and fails).
+fn printf_number(a: &str) -> Result<i64, i64> {
     if let Some(rest) = a.strip_prefix('\'').or_else(|| a.strip_prefix('"')) {
-        return Some(rest.chars().next().map_or(0, |c| c as i64));
+        return Ok(rest.chars().next().map_or(0, |c| c as i64));
     }
-    let a = a.trim();
-    let (neg, d) = match a.strip_prefix('-') {
+    let t = a.trim_start();
+    let (neg, d) = match t.strip_prefix('-') {
         Some(d) => (true, d),
-        None => (false, a.strip_prefix('+').unwrap_or(a)),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
     };
-    let v = if let Some(hex) = d.strip_prefix("0x").or_else(|| d.strip_prefix("0X")) {
-        i64::from_str_radix(hex, 16).ok()?
+    let (radix, digits) = if let Some(hex) = d.strip_prefix("0x").or_else(|| d.strip_prefix("0X")) {
+        (16, hex)
     } else if d.len() > 1 && d.starts_with('0') {
-        i64::from_str_radix(&d[1..], 8).ok()?
+        (8, &d[1..])
     } else {
-        d.parse().ok()?
+        (10, d)
     };
-    Some(if neg { -v } else { v })
+    let mut v: i64 = 0;
+    let mut used = 0;
+    for c in digits.chars() {
+        let Some(x) = c.to_digit(radix) else { break };
+        v = v.wrapping_mul(i64::from(radix)).wrapping_add(i64::from(x));
+        used += 1;
+    }
+    let v = if neg { v.wrapping_neg() } else { v };
+    if used == digits.len() && (used > 0 || a.is_empty() || radix == 8) { Ok(v) } else { Err(v) }
 }
 
 fn set<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {

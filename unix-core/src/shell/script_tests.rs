@@ -517,3 +517,11 @@ fn character_classes() {
     assert_eq!(out("x=abc123; echo ${x%%[[:digit:]]*} ${x##*[[:alpha:]]}"), "abc 123\n");
     assert_eq!(out("case a in [[:nosuch:]]) echo y;; *) echo n;; esac"), "n\n");
 }
+
+#[test]
+fn printf_numbers_and_alternative_forms() {
+    // dash: the converted prefix is printed, the status is 1.
+    assert_eq!(run("printf '%d|%d|%d|%x\\n' 2x ' 3' 0x1g 12z"), ("2|3|1|c\n".into(), 1));
+    assert_eq!(out("printf '[%#x][%#X][%#o][%#o][%#x]\\n' 0 255 0 8 0"), "[0][0XFF][0][010][0]\n");
+    assert_eq!(run("printf '%d\\n' ''"), ("0\n".into(), 0));
+}
