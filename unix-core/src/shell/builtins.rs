@@ -314,6 +314,8 @@ fn escapes(s: &str, out: &mut String, format: bool) -> bool {
 }
 
 fn printf<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    // `printf -- format …`: the `--` ends options (there are none).
+    let args = if args.first() == Some(&"--") { &args[1..] } else { args };
     let Some((format, mut rest)) = args.split_first() else {
         sh.error(h, "printf: usage: printf format [arguments]");
         return STATUS_USAGE;

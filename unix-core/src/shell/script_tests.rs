@@ -525,3 +525,8 @@ fn printf_numbers_and_alternative_forms() {
     assert_eq!(out("printf '[%#x][%#X][%#o][%#o][%#x]\\n' 0 255 0 8 0"), "[0][0XFF][0][010][0]\n");
     assert_eq!(run("printf '%d\\n' ''"), ("0\n".into(), 0));
 }
+
+#[test]
+fn printf_double_dash_ends_options() {
+    assert_eq!(out("printf -- '-%s-\\n' dash"), "-dash-\n");
+}
