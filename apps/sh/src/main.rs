@@ -615,6 +615,12 @@ impl Proc {
     // --- builtins that touch the process ---
 
     fn cd(&mut self, sh: &mut Shell, args: &[&str]) -> i32 {
+        // `-L`/`-P`: this shell keeps no logical path; `$PWD` is always
+        // what `getcwd` says (the physical directory, as `-P`).
+        let mut args = args;
+        while let Some(&("-L" | "-P")) = args.first() {
+            args = &args[1..];
+        }
         let target = match args.first().copied() {
             None => sh.vars.get("HOME").cloned().unwrap_or_else(|| "/".to_string()),
             Some("-") => match sh.vars.get("OLDPWD").cloned() {
@@ -881,6 +887,10 @@ impl shell::Host for Proc {
         let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
         match argv[0].as_str() {
             "cd" => self.cd(sh, &args),
+            "pwd" if args.iter().any(|a| !matches!(*a, "-L" | "-P")) => {
+                eprintln!("sh: pwd: {}: bad option", args[0]);
+                STATUS_USAGE
+            }
             "pwd" => match unix::getcwd() {
                 Ok(cwd) => sh.out(self, "pwd", &format!("{cwd}\n")).map_or_else(|s| s, |_| 0),
                 Err(e) => {

@@ -26,7 +26,7 @@ const BUILTINS: [&str; 27] = [
 
 /// Standard builtins this shell does not implement yet: each says so by
 /// name (status 2) rather than being looked for as a program.
-const UNSUPPORTED: [&str; 4] = ["alias", "unalias", "fc", "times"];
+const UNSUPPORTED: [&str; 5] = ["alias", "unalias", "fc", "times", "ulimit"];
 
 /// Is `name` run by the interpreter itself?
 pub fn is_builtin(name: &str) -> bool {

@@ -456,21 +456,19 @@ impl<'a> Parser<'a> {
             RedirOp::DLess | RedirOp::DLessDash => {
                 // The delimiter is the word after quote removal; any
                 // quoting makes the body literal (XCU 2.7.4).
+                // Nothing in it is expanded: `<<$X` ends at a line `$X`,
+                // as in dash.
                 let mut delimiter = alloc::string::String::new();
                 let mut quoted = false;
-                for part in &target.parts {
-                    match part {
-                        Part::Text { text, quoted: q } => {
+                if target.parts.iter().all(|p| matches!(p, Part::Text { .. })) {
+                    for part in &target.parts {
+                        if let Part::Text { text, quoted: q } = part {
                             delimiter.push_str(text);
                             quoted |= *q;
                         }
-                        _ => {
-                            return err(
-                                ParseErrorKind::Unsupported("expansions in a here-document delimiter"),
-                                t.start,
-                            );
-                        }
                     }
+                } else {
+                    delimiter = unquote_raw(&target.raw);
                 }
                 quoted |= target.raw.contains(['"', '\'', '\\']);
                 let body = self.lx.heredoc(&delimiter, op == RedirOp::DLessDash, quoted)?;
@@ -487,6 +485,27 @@ impl<'a> Parser<'a> {
         };
         Ok(Redirection { fd, kind })
     }
+}
+
+/// A word's source text with its quotes removed (a here-document
+/// delimiter holding `$` or `` ` ``, which is never expanded).
+fn unquote_raw(raw: &str) -> alloc::string::String {
+    let mut out = alloc::string::String::new();
+    let mut chars = raw.chars();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '\\') | (Some('"'), '\\') => {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// `NAME=value` (the `NAME=` unquoted) as an assignment.

@@ -530,3 +530,10 @@ fn printf_numbers_and_alternative_forms() {
 fn printf_double_dash_ends_options() {
     assert_eq!(out("printf -- '-%s-\\n' dash"), "-dash-\n");
 }
+
+#[test]
+fn here_document_delimiter_is_never_expanded() {
+    // (The fake sets X=x.)
+    assert_eq!(out("cat <<$X\nhi $X\n$X\necho after"), "hi x\nafter\n");
+    assert_eq!(out("cat <<\"$X\"\nhi $X\n$X\n"), "hi $X\n");
+}
