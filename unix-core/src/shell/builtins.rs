@@ -1228,6 +1228,10 @@ fn getopts<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
         sh.optchar = 0;
     }
     let mut optind = optind_text.trim().parse::<usize>().unwrap_or(1).max(1);
+    // The arguments may have changed since the last call (`set --`).
+    if operands.get(optind - 1).is_none_or(|a| sh.optchar >= a.chars().count()) {
+        sh.optchar = 0;
+    }
     let silent = optstring.starts_with(':');
     let set_optind = |sh: &mut Shell, optind: usize| {
         let text = format!("{optind}");

@@ -537,3 +537,11 @@ fn here_document_delimiter_is_never_expanded() {
     assert_eq!(out("cat <<$X\nhi $X\n$X\necho after"), "hi x\nafter\n");
     assert_eq!(out("cat <<\"$X\"\nhi $X\n$X\n"), "hi $X\n");
 }
+
+#[test]
+fn getopts_survives_changed_arguments() {
+    // The arguments change under getopts between two calls: no panic,
+    // it starts over at the new OPTIND.
+    assert_eq!(out("set -- -ab; getopts ab o; echo $o; set -- x; getopts ab o; echo \"$? $o\""), "a\n1 ?\n");
+    assert_eq!(out("set -- -ab; getopts ab o; set --; getopts ab o; echo \"$? $o\""), "1 ?\n");
+}
