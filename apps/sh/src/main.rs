@@ -437,7 +437,7 @@ impl Proc {
                             let _ = unix::tcsetpgrp(0, pgid);
                         }
                     }
-                    let _ = unix::signal_ignore(signal::SIGINT, false);
+                    restore_sigint(sh);
                     if let Some(r) = prev_read {
                         move_fd(r, 0);
                     }
@@ -766,7 +766,7 @@ impl shell::Host for Proc {
                 return STATUS_USAGE;
             }
         }
-        let _ = unix::signal_ignore(signal::SIGINT, false);
+        restore_sigint(sh);
         self.exec_external(sh, cmd)
     }
 
@@ -838,7 +838,7 @@ impl shell::Host for Proc {
         match unix::fork() {
             Ok(0) => {
                 let _ = unix::setpgid(0, 0);
-                let _ = unix::signal_ignore(signal::SIGINT, false);
+                restore_sigint(sh);
                 self.become_child(sh);
                 let list = List { items: alloc::vec![ListItem { background: false, ..item.clone() }] };
                 sh.exec_in_place = plain;
@@ -940,6 +940,16 @@ impl shell::Host for Proc {
 
     fn umask(&mut self, mask: Option<u32>) -> u32 {
         unix::umask(mask)
+    }
+}
+
+/// In a child about to run a command: SIGINT back to its default (the
+/// shell itself ignores it), unless a script ignored it with `trap ''
+/// INT`, which its commands inherit (POSIX).
+fn restore_sigint(sh: &Shell) {
+    let ignored_by_trap = sh.traps.get(&(signal::SIGINT as u32)).is_some_and(|c| c.is_empty());
+    if !ignored_by_trap {
+        let _ = unix::signal_ignore(signal::SIGINT, false);
     }
 }
 
