@@ -13,7 +13,7 @@ use alloc::format;
 use coreutils::io;
 use coreutils::mode;
 use coreutils::text;
-use protocols::unix::mode::{PERMISSIONS, UMASK, is_dir};
+use protocols::unix::mode::{PERMISSIONS, is_dir};
 use runtime::unix;
 
 runtime::entry!(main);
@@ -44,20 +44,22 @@ fn main(args: runtime::Args) -> i32 {
         io::complain(PROG, &format!("missing operand after '{spec}'"));
         return io::FAILURE;
     }
-    if let Err(e) = mode::apply(spec, 0, false, UMASK) {
+    // Symbolic modes without `ugoa` respect the creation mask (XCU chmod).
+    let umask = unix::umask(None);
+    if let Err(e) = mode::apply(spec, 0, false, umask) {
         io::complain(PROG, &e);
         return io::FAILURE;
     }
     let mut status = 0;
     for name in files {
-        if !change(name, spec, recursive) {
+        if !change(name, spec, umask, recursive) {
             status = io::FAILURE;
         }
     }
     status
 }
 
-fn change(path: &str, spec: &str, recursive: bool) -> bool {
+fn change(path: &str, spec: &str, umask: u32, recursive: bool) -> bool {
     let st = match unix::stat(path) {
         Ok(st) => st,
         Err(e) => {
@@ -66,7 +68,7 @@ fn change(path: &str, spec: &str, recursive: bool) -> bool {
         }
     };
     let dir = is_dir(st.mode);
-    let new = match mode::apply(spec, st.mode & PERMISSIONS, dir, UMASK) {
+    let new = match mode::apply(spec, st.mode & PERMISSIONS, dir, umask) {
         Ok(m) => m,
         Err(e) => {
             io::complain(PROG, &e);
@@ -85,7 +87,7 @@ fn change(path: &str, spec: &str, recursive: bool) -> bool {
                     if e.name == "." || e.name == ".." {
                         continue;
                     }
-                    ok &= change(&text::join(path, &e.name), spec, true);
+                    ok &= change(&text::join(path, &e.name), spec, umask, true);
                 }
             }
             Err(e) => {
