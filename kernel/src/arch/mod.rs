@@ -15,6 +15,7 @@
 //!   [`regs`]: the kernel-call register convention as typed views of a
 //!   frame.
 //! - [`serial`]: the COM1 UART and QEMU's exit device.
+//! - [`fpu`]: the x87/SSE registers and FS base of foreign processes.
 //!
 //! Everything above this module is safe Rust (`#![deny(unsafe_code)]` at
 //! the crate root), and the rule here is Asterinas OSTD's: no sequence of
@@ -33,6 +34,7 @@ pub mod boot;
 pub mod cpu;
 pub mod descriptors;
 pub mod firmware;
+pub mod fpu;
 pub mod frames;
 pub mod heap;
 pub mod multiboot;
