@@ -557,6 +557,50 @@ pub mod foreign {
     }
 }
 
+/// The ELF note that marks a Ridgeback program (the runtime's `entry!`
+/// puts it in every program, in a `PT_NOTE` segment): an executable
+/// without it is started as a foreign (Linux) program by the monitor
+/// (docs/linux-abi.md). Layout: namesz, descsz, type (little-endian
+/// u32s), the name "Ridgeback\0" padded to 4 bytes, then 4 bytes of
+/// description (the note's version).
+pub mod program_note {
+    /// The note's name, with its terminating zero.
+    pub const NAME: &[u8] = b"Ridgeback\0";
+    /// The note's type.
+    pub const TYPE: u32 = 1;
+    /// Bytes of the whole note.
+    pub const BYTES: usize = 12 + 12 + 4;
+    /// The note itself.
+    pub const NOTE: [u8; BYTES] = [
+        10, 0, 0, 0, // namesz
+        4, 0, 0, 0, // descsz
+        1, 0, 0, 0, // type
+        b'R', b'i', b'd', b'g', b'e', b'b', b'a', b'c', b'k', 0, 0, 0, // name, padded
+        1, 0, 0, 0, // version
+    ];
+
+    /// Whether `notes` (the bytes of one PT_NOTE segment) hold the note.
+    pub fn is_in(notes: &[u8]) -> bool {
+        let mut at = 0usize;
+        while at + 12 <= notes.len() {
+            let word =
+                |i: usize| u32::from_le_bytes([notes[i], notes[i + 1], notes[i + 2], notes[i + 3]]) as usize;
+            let (namesz, descsz, kind) = (word(at), word(at + 4), word(at + 8) as u32);
+            let name_at = at + 12;
+            let desc_at = name_at + namesz.div_ceil(4) * 4;
+            let Some(end) = desc_at.checked_add(descsz.div_ceil(4) * 4) else { return false };
+            if end > notes.len() {
+                return false;
+            }
+            if kind == TYPE && &notes[name_at..name_at + namesz] == NAME {
+                return true;
+            }
+            at = end;
+        }
+        false
+    }
+}
+
 /// `spawn` priority meaning "the same as the caller".
 pub const PRIORITY_INHERIT: u64 = u64::MAX;
 /// `wait` pid meaning "any child".
@@ -880,6 +924,7 @@ impl Pid {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
 
     #[test]
@@ -925,6 +970,18 @@ mod tests {
         assert_eq!(r.fs_base, w[foreign::REGS_WORDS - 1]);
         assert_eq!(foreign::Regs::from_bytes(&r.to_bytes()), r);
         assert_eq!(msg::Kind::from_raw(msg::Kind::Foreign as u64), Some(msg::Kind::Foreign));
+    }
+
+    #[test]
+    fn program_note_is_found() {
+        assert!(program_note::is_in(&program_note::NOTE));
+        let mut two = std::vec::Vec::from(&b"\x04\0\0\0\x10\0\0\0\x03\0\0\0GNU\0"[..]);
+        two.extend_from_slice(&[0; 16]);
+        assert!(!program_note::is_in(&two));
+        two.extend_from_slice(&program_note::NOTE);
+        assert!(program_note::is_in(&two));
+        assert!(!program_note::is_in(&program_note::NOTE[..20]));
+        assert!(!program_note::is_in(&[0xff; 40]));
     }
 
     #[test]
