@@ -19,7 +19,7 @@ use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
 use protocols::unix::{Errno, Stat, errno, mode};
-use runtime::{println, sys, unix};
+use runtime::{sys, unix};
 
 /// Linux call numbers (x86-64).
 mod nr {
@@ -95,8 +95,46 @@ mod nr {
     pub const RENAMEAT2: u64 = 316;
     pub const FACCESSAT2: u64 = 439;
     pub const RSEQ: u64 = 334;
+    pub const CLONE: u64 = 56;
+    pub const FORK: u64 = 57;
+    pub const VFORK: u64 = 58;
+    pub const EXECVE: u64 = 59;
+    pub const WAIT4: u64 = 61;
+    pub const TIME: u64 = 201;
+    pub const PRCTL: u64 = 157;
+    pub const SET_ROBUST_LIST: u64 = 273;
+    pub const SENDFILE: u64 = 40;
+    pub const RT_SIGRETURN: u64 = 15;
+    pub const TKILL: u64 = 200;
+    pub const TGKILL: u64 = 234;
 }
 
+/// Bytes below the interrupted stack pointer a signal frame leaves alone
+/// (the System V red zone).
+const RED_ZONE_BYTES: u64 = 128;
+/// `struct ucontext` (x86-64): flags, link, stack (24 bytes), the
+/// machine context (`struct sigcontext`, 256 bytes), the signal mask.
+const UCONTEXT_BYTES: u64 = 8 + 8 + 24 + 256 + 8;
+/// Where the machine context starts in the `ucontext`.
+const MCONTEXT_AT: usize = 40;
+/// The restorer's address, the `ucontext`, the `siginfo` (128 bytes).
+const SIGFRAME_BYTES: u64 = 8 + UCONTEXT_BYTES + 128;
+/// `struct sigcontext`'s first words, in order (the rest, fpstate and
+/// the reserved words, stay 0: no FP state is saved, docs/linux-abi.md).
+const SIGCONTEXT_REGS: [&str; 18] = [
+    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rbp", "rbx", "rdx", "rax", "rcx",
+    "rsp", "rip", "eflags",
+];
+
+fn sigcontext_words(r: &abi::foreign::Regs) -> [u64; 18] {
+    [
+        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax,
+        r.rcx, r.rsp, r.rip, r.rflags,
+    ]
+}
+
+/// The one symbolic link there is: the program's own file.
+const SELF_EXE: &str = "/proc/self/exe";
 /// `openat`'s "relative to the working directory".
 const AT_FDCWD: i64 = -100;
 const AT_REMOVEDIR: u64 = 0x200;
@@ -131,6 +169,10 @@ type Result<T> = core::result::Result<T, Errno>;
 
 pub struct Linux {
     pid: Pid,
+    /// The program's file (what `/proc/self/exe` names).
+    exe: alloc::string::String,
+    /// This server's queue for the program's calls (a forked copy's too).
+    queue: u32,
     brk: u64,
     mmap_next: u64,
     /// `getdents64`'s position in each open directory.
@@ -138,18 +180,24 @@ pub struct Linux {
     /// Signal actions set (kept, not yet delivered: docs/linux-abi.md).
     sigactions: BTreeMap<u64, [u8; 32]>,
     umask: u64,
+    /// `LINUX_TRACE=1` in the environment: one line per call (strace's
+    /// view, for finding what a program needs).
+    trace: bool,
 }
 
 impl Linux {
-    pub fn new(program: Program) -> Linux {
+    pub fn new(program: Program, exe: &str, queue: u32) -> Linux {
         let _ = program.image_end;
         Linux {
             pid: program.pid,
+            exe: alloc::string::String::from(exe),
+            queue,
             brk: USER_HEAP_BASE,
             mmap_next: BRK_LIMIT,
             dir_index: BTreeMap::new(),
             sigactions: BTreeMap::new(),
             umask: 0o022,
+            trace: unix::getenv("LINUX_TRACE") == Some("1"),
         }
     }
 
@@ -161,9 +209,24 @@ impl Linux {
     /// the program with its result (`exit` and `exit_group` end this
     /// process, and the program with it).
     pub fn call(&mut self, w: [u64; 4]) {
-        let result = match self.dispatch(w) {
+        let answer = self.dispatch(w);
+        if self.trace {
+            crate::log!(
+                "[{}] {}({:#x}, {:#x}, {:#x}) = {:?}",
+                unix::getpid(),
+                w[0],
+                w[1],
+                w[2],
+                w[3],
+                answer
+            );
+        }
+        let result = match answer {
             Ok(v) => v,
             Err(ALREADY_RESUMED) => return,
+            // The new server after a fork: its program (the copy) is
+            // already running; the original's answer is the parent's.
+            Err(FORKED_CHILD) => return,
             Err(e) => (e.code() as i64).wrapping_neg() as u64,
         };
         if sys::foreign_resume(self.pid, result).is_err() {
@@ -288,7 +351,18 @@ impl Linux {
             nr::SETPGID => unix::setpgid(a0, a1).map(|()| 0),
             nr::SETSID => Err(errno::EPERM),
             nr::EXIT | nr::EXIT_GROUP => unix::exit((a0 & 0xff) as i32),
-            nr::KILL => unix::kill(a0 as i64, a1).map(|()| 0),
+            nr::KILL => {
+                let target = a0 as i32 as i64;
+                if target == unix::getpid() as i64 {
+                    return self.raise(a1);
+                }
+                unix::kill(target, a1).map(|()| 0)
+            }
+            // One thread per process: its tid is its pid.
+            nr::TKILL if a0 == unix::getpid() => self.raise(a1),
+            nr::TGKILL if a1 == unix::getpid() => self.raise(a2),
+            nr::TKILL | nr::TGKILL => Err(errno::ESRCH),
+            nr::RT_SIGRETURN => self.sigreturn(),
             nr::UNAME => self.uname(a0),
             nr::GETCWD => {
                 let mut cwd = unix::getcwd()?.into_bytes();
@@ -322,9 +396,13 @@ impl Linux {
             }
             nr::CHMOD => unix::chmod(&mem::read_path(pid, a0)?, a1 as u32).map(|()| 0),
             nr::FCHMODAT => unix::chmod(&at_path(a0, &mem::read_path(pid, a1)?)?, a2 as u32).map(|()| 0),
-            // No symbolic links: every path names no link.
-            nr::READLINK => unix::stat(&mem::read_path(pid, a0)?).and(Err(errno::EINVAL)),
-            nr::READLINKAT => unix::stat(&at_path(a0, &mem::read_path(pid, a1)?)?).and(Err(errno::EINVAL)),
+            // No symbolic links but /proc/self/exe (busybox runs its
+            // applets through it): every other path names no link.
+            nr::READLINK => self.readlink(&mem::read_path(pid, a0)?, a1, a2),
+            nr::READLINKAT => {
+                let [len, ..] = self.more_args()?;
+                self.readlink(&at_path(a0, &mem::read_path(pid, a1)?)?, a2, len)
+            }
             nr::UMASK => Ok(core::mem::replace(&mut self.umask, a0 & 0o777)),
             nr::GETDENTS64 => self.getdents64(a0, a1, a2),
             nr::ARCH_PRCTL => self.arch_prctl(a0, a1),
@@ -390,11 +468,234 @@ impl Linux {
             }
             // rseq: glibc registers it and goes on without it.
             nr::RSEQ => Err(errno::ENOSYS),
+            // One thread per process: no robust futex list to keep.
+            nr::SET_ROBUST_LIST => Ok(0),
+            // No process attributes (PR_SET_NAME...): glibc goes on.
+            nr::PRCTL => Err(errno::EINVAL),
+            nr::TIME => {
+                let t = unix::time();
+                if a0 != 0 {
+                    mem::write(pid, a0, &t.to_le_bytes())?;
+                }
+                Ok(t)
+            }
+            nr::SENDFILE => {
+                // sendfile(out, in, offset, count): from the current
+                // position only (an offset pointer: EINVAL, and programs
+                // fall back to read and write).
+                let [count, ..] = self.more_args()?;
+                if a2 != 0 {
+                    return Err(errno::EINVAL);
+                }
+                let mut data = vec![0u8; (count as usize).min(mem::MAX_TRANSFER_BYTES)];
+                let n = unix::read(fd(a1)?, &mut data)?;
+                unix::write(fd(a0)?, &data[..n]).map(|n| n as u64)
+            }
+            nr::FORK | nr::VFORK => self.fork(),
+            nr::CLONE => {
+                // Fork semantics only: a new thread (CLONE_VM) is not
+                // supported. The exit signal is in the low byte.
+                const CLONE_VM: u64 = 0x100;
+                const CLONE_THREAD: u64 = 0x10000;
+                if a0 & (CLONE_VM | CLONE_THREAD) != 0 && a0 & 0x4000 == 0 {
+                    return Err(errno::ENOSYS);
+                }
+                self.fork()
+            }
+            nr::EXECVE => self.execve(a0, a1, a2),
+            nr::WAIT4 => {
+                let [options, ..] = self.more_args()?;
+                const WNOHANG: u64 = 1;
+                // pid_t is 32 bits: -1 arrives as 0xffff_ffff.
+                match unix::waitpid(a0 as i32 as i64, options & WNOHANG != 0)? {
+                    None => Ok(0),
+                    Some((child, status)) => {
+                        if a1 != 0 {
+                            mem::write(pid, a1, &(status.raw as u32).to_le_bytes())?;
+                        }
+                        Ok(child)
+                    }
+                }
+            }
             _ => {
-                println!("linux: unsupported call {number} (ENOSYS)");
+                crate::log!("unsupported call {number} (ENOSYS)");
                 Err(errno::ENOSYS)
             }
         }
+    }
+
+    /// `fork`: the program's copy (`foreign_fork`), this server's copy
+    /// (the UNIX `fork`, through the monitor), and the first handed to the
+    /// second (`foreign_give`). The copy returns 0, the original the
+    /// child's pid.
+    fn fork(&mut self) -> Result<u64> {
+        let copy = sys::foreign_fork(self.pid).map_err(|_| errno::EAGAIN)?;
+        match unix::fork() {
+            Ok(0) => {
+                // The new server: it serves the copy, and hears of its end.
+                self.pid = copy;
+                let _ = sys::set_exit_queue(self.queue);
+                Err(FORKED_CHILD)
+            }
+            Ok(child) => {
+                let twin = protocols::unix::pid::to_kernel(child).ok_or(errno::EAGAIN)?;
+                if let Err(e) = sys::foreign_give(copy, twin, self.queue) {
+                    crate::log!("fork: foreign_give: {}", e.name());
+                    let _ = sys::kill(copy);
+                    let _ = unix::kill(child as i64, 9);
+                    return Err(errno::EAGAIN);
+                }
+                // The copy is the twin's child now: it ends with the twin.
+                Ok(child)
+            }
+            Err(e) => {
+                let _ = sys::kill(copy);
+                Err(e)
+            }
+        }
+    }
+
+    /// `execve`: read the path, argv and envp, then this server execs the
+    /// new program in its place (the monitor runs a Linux program through
+    /// a new Linux server). The old program ends first: a failed exec
+    /// ends the process with 127, as a shell does for a missing command.
+    fn execve(&mut self, path: u64, argv: u64, envp: u64) -> Result<u64> {
+        let mut path = mem::read_path(self.pid, path)?;
+        if path == SELF_EXE {
+            path = self.exe.clone();
+        }
+        let argv = self.string_array(argv)?;
+        let envp = self.string_array(envp)?;
+        let st = unix::stat(&path)?;
+        if !mode::is_reg(st.mode) {
+            return Err(errno::EACCES);
+        }
+        let _ = sys::kill(self.pid);
+        let argv: Vec<&str> = argv.iter().map(alloc::string::String::as_str).collect();
+        let envp: Vec<&str> = envp.iter().map(alloc::string::String::as_str).collect();
+        let e = unix::execve(&path, &argv, &envp);
+        crate::log!("execve {path}: errno {}", e.code());
+        unix::exit(127)
+    }
+
+    /// A NULL-terminated array of string pointers (argv, envp).
+    fn string_array(&self, at: u64) -> Result<Vec<alloc::string::String>> {
+        const MAX_STRINGS: u64 = 1024;
+        let mut out = Vec::new();
+        if at == 0 {
+            return Ok(out);
+        }
+        for i in 0..MAX_STRINGS {
+            let p = mem::read(self.pid, at.checked_add(i * 8).ok_or(errno::EFAULT)?, 8)?;
+            let p = u64::from_le_bytes(p[..8].try_into().map_err(|_| errno::EFAULT)?);
+            if p == 0 {
+                return Ok(out);
+            }
+            out.push(mem::read_path(self.pid, p)?);
+        }
+        Err(errno::E2BIG)
+    }
+
+    /// A signal the program sends itself (`kill(getpid())`, `raise`):
+    /// its handler runs on a Linux signal frame (`rt_sigframe`: the
+    /// restorer's address, a `ucontext` holding every register, a
+    /// `siginfo`), and `rt_sigreturn` puts the registers back. With no
+    /// handler, the default: ignored for SIGCHLD, SIGURG and SIGWINCH,
+    /// else the monitor ends the process, as for a signal from outside.
+    fn raise(&mut self, sig: u64) -> Result<u64> {
+        const SIG_IGN: u64 = 1;
+        const SA_RESTORER: u64 = 0x0400_0000;
+        if sig == 0 {
+            return Ok(0);
+        }
+        if sig > 64 {
+            return Err(errno::EINVAL);
+        }
+        let action = self.sigactions.get(&sig).copied().unwrap_or([0; 32]);
+        let word = |i: usize| u64::from_le_bytes(action[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        let (handler, flags, restorer) = (word(0), word(1), word(2));
+        if handler == SIG_IGN {
+            return Ok(0);
+        }
+        if handler == 0 || flags & SA_RESTORER == 0 {
+            if matches!(sig, 17 | 23 | 28) {
+                return Ok(0);
+            }
+            return unix::kill(unix::getpid() as i64, sig).map(|()| 0);
+        }
+        let mut regs = sys::foreign_regs(self.pid).map_err(|_| errno::EIO)?;
+        regs.rax = 0; // kill's own result, when the handler returns
+        let frame = ((regs.rsp.wrapping_sub(RED_ZONE_BYTES + SIGFRAME_BYTES)) & !15).wrapping_sub(8);
+        let uc = frame + 8;
+        let info = uc + UCONTEXT_BYTES;
+        let mut bytes = vec![0u8; SIGFRAME_BYTES as usize];
+        bytes[..8].copy_from_slice(&restorer.to_le_bytes());
+        let m = &mut bytes[8 + MCONTEXT_AT..8 + MCONTEXT_AT + 8 * SIGCONTEXT_REGS.len()];
+        for (i, v) in sigcontext_words(&regs).iter().enumerate() {
+            m[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        let si = (8 + UCONTEXT_BYTES) as usize;
+        bytes[si..si + 4].copy_from_slice(&(sig as u32).to_le_bytes());
+        bytes[si + 8..si + 12].copy_from_slice(&(-6i32).to_le_bytes()); // SI_TKILL
+        bytes[si + 16..si + 20].copy_from_slice(&(unix::getpid() as u32).to_le_bytes());
+        bytes[si + 20..si + 24].copy_from_slice(&unix::getuid().to_le_bytes());
+        mem::write(self.pid, frame, &bytes)?;
+        let mut run = regs;
+        run.rip = handler;
+        run.rsp = frame;
+        run.rdi = sig;
+        run.rsi = info;
+        run.rdx = uc;
+        run.rax = 0;
+        run.rflags &= !0x400; // DF clear on entry, as the ABI wants
+        sys::foreign_resume_regs(self.pid, &run).map_err(|_| errno::EFAULT)?;
+        Err(ALREADY_RESUMED)
+    }
+
+    /// `rt_sigreturn`: the registers saved in the `ucontext` at the stack
+    /// pointer (the handler's `ret` popped the restorer's address).
+    fn sigreturn(&mut self) -> Result<u64> {
+        let regs = sys::foreign_regs(self.pid).map_err(|_| errno::EIO)?;
+        let raw = mem::read(self.pid, regs.rsp + MCONTEXT_AT as u64, 8 * SIGCONTEXT_REGS.len())?;
+        let w: Vec<u64> =
+            raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect();
+        let get = |name: &str| SIGCONTEXT_REGS.iter().position(|&n| n == name).map_or(0, |i| w[i]);
+        let back = abi::foreign::Regs {
+            r8: get("r8"),
+            r9: get("r9"),
+            r10: get("r10"),
+            r11: get("r11"),
+            r12: get("r12"),
+            r13: get("r13"),
+            r14: get("r14"),
+            r15: get("r15"),
+            rdi: get("rdi"),
+            rsi: get("rsi"),
+            rbp: get("rbp"),
+            rbx: get("rbx"),
+            rdx: get("rdx"),
+            rax: get("rax"),
+            rcx: get("rcx"),
+            rsp: get("rsp"),
+            rip: get("rip"),
+            rflags: get("eflags"),
+            fs_base: regs.fs_base,
+        };
+        // A frame that cannot be restored ends the program, as on Linux
+        // (SIGSEGV): the kernel refuses only a bad FS base, kept here.
+        if sys::foreign_resume_regs(self.pid, &back).is_err() {
+            let _ = sys::kill(self.pid);
+        }
+        Err(ALREADY_RESUMED)
+    }
+
+    fn readlink(&self, path: &str, buf: u64, len: u64) -> Result<u64> {
+        if path != SELF_EXE {
+            return unix::stat(path).and(Err(errno::EINVAL));
+        }
+        let n = self.exe.len().min(len as usize);
+        mem::write(self.pid, buf, &self.exe.as_bytes()[..n])?;
+        Ok(n as u64)
     }
 
     fn read(&mut self, f: u64, buf: u64, len: u64) -> Result<u64> {
@@ -555,15 +856,16 @@ impl Linux {
     }
 
     fn sigaction(&mut self, sig: u64, act: u64, old: u64) -> Result<u64> {
-        if sig == 0 || sig > 64 || sig == 9 || sig == 19 {
+        // Linux reads the new action before it checks the signal.
+        let new = if act != 0 { Some(mem::read(self.pid, act, 32)?) } else { None };
+        if sig == 0 || sig > 64 || (new.is_some() && (sig == 9 || sig == 19)) {
             return Err(errno::EINVAL);
         }
         if old != 0 {
             let prev = self.sigactions.get(&sig).copied().unwrap_or([0; 32]);
             mem::write(self.pid, old, &prev)?;
         }
-        if act != 0 {
-            let new = mem::read(self.pid, act, 32)?;
+        if let Some(new) = new {
             let mut a = [0u8; 32];
             a.copy_from_slice(&new);
             self.sigactions.insert(sig, a);
@@ -692,10 +994,14 @@ impl Linux {
 
 /// Marks a call already answered with `foreign_resume_regs`.
 const ALREADY_RESUMED: Errno = Errno(u64::MAX);
+/// Marks the new server after `fork`: nothing to answer.
+const FORKED_CHILD: Errno = Errno(u64::MAX - 1);
 
 /// A Linux descriptor argument as a Ridgeback one.
 fn fd(raw: u64) -> Result<i32> {
-    i32::try_from(raw as i64).ok().filter(|&f| f >= 0).ok_or(errno::EBADF)
+    // An `int`: only the low 32 bits are the argument.
+    let f = raw as i32;
+    if f < 0 { Err(errno::EBADF) } else { Ok(f) }
 }
 
 /// A buffer the program names must lie in the user half.
@@ -712,7 +1018,7 @@ fn at_path(dir: u64, path: &str) -> Result<alloc::string::String> {
     if path.is_empty() {
         return Err(errno::ENOENT);
     }
-    if path.starts_with('/') || dir as i64 == AT_FDCWD {
+    if path.starts_with('/') || dir as i32 as i64 == AT_FDCWD {
         return Ok(alloc::string::String::from(path));
     }
     Err(errno::ENOSYS)

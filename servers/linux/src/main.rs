@@ -35,9 +35,19 @@ use abi::msg::Kind;
 use alloc::string::String;
 use alloc::vec::Vec;
 use runtime::msg;
-use runtime::{Args, println, sys, unix};
+use runtime::{Args, sys, unix};
 
 runtime::entry!(main);
+
+/// One line on the program's standard error (fd 2), where a Linux
+/// program's diagnostics go, not the console: a shell's `2>` catches it.
+#[macro_export]
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        let line = alloc::format!("linux: {}\n", alloc::format!($($arg)*));
+        let _ = runtime::unix::write(2, line.as_bytes());
+    }};
+}
 
 /// Exit status when the program dies of a fault (128 + SIGSEGV, as a
 /// shell reports a Linux program killed by a signal).
@@ -48,33 +58,33 @@ fn main(_args: Args) -> i32 {
     let argv: Vec<String> = unix::args().map(String::from).collect();
     let env: Vec<String> = unix::env().map(String::from).collect();
     if argv.len() < 3 {
-        println!("linux: usage: linux PROGRAM ARGV0 [ARG...] (the monitor runs it for Linux programs)");
+        log!("usage: linux PROGRAM ARGV0 [ARG...] (the monitor runs it for Linux programs)");
         return 2;
     }
     let queue = match msg::open_queue(4, false) {
         Ok(q) => q,
         Err(e) => {
-            println!("linux: cannot open a queue: {}", e.name());
+            log!("cannot open a queue: {}", e.name());
             return 1;
         }
     };
     if let Err(e) = sys::set_exit_queue(queue.0) {
-        println!("linux: set_exit_queue: {}", e.name());
+        log!("set_exit_queue: {}", e.name());
         return 1;
     }
     let program = match start::load(&argv[1], &argv[2..], &env, queue.0) {
         Ok(p) => p,
         Err(why) => {
-            println!("linux: {}: {why}", argv[1]);
+            log!("{}: {why}", argv[1]);
             return 126;
         }
     };
-    let mut linux = calls::Linux::new(program);
+    let mut linux = calls::Linux::new(program, &argv[1], queue.0);
     loop {
         let r = match msg::receive_data(queue, &mut []) {
             Ok(r) => r,
             Err(e) => {
-                println!("linux: receive: {}", e.name());
+                log!("receive: {}", e.name());
                 return 1;
             }
         };
@@ -82,7 +92,7 @@ fn main(_args: Args) -> i32 {
             Kind::Foreign if r.sender == linux.pid() => linux.call(r.message),
             Kind::ChildExit if r.message[0] == linux.pid().0 => {
                 let status = abi::ExitStatus::decode(r.message[1]);
-                println!("linux: {} ended: {status:?}", argv[1]);
+                log!("{} ended: {status:?}", argv[1]);
                 return match status {
                     abi::ExitStatus::Exited(code) => code as i32,
                     _ => FAULT_EXIT_STATUS,
