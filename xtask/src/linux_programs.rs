@@ -51,7 +51,7 @@ pub fn busybox(cache_dir: &Path) -> Result<PathBuf> {
         run_checked(Command::new("apt-get").arg("download").arg(BUSYBOX_PACKAGE).current_dir(&debs));
     if download.is_err() {
         // A fresh machine's apt knows no packages until its lists are fetched.
-        run_checked(&mut Command::new("apt-get").arg("update"))?;
+        run_checked(Command::new("apt-get").arg("update"))?;
         run_checked(Command::new("apt-get").arg("download").arg(BUSYBOX_PACKAGE).current_dir(&debs))?;
     }
     let deb = find_file(&debs, |n| n.starts_with(&format!("{BUSYBOX_PACKAGE}_")) && n.ends_with(".deb"))?
