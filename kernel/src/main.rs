@@ -84,6 +84,10 @@ pub fn kernel_main() -> ! {
         memory::free_bytes() >> 20,
         boot.modules().len()
     );
+    kprintln!(
+        "memory: {} KiB of it kept for the servers and the session's shell",
+        memory::reserve_bytes() >> 10
+    );
 
     arch::init_boot_cpu();
     apic::mask_legacy_pic();

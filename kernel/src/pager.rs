@@ -11,6 +11,7 @@
 //! it (they end with a page fault); a later fault in its regions does too.
 
 use crate::arch::frames::Frame;
+use crate::memory::{AddressSpace, Pool};
 use crate::message::{Head, Payload};
 use crate::process::{Blocked, PagerRegion, State};
 use crate::state::Kernel;
@@ -166,8 +167,10 @@ impl Kernel {
             }
             return self.resolve_shared(slot, target, page, src, writable, waiting);
         }
+        // The frame is the target's: from its pool (docs/memory.md).
+        let pool = self.proc(target).space.as_ref().map_or(Pool::Ordinary, AddressSpace::pool);
         let frame = match flags & !(pager::WRITABLE | pager::EXECUTABLE) {
-            pager::ZERO => Frame::alloc().ok_or(Error::OutOfResources)?,
+            pager::ZERO => Frame::alloc_in(pool).ok_or(Error::OutOfResources)?,
             pager::COPY | pager::SHARE => {
                 if !src.is_multiple_of(PAGE_SIZE) {
                     return Err(Error::InvalidArgument);
@@ -180,7 +183,7 @@ impl Kernel {
                     frame
                 } else {
                     let (original, _) = space.table().frame_at(src).ok_or(Error::BadAddress)?;
-                    let frame = Frame::alloc_copy_of(&original).ok_or(Error::OutOfResources)?;
+                    let frame = Frame::alloc_copy_of(&original, pool).ok_or(Error::OutOfResources)?;
                     self.add(Counter::BytesCopied, PAGE_SIZE);
                     frame
                 }

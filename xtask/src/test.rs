@@ -69,6 +69,7 @@ use crate::tools::{self, Result};
 
 mod boot;
 mod disk;
+mod memory;
 mod net;
 mod outcome;
 mod scenarios;
@@ -385,6 +386,8 @@ fn unix_steps(
     ));
     let oracle_opts = RunOptions { disk: DiskChoice::None, ..run_opts };
     outcomes.push(shcorpus::run(workspace, &oracle_opts, opts.timeout_s, log_dir));
+    // The low-memory boot (issue 16): shown under the step above.
+    outcomes.push(memory::run(workspace, oracle_opts.smp, &oracle_opts, opts.timeout_s, log_dir));
     outcomes
 }
 
