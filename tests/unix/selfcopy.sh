@@ -12,3 +12,5 @@ echo "cat b a >> a status $?"
 cat a
 cat a > c
 cat c
+""
+echo "empty command status $?"
