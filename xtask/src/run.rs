@@ -14,7 +14,8 @@ use std::process::ExitCode;
 
 use crate::image::{self, ImageKind, TEST_KERNEL_CMDLINE, Workspace};
 use crate::qemu::{
-    self, AccelChoice, DiskChoice, GDB_PORT, NetChoice, QEMU_BINARY, QemuConfig, QemuExit, SerialMode,
+    self, AccelChoice, DiskChoice, EndFacts, GDB_PORT, NetChoice, QEMU_BINARY, QemuConfig, QemuExit,
+    SerialMode,
 };
 use crate::tools::Result;
 
@@ -111,9 +112,17 @@ pub fn run_command(opts: &RunOptions) -> Result<ExitCode> {
         print_gdb_hint(&config.kernel);
     }
     eprintln!("xtask: booting (Ctrl-A X quits QEMU)\n$ {}", config.to_shell()?);
-    let status = config.to_command()?.status().map_err(|err| format!("cannot start {QEMU_BINARY}: {err}"))?;
+    // A copy of the console, to say afterwards how the session ended.
+    let log = std::env::temp_dir().join(format!("ridgeback-console-{}.log", std::process::id()));
+    let args = qemu::with_serial_log(&config.to_args()?, &log)?;
+    let status = std::process::Command::new(QEMU_BINARY)
+        .args(args)
+        .status()
+        .map_err(|err| format!("cannot start {QEMU_BINARY}: {err}"))?;
     let exit = qemu::classify_exit(status.code());
-    eprintln!("xtask: {exit}");
+    let facts = EndFacts::from_serial(&String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()));
+    let _ = std::fs::remove_file(&log);
+    eprintln!("\nxtask: {}", qemu::describe_end(exit, &facts));
     Ok(if exit == QemuExit::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

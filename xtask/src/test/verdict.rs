@@ -13,7 +13,7 @@
 
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
 
-use crate::qemu::QemuExit;
+use crate::qemu::{self, EndFacts, QemuExit};
 
 /// What the kernel prints when it panics.
 const PANIC_MARKER: &str = "KERNEL PANIC";
@@ -47,6 +47,8 @@ pub struct SerialReport {
     pub panics: Vec<String>,
     /// `ktest: summary` lines whose counts do not parse.
     pub malformed: Vec<String>,
+    /// How the guest said it ended, for the words of a failed end.
+    pub end: EndFacts,
 }
 
 impl SerialReport {
@@ -55,6 +57,7 @@ impl SerialReport {
     /// is someone else's text.
     pub fn feed(&mut self, line: &str) {
         let line = line.trim_end();
+        self.end.feed(line);
         if line.contains(PANIC_MARKER) {
             self.panics.push(line.to_string());
         }
@@ -109,7 +112,7 @@ pub fn judge(report: &SerialReport, end: BootEnd, timeout_s: u64) -> Verdict {
     match end {
         BootEnd::TimedOut => problems.push(format!("timed out after {timeout_s} s; QEMU was killed")),
         BootEnd::Exited(QemuExit::Success) => {}
-        BootEnd::Exited(other) => problems.push(other.to_string()),
+        BootEnd::Exited(other) => problems.push(qemu::describe_end(other, &report.end)),
     }
     for line in &report.panics {
         problems.push(format!("kernel panic: {line}"));
