@@ -78,11 +78,14 @@ mod verdict;
 
 use boot::{DEFAULT_TIMEOUT_S, boot};
 use outcome::Outcome;
-use verdict::parse_cargo_test_line;
+use verdict::{Declared, parse_cargo_test_line};
 
 /// Guest CPU counts of the test configurations: uniprocessor, the default,
 /// and more CPUs than the CI host has cores.
 const TEST_SMP_CONFIGS: [u32; 3] = [1, 2, 4];
+/// The tests each test program declares (issue 16; `verdict::Declared`).
+const KTEST_DECLARED: &str = "tests/ktest/declared-tests.txt";
+const UTEST_DECLARED: &str = "tests/utest/declared-tests.txt";
 /// The UNIX test program (a `bin` under `tests/`) and its CPU counts.
 pub const UNIX_TEST_PROGRAM: &str = "utest";
 const UNIX_SMP_CONFIGS: [u32; 2] = [1, 2];
@@ -329,7 +332,11 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
             net: qemu::NetChoice::None,
         };
         let log_path = log_dir.join(format!("{name}.log"));
-        outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
+        // Every test the runner declares must report (issue 16).
+        match Declared::load(&workspace.root.join(KTEST_DECLARED)) {
+            Ok(declared) => outcomes.push(boot(&name, &config, opts.timeout_s, &log_path, Some(&declared))),
+            Err(err) => outcomes.push(Outcome::step(&format!("boot {name}"), Err(err))),
+        }
     }
     outcomes.extend(unix_steps(workspace, opts, headers, &built, &log_dir));
     headers.next(&format!(
@@ -474,7 +481,19 @@ fn unix_boots(
         match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
             Ok(config) => {
                 let log_path = log_dir.join(format!("{}.log", name.replace([' ', '=', '.'], "-")));
-                outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
+                // The declared tests this command selects must report; the
+                // `--modes` boot renames its tests (`[MODE] NAME`) and is
+                // checked by its summary only.
+                let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+                let declared = match Declared::load(&workspace.root.join(UTEST_DECLARED)) {
+                    Ok(d) if !words.contains(&"--modes") => Some(d.selected_by(&words)),
+                    Ok(_) => None,
+                    Err(err) => {
+                        outcomes.push(Outcome::step(&format!("boot {name}"), Err(err)));
+                        continue;
+                    }
+                };
+                outcomes.push(boot(&name, &config, opts.timeout_s, &log_path, declared.as_ref()));
                 if writes_disk {
                     let check = check_disk_pattern(&disk_path);
                     outcomes.push(Outcome::step(

@@ -19,7 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::outcome::Outcome;
-use super::verdict::{BootEnd, SerialReport, judge};
+use super::verdict::{BootEnd, Declared, SerialReport, judge};
 use crate::qemu::{self, QemuConfig, QemuExit};
 
 /// Default limit for one boot. TCG on two host cores is slow, and a boot
@@ -61,7 +61,15 @@ fn spawn_reader(pipe: impl Read + Send + 'static, stream: Stream, tx: Sender<(St
 
 /// One boot: stream its serial output (prefixed with the configuration's
 /// name) to the terminal and to `log_path`, parse it, judge it.
-pub fn boot(name: &str, config: &QemuConfig, timeout_s: u64, log_path: &Path) -> Outcome {
+/// A test of `declared` (the tests the image declares that this boot
+/// runs: [`super::verdict::Declared`]) that did not report fails it too.
+pub fn boot(
+    name: &str,
+    config: &QemuConfig,
+    timeout_s: u64,
+    log_path: &Path,
+    declared: Option<&Declared>,
+) -> Outcome {
     let row = format!("boot {name}");
     let command_line = match config.to_shell() {
         Ok(line) => line,
@@ -123,6 +131,9 @@ pub fn boot(name: &str, config: &QemuConfig, timeout_s: u64, log_path: &Path) ->
     };
 
     let mut verdict = judge(&report, end, timeout_s);
+    if let Some(declared) = declared {
+        declared.check(&report, &mut verdict);
+    }
     if let (BootEnd::Exited(QemuExit::Other(1)), Some(line)) = (end, &last_stderr) {
         verdict.problems.push(format!("QEMU said: {line}"));
     }
@@ -259,7 +270,7 @@ mod tests {
             disk: None,
             net: qemu::NetChoice::None,
         };
-        let outcome = boot(name, &config, timeout_s, &dir.join("serial.log"));
+        let outcome = boot(name, &config, timeout_s, &dir.join("serial.log"), None);
         let _ = fs::remove_dir_all(&dir);
         outcome
     }

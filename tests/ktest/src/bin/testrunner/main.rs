@@ -34,6 +34,8 @@ mod servers;
 mod started;
 mod util;
 
+#[path = "../../args_digest.rs"]
+mod args_digest;
 #[path = "../../server_deaths.rs"]
 mod server_deaths;
 #[path = "../../tmsg_words.rs"]
