@@ -87,19 +87,23 @@ impl Kernel {
     /// page its own memory): a zero-filled page on first touch. Returns
     /// false when `address` is outside the heap region or the page exists.
     pub fn default_heap_fault(&mut self, slot: usize, address: u64, error_code: u64) -> bool {
-        use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
-        if !(USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address)
-            || error_code & abi::page_fault::PRESENT != 0
-        {
-            return false;
-        }
-        // A region given to a pager stays the pager's, even after it died:
-        // the process ends then (see `pager_cleanup`).
-        if self.proc(slot).regions.iter().flatten().any(|r| (r.start..r.end).contains(&address)) {
+        if !self.is_default_heap(slot, address, error_code) {
             return false;
         }
         let Some(space) = self.proc_mut(slot).space.as_mut() else { return false };
         space.map_new_page(address & !(PAGE_SIZE - 1), true, false).is_ok()
+    }
+
+    /// Whether a fault at `address` (with `error_code`) is one the kernel
+    /// answers with a zero page ([`Kernel::default_heap_fault`]): so when
+    /// that answer failed, memory ran out.
+    pub fn is_default_heap(&self, slot: usize, address: u64, error_code: u64) -> bool {
+        use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
+        (USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address)
+            && error_code & abi::page_fault::PRESENT == 0
+            // A region given to a pager stays the pager's, even after it
+            // died: the process ends then (see `pager_cleanup`).
+            && !self.proc(slot).regions.iter().flatten().any(|r| (r.start..r.end).contains(&address))
     }
 
     /// A user page fault at `address` in the process in `slot`: if a pager
