@@ -38,7 +38,7 @@ pub const MIN_MEMORY_RESERVE_BYTES: u64 = 2 * 1024 * 1024;
 /// Most program segments (PT_LOAD headers) accepted in a user program.
 pub const MAX_LOAD_SEGMENTS: usize = 8;
 /// Most programs (Multiboot modules) in a boot image.
-pub const MAX_BOOT_MODULES: usize = 64;
+pub const MAX_BOOT_MODULES: usize = 128;
 /// Longest kernel command line kept, in bytes.
 pub const MAX_CMDLINE_BYTES: usize = 1024;
 /// Longest process name kept (for logs and `ps`), in bytes.
