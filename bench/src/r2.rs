@@ -12,6 +12,7 @@
 //! | `sbrk` | one `sbrk(+64)`; every 1024th operation also moves the break back by 64 KiB | ns/op |
 //! | `creat` | `creat` a file of a name never used before, then `close` it | ns/op |
 //! | `fork` | `fork`; the child `exit(0)`s at once; the parent `waitpid`s for it | ns/op |
+//! | `sbrk_touch` | one `sbrk(+4 KiB)` and the first write to that page, never touched before (issue 16): on Ridgeback a page fault answered by the VM manager, on Linux `brk` and its page fault | ns/op |
 //!
 //! What is timed and what is not (a [`harness::Stopwatch`] section each): the
 //! `unlink` of the previous pass's file (`write`, `copy`) and of each batch
@@ -111,7 +112,17 @@ pub const SBRK_RESET_EVERY: u64 = 1024;
 pub const CREAT_BATCH: u64 = 256;
 
 /// The figures, as the programs' command lines name them.
-pub const FIGURES: [&str; 8] = ["write", "read", "copy", "pipe", "getpid", "sbrk", "creat", "fork"];
+/// `sbrk_touch` comes last: the heap it leaves mapped on Ridgeback (the
+/// break goes back, its pages stay) must not weigh on `fork`.
+pub const FIGURES: [&str; 9] =
+    ["write", "read", "copy", "pipe", "getpid", "sbrk", "creat", "fork", "sbrk_touch"];
+/// The `sbrk_touch` row: the most heap its fresh pages may span, so that a
+/// fast machine's many iterations cannot take the guest's memory
+/// (Ridgeback keeps every page a process touched until it ends).
+pub const SBRK_TOUCH_MAX_BYTES: usize = 128 << 20;
+/// The `sbrk_touch` row's samples are this much shorter than the
+/// others' (1/10): each iteration needs a page never touched before.
+pub const SBRK_TOUCH_SAMPLE_DIVISOR: u64 = 10;
 
 /// The name of a figure's result line (`BENCH {"name": ...}`), for a word
 /// of [`FIGURES`].
@@ -125,6 +136,7 @@ pub fn figure_name(figure: &str) -> &'static str {
         "sbrk" => "r2_sbrk",
         "creat" => "r2_creat_close",
         "fork" => "r2_fork_exit_wait",
+        "sbrk_touch" => "r2_sbrk_touch",
         _ => "r2_unknown",
     }
 }
@@ -213,6 +225,7 @@ impl Session {
             "sbrk" => sbrk_figure::<P>(config)?,
             "creat" => self.creat_figure::<P>(config)?,
             "fork" => fork_figure::<P>(config)?,
+            "sbrk_touch" => sbrk_touch_figure::<P>(config)?,
             other => return Err(format!("unknown figure {other:?} (figures: {FIGURES:?})")),
         };
         let unit = match figure {
@@ -534,6 +547,51 @@ fn sbrk_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
         }
         stopwatch.stop();
         call("sbrk", P::sbrk(-SBRK_INCREMENT_BYTES * increments as isize)).map(|_| ())
+    });
+    let end = call("sbrk(0)", P::sbrk(0))?;
+    let measurement = measured?;
+    if end != start {
+        return Err(format!("the break ended at {end:#x}, not where it started ({start:#x})"));
+    }
+    Ok(measurement)
+}
+
+/// `sbrk(+4 KiB)` and a write to the new page, which no earlier
+/// iteration touched: each timed section first moves the break (untimed)
+/// to the highest point reached so far, since on Ridgeback a page stays
+/// mapped when the break moves back below it. Ridge's `sbrk` is a pointer
+/// in the process, so the `sbrk` row times no kernel at all; this row
+/// times what a growing heap costs, the page fault to the VM manager,
+/// against Linux's `brk` and fault.
+fn sbrk_touch_figure<P: Unix>(config: &Config) -> Result<Measurement, String> {
+    const PAGE: usize = abi::layout::PAGE_SIZE as usize;
+    let start = call("sbrk(0)", P::sbrk(0))?;
+    // Fresh pages start at the first page boundary above the break.
+    let first_fresh = start.next_multiple_of(PAGE);
+    let mut high_water = first_fresh;
+    let config =
+        Config { min_sample_ns: (config.min_sample_ns / SBRK_TOUCH_SAMPLE_DIVISOR).max(1), ..*config };
+    let measured = measure_sections::<P>(Unit::NanosPerOp, &config, |iterations, stopwatch| {
+        let pages = usize::try_from(iterations).map_err(|_| String::from("too many iterations"))?;
+        if high_water - first_fresh + pages * PAGE > SBRK_TOUCH_MAX_BYTES {
+            return Err(format!(
+                "{iterations} more fresh pages would take the heap past {SBRK_TOUCH_MAX_BYTES} bytes: samples too long for this row"
+            ));
+        }
+        call("sbrk", P::sbrk((high_water - start) as isize))?;
+        stopwatch.start();
+        for _ in 0..pages {
+            let page = call("sbrk", P::sbrk(PAGE as isize))?;
+            // SAFETY: `page .. page + PAGE` lies between the break this
+            // loop found and the one it just set: heap this program owns
+            // and nothing else uses (the allocator's memory ends below
+            // `start`, and it does not allocate while the loop runs).
+            unsafe { core::ptr::write_volatile(page as *mut u8, 1) };
+        }
+        stopwatch.stop();
+        high_water += pages * PAGE;
+        let now = call("sbrk(0)", P::sbrk(0))?;
+        call("sbrk", P::sbrk(-((now - start) as isize))).map(|_| ())
     });
     let end = call("sbrk(0)", P::sbrk(0))?;
     let measurement = measured?;

@@ -28,6 +28,13 @@ pub const TICK_MS: u64 = 10;
 pub const TIME_SLICE_MS: u64 = 20;
 /// Kernel heap size, carved out of physical memory at boot.
 pub const KERNEL_HEAP_BYTES: usize = 8 * 1024 * 1024;
+/// Free memory kept for the servers, init and the session's shell, as a
+/// share of the memory free at boot (1/16): an ordinary process's request
+/// that would dip into it is refused (docs/memory.md, "Out of memory").
+pub const MEMORY_RESERVE_DIVISOR: usize = 16;
+/// The reserve's floor: room for the shell's copy-on-write copies after
+/// its forks and for the servers' tables to grow.
+pub const MIN_MEMORY_RESERVE_BYTES: u64 = 2 * 1024 * 1024;
 /// Most program segments (PT_LOAD headers) accepted in a user program.
 pub const MAX_LOAD_SEGMENTS: usize = 8;
 /// Most programs (Multiboot modules) in a boot image.

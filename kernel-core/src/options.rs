@@ -142,8 +142,52 @@ pub fn parse<'a>(cmdline: &'a str, mut warn: impl FnMut(Warning<'a>)) -> Options
     opts
 }
 
+/// What the kernel keeps of a command line `text` (the loader's bytes
+/// after the kernel's path) when it may not hold more than `max` bytes:
+/// `text` itself when it fits, else its longest prefix that fits and ends
+/// at the end of a word, so that a cut never leaves half an option
+/// (`init=hel`) or half an argument. `is_more` says that the reader
+/// stopped before the string's end (`text` is a prefix of it). Returns the
+/// bytes kept (trailing blanks removed) and whether anything was dropped.
+pub fn whole_words(text: &[u8], max: usize, is_more: bool) -> (&[u8], bool) {
+    if text.len() <= max && !is_more {
+        return (text, false);
+    }
+    let room = &text[..text.len().min(max)];
+    // A cut right before a blank keeps the last word whole.
+    let is_at_boundary = text.get(room.len()).is_some_and(u8::is_ascii_whitespace);
+    let kept = if is_at_boundary {
+        room
+    } else {
+        match room.iter().rposition(u8::is_ascii_whitespace) {
+            Some(blank) => &room[..blank],
+            None => &[],
+        }
+    };
+    (kept.trim_ascii_end(), true)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::whole_words;
+
+    #[test]
+    fn a_command_line_that_fits_is_kept_whole() {
+        assert_eq!(whole_words(b"init=hello verbose=1", 64, false), (&b"init=hello verbose=1"[..], false));
+        assert_eq!(whole_words(b"abc", 3, false), (&b"abc"[..], false));
+    }
+
+    #[test]
+    fn a_long_command_line_is_cut_at_a_word_boundary() {
+        // "init=hello" fits; "verbose=1" would be cut in the middle.
+        assert_eq!(whole_words(b"init=hello verbose=1", 14, false), (&b"init=hello"[..], true));
+        // The cut falls right before a blank: the last word is whole.
+        assert_eq!(whole_words(b"init=hello verbose=1", 10, false), (&b"init=hello"[..], true));
+        // A reader that stopped early: the last word may go on.
+        assert_eq!(whole_words(b"a bb ccc", 8, true), (&b"a bb"[..], true));
+        // One word longer than the room: nothing is kept.
+        assert_eq!(whole_words(b"averyveryverylongword", 8, false), (&b""[..], true));
+    }
     extern crate std;
     use super::*;
     use std::vec::Vec;

@@ -16,7 +16,7 @@
 use crate::arch::multiboot::Module;
 use crate::arch::{apic, percpu};
 use crate::loader::{ImageSource, add_stack_and_args, build_space, first_frame};
-use crate::memory::AddressSpace;
+use crate::memory::{AddressSpace, Pool};
 use crate::message::{Head, Payload};
 use crate::process::{Blocked, State};
 use crate::sched::tsc_to_ns;
@@ -75,7 +75,9 @@ impl Kernel {
             Some(q) => Some(q.fork_copy()?),
             None => None,
         };
-        let space = AddressSpace::new().ok_or(Error::OutOfResources)?;
+        // A forked process is an ordinary one: it never takes the reserve
+        // (docs/memory.md, "Out of memory").
+        let space = AddressSpace::new_in(Pool::Ordinary).ok_or(Error::OutOfResources)?;
         let mut name = [0u8; MAX_PROCESS_NAME_BYTES];
         let src_name = self.proc(src).name().as_bytes();
         name[..src_name.len()].copy_from_slice(src_name);
@@ -194,7 +196,16 @@ impl Kernel {
         let file = ImageSource::Kernel(module.bytes());
         let program = file.parse()?;
         let slot = self.free_slot_index().ok_or(Error::OutOfResources)?;
-        let space = build_space(&file, &program, args)?;
+        // The child of an ordinary process is ordinary; a server's child
+        // (a pipe manager, a disk file system) may take the reserve once it
+        // runs, but is built outside it unless init starts it, so that a
+        // program cannot eat the reserve by making pipes (docs/memory.md).
+        let is_ordinary_parent =
+            parent.is_some_and(|p| self.proc(p).space.as_ref().is_some_and(|s| s.pool() == Pool::Ordinary));
+        let is_init_or_boot = parent.is_none_or(|p| self.is_init(p));
+        let build_pool = if is_init_or_boot { Pool::Reserve } else { Pool::Ordinary };
+        let mut space = build_space(&file, &program, args, build_pool)?;
+        space.set_pool(if is_ordinary_parent { Pool::Ordinary } else { Pool::Reserve });
         self.claim_slot(slot, parent, space, priority, module.name());
         let p = self.proc_mut(slot);
         p.rights = rights;
@@ -259,7 +270,7 @@ impl Kernel {
             let src = self.proc(from).space.as_ref().ok_or(Error::NoSuchProcess)?;
             let file = ImageSource::User { space: src, addr, len };
             let program = file.parse()?;
-            (program, build_space(&file, &program, args)?)
+            (program, build_space(&file, &program, args, self.pool_of(slot))?)
         };
         self.replace_image(slot, from, space, program.entry, args.len(), name);
         Ok(())
@@ -281,10 +292,16 @@ impl Kernel {
         {
             return Err(Error::InvalidArgument);
         }
-        let mut space = AddressSpace::new().ok_or(Error::OutOfResources)?;
+        let mut space = AddressSpace::new_in(self.pool_of(slot)).ok_or(Error::OutOfResources)?;
         add_stack_and_args(&mut space, args)?;
         self.replace_image(slot, from, space, entry, args.len(), name);
         Ok(())
+    }
+
+    /// Where the frames of the process in `slot` come from: a new image
+    /// keeps its process's pool (ordinary unless it never had a space).
+    fn pool_of(&self, slot: usize) -> Pool {
+        self.proc(slot).space.as_ref().map_or(Pool::Ordinary, AddressSpace::pool)
     }
 
     /// Give `slot` the new address space `space`, stopped at `entry`. The

@@ -8,7 +8,7 @@
 //! manager) brings text and data in on demand.
 
 use crate::arch::trap::TrapFrame;
-use crate::memory::{AddressSpace, SpaceError};
+use crate::memory::{AddressSpace, Pool, SpaceError};
 use crate::usermem::UserSlice;
 use abi::Error;
 use abi::layout::{PAGE_SIZE, USER_ARGS_ADDR, USER_STACK_BYTES, USER_STACK_TOP};
@@ -66,9 +66,15 @@ impl ImageSource<'_> {
     }
 }
 
-/// Build the address space for `program` (from `file`) with `args`.
-pub fn build_space(file: &ImageSource, program: &elf::Program, args: &[u8]) -> Result<AddressSpace, Error> {
-    let mut space = AddressSpace::new().ok_or(Error::OutOfResources)?;
+/// Build the address space for `program` (from `file`) with `args`, its
+/// frames from `pool`.
+pub fn build_space(
+    file: &ImageSource,
+    program: &elf::Program,
+    args: &[u8],
+    pool: Pool,
+) -> Result<AddressSpace, Error> {
+    let mut space = AddressSpace::new_in(pool).ok_or(Error::OutOfResources)?;
     let mut buf = [0u8; PAGE_SIZE as usize];
     for seg in program.segments() {
         let mut page = seg.page_start();

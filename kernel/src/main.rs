@@ -67,7 +67,7 @@ mod trap;
 mod usermem;
 
 use arch::{apic, cpu, percpu, serial};
-use kernel_core::limits::{MAX_CPUS, TICK_MS};
+use kernel_core::limits::{MAX_CMDLINE_BYTES, MAX_CPUS, TICK_MS};
 use kernel_core::options;
 
 /// Entered from arch's boot path on the boot CPU, on CPU 0's kernel stack.
@@ -78,6 +78,13 @@ pub fn kernel_main() -> ! {
     let (kernel_words, init_args) = options::split_init_args(boot.cmdline());
     let opts = options::parse(kernel_words, |w| kprintln!("warning: {w}"));
     kprintln!("command line: \"{}\"", boot.cmdline());
+    if boot.cmdline_dropped_bytes > 0 {
+        kprintln!(
+            "warning: the command line is longer than {MAX_CMDLINE_BYTES} bytes: {}{} bytes at its end were dropped (whole words; the line above is what is kept)",
+            boot.cmdline_dropped_bytes,
+            if boot.is_cmdline_dropped_more { " or more" } else { "" },
+        );
+    }
     if boot.modules_ignored > 0 {
         kprintln!("warning: {} boot modules beyond the limit ignored", boot.modules_ignored);
     }
@@ -86,6 +93,10 @@ pub fn kernel_main() -> ! {
         boot.usable().iter().map(|r| r.end - r.start).sum::<u64>() >> 20,
         memory::free_bytes() >> 20,
         boot.modules().len()
+    );
+    kprintln!(
+        "memory: {} KiB of it kept for the servers and the session's shell",
+        memory::reserve_bytes() >> 10
     );
 
     arch::init_boot_cpu();

@@ -14,6 +14,7 @@
 //! not do: touch memory. Frames and tables are arch's ([`Frame`],
 //! [`PageTable`]), whose safe interface cannot reach kernel memory.
 
+pub use crate::arch::frames::Pool;
 use crate::arch::frames::{self, Frame};
 use crate::arch::paging::{COPY_ON_WRITE, MapError, NO_EXECUTE, PageTable, SHARED_PAGE, USER, WRITABLE};
 use abi::layout::PAGE_SIZE;
@@ -21,6 +22,12 @@ use abi::layout::PAGE_SIZE;
 /// Free physical memory, in bytes.
 pub fn free_bytes() -> u64 {
     frames::free_bytes()
+}
+
+/// Free memory only the reserve pool may take, in bytes (docs/memory.md,
+/// "Out of memory").
+pub fn reserve_bytes() -> u64 {
+    frames::reserve_frames() as u64 * PAGE_SIZE
 }
 
 /// Frames currently shared by more than one owner (for leak checks).
@@ -60,8 +67,25 @@ fn user_flags(is_writable: bool, is_executable: bool) -> u64 {
 }
 
 impl AddressSpace {
+    /// An empty space whose frames may come out of the reserve (the
+    /// kernel's own processes: servers, drivers, init).
     pub fn new() -> Option<AddressSpace> {
-        Some(AddressSpace { table: PageTable::new()?, tlb_epoch: 0 })
+        AddressSpace::new_in(Pool::Reserve)
+    }
+
+    /// An empty space whose frames come from `pool`.
+    pub fn new_in(pool: Pool) -> Option<AddressSpace> {
+        Some(AddressSpace { table: PageTable::new(pool)?, tlb_epoch: 0 })
+    }
+
+    /// Where this space's frames come from.
+    pub fn pool(&self) -> Pool {
+        self.table.pool()
+    }
+
+    /// Take this space's frames from `pool` from now on.
+    pub fn set_pool(&mut self, pool: Pool) {
+        self.table.set_pool(pool);
     }
 
     /// The root's physical address, to compare with what a CPU has loaded.
@@ -90,7 +114,7 @@ impl AddressSpace {
         is_writable: bool,
         is_executable: bool,
     ) -> Result<(), SpaceError> {
-        let frame = Frame::alloc().ok_or(SpaceError::OutOfMemory)?;
+        let frame = Frame::alloc_in(self.table.pool()).ok_or(SpaceError::OutOfMemory)?;
         self.table.map(va, frame, user_flags(is_writable, is_executable)).map_err(|(e, _)| e)?;
         Ok(())
     }
@@ -237,6 +261,13 @@ impl AddressSpace {
         // the read-only translation (or the old frame).
         self.tlb_epoch += 1;
         true
+    }
+
+    /// Whether the page of `va` is copy-on-write (a write fault there that
+    /// [`AddressSpace::resolve_copy_on_write`] could not resolve found no
+    /// frame for the copy).
+    pub fn is_copy_on_write(&self, va: u64) -> bool {
+        self.table.translate(va & !(PAGE_SIZE - 1)).is_some_and(|(_, flags)| flags & COPY_ON_WRITE != 0)
     }
 
     /// Give the empty space `dst` every user mapping of this one, as in

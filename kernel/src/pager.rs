@@ -11,6 +11,7 @@
 //! it (they end with a page fault); a later fault in its regions does too.
 
 use crate::arch::frames::Frame;
+use crate::memory::{AddressSpace, Pool};
 use crate::message::{Head, Payload};
 use crate::process::{Blocked, PagerRegion, State};
 use crate::state::Kernel;
@@ -86,19 +87,23 @@ impl Kernel {
     /// page its own memory): a zero-filled page on first touch. Returns
     /// false when `address` is outside the heap region or the page exists.
     pub fn default_heap_fault(&mut self, slot: usize, address: u64, error_code: u64) -> bool {
-        use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
-        if !(USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address)
-            || error_code & abi::page_fault::PRESENT != 0
-        {
-            return false;
-        }
-        // A region given to a pager stays the pager's, even after it died:
-        // the process ends then (see `pager_cleanup`).
-        if self.proc(slot).regions.iter().flatten().any(|r| (r.start..r.end).contains(&address)) {
+        if !self.is_default_heap(slot, address, error_code) {
             return false;
         }
         let Some(space) = self.proc_mut(slot).space.as_mut() else { return false };
         space.map_new_page(address & !(PAGE_SIZE - 1), true, false).is_ok()
+    }
+
+    /// Whether a fault at `address` (with `error_code`) is one the kernel
+    /// answers with a zero page ([`Kernel::default_heap_fault`]): so when
+    /// that answer failed, memory ran out.
+    pub fn is_default_heap(&self, slot: usize, address: u64, error_code: u64) -> bool {
+        use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
+        (USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&address)
+            && error_code & abi::page_fault::PRESENT == 0
+            // A region given to a pager stays the pager's, even after it
+            // died: the process ends then (see `pager_cleanup`).
+            && !self.proc(slot).regions.iter().flatten().any(|r| (r.start..r.end).contains(&address))
     }
 
     /// A user page fault at `address` in the process in `slot`: if a pager
@@ -166,8 +171,10 @@ impl Kernel {
             }
             return self.resolve_shared(slot, target, page, src, writable, waiting);
         }
+        // The frame is the target's: from its pool (docs/memory.md).
+        let pool = self.proc(target).space.as_ref().map_or(Pool::Ordinary, AddressSpace::pool);
         let frame = match flags & !(pager::WRITABLE | pager::EXECUTABLE) {
-            pager::ZERO => Frame::alloc().ok_or(Error::OutOfResources)?,
+            pager::ZERO => Frame::alloc_in(pool).ok_or(Error::OutOfResources)?,
             pager::COPY | pager::SHARE => {
                 if !src.is_multiple_of(PAGE_SIZE) {
                     return Err(Error::InvalidArgument);
@@ -180,7 +187,7 @@ impl Kernel {
                     frame
                 } else {
                     let (original, _) = space.table().frame_at(src).ok_or(Error::BadAddress)?;
-                    let frame = Frame::alloc_copy_of(&original).ok_or(Error::OutOfResources)?;
+                    let frame = Frame::alloc_copy_of(&original, pool).ok_or(Error::OutOfResources)?;
                     self.add(Counter::BytesCopied, PAGE_SIZE);
                     frame
                 }

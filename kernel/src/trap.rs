@@ -90,14 +90,34 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
             if vector == abi::vector::PAGE_FAULT && k.default_heap_fault(slot, address, frame.error_code()) {
                 return next_to_run(&mut k, cpu);
             }
-            crate::kprintln!(
-                "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",
-                k.proc(slot).name(),
-                k.pid_of(slot).0,
-                exception_name(vector),
-                frame.error_code(),
-                frame
-            );
+            let is_page_fault = vector == abi::vector::PAGE_FAULT;
+            if is_page_fault && k.space_mut(slot).is_copy_on_write(address) {
+                // The write was allowed; only the copy found no frame. The
+                // process asking for memory is the one refused
+                // (docs/memory.md, "Out of memory"): one line, no register
+                // dump, since the program did nothing wrong.
+                crate::kprintln!(
+                    "process {} ({:#x}) killed: out of memory (a copy-on-write copy at {address:#x} found no free frame)",
+                    k.proc(slot).name(),
+                    k.pid_of(slot).0,
+                );
+            } else if is_page_fault && k.is_default_heap(slot, address, frame.error_code()) {
+                // A heap page the kernel gives on first touch found no frame.
+                crate::kprintln!(
+                    "process {} ({:#x}) killed: out of memory (its heap page at {address:#x} found no free frame)",
+                    k.proc(slot).name(),
+                    k.pid_of(slot).0,
+                );
+            } else {
+                crate::kprintln!(
+                    "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",
+                    k.proc(slot).name(),
+                    k.pid_of(slot).0,
+                    exception_name(vector),
+                    frame.error_code(),
+                    frame
+                );
+            }
             k.finish(slot, ExitStatus::Fault { vector, address });
         }
         VECTOR_TIMER => {

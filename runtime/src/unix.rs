@@ -192,6 +192,13 @@ fn fd_entry(fd: Fd) -> Result<(Link, FdInfo), Errno> {
     }
 }
 
+/// The kernel pid of the manager that serves `fd`. Inode numbers are per
+/// manager (per volume), so (manager, `Stat::ino`) names a file as
+/// (`st_dev`, `st_ino`) does: `cat`'s "input file is output file".
+pub fn fd_manager(fd: Fd) -> Result<u64, Errno> {
+    fd_entry(fd).map(|(_, info)| info.manager_pid)
+}
+
 fn manager_call(
     fd: Fd,
     request: [u64; 4],

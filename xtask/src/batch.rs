@@ -41,6 +41,8 @@ pub struct BatchRun {
     pub transcript: String,
     /// When each line of `output` arrived, from the start of the boot.
     pub line_times: Vec<Duration>,
+    /// How QEMU ended (None: it had to be killed).
+    pub exit: Option<qemu::QemuExit>,
 }
 
 /// The QEMU configuration of a batch boot of `commands` on image `kind`
@@ -101,8 +103,13 @@ pub fn boot(config: &QemuConfig, timeout: Duration, echo: bool) -> Result<BatchR
     });
     let started = Instant::now();
     let deadline = started + timeout;
-    let mut run =
-        BatchRun { output: String::new(), status: None, transcript: String::new(), line_times: Vec::new() };
+    let mut run = BatchRun {
+        output: String::new(),
+        status: None,
+        transcript: String::new(),
+        line_times: Vec::new(),
+        exit: None,
+    };
     let mut in_session = false;
     let stdout_handle = std::io::stdout();
     loop {
@@ -133,7 +140,8 @@ pub fn boot(config: &QemuConfig, timeout: Duration, echo: bool) -> Result<BatchR
             break;
         }
     }
-    let _ = qemu::wait_until(&mut child, Instant::now() + Duration::from_secs(10));
+    let ended = qemu::wait_until(&mut child, Instant::now() + Duration::from_secs(10));
+    run.exit = ended.map(|status| qemu::classify_exit(status.code()));
     if let Ok(text) = stderr.join() {
         run.transcript.push_str(&text);
     }
@@ -147,7 +155,18 @@ pub fn run_command(opts: &RunOptions, commands: &str) -> Result<ExitCode> {
     let config = prepare(&workspace, opts, commands, ImageKind::Normal)?;
     let run = boot(&config, DEFAULT_TIMEOUT, true)?;
     match run.status {
-        Some(status) => Ok(ExitCode::from(status.min(255) as u8)),
+        Some(status) => {
+            // The same words as `run` and the test runner (qemu::describe_end).
+            if status != 0
+                && let Some(exit) = run.exit
+            {
+                eprintln!(
+                    "xtask: {}",
+                    qemu::describe_end(exit, &qemu::EndFacts::from_serial(&run.transcript))
+                );
+            }
+            Ok(ExitCode::from(status.min(255) as u8))
+        }
         None => {
             eprintln!("{}", run.transcript);
             Err("the session did not report its end (see the transcript above)".to_string())

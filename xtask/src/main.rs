@@ -121,7 +121,15 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Not `std::env::args()`, which panics on an argument that is not
+    // UTF-8 (issue 16: `run --batch $'echo \xff'`).
+    let args = match run::utf8_args(std::env::args_os().skip(1)) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let cmd = match parse_args(&args) {
         Ok(cmd) => cmd,
         Err(message) if args.is_empty() => {

@@ -289,16 +289,105 @@ pub fn classify_exit(code: Option<i32>) -> QemuExit {
     }
 }
 
+/// What the guest said about its end, read from its serial output: the
+/// session's status (init's `ridgeback: session exit N`), the status the
+/// kernel powered off with (`power off (status N)`), a kernel panic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndFacts {
+    pub session_status: Option<u32>,
+    pub power_off_status: Option<u32>,
+    pub panic: Option<String>,
+}
+
+/// The kernel's line when it powers off (kernel/src/power.rs).
+const POWER_OFF: &str = "power off (status ";
+/// The start of the kernel's panic line (kernel/src/main.rs).
+const KERNEL_PANIC: &str = "KERNEL PANIC";
+
+impl EndFacts {
+    /// Take in one line of serial output.
+    pub fn feed(&mut self, line: &str) {
+        let line = line.trim_end_matches(['\r', '\n']);
+        if let Some(at) = line.find(abi::session::EXIT) {
+            self.session_status = line[at + abi::session::EXIT.len()..].trim().parse().ok();
+        } else if let Some(at) = line.find(POWER_OFF) {
+            self.power_off_status = line[at + POWER_OFF.len()..].trim_end_matches(')').parse().ok();
+        } else if let Some(at) = line.find(KERNEL_PANIC)
+            && self.panic.is_none()
+        {
+            self.panic = Some(line[at..].to_string());
+        }
+    }
+
+    /// The facts in a whole serial output.
+    pub fn from_serial(text: &str) -> EndFacts {
+        let mut facts = EndFacts::default();
+        text.lines().for_each(|line| facts.feed(line));
+        facts
+    }
+}
+
+/// How a boot ended, in words: the one wording of `run`, `run --batch` and
+/// the test runner (issue 16: "the kernel reported failure" said nothing
+/// of a shell that exited with status 1). What the guest said comes
+/// first; QEMU's status only says it in numbers.
+pub fn describe_end(exit: QemuExit, facts: &EndFacts) -> String {
+    if let Some(panic) = &facts.panic {
+        return format!("the kernel panicked: {panic}");
+    }
+    let code = match exit {
+        QemuExit::Success => "with the success code",
+        QemuExit::KernelFailure => "with the failure code",
+        _ => return exit.to_string(),
+    };
+    match (facts.session_status, facts.power_off_status) {
+        (Some(status), _) => format!("the shell exited with status {status}; the machine powered off {code}"),
+        (None, Some(status)) => {
+            format!("init ended with status {status} (no session ran); the machine powered off {code}")
+        }
+        (None, None) => exit.to_string(),
+    }
+}
+
+/// `args` (from [`QemuConfig::to_args`] of an interactive config) with the
+/// serial console and monitor still on the terminal, and a copy of all
+/// they print in `log`, so that `run` can say afterwards how the session
+/// ended. `signal=off`: ^C goes to the guest, as with `mon:stdio`.
+pub fn with_serial_log(args: &[String], log: &Path) -> Result<Vec<String>> {
+    let at = args
+        .windows(2)
+        .position(|w| w[0] == "-serial" && w[1] == "mon:stdio")
+        .ok_or("the configuration is not interactive (no -serial mon:stdio)")?;
+    let mut out = args[..at].to_vec();
+    out.extend([
+        "-chardev".to_string(),
+        format!("stdio,id=console0,mux=on,signal=off,logfile={}", path_arg(log)?),
+        "-serial".to_string(),
+        "chardev:console0".to_string(),
+        "-mon".to_string(),
+        "chardev=console0,mode=readline".to_string(),
+    ]);
+    out.extend_from_slice(&args[at + 2..]);
+    Ok(out)
+}
+
 impl fmt::Display for QemuExit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use abi::qemu_exit::{FAILURE_CODE, SUCCESS_CODE, host_status};
         match self {
             QemuExit::Success => {
-                write!(f, "the kernel reported success (QEMU status {})", host_status(SUCCESS_CODE))
+                write!(
+                    f,
+                    "the machine powered off with the success code (QEMU status {})",
+                    host_status(SUCCESS_CODE)
+                )
             }
-            QemuExit::KernelFailure => {
-                write!(f, "the kernel reported failure (QEMU status {})", host_status(FAILURE_CODE))
-            }
+            QemuExit::KernelFailure => write!(
+                f,
+                "the machine powered off with the failure code (QEMU status {}): a failed test, a session \
+                 that ended with a non-zero status, or a kernel panic",
+                host_status(FAILURE_CODE)
+            ),
             QemuExit::Other(0) => write!(
                 f,
                 "QEMU exited with status 0 without the kernel's exit code \
@@ -702,6 +791,52 @@ mod tests {
         assert_eq!(classify_exit(Some(1)), QemuExit::Other(1));
         assert_eq!(classify_exit(Some(0)), QemuExit::Other(0));
         assert_eq!(classify_exit(None), QemuExit::Signal);
+    }
+
+    #[test]
+    fn an_end_is_told_in_words() {
+        let shell_failed =
+            EndFacts::from_serial("boot\r\nridgeback: session exit 1\r\npower off (status 1)\r\n");
+        assert_eq!(shell_failed.session_status, Some(1));
+        assert_eq!(shell_failed.power_off_status, Some(1));
+        assert_eq!(
+            describe_end(QemuExit::KernelFailure, &shell_failed),
+            "the shell exited with status 1; the machine powered off with the failure code"
+        );
+        let fine = EndFacts::from_serial("ridgeback: session exit 0\npower off (status 0)\n");
+        assert_eq!(
+            describe_end(QemuExit::Success, &fine),
+            "the shell exited with status 0; the machine powered off with the success code"
+        );
+        let runner = EndFacts::from_serial("ktest: summary 3 passed, 1 failed\npower off (status 1)\n");
+        assert!(describe_end(QemuExit::KernelFailure, &runner).starts_with("init ended with status 1"));
+        let panicked = EndFacts::from_serial("\nKERNEL PANIC on CPU 0: oops\n");
+        assert_eq!(
+            describe_end(QemuExit::KernelFailure, &panicked),
+            "the kernel panicked: KERNEL PANIC on CPU 0: oops"
+        );
+        assert_eq!(describe_end(QemuExit::Signal, &fine), QemuExit::Signal.to_string());
+    }
+
+    #[test]
+    fn the_serial_log_keeps_the_console_on_the_terminal() {
+        let args: Vec<String> = ["-m", "512M", "-serial", "mon:stdio", "-s"].map(String::from).to_vec();
+        let out = with_serial_log(&args, Path::new("/tmp/x.log")).unwrap();
+        assert_eq!(
+            out,
+            [
+                "-m",
+                "512M",
+                "-chardev",
+                "stdio,id=console0,mux=on,signal=off,logfile=/tmp/x.log",
+                "-serial",
+                "chardev:console0",
+                "-mon",
+                "chardev=console0,mode=readline",
+                "-s"
+            ]
+        );
+        assert!(with_serial_log(&["-serial".to_string(), "stdio".to_string()], Path::new("/x")).is_err());
     }
 
     #[test]

@@ -14,9 +14,35 @@ use std::process::ExitCode;
 
 use crate::image::{self, ImageKind, TEST_KERNEL_CMDLINE, Workspace};
 use crate::qemu::{
-    self, AccelChoice, DiskChoice, GDB_PORT, NetChoice, QEMU_BINARY, QemuConfig, QemuExit, SerialMode,
+    self, AccelChoice, DiskChoice, EndFacts, GDB_PORT, NetChoice, QEMU_BINARY, QemuConfig, QemuExit,
+    SerialMode,
 };
 use crate::tools::Result;
+
+/// The command's arguments as text, or why not: an argument that is not
+/// UTF-8 is refused with where its first bad byte is, never a panic. (The
+/// commands of `run --batch` travel to the guest as a UTF-8 boot module
+/// and the boot's output is read back as text, so bytes that are not text
+/// could not come back unchanged either.)
+pub fn utf8_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, arg) in args.into_iter().enumerate() {
+        match arg.into_string() {
+            Ok(text) => out.push(text),
+            Err(raw) => {
+                let bytes = raw.as_encoded_bytes();
+                let bad = std::str::from_utf8(bytes).err().map_or(0, |e| e.valid_up_to());
+                return Err(format!(
+                    "argument {} ({}) is not UTF-8: byte {:#04x} at offset {bad}; xtask takes its arguments, and the commands of --batch, as UTF-8 text",
+                    i + 1,
+                    raw.to_string_lossy(),
+                    bytes[bad],
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
 
 /// Options shared by `run` and `image`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,9 +121,17 @@ pub fn run_command(opts: &RunOptions) -> Result<ExitCode> {
         print_gdb_hint(&config.kernel);
     }
     eprintln!("xtask: booting (Ctrl-A X quits QEMU)\n$ {}", config.to_shell()?);
-    let status = config.to_command()?.status().map_err(|err| format!("cannot start {QEMU_BINARY}: {err}"))?;
+    // A copy of the console, to say afterwards how the session ended.
+    let log = std::env::temp_dir().join(format!("ridgeback-console-{}.log", std::process::id()));
+    let args = qemu::with_serial_log(&config.to_args()?, &log)?;
+    let status = std::process::Command::new(QEMU_BINARY)
+        .args(args)
+        .status()
+        .map_err(|err| format!("cannot start {QEMU_BINARY}: {err}"))?;
     let exit = qemu::classify_exit(status.code());
-    eprintln!("xtask: {exit}");
+    let facts = EndFacts::from_serial(&String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()));
+    let _ = std::fs::remove_file(&log);
+    eprintln!("\nxtask: {}", qemu::describe_end(exit, &facts));
     Ok(if exit == QemuExit::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
@@ -123,4 +157,26 @@ pub fn image_command(opts: &RunOptions, kind: ImageKind) -> Result<ExitCode> {
     }
     println!("{}", config.to_shell()?);
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utf8_args;
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    #[test]
+    fn text_arguments_pass() {
+        let args = vec![OsString::from("run"), OsString::from("--batch"), OsString::from("echo é")];
+        assert_eq!(utf8_args(args).unwrap(), ["run", "--batch", "echo é"]);
+    }
+
+    #[test]
+    fn an_argument_that_is_not_utf8_is_refused_with_its_place() {
+        let args =
+            vec![OsString::from("run"), OsString::from("--batch"), OsString::from_vec(b"echo \xff".to_vec())];
+        let err = utf8_args(args).unwrap_err();
+        assert!(err.contains("argument 3"), "{err}");
+        assert!(err.contains("byte 0xff at offset 5"), "{err}");
+    }
 }

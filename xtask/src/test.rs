@@ -72,6 +72,7 @@ use crate::tools::{self, Result};
 mod boot;
 mod disk;
 mod linux;
+mod memory;
 mod net;
 mod outcome;
 mod scenarios;
@@ -80,11 +81,14 @@ mod verdict;
 
 use boot::{DEFAULT_TIMEOUT_S, boot};
 use outcome::Outcome;
-use verdict::parse_cargo_test_line;
+use verdict::{Declared, parse_cargo_test_line};
 
 /// Guest CPU counts of the test configurations: uniprocessor, the default,
 /// and more CPUs than the CI host has cores.
 const TEST_SMP_CONFIGS: [u32; 3] = [1, 2, 4];
+/// The tests each test program declares (issue 16; `verdict::Declared`).
+const KTEST_DECLARED: &str = "tests/ktest/declared-tests.txt";
+const UTEST_DECLARED: &str = "tests/utest/declared-tests.txt";
 /// The UNIX test program (a `bin` under `tests/`) and its CPU counts.
 pub const UNIX_TEST_PROGRAM: &str = "utest";
 const UNIX_SMP_CONFIGS: [u32; 2] = [1, 2];
@@ -331,7 +335,11 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
             net: qemu::NetChoice::None,
         };
         let log_path = log_dir.join(format!("{name}.log"));
-        outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
+        // Every test the runner declares must report (issue 16).
+        match Declared::load(&workspace.root.join(KTEST_DECLARED)) {
+            Ok(declared) => outcomes.push(boot(&name, &config, opts.timeout_s, &log_path, Some(&declared))),
+            Err(err) => outcomes.push(Outcome::step(&format!("boot {name}"), Err(err))),
+        }
     }
     outcomes.extend(unix_steps(workspace, opts, headers, &built, &log_dir));
     headers.next(&format!(
@@ -388,6 +396,8 @@ fn unix_steps(
     ));
     let oracle_opts = RunOptions { disk: DiskChoice::None, ..run_opts };
     outcomes.push(shcorpus::run(workspace, &oracle_opts, opts.timeout_s, log_dir));
+    // The low-memory boot (issue 16): shown under the step above.
+    outcomes.push(memory::run(workspace, oracle_opts.smp, &oracle_opts, opts.timeout_s, log_dir));
     headers.next(&format!(
         "Linux programs: {} (musl-gcc -static) and Debian's busybox-static under the Linux server, against the host (one boot)",
         linux::DIR
@@ -479,7 +489,19 @@ fn unix_boots(
         match batch::prepare(workspace, &run_opts, &command, ImageKind::Test) {
             Ok(config) => {
                 let log_path = log_dir.join(format!("{}.log", name.replace([' ', '=', '.'], "-")));
-                outcomes.push(boot(&name, &config, opts.timeout_s, &log_path));
+                // The declared tests this command selects must report; the
+                // `--modes` boot renames its tests (`[MODE] NAME`) and is
+                // checked by its summary only.
+                let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+                let declared = match Declared::load(&workspace.root.join(UTEST_DECLARED)) {
+                    Ok(d) if !words.contains(&"--modes") => Some(d.selected_by(&words)),
+                    Ok(_) => None,
+                    Err(err) => {
+                        outcomes.push(Outcome::step(&format!("boot {name}"), Err(err)));
+                        continue;
+                    }
+                };
+                outcomes.push(boot(&name, &config, opts.timeout_s, &log_path, declared.as_ref()));
                 if writes_disk {
                     let check = check_disk_pattern(&disk_path);
                     outcomes.push(Outcome::step(

@@ -525,6 +525,12 @@ impl Proc {
         let envp: Vec<&str> = env.iter().map(String::as_str).collect();
         let argv: Vec<&str> = cmd.argv.iter().map(String::as_str).collect();
         let Some(&name) = argv.first() else { unix::exit(0) };
+        // `""` names no program: searching PATH would try the directories
+        // themselves (`/bin/`: EACCES, 126). bash and dash say 127.
+        if name.is_empty() {
+            eprintln!("sh: : command not found");
+            unix::exit(STATUS_NOT_FOUND);
+        }
         if name.contains('/') {
             let e = unix::execve(name, &argv, &envp);
             eprintln!("sh: {name}: {}", e.name());

@@ -211,6 +211,7 @@ pub fn init_memory() -> Result<&'static super::multiboot::BootInfo, &'static str
         let heap =
             super::frames::take_contiguous_for_kernel(heap_frames).ok_or("no memory for the kernel heap")?;
         super::heap::init(heap, KERNEL_HEAP_BYTES);
+        super::frames::fix_reserve();
         Ok(boot)
     })
 }

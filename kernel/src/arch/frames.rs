@@ -19,17 +19,37 @@
 //! - every `Frame` value names a frame the allocator marked in use, and the
 //!   number of `Frame` values (plus page-table entries holding it) equals
 //!   1 + its count in [`SHARED`];
-//! - frames given out are zeroed, so no data leaks from a freed frame.
+//! - frames given out are zeroed, so no data leaks from a freed frame;
+//! - a request of the [`Pool::Ordinary`] pool never takes one of the last
+//!   [`reserve_frames`] free frames: those are kept for the servers, init
+//!   and the session's shell (docs/memory.md, "Out of memory").
 
 use super::phys::phys_to_virt;
 use abi::layout::PAGE_SIZE;
 use alloc::collections::BTreeMap;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel_core::frame_alloc::{FrameAllocator, PhysRange};
 use kernel_core::limits::MAX_MEMORY_RANGES;
 use spin::Mutex;
 
 static FRAMES: Mutex<Option<FrameAllocator<'static>>> = Mutex::new(None);
+
+/// Who a frame is for, which decides whether it may come out of the
+/// reserve (docs/memory.md, "Out of memory").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pool {
+    /// An ordinary UNIX process (or anything a process asks for on its
+    /// behalf): refused when only the reserve is left, so the process that
+    /// asks for memory is the one refused.
+    Ordinary,
+    /// The kernel, init, the servers and drivers, and the session's shell:
+    /// may take the reserve too.
+    Reserve,
+}
+
+/// Free frames kept for [`Pool::Reserve`]: fixed once at boot by
+/// [`fix_reserve`].
+static RESERVE_FRAMES: AtomicUsize = AtomicUsize::new(0);
 
 /// Extra owners of frames shared by more than one, beyond the first. A
 /// frame absent here has exactly one owner. Shared frames are few, so a
@@ -73,6 +93,34 @@ pub(super) fn take_contiguous_for_kernel(count: usize) -> Option<u64> {
     FRAMES.lock().as_mut()?.alloc_contiguous(count)
 }
 
+/// Keep a share of the memory free now (after the kernel took its own)
+/// for [`Pool::Reserve`]: `free / MEMORY_RESERVE_DIVISOR`, at least
+/// `MIN_MEMORY_RESERVE_BYTES` and at most half of it. Once, at boot.
+pub(super) fn fix_reserve() {
+    use kernel_core::limits::{MEMORY_RESERVE_DIVISOR, MIN_MEMORY_RESERVE_BYTES};
+    let free = FRAMES.lock().as_ref().map_or(0, |f| f.free_frames());
+    let min = (MIN_MEMORY_RESERVE_BYTES / PAGE_SIZE) as usize;
+    RESERVE_FRAMES.store((free / MEMORY_RESERVE_DIVISOR).max(min).min(free / 2), Ordering::Relaxed);
+}
+
+/// Free frames that only [`Pool::Reserve`] may take.
+pub fn reserve_frames() -> usize {
+    RESERVE_FRAMES.load(Ordering::Relaxed)
+}
+
+/// A free frame for `pool` (below `limit`), or None.
+fn take(pool: Pool, limit: Option<u64>) -> Option<u64> {
+    let mut frames = FRAMES.lock();
+    let frames = frames.as_mut()?;
+    if pool == Pool::Ordinary && frames.free_frames() <= reserve_frames() {
+        return None;
+    }
+    match limit {
+        Some(limit) => frames.alloc_below(limit),
+        None => frames.alloc(),
+    }
+}
+
 /// Free memory, in bytes.
 pub fn free_bytes() -> u64 {
     FRAMES.lock().as_ref().map_or(0, |f| f.free_frames() as u64 * PAGE_SIZE)
@@ -96,17 +144,26 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// A zeroed frame, or None when memory is exhausted.
+    /// A zeroed frame, or None when memory is exhausted (the kernel's own
+    /// use: it may take the reserve).
     pub fn alloc() -> Option<Frame> {
-        let pa = FRAMES.lock().as_mut()?.alloc()?;
-        Some(Frame::zeroed(pa))
+        Frame::alloc_in(Pool::Reserve)
+    }
+
+    /// A zeroed frame for `pool`, or None.
+    pub fn alloc_in(pool: Pool) -> Option<Frame> {
+        Some(Frame::zeroed(take(pool, None)?))
     }
 
     /// A zeroed frame below 4 GiB (page-table roots, which the SMP
     /// trampoline loads with a 32-bit CR3).
     pub fn alloc_below_4g() -> Option<Frame> {
-        let pa = FRAMES.lock().as_mut()?.alloc_below(1 << 32)?;
-        Some(Frame::zeroed(pa))
+        Frame::alloc_below_4g_in(Pool::Reserve)
+    }
+
+    /// As [`Frame::alloc_below_4g`], for `pool`.
+    pub fn alloc_below_4g_in(pool: Pool) -> Option<Frame> {
+        Some(Frame::zeroed(take(pool, Some(1 << 32))?))
     }
 
     /// `count` zeroed frames, physically contiguous and below 4 GiB (DMA
@@ -130,8 +187,8 @@ impl Frame {
     /// A copy of `src` in a new frame (not zeroed first: every byte is
     /// written), or None when memory is exhausted. The break of
     /// copy-on-write.
-    pub fn alloc_copy_of(src: &Frame) -> Option<Frame> {
-        let pa = FRAMES.lock().as_mut()?.alloc()?;
+    pub fn alloc_copy_of(src: &Frame, pool: Pool) -> Option<Frame> {
+        let pa = take(pool, None)?;
         // SAFETY: the allocator just handed out `pa`, a whole frame nothing
         // else uses, and `src` is another frame of RAM owned through a
         // `Frame`; both reached through the direct map.

@@ -60,6 +60,11 @@ pub struct BootInfo {
     pub ram_end: u64,
     cmdline: [u8; MAX_CMDLINE_BYTES],
     cmdline_len: usize,
+    /// Bytes of the command line dropped because it did not fit (whole
+    /// words), counted up to what was read; `is_cmdline_dropped_more`: and
+    /// more beyond those.
+    pub cmdline_dropped_bytes: usize,
+    pub is_cmdline_dropped_more: bool,
     pub modules: [Module; MAX_BOOT_MODULES],
     pub module_count: usize,
     pub modules_ignored: usize,
@@ -105,6 +110,18 @@ unsafe fn read_c_string(pa: u64, out: &mut [u8]) -> usize {
     n
 }
 
+/// Whether the string at physical `pa` goes on past its first `n` bytes
+/// (no NUL at `pa + n`).
+///
+/// # Safety
+/// As [`read_c_string`], which read the `n` bytes before.
+unsafe fn goes_on_after(pa: u64, n: usize) -> bool {
+    // SAFETY: the caller's promise: the string's next byte (its NUL, if
+    // it ends there).
+    let next = unsafe { phys_slice(pa + n as u64, 1) };
+    next[0] != 0
+}
+
 /// Parse the Multiboot information at physical `info_pa` (reached through
 /// the boot mapping of the first GiB, where QEMU and GRUB place it).
 /// # Safety
@@ -121,22 +138,34 @@ unsafe fn parse(info_pa: u64) -> BootInfo {
         ram_end: 0,
         cmdline: [0; MAX_CMDLINE_BYTES],
         cmdline_len: 0,
+        cmdline_dropped_bytes: 0,
+        is_cmdline_dropped_more: false,
         modules: [Module { start: 0, end: 0, name: [0; MAX_MODULE_NAME], name_len: 0 }; MAX_BOOT_MODULES],
         module_count: 0,
         modules_ignored: 0,
     };
     if flags & FLAG_CMDLINE != 0 {
-        let mut raw = [0u8; MAX_CMDLINE_BYTES];
+        // Room for the kernel's path as well as the options, and one byte
+        // more than is kept, to see where a cut falls.
+        let mut raw = [0u8; 2 * MAX_CMDLINE_BYTES + 1];
+        let pa = u32_at(info, 16) as u64;
         // SAFETY: the loader's memory, read during `parse` (see its contract).
-        let len = unsafe { read_c_string(u32_at(info, 16) as u64, &mut raw) };
+        let len = unsafe { read_c_string(pa, &mut raw) };
+        // SAFETY: as above; the string's byte after those read.
+        let is_more = len == raw.len() && unsafe { goes_on_after(pa, len) };
         // Multiboot loaders put the kernel's own path first (QEMU and GRUB
         // both do); the options follow it.
         let raw = &raw[..len];
         let first_end = raw.iter().position(|&b| b == b' ').unwrap_or(raw.len());
         let skip = if raw[..first_end].contains(&b'=') { 0 } else { first_end };
         let rest = raw[skip..].trim_ascii_start();
-        bi.cmdline[..rest.len()].copy_from_slice(rest);
-        bi.cmdline_len = rest.len();
+        // A line too long loses whole words only, and the kernel says so
+        // (issue 16: the `-- echo ok` part was lost without a word).
+        let (kept, is_cut) = kernel_core::options::whole_words(rest, MAX_CMDLINE_BYTES, is_more);
+        bi.cmdline[..kept.len()].copy_from_slice(kept);
+        bi.cmdline_len = kept.len();
+        bi.cmdline_dropped_bytes = if is_cut { (rest.len() - kept.len()).max(1) } else { 0 };
+        bi.is_cmdline_dropped_more = is_more;
     }
     if flags & FLAG_MEMORY_MAP != 0 {
         let (len, addr) = (u32_at(info, 44) as u64, u32_at(info, 48) as u64);

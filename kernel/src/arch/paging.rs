@@ -20,7 +20,7 @@
 //! `PageTable` maps only user addresses and only frames it owns; user
 //! bytes are copied as bytes, never referenced.
 
-use super::frames::{self, Frame};
+use super::frames::{self, Frame, Pool};
 use super::percpu;
 pub use super::phys::{DIRECT_MAP_BASE, KERNEL_VMA};
 use super::phys::{phys_to_virt, use_direct_map};
@@ -142,6 +142,11 @@ unsafe fn next_table(
 /// A zeroed frame for a table, owned by the hierarchy from now on.
 fn table_frame() -> Option<u64> {
     Frame::alloc().map(Frame::into_entry)
+}
+
+/// As [`table_frame`], from `pool`.
+fn table_frame_in(pool: Pool) -> Option<u64> {
+    Frame::alloc_in(pool).map(Frame::into_entry)
 }
 
 /// The 4 KiB leaf slot for `va`, if every table down to it exists.
@@ -362,19 +367,33 @@ pub struct Fault;
 /// with every other root. Owns every frame it maps.
 pub struct PageTable {
     root: u64,
+    /// Where the frames this table takes come from: its tables, and the
+    /// copies that break copy-on-write.
+    pool: Pool,
 }
 
 impl PageTable {
-    /// Empty user half, the kernel half of the kernel's root.
-    pub fn new() -> Option<PageTable> {
-        let root = Frame::alloc_below_4g()?.into_entry();
+    /// Empty user half, the kernel half of the kernel's root; its frames
+    /// come from `pool`.
+    pub fn new(pool: Pool) -> Option<PageTable> {
+        let root = Frame::alloc_below_4g_in(pool)?.into_entry();
         let kernel = kernel_root();
         for slot in KERNEL_PML4_FIRST..ENTRIES_PER_TABLE {
             // SAFETY: both roots are this module's; the kernel half is
             // copied as it is, so the new root maps the kernel identically.
             unsafe { write_entry(root, slot, read_entry(kernel, slot)) };
         }
-        Some(PageTable { root })
+        Some(PageTable { root, pool })
+    }
+
+    /// Where this table's frames come from.
+    pub fn pool(&self) -> Pool {
+        self.pool
+    }
+
+    /// Take this table's frames from `pool` from now on.
+    pub fn set_pool(&mut self, pool: Pool) {
+        self.pool = pool;
     }
 
     /// The root's physical address: for comparisons (which root a CPU has
@@ -419,9 +438,10 @@ impl PageTable {
         }
         let flags = entry_flags((flags & ACCESS_FLAGS) | USER | PRESENT);
         let mut table = self.root;
+        let pool = self.pool;
         for level in (1..4).rev() {
             // SAFETY: our own root; table frames are owned by the hierarchy.
-            match unsafe { next_table(table, index(va, level), true, &mut table_frame) } {
+            match unsafe { next_table(table, index(va, level), true, &mut || table_frame_in(pool)) } {
                 Ok(next) => table = next,
                 Err(e) => return Err((e, frame)),
             }
@@ -584,7 +604,7 @@ impl PageTable {
                 // SAFETY: the entry holds `pa`; this handle is dropped
                 // without freeing (ManuallyDrop) after the copy.
                 let original = core::mem::ManuallyDrop::new(unsafe { Frame::from_entry(pa) });
-                Frame::alloc_copy_of(&original).ok_or(MapError::OutOfMemory)?
+                Frame::alloc_copy_of(&original, self.pool).ok_or(MapError::OutOfMemory)?
             };
             // SAFETY: the entry takes the copy and gives up its reference
             // to the shared frame, dropped here.

@@ -343,11 +343,17 @@ impl Vm {
             self.image_page(pid.0, addr)
         };
         let resolved = match flags_and_src {
-            Some((flags, src)) => sys::page_resolve(pid, addr, src, flags).is_ok(),
-            None => false,
+            Some((flags, src)) => sys::page_resolve(pid, addr, src, flags),
+            None => Err(abi::Error::BadAddress),
         };
-        if !resolved {
-            // Outside the image, or out of memory: the process cannot go on.
+        if let Err(e) = resolved {
+            // Outside the image, or out of memory: the process cannot go
+            // on. Out of memory is the faulting process's own request
+            // refused (docs/memory.md, "Out of memory"): say so, since a
+            // page fault alone would read as a bug of the program.
+            if e == abi::Error::OutOfResources {
+                oom_message(pid, addr);
+            }
             let _ = sys::page_resolve(pid, addr, 0, pager::FAIL);
         }
     }
@@ -387,6 +393,35 @@ impl Vm {
         }
         Some((flags | pager::COPY, self.scratch.0.as_ptr() as u64))
     }
+}
+
+/// The kernel log line for a process ended because its page found no
+/// free frame (formatted by hand: this server has no formatter for the
+/// kernel log, and the line must not need memory).
+fn oom_message(pid: Pid, addr: u64) {
+    let mut line = [0u8; 128];
+    let mut n = 0;
+    let mut put = |bytes: &[u8]| {
+        let take = bytes.len().min(line.len() - n);
+        line[n..n + take].copy_from_slice(&bytes[..take]);
+        n += take;
+    };
+    put(b"vm: process ");
+    put(&hex(pid.0));
+    put(b" killed: out of memory (its page at ");
+    put(&hex(addr & !(PAGE_SIZE - 1)));
+    put(b" found no free frame)\n");
+    let _ = sys::debug_write(&line[..n]);
+}
+
+/// `0x` and `value` in hexadecimal, as 18 bytes (leading zeros kept).
+fn hex(value: u64) -> [u8; 18] {
+    let mut out = *b"0x0000000000000000";
+    for (i, byte) in out[2..].iter_mut().enumerate() {
+        let nibble = (value >> (60 - 4 * i)) & 0xf;
+        *byte = b"0123456789abcdef"[nibble as usize];
+    }
+    out
 }
 
 fn id(slot: usize, generation: u32) -> u64 {

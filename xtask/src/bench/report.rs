@@ -160,9 +160,23 @@ pub fn counters(results: &Results) -> String {
     text
 }
 
-/// The seeds' historical figures next to today's.
+/// The seeds' historical figures next to today's. They are times (or
+/// rates), so an `--icount` run, whose figures are instruction counts,
+/// leaves them out and says so: a time converted into instructions would
+/// be a figure nobody measured (issue 16).
 pub fn seeds(results: &Results) -> String {
     let mut text = String::new();
+    if results.meta.is_icount {
+        let count: usize = results.table_rows().iter().map(|row| row.row.seeds.len()).sum();
+        if count > 0 {
+            let _ = writeln!(
+                text,
+                "Historical figures from the seeds: {count} left out of this --icount run: they are times, \
+                 and its figures are instruction counts (run without --icount to compare with them)."
+            );
+        }
+        return text;
+    }
     for row in results.table_rows() {
         for seed in &row.row.seeds {
             if text.is_empty() {
@@ -918,6 +932,19 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("VAX 11/780 4.2BSD measured 5 K/s = 200000 ns/op"));
+    }
+
+    #[test]
+    fn an_icount_run_leaves_the_seeds_times_out() {
+        let mut results = sample_results();
+        results.meta.is_icount = true;
+        let text = seeds(&results);
+        assert!(
+            text.starts_with("Historical figures from the seeds: 2 left out of this --icount run"),
+            "{text}"
+        );
+        assert!(!text.contains("instr/"), "{text}");
+        assert!(!text.contains("measured"), "{text}");
     }
 
     #[test]

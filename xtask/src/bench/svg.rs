@@ -37,6 +37,31 @@ fn ratio_x(ratio: f64) -> f64 {
     RATIO_CENTRE + ratio.log2().clamp(-RATIO_OCTAVES, RATIO_OCTAVES) * RATIO_PX_PER_OCTAVE * 2.0
 }
 
+/// Width of `text` at font size 11, overestimated (no font metrics in a
+/// hand-written SVG): 7 px a character.
+fn label_width(text: &str) -> f64 {
+    7.0 * text.chars().count() as f64
+}
+
+/// Where the ratio's label goes: past the bar's end, or, when it would
+/// pass the chart's edge there (the largest ratios: issue 16 saw "14.0",
+/// "18." and "27." cut off), inside the bar's end in white. Returns (x,
+/// anchor, fill).
+fn ratio_label_place(end: f64, ratio: f64, label: &str) -> (f64, &'static str, &'static str) {
+    let width = label_width(label);
+    if ratio >= 1.0 {
+        if end + 4.0 + width <= WIDTH - 8.0 {
+            (end + 4.0, "start", "black")
+        } else {
+            (end - 4.0, "end", "white")
+        }
+    } else if end - 4.0 - width >= 8.0 {
+        (end - 4.0, "end", "black")
+    } else {
+        (end + 4.0, "start", "white")
+    }
+}
+
 pub fn chart(results: &Results) -> String {
     let rows = results.table_rows();
     let meta = &results.meta;
@@ -131,8 +156,11 @@ pub fn chart(results: &Results) -> String {
         // Kept short: the label column is narrow. The text report converts
         // the seeds' figures to the row's unit.
         let mut note = super::report::shown_unit(row.unit(), meta.is_icount);
-        for seed in &row.row.seeds {
-            let _ = write!(note, "; {}: {}", seed.source, seed.as_published);
+        for (index, seed) in row.row.seeds.iter().enumerate() {
+            // Under icount the row's figures are instructions; the seeds'
+            // stay what they are, times, and say so.
+            let times = if meta.is_icount && index == 0 { "seeds' times: " } else { "" };
+            let _ = write!(note, "; {times}{}: {}", seed.source, seed.as_published);
         }
         let _ = writeln!(
             svg,
@@ -201,12 +229,13 @@ pub fn chart(results: &Results) -> String {
                 top + 15.0,
                 width.max(1.0)
             );
-            let (text_x, anchor) = if ratio >= 1.0 { (end + 4.0, "start") } else { (end - 4.0, "end") };
+            let label = format!("{}x", number(ratio));
+            let (text_x, anchor, fill) = ratio_label_place(end, ratio, &label);
             let _ = writeln!(
                 svg,
-                r#"<text x="{text_x:.1}" y="{}" font-size="11" text-anchor="{anchor}">{}x</text>"#,
+                r#"<text x="{text_x:.1}" y="{}" font-size="11" text-anchor="{anchor}" fill="{fill}">{}</text>"#,
                 top + 28.0,
-                escape(&number(ratio))
+                escape(&label)
             );
         }
     }
@@ -242,6 +271,20 @@ mod tests {
         assert_eq!(ratio_x(1.0), RATIO_CENTRE);
         assert!((ratio_x(4.0) - RATIO_CENTRE - (RATIO_CENTRE - ratio_x(0.25))).abs() < 1e-9);
         assert_eq!(ratio_x(1e9), ratio_x(16.0));
+    }
+
+    #[test]
+    fn the_largest_ratio_labels_stay_inside_the_chart() {
+        for ratio in [1.0, 3.0, 14.0, 18.3, 27.0, 1e6, 0.5, 1.0 / 27.0, 1e-6] {
+            let label = format!("{}x", number(ratio));
+            let end = ratio_x(ratio);
+            let (x, anchor, _) = ratio_label_place(end, ratio, &label);
+            let (left, right) =
+                if anchor == "start" { (x, x + label_width(&label)) } else { (x - label_width(&label), x) };
+            assert!(left >= 0.0 && right <= WIDTH, "{label} at {left:.0}..{right:.0} of {WIDTH}");
+        }
+        // A small ratio keeps its label beside the bar.
+        assert_eq!(ratio_label_place(ratio_x(3.0), 3.0, "3.00x").1, "start");
     }
 
     #[test]

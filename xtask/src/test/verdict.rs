@@ -13,7 +13,7 @@
 
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
 
-use crate::qemu::QemuExit;
+use crate::qemu::{self, EndFacts, QemuExit};
 
 /// What the kernel prints when it panics.
 const PANIC_MARKER: &str = "KERNEL PANIC";
@@ -47,6 +47,8 @@ pub struct SerialReport {
     pub panics: Vec<String>,
     /// `ktest: summary` lines whose counts do not parse.
     pub malformed: Vec<String>,
+    /// How the guest said it ended, for the words of a failed end.
+    pub end: EndFacts,
 }
 
 impl SerialReport {
@@ -55,6 +57,7 @@ impl SerialReport {
     /// is someone else's text.
     pub fn feed(&mut self, line: &str) {
         let line = line.trim_end();
+        self.end.feed(line);
         if line.contains(PANIC_MARKER) {
             self.panics.push(line.to_string());
         }
@@ -109,7 +112,7 @@ pub fn judge(report: &SerialReport, end: BootEnd, timeout_s: u64) -> Verdict {
     match end {
         BootEnd::TimedOut => problems.push(format!("timed out after {timeout_s} s; QEMU was killed")),
         BootEnd::Exited(QemuExit::Success) => {}
-        BootEnd::Exited(other) => problems.push(other.to_string()),
+        BootEnd::Exited(other) => problems.push(qemu::describe_end(other, &report.end)),
     }
     for line in &report.panics {
         problems.push(format!("kernel panic: {line}"));
@@ -150,6 +153,68 @@ pub fn judge(report: &SerialReport, end: BootEnd, timeout_s: u64) -> Verdict {
     verdict
 }
 
+/// The tests an image declares (a `declared-tests.txt` beside its test
+/// program: one name per line, `#` comments) that one boot must see
+/// report, `ok` or `FAIL` (issue 16: a test dropped from a runner's list
+/// vanished unnoticed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Declared {
+    /// Where the list came from, for the messages.
+    pub source: String,
+    pub names: Vec<String>,
+}
+
+impl Declared {
+    /// Parse the text of a declared-tests file.
+    pub fn parse(source: &str, text: &str) -> Declared {
+        let names = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(String::from)
+            .collect();
+        Declared { source: source.to_string(), names }
+    }
+
+    /// Read the declared-tests file at `path`.
+    pub fn load(path: &std::path::Path) -> Result<Declared, String> {
+        let text =
+            std::fs::read_to_string(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+        Ok(Declared::parse(&path.display().to_string(), &text))
+    }
+
+    /// The declared tests a run of the program selects with `filters`
+    /// (name prefixes, as `utest PREFIX...` takes them; none: all).
+    pub fn selected_by(&self, filters: &[&str]) -> Declared {
+        let names = self
+            .names
+            .iter()
+            .filter(|n| filters.is_empty() || filters.iter().any(|f| n.starts_with(f)))
+            .cloned()
+            .collect();
+        Declared { source: self.source.clone(), names }
+    }
+
+    /// Add to `verdict` a failure for each declared test that did not
+    /// report, and a warning for each test that reported undeclared (a new
+    /// test not yet in the list: worth adding, not a failure).
+    pub fn check(&self, report: &SerialReport, verdict: &mut Verdict) {
+        let reported = |name: &str| {
+            report.passed.iter().any(|n| n == name) || report.failed.iter().any(|(n, _)| n == name)
+        };
+        for name in self.names.iter().filter(|n| !reported(n)) {
+            verdict
+                .problems
+                .push(format!("declared test {name} did not report (declared in {})", self.source));
+            verdict.failed += 1;
+        }
+        let all_reported = report.passed.iter().chain(report.failed.iter().map(|(n, _)| n));
+        for name in all_reported.filter(|n| !self.names.contains(n)) {
+            verdict.warnings.push(format!("test {name} reported but is not declared in {}", self.source));
+        }
+    }
+}
+
 /// Adds up the `test result:` lines of `cargo test` output
 /// (`test result: ok. 12 passed; 0 failed; 0 ignored; ...`).
 pub fn parse_cargo_test_line(line: &str) -> Option<Counts> {
@@ -182,6 +247,29 @@ some output of the test
 ktest: ok vm::fault\r
 ktest: summary 2 passed, 0 failed
 ";
+
+    #[test]
+    fn a_declared_test_that_did_not_report_fails_the_boot() {
+        let declared = Declared::parse("list", "# comment\n\nipc::round_trip\nvm::fault\nvm::gone\n");
+        assert_eq!(declared.names, ["ipc::round_trip", "vm::fault", "vm::gone"]);
+        let report = SerialReport::parse(PASSING_RUN);
+        let mut verdict = judge(&report, BootEnd::Exited(QemuExit::Success), 300);
+        assert!(verdict.problems.is_empty(), "{:?}", verdict.problems);
+        declared.check(&report, &mut verdict);
+        assert_eq!(verdict.problems, ["declared test vm::gone did not report (declared in list)"]);
+        assert_eq!(verdict.failed, 1);
+    }
+
+    #[test]
+    fn an_undeclared_test_is_a_warning_and_filters_select_by_prefix() {
+        let declared = Declared::parse("list", "ipc::round_trip\nfs::open\n");
+        let report = SerialReport::parse(PASSING_RUN);
+        let mut verdict = judge(&report, BootEnd::Exited(QemuExit::Success), 300);
+        declared.selected_by(&["ipc::"]).check(&report, &mut verdict);
+        assert!(verdict.problems.is_empty(), "{:?}", verdict.problems);
+        assert_eq!(verdict.warnings, ["test vm::fault reported but is not declared in list"]);
+        assert_eq!(declared.selected_by(&[]).names.len(), 2);
+    }
 
     #[test]
     fn parses_a_passing_run() {

@@ -14,6 +14,8 @@ use core::arch::asm;
 use runtime::msg;
 use runtime::{Args, println, sys};
 
+#[path = "../args_digest.rs"]
+mod args_digest;
 #[path = "../server_deaths.rs"]
 mod server_deaths;
 
@@ -29,7 +31,8 @@ fn main(args: Args) -> i32 {
     let arg = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
     match role {
         "exit" => arg(1) as i32,
-        "args" => args.as_str().len() as i32,
+        // The digest of the argument bytes, so the runner checks them all.
+        "args" => args_digest::fnv1a_32(args.as_str().as_bytes()) as i32,
         "fault-page" => {
             // SAFETY: deliberately writes to an unmapped address: the test
             // expects the kernel to end this process with a page fault.

@@ -35,6 +35,8 @@ mod servers;
 mod started;
 mod util;
 
+#[path = "../../args_digest.rs"]
+mod args_digest;
 #[path = "../../foreign_words.rs"]
 mod foreign_words;
 #[path = "../../server_deaths.rs"]

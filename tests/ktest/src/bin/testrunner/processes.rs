@@ -15,9 +15,19 @@ pub fn exit_status_reaches_parent() -> TestResult {
     expect_status("exit 4000000000", ExitStatus::Exited(4_000_000_000))
 }
 
+/// The child exits with a digest of the argument bytes it got
+/// (`args_digest`), so a byte changed, lost or added on the way fails, not
+/// only a change of length.
 pub fn arguments_reach_child() -> TestResult {
-    let args = "args with several words";
-    expect_status(args, ExitStatus::Exited(args.len() as u32))
+    let args = "args with several words, \u{e9}t\u{e9}\tand a tab";
+    expect_status(args, ExitStatus::Exited(crate::args_digest::fnv1a_32(args.as_bytes())))?;
+    // Same length, one byte different: another digest.
+    let other = "args with several words, \u{e9}t\u{e9}\tand a taB";
+    check(
+        crate::args_digest::fnv1a_32(other.as_bytes()) != crate::args_digest::fnv1a_32(args.as_bytes()),
+        "the digest tells one changed byte",
+    )?;
+    expect_status(other, ExitStatus::Exited(crate::args_digest::fnv1a_32(other.as_bytes())))
 }
 
 pub fn wait_for_a_specific_child() -> TestResult {
