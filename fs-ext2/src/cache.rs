@@ -116,9 +116,17 @@ pub struct Cache<D: BlockDevice> {
     sectors_per_block: u64,
     device_blocks: u64,
     max_run_blocks: usize,
+    /// The buffers of the LRU pool (`nbuf`): `bufs[..nbuf]`; the pinned
+    /// buffers follow them, never victims.
+    nbuf: usize,
     bufs: Vec<Buf>,
+    /// Blocks kept in pinned buffers once read ([`Cache::pin`]).
+    pinned: BTreeSet<u64>,
     map: BTreeMap<u64, usize>,
     clock: u64,
+    /// [`Cache::begin_request`]'s clock: buffers used since are the
+    /// request's own, never taken by its read-ahead.
+    request_clock: u64,
     in_flight: BTreeMap<u64, Vec<usize>>,
     next_tag: u64,
     /// Block -> blocks whose contents must be on the disk before its own.
@@ -162,9 +170,12 @@ impl<D: BlockDevice> Cache<D> {
             block_bytes,
             sectors_per_block,
             max_run_blocks: max_bytes / block_bytes,
+            nbuf,
             bufs,
+            pinned: BTreeSet::new(),
             map: BTreeMap::new(),
             clock: 0,
+            request_clock: 0,
             in_flight: BTreeMap::new(),
             next_tag: 1,
             waits_for: BTreeMap::new(),
@@ -178,8 +189,23 @@ impl<D: BlockDevice> Cache<D> {
         self.block_bytes
     }
 
+    /// The buffers of the LRU pool (pinned ones not counted).
     pub fn nbuf(&self) -> usize {
-        self.bufs.len()
+        self.nbuf
+    }
+
+    /// Keeps `block`, once read, in a buffer of its own outside the `nbuf`
+    /// pool, never evicted (written like any other: in order, by
+    /// write-behind of its neighbours, at `sync`). For the few blocks V1
+    /// kept in core rather than in its buffers: the superblock and its
+    /// free map (seed 004's `nbuf` counts only the I/O buffers).
+    pub fn pin(&mut self, block: u64) {
+        self.pinned.insert(block);
+    }
+
+    /// Blocks pinned ([`Cache::pin`]) and buffers they hold now.
+    pub fn pinned_blocks(&self) -> usize {
+        self.pinned.len()
     }
 
     /// The device's size in blocks of this cache.
@@ -361,7 +387,7 @@ impl<D: BlockDevice> Cache<D> {
             return Ok(i);
         }
         self.stats.misses += 1;
-        let i = self.free_buffer()?;
+        let i = if self.pinned.contains(&block) { self.pinned_buffer() } else { self.free_buffer()? };
         self.bufs[i].block = block;
         self.bufs[i].is_read_ahead = false;
         self.map.insert(block, i);
@@ -381,15 +407,31 @@ impl<D: BlockDevice> Cache<D> {
         Ok(i)
     }
 
-    /// An empty buffer, not mapped: evicting the least recently used one
-    /// that is not busy (writing it first if dirty), or waiting.
+    /// An empty pinned buffer (one a failed read left empty), else a new one.
+    fn pinned_buffer(&mut self) -> usize {
+        if let Some(i) = (self.nbuf..self.bufs.len()).find(|&i| self.bufs[i].state == State::Empty) {
+            return i;
+        }
+        self.bufs.push(Buf {
+            block: 0,
+            data: Some(vec![0u8; self.block_bytes].into_boxed_slice()),
+            state: State::Empty,
+            last_use: 0,
+            is_read_ahead: false,
+        });
+        self.bufs.len() - 1
+    }
+
+    /// An empty buffer of the pool, not mapped: evicting the least recently
+    /// used one that is not busy (writing it first if dirty), or waiting.
     fn free_buffer(&mut self) -> Result<usize, Errno> {
         let mut has_started_write = false;
+        let nbuf = self.nbuf;
         loop {
-            if let Some(i) = self.bufs.iter().position(|b| b.state == State::Empty) {
+            if let Some(i) = self.bufs[..nbuf].iter().position(|b| b.state == State::Empty) {
                 return Ok(i);
             }
-            let lru = (0..self.bufs.len())
+            let lru = (0..nbuf)
                 .filter(|&i| self.bufs[i].state != State::Empty && !self.bufs[i].state.is_busy())
                 .min_by_key(|&i| self.bufs[i].last_use);
             match lru {
@@ -551,7 +593,7 @@ impl<D: BlockDevice> Cache<D> {
     /// dirty blocks as long as a transfer may be (or half the buffers,
     /// when there are few), start writing the run now.
     pub fn write_behind(&mut self, block: u64) -> Result<(), Errno> {
-        let threshold = self.max_run_blocks.min((self.bufs.len() / 2).max(1));
+        let threshold = self.max_run_blocks.min((self.nbuf / 2).max(1));
         let mut run = 0;
         let mut at = block;
         while run < threshold {
@@ -575,12 +617,14 @@ impl<D: BlockDevice> Cache<D> {
     }
 
     /// Read-ahead: starts reading those of `blocks` that are not cached,
-    /// into buffers that are empty or clean and not the most recently
-    /// used, at most half the buffers, one transfer per run of
+    /// into buffers that are empty or clean, not used since
+    /// [`Cache::begin_request`] and not read ahead and unused yet, at most
+    /// half the buffers, one transfer per run of
     /// consecutive blocks. Waits for nothing. `is_speculative`: counted as
     /// read-ahead (blocks not yet asked for).
     pub fn prefetch(&mut self, blocks: &[u64], is_speculative: bool) -> Result<(), Errno> {
-        let budget = self.bufs.len() / 2;
+        let budget = self.nbuf / 2;
+        let nbuf = self.nbuf;
         let mut taken = 0;
         let mut run: Vec<usize> = Vec::new();
         for &block in blocks {
@@ -591,10 +635,15 @@ impl<D: BlockDevice> Cache<D> {
                 self.flush_run(&mut run);
                 continue;
             }
-            let newest = self.clock;
-            let victim = self.bufs.iter().position(|b| b.state == State::Empty).or_else(|| {
-                (0..self.bufs.len())
-                    .filter(|&i| self.bufs[i].state == State::Clean && self.bufs[i].last_use < newest)
+            let newest = self.request_clock;
+            let victim = self.bufs[..nbuf].iter().position(|b| b.state == State::Empty).or_else(|| {
+                (0..nbuf)
+                    .filter(|&i| {
+                        // Not a block read ahead and not yet used: it is
+                        // still to come, and taking it would read it twice.
+                        let b = &self.bufs[i];
+                        b.state == State::Clean && b.last_use <= newest && !b.is_read_ahead
+                    })
                     .min_by_key(|&i| self.bufs[i].last_use)
             });
             let Some(i) = victim else { break };
@@ -622,6 +671,14 @@ impl<D: BlockDevice> Cache<D> {
         }
         self.flush_run(&mut run);
         Ok(())
+    }
+
+    /// A request of the file system starts: read-ahead until the next one
+    /// leaves the buffers it uses alone (the block being read, the
+    /// indirect block mapping it), so that with few buffers read-ahead
+    /// does not evict what the reader needs next.
+    pub fn begin_request(&mut self) {
+        self.request_clock = self.clock;
     }
 
     /// How many of `blocks` are in a buffer (or on their way into one).
