@@ -711,6 +711,31 @@ impl<D: BlockDevice> Cache<D> {
         Ok(())
     }
 
+    /// Writes those of `blocks` that are dirty (each after the blocks it
+    /// waits for, [`Cache::order`]) and waits until they are on the disk,
+    /// without a device flush: `fsync` of one file.
+    pub fn write_blocks(&mut self, blocks: &[u64]) -> Result<(), Errno> {
+        for &block in blocks {
+            if let Some(&i) = self.map.get(&block)
+                && self.bufs[i].state == State::Dirty
+            {
+                self.write_run(i, false)?;
+            }
+        }
+        for &block in blocks {
+            self.write_block_now(block)?;
+        }
+        Ok(())
+    }
+
+    /// A device flush (every completed write durable). `EIO` if any write
+    /// failed since the last sync or flush.
+    pub fn flush(&mut self) -> Result<(), Errno> {
+        self.stats.flushes += 1;
+        self.dev.flush()?;
+        if core::mem::take(&mut self.has_write_error) { Err(EIO) } else { Ok(()) }
+    }
+
     /// `sync`: everything written and flushed at the device. `EIO` if any
     /// write failed since the last sync.
     pub fn sync(&mut self) -> Result<(), Errno> {

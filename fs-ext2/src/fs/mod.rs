@@ -59,6 +59,10 @@ use protocols::unix::errno::{EINVAL, EIO, EROFS};
 /// of a volume of 1 KiB blocks up to 4 GiB, of 4 KiB blocks up to 64 GiB.
 pub const PINNED_METADATA_BYTES: u64 = 1 << 20;
 
+/// Most inodes whose new directory entries `fsync` keeps track of between
+/// two `sync`s (a bound on memory; past it `fsync` is a whole `sync`).
+pub const MAX_TRACKED_ENTRIES: usize = 4096;
+
 /// How to mount.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MountOptions {
@@ -132,6 +136,12 @@ pub struct Fs<D: BlockDevice> {
     /// pointers), as V1's did; it reaches its block at the last close,
     /// `fsync`, `sync`, or any other change to the inode.
     dirty_inodes: BTreeSet<u32>,
+    /// Directory blocks that got an entry naming an inode since the last
+    /// `sync`, with the directory: `fsync` of that inode
+    /// writes them too, so that an fsync'd new file has its name after a
+    /// power cut. At most [`MAX_TRACKED_ENTRIES`]; past that (`None`),
+    /// `fsync` is a whole `sync` until the next one.
+    new_entries: Option<BTreeMap<u32, Vec<(u64, u32)>>>,
     /// Blocks due on the disk before the next contents of an inode (kept
     /// in memory while an operation builds them): declared to the cache
     /// when the inode is written into its block, not before, so that a
@@ -198,6 +208,7 @@ impl<D: BlockDevice> Fs<D> {
             open: BTreeMap::new(),
             core_inodes: BTreeMap::new(),
             dirty_inodes: BTreeSet::new(),
+            new_entries: Some(BTreeMap::new()),
             inode_deps: BTreeMap::new(),
             readers: Vec::new(),
             last_damage: None,
@@ -428,7 +439,23 @@ impl<D: BlockDevice> Fs<D> {
     /// Everything to the disk and a device flush (`sync`).
     pub fn sync(&mut self) -> Result<(), Errno> {
         self.flush_inodes()?;
-        self.cache.sync()
+        self.cache.sync()?;
+        self.new_entries = Some(BTreeMap::new());
+        Ok(())
+    }
+
+    /// An entry naming `child` went into block `block` of directory `dir`.
+    pub(crate) fn note_entry(&mut self, child: u32, dir: u32, block: u64) -> Result<(), Errno> {
+        let Some(map) = &mut self.new_entries else { return Ok(()) };
+        if !map.contains_key(&child) && map.len() >= MAX_TRACKED_ENTRIES {
+            self.new_entries = None;
+            return Ok(());
+        }
+        let list = map.entry(child).or_default();
+        if !list.contains(&(block, dir)) {
+            list.push((block, dir));
+        }
+        Ok(())
     }
 
     /// Writes every in-core inode newer than its block into the block.
@@ -464,10 +491,46 @@ impl<D: BlockDevice> Fs<D> {
         Ok(())
     }
 
-    /// `fsync`/`fdatasync` of one file. The cache keeps no per-file
-    /// lists, so this is [`Fs::sync`]: more than asked, never less.
-    pub fn fsync(&mut self, _ino: u32) -> Result<(), Errno> {
-        self.sync()
+    /// `fsync`/`fdatasync` of one file: its in-core inode into its block,
+    /// then its dirty data and indirect blocks, its inode block and the
+    /// directory blocks that got its name since the last `sync`, each
+    /// after what it waits for (the bitmaps, [`Cache::order`]), then a
+    /// device flush. Other files' dirty blocks stay in the cache unless
+    /// the order needs them first. A file with no block map (a fast
+    /// symbolic link), or more new names than tracked, gets a whole `sync`.
+    pub fn fsync(&mut self, ino: u32) -> Result<(), Errno> {
+        if self.new_entries.is_none() {
+            return self.sync();
+        }
+        let mut blocks = Vec::new();
+        let mut todo = vec![ino];
+        let mut seen = BTreeSet::new();
+        // The file, then each directory that got one of its names (or one
+        // of theirs) since the last sync: a new file in a new directory
+        // needs the directory's blocks, inode and name too.
+        while let Some(at) = todo.pop() {
+            if !seen.insert(at) {
+                continue;
+            }
+            self.flush_inode(at)?;
+            let inode = self.read_inode_raw(at)?;
+            if !(inode.is_reg() || inode.is_dir()) {
+                return self.sync();
+            }
+            blocks.extend(self.file_blocks(&inode)?.into_iter().map(u64::from));
+            blocks.push(self.inode_location(at)?.0);
+            let entries = self.new_entries.as_ref().and_then(|m| m.get(&at)).cloned().unwrap_or_default();
+            for (block, dir) in entries {
+                blocks.push(block);
+                todo.push(dir);
+            }
+        }
+        self.cache.write_blocks(&blocks)?;
+        self.cache.flush()?;
+        if let Some(map) = &mut self.new_entries {
+            map.remove(&ino);
+        }
+        Ok(())
     }
 
     /// Takes back the buffers of transfers the device has finished, without
