@@ -820,7 +820,11 @@ fn fsync_of_one_file_survives_a_power_cut_and_leaves_other_files_in_the_cache() 
         let got = cut.resolve(b"/new/f").unwrap();
         assert_eq!(read_all(&mut cut, got).unwrap(), data, "the fsync'd file (nbuf {nbuf})");
         let o = cut.resolve(b"/other").unwrap();
-        assert_eq!(cut.stat(o).unwrap().size_bytes, 0, "the other file's write was not forced out (nbuf {nbuf})");
+        assert_eq!(
+            cut.stat(o).unwrap().size_bytes,
+            0,
+            "the other file's write was not forced out (nbuf {nbuf})"
+        );
         // And everything after the unmount.
         let mut whole =
             Fs::mount(MemDisk::new(disk.into_bytes()), MountOptions::default()).map_err(|(e, _)| e).unwrap();

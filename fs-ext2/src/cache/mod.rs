@@ -41,11 +41,14 @@
 //! - A write transfer starts only when every block its buffers wait for
 //!   is on the disk (clean, or not cached, and not in flight).
 
+mod index;
+
 use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec;
 use alloc::vec::Vec;
+use index::{BlockIndex, LruList};
 use protocols::unix::Errno;
 use protocols::unix::errno::{EINVAL, EIO};
 
@@ -120,9 +123,16 @@ pub struct Cache<D: BlockDevice> {
     /// buffers follow them, never victims.
     nbuf: usize,
     bufs: Vec<Buf>,
+    /// Block -> buffer, hashed: a lookup costs the same with 16 buffers
+    /// or 100,000.
+    map: BlockIndex,
+    /// The pool's buffers that hold a block, least recently used first:
+    /// the victim is found without a scan of every buffer.
+    lru: LruList,
+    /// The pool's empty buffers.
+    free: Vec<usize>,
     /// Blocks kept in pinned buffers once read ([`Cache::pin`]).
     pinned: BTreeSet<u64>,
-    map: BTreeMap<u64, usize>,
     clock: u64,
     /// [`Cache::begin_request`]'s clock: buffers used since are the
     /// request's own, never taken by its read-ahead.
@@ -173,7 +183,9 @@ impl<D: BlockDevice> Cache<D> {
             nbuf,
             bufs,
             pinned: BTreeSet::new(),
-            map: BTreeMap::new(),
+            map: BlockIndex::new(nbuf),
+            lru: LruList::new(nbuf),
+            free: (0..nbuf).rev().collect(),
             clock: 0,
             request_clock: 0,
             in_flight: BTreeMap::new(),
@@ -272,6 +284,9 @@ impl<D: BlockDevice> Cache<D> {
     fn touch(&mut self, i: usize) {
         self.clock += 1;
         self.bufs[i].last_use = self.clock;
+        if i < self.nbuf {
+            self.lru.touch(i);
+        }
     }
 
     /// Waits for one transfer and puts its buffers back.
@@ -311,9 +326,7 @@ impl<D: BlockDevice> Cache<D> {
                 (Direction::Read, Err(_)) => {
                     // The block is not known: forget it; whoever waits for
                     // it reads it again and gets the error then.
-                    buf.state = State::Empty;
-                    buf.is_read_ahead = false;
-                    self.map.remove(&buf.block);
+                    self.forget(i);
                 }
                 (Direction::Write, outcome) => {
                     // On an error the memory copy stays right and the
@@ -407,6 +420,21 @@ impl<D: BlockDevice> Cache<D> {
         Ok(i)
     }
 
+    /// Buffer `i` holds no block any more.
+    fn forget(&mut self, i: usize) {
+        let buf = &mut self.bufs[i];
+        if buf.state != State::Empty {
+            let block = buf.block;
+            buf.state = State::Empty;
+            buf.is_read_ahead = false;
+            self.map.remove(&block);
+            if i < self.nbuf {
+                self.lru.remove(i);
+                self.free.push(i);
+            }
+        }
+    }
+
     /// An empty pinned buffer (one a failed read left empty), else a new one.
     fn pinned_buffer(&mut self) -> usize {
         if let Some(i) = (self.nbuf..self.bufs.len()).find(|&i| self.bufs[i].state == State::Empty) {
@@ -426,20 +454,27 @@ impl<D: BlockDevice> Cache<D> {
     /// used one that is not busy (writing it first if dirty), or waiting.
     fn free_buffer(&mut self) -> Result<usize, Errno> {
         let mut has_started_write = false;
-        let nbuf = self.nbuf;
         loop {
-            if let Some(i) = self.bufs[..nbuf].iter().position(|b| b.state == State::Empty) {
+            if let Some(i) = self.free.pop() {
                 return Ok(i);
             }
-            let lru = (0..nbuf)
-                .filter(|&i| self.bufs[i].state != State::Empty && !self.bufs[i].state.is_busy())
-                .min_by_key(|&i| self.bufs[i].last_use);
+            // The least recently used buffer not in flight: the walk
+            // passes only buffers in flight, a few.
+            let mut at = self.lru.oldest();
+            let mut lru = None;
+            while let Some(i) = at {
+                if !self.bufs[i].state.is_busy() {
+                    lru = Some(i);
+                    break;
+                }
+                at = self.lru.newer(i);
+            }
             match lru {
                 None => self.wait_one()?,
                 Some(i) if self.bufs[i].state == State::Clean => {
-                    self.map.remove(&self.bufs[i].block);
-                    self.bufs[i].state = State::Empty;
-                    self.bufs[i].is_read_ahead = false;
+                    self.forget(i);
+                    let popped = self.free.pop();
+                    debug_assert_eq!(popped, Some(i));
                     return Ok(i);
                 }
                 Some(i) => {
@@ -609,7 +644,7 @@ impl<D: BlockDevice> Cache<D> {
         if run < threshold {
             return Ok(());
         }
-        let i = self.map[&block];
+        let Some(&i) = self.map.get(&block) else { return Ok(()) };
         if self.write_run(i, true)? {
             self.stats.write_behind_transfers += 1;
         }
@@ -624,7 +659,6 @@ impl<D: BlockDevice> Cache<D> {
     /// read-ahead (blocks not yet asked for).
     pub fn prefetch(&mut self, blocks: &[u64], is_speculative: bool) -> Result<(), Errno> {
         let budget = self.nbuf / 2;
-        let nbuf = self.nbuf;
         let mut taken = 0;
         let mut run: Vec<usize> = Vec::new();
         for &block in blocks {
@@ -636,15 +670,22 @@ impl<D: BlockDevice> Cache<D> {
                 continue;
             }
             let newest = self.request_clock;
-            let victim = self.bufs[..nbuf].iter().position(|b| b.state == State::Empty).or_else(|| {
-                (0..nbuf)
-                    .filter(|&i| {
-                        // Not a block read ahead and not yet used: it is
-                        // still to come, and taking it would read it twice.
-                        let b = &self.bufs[i];
-                        b.state == State::Clean && b.last_use <= newest && !b.is_read_ahead
-                    })
-                    .min_by_key(|&i| self.bufs[i].last_use)
+            let victim = self.free.pop().or_else(|| {
+                // The list is in order of use: stop at the request's own.
+                let mut at = self.lru.oldest();
+                while let Some(i) = at {
+                    let b = &self.bufs[i];
+                    if b.last_use > newest {
+                        return None;
+                    }
+                    // Not a block read ahead and not yet used: it is
+                    // still to come, and taking it would read it twice.
+                    if b.state == State::Clean && !b.is_read_ahead {
+                        return Some(i);
+                    }
+                    at = self.lru.newer(i);
+                }
+                None
             });
             let Some(i) = victim else { break };
             if self.bufs[i].state == State::Clean {
@@ -656,12 +697,11 @@ impl<D: BlockDevice> Cache<D> {
             {
                 self.flush_run(&mut run);
             }
-            self.clock += 1;
+            self.touch(i);
             let buf = &mut self.bufs[i];
             buf.block = block;
             buf.state = State::Reading; // reserved; start_read sets it again
             buf.is_read_ahead = is_speculative;
-            buf.last_use = self.clock;
             self.map.insert(block, i);
             run.push(i);
             taken += 1;
@@ -696,13 +736,18 @@ impl<D: BlockDevice> Cache<D> {
     /// Writes every dirty buffer (in the order the file system asked for)
     /// and waits until every transfer finished, without a device flush.
     pub fn write_all(&mut self) -> Result<(), Errno> {
+        // Passes over the buffers until none is dirty (one, unless a
+        // write for the order dirtied nothing new: it never does).
         loop {
-            let dirty = self.map.iter().find(|&(_, &i)| self.bufs[i].state == State::Dirty).map(|(_, &i)| i);
-            match dirty {
-                Some(i) => {
+            let mut found = false;
+            for i in 0..self.bufs.len() {
+                if self.bufs[i].state == State::Dirty {
+                    found = true;
                     self.write_run(i, false)?;
                 }
-                None => break,
+            }
+            if !found {
+                break;
             }
         }
         while !self.in_flight.is_empty() {
@@ -750,11 +795,9 @@ impl<D: BlockDevice> Cache<D> {
         while !self.in_flight.is_empty() {
             self.wait_one()?;
         }
-        for buf in &mut self.bufs {
-            if buf.state == State::Clean {
-                self.map.remove(&buf.block);
-                buf.state = State::Empty;
-                buf.is_read_ahead = false;
+        for i in 0..self.bufs.len() {
+            if self.bufs[i].state == State::Clean {
+                self.forget(i);
             }
         }
         Ok(())
