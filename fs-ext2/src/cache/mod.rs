@@ -919,6 +919,50 @@ mod tests {
     }
 
     #[test]
+    fn pinned_blocks_live_outside_the_pool_and_are_never_evicted() {
+        let mut c = Cache::new(disk(64).recording(), BS, 1).unwrap();
+        c.pin(2);
+        c.modify(2, |d| d[1] = 7).unwrap();
+        for b in 10..20u64 {
+            c.read(b, |_| ()).unwrap();
+        }
+        assert_eq!(c.nbuf(), 1, "the pinned buffer is not counted");
+        let misses = c.stats().misses;
+        assert_eq!(c.read(2, |d| d[1]).unwrap(), 7);
+        assert_eq!(c.stats().misses, misses, "block 2 stayed");
+        assert!(c.device().log.as_ref().unwrap().is_empty(), "and was not written to make room");
+        c.sync().unwrap();
+        assert_eq!(c.device().bytes()[2 * BS + 1], 7, "written at sync");
+    }
+
+    #[test]
+    fn read_ahead_spares_the_requests_own_buffers_and_unused_read_ahead() {
+        let mut c = Cache::new(disk(64), BS, 4).unwrap();
+        c.read(1, |_| ()).unwrap();
+        c.read(2, |_| ()).unwrap();
+        c.begin_request();
+        // The request uses 3 (say, an indirect block) and 4 (its data).
+        c.read(3, |_| ()).unwrap();
+        c.read(4, |_| ()).unwrap();
+        // Two blocks of budget: only 1 and 2 may be taken.
+        c.prefetch(&[10, 11], true).unwrap();
+        assert_eq!(c.cached(&[3, 4, 10, 11]), 4);
+        assert_eq!(c.cached(&[1, 2]), 0);
+        // A later request's read-ahead does not take 10 and 11, read
+        // ahead and not used yet, nor 3 and 4, used again by this
+        // request: it finds no buffer and reads nothing.
+        c.write_all().unwrap(); // the read-ahead has arrived
+        c.begin_request();
+        c.read(3, |_| ()).unwrap();
+        c.read(4, |_| ()).unwrap();
+        let reads = c.stats().read_transfers;
+        c.prefetch(&[20], true).unwrap();
+        assert_eq!(c.stats().read_transfers, reads);
+        assert_eq!(c.cached(&[10, 11, 20]), 2);
+        assert_eq!(c.read(10, |d| d[0]).unwrap(), 10);
+    }
+
+    #[test]
     fn device_errors_are_eio_and_never_panic() {
         let mut c = Cache::new(disk(4), BS, 2).unwrap();
         assert_eq!(c.read(4, |_| ()), Err(EIO));
