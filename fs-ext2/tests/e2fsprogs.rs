@@ -302,7 +302,7 @@ fn workload<D: fs_ext2::BlockDevice>(
     model.insert("/hello".into(), Some(expect));
     // one large file through double indirect blocks
     put(fs, model, "/big", &pattern(2, 1_500_000));
-    fs.fsync(0).unwrap();
+    fs.sync().unwrap();
     checkpoint(fs, model);
     // truncate down (into the indirect range) and up (a hole)
     let big = fs.resolve(b"/big").unwrap();
@@ -370,6 +370,8 @@ fn workload<D: fs_ext2::BlockDevice>(
     let a = fs.stat(h).unwrap();
     assert_eq!((a.mode & 0o7777, a.uid, a.gid), (0o640, 42, 43));
     fs.fsync(h).unwrap();
+    // fsync keeps only `h`; the checkpoint needs every file.
+    fs.sync().unwrap();
     checkpoint(fs, model);
     // a sparse file reaching the triple indirect blocks (1 KiB blocks:
     // past 64 MiB)
@@ -380,7 +382,7 @@ fn workload<D: fs_ext2::BlockDevice>(
     let mut s = vec![0u8; far];
     s.extend_from_slice(b"far away");
     model.insert("/sparse".into(), Some(s));
-    fs.fsync(0).unwrap();
+    fs.sync().unwrap();
     checkpoint(fs, model);
 }
 
@@ -767,4 +769,90 @@ fn every_prefix_of_the_writes_is_consistent_and_keeps_fsynced_files() {
         assert!(checked >= 10);
         assert_clean(&scratch, &image, "the whole workload");
     }
+}
+
+#[test]
+fn fsync_of_one_file_survives_a_power_cut_and_leaves_other_files_in_the_cache() {
+    if e2fsprogs().is_none() {
+        return;
+    }
+    let scratch = Scratch::new("fsync");
+    let original = mkfs(&scratch, 16384, 1024, None);
+    for (nbuf, order) in [(16, CompletionOrder::Lifo), (1, CompletionOrder::Fifo)] {
+        let disk = MemDisk::new(original.clone()).with_order(order).recording();
+        let mut fs =
+            Fs::mount(disk, MountOptions { nbuf, ..MountOptions::default() }).map_err(|(e, _)| e).unwrap();
+        fs.set_time(1_700_000_000);
+        // Another file, open and written (its inode in core), not synced.
+        let other = fs.create(ROOT_INO, b"other", 0o644, 0, 0).unwrap();
+        fs.sync().unwrap();
+        fs.open_inode(other).unwrap();
+        let other_data = pattern(7, 20_000);
+        assert_eq!(fs.write(other, 0, &other_data).unwrap(), other_data.len());
+        // A new file in a new directory, past the direct blocks, fsync'd.
+        let dir = fs.mkdir(ROOT_INO, b"new", 0o755, 0, 0).unwrap();
+        let f = fs.create(dir, b"f", 0o644, 0, 0).unwrap();
+        fs.open_inode(f).unwrap();
+        let data = pattern(8, 40_000);
+        for (k, chunk) in data.chunks(4096).enumerate() {
+            assert_eq!(fs.write(f, (k * 4096) as u64, chunk).unwrap(), chunk.len());
+        }
+        let flushes = fs.cache_stats().flushes;
+        fs.fsync(f).unwrap();
+        assert_eq!(fs.cache_stats().flushes, flushes + 1, "one device flush");
+        let at_fsync = fs.device().log.as_ref().unwrap().len();
+        fs.close_inode(f).unwrap();
+        fs.close_inode(other).unwrap();
+        let disk = fs.unmount().unwrap();
+        let log = disk.log.clone().unwrap();
+        assert!(at_fsync < log.len(), "fsync wrote everything (nbuf {nbuf})");
+        // The power cut right after the fsync returned.
+        let mut image = original.clone();
+        for w in &log[..at_fsync] {
+            let at = w.first_sector as usize * 512;
+            image[at..at + w.bytes.len()].copy_from_slice(&w.bytes);
+        }
+        let (status, text) = e2fsck(&scratch, &image);
+        assert!(harmful_lines(&text).is_empty() && status <= 4, "cut after fsync (nbuf {nbuf}):\n{text}");
+        let mut cut = Fs::mount(MemDisk::new(image), MountOptions { read_only: true, ..Default::default() })
+            .map_err(|(e, _)| e)
+            .unwrap();
+        let got = cut.resolve(b"/new/f").unwrap();
+        assert_eq!(read_all(&mut cut, got).unwrap(), data, "the fsync'd file (nbuf {nbuf})");
+        let o = cut.resolve(b"/other").unwrap();
+        assert_eq!(
+            cut.stat(o).unwrap().size_bytes,
+            0,
+            "the other file's write was not forced out (nbuf {nbuf})"
+        );
+        // And everything after the unmount.
+        let mut whole =
+            Fs::mount(MemDisk::new(disk.into_bytes()), MountOptions::default()).map_err(|(e, _)| e).unwrap();
+        let o = whole.resolve(b"/other").unwrap();
+        assert_eq!(read_all(&mut whole, o).unwrap(), other_data);
+    }
+}
+
+#[test]
+fn stat_of_an_open_file_sees_its_size_before_the_inode_is_written() {
+    if e2fsprogs().is_none() {
+        return;
+    }
+    let scratch = Scratch::new("openstat");
+    let image = mkfs(&scratch, 4096, 1024, None);
+    let mut fs = mount(image, 4);
+    let f = fs.create(ROOT_INO, b"f", 0o644, 0, 0).unwrap();
+    fs.open_inode(f).unwrap();
+    fs.write(f, 0, &[1u8; 3000]).unwrap();
+    assert_eq!(fs.stat(f).unwrap().size_bytes, 3000);
+    fs.write(f, 3000, &[2u8; 100]).unwrap();
+    assert_eq!(fs.stat(f).unwrap().size_bytes, 3100, "stat while open");
+    fs.close_inode(f).unwrap();
+    let disk = fs.unmount().unwrap();
+    let mut again = mount(disk.into_bytes(), 4);
+    let f = again.resolve(b"/f").unwrap();
+    assert_eq!(again.stat(f).unwrap().size_bytes, 3100, "written at close");
+    let mut data = vec![1u8; 3000];
+    data.extend_from_slice(&[2u8; 100]);
+    assert_eq!(read_all(&mut again, f).unwrap(), data);
 }

@@ -223,6 +223,12 @@ impl<D: BlockDevice> Fs<D> {
         self.plan_cut(inode, keep).map(|_| ())
     }
 
+    /// Every block of `inode`'s map: data and indirect blocks, checked
+    /// (for `fsync`, which writes them).
+    pub(crate) fn file_blocks(&mut self, inode: &Inode) -> Result<Vec<u32>, Errno> {
+        Ok(self.plan_cut(inode, 0)?.0.free)
+    }
+
     fn plan_cut(&mut self, inode: &Inode, keep: u64) -> Result<(Cut, Vec<usize>), Errno> {
         let p = self.ptrs_per_block;
         let mut cut = Cut::default();

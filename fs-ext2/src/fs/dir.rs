@@ -134,6 +134,7 @@ impl<D: BlockDevice> Fs<D> {
                     write_dirent(b, e.offset + used, child, e.rec_len - used, name, file_type);
                 }
             })?;
+            self.note_entry(child, dir_ino, block)?;
             return Ok(block);
         }
         let goal = match nblocks {
@@ -146,6 +147,7 @@ impl<D: BlockDevice> Fs<D> {
             write_dirent(b, 0, child, bs, name, file_type);
         })?;
         dir.set_size(dir.size() + bs as u64);
+        self.note_entry(child, dir_ino, block as u64)?;
         Ok(block as u64)
     }
 

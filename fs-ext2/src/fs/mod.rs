@@ -45,13 +45,23 @@ use crate::layout::{
     self, GROUP_DESC_BYTES, GroupDesc, Inode, ROOT_INO, SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock,
     feature, ftype, le16, le32, put16, put32,
 };
-use ::alloc::collections::BTreeMap;
+use ::alloc::collections::{BTreeMap, BTreeSet};
 use ::alloc::format;
 use ::alloc::string::String;
 use ::alloc::vec;
 use ::alloc::vec::Vec;
 use protocols::unix::Errno;
 use protocols::unix::errno::{EINVAL, EIO, EROFS};
+
+/// Most bytes of metadata kept pinned outside the `nbuf` pool: the
+/// superblock, the group descriptors and (as far as this goes) the
+/// bitmaps, V1's in-core superblock and free map. 1 MiB holds every bitmap
+/// of a volume of 1 KiB blocks up to 4 GiB, of 4 KiB blocks up to 64 GiB.
+pub const PINNED_METADATA_BYTES: u64 = 1 << 20;
+
+/// Most inodes whose new directory entries `fsync` keeps track of between
+/// two `sync`s (a bound on memory; past it `fsync` is a whole `sync`).
+pub const MAX_TRACKED_ENTRIES: usize = 4096;
 
 /// How to mount.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +131,17 @@ pub struct Fs<D: BlockDevice> {
     /// write of an open file then needs no inode-table buffer, so the
     /// buffers hold data and indirect blocks.
     core_inodes: BTreeMap<u32, Inode>,
+    /// Open inodes whose in-core copy is newer than their block: a
+    /// `write` changes only the in-core inode (size, times, block
+    /// pointers), as V1's did; it reaches its block at the last close,
+    /// `fsync`, `sync`, or any other change to the inode.
+    dirty_inodes: BTreeSet<u32>,
+    /// Directory blocks that got an entry naming an inode since the last
+    /// `sync`, with the directory: `fsync` of that inode
+    /// writes them too, so that an fsync'd new file has its name after a
+    /// power cut. At most [`MAX_TRACKED_ENTRIES`]; past that (`None`),
+    /// `fsync` is a whole `sync` until the next one.
+    new_entries: Option<BTreeMap<u32, Vec<(u64, u32)>>>,
     /// Blocks due on the disk before the next contents of an inode (kept
     /// in memory while an operation builds them): declared to the cache
     /// when the inode is written into its block, not before, so that a
@@ -186,12 +207,20 @@ impl<D: BlockDevice> Fs<D> {
             next_generation: 1,
             open: BTreeMap::new(),
             core_inodes: BTreeMap::new(),
+            dirty_inodes: BTreeSet::new(),
+            new_entries: Some(BTreeMap::new()),
             inode_deps: BTreeMap::new(),
             readers: Vec::new(),
             last_damage: None,
             groups: Vec::new(),
             sb,
         };
+        // V1 kept its superblock and free map in core, outside the `nbuf`
+        // buffers the seed varies (seed 004); so do these (pinned buffers).
+        fs.cache.pin(sb_block);
+        for b in 0..fs.gdt_blocks {
+            fs.cache.pin(fs.sb.first_data_block as u64 + 1 + b);
+        }
         if let Err(e) = fs.check_groups().and_then(|()| fs.check_root()) {
             // The cache has written nothing: mounting only reads.
             return Err((e, fs.cache.into_device_unwritten()));
@@ -317,6 +346,19 @@ impl<D: BlockDevice> Fs<D> {
             groups.push(desc);
         }
         self.groups = groups;
+        // The bitmaps, as far as PINNED_METADATA_BYTES go (a large volume's
+        // later groups' bitmaps go through the pool).
+        let budget = PINNED_METADATA_BYTES / self.block_bytes as u64;
+        let mut pinned = 1 + self.gdt_blocks;
+        for g in 0..self.groups.len() {
+            if pinned + 2 > budget {
+                break;
+            }
+            let (bb, ib) = (self.groups[g].block_bitmap as u64, self.groups[g].inode_bitmap as u64);
+            self.cache.pin(bb);
+            self.cache.pin(ib);
+            pinned += 2;
+        }
         Ok(())
     }
 
@@ -347,7 +389,8 @@ impl<D: BlockDevice> Fs<D> {
     }
 
     /// Writes everything and gives the device back.
-    pub fn unmount(self) -> Result<D, Errno> {
+    pub fn unmount(mut self) -> Result<D, Errno> {
+        self.flush_inodes()?;
         self.cache.into_device()
     }
 
@@ -395,13 +438,99 @@ impl<D: BlockDevice> Fs<D> {
 
     /// Everything to the disk and a device flush (`sync`).
     pub fn sync(&mut self) -> Result<(), Errno> {
-        self.cache.sync()
+        self.flush_inodes()?;
+        self.cache.sync()?;
+        self.new_entries = Some(BTreeMap::new());
+        Ok(())
     }
 
-    /// `fsync`/`fdatasync` of one file. The cache keeps no per-file
-    /// lists, so this is [`Fs::sync`]: more than asked, never less.
-    pub fn fsync(&mut self, _ino: u32) -> Result<(), Errno> {
-        self.cache.sync()
+    /// An entry naming `child` went into block `block` of directory `dir`.
+    pub(crate) fn note_entry(&mut self, child: u32, dir: u32, block: u64) -> Result<(), Errno> {
+        let Some(map) = &mut self.new_entries else { return Ok(()) };
+        if !map.contains_key(&child) && map.len() >= MAX_TRACKED_ENTRIES {
+            self.new_entries = None;
+            return Ok(());
+        }
+        let list = map.entry(child).or_default();
+        if !list.contains(&(block, dir)) {
+            list.push((block, dir));
+        }
+        Ok(())
+    }
+
+    /// Writes every in-core inode newer than its block into the block.
+    pub(crate) fn flush_inodes(&mut self) -> Result<(), Errno> {
+        while let Some(ino) = self.dirty_inodes.first().copied() {
+            self.flush_inode(ino)?;
+        }
+        Ok(())
+    }
+
+    /// Writes inode `ino`'s in-core copy into its block if it is newer.
+    pub(crate) fn flush_inode(&mut self, ino: u32) -> Result<(), Errno> {
+        if !self.dirty_inodes.contains(&ino) {
+            return Ok(());
+        }
+        match self.core_inodes.get(&ino).cloned() {
+            Some(inode) => self.write_inode(ino, &inode),
+            None => {
+                self.dirty_inodes.remove(&ino);
+                Ok(())
+            }
+        }
+    }
+
+    /// A `write`'s change to inode `ino`: kept in core while the file is
+    /// open (written by [`Fs::flush_inode`]), else written now.
+    pub(crate) fn write_inode_lazy(&mut self, ino: u32, inode: &Inode) -> Result<(), Errno> {
+        if self.sync_metadata || !self.core_inodes.contains_key(&ino) {
+            return self.write_inode(ino, inode);
+        }
+        self.update_core_inode(ino, inode);
+        self.dirty_inodes.insert(ino);
+        Ok(())
+    }
+
+    /// `fsync`/`fdatasync` of one file: its in-core inode into its block,
+    /// then its dirty data and indirect blocks, its inode block and the
+    /// directory blocks that got its name since the last `sync`, each
+    /// after what it waits for (the bitmaps, [`Cache::order`]), then a
+    /// device flush. Other files' dirty blocks stay in the cache unless
+    /// the order needs them first. A file with no block map (a fast
+    /// symbolic link), or more new names than tracked, gets a whole `sync`.
+    pub fn fsync(&mut self, ino: u32) -> Result<(), Errno> {
+        if self.new_entries.is_none() {
+            return self.sync();
+        }
+        let mut blocks = Vec::new();
+        let mut todo = vec![ino];
+        let mut seen = BTreeSet::new();
+        // The file, then each directory that got one of its names (or one
+        // of theirs) since the last sync: a new file in a new directory
+        // needs the directory's blocks, inode and name too.
+        while let Some(at) = todo.pop() {
+            if !seen.insert(at) {
+                continue;
+            }
+            self.flush_inode(at)?;
+            let inode = self.read_inode_raw(at)?;
+            if !(inode.is_reg() || inode.is_dir()) {
+                return self.sync();
+            }
+            blocks.extend(self.file_blocks(&inode)?.into_iter().map(u64::from));
+            blocks.push(self.inode_location(at)?.0);
+            let entries = self.new_entries.as_ref().and_then(|m| m.get(&at)).cloned().unwrap_or_default();
+            for (block, dir) in entries {
+                blocks.push(block);
+                todo.push(dir);
+            }
+        }
+        self.cache.write_blocks(&blocks)?;
+        self.cache.flush()?;
+        if let Some(map) = &mut self.new_entries {
+            map.remove(&ino);
+        }
+        Ok(())
     }
 
     /// Takes back the buffers of transfers the device has finished, without
@@ -417,6 +546,7 @@ impl<D: BlockDevice> Fs<D> {
 
     /// Empties the cache of clean blocks (cold-cache measurements).
     pub fn drop_caches(&mut self) -> Result<(), Errno> {
+        self.flush_inodes()?;
         self.cache.write_all()?;
         self.cache.drop_clean()
     }
@@ -503,6 +633,7 @@ impl<D: BlockDevice> Fs<D> {
         self.cache
             .modify(block, |b| b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw))?;
         self.update_core_inode(ino, inode);
+        self.dirty_inodes.remove(&ino);
         Ok(())
     }
 

@@ -597,10 +597,15 @@ impl<D: BlockDevice> Fs<D> {
         if *count > 0 {
             return Ok(());
         }
+        self.flush_inode(ino)?;
+        let core = self.core_inodes.remove(&ino);
         self.open.remove(&ino);
-        self.core_inodes.remove(&ino);
         self.readers.retain(|&(i, _)| i != ino);
-        let inode = self.read_inode_raw(ino)?;
+        // The in-core copy equals the block now: no read of the block.
+        let inode = match core {
+            Some(inode) => inode,
+            None => self.read_inode_raw(ino)?,
+        };
         if inode.links() == 0 && inode.dtime() == 0 && !self.read_only {
             self.delete_inode(ino, inode)?;
             self.end_op()?;
@@ -684,6 +689,7 @@ impl<D: BlockDevice> Fs<D> {
     /// Reads from a regular file at `offset`; 0 at or past the end. A
     /// sequential reader gets the next 16 pages read ahead.
     pub fn read(&mut self, ino: u32, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.cache.begin_request();
         let i = self.data_inode(ino)?;
         let size = i.size();
         if offset >= size || buf.is_empty() {
@@ -693,18 +699,10 @@ impl<D: BlockDevice> Fs<D> {
         let bs = self.block_bytes as u64;
         let first = offset / bs;
         let last = (offset + n as u64 - 1) / bs;
-        if self.note_read(ino, offset, offset + n as u64) {
-            let end_of_file = size.div_ceil(bs);
+        let is_sequential = self.note_read(ino, offset, offset + n as u64);
+        if is_sequential && last > first {
             let wanted = self.map_range(&i, first..last + 1)?;
             self.cache.prefetch(&wanted, false)?;
-            let ahead_end = (last + 1 + self.read_ahead_blocks()).min(end_of_file);
-            let ahead = self.map_range(&i, last + 1..ahead_end)?;
-            // Top the window up only once half of it is used: the blocks
-            // newly in it then go in one long transfer, not one short one
-            // per read (Ridge §8: sixteen-page transfers).
-            if self.cache.cached(&ahead) * 2 <= ahead.len() {
-                self.cache.prefetch(&ahead, true)?;
-            }
         }
         let mut done = 0;
         while done < n {
@@ -719,6 +717,19 @@ impl<D: BlockDevice> Fs<D> {
                 self.cache.read(block as u64, |b| out.copy_from_slice(&b[in_block..in_block + len]))?;
             }
             done += len;
+        }
+        if is_sequential {
+            // After the copy, so that read-ahead never takes the buffer of
+            // a block this read still needs (with two buffers it would).
+            let end_of_file = size.div_ceil(bs);
+            let ahead_end = (last + 1 + self.read_ahead_blocks()).min(end_of_file);
+            let ahead = self.map_range(&i, last + 1..ahead_end)?;
+            // Top the window up only once half of it is used: the blocks
+            // newly in it then go in one long transfer, not one short one
+            // per read (Ridge §8: sixteen-page transfers).
+            if self.cache.cached(&ahead) * 2 <= ahead.len() {
+                self.cache.prefetch(&ahead, true)?;
+            }
         }
         Ok(n)
     }
@@ -802,7 +813,7 @@ impl<D: BlockDevice> Fs<D> {
             }
             let now = self.now_s;
             i.set_times(None, Some(now), Some(now));
-            self.write_inode(ino, &i)?;
+            self.write_inode_lazy(ino, &i)?;
             Ok(done)
         } else {
             // Blocks taken for a map that then found no data block stay

@@ -61,14 +61,16 @@ runtime::entry!(main);
 /// ends of workers.
 const QUEUE_MESSAGES: u64 = 192;
 const QUEUE_PAGES: u64 = 128;
-/// The default cache takes 1/this of the memory free at mount.
-const FREE_MEMORY_SHARE: u64 = 64;
-/// Fewest and most buffers of the default. The most: choosing the least
-/// recently used buffer scans them all (`fs_ext2::cache`), once a miss.
+/// The default cache takes 1/this of the memory free at mount (each mount:
+/// a second disk gets its share of what the first left).
+const FREE_MEMORY_SHARE: u64 = 16;
+/// Fewest buffers of the default. There is no most: the cache's lookups
+/// and victim choice cost the same for any count (`fs_ext2::cache`), so
+/// only memory bounds it.
 const DEFAULT_NBUF_MIN: u64 = 16;
-const DEFAULT_NBUF_MAX: u64 = 1024;
-/// Most buffers `nbuf=` may ask for.
-const MAX_NBUF: u64 = 65_536;
+/// Most buffers `nbuf=` may ask for (1 GiB of 1 KiB blocks; the heap's
+/// limit, `abi::layout::USER_HEAP_MAX_BYTES`, refuses more anyway).
+const MAX_NBUF: u64 = 1 << 20;
 
 struct Start {
     monitor: Pid,
@@ -218,11 +220,10 @@ fn parse_nbuf(text: &str) -> Option<usize> {
 }
 
 /// The default buffer count: 1/[`FREE_MEMORY_SHARE`] of the free memory
-/// in buffers of the volume's block size, within
-/// [`DEFAULT_NBUF_MIN`]..=[`DEFAULT_NBUF_MAX`].
+/// in buffers of the volume's block size, at least [`DEFAULT_NBUF_MIN`].
 fn default_nbuf(block_bytes: u64) -> usize {
     let free = sys::info(InfoKey::FreeMemoryBytes);
-    (free / FREE_MEMORY_SHARE / block_bytes.max(1)).clamp(DEFAULT_NBUF_MIN, DEFAULT_NBUF_MAX) as usize
+    (free / FREE_MEMORY_SHARE / block_bytes.max(1)).max(DEFAULT_NBUF_MIN) as usize
 }
 
 /// The volume's block size, from its superblock (before mounting: the

@@ -252,7 +252,7 @@ pub fn seed_004(results: &Results) -> String {
     };
     let mut text = String::from(
         "B, seed 004 (UNIX V1's I/O buffers): the time to \"assemble the kernel\" (20 sources, 200 KiB\n\
-         read in 512-byte reads with CPU work per block, a 36,432-byte a.out written) against nbuf,\n\
+         read in 1 KiB block reads with CPU work per 512 bytes, a 36,432-byte a.out written) against nbuf,\n\
          each job from a cold cache; speedup = faster than one row up\n",
     );
     let _ = writeln!(

@@ -41,11 +41,14 @@
 //! - A write transfer starts only when every block its buffers wait for
 //!   is on the disk (clean, or not cached, and not in flight).
 
+mod index;
+
 use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec;
 use alloc::vec::Vec;
+use index::{BlockIndex, LruList};
 use protocols::unix::Errno;
 use protocols::unix::errno::{EINVAL, EIO};
 
@@ -116,9 +119,24 @@ pub struct Cache<D: BlockDevice> {
     sectors_per_block: u64,
     device_blocks: u64,
     max_run_blocks: usize,
+    /// The buffers of the LRU pool (`nbuf`): `bufs[..nbuf]`; the pinned
+    /// buffers follow them, never victims.
+    nbuf: usize,
     bufs: Vec<Buf>,
-    map: BTreeMap<u64, usize>,
+    /// Block -> buffer, hashed: a lookup costs the same with 16 buffers
+    /// or 100,000.
+    map: BlockIndex,
+    /// The pool's buffers that hold a block, least recently used first:
+    /// the victim is found without a scan of every buffer.
+    lru: LruList,
+    /// The pool's empty buffers.
+    free: Vec<usize>,
+    /// Blocks kept in pinned buffers once read ([`Cache::pin`]).
+    pinned: BTreeSet<u64>,
     clock: u64,
+    /// [`Cache::begin_request`]'s clock: buffers used since are the
+    /// request's own, never taken by its read-ahead.
+    request_clock: u64,
     in_flight: BTreeMap<u64, Vec<usize>>,
     next_tag: u64,
     /// Block -> blocks whose contents must be on the disk before its own.
@@ -162,9 +180,14 @@ impl<D: BlockDevice> Cache<D> {
             block_bytes,
             sectors_per_block,
             max_run_blocks: max_bytes / block_bytes,
+            nbuf,
             bufs,
-            map: BTreeMap::new(),
+            pinned: BTreeSet::new(),
+            map: BlockIndex::new(nbuf),
+            lru: LruList::new(nbuf),
+            free: (0..nbuf).rev().collect(),
             clock: 0,
+            request_clock: 0,
             in_flight: BTreeMap::new(),
             next_tag: 1,
             waits_for: BTreeMap::new(),
@@ -178,8 +201,23 @@ impl<D: BlockDevice> Cache<D> {
         self.block_bytes
     }
 
+    /// The buffers of the LRU pool (pinned ones not counted).
     pub fn nbuf(&self) -> usize {
-        self.bufs.len()
+        self.nbuf
+    }
+
+    /// Keeps `block`, once read, in a buffer of its own outside the `nbuf`
+    /// pool, never evicted (written like any other: in order, by
+    /// write-behind of its neighbours, at `sync`). For the few blocks V1
+    /// kept in core rather than in its buffers: the superblock and its
+    /// free map (seed 004's `nbuf` counts only the I/O buffers).
+    pub fn pin(&mut self, block: u64) {
+        self.pinned.insert(block);
+    }
+
+    /// Blocks pinned ([`Cache::pin`]) and buffers they hold now.
+    pub fn pinned_blocks(&self) -> usize {
+        self.pinned.len()
     }
 
     /// The device's size in blocks of this cache.
@@ -246,6 +284,9 @@ impl<D: BlockDevice> Cache<D> {
     fn touch(&mut self, i: usize) {
         self.clock += 1;
         self.bufs[i].last_use = self.clock;
+        if i < self.nbuf {
+            self.lru.touch(i);
+        }
     }
 
     /// Waits for one transfer and puts its buffers back.
@@ -285,9 +326,7 @@ impl<D: BlockDevice> Cache<D> {
                 (Direction::Read, Err(_)) => {
                     // The block is not known: forget it; whoever waits for
                     // it reads it again and gets the error then.
-                    buf.state = State::Empty;
-                    buf.is_read_ahead = false;
-                    self.map.remove(&buf.block);
+                    self.forget(i);
                 }
                 (Direction::Write, outcome) => {
                     // On an error the memory copy stays right and the
@@ -361,7 +400,7 @@ impl<D: BlockDevice> Cache<D> {
             return Ok(i);
         }
         self.stats.misses += 1;
-        let i = self.free_buffer()?;
+        let i = if self.pinned.contains(&block) { self.pinned_buffer() } else { self.free_buffer()? };
         self.bufs[i].block = block;
         self.bufs[i].is_read_ahead = false;
         self.map.insert(block, i);
@@ -381,23 +420,61 @@ impl<D: BlockDevice> Cache<D> {
         Ok(i)
     }
 
-    /// An empty buffer, not mapped: evicting the least recently used one
-    /// that is not busy (writing it first if dirty), or waiting.
+    /// Buffer `i` holds no block any more.
+    fn forget(&mut self, i: usize) {
+        let buf = &mut self.bufs[i];
+        if buf.state != State::Empty {
+            let block = buf.block;
+            buf.state = State::Empty;
+            buf.is_read_ahead = false;
+            self.map.remove(&block);
+            if i < self.nbuf {
+                self.lru.remove(i);
+                self.free.push(i);
+            }
+        }
+    }
+
+    /// An empty pinned buffer (one a failed read left empty), else a new one.
+    fn pinned_buffer(&mut self) -> usize {
+        if let Some(i) = (self.nbuf..self.bufs.len()).find(|&i| self.bufs[i].state == State::Empty) {
+            return i;
+        }
+        self.bufs.push(Buf {
+            block: 0,
+            data: Some(vec![0u8; self.block_bytes].into_boxed_slice()),
+            state: State::Empty,
+            last_use: 0,
+            is_read_ahead: false,
+        });
+        self.bufs.len() - 1
+    }
+
+    /// An empty buffer of the pool, not mapped: evicting the least recently
+    /// used one that is not busy (writing it first if dirty), or waiting.
     fn free_buffer(&mut self) -> Result<usize, Errno> {
         let mut has_started_write = false;
         loop {
-            if let Some(i) = self.bufs.iter().position(|b| b.state == State::Empty) {
+            if let Some(i) = self.free.pop() {
                 return Ok(i);
             }
-            let lru = (0..self.bufs.len())
-                .filter(|&i| self.bufs[i].state != State::Empty && !self.bufs[i].state.is_busy())
-                .min_by_key(|&i| self.bufs[i].last_use);
+            // The least recently used buffer not in flight: the walk
+            // passes only buffers in flight, a few.
+            let mut at = self.lru.oldest();
+            let mut lru = None;
+            while let Some(i) = at {
+                if !self.bufs[i].state.is_busy() {
+                    lru = Some(i);
+                    break;
+                }
+                at = self.lru.newer(i);
+            }
             match lru {
                 None => self.wait_one()?,
                 Some(i) if self.bufs[i].state == State::Clean => {
-                    self.map.remove(&self.bufs[i].block);
-                    self.bufs[i].state = State::Empty;
-                    self.bufs[i].is_read_ahead = false;
+                    self.forget(i);
+                    let popped = self.free.pop();
+                    debug_assert_eq!(popped, Some(i));
                     return Ok(i);
                 }
                 Some(i) => {
@@ -551,7 +628,7 @@ impl<D: BlockDevice> Cache<D> {
     /// dirty blocks as long as a transfer may be (or half the buffers,
     /// when there are few), start writing the run now.
     pub fn write_behind(&mut self, block: u64) -> Result<(), Errno> {
-        let threshold = self.max_run_blocks.min((self.bufs.len() / 2).max(1));
+        let threshold = self.max_run_blocks.min((self.nbuf / 2).max(1));
         let mut run = 0;
         let mut at = block;
         while run < threshold {
@@ -567,7 +644,7 @@ impl<D: BlockDevice> Cache<D> {
         if run < threshold {
             return Ok(());
         }
-        let i = self.map[&block];
+        let Some(&i) = self.map.get(&block) else { return Ok(()) };
         if self.write_run(i, true)? {
             self.stats.write_behind_transfers += 1;
         }
@@ -575,12 +652,13 @@ impl<D: BlockDevice> Cache<D> {
     }
 
     /// Read-ahead: starts reading those of `blocks` that are not cached,
-    /// into buffers that are empty or clean and not the most recently
-    /// used, at most half the buffers, one transfer per run of
+    /// into buffers that are empty or clean, not used since
+    /// [`Cache::begin_request`] and not read ahead and unused yet, at most
+    /// half the buffers, one transfer per run of
     /// consecutive blocks. Waits for nothing. `is_speculative`: counted as
     /// read-ahead (blocks not yet asked for).
     pub fn prefetch(&mut self, blocks: &[u64], is_speculative: bool) -> Result<(), Errno> {
-        let budget = self.bufs.len() / 2;
+        let budget = self.nbuf / 2;
         let mut taken = 0;
         let mut run: Vec<usize> = Vec::new();
         for &block in blocks {
@@ -591,11 +669,23 @@ impl<D: BlockDevice> Cache<D> {
                 self.flush_run(&mut run);
                 continue;
             }
-            let newest = self.clock;
-            let victim = self.bufs.iter().position(|b| b.state == State::Empty).or_else(|| {
-                (0..self.bufs.len())
-                    .filter(|&i| self.bufs[i].state == State::Clean && self.bufs[i].last_use < newest)
-                    .min_by_key(|&i| self.bufs[i].last_use)
+            let newest = self.request_clock;
+            let victim = self.free.pop().or_else(|| {
+                // The list is in order of use: stop at the request's own.
+                let mut at = self.lru.oldest();
+                while let Some(i) = at {
+                    let b = &self.bufs[i];
+                    if b.last_use > newest {
+                        return None;
+                    }
+                    // Not a block read ahead and not yet used: it is
+                    // still to come, and taking it would read it twice.
+                    if b.state == State::Clean && !b.is_read_ahead {
+                        return Some(i);
+                    }
+                    at = self.lru.newer(i);
+                }
+                None
             });
             let Some(i) = victim else { break };
             if self.bufs[i].state == State::Clean {
@@ -607,12 +697,11 @@ impl<D: BlockDevice> Cache<D> {
             {
                 self.flush_run(&mut run);
             }
-            self.clock += 1;
+            self.touch(i);
             let buf = &mut self.bufs[i];
             buf.block = block;
             buf.state = State::Reading; // reserved; start_read sets it again
             buf.is_read_ahead = is_speculative;
-            buf.last_use = self.clock;
             self.map.insert(block, i);
             run.push(i);
             taken += 1;
@@ -622,6 +711,14 @@ impl<D: BlockDevice> Cache<D> {
         }
         self.flush_run(&mut run);
         Ok(())
+    }
+
+    /// A request of the file system starts: read-ahead until the next one
+    /// leaves the buffers it uses alone (the block being read, the
+    /// indirect block mapping it), so that with few buffers read-ahead
+    /// does not evict what the reader needs next.
+    pub fn begin_request(&mut self) {
+        self.request_clock = self.clock;
     }
 
     /// How many of `blocks` are in a buffer (or on their way into one).
@@ -639,19 +736,49 @@ impl<D: BlockDevice> Cache<D> {
     /// Writes every dirty buffer (in the order the file system asked for)
     /// and waits until every transfer finished, without a device flush.
     pub fn write_all(&mut self) -> Result<(), Errno> {
+        // Passes over the buffers until none is dirty (one, unless a
+        // write for the order dirtied nothing new: it never does).
         loop {
-            let dirty = self.map.iter().find(|&(_, &i)| self.bufs[i].state == State::Dirty).map(|(_, &i)| i);
-            match dirty {
-                Some(i) => {
+            let mut found = false;
+            for i in 0..self.bufs.len() {
+                if self.bufs[i].state == State::Dirty {
+                    found = true;
                     self.write_run(i, false)?;
                 }
-                None => break,
+            }
+            if !found {
+                break;
             }
         }
         while !self.in_flight.is_empty() {
             self.wait_one()?;
         }
         Ok(())
+    }
+
+    /// Writes those of `blocks` that are dirty (each after the blocks it
+    /// waits for, [`Cache::order`]) and waits until they are on the disk,
+    /// without a device flush: `fsync` of one file.
+    pub fn write_blocks(&mut self, blocks: &[u64]) -> Result<(), Errno> {
+        for &block in blocks {
+            if let Some(&i) = self.map.get(&block)
+                && self.bufs[i].state == State::Dirty
+            {
+                self.write_run(i, false)?;
+            }
+        }
+        for &block in blocks {
+            self.write_block_now(block)?;
+        }
+        Ok(())
+    }
+
+    /// A device flush (every completed write durable). `EIO` if any write
+    /// failed since the last sync or flush.
+    pub fn flush(&mut self) -> Result<(), Errno> {
+        self.stats.flushes += 1;
+        self.dev.flush()?;
+        if core::mem::take(&mut self.has_write_error) { Err(EIO) } else { Ok(()) }
     }
 
     /// `sync`: everything written and flushed at the device. `EIO` if any
@@ -668,11 +795,9 @@ impl<D: BlockDevice> Cache<D> {
         while !self.in_flight.is_empty() {
             self.wait_one()?;
         }
-        for buf in &mut self.bufs {
-            if buf.state == State::Clean {
-                self.map.remove(&buf.block);
-                buf.state = State::Empty;
-                buf.is_read_ahead = false;
+        for i in 0..self.bufs.len() {
+            if self.bufs[i].state == State::Clean {
+                self.forget(i);
             }
         }
         Ok(())
@@ -791,6 +916,50 @@ mod tests {
         let log: Vec<(u64, u8)> =
             c.device().log.as_ref().unwrap().iter().map(|w| (w.first_sector / 2, w.bytes[1])).collect();
         assert_eq!(log, vec![(1, 1), (2, 1), (1, 2)]);
+    }
+
+    #[test]
+    fn pinned_blocks_live_outside_the_pool_and_are_never_evicted() {
+        let mut c = Cache::new(disk(64).recording(), BS, 1).unwrap();
+        c.pin(2);
+        c.modify(2, |d| d[1] = 7).unwrap();
+        for b in 10..20u64 {
+            c.read(b, |_| ()).unwrap();
+        }
+        assert_eq!(c.nbuf(), 1, "the pinned buffer is not counted");
+        let misses = c.stats().misses;
+        assert_eq!(c.read(2, |d| d[1]).unwrap(), 7);
+        assert_eq!(c.stats().misses, misses, "block 2 stayed");
+        assert!(c.device().log.as_ref().unwrap().is_empty(), "and was not written to make room");
+        c.sync().unwrap();
+        assert_eq!(c.device().bytes()[2 * BS + 1], 7, "written at sync");
+    }
+
+    #[test]
+    fn read_ahead_spares_the_requests_own_buffers_and_unused_read_ahead() {
+        let mut c = Cache::new(disk(64), BS, 4).unwrap();
+        c.read(1, |_| ()).unwrap();
+        c.read(2, |_| ()).unwrap();
+        c.begin_request();
+        // The request uses 3 (say, an indirect block) and 4 (its data).
+        c.read(3, |_| ()).unwrap();
+        c.read(4, |_| ()).unwrap();
+        // Two blocks of budget: only 1 and 2 may be taken.
+        c.prefetch(&[10, 11], true).unwrap();
+        assert_eq!(c.cached(&[3, 4, 10, 11]), 4);
+        assert_eq!(c.cached(&[1, 2]), 0);
+        // A later request's read-ahead does not take 10 and 11, read
+        // ahead and not used yet, nor 3 and 4, used again by this
+        // request: it finds no buffer and reads nothing.
+        c.write_all().unwrap(); // the read-ahead has arrived
+        c.begin_request();
+        c.read(3, |_| ()).unwrap();
+        c.read(4, |_| ()).unwrap();
+        let reads = c.stats().read_transfers;
+        c.prefetch(&[20], true).unwrap();
+        assert_eq!(c.stats().read_transfers, reads);
+        assert_eq!(c.cached(&[10, 11, 20]), 2);
+        assert_eq!(c.read(10, |d| d[0]).unwrap(), 10);
     }
 
     #[test]
