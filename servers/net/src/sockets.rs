@@ -887,6 +887,10 @@ impl Net {
                 return (ok(done as u64), done);
             }
             let reset = s.state() == tcp::State::Closed && was_established;
+            // The reset is reported once; later writes get EPIPE (and so
+            // SIGPIPE from the runtime's `write`), as on Linux: the
+            // sending side is gone for good.
+            sock.shut_wr = true;
             return (err(if reset { ECONNRESET } else { EPIPE }), done);
         }
         let mut done = done;
