@@ -136,7 +136,7 @@ pub fn poll_a_socket_and_a_pipe_together() -> TestResult {
 pub fn poll_the_terminal() -> TestResult {
     let st = unix::fstat(1).ctx("fstat 1")?;
     if !protocols::unix::mode::is_chr(st.mode) {
-        // Standard output is not the console in this boot: open it.
+        // The test boots run utest with standard output on the console.
         return Err(format!("standard output is not a character device (mode {:#o})", st.mode));
     }
     let mut fds = [entry(1, POLLOUT)];
@@ -172,6 +172,10 @@ pub fn sigpipe_on_a_socket() -> TestResult {
     for ignore in [false, true] {
         let (c, s, l) = tcp_pair()?;
         let writer = spawn(move || {
+            // The peer's end and the listener are the parent's to close:
+            // a copy held here would keep the connection open.
+            let _ = unix::close(s);
+            let _ = unix::close(l);
             let _ = unix::signal_ignore(SIGPIPE, ignore);
             for _ in 0..200 {
                 match unix::write(c, &[3u8; 512]) {
