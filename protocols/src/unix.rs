@@ -746,6 +746,14 @@ pub mod io {
     pub const OP_FSYNC: u64 = 9;
     /// `OP_FSYNC` word 2: `fdatasync`.
     pub const FSYNC_DATA: u64 = 1;
+    /// Pipes and terminals: readiness for `poll`, never waiting. Word 1 =
+    /// handle, word 2 = the events asked (`POLLIN`, `POLLOUT`: the bits of
+    /// `crate::net`, POSIX's). Reply: word 0 = the events true now, with
+    /// `POLLHUP` (a pipe's read end whose writers are gone) and
+    /// `POLLERR` (a pipe's write end whose readers are gone) whether
+    /// asked or not. Other managers answer `ENOSYS`: the runtime then
+    /// takes the object as always ready (a regular file).
+    pub const OP_POLL: u64 = 10;
 }
 
 /// One directory entry in an `OP_READDIR` reply's data: ino (u64 LE),

@@ -19,8 +19,11 @@
 mod block;
 #[path = "unix_pipe.rs"]
 mod pipe_io;
+#[path = "unix_poll.rs"]
+mod poll_io;
 #[path = "unix_socket.rs"]
 pub mod socket;
+pub use poll_io::poll;
 
 use crate::msg::{self, Link, Queue};
 use abi::Pid;
@@ -539,10 +542,10 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
         return block::write(fd, buf);
     }
     if ux::mode::is_fifo(info.file_type) && !buf.is_empty() {
-        return pipe_io::write(fd, buf);
+        return broken_pipe_signals(pipe_io::write(fd, buf));
     }
     if ux::mode::is_sock(info.file_type) {
-        return socket::send(fd, buf);
+        return broken_pipe_signals(socket::send(fd, buf));
     }
     let most = if takes_lent_writes(&info) { MAX_LENT_BYTES } else { abi::msg::MAX_DATA_BYTES as usize };
     let mut done = 0;
@@ -556,6 +559,24 @@ pub fn write(fd: Fd, buf: &[u8]) -> Result<usize, Errno> {
         }
     }
     Ok(done)
+}
+
+/// POSIX `write()`: "An attempt to write to a pipe or FIFO [or a
+/// socket that is no longer connected] ... A SIGPIPE signal shall also be
+/// sent to the thread", and the call fails with `EPIPE` only when the
+/// signal does not end the process. Ridgeback's signals have only their
+/// default action (end the process) and "ignore", and no mask: so a
+/// write that found no reader sends SIGPIPE to its own process through
+/// the monitor, which ends it there (the `kill` call never returns)
+/// unless SIGPIPE is ignored, and then `EPIPE` is returned. A write that
+/// moved some bytes before the reader went returns that count, as POSIX
+/// says; the next write gets the signal. `socket::send` itself does not
+/// signal (as with Linux's `MSG_NOSIGNAL`); `write` on a socket does.
+fn broken_pipe_signals(result: Result<usize, Errno>) -> Result<usize, Errno> {
+    if result == Err(errno::EPIPE) {
+        let _ = kill(getpid() as i64, ux::signal::SIGPIPE);
+    }
+    result
 }
 
 /// `lseek`'s `whence` values, as the protocol defines them.

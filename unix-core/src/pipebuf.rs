@@ -304,6 +304,17 @@ impl<T: Copy> Pipe<T> {
         ring + self.writers.iter().filter(|w| w.loaned).map(|w| w.len - w.taken).sum::<usize>()
     }
 
+    /// Could a write go in now without waiting: the read end is open, no
+    /// write is kept ahead of it, and the buffer (made at the first
+    /// buffered write) has room for `PIPE_BUF` bytes — POSIX's test for
+    /// `POLLOUT` on a pipe.
+    pub fn writable_now(&self) -> bool {
+        let room = self.ring.as_ref().map_or(self.limits.capacity_bytes, Ring::free);
+        self.read_open
+            && self.writers.is_empty()
+            && room >= self.limits.atomic_bytes.min(self.limits.capacity_bytes)
+    }
+
     /// Has the buffer been allocated?
     pub fn has_buffer(&self) -> bool {
         self.ring.is_some()

@@ -455,7 +455,7 @@ const NET_BACKEND_ID: &str = "net0";
 /// neighbouring slots to the same ISA line: in its default slot the card
 /// shares the disk's line and its driver cannot claim it. Slot 6 reaches
 /// the other line.
-const NET_PCI_SLOT: &str = "0x6";
+pub const NET_PCI_SLOT: &str = "0x6";
 
 /// `--net` and `--hostfwd`: whether the machine has a network card, on
 /// QEMU's user network (slirp: the guest is 10.0.2.15/24 by DHCP, the

@@ -78,6 +78,7 @@ mod outcome;
 mod scenarios;
 mod shcorpus;
 mod verdict;
+mod wire;
 
 use boot::{DEFAULT_TIMEOUT_S, boot};
 use outcome::Outcome;
@@ -390,6 +391,11 @@ fn unix_steps(
         opts.timeout_s
     ));
     outcomes.push(net::run(workspace, run_opts.smp, opts.accel, opts.timeout_s, log_dir));
+    headers.next(&format!(
+        "malformed frames from the wire, injected through a -netdev dgram peer (one boot, timeout {} s)",
+        opts.timeout_s
+    ));
+    outcomes.push(wire::run(workspace, run_opts.smp, opts.accel, opts.timeout_s, log_dir));
     headers.next(&format!(
         "the dash oracle: {} under Ridgeback's sh and the host's dash (one boot)",
         shcorpus::DIR

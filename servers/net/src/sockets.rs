@@ -887,6 +887,10 @@ impl Net {
                 return (ok(done as u64), done);
             }
             let reset = s.state() == tcp::State::Closed && was_established;
+            // The reset is reported once; later writes get EPIPE (and so
+            // SIGPIPE from the runtime's `write`), as on Linux: the
+            // sending side is gone for good.
+            sock.shut_wr = true;
             return (err(if reset { ECONNRESET } else { EPIPE }), done);
         }
         let mut done = done;
@@ -1080,10 +1084,11 @@ impl Net {
     }
 
     fn tend_listeners(&mut self) {
-        let mut replace: Vec<(u64, usize)> = Vec::new();
         let mut dropped: Vec<(usize, SocketHandle)> = Vec::new();
+        let mut listeners: Vec<u64> = Vec::new();
         for (&h, sock) in self.socks.iter_mut() {
-            let State::Listening { members, pending, backlog } = &mut sock.state else { continue };
+            let State::Listening { members, pending, .. } = &mut sock.state else { continue };
+            listeners.push(h);
             let mut i = 0;
             while i < members.len() {
                 let (set, sh) = members[i];
@@ -1091,14 +1096,13 @@ impl Net {
                 if s.state() != tcp::State::Listen {
                     members.swap_remove(i);
                     pending.push_back((set, sh));
-                    if pending.len() <= *backlog {
-                        replace.push((h, set));
-                    }
                 } else {
                     i += 1;
                 }
             }
-            // Connections reset during the handshake are dropped.
+            // Connections reset during the handshake (or whose handshake
+            // timed out: a SYN flood's half-open connections, after
+            // `TCP_TIMEOUT`) are dropped.
             let sets = &self.sets;
             pending.retain(|&(set, sh)| {
                 let closed = sets[set].get::<tcp::Socket>(sh).state() == tcp::State::Closed;
@@ -1111,14 +1115,37 @@ impl Net {
         for (set, sh) in dropped {
             self.remove_socket(set, sh);
         }
-        for (h, set) in replace {
+        // Top every listener up to `backlog` LISTEN sockets per interface
+        // while its queue of connections has room. Not only when a member
+        // leaves LISTEN: after a SYN flood filled the queue with half-open
+        // connections, the members must come back once those time out,
+        // or the port answers every later SYN with a reset for ever (the
+        // wire test's SYN flood found this).
+        for h in listeners {
             let sock = &self.socks[&h];
+            let State::Listening { members, pending, backlog } = &sock.state else { continue };
+            if pending.len() > *backlog {
+                continue;
+            }
             let (addr, port) = sock.local.unwrap_or((Ipv4Address::UNSPECIFIED, 0));
             let (rx, tx, nodelay, keepalive) = (sock.rcvbuf, sock.sndbuf, sock.nodelay, sock.keepalive);
-            if let Some(sh) = self.new_listener(set, addr, port, rx, tx, nodelay, keepalive)
-                && let Some(State::Listening { members, .. }) = self.socks.get_mut(&h).map(|s| &mut s.state)
-            {
-                members.push((set, sh));
+            let backlog = *backlog;
+            let missing: Vec<(usize, usize)> = self
+                .sets_for_local(addr)
+                .into_iter()
+                .map(|set| (set, backlog.saturating_sub(members.iter().filter(|m| m.0 == set).count())))
+                .collect();
+            for (set, count) in missing {
+                for _ in 0..count {
+                    let Some(sh) = self.new_listener(set, addr, port, rx, tx, nodelay, keepalive) else {
+                        break;
+                    };
+                    if let Some(State::Listening { members, .. }) =
+                        self.socks.get_mut(&h).map(|s| &mut s.state)
+                    {
+                        members.push((set, sh));
+                    }
+                }
             }
         }
     }

@@ -13,6 +13,9 @@
 //!   the message's data, or `lease_read`), or, in `loan` mode and for at
 //!   least `pipe.loan_min` bytes, kept and served straight to readers
 //!   (seed 002's loaned pipes); `EPIPE` once the read end is closed;
+//! - `OP_POLL` (readiness for `poll`, answered at once: `POLLIN`,
+//!   `POLLOUT`, `POLLHUP` when the writers are gone, `POLLERR` when the
+//!   readers are);
 //! - `OP_FSTAT` (a FIFO, `rw-------`, size = bytes readable now),
 //!   `OP_SEEK` (`ESPIPE`), `OP_READDIR` (`ENOTDIR`), `OP_FOREGROUND`
 //!   (`ENOTTY`);
@@ -43,6 +46,7 @@ use abi::lease::{LOAN_MIN_BYTES, MAX_LEASE_BYTES, MAY_LOAN};
 use abi::msg::{Kind, Message};
 use abi::{Error, Pid};
 use alloc::vec::Vec;
+use protocols::net::{POLLERR, POLLHUP, POLLIN, POLLOUT};
 use protocols::unix::errno::{EBADF, EFAULT, EIO, ENOSYS, ENOTDIR, ENOTTY, EPERM, ESPIPE};
 use protocols::unix::pipe::Mode;
 use protocols::unix::{Errno, Stat, encode_result, io, mode, monitor as mon, pipe};
@@ -260,6 +264,32 @@ impl Answer {
 }
 
 impl Manager {
+    /// `poll`'s events on end `end` now (`io::OP_POLL`), as POSIX and
+    /// Linux give them for a pipe: the read end is `POLLIN` with bytes to
+    /// read, `POLLHUP` once every writer has gone (with `POLLIN` while
+    /// bytes remain); the write end is `POLLOUT` when `PIPE_BUF` bytes
+    /// would go in without waiting, `POLLERR` once every reader has gone
+    /// (a write would then raise `SIGPIPE`).
+    fn readiness(&self, end: End, asked: u64) -> u64 {
+        let asked = asked as u16;
+        let bits = match end {
+            End::Read => {
+                let mut r = 0;
+                if self.pipe.buffered() > 0 {
+                    r |= POLLIN & asked;
+                }
+                if !self.pipe.is_open(End::Write) {
+                    r |= POLLHUP;
+                }
+                r
+            }
+            End::Write if !self.pipe.is_open(End::Read) => POLLERR,
+            End::Write if self.pipe.writable_now() => POLLOUT & asked,
+            End::Write => 0,
+        };
+        u64::from(bits)
+    }
+
     fn serve(&mut self, queue: Queue) -> i32 {
         let mut request = Page::zeroed();
         let mut reply_data = Page::zeroed();
@@ -366,6 +396,7 @@ impl Manager {
                 io.reply_data[..Stat::BYTES].copy_from_slice(&stat.encode());
                 return Some(Answer { words: [0; 4], data_len: Stat::BYTES });
             }
+            (io::OP_POLL, Some(e)) => return Some(Answer::result(Ok(self.readiness(e, m[2])))),
             (io::OP_SEEK, Some(_)) => return Some(Answer::result(Err(ESPIPE))),
             (io::OP_READDIR, Some(_)) => return Some(Answer::result(Err(ENOTDIR))),
             (io::OP_FOREGROUND, Some(_)) => return Some(Answer::result(Err(ENOTTY))),
@@ -382,6 +413,7 @@ impl Manager {
                 | io::OP_SEEK
                 | io::OP_READDIR
                 | io::OP_FOREGROUND
+                | io::OP_POLL
                 | io::OP_CLOSE,
                 _,
             ) => return Some(Answer::result(Err(EBADF))),

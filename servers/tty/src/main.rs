@@ -8,6 +8,8 @@
 //!   line is typed (several readers wait in order); ^D on an empty line is
 //!   end of file (0 bytes) for one read;
 //! - `io::OP_WRITE` writes through the driver with NL → CR NL;
+//! - `io::OP_POLL`: `POLLIN` when a line (or an end of file) is ready,
+//!   `POLLOUT` always (writes never wait);
 //! - `io::OP_FSTAT` (a character device, `rw--w----`), `io::OP_SEEK`
 //!   (`ESPIPE`), `io::OP_READDIR` (`ENOTDIR`), `io::OP_FOREGROUND` (the
 //!   foreground process group, which ^C signals);
@@ -41,6 +43,7 @@ use abi::{Error, Pid};
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use protocols::console;
+use protocols::net::{POLLIN, POLLOUT};
 use protocols::unix::Errno;
 use protocols::unix::errno::{
     EAGAIN, EBADF, EBUSY, EINVAL, EIO, ENFILE, ENOENT, ENOSYS, ENOTDIR, EPERM, ESPIPE, ESRCH,
@@ -271,6 +274,21 @@ impl Tty {
                     };
                     out[..Stat::BYTES].copy_from_slice(&stat.encode());
                     return Some(Answer { words: [0; 4], data_len: Stat::BYTES });
+                }
+                None => Err(EBADF),
+            },
+            // `poll`: readable when the line discipline has a line (or an
+            // end of file) to hand out; writes never wait.
+            io::OP_POLL => match self.handles.get(m[1]) {
+                Some(flags) => {
+                    let mut r = 0;
+                    if open_flags::readable(flags) && self.ldisc.readable() {
+                        r |= POLLIN;
+                    }
+                    if open_flags::writable(flags) {
+                        r |= POLLOUT;
+                    }
+                    Ok(u64::from(r & m[2] as u16))
                 }
                 None => Err(EBADF),
             },

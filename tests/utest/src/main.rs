@@ -44,6 +44,7 @@ mod pipe;
 mod proc;
 mod ramdisk;
 mod raw;
+mod readiness;
 mod util;
 
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
@@ -152,6 +153,13 @@ const TESTS: &[Test] = &[
     ("net::a_thousand_sockets", net::a_thousand_sockets),
     ("net::peer_vanishes_mid_stream", net::peer_vanishes_mid_stream),
     ("net::client_killed_with_data_queued", net::client_killed_with_data_queued),
+    ("poll::a_pipe_with_and_without_data", readiness::poll_a_pipe_with_and_without_data),
+    ("poll::a_pipe_whose_other_end_closed", readiness::poll_a_pipe_whose_other_end_closed),
+    ("poll::timeouts_and_waking", readiness::poll_timeouts_and_waking),
+    ("poll::a_socket_and_a_pipe_together", readiness::poll_a_socket_and_a_pipe_together),
+    ("poll::the_terminal", readiness::poll_the_terminal),
+    ("signal::sigpipe_on_a_pipe", readiness::sigpipe_on_a_pipe),
+    ("signal::sigpipe_on_a_socket", readiness::sigpipe_on_a_socket),
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),

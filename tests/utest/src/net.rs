@@ -13,7 +13,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use protocols::unix::errno::*;
-use protocols::unix::signal::SIGKILL;
+use protocols::unix::signal::{SIGKILL, SIGPIPE};
 use runtime::unix::socket::{
     self, AF_INET, IP_LOCAL_PORT_RANGE, IPPROTO_IP, POLLIN, POLLOUT, PollFd, SO_ERROR, SO_REUSEADDR,
     SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET, SockAddr,
@@ -315,6 +315,9 @@ pub fn peer_vanishes_mid_stream() -> TestResult {
         }
     }
     let mut failed = false;
+    // `write` raises SIGPIPE on a broken connection: ignored here to see
+    // the errno (tests/utest/src/readiness.rs tests the signal).
+    let was_ignored = unix::signal_ignore(SIGPIPE, true).ctx("ignore SIGPIPE")?;
     for _ in 0..50 {
         match unix::write(s, &[1u8; 1024]) {
             Ok(_) => unix::sleep_ns(10_000_000),
@@ -325,6 +328,7 @@ pub fn peer_vanishes_mid_stream() -> TestResult {
             Err(e) => return Err(format!("write to a dead peer: {}", e.name())),
         }
     }
+    unix::signal_ignore(SIGPIPE, was_ignored).ctx("restore SIGPIPE")?;
     let (_, _, table) = counts()?;
     ensure!(failed, "writes to a dead peer kept succeeding:\n{table}");
     let _ = unix::close(s);
@@ -350,7 +354,12 @@ pub fn client_killed_with_data_queued() -> TestResult {
         }
     })?;
     let (s, _) = socket::accept(l).ctx("accept")?;
-    crate::util::write_all(s, &[9u8; 16 * 1024]).ctx("write to the client")?;
+    // The client may be gone before this ends: SIGPIPE must not end the
+    // test runner.
+    let was_ignored = unix::signal_ignore(SIGPIPE, true).ctx("ignore SIGPIPE")?;
+    let wrote = crate::util::write_all(s, &[9u8; 16 * 1024]).ctx("write to the client");
+    unix::signal_ignore(SIGPIPE, was_ignored).ctx("restore SIGPIPE")?;
+    wrote?;
     let mut first = [0u8; 1024];
     ensure!(unix::read(s, &mut first).ctx("read")? > 0, "nothing from the client");
     unix::kill(client as i64, SIGKILL).ctx("kill")?;
