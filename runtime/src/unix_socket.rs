@@ -19,15 +19,30 @@
 //! (only the monitor hands out descriptors, and it never waits on a
 //! server, so it cannot be the one that waits for a connection).
 //!
+//! `net=classic` (the network server says which mode it runs in when
+//! asked, `OP_MAP_LOCKS`): a read or write first takes the stack's
+//! global spin lock, in the server's lock page mapped at
+//! `protocols::net::locks::WINDOW`, on this CPU, makes the call with
+//! `NOWAIT` (the server serves a holder's call at once and never parks
+//! it), and lets the lock go; if the call could not finish without
+//! waiting, the rest is a plain call made without the lock (a lock
+//! holder must never wait). Callers on other CPUs spin meanwhile: the
+//! seed's Figure 2. `net=scalable`: no lock here at all.
+//!
 //! What it is not: the BSD `sockaddr` ABI. Addresses are [`SockAddr`]
 //! (IPv4 only); options are `(level, name)` pairs with Linux's numbers.
 //! `SIGPIPE` is not raised: a write after the peer went gets `EPIPE`.
 
 use super::{Errno, Fd, errno, fd_entry, from_kernel, manager_call, open};
-use crate::msg;
+use crate::msg::{self, Link};
+use crate::sys;
+use abi::Pid;
 use alloc::vec::Vec;
+use protocols::net::locks::{self, LockPage};
 use protocols::net::{self as n, endpoint, split_endpoint};
+use protocols::unix::FdInfo;
 use protocols::unix::{self as ux, open_flags};
+use spin::Mutex;
 
 pub const AF_INET: u32 = 2;
 pub const SOCK_STREAM: u32 = 1;
@@ -85,6 +100,75 @@ impl core::fmt::Display for SockAddr {
         let a = self.addr;
         write!(f, "{}.{}.{}.{}:{}", a[0], a[1], a[2], a[3], self.port)
     }
+}
+
+/// Whether this process has asked the network server for its mode.
+#[derive(Clone, Copy)]
+enum Locks {
+    Untried,
+    /// `scalable`, or no lock page: plain calls.
+    Unlocked,
+    /// `classic`: the lock page is mapped at `locks::WINDOW`.
+    Classic,
+}
+
+static LOCKS: Mutex<Locks> = Mutex::new(Locks::Untried);
+
+/// The global lock's page when the server runs `net=classic`, mapping it
+/// the first time. Kept over `fork` (the page is shared, and so is this
+/// state); `exec` starts again.
+fn classic_locks(link: Link, info: &FdInfo) -> Option<&'static LockPage> {
+    let state = *LOCKS.lock();
+    let classic = match state {
+        Locks::Classic => true,
+        Locks::Unlocked => false,
+        Locks::Untried => {
+            let mapped = msg::call(link, &[n::OP_MAP_LOCKS, info.handle, locks::WINDOW, 0], &[], &mut [])
+                .ok()
+                .filter(|(w, _)| w[0] == 0 && w[1] == locks::MODE_CLASSIC)
+                .is_some_and(|_| {
+                    sys::set_pager(
+                        sys::getpid(),
+                        locks::WINDOW,
+                        abi::layout::PAGE_SIZE,
+                        Pid(info.manager_pid),
+                        info.manager_queue,
+                    )
+                    .is_ok()
+                });
+            *LOCKS.lock() = if mapped { Locks::Classic } else { Locks::Unlocked };
+            mapped
+        }
+    };
+    // SAFETY: the network server is the pager of this one page and maps
+    // its own lock page there, shared and writable, on first touch; a
+    // pager region is never given back, so the page stays for the life of
+    // the process. `LockPage` is atomics only, so other processes changing
+    // it at the same time is what it is made for.
+    classic.then(|| unsafe { &*(locks::WINDOW as *const LockPage) })
+}
+
+/// A read or write call under the global lock, with `NOWAIT`.
+fn locked_call(
+    link: Link,
+    page: &LockPage,
+    request: [u64; 4],
+    data: &[u8],
+    reply: &mut [u8],
+) -> Result<([u64; 4], usize), abi::Error> {
+    let me = sys::getpid().0;
+    page.global.acquire(me, sys::rdtsc, |attempts| {
+        // A holder pre-empted on this CPU gets it now and then.
+        if attempts % 64 == 0 {
+            sys::yield_now();
+        } else {
+            core::hint::spin_loop();
+        }
+        true
+    });
+    let r = msg::call(link, &[request[0] | n::NOWAIT, request[1], request[2], request[3]], data, reply);
+    page.global.release(me, sys::rdtsc());
+    r
 }
 
 /// A word-only request on a socket: the reply's words.
@@ -160,6 +244,13 @@ pub fn recvfrom(fd: Fd, buf: &mut [u8]) -> Result<(usize, SockAddr), Errno> {
     }
     let len = buf.len().min(abi::lease::MAX_LEASE_BYTES as usize);
     let request = [n::OP_RECVFROM, info.handle, len as u64, 0];
+    if let Some(page) = classic_locks(link, &info) {
+        let (w, _) = locked_call(link, page, request, &[], &mut buf[..len]).map_err(from_kernel)?;
+        match ux::result(w[0]) {
+            Err(errno::EAGAIN) => {}
+            r => return r.map(|got| ((got as usize).min(len), SockAddr::of(w[1]))),
+        }
+    }
     let (w, _) = msg::call(link, &request, &[], &mut buf[..len]).map_err(from_kernel)?;
     ux::result(w[0]).map(|got| ((got as usize).min(len), SockAddr::of(w[1])))
 }
@@ -187,9 +278,34 @@ fn send_to(fd: Fd, buf: &[u8], to: Option<SockAddr>) -> Result<usize, Errno> {
     loop {
         let chunk = &buf[done..buf.len().min(done + abi::lease::MAX_LEASE_BYTES as usize)];
         let request = [op, info.handle, chunk.len() as u64, target];
-        let sent = msg::call(link, &request, chunk, &mut [])
-            .map_err(from_kernel)
-            .and_then(|(w, _)| ux::result(w[0]));
+        let sent = match classic_locks(link, &info) {
+            Some(page) => {
+                let first = locked_call(link, page, request, chunk, &mut [])
+                    .map_err(from_kernel)
+                    .and_then(|(w, _)| ux::result(w[0]));
+                match first {
+                    Ok(k) if k as usize >= chunk.len() => Ok(k),
+                    Ok(_) | Err(errno::EAGAIN) => {
+                        // The rest waits, without the lock.
+                        let k = first.unwrap_or(0) as usize;
+                        let rest = &chunk[k..];
+                        let request = [op, info.handle, rest.len() as u64, target];
+                        match msg::call(link, &request, rest, &mut [])
+                            .map_err(from_kernel)
+                            .and_then(|(w, _)| ux::result(w[0]))
+                        {
+                            Ok(k2) => Ok(k as u64 + k2),
+                            Err(_) if k > 0 => Ok(k as u64),
+                            Err(e) => Err(e),
+                        }
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            None => msg::call(link, &request, chunk, &mut [])
+                .map_err(from_kernel)
+                .and_then(|(w, _)| ux::result(w[0])),
+        };
         match sent {
             Ok(k) => {
                 let k = (k as usize).min(chunk.len());
@@ -301,11 +417,22 @@ pub fn ifconfig() -> Result<alloc::string::String, Errno> {
     net_query(n::OP_IFCONFIG).map(|(_, t)| t)
 }
 
+/// The network server's lock statistics (`netstat -l`): the reply words
+/// (global lock acquisitions, spin ns, hold ns, interval ns) and the
+/// report. `reset` zeroes them first.
+pub fn lock_stats(reset: bool) -> Result<([u64; 4], alloc::string::String), Errno> {
+    net_query_with(n::OP_LOCKSTAT, reset as u64)
+}
+
 fn net_query(op: u64) -> Result<([u64; 4], alloc::string::String), Errno> {
+    net_query_with(op, 0)
+}
+
+fn net_query_with(op: u64, word2: u64) -> Result<([u64; 4], alloc::string::String), Errno> {
     // Any socket reaches the server; a fresh one is made and closed.
     let fd = socket(AF_INET, SOCK_DGRAM, 0)?;
     let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
-    let r = manager_call(fd, [op, 0, 0, 0], &[], &mut buf);
+    let r = manager_call(fd, [op, 0, word2, 0], &[], &mut buf);
     let _ = super::close(fd);
     let (w, len) = r?;
     buf.truncate(len);

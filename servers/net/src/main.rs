@@ -51,6 +51,7 @@
 extern crate alloc;
 
 mod link;
+mod locking;
 mod ports;
 mod sockets;
 mod stack;
