@@ -107,11 +107,6 @@ pub const OP_LOCKSTAT: u64 = 141;
 /// of that page (`set_pager`), and the server answers its fault with its
 /// own page, shared.
 pub const OP_MAP_LOCKS: u64 = 142;
-/// Or'd into word 0 of `io::OP_READ`, `io::OP_WRITE`, [`OP_RECVFROM`],
-/// [`OP_SENDTO`]: do not wait, whatever the socket's mode (`EAGAIN`, or
-/// the bytes written so far). The `classic` runtime holds the global lock
-/// for such a call and must not be parked while it holds it.
-pub const NOWAIT: u64 = 1 << 32;
 
 /// `shutdown`'s `how`.
 pub const SHUT_RD: u64 = 0;

@@ -20,14 +20,13 @@
 //! server, so it cannot be the one that waits for a connection).
 //!
 //! `net=classic` (the network server says which mode it runs in when
-//! asked, `OP_MAP_LOCKS`): a read or write first takes the stack's
+//! asked, `OP_MAP_LOCKS`): every socket call first takes the stack's
 //! global spin lock, in the server's lock page mapped at
-//! `protocols::net::locks::WINDOW`, on this CPU, makes the call with
-//! `NOWAIT` (the server serves a holder's call at once and never parks
-//! it), and lets the lock go; if the call could not finish without
-//! waiting, the rest is a plain call made without the lock (a lock
-//! holder must never wait). Callers on other CPUs spin meanwhile: the
-//! seed's Figure 2. `net=scalable`: no lock here at all.
+//! `protocols::net::locks::WINDOW`, on this CPU, and holds it while the
+//! server serves the call; callers on other CPUs spin meanwhile (the
+//! seed's Figure 2). A call that must wait sleeps without it: the server
+//! lets it go for the caller, and the caller's own release then finds it
+//! no longer the owner and does nothing. `net=scalable`: no lock here.
 //!
 //! What it is not: the BSD `sockaddr` ABI. Addresses are [`SockAddr`]
 //! (IPv4 only); options are `(level, name)` pairs with Linux's numbers.
@@ -148,14 +147,15 @@ fn classic_locks(link: Link, info: &FdInfo) -> Option<&'static LockPage> {
     classic.then(|| unsafe { &*(locks::WINDOW as *const LockPage) })
 }
 
-/// A read or write call under the global lock, with `NOWAIT`.
-fn locked_call(
+/// A call to the network server: under the global lock in `classic`.
+fn io_call(
     link: Link,
-    page: &LockPage,
+    info: &FdInfo,
     request: [u64; 4],
     data: &[u8],
     reply: &mut [u8],
 ) -> Result<([u64; 4], usize), abi::Error> {
+    let Some(page) = classic_locks(link, info) else { return msg::call(link, &request, data, reply) };
     let me = sys::getpid().0;
     page.global.acquire(me, sys::rdtsc, |attempts| {
         // A holder pre-empted on this CPU gets it now and then.
@@ -166,18 +166,21 @@ fn locked_call(
         }
         true
     });
-    let r = msg::call(link, &[request[0] | n::NOWAIT, request[1], request[2], request[3]], data, reply);
+    let r = msg::call(link, &request, data, reply);
+    // Nothing if the server let it go while the call waited.
     page.global.release(me, sys::rdtsc());
     r
 }
 
 /// A word-only request on a socket: the reply's words.
 fn sock_call(fd: Fd, op: u64, w2: u64, w3: u64) -> Result<[u64; 4], Errno> {
-    let (_, info) = fd_entry(fd)?;
+    let (link, info) = fd_entry(fd)?;
     if !ux::mode::is_sock(info.file_type) {
         return Err(errno::ENOTSOCK);
     }
-    manager_call(fd, [op, 0, w2, w3], &[], &mut []).map(|(w, _)| w)
+    let (w, _) = io_call(link, &info, [op, info.handle, w2, w3], &[], &mut []).map_err(from_kernel)?;
+    ux::result(w[0])?;
+    Ok(w)
 }
 
 /// `socket(AF_INET, type, protocol)`: `SOCK_STREAM` (TCP), `SOCK_DGRAM`
@@ -244,14 +247,7 @@ pub fn recvfrom(fd: Fd, buf: &mut [u8]) -> Result<(usize, SockAddr), Errno> {
     }
     let len = buf.len().min(abi::lease::MAX_LEASE_BYTES as usize);
     let request = [n::OP_RECVFROM, info.handle, len as u64, 0];
-    if let Some(page) = classic_locks(link, &info) {
-        let (w, _) = locked_call(link, page, request, &[], &mut buf[..len]).map_err(from_kernel)?;
-        match ux::result(w[0]) {
-            Err(errno::EAGAIN) => {}
-            r => return r.map(|got| ((got as usize).min(len), SockAddr::of(w[1]))),
-        }
-    }
-    let (w, _) = msg::call(link, &request, &[], &mut buf[..len]).map_err(from_kernel)?;
+    let (w, _) = io_call(link, &info, request, &[], &mut buf[..len]).map_err(from_kernel)?;
     ux::result(w[0]).map(|got| ((got as usize).min(len), SockAddr::of(w[1])))
 }
 
@@ -278,34 +274,9 @@ fn send_to(fd: Fd, buf: &[u8], to: Option<SockAddr>) -> Result<usize, Errno> {
     loop {
         let chunk = &buf[done..buf.len().min(done + abi::lease::MAX_LEASE_BYTES as usize)];
         let request = [op, info.handle, chunk.len() as u64, target];
-        let sent = match classic_locks(link, &info) {
-            Some(page) => {
-                let first = locked_call(link, page, request, chunk, &mut [])
-                    .map_err(from_kernel)
-                    .and_then(|(w, _)| ux::result(w[0]));
-                match first {
-                    Ok(k) if k as usize >= chunk.len() => Ok(k),
-                    Ok(_) | Err(errno::EAGAIN) => {
-                        // The rest waits, without the lock.
-                        let k = first.unwrap_or(0) as usize;
-                        let rest = &chunk[k..];
-                        let request = [op, info.handle, rest.len() as u64, target];
-                        match msg::call(link, &request, rest, &mut [])
-                            .map_err(from_kernel)
-                            .and_then(|(w, _)| ux::result(w[0]))
-                        {
-                            Ok(k2) => Ok(k as u64 + k2),
-                            Err(_) if k > 0 => Ok(k as u64),
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            None => msg::call(link, &request, chunk, &mut [])
-                .map_err(from_kernel)
-                .and_then(|(w, _)| ux::result(w[0])),
-        };
+        let sent = io_call(link, &info, request, chunk, &mut [])
+            .map_err(from_kernel)
+            .and_then(|(w, _)| ux::result(w[0]));
         match sent {
             Ok(k) => {
                 let k = (k as usize).min(chunk.len());

@@ -10,11 +10,14 @@
 //! callers in other processes add their own spinning and holding to the
 //! same counters the server reports.
 //!
-//! - `net=classic`: every socket read and write takes the global lock in
-//!   the calling process, on the caller's CPU, and holds it while the
-//!   stack serves the call; callers on other CPUs spin (the seed's
-//!   Figure 2). The server takes it for its own work (frames, timers,
-//!   waiting requests) the same way.
+//! - `net=classic`: every socket call takes the global lock in the
+//!   calling process, on the caller's CPU, and holds it while the stack
+//!   serves the call; callers on other CPUs spin (the seed's Figure 2).
+//!   A call that must wait (a read with nothing to read) gives the lock
+//!   up while it sleeps: the server lets it go on the caller's behalf,
+//!   and the caller, answered later, finds it no longer holds it. The
+//!   server takes the lock for its own work (frames, timers, the
+//!   monitor's opens and closes) the same way.
 //! - `net=scalable` (the default): callers never take it; requests are
 //!   packets queued to the one server process, which alone takes the
 //!   lock, once per batch of packets (the seed's Scalable Kernel).

@@ -43,8 +43,13 @@ use runtime::{println, sys};
 use spin::Mutex;
 
 /// Attempts the server spins for the lock before it looks at its queue
-/// again (each attempt a `pause`): about as long as a short call.
-const SERVER_SPIN_ATTEMPTS: u64 = 2000;
+/// again (each attempt a `pause`): a few microseconds, as long as a
+/// holder on another CPU takes to let go after its answer.
+const SERVER_SPIN_ATTEMPTS: u64 = 200;
+/// How long the server waits for a lock it could not take before it
+/// tries again, when no message comes first (a holder lets the lock go
+/// without a message after its answer).
+const RETRY_NS: u64 = 1_000_000;
 
 /// Answers held back until the stack has run for the holder's call.
 static DEFERRED: Mutex<Option<Vec<Deferred>>> = Mutex::new(None);
@@ -63,6 +68,11 @@ pub fn defer_answer(reply: ReplyHandle, words: [u64; 4], data: &[u8]) -> bool {
         }
         None => false,
     }
+}
+
+/// Whether an answer to `reply` is among those held back.
+fn answered(reply: ReplyHandle) -> bool {
+    DEFERRED.lock().as_ref().is_some_and(|list| list.iter().any(|(r, _, _)| *r == reply))
 }
 
 fn hold_answers() {
@@ -216,9 +226,11 @@ impl Net {
     /// `net=classic`'s loop (see the module's doc).
     pub fn serve_classic(&mut self) -> i32 {
         loop {
-            let busy = !self.backlog.is_empty() || self.stack_due;
-            let due_now = busy || self.next_delay_ns() == Some(0);
-            if !due_now {
+            let busy = !self.retry_lock && (!self.backlog.is_empty() || self.stack_due);
+            let due_now = busy || (!self.retry_lock && self.next_delay_ns() == Some(0));
+            if self.retry_lock {
+                self.arm_timer_at(self.clock.now_ns().saturating_add(RETRY_NS));
+            } else if !due_now {
                 self.arm_timer();
             }
             let mut buf = core::mem::take(&mut self.rxbuf);
@@ -246,6 +258,7 @@ impl Net {
                 continue;
             }
             if self.take_global(true) {
+                self.retry_lock = false;
                 for (r, data) in core::mem::take(&mut self.backlog) {
                     self.take_with(r, &data);
                 }
@@ -253,11 +266,11 @@ impl Net {
                 self.stack_due = false;
                 self.drop_global();
             } else {
+                // The holder may be on this CPU, behind this server (which
+                // runs at a higher priority): do not spin on; wait for its
+                // call, or at most RETRY_NS.
                 self.stack_due = true;
-                if msg::test(self.queue).unwrap_or(0) == 0 {
-                    // Let the holder (maybe on this CPU) run to its call.
-                    sys::yield_now();
-                }
+                self.retry_lock = true;
             }
         }
     }
@@ -273,7 +286,18 @@ impl Net {
                 hold_answers();
                 self.take(r);
                 self.run_stack();
+                // A call that waits (parked) sleeps without the lock: let
+                // it go for the caller, who will find it no longer holds it.
+                if !answered(r.reply) {
+                    self.locks.global.release(holder, sys::rdtsc());
+                }
                 release_answers();
+            }
+            Kind::Short if r.message[0] == crate::timer::TICK => {
+                // The timer is free to be armed again; the stack runs at
+                // the server's next turn.
+                self.take(r);
+                self.stack_due = true;
             }
             Kind::Data if r.message[0] == protocols::net::eth::RX => {
                 // Moving the frame to the link's queue touches no stack
@@ -285,17 +309,6 @@ impl Net {
                 let data = Vec::from(&self.rxbuf[..r.len.min(self.rxbuf.len())]);
                 self.backlog.push((r, data));
             }
-        }
-    }
-
-    /// A socket read or write that must not wait (`net::NOWAIT`): served
-    /// as on a non-blocking socket.
-    pub fn request_nowait(&mut self, sender: Pid, reply: ReplyHandle, m: [u64; 4], data: &[u8]) {
-        let m = [m[0] & !protocols::net::NOWAIT, m[1], m[2], m[3]];
-        let was = self.socks.get_mut(&m[1]).map(|s| core::mem::replace(&mut s.nonblock, true));
-        self.request(sender, reply, m, data);
-        if let (Some(was), Some(s)) = (was, self.socks.get_mut(&m[1])) {
-            s.nonblock = was;
         }
     }
 

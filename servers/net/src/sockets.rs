@@ -118,9 +118,6 @@ fn tcp_buffers(rx: usize, tx: usize) -> tcp::Socket<'static> {
 impl Net {
     /// One call. Answers it, or parks it.
     pub fn request(&mut self, sender: Pid, reply: ReplyHandle, m: [u64; 4], data: &[u8]) {
-        if m[0] & n::NOWAIT != 0 {
-            return self.request_nowait(sender, reply, m, data);
-        }
         let outcome = match m[0] {
             n::OP_LOCKSTAT => return self.lockstat(reply, m[2] == 1),
             n::OP_MAP_LOCKS => return self.map_locks(reply, m[2]),

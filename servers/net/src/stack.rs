@@ -86,6 +86,9 @@ pub struct Net {
     pub backlog: Vec<(msg::Received, Vec<u8>)>,
     /// `classic`: the stack has work the server could not yet do.
     pub stack_due: bool,
+    /// `classic`: the server could not take the lock; it waits for a
+    /// message or a short timer before it tries again.
+    pub retry_lock: bool,
     next_serial: u64,
 }
 
@@ -141,6 +144,7 @@ impl Net {
             lock_epoch_tsc: sys::rdtsc(),
             backlog: Vec::new(),
             stack_due: false,
+            retry_lock: false,
         };
         n.attach_card();
         n
@@ -358,6 +362,11 @@ impl Net {
     pub fn arm_timer(&mut self) {
         let Some(delay) = self.next_delay_ns() else { return };
         let want = self.clock.now_ns().saturating_add(delay);
+        self.arm_timer_at(want);
+    }
+
+    /// Make sure the timer will tick by `want` (ns on the clock).
+    pub fn arm_timer_at(&mut self, want: u64) {
         if self.armed_ns.is_some_and(|a| a <= want) {
             return;
         }
