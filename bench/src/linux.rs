@@ -824,6 +824,34 @@ impl Drop for YieldPeer {
     }
 }
 
+/// Brings the loopback interface up (the guest's `/init` configures no
+/// network): `SIOCGIFFLAGS`, then `SIOCSIFFLAGS` with `IFF_UP`. Benchmark N
+/// calls it before its figures.
+pub fn loopback_up() -> Result<(), Errno> {
+    /// `struct ifreq` as far as the flags: the name, then the flags, in a
+    /// 40-byte union.
+    #[repr(C)]
+    struct IfreqFlags {
+        name: [u8; 16],
+        flags: libc::c_short,
+        _rest: [u8; 22],
+    }
+    let mut req = IfreqFlags { name: [0; 16], flags: 0, _rest: [0; 22] };
+    req.name[..2].copy_from_slice(b"lo");
+    // SAFETY: a datagram socket for the ioctls; `req` is a live ifreq-sized
+    // buffer the two calls read and write.
+    unsafe {
+        let fd = checked(libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) as isize)? as c_int;
+        let got = checked(libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req as *mut IfreqFlags) as isize);
+        let set = got.and_then(|_| {
+            req.flags |= libc::IFF_UP as libc::c_short;
+            checked(libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &mut req as *mut IfreqFlags) as isize)
+        });
+        libc::close(fd);
+        set.map(|_| ())
+    }
+}
+
 /// Benchmark N (`crate::n`): TCP over Linux's loopback, and the affinity
 /// mask that gives a figure its CPU count.
 impl crate::n::NetIo for Linux {

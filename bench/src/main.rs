@@ -126,6 +126,9 @@ fn main() {
             // CPUs (the affinity mask), as Ridgeback's `cpus=2`/`cpus=4`.
             "n" => {
                 bench::linux::ignore_sigpipe();
+                if let Err(e) = bench::linux::loopback_up() {
+                    harness::comment::<Linux>(format_args!("bringing lo up failed: {e:?}"));
+                }
                 for n_cpus in [2, 4] {
                     if n_cpus > cpus {
                         harness::comment::<Linux>(format_args!(

@@ -199,8 +199,17 @@ fn serve<P: NetIo>(listener: Fd, workload: Workload) -> i32 {
 }
 
 /// A client process: connect, then do each count the go pipe brings and
-/// say so on the done pipe, until [`STOP`].
+/// say so on the done pipe (byte 1), until [`STOP`]. A client that fails
+/// says so too (byte 0), so the measuring process never waits for it.
 fn client<P: NetIo>(port: u16, go: Fd, done: Fd, workload: Workload) -> i32 {
+    let code = client_loop::<P>(port, go, done, workload);
+    if code != 0 {
+        let _ = write_all::<P>(done, &[0]);
+    }
+    code
+}
+
+fn client_loop<P: NetIo>(port: u16, go: Fd, done: Fd, workload: Workload) -> i32 {
     let Ok(c) = P::tcp_connect(port) else { return 30 };
     let _ = P::tcp_nodelay(c);
     let mut buf = alloc::vec![0x5au8; STREAM_CHUNK_BYTES];
@@ -269,7 +278,16 @@ fn measure<P: NetIo>(workload: Workload, clients: usize, config: &Config) -> Res
     let mut failed: Option<String> = None;
     for _ in 0..clients {
         match P::fork() {
-            Ok(0) => P::exit(serve::<P>(listener, workload)),
+            Ok(0) => {
+                // Only the listener: a server holding the other ends would
+                // keep a dead client's pipes from reporting its end.
+                let _ = P::close(done_r);
+                let _ = P::close(done_w);
+                for &go in &gos {
+                    let _ = P::close(go);
+                }
+                P::exit(serve::<P>(listener, workload))
+            }
             Ok(pid) => children.push(pid),
             Err(e) => {
                 failed = Some(format!("fork: {e:?}"));
@@ -288,6 +306,9 @@ fn measure<P: NetIo>(workload: Workload, clients: usize, config: &Config) -> Res
                 let _ = P::close(go_w);
                 let _ = P::close(done_r);
                 let _ = P::close(listener);
+                for &go in &gos {
+                    let _ = P::close(go);
+                }
                 P::exit(client::<P>(port, go_r, done_w, workload))
             }
             Ok(pid) => children.push(pid),
@@ -314,9 +335,14 @@ fn measure<P: NetIo>(workload: Workload, clients: usize, config: &Config) -> Res
                 let share = iterations / n + u64::from((i as u64) < iterations % n);
                 broken |= write_all::<P>(go, &share.to_le_bytes()).is_err();
             }
+            // Every client that took a count answers, or has ended (its
+            // done pipe's end then closes, and the read sees the end).
             let mut byte = [0u8; 1];
             for _ in 0..gos.len() {
-                broken |= !matches!(read_exact::<P>(done_r, &mut byte), Ok(true));
+                if broken {
+                    break;
+                }
+                broken |= !matches!(read_exact::<P>(done_r, &mut byte), Ok(true)) || byte[0] != 1;
             }
         });
         measurement = Some(match P::lock_stats(false) {

@@ -108,6 +108,16 @@ pub const OP_LOCKSTAT: u64 = 141;
 /// own page, shared.
 pub const OP_MAP_LOCKS: u64 = 142;
 
+/// `net=scalable`: a write that completes once queued (seed 003's
+/// request packet). A one-way `send_data` from a socket user, not a call:
+/// word 1 = the handle, word 2 = bytes, the data = the bytes (at most
+/// `abi::msg::MAX_DATA_BYTES`). The caller may queue as many bytes as the
+/// *credit* the answer of its last `io::OP_WRITE` call gave (its word 1);
+/// with none left it makes a call. The server takes every byte, in order
+/// with the socket's other requests; a connection that can no longer send
+/// drops them, and the socket's next call fails (`EPIPE`, `ECONNRESET`).
+pub const OP_WRITE_QUEUED: u64 = 143;
+
 /// `shutdown`'s `how`.
 pub const SHUT_RD: u64 = 0;
 pub const SHUT_WR: u64 = 1;

@@ -105,8 +105,10 @@ impl core::fmt::Display for SockAddr {
 #[derive(Clone, Copy)]
 enum Locks {
     Untried,
-    /// `scalable`, or no lock page: plain calls.
+    /// A server that answered neither mode: plain calls.
     Unlocked,
+    /// `scalable`: plain calls, and TCP writes queued while credit lasts.
+    Scalable,
     /// `classic`: the lock page is mapped at `locks::WINDOW`.
     Classic,
 }
@@ -120,21 +122,26 @@ fn classic_locks(link: Link, info: &FdInfo) -> Option<&'static LockPage> {
     let state = *LOCKS.lock();
     let classic = match state {
         Locks::Classic => true,
-        Locks::Unlocked => false,
+        Locks::Unlocked | Locks::Scalable => false,
         Locks::Untried => {
-            let mapped = msg::call(link, &[n::OP_MAP_LOCKS, info.handle, locks::WINDOW, 0], &[], &mut [])
+            let mode = msg::call(link, &[n::OP_MAP_LOCKS, info.handle, locks::WINDOW, 0], &[], &mut [])
                 .ok()
-                .filter(|(w, _)| w[0] == 0 && w[1] == locks::MODE_CLASSIC)
-                .is_some_and(|_| {
-                    sys::set_pager(
-                        sys::getpid(),
-                        locks::WINDOW,
-                        abi::layout::PAGE_SIZE,
-                        Pid(info.manager_pid),
-                        info.manager_queue,
-                    )
-                    .is_ok()
-                });
+                .filter(|(w, _)| w[0] == 0)
+                .map(|(w, _)| w[1]);
+            if mode == Some(locks::MODE_SCALABLE) {
+                *LOCKS.lock() = Locks::Scalable;
+                return None;
+            }
+            let mapped = mode.filter(|&m| m == locks::MODE_CLASSIC).is_some_and(|_| {
+                sys::set_pager(
+                    sys::getpid(),
+                    locks::WINDOW,
+                    abi::layout::PAGE_SIZE,
+                    Pid(info.manager_pid),
+                    info.manager_queue,
+                )
+                .is_ok()
+            });
             *LOCKS.lock() = if mapped { Locks::Classic } else { Locks::Unlocked };
             mapped
         }
@@ -145,6 +152,54 @@ fn classic_locks(link: Link, info: &FdInfo) -> Option<&'static LockPage> {
     // the process. `LockPage` is atomics only, so other processes changing
     // it at the same time is what it is made for.
     classic.then(|| unsafe { &*(locks::WINDOW as *const LockPage) })
+}
+
+/// `net=scalable`: the bytes each socket (by handle) may still queue with
+/// `OP_WRITE_QUEUED` before its next write call, as the server's last
+/// answer said. A few sockets at a time; the oldest is forgotten first
+/// (it then makes a call, which gives it credit again).
+static CREDIT: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+const CREDIT_SOCKETS: usize = 32;
+
+fn credit_of(handle: u64) -> u64 {
+    CREDIT.lock().iter().find(|(h, _)| *h == handle).map_or(0, |&(_, c)| c)
+}
+
+fn set_credit(handle: u64, credit: u64) {
+    let mut t = CREDIT.lock();
+    match t.iter_mut().find(|(h, _)| *h == handle) {
+        Some(entry) => entry.1 = credit,
+        None if credit == 0 => {}
+        None => {
+            if t.len() >= CREDIT_SOCKETS {
+                t.remove(0);
+            }
+            t.push((handle, credit));
+        }
+    }
+}
+
+/// Queue what credit allows of `bytes` on a TCP socket (`scalable`): the
+/// bytes queued, 0 when there is no credit or the server's queue is full.
+fn queue_write(link: Link, info: &FdInfo, bytes: &[u8]) -> usize {
+    if classic_locks(link, info).is_some() || !matches!(*LOCKS.lock(), Locks::Scalable) {
+        return 0;
+    }
+    let mut done = 0;
+    let mut credit = credit_of(info.handle);
+    while done < bytes.len() && credit > 0 {
+        let piece = (bytes.len() - done).min(abi::msg::MAX_DATA_BYTES as usize).min(credit as usize);
+        let message = [n::OP_WRITE_QUEUED, info.handle, piece as u64, 0];
+        if msg::send_data(link, &message, &bytes[done..done + piece]).is_err() {
+            break;
+        }
+        done += piece;
+        credit -= piece as u64;
+    }
+    if done > 0 {
+        set_credit(info.handle, credit);
+    }
+    done
 }
 
 /// A call to the network server: under the global lock in `classic`.
@@ -272,11 +327,21 @@ fn send_to(fd: Fd, buf: &[u8], to: Option<SockAddr>) -> Result<usize, Errno> {
     let target = to.map_or(0, SockAddr::word);
     let mut done = 0;
     loop {
+        if to.is_none() {
+            // `scalable`: what credit allows completes once queued.
+            done += queue_write(link, &info, &buf[done..]);
+            if done >= buf.len() {
+                break;
+            }
+        }
         let chunk = &buf[done..buf.len().min(done + abi::lease::MAX_LEASE_BYTES as usize)];
         let request = [op, info.handle, chunk.len() as u64, target];
-        let sent = io_call(link, &info, request, chunk, &mut [])
-            .map_err(from_kernel)
-            .and_then(|(w, _)| ux::result(w[0]));
+        let sent = io_call(link, &info, request, chunk, &mut []).map_err(from_kernel).and_then(|(w, _)| {
+            if to.is_none() {
+                set_credit(info.handle, w[1]);
+            }
+            ux::result(w[0])
+        });
         match sent {
             Ok(k) => {
                 let k = (k as usize).min(chunk.len());

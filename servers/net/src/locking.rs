@@ -220,6 +220,11 @@ impl Net {
             f.spin_ns / 1000,
             f.hold_ns / 1000
         );
+        let _ = writeln!(
+            t,
+            "writes completed once queued: {} ({} bytes) since boot",
+            self.queued_writes, self.queued_write_bytes
+        );
         t
     }
 

@@ -53,6 +53,7 @@ extern crate alloc;
 mod link;
 mod locking;
 mod ports;
+mod queued;
 mod sockets;
 mod stack;
 mod table;

@@ -86,6 +86,14 @@ pub struct Net {
     pub backlog: Vec<(msg::Received, Vec<u8>)>,
     /// `classic`: the stack has work the server could not yet do.
     pub stack_due: bool,
+    /// `scalable`: bytes queued by `OP_WRITE_QUEUED` that their
+    /// connection's send ring had no room for yet (queued.rs).
+    pub queued: BTreeMap<(usize, SocketHandle), alloc::collections::VecDeque<u8>>,
+    /// Connections closed while bytes were queued: closed once sent.
+    pub close_after: Vec<(usize, SocketHandle)>,
+    /// `OP_WRITE_QUEUED` messages taken, and their bytes (`netstat -l`).
+    pub queued_writes: u64,
+    pub queued_write_bytes: u64,
     /// `classic`: the server could not take the lock; it waits for a
     /// message or a short timer before it tries again.
     pub retry_lock: bool,
@@ -145,6 +153,10 @@ impl Net {
             backlog: Vec::new(),
             stack_due: false,
             retry_lock: false,
+            queued: BTreeMap::new(),
+            close_after: Vec::new(),
+            queued_writes: 0,
+            queued_write_bytes: 0,
         };
         n.attach_card();
         n
@@ -271,6 +283,12 @@ impl Net {
                 }
             }
             Kind::Short if r.message[0] == timer::TICK => self.armed_ns = None,
+            Kind::Data if r.message[0] == protocols::net::OP_WRITE_QUEUED => {
+                let len = r.len.min(self.rxbuf.len()).min(r.message[2] as usize);
+                let data = core::mem::take(&mut self.rxbuf);
+                self.queued_write(r.message[1], &data[..len]);
+                self.rxbuf = data;
+            }
             Kind::PageFault => self.page_fault(r.message),
             Kind::Call => {
                 let data = core::mem::take(&mut self.rxbuf);
@@ -286,6 +304,7 @@ impl Net {
     /// next batch of messages).
     pub fn run_stack(&mut self) {
         for _ in 0..8 {
+            self.drain_queued();
             let changed = self.poll_interfaces();
             self.dhcp_events();
             let progressed = self.service();

@@ -146,6 +146,7 @@ const TESTS: &[Test] = &[
     ("net::tcp_echo_between_processes", net::tcp_echo_between_processes),
     ("net::udp_datagrams", net::udp_datagrams),
     ("net::lock_statistics_count", net::lock_statistics_count),
+    ("net::writes_complete_once_queued", net::writes_complete_once_queued),
     ("net::errors", net::errors),
     ("net::nonblocking_connect_and_poll", net::nonblocking_connect_and_poll),
     ("net::port_exhaustion", net::port_exhaustion),

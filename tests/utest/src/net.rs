@@ -170,6 +170,49 @@ pub fn lock_statistics_count() -> TestResult {
     expect_no_leaks()
 }
 
+/// `net=scalable`: once a write call has given the socket credit, the
+/// next small writes complete as soon as they are queued (one-way
+/// messages, `OP_WRITE_QUEUED`), and the peer still reads every byte in
+/// order; `netstat -l` counts them. Under `net=classic` every write is a
+/// call: the count does not move.
+pub fn writes_complete_once_queued() -> TestResult {
+    const PIECES: usize = 40;
+    let queued = || -> Result<u64, String> {
+        let (_, text) = socket::lock_stats(false).ctx("lock stats")?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("writes completed once queued: "))
+            .and_then(|rest| rest.split(' ').next()?.parse().ok())
+            .ok_or_else(|| format!("no queued-write count in:\n{text}"))
+    };
+    let (_, mode_text) = socket::lock_stats(false).ctx("lock stats")?;
+    let scalable = mode_text.starts_with("mode scalable");
+    let (l, port) = listener()?;
+    let reader = spawn(move || {
+        let Ok((c, _)) = socket::accept(l) else { return 10 };
+        let Ok(got) = crate::util::read_to_end(c) else { return 11 };
+        let want: Vec<u8> = (0..PIECES * 100).map(|i| (i % 251) as u8).collect();
+        if got != want { 12 } else { 0 }
+    })?;
+    let c = tcp()?;
+    socket::connect(c, SockAddr::new(LOOPBACK, port)).ctx("connect")?;
+    let before = queued()?;
+    let all: Vec<u8> = (0..PIECES * 100).map(|i| (i % 251) as u8).collect();
+    for piece in all.chunks(100) {
+        crate::util::write_all(c, piece).ctx("write")?;
+    }
+    let after = queued()?;
+    unix::close(c).ctx("close")?;
+    expect_exit(reader, 0)?;
+    unix::close(l).ctx("close")?;
+    if scalable {
+        // The first write is a call (no credit yet); the rest fit its credit.
+        ensure!(after - before >= PIECES as u64 - 1, "{} of {PIECES} writes were queued", after - before);
+    } else {
+        ensure!(after == before, "{} writes queued under classic", after - before);
+    }
+    expect_no_leaks()
+}
+
 pub fn udp_datagrams() -> TestResult {
     let a = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket a")?;
     let b = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket b")?;
