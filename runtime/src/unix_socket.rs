@@ -128,11 +128,10 @@ fn classic_locks(link: Link, info: &FdInfo) -> Option<&'static LockPage> {
                 .ok()
                 .filter(|(w, _)| w[0] == 0)
                 .map(|(w, _)| w[1]);
-            if mode == Some(locks::MODE_SCALABLE) {
-                *LOCKS.lock() = Locks::Scalable;
-                return None;
-            }
-            let mapped = mode.filter(|&m| m == locks::MODE_CLASSIC).is_some_and(|_| {
+            // Both modes map the page: classic for the lock, scalable for
+            // its credit epoch.
+            let known = |m: &u64| *m == locks::MODE_CLASSIC || *m == locks::MODE_SCALABLE;
+            let mapped = mode.filter(known).is_some_and(|_| {
                 sys::set_pager(
                     sys::getpid(),
                     locks::WINDOW,
@@ -142,39 +141,57 @@ fn classic_locks(link: Link, info: &FdInfo) -> Option<&'static LockPage> {
                 )
                 .is_ok()
             });
-            *LOCKS.lock() = if mapped { Locks::Classic } else { Locks::Unlocked };
-            mapped
+            *LOCKS.lock() = match mode {
+                Some(locks::MODE_CLASSIC) if mapped => Locks::Classic,
+                Some(locks::MODE_SCALABLE) if mapped => Locks::Scalable,
+                _ => Locks::Unlocked,
+            };
+            mode == Some(locks::MODE_CLASSIC) && mapped
         }
     };
-    // SAFETY: the network server is the pager of this one page and maps
-    // its own lock page there, shared and writable, on first touch; a
-    // pager region is never given back, so the page stays for the life of
-    // the process. `LockPage` is atomics only, so other processes changing
-    // it at the same time is what it is made for.
-    classic.then(|| unsafe { &*(locks::WINDOW as *const LockPage) })
+    classic.then(mapped_page)
+}
+
+/// The lock page, once `classic_locks` has mapped it (both modes map it).
+fn mapped_page() -> &'static LockPage {
+    // SAFETY: called only after the network server was made the pager of
+    // this one page (`classic_locks`, in either mode); it maps its own
+    // lock page there, shared and writable, on first touch; a pager
+    // region is never given back, so the page stays for the life of the
+    // process. `LockPage` is atomics only, so other processes changing it
+    // at the same time is what it is made for.
+    unsafe { &*(locks::WINDOW as *const LockPage) }
 }
 
 /// `net=scalable`: the bytes each socket (by handle) may still queue with
 /// `OP_WRITE_QUEUED` before its next write call, as the server's last
-/// answer said. A few sockets at a time; the oldest is forgotten first
-/// (it then makes a call, which gives it credit again).
-static CREDIT: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+/// answer said, and the lock page's `credit_epoch` then (the credit
+/// lapses when it moves). A few sockets at a time; the oldest is
+/// forgotten first (it then makes a call, which gives it credit again).
+static CREDIT: Mutex<Vec<(u64, u64, u64)>> = Mutex::new(Vec::new());
 const CREDIT_SOCKETS: usize = 32;
 
-fn credit_of(handle: u64) -> u64 {
-    CREDIT.lock().iter().find(|(h, _)| *h == handle).map_or(0, |&(_, c)| c)
+fn credit_epoch() -> u64 {
+    mapped_page().credit_epoch.load(core::sync::atomic::Ordering::SeqCst)
 }
 
-fn set_credit(handle: u64, credit: u64) {
+fn credit_of(handle: u64) -> u64 {
+    let epoch = credit_epoch();
+    CREDIT.lock().iter().find(|(h, _, e)| *h == handle && *e == epoch).map_or(0, |&(_, c, _)| c)
+}
+
+/// `epoch`: the lock page's `credit_epoch` read before the call whose
+/// answer gave `credit`.
+fn set_credit(handle: u64, credit: u64, epoch: u64) {
     let mut t = CREDIT.lock();
-    match t.iter_mut().find(|(h, _)| *h == handle) {
-        Some(entry) => entry.1 = credit,
+    match t.iter_mut().find(|(h, _, _)| *h == handle) {
+        Some(entry) => *entry = (handle, credit, epoch),
         None if credit == 0 => {}
         None => {
             if t.len() >= CREDIT_SOCKETS {
                 t.remove(0);
             }
-            t.push((handle, credit));
+            t.push((handle, credit, epoch));
         }
     }
 }
@@ -197,7 +214,8 @@ fn queue_write(link: Link, info: &FdInfo, bytes: &[u8]) -> usize {
         credit -= piece as u64;
     }
     if done > 0 {
-        set_credit(info.handle, credit);
+        let epoch = credit_epoch();
+        set_credit(info.handle, credit, epoch);
     }
     done
 }
@@ -336,9 +354,11 @@ fn send_to(fd: Fd, buf: &[u8], to: Option<SockAddr>) -> Result<usize, Errno> {
         }
         let chunk = &buf[done..buf.len().min(done + abi::lease::MAX_LEASE_BYTES as usize)];
         let request = [op, info.handle, chunk.len() as u64, target];
+        let scalable = to.is_none() && matches!(*LOCKS.lock(), Locks::Scalable);
+        let epoch = if scalable { credit_epoch() } else { 0 };
         let sent = io_call(link, &info, request, chunk, &mut []).map_err(from_kernel).and_then(|(w, _)| {
-            if to.is_none() {
-                set_credit(info.handle, w[1]);
+            if scalable {
+                set_credit(info.handle, w[1], epoch);
             }
             ux::result(w[0])
         });

@@ -132,6 +132,11 @@ pub struct LockPage {
     pub mode: AtomicU64,
     /// The stack's global lock, over all of its state.
     pub global: StatLock,
+    /// `net=scalable`: moves on whenever the server drops queued bytes
+    /// (`OP_WRITE_QUEUED` on a connection that can no longer send). A
+    /// caller's credit is good only while this is what it was when the
+    /// credit came, so the write after a lost one is a call, which fails.
+    pub credit_epoch: AtomicU64,
 }
 
 const _: () = assert!(core::mem::size_of::<LockPage>() as u64 == abi::layout::PAGE_SIZE);

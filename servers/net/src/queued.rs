@@ -22,9 +22,11 @@
 //! (docs/network.md, "What is left").
 //!
 //! Errors: bytes queued on a connection that can no longer send are
-//! dropped and the connection's next call fails (`SO_ERROR` = `EPIPE`,
+//! dropped, and the lock page's `credit_epoch` moves on, which ends every
+//! caller's credit: the caller's next write is a call, and fails (`EPIPE`,
 //! or `ECONNRESET` after a reset), as an asynchronous write's error shows
-//! at the next call on a UNIX system.
+//! at the next call on a UNIX system. One write is lost that way (it had
+//! completed); the seed's "I/O completes at once" has the same price.
 
 use crate::stack::Net;
 use crate::table::State;
@@ -45,6 +47,8 @@ impl Net {
         if sock.shut_wr || !s.may_send() {
             let reset = s.state() == tcp::State::Closed && was_established;
             sock.error.get_or_insert(if reset { ECONNRESET } else { EPIPE });
+            // Every caller's credit lapses: its next write is a call.
+            self.locks.credit_epoch.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
             return;
         }
         let key = (set, sh);
@@ -53,7 +57,7 @@ impl Net {
             taken = s.send_slice(data).unwrap_or(0);
         }
         if taken < data.len() {
-            self.queued.entry(key).or_insert_with(VecDeque::new).extend(&data[taken..]);
+            self.queued.entry(key).or_default().extend(&data[taken..]);
         }
     }
 
