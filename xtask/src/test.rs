@@ -466,7 +466,7 @@ fn unix_boots(
         "unix smp1 net=fast".to_string(),
         1,
         NET_BAD_MODE_CMDLINE.to_string(),
-        format!("/bin/{UNIX_TEST_PROGRAM} net::lock_statistics_count"),
+        format!("/bin/{UNIX_TEST_PROGRAM} net::lock_statistics_and_queued_writes"),
         false,
     ));
     let net_warnings: Vec<(String, &str)> = vec![

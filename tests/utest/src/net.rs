@@ -120,13 +120,19 @@ pub fn tcp_echo_between_processes() -> TestResult {
     expect_no_leaks()
 }
 
+/// The two checks of issue 13's modes, one entry of the table (see each).
+pub fn lock_statistics_and_queued_writes() -> TestResult {
+    lock_statistics_count()?;
+    writes_complete_once_queued()
+}
+
 /// The lock statistics count (seed 003's figures, `netstat -l`): after
 /// a reset, ROUNDS 32-byte request/response round trips between two
 /// processes add at least one acquisition of the global lock per write
 /// in `scalable` (the server takes it once per batch of packets, and each
 /// write is a batch of its own: the next one waits for the answer) and
 /// one per read and per write in `classic` (every caller takes it).
-pub fn lock_statistics_count() -> TestResult {
+fn lock_statistics_count() -> TestResult {
     const ROUNDS: u64 = 25;
     let (l, port) = listener()?;
     let server = spawn(move || {
@@ -175,7 +181,7 @@ pub fn lock_statistics_count() -> TestResult {
 /// messages, `OP_WRITE_QUEUED`), and the peer still reads every byte in
 /// order; `netstat -l` counts them. Under `net=classic` every write is a
 /// call: the count does not move.
-pub fn writes_complete_once_queued() -> TestResult {
+fn writes_complete_once_queued() -> TestResult {
     const PIECES: usize = 40;
     let queued = || -> Result<u64, String> {
         let (_, text) = socket::lock_stats(false).ctx("lock stats")?;
