@@ -175,8 +175,8 @@ fn credit_epoch() -> u64 {
     mapped_page().credit_epoch.load(core::sync::atomic::Ordering::SeqCst)
 }
 
-fn credit_of(handle: u64) -> u64 {
-    let epoch = credit_epoch();
+/// The credit `handle` has if it was given at `epoch`.
+fn credit_of(handle: u64, epoch: u64) -> u64 {
     CREDIT.lock().iter().find(|(h, _, e)| *h == handle && *e == epoch).map_or(0, |&(_, c, _)| c)
 }
 
@@ -203,7 +203,10 @@ fn queue_write(link: Link, info: &FdInfo, bytes: &[u8]) -> usize {
         return 0;
     }
     let mut done = 0;
-    let mut credit = credit_of(info.handle);
+    // The epoch the credit is good for: read once, before sending, so a
+    // drop the server makes meanwhile (moving the epoch on) ends it.
+    let epoch = credit_epoch();
+    let mut credit = credit_of(info.handle, epoch);
     while done < bytes.len() && credit > 0 {
         let piece = (bytes.len() - done).min(abi::msg::MAX_DATA_BYTES as usize).min(credit as usize);
         let message = [n::OP_WRITE_QUEUED, info.handle, piece as u64, 0];
@@ -214,7 +217,6 @@ fn queue_write(link: Link, info: &FdInfo, bytes: &[u8]) -> usize {
         credit -= piece as u64;
     }
     if done > 0 {
-        let epoch = credit_epoch();
         set_credit(info.handle, credit, epoch);
     }
     done
