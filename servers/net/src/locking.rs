@@ -126,7 +126,9 @@ impl Net {
         let page: &LockPage = &self.locks;
         let stale_tsc = self.tsc_hz.saturating_mul(locks::STALE_HOLD_NS / 1_000_000) / 1000;
         let got = page.global.acquire(me, sys::rdtsc, |attempts| {
-            if attempts % 256 == 0 {
+            // At the first failed try too: the server's bounded waits
+            // never reach 256, and a dead holder must not hold it forever.
+            if attempts == 1 || attempts % 256 == 0 {
                 let holder = page.global.owner();
                 if holder != 0 && sys::rdtsc().saturating_sub(page.global.held_since_tsc()) > stale_tsc {
                     page.global.break_from(holder, sys::rdtsc());
