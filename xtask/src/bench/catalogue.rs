@@ -726,7 +726,11 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 42 + 12 + 15, "... + 8 B rows + 7 R2 disk rows");
+        assert_eq!(rows.len(), 42 + 12 + 15 + 12, "... + 8 B rows + 7 R2 disk rows + 12 N rows on 2 CPUs");
+        // N: 2 workloads x 3 client counts x 2 modes per CPU count (2, and 4 when the machine has them).
+        assert_eq!(super::rows(4).iter().filter(|r| r.group == Group::N).count(), 24);
+        let n = rows.iter().find(|r| r.key == "n_rr_2c_2cpu_scalable").expect("an N row");
+        assert_eq!((n.ridgeback.as_str(), n.linux.as_str()), ("n_rr_2c_2cpu_scalable", "n_rr_2c_2cpu_linux"));
         for row in &rows {
             let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
             if row.ridgeback.ends_with("cpu") {
