@@ -44,6 +44,7 @@ extern crate std;
 pub mod b;
 pub mod d;
 pub mod harness;
+pub mod n;
 pub mod p;
 pub mod r2;
 pub mod workloads;

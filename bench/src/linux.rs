@@ -824,6 +824,113 @@ impl Drop for YieldPeer {
     }
 }
 
+/// Brings the loopback interface up (the guest's `/init` configures no
+/// network): `SIOCGIFFLAGS`, then `SIOCSIFFLAGS` with `IFF_UP`. Benchmark N
+/// calls it before its figures.
+pub fn loopback_up() -> Result<(), Errno> {
+    /// `struct ifreq` as far as the flags: the name, then the flags, in a
+    /// 40-byte union.
+    #[repr(C)]
+    struct IfreqFlags {
+        name: [u8; 16],
+        flags: libc::c_short,
+        _rest: [u8; 22],
+    }
+    let mut req = IfreqFlags { name: [0; 16], flags: 0, _rest: [0; 22] };
+    req.name[..2].copy_from_slice(b"lo");
+    // SAFETY: a datagram socket for the ioctls; `req` is a live ifreq-sized
+    // buffer the two calls read and write.
+    unsafe {
+        let fd = checked(libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) as isize)? as c_int;
+        let got = checked(libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req as *mut IfreqFlags) as isize);
+        let set = got.and_then(|_| {
+            req.flags |= libc::IFF_UP as libc::c_short;
+            checked(libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &mut req as *mut IfreqFlags) as isize)
+        });
+        libc::close(fd);
+        set.map(|_| ())
+    }
+}
+
+/// Benchmark N (`crate::n`): TCP over Linux's loopback, and the affinity
+/// mask that gives a figure its CPU count.
+impl crate::n::NetIo for Linux {
+    fn tcp_listen() -> Result<(Fd, u16), Errno> {
+        // SAFETY: plain socket calls on a descriptor made here; `addr` and
+        // `len` are live and of the sizes passed.
+        unsafe {
+            let fd = checked(libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) as isize)? as c_int;
+            let mut addr: libc::sockaddr_in = core::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from_be_bytes([127, 0, 0, 1]).to_be();
+            let size = core::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let bound = checked(libc::bind(fd, &addr as *const _ as *const libc::sockaddr, size) as isize)
+                .and_then(|_| checked(libc::listen(fd, 16) as isize));
+            let mut len = size;
+            let named = bound.and_then(|_| {
+                checked(libc::getsockname(fd, &mut addr as *mut _ as *mut libc::sockaddr, &mut len) as isize)
+            });
+            if let Err(e) = named {
+                libc::close(fd);
+                return Err(e);
+            }
+            Ok((fd as Fd, u16::from_be(addr.sin_port)))
+        }
+    }
+
+    fn tcp_accept(listener: Fd) -> Result<Fd, Errno> {
+        // SAFETY: accept with no address wanted (null pointers allowed).
+        checked(
+            unsafe { libc::accept(listener as c_int, core::ptr::null_mut(), core::ptr::null_mut()) } as isize
+        )
+        .map(|fd| fd as Fd)
+    }
+
+    fn tcp_connect(port: u16) -> Result<Fd, Errno> {
+        // SAFETY: as in `tcp_listen`.
+        unsafe {
+            let fd = checked(libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) as isize)? as c_int;
+            let mut addr: libc::sockaddr_in = core::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from_be_bytes([127, 0, 0, 1]).to_be();
+            addr.sin_port = port.to_be();
+            let size = core::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            if let Err(e) =
+                checked(libc::connect(fd, &addr as *const _ as *const libc::sockaddr, size) as isize)
+            {
+                libc::close(fd);
+                return Err(e);
+            }
+            Ok(fd as Fd)
+        }
+    }
+
+    fn tcp_nodelay(fd: Fd) -> Result<(), Errno> {
+        let on: c_int = 1;
+        // SAFETY: `on` is a live int of the size passed.
+        checked(unsafe {
+            libc::setsockopt(
+                fd as c_int,
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                &on as *const c_int as *const libc::c_void,
+                core::mem::size_of::<c_int>() as libc::socklen_t,
+            )
+        } as isize)
+        .map(|_| ())
+    }
+
+    fn limit_cpus(cpus: Option<usize>) {
+        match cpus {
+            Some(n) => {
+                let first: [usize; 64] = core::array::from_fn(|i| i);
+                set_affinity(&first[..n.clamp(1, online_cpus().min(64))]);
+            }
+            None => unpin(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Seed 001's Table 2 figures ([`crate::r2`]) on the host's Linux, in

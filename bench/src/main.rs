@@ -24,12 +24,13 @@ use bench::linux::{
     Linux, MAX_REQUEST_BYTES, PipeChannel, Placement, SharedMemoryChannel, UnixSocketChannel, Wait,
     YieldPeer, online_cpus,
 };
+use bench::n::{self, NetIo};
 use bench::{Platform, b, d, p, r2, workloads};
 
 const FIGURES: &[&str] =
-    &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d", "p", "b", "r2disk"];
+    &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d", "p", "b", "r2disk", "n"];
 const USAGE: &str = "usage: bench [--samples N] [--sample-ms N] \
-                     [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d|p|b|r2disk]...";
+                     [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d|p|b|r2disk|n]...";
 
 fn main() {
     let (config, selected) = match harness::parse_options(std::env::args().skip(1), FIGURES) {
@@ -120,6 +121,31 @@ fn main() {
                 for device in d::LINUX_DEVICES {
                     failures += d::run::<Linux>(device, &config);
                 }
+            }
+            // Seed 003's loopback TCP (`bench::n`) on the first 2 and 4
+            // CPUs (the affinity mask), as Ridgeback's `cpus=2`/`cpus=4`.
+            "n" => {
+                bench::linux::ignore_sigpipe();
+                if let Err(e) = bench::linux::loopback_up() {
+                    harness::comment::<Linux>(format_args!("bringing lo up failed: {e:?}"));
+                }
+                for n_cpus in [2, 4] {
+                    if n_cpus > cpus {
+                        harness::comment::<Linux>(format_args!(
+                            "{cpus} CPUs online: no {n_cpus}-CPU N figures"
+                        ));
+                        continue;
+                    }
+                    Linux::limit_cpus(Some(n_cpus));
+                    for workload in [n::Workload::Rr, n::Workload::Stream] {
+                        for clients in n::CLIENTS {
+                            let name = n::figure_name(workload, clients, n_cpus, "linux");
+                            failures +=
+                                usize::from(!n::report_figure::<Linux>(&name, workload, clients, &config));
+                        }
+                    }
+                }
+                Linux::limit_cpus(None);
             }
             // Pinned as the ping-pongs are: writer on CPU 0, reader on CPU 0
             // (`_1cpu`) or CPU 1 (`_2cpu`). The copy limit is one process.

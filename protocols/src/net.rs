@@ -94,6 +94,30 @@ pub const OP_STATS: u64 = 139;
 /// `ifconfig` prints it.
 pub const OP_IFCONFIG: u64 = 140;
 
+/// The lock statistics, to anyone (no handle): word 2 = 1 to reset them
+/// first (a benchmark measures from its start). Reply words: the global
+/// lock's acquisitions, the nanoseconds spent spinning for it, the
+/// nanoseconds it was held, the nanoseconds since the statistics were
+/// reset; data = the report as text (`netstat -l`).
+pub const OP_LOCKSTAT: u64 = 141;
+/// Map the server's lock page ([`locks::LockPage`]) into the caller: word
+/// 2 = where (page-aligned; the runtime uses [`locks::WINDOW`]). Reply:
+/// word 0 = 0 or an errno, word 1 = the mode ([`locks::MODE_CLASSIC`] or
+/// [`locks::MODE_SCALABLE`]). The caller then makes the server the pager
+/// of that page (`set_pager`), and the server answers its fault with its
+/// own page, shared.
+pub const OP_MAP_LOCKS: u64 = 142;
+
+/// `net=scalable`: a write that completes once queued (seed 003's
+/// request packet). A one-way `send_data` from a socket user, not a call:
+/// word 1 = the handle, word 2 = bytes, the data = the bytes (at most
+/// `abi::msg::MAX_DATA_BYTES`). The caller may queue as many bytes as the
+/// *credit* the answer of its last `io::OP_WRITE` call gave (its word 1);
+/// with none left it makes a call. The server takes every byte, in order
+/// with the socket's other requests; a connection that can no longer send
+/// drops them, and the socket's next call fails (`EPIPE`, `ECONNRESET`).
+pub const OP_WRITE_QUEUED: u64 = 143;
+
 /// `shutdown`'s `how`.
 pub const SHUT_RD: u64 = 0;
 pub const SHUT_WR: u64 = 1;
@@ -146,6 +170,8 @@ pub fn endpoint(addr: [u8; 4], port: u16) -> u64 {
 pub fn split_endpoint(word: u64) -> ([u8; 4], u16) {
     (((word >> 16) as u32).to_be_bytes(), word as u16)
 }
+
+pub mod locks;
 
 /// The link between the server and the network card's driver.
 ///

@@ -19,15 +19,29 @@
 //! (only the monitor hands out descriptors, and it never waits on a
 //! server, so it cannot be the one that waits for a connection).
 //!
+//! `net=classic` (the network server says which mode it runs in when
+//! asked, `OP_MAP_LOCKS`): every socket call first takes the stack's
+//! global spin lock, in the server's lock page mapped at
+//! `protocols::net::locks::WINDOW`, on this CPU, and holds it while the
+//! server serves the call; callers on other CPUs spin meanwhile (the
+//! seed's Figure 2). A call that must wait sleeps without it: the server
+//! lets it go for the caller, and the caller's own release then finds it
+//! no longer the owner and does nothing. `net=scalable`: no lock here.
+//!
 //! What it is not: the BSD `sockaddr` ABI. Addresses are [`SockAddr`]
 //! (IPv4 only); options are `(level, name)` pairs with Linux's numbers.
 //! `SIGPIPE` is not raised: a write after the peer went gets `EPIPE`.
 
 use super::{Errno, Fd, errno, fd_entry, from_kernel, manager_call, open};
-use crate::msg;
+use crate::msg::{self, Link};
+use crate::sys;
+use abi::Pid;
 use alloc::vec::Vec;
+use protocols::net::locks::{self, LockPage};
 use protocols::net::{self as n, endpoint, split_endpoint};
+use protocols::unix::FdInfo;
 use protocols::unix::{self as ux, open_flags};
+use spin::Mutex;
 
 pub const AF_INET: u32 = 2;
 pub const SOCK_STREAM: u32 = 1;
@@ -87,13 +101,161 @@ impl core::fmt::Display for SockAddr {
     }
 }
 
+/// Whether this process has asked the network server for its mode.
+#[derive(Clone, Copy)]
+enum Locks {
+    Untried,
+    /// A server that answered neither mode: plain calls.
+    Unlocked,
+    /// `scalable`: plain calls, and TCP writes queued while credit lasts.
+    Scalable,
+    /// `classic`: the lock page is mapped at `locks::WINDOW`.
+    Classic,
+}
+
+static LOCKS: Mutex<Locks> = Mutex::new(Locks::Untried);
+
+/// The global lock's page when the server runs `net=classic`, mapping it
+/// the first time. Kept over `fork` (the page is shared, and so is this
+/// state); `exec` starts again.
+fn classic_locks(link: Link, info: &FdInfo) -> Option<&'static LockPage> {
+    let state = *LOCKS.lock();
+    let classic = match state {
+        Locks::Classic => true,
+        Locks::Unlocked | Locks::Scalable => false,
+        Locks::Untried => {
+            let mode = msg::call(link, &[n::OP_MAP_LOCKS, info.handle, locks::WINDOW, 0], &[], &mut [])
+                .ok()
+                .filter(|(w, _)| w[0] == 0)
+                .map(|(w, _)| w[1]);
+            // Both modes map the page: classic for the lock, scalable for
+            // its credit epoch.
+            let known = |m: &u64| *m == locks::MODE_CLASSIC || *m == locks::MODE_SCALABLE;
+            let mapped = mode.filter(known).is_some_and(|_| {
+                sys::set_pager(
+                    sys::getpid(),
+                    locks::WINDOW,
+                    abi::layout::PAGE_SIZE,
+                    Pid(info.manager_pid),
+                    info.manager_queue,
+                )
+                .is_ok()
+            });
+            *LOCKS.lock() = match mode {
+                Some(locks::MODE_CLASSIC) if mapped => Locks::Classic,
+                Some(locks::MODE_SCALABLE) if mapped => Locks::Scalable,
+                _ => Locks::Unlocked,
+            };
+            mode == Some(locks::MODE_CLASSIC) && mapped
+        }
+    };
+    classic.then(mapped_page)
+}
+
+/// The lock page, once `classic_locks` has mapped it (both modes map it).
+fn mapped_page() -> &'static LockPage {
+    // SAFETY: called only after the network server was made the pager of
+    // this one page (`classic_locks`, in either mode); it maps its own
+    // lock page there, shared and writable, on first touch; a pager
+    // region is never given back, so the page stays for the life of the
+    // process. `LockPage` is atomics only, so other processes changing it
+    // at the same time is what it is made for.
+    unsafe { &*(locks::WINDOW as *const LockPage) }
+}
+
+/// `net=scalable`: the bytes each socket (by handle) may still queue with
+/// `OP_WRITE_QUEUED` before its next write call, as the server's last
+/// answer said, and the lock page's `credit_epoch` then (the credit
+/// lapses when it moves). A few sockets at a time; the oldest is
+/// forgotten first (it then makes a call, which gives it credit again).
+static CREDIT: Mutex<Vec<(u64, u64, u64)>> = Mutex::new(Vec::new());
+const CREDIT_SOCKETS: usize = 32;
+
+fn credit_epoch() -> u64 {
+    mapped_page().credit_epoch.load(core::sync::atomic::Ordering::SeqCst)
+}
+
+/// The credit `handle` has if it was given at `epoch`.
+fn credit_of(handle: u64, epoch: u64) -> u64 {
+    CREDIT.lock().iter().find(|(h, _, e)| *h == handle && *e == epoch).map_or(0, |&(_, c, _)| c)
+}
+
+/// `epoch`: the lock page's `credit_epoch` read before the call whose
+/// answer gave `credit`.
+fn set_credit(handle: u64, credit: u64, epoch: u64) {
+    let mut t = CREDIT.lock();
+    match t.iter_mut().find(|(h, _, _)| *h == handle) {
+        Some(entry) => *entry = (handle, credit, epoch),
+        None if credit == 0 => {}
+        None => {
+            if t.len() >= CREDIT_SOCKETS {
+                t.remove(0);
+            }
+            t.push((handle, credit, epoch));
+        }
+    }
+}
+
+/// Queue what credit allows of `bytes` on a TCP socket (`scalable`): the
+/// bytes queued, 0 when there is no credit or the server's queue is full.
+fn queue_write(link: Link, info: &FdInfo, bytes: &[u8]) -> usize {
+    if classic_locks(link, info).is_some() || !matches!(*LOCKS.lock(), Locks::Scalable) {
+        return 0;
+    }
+    let mut done = 0;
+    // The epoch the credit is good for: read once, before sending, so a
+    // drop the server makes meanwhile (moving the epoch on) ends it.
+    let epoch = credit_epoch();
+    let mut credit = credit_of(info.handle, epoch);
+    while done < bytes.len() && credit > 0 {
+        let piece = (bytes.len() - done).min(abi::msg::MAX_DATA_BYTES as usize).min(credit as usize);
+        let message = [n::OP_WRITE_QUEUED, info.handle, piece as u64, 0];
+        if msg::send_data(link, &message, &bytes[done..done + piece]).is_err() {
+            break;
+        }
+        done += piece;
+        credit -= piece as u64;
+    }
+    if done > 0 {
+        set_credit(info.handle, credit, epoch);
+    }
+    done
+}
+
+/// A call to the network server: under the global lock in `classic`.
+fn io_call(
+    link: Link,
+    info: &FdInfo,
+    request: [u64; 4],
+    data: &[u8],
+    reply: &mut [u8],
+) -> Result<([u64; 4], usize), abi::Error> {
+    let Some(page) = classic_locks(link, info) else { return msg::call(link, &request, data, reply) };
+    let me = sys::getpid().0;
+    page.global.acquire(me, sys::rdtsc, |attempts| {
+        // A holder pre-empted on this CPU gets it now and then.
+        if attempts % 64 == 0 {
+            sys::yield_now();
+        } else {
+            core::hint::spin_loop();
+        }
+        true
+    });
+    let r = msg::call(link, &request, data, reply);
+    // Nothing if the server let it go while the call waited.
+    page.global.release(me, sys::rdtsc());
+    r
+}
+
 /// A word-only request on a socket: the reply's words.
 fn sock_call(fd: Fd, op: u64, w2: u64, w3: u64) -> Result<[u64; 4], Errno> {
-    let (_, info) = fd_entry(fd)?;
+    let (link, info) = fd_entry(fd)?;
     if !ux::mode::is_sock(info.file_type) {
         return Err(errno::ENOTSOCK);
     }
-    manager_call(fd, [op, 0, w2, w3], &[], &mut []).map(|(w, _)| w)
+    let (w, _) = io_call(link, &info, [op, info.handle, w2, w3], &[], &mut []).map_err(from_kernel)?;
+    ux::result(w[0])?;
+    Ok(w)
 }
 
 /// `socket(AF_INET, type, protocol)`: `SOCK_STREAM` (TCP), `SOCK_DGRAM`
@@ -160,7 +322,7 @@ pub fn recvfrom(fd: Fd, buf: &mut [u8]) -> Result<(usize, SockAddr), Errno> {
     }
     let len = buf.len().min(abi::lease::MAX_LEASE_BYTES as usize);
     let request = [n::OP_RECVFROM, info.handle, len as u64, 0];
-    let (w, _) = msg::call(link, &request, &[], &mut buf[..len]).map_err(from_kernel)?;
+    let (w, _) = io_call(link, &info, request, &[], &mut buf[..len]).map_err(from_kernel)?;
     ux::result(w[0]).map(|got| ((got as usize).min(len), SockAddr::of(w[1])))
 }
 
@@ -185,11 +347,23 @@ fn send_to(fd: Fd, buf: &[u8], to: Option<SockAddr>) -> Result<usize, Errno> {
     let target = to.map_or(0, SockAddr::word);
     let mut done = 0;
     loop {
+        if to.is_none() {
+            // `scalable`: what credit allows completes once queued.
+            done += queue_write(link, &info, &buf[done..]);
+            if done >= buf.len() {
+                break;
+            }
+        }
         let chunk = &buf[done..buf.len().min(done + abi::lease::MAX_LEASE_BYTES as usize)];
         let request = [op, info.handle, chunk.len() as u64, target];
-        let sent = msg::call(link, &request, chunk, &mut [])
-            .map_err(from_kernel)
-            .and_then(|(w, _)| ux::result(w[0]));
+        let scalable = to.is_none() && matches!(*LOCKS.lock(), Locks::Scalable);
+        let epoch = if scalable { credit_epoch() } else { 0 };
+        let sent = io_call(link, &info, request, chunk, &mut []).map_err(from_kernel).and_then(|(w, _)| {
+            if scalable {
+                set_credit(info.handle, w[1], epoch);
+            }
+            ux::result(w[0])
+        });
         match sent {
             Ok(k) => {
                 let k = (k as usize).min(chunk.len());
@@ -301,11 +475,22 @@ pub fn ifconfig() -> Result<alloc::string::String, Errno> {
     net_query(n::OP_IFCONFIG).map(|(_, t)| t)
 }
 
+/// The network server's lock statistics (`netstat -l`): the reply words
+/// (global lock acquisitions, spin ns, hold ns, interval ns) and the
+/// report. `reset` zeroes them first.
+pub fn lock_stats(reset: bool) -> Result<([u64; 4], alloc::string::String), Errno> {
+    net_query_with(n::OP_LOCKSTAT, reset as u64)
+}
+
 fn net_query(op: u64) -> Result<([u64; 4], alloc::string::String), Errno> {
+    net_query_with(op, 0)
+}
+
+fn net_query_with(op: u64, word2: u64) -> Result<([u64; 4], alloc::string::String), Errno> {
     // Any socket reaches the server; a fresh one is made and closed.
     let fd = socket(AF_INET, SOCK_DGRAM, 0)?;
     let mut buf = alloc::vec![0u8; abi::msg::MAX_DATA_BYTES as usize];
-    let r = manager_call(fd, [op, 0, 0, 0], &[], &mut buf);
+    let r = manager_call(fd, [op, 0, word2, 0], &[], &mut buf);
     let _ = super::close(fd);
     let (w, len) = r?;
     buf.truncate(len);

@@ -476,6 +476,27 @@ fn unix_boots(
         format!("/bin/{UNIX_TEST_PROGRAM} {PER_FILE_TESTS}"),
         false,
     ));
+    // The network server's other mode (`net=classic`, issue 13): the
+    // socket tests again with every read and write under the global
+    // lock, and the bad boot options it must report ([`NET_WARNINGS`]).
+    boots.push((
+        format!("unix smp{smp} net=classic"),
+        smp,
+        NET_CLASSIC_CMDLINE.to_string(),
+        format!("/bin/{UNIX_TEST_PROGRAM} net::"),
+        false,
+    ));
+    boots.push((
+        "unix smp1 net=fast".to_string(),
+        1,
+        NET_BAD_MODE_CMDLINE.to_string(),
+        format!("/bin/{UNIX_TEST_PROGRAM} net::lock_statistics_and_queued_writes"),
+        false,
+    ));
+    let net_warnings: Vec<(String, &str)> = vec![
+        (format!("unix smp{smp} net=classic"), NET_WARNINGS[0]),
+        ("unix smp1 net=fast".to_string(), NET_WARNINGS[1]),
+    ];
     for (name, smp, cmdline, command, writes_disk) in boots {
         // A fresh disk for each boot that writes it: utest's `blk::`
         // tests write to /dev/vda, and the image is checked afterwards.
@@ -519,8 +540,27 @@ fn unix_boots(
             Err(err) => outcomes.push(Outcome::step(&format!("boot {name}"), Err(err))),
         }
     }
+    for (name, warning) in net_warnings {
+        let log_path = log_dir.join(format!("{}.log", name.replace([' ', '=', '.'], "-")));
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let check = if log.contains(warning) {
+            Ok(())
+        } else {
+            Err(format!("the console of `{name}` never says `{warning}` (log: {})", log_path.display()))
+        };
+        outcomes.push(Outcome::step(&format!("{name}: the bad network option is reported"), check));
+    }
     outcomes
 }
+
+/// `net=classic` with a CPU that does not exist: the server says so and
+/// designates the last CPU.
+const NET_CLASSIC_CMDLINE: &str = "net=classic net.cpu=99";
+/// A mode that does not exist: the server says so and runs `scalable`.
+const NET_BAD_MODE_CMDLINE: &str = "net=fast";
+/// What the network server prints for those two command lines.
+const NET_WARNINGS: [&str; 2] =
+    ["net: net.cpu=99 is not a CPU", "net: net=fast is not classic or scalable; using scalable"];
 
 /// The boot option of Ridge's file manager per open file, and the utest
 /// tests that run again under it: file data through leases and the file

@@ -51,7 +51,9 @@
 extern crate alloc;
 
 mod link;
+mod locking;
 mod ports;
+mod queued;
 mod sockets;
 mod stack;
 mod table;

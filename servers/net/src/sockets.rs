@@ -119,6 +119,8 @@ impl Net {
     /// One call. Answers it, or parks it.
     pub fn request(&mut self, sender: Pid, reply: ReplyHandle, m: [u64; 4], data: &[u8]) {
         let outcome = match m[0] {
+            n::OP_LOCKSTAT => return self.lockstat(reply, m[2] == 1),
+            n::OP_MAP_LOCKS => return self.map_locks(reply, m[2]),
             device::OP_OPEN => self.open(sender, data),
             io::OP_CLOSE => {
                 if Some(sender) != self.monitor {
@@ -159,7 +161,10 @@ impl Net {
             io::OP_FOREGROUND => err(ENOTTY),
             io::OP_READ => self.read(reply, m[1], m[2] as usize, false),
             n::OP_RECVFROM => self.read(reply, m[1], m[2] as usize, true),
-            io::OP_WRITE => self.write(reply, m[1], m[2] as usize, data, None),
+            io::OP_WRITE => {
+                let outcome = self.write(reply, m[1], m[2] as usize, data, None);
+                self.with_credit(m[1], outcome)
+            }
             n::OP_SENDTO => self.write(reply, m[1], m[2] as usize, data, Some(m[3])),
             n::OP_BIND => self.bind(m[1], m[2]),
             n::OP_LISTEN => self.listen(m[1], m[2] as usize),
@@ -280,6 +285,9 @@ impl Net {
                     if s.recv_queue() > 0 {
                         // Unread data: tell the peer it is lost (BSD's rule).
                         s.abort();
+                    } else if self.queued.contains_key(&(set, sh)) {
+                        // Bytes queued by OP_WRITE_QUEUED go first (queued.rs).
+                        self.close_after.push((set, sh));
                     } else {
                         s.close();
                     }
@@ -298,7 +306,20 @@ impl Net {
         ok(0)
     }
 
+    /// `net=scalable`: a TCP write's answer carries the bytes its caller
+    /// may queue next with `OP_WRITE_QUEUED` (queued.rs).
+    fn with_credit(&self, handle: u64, outcome: Outcome) -> Outcome {
+        match outcome {
+            Outcome::Done(mut w) if protocols::unix::result(w[0]).is_ok() => {
+                w[1] = self.write_credit(handle);
+                Outcome::Done(w)
+            }
+            other => other,
+        }
+    }
+
     fn remove_socket(&mut self, set: usize, sh: SocketHandle) {
+        self.forget_queued(set, sh);
         let freed = match self.sets[set].remove(sh) {
             smoltcp::socket::Socket::Tcp(s) => s.recv_capacity() + s.send_capacity(),
             smoltcp::socket::Socket::Udp(s) => s.payload_recv_capacity() + s.payload_send_capacity(),
@@ -574,7 +595,12 @@ impl Net {
         }
         if how != n::SHUT_RD {
             sock.shut_wr = true;
-            self.sets[set].get_mut::<tcp::Socket>(sh).close();
+            if self.queued.contains_key(&(set, sh)) {
+                // Bytes queued by OP_WRITE_QUEUED go first (queued.rs).
+                self.close_after.push((set, sh));
+            } else {
+                self.sets[set].get_mut::<tcp::Socket>(sh).close();
+            }
         }
         ok(0)
     }
@@ -878,7 +904,11 @@ impl Net {
         if sock.shut_wr {
             return (if done > 0 { ok(done as u64) } else { err(EPIPE) }, done);
         }
-        if connecting {
+        if connecting || self.queued.contains_key(&(set, sh)) {
+            // Connecting; or bytes queued by OP_WRITE_QUEUED go first.
+            if nonblock && done > 0 {
+                return (ok(done as u64), done);
+            }
             return (if nonblock { err(EAGAIN) } else { Outcome::Wait }, done);
         }
         let s = self.sets[set].get_mut::<tcp::Socket>(sh);

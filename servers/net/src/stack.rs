@@ -20,6 +20,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 use core::fmt::Write;
 use protocols::net::eth;
+use protocols::net::locks::LockPage;
 use protocols::unix::{Stat, fs};
 use runtime::clock::Clock;
 use runtime::msg::{self, Link, Queue, ReplyHandle};
@@ -58,7 +59,7 @@ pub struct Net {
     /// readable without a mutable borrow).
     gateway: Option<Ipv4Address>,
     pool: Pool,
-    rxbuf: Vec<u8>,
+    pub rxbuf: Vec<u8>,
     pub monitor: Option<abi::Pid>,
     pub socks: BTreeMap<u64, Sock>,
     pub claims: BTreeMap<u64, Claim>,
@@ -69,6 +70,33 @@ pub struct Net {
     pub buffer_bytes: u64,
     /// Source of the random part of handles and tokens.
     seed: u64,
+    /// The lock page (the global lock and its statistics), shared with
+    /// the callers that map it (locking.rs).
+    pub locks: alloc::boxed::Box<LockPage>,
+    /// `net=`: `locks::MODE_CLASSIC` or `MODE_SCALABLE`.
+    pub mode: u64,
+    /// `net.cpu=`: the designated CPU.
+    pub net_cpu: u64,
+    /// This process's pid: the lock's owner word when the server holds it.
+    pub me: u64,
+    pub tsc_hz: u64,
+    /// When the lock statistics were last reset (TSC).
+    pub lock_epoch_tsc: u64,
+    /// `classic`: messages kept until the server holds the lock.
+    pub backlog: Vec<(msg::Received, Vec<u8>)>,
+    /// `classic`: the stack has work the server could not yet do.
+    pub stack_due: bool,
+    /// `scalable`: bytes queued by `OP_WRITE_QUEUED` that their
+    /// connection's send ring had no room for yet (queued.rs).
+    pub queued: BTreeMap<(usize, SocketHandle), alloc::collections::VecDeque<u8>>,
+    /// Connections closed while bytes were queued: closed once sent.
+    pub close_after: Vec<(usize, SocketHandle)>,
+    /// `OP_WRITE_QUEUED` messages taken, and their bytes (`netstat -l`).
+    pub queued_writes: u64,
+    pub queued_write_bytes: u64,
+    /// `classic`: the server could not take the lock; it waits for a
+    /// message or a short timer before it tries again.
+    pub retry_lock: bool,
     next_serial: u64,
 }
 
@@ -89,6 +117,10 @@ impl Net {
             let _ = a.push(IpCidr::new(IpAddress::v4(127, 0, 0, 1), 8));
         });
         let pool: Pool = Rc::new(RefCell::new(Vec::new()));
+        let (mode, net_cpu) = crate::locking::modes_from(&kernel_options());
+        let locks = alloc::boxed::Box::new(LockPage::default());
+        locks.magic.store(protocols::net::locks::MAGIC, core::sync::atomic::Ordering::Release);
+        locks.mode.store(mode, core::sync::atomic::Ordering::Release);
         let mut n = Net {
             queue,
             timer,
@@ -112,6 +144,19 @@ impl Net {
             buffer_bytes: 0,
             seed,
             next_serial: 1,
+            locks,
+            mode,
+            net_cpu,
+            me: sys::getpid().0,
+            tsc_hz: sys::info(abi::InfoKey::TscHz).max(1),
+            lock_epoch_tsc: sys::rdtsc(),
+            backlog: Vec::new(),
+            stack_due: false,
+            retry_lock: false,
+            queued: BTreeMap::new(),
+            close_after: Vec::new(),
+            queued_writes: 0,
+            queued_write_bytes: 0,
         };
         n.attach_card();
         n
@@ -192,6 +237,9 @@ impl Net {
     }
 
     pub fn serve(&mut self) -> i32 {
+        if self.mode == protocols::net::locks::MODE_CLASSIC {
+            return self.serve_classic();
+        }
         loop {
             let due_now = self.next_delay_ns() == Some(0);
             if !due_now {
@@ -204,6 +252,8 @@ impl Net {
                 msg::receive_data(self.queue, &mut buf).ok()
             };
             self.rxbuf = buf;
+            // The designated CPU's turn: the lock once per batch of packets.
+            self.take_global(false);
             if let Some(r) = first {
                 self.take(r);
                 for _ in 0..crate::BATCH {
@@ -217,11 +267,13 @@ impl Net {
                 }
             }
             self.run_stack();
+            self.drop_global();
         }
     }
 
-    /// One message: a frame, a tick, or a request.
-    fn take(&mut self, r: msg::Received) {
+    /// One message: a frame, a tick, a request, or a fault in a caller's
+    /// lock window.
+    pub fn take(&mut self, r: msg::Received) {
         match r.kind {
             Kind::Data if r.message[0] == eth::RX => {
                 if let Some(dev) = self.eth.as_mut() {
@@ -231,6 +283,13 @@ impl Net {
                 }
             }
             Kind::Short if r.message[0] == timer::TICK => self.armed_ns = None,
+            Kind::Data if r.message[0] == protocols::net::OP_WRITE_QUEUED => {
+                let len = r.len.min(self.rxbuf.len()).min(r.message[2] as usize);
+                let data = core::mem::take(&mut self.rxbuf);
+                self.queued_write(r.message[1], &data[..len]);
+                self.rxbuf = data;
+            }
+            Kind::PageFault => self.page_fault(r.message),
             Kind::Call => {
                 let data = core::mem::take(&mut self.rxbuf);
                 self.request(r.sender, r.reply, r.message, &data[..r.len.min(data.len())]);
@@ -245,6 +304,7 @@ impl Net {
     /// next batch of messages).
     pub fn run_stack(&mut self) {
         for _ in 0..8 {
+            self.drain_queued();
             let changed = self.poll_interfaces();
             self.dhcp_events();
             let progressed = self.service();
@@ -297,7 +357,7 @@ impl Net {
 
     /// Nanoseconds until something is due: the stack's next timer, a
     /// waiting `poll`'s timeout, an unclaimed connection's expiry.
-    fn next_delay_ns(&mut self) -> Option<u64> {
+    pub fn next_delay_ns(&mut self) -> Option<u64> {
         let now = self.now();
         let mut delay: Option<u64> = None;
         let mut consider = |d: u64| delay = Some(delay.map_or(d, |x: u64| x.min(d)));
@@ -318,9 +378,14 @@ impl Net {
     }
 
     /// Make sure the timer will tick by the next deadline.
-    fn arm_timer(&mut self) {
+    pub fn arm_timer(&mut self) {
         let Some(delay) = self.next_delay_ns() else { return };
         let want = self.clock.now_ns().saturating_add(delay);
+        self.arm_timer_at(want);
+    }
+
+    /// Make sure the timer will tick by `want` (ns on the clock).
+    pub fn arm_timer_at(&mut self, want: u64) {
         if self.armed_ns.is_some_and(|a| a <= want) {
             return;
         }
@@ -378,6 +443,9 @@ impl Net {
 /// others go out here. A caller that has gone cannot be answered: nothing
 /// else to do.
 pub fn answer(reply: ReplyHandle, words: [u64; 4], data: &[u8]) {
+    if crate::locking::defer_answer(reply, words, data) {
+        return;
+    }
     let _ = msg::reply(reply, &words, data);
 }
 

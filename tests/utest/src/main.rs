@@ -147,6 +147,7 @@ const TESTS: &[Test] = &[
     ("pipe::limits_are_root_only_and_checked", pipe::limits_are_root_only_and_checked),
     ("net::tcp_echo_between_processes", net::tcp_echo_between_processes),
     ("net::udp_datagrams", net::udp_datagrams),
+    ("net::lock_statistics_and_queued_writes", net::lock_statistics_and_queued_writes),
     ("net::errors", net::errors),
     ("net::nonblocking_connect_and_poll", net::nonblocking_connect_and_poll),
     ("net::port_exhaustion", net::port_exhaustion),

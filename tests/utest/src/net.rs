@@ -120,6 +120,105 @@ pub fn tcp_echo_between_processes() -> TestResult {
     expect_no_leaks()
 }
 
+/// The two checks of issue 13's modes, one entry of the table (see each).
+pub fn lock_statistics_and_queued_writes() -> TestResult {
+    lock_statistics_count()?;
+    writes_complete_once_queued()
+}
+
+/// The lock statistics count (seed 003's figures, `netstat -l`): after
+/// a reset, ROUNDS 32-byte request/response round trips between two
+/// processes add at least one acquisition of the global lock per write
+/// in `scalable` (the server takes it once per batch of packets, and each
+/// write is a batch of its own: the next one waits for the answer) and
+/// one per read and per write in `classic` (every caller takes it).
+fn lock_statistics_count() -> TestResult {
+    const ROUNDS: u64 = 25;
+    let (l, port) = listener()?;
+    let server = spawn(move || {
+        let Ok((c, _)) = socket::accept(l) else { return 10 };
+        let mut buf = [0u8; 32];
+        for _ in 0..ROUNDS {
+            if crate::util::read_exact(c, &mut buf).is_err() || crate::util::write_all(c, &buf).is_err() {
+                return 11;
+            }
+        }
+        0
+    })?;
+    let c = tcp()?;
+    socket::connect(c, SockAddr::new(LOOPBACK, port)).ctx("connect")?;
+    let (before, _) = socket::lock_stats(true).ctx("lock stats, reset")?;
+    let mut buf = [7u8; 32];
+    for i in 0..ROUNDS {
+        buf[0] = i as u8;
+        crate::util::write_all(c, &buf).ctx("write")?;
+        crate::util::read_exact(c, &mut buf)?;
+        ensure!(buf[0] == i as u8, "round {i}: echoed {}", buf[0]);
+    }
+    let (after, text) = socket::lock_stats(false).ctx("lock stats")?;
+    expect_exit(server, 0)?;
+    unix::close(c).ctx("close")?;
+    unix::close(l).ctx("close")?;
+    let classic = text.starts_with("mode classic");
+    ensure!(classic || text.starts_with("mode scalable"), "no mode in the report:\n{text}");
+    // Both ends' writes; in classic also both ends' reads.
+    let least = if classic { 4 * ROUNDS } else { 2 * ROUNDS };
+    ensure!(
+        after[0] >= least,
+        "{} acquisitions for {ROUNDS} round trips (at least {least}); before the reset {}:\n{text}",
+        after[0],
+        before[0]
+    );
+    ensure!(after[2] > 0 && after[3] >= after[2], "hold {} ns in an interval of {} ns", after[2], after[3]);
+    for figure in ["hold % all locks", "spin % all locks", "locks per second", "global lock hold"] {
+        ensure!(text.contains(figure), "no `{figure}` in the report:\n{text}");
+    }
+    expect_no_leaks()
+}
+
+/// `net=scalable`: once a write call has given the socket credit, the
+/// next small writes complete as soon as they are queued (one-way
+/// messages, `OP_WRITE_QUEUED`), and the peer still reads every byte in
+/// order; `netstat -l` counts them. Under `net=classic` every write is a
+/// call: the count does not move.
+fn writes_complete_once_queued() -> TestResult {
+    const PIECES: usize = 40;
+    let queued = || -> Result<u64, String> {
+        let (_, text) = socket::lock_stats(false).ctx("lock stats")?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("writes completed once queued: "))
+            .and_then(|rest| rest.split(' ').next()?.parse().ok())
+            .ok_or_else(|| format!("no queued-write count in:\n{text}"))
+    };
+    let (_, mode_text) = socket::lock_stats(false).ctx("lock stats")?;
+    let scalable = mode_text.starts_with("mode scalable");
+    let (l, port) = listener()?;
+    let reader = spawn(move || {
+        let Ok((c, _)) = socket::accept(l) else { return 10 };
+        let Ok(got) = crate::util::read_to_end(c) else { return 11 };
+        let want: Vec<u8> = (0..PIECES * 100).map(|i| (i % 251) as u8).collect();
+        if got != want { 12 } else { 0 }
+    })?;
+    let c = tcp()?;
+    socket::connect(c, SockAddr::new(LOOPBACK, port)).ctx("connect")?;
+    let before = queued()?;
+    let all: Vec<u8> = (0..PIECES * 100).map(|i| (i % 251) as u8).collect();
+    for piece in all.chunks(100) {
+        crate::util::write_all(c, piece).ctx("write")?;
+    }
+    let after = queued()?;
+    unix::close(c).ctx("close")?;
+    expect_exit(reader, 0)?;
+    unix::close(l).ctx("close")?;
+    if scalable {
+        // The first write is a call (no credit yet); the rest fit its credit.
+        ensure!(after - before >= PIECES as u64 - 1, "{} of {PIECES} writes were queued", after - before);
+    } else {
+        ensure!(after == before, "{} writes queued under classic", after - before);
+    }
+    expect_no_leaks()
+}
+
 pub fn udp_datagrams() -> TestResult {
     let a = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket a")?;
     let b = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket b")?;

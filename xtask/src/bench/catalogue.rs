@@ -59,9 +59,12 @@ pub enum Group {
     /// Seed 001's Table 2 file rows on ext2 on the virtio-blk disk, without
     /// and with `fsync`.
     R2Disk,
+    /// Seed 003: loopback TCP, `net=classic` against `net=scalable`, with
+    /// the stack's lock statistics.
+    N,
 }
 
-pub const ALL_GROUPS: [Group; 11] = [
+pub const ALL_GROUPS: [Group; 12] = [
     Group::Getpid,
     Group::Copy,
     Group::Switch,
@@ -73,6 +76,7 @@ pub const ALL_GROUPS: [Group; 11] = [
     Group::P,
     Group::B,
     Group::R2Disk,
+    Group::N,
 ];
 
 /// What `cargo xtask bench` (and its `--quick` smoke test in `cargo xtask
@@ -101,6 +105,7 @@ impl Group {
             Group::P => "p",
             Group::B => "b",
             Group::R2Disk => "r2disk",
+            Group::N => "n",
         }
     }
 
@@ -113,6 +118,7 @@ impl Group {
             Group::P => "pipe",
             Group::B => "b",
             Group::R2Disk => "r2disk",
+            Group::N => "rr",
             other => other.name(),
         }
     }
@@ -121,7 +127,7 @@ impl Group {
     /// (`r2bench`, `dbench` or `pbench`, started by a batch script on the
     /// booted UNIX system) rather than with `ridgebench` booted as init.
     pub fn is_unix(self) -> bool {
-        matches!(self, Group::R2 | Group::D | Group::P | Group::B | Group::R2Disk)
+        matches!(self, Group::R2 | Group::D | Group::P | Group::B | Group::R2Disk | Group::N)
     }
 
     /// Whether the group runs on an ext2 volume on the virtio-blk disk: its
@@ -145,6 +151,7 @@ impl Group {
             Group::P => &["p"],
             Group::B => &["b"],
             Group::R2Disk => &["r2disk"],
+            Group::N => &["n"],
         }
     }
 
@@ -317,7 +324,49 @@ pub fn rows(smp: u32) -> Vec<Row> {
     d_rows(&mut row);
     p_rows(&mut row, smp);
     b_rows(&mut row);
+    n_rows(&mut row, smp);
     rows
+}
+
+/// Seed 003's modes (the network server's boot option `net=`).
+pub const N_MODES: [&str; 2] = ["classic", "scalable"];
+
+/// The CPU counts N measures that a machine of `smp` vCPUs has: 2 and 4
+/// (Ridgeback boots `cpus=N`, Linux limits its affinity mask).
+pub fn n_cpu_counts(smp: u32) -> Vec<usize> {
+    [2usize, 4].into_iter().filter(|&c| c as u32 <= smp).collect()
+}
+
+/// Seed 003's table (its lock statistics, classic then scalable), shown
+/// beside N's rows: (figure, classic, scalable).
+pub const SEED_003: [(&str, &str, &str); 5] = [
+    ("hold % all locks", "54.8 %", "35.2 %"),
+    ("spin % all locks", "24.1 %", "4.4 %"),
+    ("locks per second", "204,153", "162,033"),
+    ("global-lock (I/O lock 8) hold", "31.4 %", "< 5 %"),
+    ("throughput", "1.0", ">= 1.3 (30 % or more)"),
+];
+
+/// N's rows: each workload, client count, CPU count and mode against
+/// Linux's loopback with the same clients and CPUs.
+fn n_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed]), smp: u32) {
+    for cpus in n_cpu_counts(smp) {
+        for (workload, shown) in [("rr", "32 B request/response"), ("stream", "streaming")] {
+            for clients in [1, 2, 4] {
+                for mode in N_MODES {
+                    let name = format!("n_{workload}_{clients}c_{cpus}cpu_{mode}");
+                    row(
+                        &name,
+                        &format!("N TCP {shown}, {clients} client(s), {cpus} CPUs, net={mode} vs Linux"),
+                        Group::N,
+                        &name,
+                        &format!("n_{workload}_{clients}c_{cpus}cpu_linux"),
+                        &[],
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Seed 004's curve as the suite measures it: `nbuf` and V1's time for
@@ -681,7 +730,11 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 43 + 12 + 15, "... + 8 B rows + 7 R2 disk rows");
+        assert_eq!(rows.len(), 43 + 12 + 15 + 12, "... + 8 B rows + 7 R2 disk rows + 12 N rows on 2 CPUs");
+        // N: 2 workloads x 3 client counts x 2 modes per CPU count (2, and 4 when the machine has them).
+        assert_eq!(super::rows(4).iter().filter(|r| r.group == Group::N).count(), 24);
+        let n = rows.iter().find(|r| r.key == "n_rr_2c_2cpu_scalable").expect("an N row");
+        assert_eq!((n.ridgeback.as_str(), n.linux.as_str()), ("n_rr_2c_2cpu_scalable", "n_rr_2c_2cpu_linux"));
         for row in &rows {
             let placement = |name: &str| name.rsplit('_').next().unwrap().to_string();
             if row.ridgeback.ends_with("cpu") {

@@ -101,7 +101,10 @@ options:
                         designs, 1 and all CPUs, six boots; not in the default set),
                         b (seed 004's nbuf curve on ext2: a boot per nbuf; not in the
                         default set), r2disk (R2's file rows on ext2 on virtio-blk,
-                        without and with fsync; not in the default set);
+                        without and with fsync; not in the default set), n (seed 003's
+                        loopback TCP, net=classic and net=scalable on 2 and 4 CPUs with
+                        the lock statistics: four boots; --smp 4 for the 4-CPU rows;
+                        not in the default set);
                         commas or repeated
   --smp N               vCPUs of the machine (default 2); one-CPU figures always
                         come from a cpus=1 Ridgeback boot and pinned Linux processes
@@ -248,6 +251,9 @@ pub enum RidgebackProgram {
     /// `r2bench` on the ext2 disk (`--dir /disk/r2`): R2's file rows,
     /// then the same with `fsync`.
     R2Disk,
+    /// `nbench`, seed 003's loopback TCP, with the network server in the
+    /// given mode (`net=`, one of `catalogue::N_MODES`).
+    Nbench(&'static str),
 }
 
 impl RidgebackProgram {
@@ -259,6 +265,7 @@ impl RidgebackProgram {
             RidgebackProgram::Pbench(_) => "pbench",
             RidgebackProgram::Bbench(_) => "bbench",
             RidgebackProgram::R2Disk => "r2bench",
+            RidgebackProgram::Nbench(_) => "nbench",
         }
     }
 
@@ -457,6 +464,24 @@ pub fn plan(groups: &[Group], smp: u32) -> Plan {
             });
         }
     }
+    if groups.contains(&Group::N) {
+        // A boot per mode (a boot option) and CPU count (2 and 4, as the
+        // machine has them); each measures both workloads.
+        for cpus in catalogue::n_cpu_counts(smp) {
+            for mode in catalogue::N_MODES {
+                let cpus_option = match cpus {
+                    2 => Some("cpus=2"),
+                    _ => Some("cpus=4"),
+                };
+                ridgeback.push(RidgebackBootPlan {
+                    label: format!("n-{mode}-{cpus}cpu"),
+                    cpus_option,
+                    program: RidgebackProgram::Nbench(mode),
+                    figures: vec!["rr", "stream"],
+                });
+            }
+        }
+    }
     let (mut linux, mut linux_ext2): (Vec<&'static str>, Vec<&'static str>) = (Vec::new(), Vec::new());
     for group in groups {
         let list = if group.needs_ext2_disk() { &mut linux_ext2 } else { &mut linux };
@@ -501,6 +526,10 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             None => format!("nbuf={nbuf}"),
         },
         RidgebackProgram::R2Disk => boot.cpus_option.unwrap_or_default().to_string(),
+        RidgebackProgram::Nbench(mode) => match boot.cpus_option {
+            Some(cpus) => format!("{cpus} net={mode}"),
+            None => format!("net={mode}"),
+        },
     }
 }
 
@@ -513,6 +542,7 @@ fn batch_script(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
         }
         RidgebackProgram::Pbench(design) => format!(" --design {design}"),
         RidgebackProgram::Bbench(nbuf) => format!(" --nbuf {nbuf}"),
+        RidgebackProgram::Nbench(mode) => format!(" --mode {mode}"),
         RidgebackProgram::R2Disk => {
             // Two runs of r2bench: the rows, then the rows with fsync.
             let dir = format!("{}/r2", bench::r2::DISK_DIR);

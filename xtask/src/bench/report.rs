@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use super::catalogue::{
-    D_LINUX_DEVICES, Group, P_COPY, P_COPY_CHECKSUM, SEED_000, SEED_002, SEED_004, b_figure, b_linux_figure,
-    d_figure, p_figure,
+    D_LINUX_DEVICES, Group, N_MODES, P_COPY, P_COPY_CHECKSUM, SEED_000, SEED_002, SEED_003, SEED_004,
+    b_figure, b_linux_figure, d_figure, n_cpu_counts, p_figure,
 };
 use super::line::{Better, better_for};
 use super::results::{self, Results, Series, System};
@@ -227,7 +227,7 @@ pub fn full(results: &Results) -> String {
         text.push('\n');
         text.push_str(&seed_002);
     }
-    for section in [seed_004(results), r2_disk(results)] {
+    for section in [seed_004(results), r2_disk(results), seed_003(results)] {
         if !section.is_empty() {
             text.push('\n');
             text.push_str(&section);
@@ -789,6 +789,80 @@ pub fn compare(a: &Results, b: &Results, a_name: &str, b_name: &str) -> String {
     }
     if !only_in_one.is_empty() {
         let _ = writeln!(text, "\nnot compared: {}", only_in_one.join("; "));
+    }
+    text
+}
+
+/// Seed 003's table with this run's N figures beside it (when N was
+/// measured): each row's throughput (transactions/s for `rr`, MB/s for
+/// `stream`) in both modes and on Linux, scalable against classic, and
+/// the lock statistics each Ridgeback figure carried (the mean over the
+/// runs of the figure's whole interval: calibration and samples).
+pub fn seed_003(results: &Results) -> String {
+    if !results.meta.groups.iter().any(|g| g == Group::N.name()) {
+        return String::new();
+    }
+    let smp = results.meta.smp;
+    // Throughput, higher is better: rr figures are ns per transaction.
+    let rate = |system: System, name: &str| {
+        results.series(system, name).map(|s| if s.unit == "ns/op" { 1e9 / s.median() } else { s.median() })
+    };
+    let lock = |name: &str, counter: &str| -> Option<f64> {
+        let series = results.series(System::Ridgeback, name)?;
+        let values: Vec<u64> = series.runs.iter().filter_map(|f| f.counter(counter)).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<u64>() as f64 / values.len() as f64)
+    };
+    let shown = |v: Option<f64>| v.map_or("-".to_string(), number);
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |c| format!("{:.1}%", c / 100.0));
+    let mut text = String::from(
+        "N, seed 003 (the OpenVMS TCP/IP Scalable Kernel): TCP over loopback, rr = 32-byte\n\
+         request/response in transactions/s, stream = MB/s, all clients together; lock statistics\n\
+         of the stack's global lock over each figure (hold/spin % of all CPUs' time, locks/s,\n\
+         the global lock's hold % of wall time):\n",
+    );
+    let _ = writeln!(
+        text,
+        "{:<28} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>8}",
+        "figure", "value", "Linux", "vs Linux", "hold%", "spin%", "locks/s", "global%"
+    );
+    let mut gains = String::new();
+    for cpus in n_cpu_counts(smp) {
+        for workload in ["rr", "stream"] {
+            for clients in [1, 2, 4] {
+                let linux_name = format!("n_{workload}_{clients}c_{cpus}cpu_linux");
+                let linux = rate(System::Linux, &linux_name);
+                for mode in N_MODES {
+                    let name = format!("n_{workload}_{clients}c_{cpus}cpu_{mode}");
+                    let value = rate(System::Ridgeback, &name);
+                    let vs = value.zip(linux).map(|(r, l)| r / l);
+                    let _ = writeln!(
+                        text,
+                        "{name:<28} {:>10} {:>10} {:>9} {:>8} {:>8} {:>9} {:>8}",
+                        shown(value),
+                        shown(linux),
+                        ratio(vs),
+                        pct(lock(&name, "lock_hold_all_centi")),
+                        pct(lock(&name, "lock_spin_all_centi")),
+                        shown(lock(&name, "locks_per_s")),
+                        pct(lock(&name, "lock_global_hold_centi")),
+                    );
+                }
+                let classic = rate(System::Ridgeback, &format!("n_{workload}_{clients}c_{cpus}cpu_classic"));
+                let scalable =
+                    rate(System::Ridgeback, &format!("n_{workload}_{clients}c_{cpus}cpu_scalable"));
+                let _ = writeln!(
+                    gains,
+                    "  {workload} {clients}c {cpus}cpu: scalable / classic = {}",
+                    ratio(scalable.zip(classic).map(|(s, c)| s / c))
+                );
+            }
+        }
+    }
+    text.push_str("Scalable against classic (the seed: 30 % or more, i.e. >= 1.3x):\n");
+    text.push_str(&gains);
+    text.push_str("The seed's figures (classic -> scalable):\n");
+    for (figure, classic, scalable) in SEED_003 {
+        let _ = writeln!(text, "  {figure:<32} {classic:>10} -> {scalable}");
     }
     text
 }
