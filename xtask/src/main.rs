@@ -43,6 +43,7 @@
 mod batch;
 mod bench;
 mod ext2;
+mod fuzz;
 mod image;
 mod linux_guest;
 mod multiboot;
@@ -69,6 +70,10 @@ commands:
   test [test options]   the whole test suite, as CI runs it
   bench [bench options] benchmarks: Ridgeback and Linux in the same QEMU machine
                         (`cargo xtask bench --help` lists the options)
+  fuzz --minutes N [--seed S] [--smp N] [--accel A]
+                        the server and kernel fuzzers for N minutes (or --seconds S) in
+                        one boot of the test image; prints the counts and the seed of
+                        any failure (docs/reliability.md)
   help                  this text
 
 run options:
@@ -113,6 +118,7 @@ enum Cmd {
     Test(test::TestOptions),
     /// The bench module parses its own arguments.
     Bench(Vec<String>),
+    Fuzz(fuzz::FuzzOptions),
 }
 
 fn main() -> ExitCode {
@@ -141,6 +147,7 @@ fn main() -> ExitCode {
         Cmd::Image { run, kind } => run::image_command(&run, kind),
         Cmd::Test(opts) => test::run(&opts),
         Cmd::Bench(args) => Ok(bench::main(&args)),
+        Cmd::Fuzz(opts) => fuzz::run(&opts),
     };
     match result {
         Ok(code) => code,
@@ -228,6 +235,7 @@ fn parse_args(args: &[String]) -> Result<Cmd> {
         }
         "test" => parse_test_args(&mut cursor).map(Cmd::Test),
         "bench" => Ok(Cmd::Bench(rest.to_vec())),
+        "fuzz" => parse_fuzz_args(&mut cursor).map(Cmd::Fuzz),
         other => Err(format!("unknown command `{other}`")),
     }
 }
@@ -303,10 +311,43 @@ fn parse_test_args(cursor: &mut ArgCursor) -> Result<test::TestOptions> {
     Ok(opts)
 }
 
+/// `fuzz` options: `--minutes N` or `--seconds S`, `--seed S`, `--smp N`, `--accel A`.
+fn parse_fuzz_args(cursor: &mut ArgCursor) -> Result<fuzz::FuzzOptions> {
+    let mut opts = fuzz::FuzzOptions::default();
+    let number = |flag: &str, text: &str| {
+        text.parse::<u64>().map_err(|_| format!("--{flag} wants a whole number, got `{text}`"))
+    };
+    while let Some(flag) = cursor.next_flag()? {
+        match flag.name {
+            "minutes" => opts.seconds = number("minutes", cursor.value(&flag)?)?.saturating_mul(60),
+            "seconds" => opts.seconds = number("seconds", cursor.value(&flag)?)?,
+            "seed" => opts.seed = number("seed", cursor.value(&flag)?)?,
+            "smp" => opts.smp = parse_smp(cursor.value(&flag)?)?,
+            "accel" => opts.accel = cursor.value(&flag)?.parse()?,
+            other => return Err(format!("unknown option --{other} for fuzz")),
+        }
+    }
+    if opts.seconds == 0 {
+        return Err("fuzz: --minutes or --seconds must be above 0".to_string());
+    }
+    Ok(opts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::qemu::AccelChoice;
+
+    #[test]
+    fn fuzz_options_are_parsed() {
+        match parse(&["fuzz", "--minutes", "3", "--seed=9", "--smp", "4"]) {
+            Ok(Cmd::Fuzz(o)) => assert_eq!((o.seconds, o.seed, o.smp), (180, 9, 4)),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["fuzz", "--minutes", "x"]).is_err());
+        assert!(parse(&["fuzz", "--seconds", "0"]).is_err());
+        assert!(parse(&["fuzz", "--bogus"]).is_err());
+    }
 
     fn parse(words: &[&str]) -> Result<Cmd> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
