@@ -49,6 +49,7 @@ mod linux_guest;
 mod multiboot;
 mod qemu;
 mod run;
+mod soak;
 mod test;
 mod tools;
 
@@ -74,6 +75,9 @@ commands:
                         the server and kernel fuzzers for N minutes (or --seconds S) in
                         one boot of the test image; prints the counts and the seed of
                         any failure (docs/reliability.md)
+  soak --minutes N [--smp N] [--accel A]
+                        the soak: a mixed load on 4 CPUs for N minutes (or --seconds S),
+                        then a check that nothing leaked (docs/reliability.md)
   help                  this text
 
 run options:
@@ -119,6 +123,7 @@ enum Cmd {
     /// The bench module parses its own arguments.
     Bench(Vec<String>),
     Fuzz(fuzz::FuzzOptions),
+    Soak(soak::SoakOptions),
 }
 
 fn main() -> ExitCode {
@@ -148,6 +153,7 @@ fn main() -> ExitCode {
         Cmd::Test(opts) => test::run(&opts),
         Cmd::Bench(args) => Ok(bench::main(&args)),
         Cmd::Fuzz(opts) => fuzz::run(&opts),
+        Cmd::Soak(opts) => soak::run(&opts),
     };
     match result {
         Ok(code) => code,
@@ -236,6 +242,7 @@ fn parse_args(args: &[String]) -> Result<Cmd> {
         "test" => parse_test_args(&mut cursor).map(Cmd::Test),
         "bench" => Ok(Cmd::Bench(rest.to_vec())),
         "fuzz" => parse_fuzz_args(&mut cursor).map(Cmd::Fuzz),
+        "soak" => parse_soak_args(&mut cursor).map(Cmd::Soak),
         other => Err(format!("unknown command `{other}`")),
     }
 }
@@ -333,6 +340,27 @@ fn parse_fuzz_args(cursor: &mut ArgCursor) -> Result<fuzz::FuzzOptions> {
     Ok(opts)
 }
 
+/// `soak` options: `--minutes N` or `--seconds S`, `--smp N`, `--accel A`.
+fn parse_soak_args(cursor: &mut ArgCursor) -> Result<soak::SoakOptions> {
+    let mut opts = soak::SoakOptions::default();
+    let number = |flag: &str, text: &str| {
+        text.parse::<u64>().map_err(|_| format!("--{flag} wants a whole number, got `{text}`"))
+    };
+    while let Some(flag) = cursor.next_flag()? {
+        match flag.name {
+            "minutes" => opts.seconds = number("minutes", cursor.value(&flag)?)?.saturating_mul(60),
+            "seconds" => opts.seconds = number("seconds", cursor.value(&flag)?)?,
+            "smp" => opts.smp = parse_smp(cursor.value(&flag)?)?,
+            "accel" => opts.accel = cursor.value(&flag)?.parse()?,
+            other => return Err(format!("unknown option --{other} for soak")),
+        }
+    }
+    if opts.seconds == 0 {
+        return Err("soak: --minutes or --seconds must be above 0".to_string());
+    }
+    Ok(opts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +375,16 @@ mod tests {
         assert!(parse(&["fuzz", "--minutes", "x"]).is_err());
         assert!(parse(&["fuzz", "--seconds", "0"]).is_err());
         assert!(parse(&["fuzz", "--bogus"]).is_err());
+    }
+
+    #[test]
+    fn soak_options_are_parsed() {
+        match parse(&["soak", "--minutes", "60"]) {
+            Ok(Cmd::Soak(o)) => assert_eq!((o.seconds, o.smp), (3600, 4)),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["soak", "--minutes", "0"]).is_err());
+        assert!(parse(&["soak", "--seed", "1"]).is_err());
     }
 
     fn parse(words: &[&str]) -> Result<Cmd> {
