@@ -5,7 +5,7 @@
 //! the boot image (the kernel plus one Multiboot module per user program),
 //! boots it in QEMU, and runs the whole test suite (`cargo xtask test`, which
 //! is exactly what CI runs). Commands: `build`, `run`, `image`, `test`,
-//! `bench` (see [`USAGE`]).
+//! `bench`, `fuzz`, `soak` (see [`USAGE`]).
 //!
 //! What it is not: a build system of its own. Cargo builds everything; xtask
 //! only chooses the packages, the target and the flags, and reads
@@ -35,7 +35,8 @@
 //! 5. The commands: [`run`] (`run`, `image`), [`batch`] (`run --batch`),
 //!    [`bench`] (the benchmark suite, which boots its UNIX rows as a
 //!    batch), [`test`] (the suite, which also runs batches and the quick
-//!    benchmark).
+//!    benchmark), [`fuzz`] and [`soak`] (long batch boots of the fuzzers
+//!    and of the soak load).
 //! 6. This file: the command line, parsed and dispatched.
 
 #![forbid(unsafe_code)]

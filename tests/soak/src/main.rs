@@ -361,14 +361,31 @@ fn main(args: Args) -> i32 {
         }
     }
     let mut lanes_ok = pids.len() == LANES.len();
-    for pid in &pids {
-        match unix::waitpid(*pid as i64, false) {
-            Ok(Some((_, s))) if s.exit_code() == Some(0) => {}
+    // Reap the lanes; each minute, the free memory and the processes, so
+    // that a leak shows as a trend and a cache as a plateau.
+    let started = unix::clock_ns();
+    let mut next_sample = started + 60_000_000_000;
+    let mut running = pids.clone();
+    while !running.is_empty() {
+        running.retain(|&pid| match unix::waitpid(pid as i64, true) {
+            Ok(None) => true,
+            Ok(Some((_, s))) if s.exit_code() == Some(0) => false,
             other => {
                 lanes_ok = false;
                 println!("soak: a lane ended {other:?}");
+                false
             }
+        });
+        if unix::clock_ns() >= next_sample {
+            next_sample += 60_000_000_000;
+            println!(
+                "soak: {} s: {} bytes free, {} kernel processes",
+                (unix::clock_ns() - started) / 1_000_000_000,
+                sys::info(InfoKey::FreeMemoryBytes),
+                sys::info(InfoKey::ProcessCount)
+            );
         }
+        unix::sleep_ns(200_000_000);
     }
     let (mut ops, mut errors) = ([0u64; 4], [0u64; 4]);
     let mut buf = [0u8; 64];
