@@ -12,9 +12,11 @@ use runtime::msg::{self, Link, Queue};
 use runtime::{sys, unix};
 
 type CheckResult = Result<(), String>;
+/// A check: its name, and the function that makes it.
+pub type Check = (&'static str, fn() -> CheckResult);
 
 /// (name, check). The names are what a failure reports.
-pub const CHECKS: &[(&str, fn() -> CheckResult)] = &[
+pub const CHECKS: &[Check] = &[
     ("monitor answers OP_STATS", monitor_stats),
     ("memfs answers fs::OP_STATS", memfs_stats),
     ("memfs writes and reads back a file in /tmp", tmp_file),

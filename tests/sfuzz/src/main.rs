@@ -243,7 +243,7 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
         if let Ok(p) = sys::spawn("tchild", &format!("fuzz {KERNEL_CALLS_PER_BATCH} {seed}")) {
             pids.push((p, KERNEL_CALLS_PER_BATCH));
         }
-        if b % 10 == 0
+        if b.is_multiple_of(10)
             && let Ok(p) = sys::spawn("tchild", &format!("fuzz-blocking 8 {seed}"))
         {
             pids.push((p, 0));

@@ -514,7 +514,7 @@ pub fn message(seed: u64, batch: u64, index: u64) -> Msg {
     };
     if kind.never.contains(&op) {
         // A harmless neighbour instead: an unknown number.
-        op = 1000 + op;
+        op = op.wrapping_add(1000);
     }
     let first = if kind.has_handle {
         match r.below(10) {

@@ -219,7 +219,7 @@ fn churn(_dir: &str, k: u64) -> OpResult {
 }
 
 fn files(dir: &str, k: u64) -> OpResult {
-    let root = if k % 2 == 0 { "/tmp" } else { "/disk" };
+    let root = if k.is_multiple_of(2) { "/tmp" } else { "/disk" };
     let size = SIZES[((k / 2) % SIZES.len() as u64) as usize];
     let path = format!("{root}/soak.{}.{k}", dir.rsplit('.').next().unwrap_or("x"));
     let data = bytes(k ^ 0xf11e, size);
@@ -353,11 +353,11 @@ fn main(args: Args) -> i32 {
     let report = (sys::getpid(), queue);
     let until_ns = unix::clock_ns() + seconds * 1_000_000_000;
     let mut pids = Vec::new();
-    for i in 0..LANES.len() {
+    for (i, lane_name) in LANES.iter().enumerate() {
         match unix::fork() {
             Ok(0) => unix::exit(lane(i, until_ns, report)),
             Ok(pid) => pids.push(pid),
-            Err(e) => println!("soak: fork of lane {}: {}", LANES[i], name(e)),
+            Err(e) => println!("soak: fork of lane {lane_name}: {}", name(e)),
         }
     }
     let mut lanes_ok = pids.len() == LANES.len();
