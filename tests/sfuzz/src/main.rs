@@ -325,9 +325,11 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
     }
 }
 
-/// (processes, open-file descriptions, memfs handles) once they stop
-/// falling: pipe managers and killed children go asynchronously.
-fn settled_counts() -> (usize, u64, u64) {
+/// (processes, open-file descriptions, memfs handles) once they equal
+/// `target`, or have not changed for 2 s (pipe managers and killed
+/// children end asynchronously, later on a loaded host), or after a
+/// minute.
+fn settled_counts(target: Option<(usize, u64, u64)>) -> (usize, u64, u64) {
     let counts = || {
         let procs = unix::ps().map_or(0, |p| p.len());
         let stats = |slot: u64, op: u64| {
@@ -343,12 +345,14 @@ fn settled_counts() -> (usize, u64, u64) {
         (procs, descriptions, handles)
     };
     let mut last = counts();
-    for _ in 0..50 {
-        unix::sleep_ns(100_000_000);
-        let now = counts();
-        if now == last {
+    let mut same = 0;
+    for _ in 0..600 {
+        if Some(last) == target || same >= 20 {
             break;
         }
+        unix::sleep_ns(100_000_000);
+        let now = counts();
+        same = if now == last { same + 1 } else { 0 };
         last = now;
     }
     last
@@ -383,7 +387,7 @@ fn main(args: Args) -> i32 {
         "sfuzz: seed {}, batches of {} messages; checks not run here (absent before fuzzing): {absent:?}",
         o.seed, o.size
     );
-    let before = if o.leak_check { settled_counts() } else { (0, 0, 0) };
+    let before = if o.leak_check { settled_counts(None) } else { (0, 0, 0) };
     let calls_before = kernel_calls();
     let started = unix::clock_ns();
     let mut totals = Totals::default();
@@ -443,7 +447,7 @@ fn main(args: Args) -> i32 {
         return i32::from(failed != 0);
     }
     println!("{START}{leak}");
-    let after = settled_counts();
+    let after = settled_counts(Some(before));
     if after == before {
         passed += 1;
         println!("{OK}{leak}");

@@ -55,11 +55,11 @@ const SIZES: [usize; 9] = [0, 1, 511, 4096, 4097, 65_536, 100_000, 300_000, 1 <<
 const PIPE_SIZES: [usize; 13] =
     [0, 1, 2, 511, 4095, 4096, 4097, 65_535, 65_536, 65_537, 131_072, 300_001, 1 << 20];
 /// Free memory at the end may be this much below the baseline: the
-/// caches keep what they took during the run. ext2fs's buffer cache is
-/// bounded by its `nbuf`; the servers' heaps (memfs's tree and handle
-/// tables, the monitor's process table, net's socket buffers) grow to
-/// the most the run needed at once and do not shrink. A leak per
-/// operation (a page per pipe or per process) is thousands of pages.
+/// servers' heaps (memfs's file data and tree, the monitor's tables,
+/// net's socket buffers) are zero-filled by the kernel on first touch and
+/// never given back, so they keep the most the run needed at once.
+/// ext2fs's buffers are allocated at mount, before the baseline. A leak
+/// per operation (a page per pipe or per process) is thousands of pages.
 const MEMORY_SLACK_BYTES: u64 = 4 << 20;
 
 const LANES: [&str; 4] = ["pipelines", "churn", "files", "fuzz"];
