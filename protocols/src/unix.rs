@@ -234,23 +234,29 @@ pub mod signal {
     pub const SIGILL: u64 = 4;
     pub const SIGFPE: u64 = 8;
     pub const SIGKILL: u64 = 9;
+    pub const SIGUSR1: u64 = 10;
     pub const SIGSEGV: u64 = 11;
+    pub const SIGUSR2: u64 = 12;
     pub const SIGPIPE: u64 = 13;
+    pub const SIGALRM: u64 = 14;
     pub const SIGTERM: u64 = 15;
     /// Highest signal number accepted.
     pub const MAX: u64 = 31;
 
     /// The signals above by name (without `SIG`), in number order, as
     /// `kill -l` lists them.
-    pub const NAMES: [(&str, u64); 9] = [
+    pub const NAMES: [(&str, u64); 12] = [
         ("HUP", SIGHUP),
         ("INT", SIGINT),
         ("QUIT", SIGQUIT),
         ("ILL", SIGILL),
         ("FPE", SIGFPE),
         ("KILL", SIGKILL),
+        ("USR1", SIGUSR1),
         ("SEGV", SIGSEGV),
+        ("USR2", SIGUSR2),
         ("PIPE", SIGPIPE),
+        ("ALRM", SIGALRM),
         ("TERM", SIGTERM),
     ];
 
@@ -575,6 +581,18 @@ pub mod monitor {
     /// data: `name=value` lines from each manager's `fs::OP_STATS_TEXT`,
     /// each name prefixed with the mount point and `:`.
     pub const OP_FS_STATS: u64 = 46;
+    /// Catch (word 2 = 1) or take the default action for (0) signal word
+    /// 1: a caught signal is not acted on but recorded as pending, for the
+    /// process to collect with [`OP_SIGNAL_PENDING`] (the shell's `trap`).
+    /// Catching clears ignoring and the reverse; `exec` resets caught
+    /// signals to the default (POSIX). Reply: word 0 = previous setting.
+    pub const OP_SIGNAL_CATCH: u64 = 60;
+    /// The caller's pending caught signals (bit n: signal n), cleared.
+    pub const OP_SIGNAL_PENDING: u64 = 61;
+    /// `umask(word 1)`: the file-creation mask applied to `open` and
+    /// `mkdir` modes; word 2 = 1 only reads it. Reply: word 0 = previous
+    /// mask. Inherited by `fork` and kept by `exec`.
+    pub const OP_UMASK: u64 = 62;
 }
 
 /// Where a descriptor's requests go, in words 1–3 of the monitor's

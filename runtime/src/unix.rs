@@ -305,6 +305,24 @@ pub fn signal_ignore(sig: u64, ignore: bool) -> Result<bool, Errno> {
     monitor_word([monitor_ops::OP_SIGNAL_IGNORE, sig, ignore as u64, 0], &[]).map(|w| w != 0)
 }
 
+/// Catch `sig` (true: it is recorded as pending instead of acted on, for
+/// [`signal_pending`]) or restore its default action; returns whether it
+/// was caught before.
+pub fn signal_catch(sig: u64, catch: bool) -> Result<bool, Errno> {
+    monitor_word([monitor_ops::OP_SIGNAL_CATCH, sig, catch as u64, 0], &[]).map(|w| w != 0)
+}
+
+/// The caught signals received since the last call (bit n: signal n).
+pub fn signal_pending() -> u64 {
+    monitor_word([monitor_ops::OP_SIGNAL_PENDING, 0, 0, 0], &[]).unwrap_or(0)
+}
+
+/// `umask(mask)`: the previous mask; `None` only reads it.
+pub fn umask(mask: Option<u32>) -> u32 {
+    let (m, read_only) = mask.map_or((0, 1), |m| (u64::from(m), 0));
+    monitor_word([monitor_ops::OP_UMASK, m, read_only, 0], &[]).map_or(0o022, |w| w as u32)
+}
+
 pub fn setpgid(pid: u64, pgid: u64) -> Result<(), Errno> {
     monitor_word([monitor_ops::OP_SETPGID, pid, pgid, 0], &[]).map(|_| ())
 }

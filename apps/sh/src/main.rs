@@ -45,16 +45,16 @@ use runtime::unix::{self, Errno, Fd};
 use runtime::{eprint, eprintln};
 use unix_core::shell::{
     self, Command, Expanded, FileInfo, Jobs, List, ListItem, Outcome, Pipeline, RedirKind, STATUS_NOT_FOUND,
-    STATUS_USAGE, Shell,
+    STATUS_USAGE, Shell, SignalAction,
 };
 
 runtime::entry!(main);
 
 /// Where commands are looked for when `PATH` is not set.
 const DEFAULT_PATH: &str = "/bin";
-/// Permission bits of files created by `>` and `>>` (there is no umask;
-/// this is the usual 0666 & ~022).
-const CREATE_MODE: u32 = 0o644;
+/// Permission bits of files created by `>`, `>>` and `<>`, before the
+/// process's umask (POSIX: 0666).
+const CREATE_MODE: u32 = 0o666;
 /// `$?` when a command was found but could not be run.
 const STATUS_NOT_EXECUTABLE: i32 = 126;
 /// Bytes read from standard input or a script at a time: one message's
@@ -85,6 +85,7 @@ fn main(args: runtime::Args) -> i32 {
         terminal: false,
         shell_pgid: unix::getpgrp().unwrap_or(shell_pid),
         source: None,
+        interactive: false,
     };
     // ^C is for the foreground job, never for the shell.
     let _ = unix::signal_ignore(signal::SIGINT, true);
@@ -93,6 +94,33 @@ fn main(args: runtime::Args) -> i32 {
     host.terminal = stdin_is_tty;
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     sh.arg0 = argv.first().unwrap_or(&"sh").to_string();
+    // `sh -e -x file`, `sh -eu -c …`: `set`'s options first.
+    let mut argv = argv;
+    while let Some(opt) =
+        argv.get(1).copied().filter(|o| o.len() > 1 && (o.starts_with('-') || o.starts_with('+')))
+    {
+        let on = opt.starts_with('-');
+        let letters = &opt[1..];
+        if on && (letters == "c" || letters == "i") {
+            break;
+        }
+        if opt == "--" {
+            argv.remove(1);
+            break;
+        }
+        for c in letters.chars() {
+            match sh.options.flag(c) {
+                Some(setting) => *setting = on,
+                None => {
+                    eprintln!(
+                        "sh: {opt}: unknown option (usage: sh [-efnuvxaC] [-c commands | -i | file] [args...])"
+                    );
+                    return STATUS_USAGE;
+                }
+            }
+        }
+        argv.remove(1);
+    }
     match argv.get(1).copied() {
         Some("-c") => {
             let Some(text) = argv.get(2) else {
@@ -137,8 +165,9 @@ fn main(args: runtime::Args) -> i32 {
             }
             host.run_input(&mut sh, &mut Input::stdin());
         }
-    }
-    sh.exit_code.unwrap_or(sh.status)
+    };
+    let status = sh.status;
+    sh.finish(&mut host, status)
 }
 
 // ---------------------------------------------------------------------------
@@ -249,6 +278,8 @@ struct Proc {
     /// What syntax errors name as their source: `-c`, the script's name,
     /// or nothing for standard input.
     source: Option<String>,
+    /// An interactive shell keeps ignoring SIGINT whatever `trap` says.
+    interactive: bool,
 }
 
 /// One process of a pipeline: an expanded external command, or a command
@@ -263,6 +294,7 @@ impl Proc {
     /// terminal while at the prompt.
     fn start_interactive(&mut self, sh: &mut Shell) {
         sh.interactive = true;
+        self.interactive = true;
         let _ = unix::setpgid(0, 0);
         self.shell_pgid = unix::getpgrp().unwrap_or(sh.shell_pid);
         self.take_terminal();
@@ -308,6 +340,9 @@ impl Proc {
                 Line::End => break,
             };
             lines_read += 1;
+            if sh.options.verbose {
+                eprint!("{line}");
+            }
             if pending.is_empty() {
                 pending_line = lines_read;
             }
@@ -366,7 +401,9 @@ impl Proc {
         sh.interactive = false;
         self.job_control = false;
         self.terminal = false;
+        self.interactive = false;
         self.jobs = Jobs::default();
+        sh.enter_subshell(self);
     }
 
     /// Fork one process per stage, joined by pipes. Returns the group and
@@ -400,7 +437,7 @@ impl Proc {
                             let _ = unix::tcsetpgrp(0, pgid);
                         }
                     }
-                    let _ = unix::signal_ignore(signal::SIGINT, false);
+                    restore_sigint(sh);
                     if let Some(r) = prev_read {
                         move_fd(r, 0);
                     }
@@ -412,14 +449,16 @@ impl Proc {
                         Stage::External(cmd) => {
                             for r in &cmd.redirections {
                                 if apply_redirection(r, &mut Vec::new()).is_err() {
-                                    unix::exit(1);
+                                    // dash: a failed redirection gives 2.
+                                    unix::exit(STATUS_USAGE);
                                 }
                             }
                             self.exec_external(sh, cmd)
                         }
                         Stage::Shell(cmd) => {
                             self.become_child(sh);
-                            sh.run_stage(self, cmd)
+                            let status = sh.run_stage(self, cmd);
+                            sh.finish(self, status)
                         }
                     };
                     unix::exit(status)
@@ -576,6 +615,12 @@ impl Proc {
     // --- builtins that touch the process ---
 
     fn cd(&mut self, sh: &mut Shell, args: &[&str]) -> i32 {
+        // `-L`/`-P`: this shell keeps no logical path; `$PWD` is always
+        // what `getcwd` says (the physical directory, as `-P`).
+        let mut args = args;
+        while let Some(&("-L" | "-P")) = args.first() {
+            args = &args[1..];
+        }
         let target = match args.first().copied() {
             None => sh.vars.get("HOME").cloned().unwrap_or_else(|| "/".to_string()),
             Some("-") => match sh.vars.get("OLDPWD").cloned() {
@@ -718,10 +763,10 @@ impl shell::Host for Proc {
         let mut writers = Vec::new();
         for r in &cmd.redirections {
             if apply_redirection(r, &mut writers).is_err() {
-                return 1;
+                return STATUS_USAGE;
             }
         }
-        let _ = unix::signal_ignore(signal::SIGINT, false);
+        restore_sigint(sh);
         self.exec_external(sh, cmd)
     }
 
@@ -753,7 +798,7 @@ impl shell::Host for Proc {
                 }
                 self.become_child(sh);
                 let status = sh.run_list(self, list);
-                unix::exit(sh.exit_code.unwrap_or(status))
+                unix::exit(sh.finish(self, status))
             }
             Ok(pid) => {
                 let mut out = Vec::new();
@@ -793,12 +838,12 @@ impl shell::Host for Proc {
         match unix::fork() {
             Ok(0) => {
                 let _ = unix::setpgid(0, 0);
-                let _ = unix::signal_ignore(signal::SIGINT, false);
+                restore_sigint(sh);
                 self.become_child(sh);
                 let list = List { items: alloc::vec![ListItem { background: false, ..item.clone() }] };
                 sh.exec_in_place = plain;
                 let status = sh.run_list(self, &list);
-                unix::exit(sh.exit_code.unwrap_or(status))
+                unix::exit(sh.finish(self, status))
             }
             Ok(pid) => {
                 let _ = unix::setpgid(pid, pid);
@@ -842,6 +887,10 @@ impl shell::Host for Proc {
         let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
         match argv[0].as_str() {
             "cd" => self.cd(sh, &args),
+            "pwd" if args.iter().any(|a| !matches!(*a, "-L" | "-P")) => {
+                eprintln!("sh: pwd: {}: bad option", args[0]);
+                STATUS_USAGE
+            }
             "pwd" => match unix::getcwd() {
                 Ok(cwd) => sh.out(self, "pwd", &format!("{cwd}\n")).map_or_else(|s| s, |_| 0),
                 Err(e) => {
@@ -865,6 +914,42 @@ impl shell::Host for Proc {
 
     fn times_ns(&mut self) -> (u64, u64) {
         (unix::clock_ns(), unix::times().children_cpu_ns)
+    }
+
+    /// The monitor ignores or records (catches) the signal for us; a
+    /// caught one is collected by [`shell::Host::take_signals`].
+    fn signal_action(&mut self, sig: u32, action: SignalAction) -> Result<(), String> {
+        let sig = u64::from(sig);
+        let result = match action {
+            SignalAction::Catch => unix::signal_catch(sig, true),
+            SignalAction::Ignore => unix::signal_ignore(sig, true),
+            // ^C is never for an interactive shell itself.
+            SignalAction::Default if sig == signal::SIGINT && self.interactive => {
+                unix::signal_catch(sig, false).and_then(|_| unix::signal_ignore(sig, true))
+            }
+            SignalAction::Default => {
+                unix::signal_catch(sig, false).and_then(|_| unix::signal_ignore(sig, false))
+            }
+        };
+        result.map(|_| ()).map_err(|e| e.name().to_string())
+    }
+
+    fn take_signals(&mut self) -> u64 {
+        unix::signal_pending()
+    }
+
+    fn umask(&mut self, mask: Option<u32>) -> u32 {
+        unix::umask(mask)
+    }
+}
+
+/// In a child about to run a command: SIGINT back to its default (the
+/// shell itself ignores it), unless a script ignored it with `trap ''
+/// INT`, which its commands inherit (POSIX).
+fn restore_sigint(sh: &Shell) {
+    let ignored_by_trap = sh.traps.get(&(signal::SIGINT as u32)).is_some_and(|c| c.is_empty());
+    if !ignored_by_trap {
+        let _ = unix::signal_ignore(signal::SIGINT, false);
     }
 }
 
@@ -905,8 +990,19 @@ fn apply_redirection(r: &shell::Redirection<String>, writers: &mut Vec<u64>) -> 
     let fd = r.fd as Fd;
     let (path, flags) = match &r.kind {
         RedirKind::Read(p) => (p, O_RDONLY),
-        RedirKind::Write(p) => (p, O_WRONLY | O_CREAT | O_TRUNC),
+        RedirKind::Write(p) | RedirKind::Clobber(p) => (p, O_WRONLY | O_CREAT | O_TRUNC),
+        // `set -C`: an existing regular file is not overwritten; a device
+        // (`/dev/null`) still is (XCU 2.7.2).
+        RedirKind::WriteNew(p) => match unix::stat(p) {
+            Ok(st) if mode::is_reg(st.mode) => {
+                eprintln!("sh: cannot create {p}: {}", errno::EEXIST.name());
+                return Err(());
+            }
+            Ok(_) => (p, O_WRONLY),
+            Err(_) => (p, O_WRONLY | O_CREAT | O_EXCL),
+        },
         RedirKind::Append(p) => (p, O_WRONLY | O_CREAT | O_APPEND),
+        RedirKind::ReadWrite(p) => (p, O_RDWR | O_CREAT),
         RedirKind::Dup(from) => {
             if *from != r.fd
                 && let Err(e) = unix::dup2(*from as Fd, fd)

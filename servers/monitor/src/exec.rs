@@ -105,6 +105,10 @@ impl Monitor {
         }
         if let Some(proc) = self.procs.get_mut(&p) {
             proc.name = name;
+            // Caught signals go back to their default action: the new
+            // image has no trap to run (POSIX `exec`).
+            proc.caught = 0;
+            proc.pending = 0;
         }
         sys::proc_start(kpid).map_err(kernel_errno)?;
         self.stats[2] += 1;

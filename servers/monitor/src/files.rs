@@ -13,7 +13,6 @@
 //! when its last descriptor goes ([`Monitor::release`]). A file manager
 //! serves one inode; `file_managers` maps the inode to it until it ends.
 
-use crate::names::UMASK;
 use crate::state::{Answer, Monitor, err, kernel_errno};
 use abi::Pid;
 use abi::msg::Kind;
@@ -32,6 +31,8 @@ impl Monitor {
             Err(e) => return err(e),
         };
         let Some(fd) = self.procs[&me].fds.lowest_free(0) else { return err(errno::EMFILE) };
+        // The caller's `umask` (POSIX `open`: mode & ~umask).
+        let create_mode = create_mode & !self.procs[&me].umask;
         let info = match self.open_object(me, &abs, flags, create_mode) {
             Ok(i) => i,
             Err(e) => return err(e),
@@ -136,7 +137,8 @@ impl Monitor {
     ) -> Result<FdInfo, Errno> {
         let mut reply = [0u8; Stat::BYTES];
         let owner = fs::owner_word(uid, gid);
-        let create_mode = (create_mode & 0o7777 & !UMASK) as u64;
+        // The mask was applied by the caller (`open`: the process's umask).
+        let create_mode = (create_mode & 0o7777) as u64;
         // Per-file mode covers regular files (and files being created);
         // directories stay with the directory manager.
         let regular_or_new = match self.lookups.get(abs) {

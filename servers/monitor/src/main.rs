@@ -236,6 +236,9 @@ impl Monitor {
             monitor::OP_MOUNTS => self.mounts_text(),
             monitor::OP_SYNC => answer(self.sync()),
             monitor::OP_FS_STATS => self.fs_stats(),
+            monitor::OP_SIGNAL_CATCH => answer(self.signal_catch(me, w[1], w[2] != 0)),
+            monitor::OP_SIGNAL_PENDING => ok(self.signal_pending(me)),
+            monitor::OP_UMASK => ok(self.umask(me, w[1], w[2] != 0)),
             _ => err(errno::ENOSYS),
         }
     }

@@ -18,7 +18,7 @@ use protocols::unix::{self as ux, Errno, Stat, errno, fs, mode};
 use runtime::msg;
 use unix_core::path;
 
-/// The file-creation mask applied to every `open`/`mkdir` (no `umask` call yet).
+/// The file-creation mask a process starts with (`umask` changes its own).
 pub const UMASK: u32 = 0o022;
 /// Paths whose lookup the monitor remembers for `open`.
 const LOOKUP_CACHE_ENTRIES: usize = 128;
@@ -183,7 +183,7 @@ impl Monitor {
         self.check_parent_writable(me, &abs)?;
         let p = &self.procs[&me];
         let owner = fs::owner_word(p.uid, p.gid);
-        let m = (mode_bits & 0o7777 & !UMASK) as u64;
+        let m = (mode_bits & 0o7777 & !p.umask) as u64;
         self.path_call(&abs, [fs::OP_MKDIR, m, 0, owner], &mut []).map(|_| 0)
     }
 

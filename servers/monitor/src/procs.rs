@@ -207,6 +207,10 @@ impl Monitor {
         if sig == 0 || (sig != signal::SIGKILL && p.ignored & (1 << sig) != 0) {
             return;
         }
+        if sig != signal::SIGKILL && p.caught & (1 << sig) != 0 {
+            p.pending |= 1 << sig;
+            return;
+        }
         p.signal_sent = Some(sig);
         let _ = sys::kill(p.kpid);
     }
@@ -297,9 +301,44 @@ impl Monitor {
         let before = p.ignored & (1 << sig) != 0;
         if on {
             p.ignored |= 1 << sig;
+            p.caught &= !(1 << sig);
         } else {
             p.ignored &= !(1 << sig);
         }
         Ok(before as u64)
+    }
+
+    /// Catch (`on`) or restore the default action of `sig`; returns
+    /// whether it was caught before. SIGKILL cannot be caught.
+    pub fn signal_catch(&mut self, me: u64, sig: u64, on: bool) -> Result<u64, Errno> {
+        if sig == 0 || sig > signal::MAX || sig == signal::SIGKILL {
+            return Err(errno::EINVAL);
+        }
+        let p = self.procs.get_mut(&me).expect("caller exists");
+        let before = p.caught & (1 << sig) != 0;
+        if on {
+            p.caught |= 1 << sig;
+            p.ignored &= !(1 << sig);
+        } else {
+            p.caught &= !(1 << sig);
+            p.pending &= !(1 << sig);
+        }
+        Ok(before as u64)
+    }
+
+    /// The caught signals received since the last call, cleared.
+    pub fn signal_pending(&mut self, me: u64) -> u64 {
+        let p = self.procs.get_mut(&me).expect("caller exists");
+        core::mem::take(&mut p.pending)
+    }
+
+    /// `umask`: set the file-creation mask unless `read_only`; the old one.
+    pub fn umask(&mut self, me: u64, mask: u64, read_only: bool) -> u64 {
+        let p = self.procs.get_mut(&me).expect("caller exists");
+        let old = p.umask;
+        if !read_only {
+            p.umask = (mask & 0o777) as u32;
+        }
+        old as u64
     }
 }

@@ -36,6 +36,12 @@ pub struct Proc {
     pub fds: FdTable,
     /// Bit n set: signal n is ignored.
     pub ignored: u64,
+    /// Bit n set: signal n is caught (recorded in `pending`, not acted on).
+    pub caught: u64,
+    /// Caught signals received and not yet collected.
+    pub pending: u64,
+    /// The file-creation mask (`umask`).
+    pub umask: u32,
     /// Ended: (wait status, CPU ns), until the parent waits.
     pub zombie: Option<(u64, u64)>,
     /// A `wait` not answered yet: its reply handle and target (-1 = any).
@@ -63,6 +69,9 @@ impl Proc {
             cwd: String::from("/"),
             fds: FdTable::new(),
             ignored: 0,
+            caught: 0,
+            pending: 0,
+            umask: crate::names::UMASK,
             zombie: None,
             waiting: None,
             children_cpu_ns: 0,
@@ -85,6 +94,9 @@ impl Proc {
             cwd: self.cwd.clone(),
             fds: self.fds.clone(),
             ignored: self.ignored,
+            caught: self.caught,
+            pending: 0,
+            umask: self.umask,
             zombie: None,
             waiting: None,
             children_cpu_ns: 0,

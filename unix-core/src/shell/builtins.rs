@@ -13,20 +13,20 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::state::{Expanded, Flow, Host, STATUS_USAGE, Shell};
+use super::state::{
+    Expanded, Flow, Host, OPTION_NAMES, STATUS_NOT_FOUND, STATUS_USAGE, Shell, SignalAction, TRAP_SIGNALS,
+};
 use super::syntax::is_valid_name;
 
-const BUILTINS: [&str; 19] = [
+const BUILTINS: [&str; 27] = [
     ":", "true", "false", "echo", "printf", "test", "[", "set", "shift", "exit", "return", "break",
-    "continue", ".", "eval", "exec", "read", "export", "unset",
+    "continue", ".", "eval", "exec", "read", "export", "unset", "trap", "umask", "command", "type",
+    "readonly", "local", "getopts", "hash",
 ];
 
 /// Standard builtins this shell does not implement yet: each says so by
 /// name (status 2) rather than being looked for as a program.
-const UNSUPPORTED: [&str; 12] = [
-    "trap", "umask", "command", "local", "readonly", "getopts", "alias", "unalias", "type", "hash", "times",
-    "fc",
-];
+const UNSUPPORTED: [&str; 5] = ["alias", "unalias", "fc", "times", "ulimit"];
 
 /// Is `name` run by the interpreter itself?
 pub fn is_builtin(name: &str) -> bool {
@@ -48,7 +48,10 @@ pub fn is_special(name: &str) -> bool {
             | "return"
             | "set"
             | "shift"
+            | "times"
+            | "trap"
             | "unset"
+            | "local"
     )
 }
 
@@ -191,16 +194,40 @@ pub fn run<H: Host>(sh: &mut Shell, h: &mut H, argv: &[String], cmd: &Expanded) 
             h.exec(sh, &rest)
         }
         "read" => read(sh, h, &args),
-        "export" => export(sh, h, name, &args),
+        "export" | "readonly" => export(sh, h, name, &args),
         "unset" => {
+            let functions = args.contains(&"-f");
             for n in args.iter().filter(|a| !a.starts_with('-')) {
+                if functions {
+                    sh.functions.remove(*n);
+                    continue;
+                }
+                if sh.readonly.contains(*n) {
+                    sh.error(h, &format!("unset: {n}: is read only"));
+                    if !sh.interactive {
+                        sh.exit_code = Some(STATUS_USAGE);
+                    }
+                    return STATUS_USAGE;
+                }
                 sh.vars.remove(*n);
                 sh.exported.remove(*n);
-                if args.contains(&"-f") {
-                    sh.functions.remove(*n);
-                }
             }
             0
+        }
+        "trap" => trap(sh, h, &args),
+        "umask" => umask(sh, h, &args),
+        "command" | "type" => describe(sh, h, name, &args),
+        "local" => local(sh, h, &args),
+        "getopts" => getopts(sh, h, &args),
+        "hash" => {
+            let mut status = 0;
+            for n in args.iter().filter(|a| !a.starts_with('-')) {
+                if find_command(sh, h, n).is_none() {
+                    sh.error(h, &format!("hash: {n}: not found"));
+                    status = 1;
+                }
+            }
+            status
         }
         _ if UNSUPPORTED.contains(&name) => {
             sh.error(h, &format!("{name}: not supported by this shell yet"));
@@ -287,6 +314,8 @@ fn escapes(s: &str, out: &mut String, format: bool) -> bool {
 }
 
 fn printf<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    // `printf -- format …`: the `--` ends options (there are none).
+    let args = if args.first() == Some(&"--") { &args[1..] } else { args };
     let Some((format, mut rest)) = args.split_first() else {
         sh.error(h, "printf: usage: printf format [arguments]");
         return STATUS_USAGE;
@@ -398,10 +427,10 @@ fn printf_once(format: &str, args: &mut &[&str], out: &mut String) -> (bool, Vec
             'd' | 'i' | 'u' | 'x' | 'X' | 'o' => {
                 let arg = next().unwrap_or("0");
                 let n = match printf_number(arg) {
-                    Some(n) => n,
-                    None => {
-                        problems.push(format!("{arg}: invalid number"));
-                        0
+                    Ok(n) => n,
+                    Err(n) => {
+                        problems.push(format!("{arg}: not completely converted"));
+                        n
                     }
                 };
                 let mut digits = match conv {
@@ -414,6 +443,16 @@ fn printf_once(format: &str, args: &mut &[&str], out: &mut String) -> (bool, Vec
                 if let Some(p) = precision {
                     while digits.len() < p {
                         digits.insert(0, '0');
+                    }
+                }
+                // `#`: the alternative form, `0x`/`0X` before a hexadecimal
+                // number other than 0, a leading 0 for octal.
+                if flags.contains('#') && n != 0 {
+                    match conv {
+                        'x' => digits.insert_str(0, "0x"),
+                        'X' => digits.insert_str(0, "0X"),
+                        'o' if !digits.starts_with('0') => digits.insert(0, '0'),
+                        _ => {}
                     }
                 }
                 let sign = if matches!(conv, 'd' | 'i') {
@@ -457,31 +496,41 @@ fn pad(out: &mut String, s: &str, width: usize, left: bool, _zero: bool) {
     }
 }
 
-/// A `printf` numeric argument: a C constant, or `'c` for a character's code.
-fn printf_number(a: &str) -> Option<i64> {
+/// A `printf` numeric argument: a C constant, or `'c` for a character's
+/// code; empty is 0. `Err` holds the value of the longest prefix that is
+/// a number, when the rest is not (dash prints it and fails).
+fn printf_number(a: &str) -> Result<i64, i64> {
     if let Some(rest) = a.strip_prefix('\'').or_else(|| a.strip_prefix('"')) {
-        return Some(rest.chars().next().map_or(0, |c| c as i64));
+        return Ok(rest.chars().next().map_or(0, |c| c as i64));
     }
-    let a = a.trim();
-    let (neg, d) = match a.strip_prefix('-') {
+    let t = a.trim_start();
+    let (neg, d) = match t.strip_prefix('-') {
         Some(d) => (true, d),
-        None => (false, a.strip_prefix('+').unwrap_or(a)),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
     };
-    let v = if let Some(hex) = d.strip_prefix("0x").or_else(|| d.strip_prefix("0X")) {
-        i64::from_str_radix(hex, 16).ok()?
+    let (radix, digits) = if let Some(hex) = d.strip_prefix("0x").or_else(|| d.strip_prefix("0X")) {
+        (16, hex)
     } else if d.len() > 1 && d.starts_with('0') {
-        i64::from_str_radix(&d[1..], 8).ok()?
+        (8, &d[1..])
     } else {
-        d.parse().ok()?
+        (10, d)
     };
-    Some(if neg { -v } else { v })
+    let mut v: i64 = 0;
+    let mut used = 0;
+    for c in digits.chars() {
+        let Some(x) = c.to_digit(radix) else { break };
+        v = v.wrapping_mul(i64::from(radix)).wrapping_add(i64::from(x));
+        used += 1;
+    }
+    let v = if neg { v.wrapping_neg() } else { v };
+    if used == digits.len() && (used > 0 || a.is_empty() || radix == 8) { Ok(v) } else { Err(v) }
 }
 
 fn set<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
     if args.is_empty() {
         let mut text = String::new();
         for (n, v) in &sh.vars {
-            text.push_str(&format!("{n}={}\n", quote(v)));
+            text.push_str(&format!("{n}={}\n", quote_always(v)));
         }
         return match sh.out(h, "set", &text) {
             Ok(()) => 0,
@@ -502,24 +551,31 @@ fn set<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
             (Some(_), _) => {
                 // `set -`: turn off -x and -v, the rest are parameters.
                 sh.options.xtrace = false;
+                sh.options.verbose = false;
                 i += 1;
                 break;
             }
             _ => break,
         };
-        if flags == "o" {
-            sh.error(h, "set: -o is not supported");
-            return STATUS_USAGE;
-        }
         for f in flags.chars() {
-            match f {
-                'e' => sh.options.errexit = on,
-                'u' => sh.options.nounset = on,
-                'x' => sh.options.xtrace = on,
-                'f' => sh.options.noglob = on,
-                other => {
-                    sh.error(h, &format!("set: -{other}: unsupported option"));
-                    return STATUS_USAGE;
+            if f == 'o' {
+                // `-o name`, or `-o`/`+o` alone: list the settings.
+                match args.get(i + 1) {
+                    Some(opt) => {
+                        i += 1;
+                        if let Err(status) = set_named_option(sh, h, on, opt) {
+                            return status;
+                        }
+                    }
+                    None => return list_options(sh, h, on),
+                }
+                continue;
+            }
+            match sh.options.flag(f) {
+                Some(setting) => *setting = on,
+                None => {
+                    sh.error(h, &format!("set: Illegal option {}{f}", if on { '-' } else { '+' }));
+                    return set_failed(sh);
                 }
             }
         }
@@ -531,15 +587,62 @@ fn set<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
     0
 }
 
+/// A usage error of `set`, a special builtin: it ends a script.
+fn set_failed(sh: &mut Shell) -> i32 {
+    if !sh.interactive {
+        sh.exit_code = Some(STATUS_USAGE);
+    }
+    STATUS_USAGE
+}
+
+/// `set -o name` / `set +o name`.
+fn set_named_option<H: Host>(sh: &mut Shell, h: &mut H, on: bool, opt: &str) -> Result<(), i32> {
+    let Some(&(_, letter)) = OPTION_NAMES.iter().find(|(n, _)| *n == opt) else {
+        sh.error(h, &format!("set: Illegal option -o {opt}"));
+        return Err(set_failed(sh));
+    };
+    match letter.and_then(|c| sh.options.flag(c)) {
+        Some(setting) => *setting = on,
+        // Options this shell does not act on are off, and stay so.
+        None if !on => {}
+        None => {
+            sh.error(h, &format!("set: -o {opt}: not supported by this shell"));
+            return Err(set_failed(sh));
+        }
+    }
+    Ok(())
+}
+
+/// `set -o` (a table) or `set +o` (commands), as dash prints them.
+fn list_options<H: Host>(sh: &mut Shell, h: &mut H, table: bool) -> i32 {
+    let mut text = String::new();
+    if table {
+        text.push_str("Current option settings\n");
+    }
+    for (name, letter) in OPTION_NAMES {
+        let on = letter.and_then(|c| sh.options.flag(c).map(|s| *s)).unwrap_or(false);
+        if table {
+            text.push_str(&format!("{name:<16}{}\n", if on { "on" } else { "off" }));
+        } else {
+            text.push_str(&format!("set {}o {name}\n", if on { '-' } else { '+' }));
+        }
+    }
+    match sh.out(h, "set", &text) {
+        Ok(()) => 0,
+        Err(s) => s,
+    }
+}
+
 fn export<H: Host>(sh: &mut Shell, h: &mut H, name: &str, args: &[&str]) -> i32 {
     let args: Vec<&str> = args.iter().copied().filter(|a| *a != "-p").collect();
     if args.is_empty() {
+        // As dash: `export NAME='value'`, or `export NAME` when unset.
+        let names = if name == "export" { &sh.exported } else { &sh.readonly };
         let mut text = String::new();
-        if name == "export" {
-            for n in &sh.exported {
-                if let Some(v) = sh.vars.get(n) {
-                    text.push_str(&format!("export {n}={}\n", quote(v)));
-                }
+        for n in names {
+            match sh.vars.get(n) {
+                Some(v) => text.push_str(&format!("{name} {n}={}\n", quote_always(v))),
+                None => text.push_str(&format!("{name} {n}\n")),
             }
         }
         return match sh.out(h, name, &text) {
@@ -558,11 +661,19 @@ fn export<H: Host>(sh: &mut Shell, h: &mut H, name: &str, args: &[&str]) -> i32 
             status = 1;
             continue;
         }
-        if let Some(v) = value {
-            sh.set_var(n, v);
+        if let Some(v) = value
+            && let Err(e) = sh.assign(n, v)
+        {
+            sh.error(h, &format!("{name}: {e}"));
+            if !sh.interactive {
+                sh.exit_code = Some(STATUS_USAGE);
+            }
+            return STATUS_USAGE;
         }
         if name == "export" {
             sh.exported.insert(n.to_string());
+        } else {
+            sh.readonly.insert(n.to_string());
         }
     }
     status
@@ -657,7 +768,10 @@ fn read<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
                 }
             }
         }
-        sh.set_var(name, &value);
+        if let Err(e) = sh.assign(name, &value) {
+            sh.error(h, &format!("read: {e}"));
+            return STATUS_USAGE;
+        }
     }
     if eof { 1 } else { 0 }
 }
@@ -802,4 +916,401 @@ fn binary(a: &str, op: &str, b: &str) -> Result<bool, String> {
         "-gt" => x > y,
         _ => x >= y,
     })
+}
+
+/// A `trap` condition: `EXIT`, `0`, a signal's name (with or without
+/// `SIG`) or number.
+fn trap_condition(arg: &str) -> Option<u32> {
+    if let Ok(n) = arg.parse::<u32>() {
+        return (n <= 31).then_some(n);
+    }
+    let name = arg.strip_prefix("SIG").unwrap_or(arg);
+    TRAP_SIGNALS.iter().find(|(n, _)| *n == name).map(|&(_, number)| number)
+}
+
+/// A signal number's name for `trap`'s listing.
+fn trap_name(sig: u32) -> String {
+    TRAP_SIGNALS.iter().find(|(_, n)| *n == sig).map_or_else(|| format!("{sig}"), |(n, _)| n.to_string())
+}
+
+/// `trap [action condition…]` (XCU 2.14 `trap`): without operands, the
+/// traps set, as commands that would set them again.
+fn trap<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    let args = match args.first() {
+        Some(&"--") => &args[1..],
+        _ => args,
+    };
+    if args.is_empty() {
+        let text: String = sh
+            .traps
+            .iter()
+            .map(|(sig, cmd)| format!("trap -- {} {}\n", quote_always(cmd), trap_name(*sig)))
+            .collect();
+        return match sh.out(h, "trap", &text) {
+            Ok(()) => 0,
+            Err(s) => s,
+        };
+    }
+    // One operand, or a first operand that is a condition number: the
+    // conditions are reset (POSIX).
+    let (action, conditions) = if args.len() == 1 || args[0].parse::<u32>().is_ok() {
+        (None, args)
+    } else {
+        (Some(args[0]).filter(|a| *a != "-"), &args[1..])
+    };
+    let mut status = 0;
+    for c in conditions {
+        let Some(sig) = trap_condition(c) else {
+            sh.error(h, &format!("trap: {c}: bad trap"));
+            status = 1;
+            continue;
+        };
+        if sig != 0 {
+            let what = match action {
+                None => SignalAction::Default,
+                Some("") => SignalAction::Ignore,
+                Some(_) => SignalAction::Catch,
+            };
+            if let Err(e) = h.signal_action(sig, what) {
+                sh.error(h, &format!("trap: {c}: {e}"));
+                status = 1;
+                continue;
+            }
+        }
+        match action {
+            None => sh.traps.remove(&sig),
+            Some(a) => sh.traps.insert(sig, a.to_string()),
+        };
+    }
+    status
+}
+
+/// `s` in single quotes, always (`trap`'s listing, as dash).
+fn quote_always(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// `umask [-S] [mask]`: octal or symbolic (`u=rwx,g=rx,o=`, `a-w`, `g+w`).
+fn umask<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    let symbolic = args.first() == Some(&"-S");
+    let args = if symbolic { &args[1..] } else { args };
+    let Some(spec) = args.first() else {
+        let mask = h.umask(None);
+        let text = if symbolic {
+            let allowed = !mask & 0o777;
+            let who = |shift: u32| {
+                let bits = (allowed >> shift) & 7;
+                let mut s = String::new();
+                for (bit, c) in [(4, 'r'), (2, 'w'), (1, 'x')] {
+                    if bits & bit != 0 {
+                        s.push(c);
+                    }
+                }
+                s
+            };
+            format!("u={},g={},o={}\n", who(6), who(3), who(0))
+        } else {
+            format!("{mask:04o}\n")
+        };
+        return match sh.out(h, "umask", &text) {
+            Ok(()) => 0,
+            Err(s) => s,
+        };
+    };
+    let new = if spec.bytes().next().is_some_and(|b| b.is_ascii_digit()) {
+        match u32::from_str_radix(spec, 8) {
+            Ok(m) if m <= 0o777 => m,
+            _ => {
+                sh.error(h, &format!("umask: Illegal number: {spec}"));
+                return STATUS_USAGE;
+            }
+        }
+    } else {
+        let old = h.umask(None);
+        match symbolic_mask(old, spec) {
+            Some(m) => m,
+            None => {
+                sh.error(h, &format!("umask: Illegal mode: {spec}"));
+                return STATUS_USAGE;
+            }
+        }
+    };
+    h.umask(Some(new));
+    0
+}
+
+/// A symbolic mode (`chmod`'s `[ugoa]*[+-=][rwx]*`, comma-separated)
+/// applied to the permissions `mask` allows: the new mask.
+fn symbolic_mask(mask: u32, spec: &str) -> Option<u32> {
+    let mut allowed = !mask & 0o777;
+    for clause in spec.split(',') {
+        let op_at = clause.find(['+', '-', '='])?;
+        let (who, rest) = clause.split_at(op_at);
+        let mut who_bits = 0;
+        for c in who.chars() {
+            who_bits |= match c {
+                'u' => 0o700,
+                'g' => 0o070,
+                'o' => 0o007,
+                'a' => 0o777,
+                _ => return None,
+            };
+        }
+        if who.is_empty() {
+            who_bits = 0o777;
+        }
+        let mut chars = rest.chars();
+        let op = chars.next()?;
+        let mut perm = 0;
+        for c in chars {
+            perm |= match c {
+                'r' => 0o444,
+                'w' => 0o222,
+                'x' => 0o111,
+                _ => return None,
+            };
+        }
+        let perm = perm & who_bits;
+        match op {
+            '+' => allowed |= perm,
+            '-' => allowed &= !perm,
+            _ => allowed = (allowed & !who_bits) | perm,
+        }
+    }
+    Some(!allowed & 0o777)
+}
+
+/// What a command name is, for `command -v/-V` and `type`.
+pub(super) enum Found {
+    Keyword,
+    Function,
+    Special,
+    Builtin,
+    Path(String),
+}
+
+/// Look `name` up as the shell would run it; `None`: not found.
+pub(super) fn find_command<H: Host>(sh: &Shell, h: &mut H, name: &str) -> Option<Found> {
+    if super::syntax::KEYWORDS.contains(&name) {
+        return Some(Found::Keyword);
+    }
+    if sh.functions.contains_key(name) {
+        return Some(Found::Function);
+    }
+    if is_builtin(name) && !UNSUPPORTED.contains(&name) {
+        return Some(if is_special(name) { Found::Special } else { Found::Builtin });
+    }
+    if h.is_host_builtin(name) {
+        return Some(Found::Builtin);
+    }
+    let executable = |h: &mut H, p: &str| h.stat(p).is_some_and(|s| s.is_regular && s.mode & 0o111 != 0);
+    if name.contains('/') {
+        return executable(h, name).then(|| Found::Path(name.to_string()));
+    }
+    let path = sh.var("PATH").unwrap_or_else(|| "/bin".to_string());
+    path.split(':')
+        .map(|d| format!("{}/{}", if d.is_empty() { "." } else { d.trim_end_matches('/') }, name))
+        .find(|p| executable(h, p))
+        .map(Found::Path)
+}
+
+/// `command -v|-V name…` and `type name…` (running `command name …` is
+/// the interpreter's).
+fn describe<H: Host>(sh: &mut Shell, h: &mut H, name: &str, args: &[&str]) -> i32 {
+    let mut verbose = name == "type";
+    let mut names = args;
+    if name == "command" {
+        let mut brief = false;
+        while let Some(opt) = names.first().filter(|a| a.starts_with('-') && a.len() > 1) {
+            if *opt == "--" {
+                names = &names[1..];
+                break;
+            }
+            for c in opt[1..].chars() {
+                match c {
+                    'v' => brief = true,
+                    'V' => verbose = true,
+                    'p' => {}
+                    other => {
+                        sh.error(h, &format!("command: -{other}: bad option"));
+                        return STATUS_USAGE;
+                    }
+                }
+            }
+            names = &names[1..];
+        }
+        if !brief && !verbose {
+            // `command` alone does nothing.
+            return 0;
+        }
+    }
+    let mut text = String::new();
+    let mut status = 0;
+    for n in names {
+        let line = match find_command(sh, h, n) {
+            None => {
+                status = STATUS_NOT_FOUND;
+                if verbose {
+                    text.push_str(&format!("{n}: not found\n"));
+                }
+                continue;
+            }
+            Some(Found::Path(p)) if verbose => format!("{n} is {p}"),
+            Some(Found::Path(p)) => p,
+            Some(_) if !verbose => n.to_string(),
+            Some(Found::Keyword) => format!("{n} is a shell keyword"),
+            Some(Found::Function) => format!("{n} is a shell function"),
+            Some(Found::Special) => format!("{n} is a special shell builtin"),
+            Some(Found::Builtin) => format!("{n} is a shell builtin"),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    match sh.out(h, name, &text) {
+        Ok(()) => status,
+        Err(s) => s,
+    }
+}
+
+/// `local name[=value]…` (dash's, not POSIX's): the variables are the
+/// function's own until it returns; without a value one keeps the value
+/// it had.
+fn local<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    if sh.locals.is_empty() {
+        sh.error(h, "local: not in a function");
+        if !sh.interactive {
+            sh.exit_code = Some(STATUS_USAGE);
+        }
+        return STATUS_USAGE;
+    }
+    for arg in args {
+        let (n, value) = match arg.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (*arg, None),
+        };
+        if !is_valid_name(n) {
+            sh.error(h, &format!("local: {arg}: bad variable name"));
+            return STATUS_USAGE;
+        }
+        let old = sh.vars.get(n).cloned();
+        let exported = sh.exported.contains(n);
+        let frame = sh.locals.last_mut().expect("in a function");
+        if !frame.iter().any(|(name, _, _)| name == n) {
+            frame.push((n.to_string(), old, exported));
+        }
+        if let Some(v) = value
+            && let Err(e) = sh.assign(n, v)
+        {
+            sh.error(h, &format!("local: {e}"));
+            return STATUS_USAGE;
+        }
+    }
+    0
+}
+
+/// `getopts optstring name [arg…]` (XCU `getopts`): the next option of
+/// the arguments (the positional parameters without any) in `name`,
+/// its argument in `OPTARG`, the next argument's index in `OPTIND`.
+fn getopts<H: Host>(sh: &mut Shell, h: &mut H, args: &[&str]) -> i32 {
+    let [optstring, name, rest @ ..] = args else {
+        sh.error(h, "getopts: usage: getopts optstring var [arg...]");
+        return STATUS_USAGE;
+    };
+    if !is_valid_name(name) {
+        sh.error(h, &format!("getopts: {name}: bad variable name"));
+        return STATUS_USAGE;
+    }
+    let operands: Vec<String> =
+        if rest.is_empty() { sh.params.clone() } else { rest.iter().map(|s| s.to_string()).collect() };
+    let optind_text = sh.var("OPTIND").unwrap_or_else(|| "1".to_string());
+    // A script that sets OPTIND itself (`OPTIND=1`) starts over.
+    if sh.getopts_last.as_deref() != Some(optind_text.as_str()) {
+        sh.optchar = 0;
+    }
+    let mut optind = optind_text.trim().parse::<usize>().unwrap_or(1).max(1);
+    // The arguments may have changed since the last call (`set --`).
+    if operands.get(optind - 1).is_none_or(|a| sh.optchar >= a.chars().count()) {
+        sh.optchar = 0;
+    }
+    let silent = optstring.starts_with(':');
+    let set_optind = |sh: &mut Shell, optind: usize| {
+        let text = format!("{optind}");
+        sh.set_var("OPTIND", &text);
+        sh.getopts_last = Some(text);
+    };
+    if sh.optchar == 0 {
+        let arg = operands.get(optind - 1).map(String::as_str);
+        match arg {
+            Some("--") => {
+                set_optind(sh, optind + 1);
+                let _ = sh.assign(name, "?");
+                sh.vars.remove("OPTARG");
+                return 1;
+            }
+            Some(a) if a.starts_with('-') && a.len() > 1 => sh.optchar = 1,
+            _ => {
+                set_optind(sh, optind);
+                let _ = sh.assign(name, "?");
+                sh.vars.remove("OPTARG");
+                return 1;
+            }
+        }
+    }
+    let arg: Vec<char> = operands[optind - 1].chars().collect();
+    let c = arg[sh.optchar];
+    sh.optchar += 1;
+    let rest_of_arg: String = arg[sh.optchar..].iter().collect();
+    if sh.optchar >= arg.len() {
+        sh.optchar = 0;
+        optind += 1;
+    }
+    let spec = optstring.trim_start_matches(':');
+    let Some(at) = spec.find(c).filter(|_| c != ':') else {
+        if silent {
+            sh.set_var("OPTARG", &c.to_string());
+        } else {
+            sh.vars.remove("OPTARG");
+            sh.error(h, &format!("Illegal option -{c}"));
+        }
+        set_optind(sh, optind);
+        return assign_status(sh, h, name, "?");
+    };
+    if spec[at + c.len_utf8()..].starts_with(':') {
+        let value = if !rest_of_arg.is_empty() && sh.optchar != 0 {
+            sh.optchar = 0;
+            optind += 1;
+            Some(rest_of_arg)
+        } else if let Some(next) = operands.get(optind - 1) {
+            optind += 1;
+            Some(next.clone())
+        } else {
+            None
+        };
+        set_optind(sh, optind);
+        let Some(value) = value else {
+            if silent {
+                sh.set_var("OPTARG", &c.to_string());
+                return assign_status(sh, h, name, ":");
+            }
+            sh.vars.remove("OPTARG");
+            sh.error(h, &format!("No arg for -{c} option"));
+            return assign_status(sh, h, name, "?");
+        };
+        sh.set_var("OPTARG", &value);
+    } else {
+        set_optind(sh, optind);
+        sh.vars.remove("OPTARG");
+    }
+    assign_status(sh, h, name, &c.to_string())
+}
+
+/// Set `getopts`'s variable: status 0, or 2 if it is read-only.
+fn assign_status<H: Host>(sh: &mut Shell, h: &mut H, name: &str, value: &str) -> i32 {
+    match sh.assign(name, value) {
+        Ok(()) => 0,
+        Err(e) => {
+            sh.error(h, &format!("getopts: {e}"));
+            STATUS_USAGE
+        }
+    }
 }

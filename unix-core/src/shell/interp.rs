@@ -33,6 +33,10 @@ use super::errors::ExpandError;
 use super::parser::parse;
 use super::pattern;
 use super::state::{Expanded, Flow, Host, STATUS_USAGE, Shell};
+
+/// `$?` after a redirection that failed (dash's; POSIX says only "greater
+/// than zero").
+const STATUS_REDIRECT: i32 = 2;
 use super::syntax::{
     AndOr, Command, Compound, Connector, FunctionBody, List, ParamOp, Part, Pipeline, RedirKind, Redirection,
     SimpleCommand, Word, is_valid_name,
@@ -59,13 +63,68 @@ impl Shell {
 
     pub fn run_list<H: Host>(&mut self, h: &mut H, list: &List) -> i32 {
         for item in &list.items {
-            if self.unwinding() {
+            // `set -n`: read, do not run (never in an interactive shell).
+            if self.unwinding() || (self.options.noexec && !self.interactive) {
                 break;
             }
             self.status =
                 if item.background { h.background(self, item) } else { self.run_and_or(h, &item.and_or) };
+            self.run_signal_traps(h);
         }
         self.status
+    }
+
+    /// Run the traps of the caught signals that arrived (between
+    /// commands, as dash: a signal does not interrupt a command). `$?` is
+    /// kept across them.
+    pub fn run_signal_traps<H: Host>(&mut self, h: &mut H) {
+        if self.in_trap || !self.traps.iter().any(|(sig, cmd)| *sig != 0 && !cmd.is_empty()) {
+            return;
+        }
+        let pending = h.take_signals();
+        for sig in 1..64u32 {
+            if pending & (1 << sig) == 0 {
+                continue;
+            }
+            let Some(cmd) = self.traps.get(&sig).filter(|c| !c.is_empty()).cloned() else { continue };
+            let status = self.status;
+            self.in_trap = true;
+            self.run_text(h, &cmd);
+            self.in_trap = false;
+            self.status = status;
+            if self.exit_code.is_some() {
+                break;
+            }
+        }
+    }
+
+    /// The shell (or a subshell) is ending with `status` (or `exit`'s):
+    /// run the EXIT trap; the status to exit with (`exit` in the trap
+    /// changes it).
+    pub fn finish<H: Host>(&mut self, h: &mut H, status: i32) -> i32 {
+        let status = self.exit_code.unwrap_or(status);
+        let Some(cmd) = self.traps.remove(&0).filter(|c| !c.is_empty()) else { return status };
+        self.exit_code = None;
+        self.flow = Flow::Normal;
+        self.status = status;
+        self.in_trap = true;
+        self.run_text(h, &cmd);
+        self.in_trap = false;
+        self.exit_code.unwrap_or(status)
+    }
+
+    /// In a new subshell environment (`( … )`, `$(…)`, a pipeline stage,
+    /// a background job): traps with commands are reset, ignored signals
+    /// stay ignored (XCU 2.12).
+    pub fn enter_subshell<H: Host>(&mut self, h: &mut H) {
+        let caught: Vec<u32> = self.traps.iter().filter(|(_, c)| !c.is_empty()).map(|(s, _)| *s).collect();
+        for sig in caught {
+            self.traps.remove(&sig);
+            if sig != 0 {
+                let _ = h.signal_action(sig, super::state::SignalAction::Default);
+            }
+        }
+        self.locals.clear();
     }
 
     fn run_and_or<H: Host>(&mut self, h: &mut H, and_or: &AndOr) -> i32 {
@@ -161,8 +220,8 @@ impl Shell {
         if redirections.is_empty() {
             return self.run_compound(h, c);
         }
-        let Some(redirs) = self.expand_redirections(h, redirections) else { return 1 };
-        let Some(saved) = h.redirect(&redirs) else { return 1 };
+        let Some(redirs) = self.expand_redirections(h, redirections) else { return STATUS_REDIRECT };
+        let Some(saved) = h.redirect(&redirs) else { return STATUS_REDIRECT };
         let status = self.run_compound(h, c);
         h.restore(saved);
         status
@@ -223,7 +282,10 @@ impl Shell {
                 let mut status = 0;
                 self.loop_depth += 1;
                 for v in values {
-                    self.set_var(name, &v);
+                    if let Err(e) = self.assign(name, &v) {
+                        self.loop_depth -= 1;
+                        return self.fatal(h, &e);
+                    }
                     status = self.run_list(h, body);
                     if self.loop_control() {
                         break;
@@ -282,13 +344,31 @@ impl Shell {
         }
     }
 
+    /// An error that ends a non-interactive shell (an assignment to a
+    /// read-only variable, XCU 2.8.1): status 2.
+    fn fatal<H: Host>(&mut self, h: &mut H, message: &str) -> i32 {
+        self.error(h, message);
+        if !self.interactive {
+            self.exit_code = Some(STATUS_USAGE);
+        }
+        STATUS_USAGE
+    }
+
+    /// As [`Shell::fatal`], the error already reported.
+    fn fatal_quiet(&mut self) -> i32 {
+        if !self.interactive {
+            self.exit_code = Some(STATUS_USAGE);
+        }
+        STATUS_USAGE
+    }
+
     fn expand_failed<H: Host>(&mut self, h: &mut H, e: ExpandError) -> i32 {
         self.error(h, &format!("{e}"));
         // An expansion error ends a non-interactive shell (XCU 2.8.1).
         if !self.interactive && !matches!(e, ExpandError::AmbiguousRedirect { .. }) {
             self.exit_code = Some(STATUS_USAGE);
         }
-        if matches!(e, ExpandError::AmbiguousRedirect { .. }) { 1 } else { STATUS_USAGE }
+        STATUS_USAGE
     }
 
     fn expand_redirections<H: Host>(
@@ -298,16 +378,8 @@ impl Shell {
     ) -> Option<Vec<Redirection<String>>> {
         let mut out = Vec::with_capacity(redirections.len());
         for r in redirections {
-            let kind = match &r.kind {
-                RedirKind::Read(w) => self.redirect_target(h, w).map(RedirKind::Read),
-                RedirKind::Write(w) => self.redirect_target(h, w).map(RedirKind::Write),
-                RedirKind::Append(w) => self.redirect_target(h, w).map(RedirKind::Append),
-                RedirKind::HereDoc(w) => self.expand_string(h, w).map(RedirKind::HereDoc),
-                RedirKind::Dup(n) => Ok(RedirKind::Dup(*n)),
-                RedirKind::Close => Ok(RedirKind::Close),
-            };
-            match kind {
-                Ok(kind) => out.push(Redirection { fd: r.fd, kind }),
+            match self.expand_redirection(h, r) {
+                Ok(r) => out.push(r),
                 Err(e) => {
                     self.expand_failed(h, e);
                     return None;
@@ -317,15 +389,33 @@ impl Shell {
         Some(out)
     }
 
+    /// One redirection's word expanded; `>` becomes [`RedirKind::WriteNew`]
+    /// under `set -C`, `>|` a plain write.
+    fn expand_redirection<H: Host>(
+        &mut self,
+        h: &mut H,
+        r: &Redirection<Word>,
+    ) -> Result<Redirection<String>, ExpandError> {
+        let kind = match &r.kind {
+            RedirKind::Read(w) => RedirKind::Read(self.redirect_target(h, w)?),
+            RedirKind::Write(w) if self.options.noclobber => RedirKind::WriteNew(self.redirect_target(h, w)?),
+            RedirKind::Write(w) | RedirKind::Clobber(w) | RedirKind::WriteNew(w) => {
+                RedirKind::Write(self.redirect_target(h, w)?)
+            }
+            RedirKind::Append(w) => RedirKind::Append(self.redirect_target(h, w)?),
+            RedirKind::ReadWrite(w) => RedirKind::ReadWrite(self.redirect_target(h, w)?),
+            RedirKind::HereDoc(w) => RedirKind::HereDoc(self.expand_string(h, w)?),
+            RedirKind::Dup(n) => RedirKind::Dup(*n),
+            RedirKind::Close => RedirKind::Close,
+        };
+        Ok(Redirection { fd: r.fd, kind })
+    }
+
+    /// A redirection's file name: expanded as one string, neither split
+    /// nor globbed (dash's reading of XCU 2.7, which lets a
+    /// non-interactive shell skip pathname expansion there).
     fn redirect_target<H: Host>(&mut self, h: &mut H, w: &Word) -> Result<String, ExpandError> {
-        let noglob = core::mem::replace(&mut self.options.noglob, true);
-        let fields = self.expand_word(h, w);
-        self.options.noglob = noglob;
-        let mut fields = fields?;
-        if fields.len() != 1 {
-            return Err(ExpandError::AmbiguousRedirect { word: w.raw.clone() });
-        }
-        Ok(fields.remove(0))
+        self.expand_string(h, w)
     }
 
     /// Expand a simple command's words, redirections and assignments.
@@ -340,15 +430,7 @@ impl Shell {
         }
         let mut redirections = Vec::new();
         for r in &c.redirections {
-            let kind = match &r.kind {
-                RedirKind::Read(w) => RedirKind::Read(self.redirect_target(h, w)?),
-                RedirKind::Write(w) => RedirKind::Write(self.redirect_target(h, w)?),
-                RedirKind::Append(w) => RedirKind::Append(self.redirect_target(h, w)?),
-                RedirKind::HereDoc(w) => RedirKind::HereDoc(self.expand_string(h, w)?),
-                RedirKind::Dup(n) => RedirKind::Dup(*n),
-                RedirKind::Close => RedirKind::Close,
-            };
-            redirections.push(Redirection { fd: r.fd, kind });
+            redirections.push(self.expand_redirection(h, r)?);
         }
         Ok(Expanded { assignments, argv, redirections })
     }
@@ -374,17 +456,47 @@ impl Shell {
             line.push('\n');
             let _ = h.write(2, line.as_bytes());
         }
-        let Some(name) = cmd.argv.first().cloned() else {
+        if cmd.argv.is_empty() {
             // Words that all expanded to nothing: as a command of
             // assignments and redirections only.
-            let Some(saved) = h.redirect(&cmd.redirections) else { return 1 };
+            let Some(saved) = h.redirect(&cmd.redirections) else { return STATUS_REDIRECT };
             h.restore(saved);
             for (n, v) in &cmd.assignments {
-                self.set_var(n, v);
+                if let Err(e) = self.assign(n, v) {
+                    return self.fatal(h, &e);
+                }
             }
             return self.subst_status.unwrap_or(0);
-        };
-        if let Some(body) = self.functions.get(&name).cloned() {
+        }
+        if let Some(ro) = cmd.assignments.iter().find(|(n, _)| self.readonly.contains(n)) {
+            let message = format!("{}: is read only", ro.0);
+            return self.fatal(h, &message);
+        }
+        self.dispatch(h, cmd, in_place, true)
+    }
+
+    /// Run an expanded command by its name: a function (unless
+    /// `functions` is false, as under `command`), a builtin, a host
+    /// builtin, or a program.
+    fn dispatch<H: Host>(&mut self, h: &mut H, cmd: Expanded, in_place: bool, functions: bool) -> i32 {
+        let Some(name) = cmd.argv.first().cloned() else { return 0 };
+        if name == "command" {
+            // `command [-p] name args…` runs name, never as a function;
+            // `-v`/`-V` are the builtin's.
+            let mut skip = 1;
+            while cmd.argv.get(skip).is_some_and(|a| a == "-p") {
+                skip += 1;
+            }
+            if cmd.argv.get(skip).is_some_and(|a| a == "--") {
+                skip += 1;
+            }
+            if cmd.argv.get(skip).is_some_and(|a| !a.starts_with('-')) {
+                let mut rest = cmd.clone();
+                rest.argv.drain(..skip);
+                return self.dispatch(h, rest, in_place, false);
+            }
+        }
+        if let Some(body) = self.functions.get(&name).cloned().filter(|_| functions) {
             return self.with_assignments(h, &cmd, true, |sh, h| sh.call_function(h, &body, &cmd.argv));
         }
         if builtins::is_builtin(&name) {
@@ -392,7 +504,8 @@ impl Shell {
             if name == "exec" && cmd.argv.len() == 1 {
                 // `exec >file`: the redirections stay.
                 if h.redirect(&cmd.redirections).is_none() {
-                    return 1;
+                    // A special builtin's redirection error ends a script.
+                    return self.fatal_quiet();
                 }
                 for (n, v) in &cmd.assignments {
                     self.set_var(n, v);
@@ -413,15 +526,17 @@ impl Shell {
     /// A command without a name: redirections opened and closed again,
     /// then the assignments, each seeing the ones before it (XCU 2.9.1).
     fn assign_only<H: Host>(&mut self, h: &mut H, c: &SimpleCommand) -> i32 {
-        let Some(redirections) = self.expand_redirections(h, &c.redirections) else { return 1 };
-        let Some(saved) = h.redirect(&redirections) else { return 1 };
+        let Some(redirections) = self.expand_redirections(h, &c.redirections) else { return STATUS_REDIRECT };
+        let Some(saved) = h.redirect(&redirections) else { return STATUS_REDIRECT };
         h.restore(saved);
         let mut trace = String::from("+");
         for a in &c.assignments {
             match self.expand_string(h, &a.value) {
                 Ok(v) => {
                     trace.push_str(&format!(" {}={}", a.name, builtins::quote(&v)));
-                    self.set_var(&a.name, &v);
+                    if let Err(e) = self.assign(&a.name, &v) {
+                        return self.fatal(h, &e);
+                    }
                 }
                 Err(e) => return self.expand_failed(h, e),
             }
@@ -442,7 +557,10 @@ impl Shell {
         temporary: bool,
         f: impl FnOnce(&mut Shell, &mut H) -> i32,
     ) -> i32 {
-        let Some(saved) = h.redirect(&cmd.redirections) else { return 1 };
+        let Some(saved) = h.redirect(&cmd.redirections) else {
+            // A special builtin's redirection error ends a script.
+            return if temporary { STATUS_REDIRECT } else { self.fatal_quiet() };
+        };
         let mut old = Vec::new();
         for (n, v) in &cmd.assignments {
             old.push((n.clone(), self.vars.get(n).cloned()));
@@ -465,10 +583,23 @@ impl Shell {
         let params = core::mem::replace(&mut self.params, argv[1..].to_vec());
         let loops = core::mem::take(&mut self.loop_depth);
         self.call_depth += 1;
+        self.locals.push(Vec::new());
         let mut status = self.run_compound_redirected(h, &body.command, &body.redirections);
         if self.flow == Flow::Return {
             self.flow = Flow::Normal;
             status = self.status;
+        }
+        // `local` variables get back the values they had.
+        for (name, value, exported) in self.locals.pop().unwrap_or_default().into_iter().rev() {
+            match value {
+                Some(v) => self.vars.insert(name.clone(), v),
+                None => self.vars.remove(&name),
+            };
+            if exported {
+                self.exported.insert(name);
+            } else {
+                self.exported.remove(&name);
+            }
         }
         self.call_depth -= 1;
         self.loop_depth = loops;

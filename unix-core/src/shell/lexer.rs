@@ -37,6 +37,8 @@ pub(super) enum RedirOp {
     DLess,
     /// `<<-`
     DLessDash,
+    /// `<>`
+    LessGreat,
 }
 
 impl RedirOp {
@@ -50,6 +52,7 @@ impl RedirOp {
             RedirOp::GreatAnd => ">&",
             RedirOp::DLess => "<<",
             RedirOp::DLessDash => "<<-",
+            RedirOp::LessGreat => "<>",
         }
     }
 }
@@ -251,7 +254,6 @@ impl<'a> Lexer<'a> {
 
     /// A redirection operator at `self.pos`, after the descriptor number `fd`.
     fn redirection(&mut self, start: usize, fd: Option<i32>) -> Result<Token, ParseError> {
-        let at = self.pos;
         let first = self.bump();
         let second = self.peek_char();
         let op = match (first, second) {
@@ -260,9 +262,7 @@ impl<'a> Lexer<'a> {
                 RedirOp::DLessDash
             }
             (Some('<'), Some('<')) => RedirOp::DLess,
-            (Some('<'), Some('>')) => {
-                return err(ParseErrorKind::Unsupported("read-write redirection '<>'"), at);
-            }
+            (Some('<'), Some('>')) => RedirOp::LessGreat,
             (Some('<'), Some('&')) => RedirOp::LessAnd,
             (Some('<'), _) => RedirOp::Less,
             (_, Some('>')) => RedirOp::DGreat,
@@ -289,10 +289,7 @@ impl<'a> Lexer<'a> {
         let at = self.pos;
         let start = match self.heredoc_next {
             Some(p) => p,
-            None => match self.src[self.pos..].find('\n') {
-                Some(i) => self.pos + i + 1,
-                None => return err(ParseErrorKind::UnterminatedHereDoc, at),
-            },
+            None => self.end_of_line(at)?,
         };
         let mut body = String::new();
         let mut pos = start;
@@ -328,6 +325,22 @@ impl<'a> Lexer<'a> {
         sub.dq_body(&mut w, Body::Plain)
             .map_err(|e| ParseError { kind: e.kind, offset: start + e.offset })?;
         Ok(Word { parts: w.parts, raw: body.clone() })
+    }
+
+    /// Where the line being read ends: just after the newline token that
+    /// follows `from`, found by reading the tokens on (so a newline
+    /// inside quotes or a `$(…)` later on the line does not count, XCU
+    /// 2.7.4).
+    fn end_of_line(&self, from: usize) -> Result<usize, ParseError> {
+        let mut scan = Lexer::new(self.src, from, self.subparse);
+        loop {
+            let t = scan.next_token()?;
+            match t.tok {
+                Tok::Newline => return Ok(t.end),
+                Tok::End => return err(ParseErrorKind::UnterminatedHereDoc, from),
+                _ => {}
+            }
+        }
     }
 
     fn word(&mut self, start: usize) -> Result<Token, ParseError> {
@@ -736,7 +749,6 @@ mod tests {
         assert_eq!(kind("echo $(ls"), EndInCompound(")"));
         assert_eq!(kind("echo `ls"), UnterminatedBackquote);
         assert_eq!(kind("echo $((1+2)"), UnterminatedArithmetic);
-        assert_eq!(kind("cat <> f"), Unsupported("read-write redirection '<>'"));
         assert_eq!(kind("echo a)"), UnexpectedToken(")"));
         assert_eq!(kind("echo ${X:}"), BadSubstitution);
         assert_eq!(kind("echo ${X!}"), BadSubstitution);

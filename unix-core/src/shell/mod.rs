@@ -57,7 +57,10 @@ pub use builtins::quote;
 pub use errors::{ExpandError, ParseError, ParseErrorKind};
 pub use jobs::{Job, Jobs, format_job, format_job_done};
 pub use parser::parse;
-pub use state::{Expanded, FileInfo, Flow, Host, Options, STATUS_NOT_FOUND, STATUS_USAGE, Shell};
+pub use state::{
+    Expanded, FileInfo, Flow, Host, OPTION_NAMES, Options, STATUS_NOT_FOUND, STATUS_USAGE, Shell,
+    SignalAction, TRAP_SIGNALS,
+};
 pub use status::{Outcome, format_seconds, format_times, signal_description};
 pub use syntax::{
     AndOr, Assignment, CaseArm, Command, Compound, Connector, FunctionBody, List, ListItem, ParamOp, Part,

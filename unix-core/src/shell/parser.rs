@@ -438,35 +438,37 @@ impl<'a> Parser<'a> {
         let Tok::Word(target) = t.tok else {
             return err(ParseErrorKind::MissingRedirectTarget(op.text()), t.start);
         };
-        let default_fd =
-            if matches!(op, RedirOp::Less | RedirOp::LessAnd | RedirOp::DLess | RedirOp::DLessDash) {
-                0
-            } else {
-                1
-            };
+        let default_fd = if matches!(
+            op,
+            RedirOp::Less | RedirOp::LessAnd | RedirOp::DLess | RedirOp::DLessDash | RedirOp::LessGreat
+        ) {
+            0
+        } else {
+            1
+        };
         let fd = fd.unwrap_or(default_fd);
         let kind = match op {
             RedirOp::Less => RedirKind::Read(target),
-            RedirOp::Great | RedirOp::Clobber => RedirKind::Write(target),
+            RedirOp::Great => RedirKind::Write(target),
+            RedirOp::Clobber => RedirKind::Clobber(target),
+            RedirOp::LessGreat => RedirKind::ReadWrite(target),
             RedirOp::DGreat => RedirKind::Append(target),
             RedirOp::DLess | RedirOp::DLessDash => {
                 // The delimiter is the word after quote removal; any
                 // quoting makes the body literal (XCU 2.7.4).
+                // Nothing in it is expanded: `<<$X` ends at a line `$X`,
+                // as in dash.
                 let mut delimiter = alloc::string::String::new();
                 let mut quoted = false;
-                for part in &target.parts {
-                    match part {
-                        Part::Text { text, quoted: q } => {
+                if target.parts.iter().all(|p| matches!(p, Part::Text { .. })) {
+                    for part in &target.parts {
+                        if let Part::Text { text, quoted: q } = part {
                             delimiter.push_str(text);
                             quoted |= *q;
                         }
-                        _ => {
-                            return err(
-                                ParseErrorKind::Unsupported("expansions in a here-document delimiter"),
-                                t.start,
-                            );
-                        }
                     }
+                } else {
+                    delimiter = unquote_raw(&target.raw);
                 }
                 quoted |= target.raw.contains(['"', '\'', '\\']);
                 let body = self.lx.heredoc(&delimiter, op == RedirOp::DLessDash, quoted)?;
@@ -483,6 +485,27 @@ impl<'a> Parser<'a> {
         };
         Ok(Redirection { fd, kind })
     }
+}
+
+/// A word's source text with its quotes removed (a here-document
+/// delimiter holding `$` or `` ` ``, which is never expanded).
+fn unquote_raw(raw: &str) -> alloc::string::String {
+    let mut out = alloc::string::String::new();
+    let mut chars = raw.chars();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '\\') | (Some('"'), '\\') => {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// `NAME=value` (the `NAME=` unquoted) as an assignment.

@@ -1,9 +1,11 @@
 //! Pattern matching notation (XCU 2.13): `*`, `?`, bracket expressions
-//! `[…]` (with `!` or `^` negation and `a-z` ranges), and `\` quoting a
+//! `[…]` (with `!` or `^` negation, `a-z` ranges and the character
+//! classes `[:alpha:]` … of the POSIX locale), and `\` quoting a
 //! character. Used by `case`, `${x%p}`/`${x#p}` and pathname expansion.
 //!
-//! What it is not: a regular expression engine, and it knows no character
-//! classes (`[[:alpha:]]` is taken as a plain bracket expression).
+//! What it is not: a regular expression engine, nor locale-aware
+//! (collating symbols `[.x.]` and equivalence classes `[=x=]` are not
+//! recognised; the classes are ASCII's).
 //!
 //! The expander writes quoted characters of a word with a `\` in front, so
 //! that `"*"` matches only a star; [`has_magic`] says whether any
@@ -99,6 +101,17 @@ fn bracket(p: &[char], pi: usize, c: char) -> Option<(bool, usize)> {
             return Some((matched != negate, i + 1));
         }
         first = false;
+        if lo == '[' && p.get(i + 1) == Some(&':') {
+            // `[:name:]`: a character class (an unknown name matches
+            // nothing, as dash).
+            let rest: alloc::string::String = p[i + 2..].iter().collect();
+            if let Some(end) = rest.find(":]") {
+                let name = &rest[..end];
+                matched |= in_class(name, c);
+                i += 2 + name.chars().count() + 2;
+                continue;
+            }
+        }
         if lo == '\\' {
             i += 1;
             lo = *p.get(i)?;
@@ -115,6 +128,25 @@ fn bracket(p: &[char], pi: usize, c: char) -> Option<(bool, usize)> {
         } else {
             matched |= lo == c;
         }
+    }
+}
+
+/// Is `c` in the POSIX locale's class `name`?
+fn in_class(name: &str, c: char) -> bool {
+    match name {
+        "alpha" => c.is_ascii_alphabetic(),
+        "digit" => c.is_ascii_digit(),
+        "alnum" => c.is_ascii_alphanumeric(),
+        "upper" => c.is_ascii_uppercase(),
+        "lower" => c.is_ascii_lowercase(),
+        "space" => matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'),
+        "blank" => c == ' ' || c == '\t',
+        "punct" => c.is_ascii_punctuation(),
+        "print" => c.is_ascii_graphic() || c == ' ',
+        "graph" => c.is_ascii_graphic(),
+        "cntrl" => c.is_ascii_control(),
+        "xdigit" => c.is_ascii_hexdigit(),
+        _ => false,
     }
 }
 

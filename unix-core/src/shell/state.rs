@@ -77,7 +77,44 @@ pub trait Host: Sized {
     fn host_builtin(&mut self, sh: &mut Shell, argv: &[String]) -> i32;
     /// Real time and the reaped children's CPU time, in nanoseconds (`time`).
     fn times_ns(&mut self) -> (u64, u64);
+    /// What signal `sig` does to the shell from now on (`trap`); the
+    /// error says why it cannot be done.
+    fn signal_action(&mut self, sig: u32, action: SignalAction) -> Result<(), String>;
+    /// The caught signals that arrived since the last call (bit n: signal
+    /// n), for their traps to run.
+    fn take_signals(&mut self) -> u64;
+    /// Set the file-creation mask (`None`: only read it); the previous one.
+    fn umask(&mut self, mask: Option<u32>) -> u32;
 }
+
+/// What a signal does to the shell, as `trap` sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalAction {
+    /// The system's default (`trap - SIG`).
+    Default,
+    /// Nothing (`trap '' SIG`).
+    Ignore,
+    /// Recorded, for the trap's command to run between commands.
+    Catch,
+}
+
+/// The signals `trap` knows by name (Linux numbers, as `protocols`),
+/// in number order; EXIT is 0.
+pub const TRAP_SIGNALS: [(&str, u32); 13] = [
+    ("EXIT", 0),
+    ("HUP", 1),
+    ("INT", 2),
+    ("QUIT", 3),
+    ("ILL", 4),
+    ("FPE", 8),
+    ("KILL", 9),
+    ("USR1", 10),
+    ("SEGV", 11),
+    ("USR2", 12),
+    ("PIPE", 13),
+    ("ALRM", 14),
+    ("TERM", 15),
+];
 
 /// How the commands being run unwind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +139,56 @@ pub struct Options {
     pub xtrace: bool,
     /// `-f`: no pathname expansion.
     pub noglob: bool,
+    /// `-a`: every variable assigned is exported.
+    pub allexport: bool,
+    /// `-C`: `>` does not overwrite an existing file (`>|` does).
+    pub noclobber: bool,
+    /// `-n`: read commands without running them (ignored when interactive).
+    pub noexec: bool,
+    /// `-v`: print input lines as they are read (the host does).
+    pub verbose: bool,
+}
+
+/// `set -o`'s names, in dash's order, with their letters. The options
+/// this shell does not act on (`ignoreeof`, `monitor`, …) are listed by
+/// `set -o` as dash does but cannot be turned on.
+pub const OPTION_NAMES: [(&str, Option<char>); 18] = [
+    ("errexit", Some('e')),
+    ("noglob", Some('f')),
+    ("ignoreeof", None),
+    ("interactive", Some('i')),
+    ("monitor", Some('m')),
+    ("noexec", Some('n')),
+    ("stdin", Some('s')),
+    ("xtrace", Some('x')),
+    ("verbose", Some('v')),
+    ("vi", None),
+    ("emacs", None),
+    ("noclobber", Some('C')),
+    ("allexport", Some('a')),
+    ("notify", Some('b')),
+    ("nounset", Some('u')),
+    ("privileged", Some('p')),
+    ("nolog", None),
+    ("debug", None),
+];
+
+impl Options {
+    /// The setting of the option with letter `c`; `None` for a letter
+    /// this shell does not act on.
+    pub fn flag(&mut self, c: char) -> Option<&mut bool> {
+        Some(match c {
+            'e' => &mut self.errexit,
+            'u' => &mut self.nounset,
+            'x' => &mut self.xtrace,
+            'f' => &mut self.noglob,
+            'a' => &mut self.allexport,
+            'C' => &mut self.noclobber,
+            'n' => &mut self.noexec,
+            'v' => &mut self.verbose,
+            _ => return None,
+        })
+    }
 }
 
 /// The shell's language state.
@@ -140,6 +227,20 @@ pub struct Shell {
     /// Set by a host in a pipeline stage's process: an external command
     /// there replaces the process instead of forking again.
     pub exec_in_place: bool,
+    /// `trap`'s commands by signal number (0: EXIT); an empty command
+    /// means the signal is ignored.
+    pub traps: BTreeMap<u32, String>,
+    /// Running a trap's command (no trap runs inside another).
+    pub(super) in_trap: bool,
+    /// `readonly` names.
+    pub readonly: BTreeSet<String>,
+    /// `local`'s saved variables, one frame per function being run: the
+    /// name, its value before and whether it was exported.
+    pub(super) locals: Vec<Vec<(String, Option<String>, bool)>>,
+    /// `getopts`: the character within `$OPTIND`'s argument to go on at.
+    pub(super) optchar: usize,
+    /// `getopts`: the `OPTIND` it last set (another value: start over).
+    pub(super) getopts_last: Option<String>,
 }
 
 impl Shell {
@@ -166,6 +267,12 @@ impl Shell {
             errexit_off: 0,
             subst_status: None,
             exec_in_place: false,
+            traps: BTreeMap::new(),
+            in_trap: false,
+            readonly: BTreeSet::new(),
+            locals: Vec::new(),
+            optchar: 0,
+            getopts_last: None,
         }
     }
 
@@ -178,7 +285,17 @@ impl Shell {
             "#" => Some(format!("{}", self.params.len())),
             "-" => {
                 let o = self.options;
-                let flags = [(o.errexit, 'e'), (o.noglob, 'f'), (o.nounset, 'u'), (o.xtrace, 'x')];
+                // dash lists them in the reverse of its option order.
+                let flags = [
+                    (o.nounset, 'u'),
+                    (o.allexport, 'a'),
+                    (o.noclobber, 'C'),
+                    (o.verbose, 'v'),
+                    (o.xtrace, 'x'),
+                    (o.noexec, 'n'),
+                    (o.noglob, 'f'),
+                    (o.errexit, 'e'),
+                ];
                 Some(flags.iter().filter(|(on, _)| *on).map(|(_, c)| *c).collect())
             }
             "@" | "*" => Some(self.params.join(" ")),
@@ -190,8 +307,23 @@ impl Shell {
         }
     }
 
+    /// Set a variable, whether or not it is read-only (the shell's own
+    /// settings); scripts' assignments go through [`Shell::assign`].
     pub fn set_var(&mut self, name: &str, value: &str) {
         self.vars.insert(name.to_string(), value.to_string());
+        if self.options.allexport {
+            self.exported.insert(name.to_string());
+        }
+    }
+
+    /// A script's assignment: refused for a `readonly` variable, with the
+    /// message to report.
+    pub fn assign(&mut self, name: &str, value: &str) -> Result<(), String> {
+        if self.readonly.contains(name) {
+            return Err(format!("{name}: is read only"));
+        }
+        self.set_var(name, value);
+        Ok(())
     }
 
     /// Should the commands being run stop (exit, break, continue, return)?

@@ -140,6 +140,13 @@ pub enum RedirKind<T> {
     Write(T),
     /// `>>path`: create if needed, open for appending.
     Append(T),
+    /// `>|path`: as `Write`, even under `set -C`.
+    Clobber(T),
+    /// `>path` under `set -C` (only after expansion): create, failing if
+    /// a regular file of that name exists.
+    WriteNew(T),
+    /// `<>path`: open for reading and writing, creating it if needed.
+    ReadWrite(T),
     /// `n>&m` or `n<&m`: make `fd` a copy of descriptor `m`.
     Dup(i32),
     /// `n>&-` or `n<&-`: close `fd`.

@@ -4,8 +4,11 @@
 //! fixed set of variables, and ways to run a line through it.
 //!
 //! The fake's external commands: `cat [files]`, `args …` (prints its
-//! arguments on one line), `fail` (status 3); any other name is "command
-//! not found" (127).
+//! arguments on one line), `fail` (status 3), `raise N` (signal N
+//! arrives: pending if caught, nothing if ignored, status 128+N
+//! otherwise, as if the shell died); any other name is "command not
+//! found" (127). Files whose names start with `bin/` are programs for
+//! `command -v`.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::rc::Rc;
@@ -15,7 +18,7 @@ use core::cell::RefCell;
 
 use super::errors::ParseErrorKind;
 use super::parser::parse;
-use super::state::{Expanded, FileInfo, Host, Shell};
+use super::state::{Expanded, FileInfo, Host, Shell, SignalAction};
 use super::syntax::{Command, List, ListItem, Pipeline, RedirKind, Redirection};
 
 /// The variables every test line sees.
@@ -38,6 +41,10 @@ pub(super) struct Fake {
     pub dirs: BTreeSet<String>,
     fds: BTreeMap<i32, Target>,
     captures: usize,
+    /// What each signal does (`trap`); absent: the default.
+    pub signals: BTreeMap<u32, SignalAction>,
+    pending: u64,
+    pub mask: u32,
 }
 
 /// A path as the fake's file names are written (`./f` is `f`).
@@ -57,7 +64,15 @@ impl Fake {
         let mut files = BTreeMap::new();
         files.insert(STDOUT.to_string(), String::new());
         files.insert(STDERR.to_string(), String::new());
-        Fake { files, dirs: BTreeSet::new(), fds, captures: 0 }
+        Fake {
+            files,
+            dirs: BTreeSet::new(),
+            fds,
+            captures: 0,
+            signals: BTreeMap::new(),
+            pending: 0,
+            mask: 0o022,
+        }
     }
 
     pub fn file(mut self, name: &str, text: &str) -> Fake {
@@ -81,6 +96,8 @@ impl Fake {
                 RedirKind::Read(p) => RedirKind::Read(norm(p)),
                 RedirKind::Write(p) => RedirKind::Write(norm(p)),
                 RedirKind::Append(p) => RedirKind::Append(norm(p)),
+                RedirKind::WriteNew(p) => RedirKind::WriteNew(norm(p)),
+                RedirKind::ReadWrite(p) => RedirKind::ReadWrite(norm(p)),
                 other => other.clone(),
             },
         };
@@ -89,10 +106,19 @@ impl Fake {
                 Some(t) => input(&t.clone()),
                 None => return Err(alloc::format!("{p}: ENOENT")),
             },
-            RedirKind::Write(p) => {
+            RedirKind::Write(p) | RedirKind::Clobber(p) => {
                 self.files.insert(p.clone(), String::new());
                 Target::Out(p.clone())
             }
+            RedirKind::WriteNew(p) => {
+                if self.files.contains_key(p) {
+                    return Err(alloc::format!("{p}: EEXIST"));
+                }
+                self.files.insert(p.clone(), String::new());
+                Target::Out(p.clone())
+            }
+            // Reads only, in the fake (enough for `<>` as input).
+            RedirKind::ReadWrite(p) => input(&self.files.entry(p.clone()).or_default().clone()),
             RedirKind::Append(p) => {
                 self.files.entry(p.clone()).or_default();
                 Target::Out(p.clone())
@@ -157,7 +183,8 @@ impl Host for Fake {
     }
 
     fn run_external(&mut self, _sh: &mut Shell, cmd: &Expanded) -> i32 {
-        let Some(saved) = self.redirect(&cmd.redirections) else { return 1 };
+        // dash: a failed redirection gives 2.
+        let Some(saved) = self.redirect(&cmd.redirections) else { return 2 };
         let status = match cmd.argv[0].as_str() {
             "cat" => {
                 let mut text = String::new();
@@ -182,6 +209,17 @@ impl Host for Fake {
                 self.write(1, line.as_bytes()).map_or(1, |_| 0)
             }
             "fail" => 3,
+            "raise" => {
+                let sig: u32 = cmd.argv.get(1).and_then(|n| n.parse().ok()).unwrap_or(15);
+                match self.signals.get(&sig) {
+                    Some(SignalAction::Catch) => {
+                        self.pending |= 1 << sig;
+                        0
+                    }
+                    Some(SignalAction::Ignore) => 0,
+                    _ => 128 + sig as i32,
+                }
+            }
             other => {
                 let _ = self.write(2, alloc::format!("sh: {other}: command not found\n").as_bytes());
                 127
@@ -212,7 +250,9 @@ impl Host for Fake {
                 self.fds.insert(1, Target::Out(pipe.clone()));
             }
             let mut sub = sh.clone();
+            sub.enter_subshell(self);
             status = sub.run_stage(self, cmd);
+            status = sub.finish(self, status);
             if i + 1 < n {
                 prev = Some(self.take_file(&pipe));
             }
@@ -231,8 +271,9 @@ impl Host for Fake {
         }
         let mut sub = sh.clone();
         sub.interactive = false;
+        sub.enter_subshell(self);
         let status = sub.run_list(self, list);
-        let status = sub.exit_code.unwrap_or(status);
+        let status = sub.finish(self, status);
         self.fds = saved;
         let out = if capture { self.take_file(&name) } else { String::new() };
         (status, out)
@@ -269,7 +310,7 @@ impl Host for Fake {
                 is_dir: false,
                 is_regular: true,
                 size_bytes: f.len() as u64,
-                mode: 0o644,
+                mode: if path.starts_with("bin/") { 0o755 } else { 0o644 },
             });
         }
         let is_dir = self.dirs.contains(path) || path == "." || path == "/";
@@ -294,6 +335,26 @@ impl Host for Fake {
     fn times_ns(&mut self) -> (u64, u64) {
         (0, 0)
     }
+
+    fn signal_action(&mut self, sig: u32, action: SignalAction) -> Result<(), String> {
+        if sig == 9 {
+            return Err("EINVAL".to_string());
+        }
+        self.signals.insert(sig, action);
+        Ok(())
+    }
+
+    fn take_signals(&mut self) -> u64 {
+        core::mem::take(&mut self.pending)
+    }
+
+    fn umask(&mut self, mask: Option<u32>) -> u32 {
+        let old = self.mask;
+        if let Some(m) = mask {
+            self.mask = m;
+        }
+        old
+    }
 }
 
 /// A shell with [`VARS`], `$1` = `first`, `$?` = 3 and `$$` = 42.
@@ -313,7 +374,7 @@ pub(super) fn run_with(script: &str, mut fake: Fake) -> (String, String, i32) {
     let mut sh = shell();
     sh.status = 0;
     let status = sh.run_text(&mut fake, script);
-    let status = sh.exit_code.unwrap_or(status);
+    let status = sh.finish(&mut fake, status);
     (fake.take_file(STDOUT), fake.take_file(STDERR), status)
 }
 

@@ -231,7 +231,7 @@ mod tests {
     fn the_corpus_loads() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(DIR);
         let scripts = load(&dir).unwrap();
-        assert!(scripts.len() >= 40, "{} scripts", scripts.len());
+        assert!(scripts.len() >= 150, "{} scripts", scripts.len());
     }
 
     /// The oracle's boot alone (slow: `cargo test -p xtask -- --ignored

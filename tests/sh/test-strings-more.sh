@@ -1,0 +1,10 @@
+# test's string and unary edge cases
+[ -n "$unset_var" ] || echo "empty -n false"
+[ -z "$unset_var" ] && echo "empty -z true"
+[ = ] && echo "= alone is a string"
+[ -n ] && echo "-n alone is a string"
+[ ! ] && echo "! alone is a string"
+[ "" ] || echo "empty string false"
+[ x = x -a "" = "" ] && echo "and"
+[ 01 -eq 1 ] && echo "numbers compare as numbers"
+[ 01 = 1 ] || echo "strings compare as strings"
