@@ -4,7 +4,7 @@
 //! on before each, so a server that hangs is named by the check the
 //! coordinator sees last.
 
-use crate::{CHECKING, Report};
+use crate::report::{CHECKING, Report};
 use alloc::format;
 use alloc::string::String;
 use protocols::unix::{self as ux, errno, fs, monitor, open_flags as of, vm};

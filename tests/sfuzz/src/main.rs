@@ -48,31 +48,20 @@ extern crate alloc;
 
 mod check;
 mod plan;
+mod report;
 mod worker;
 
+use abi::Counter;
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
-use abi::{Counter, Pid};
 use alloc::format;
 use alloc::string::String;
 use protocols::unix::{open_flags as of, signal};
+use report::{DONE, Report};
 use runtime::msg::{self, Queue};
 use runtime::unix::{self, socket};
 use runtime::{Args, println, sys};
 
 runtime::entry!(main);
-
-/// Words 0 of the messages the worker and the checker send the coordinator.
-pub const PROGRESS: u64 = 1;
-pub const DONE: u64 = 2;
-pub const CHECKING: u64 = 3;
-
-/// Where the worker and the checker report: the coordinator's kernel pid
-/// and queue.
-#[derive(Clone, Copy)]
-pub struct Report {
-    pub pid: Pid,
-    pub queue: Queue,
-}
 
 /// A worker that reports no progress for this long is killed (it waits
 /// in a call a server keeps by design). Not a failure, so it need not be

@@ -8,7 +8,7 @@
 //! and nothing here dereferences an address from a plan.
 
 use crate::plan::{self, Buf, Fill, How, Msg, OWN_BYTES, PATHS, TARGETS, Word};
-use crate::{DONE, PROGRESS, Report};
+use crate::report::{DONE, PROGRESS, Report};
 use abi::{Call, Error, Pid};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -162,7 +162,7 @@ impl Memory {
             Buf::Unmapped(len) => (0xdead_0000, len as u64),
             Buf::Kernel(len) => (0xffff_ffff_8010_0000, len as u64),
             Buf::NonCanonical(len) => (0x8000_0000_0000_1000, len as u64),
-            Buf::Text(len) => (crate::main as *const () as u64, len as u64),
+            Buf::Text(len) => (run as *const () as u64, len as u64),
             Buf::PastBreak(len) => (unix::sbrk(0).unwrap_or(0) + (1 << 20), len as u64),
             Buf::Straddle(len) => (own + (OWN_BYTES - len / 2) as u64, len as u64),
             Buf::TooLong => (own, abi::lease::MAX_LEASE_BYTES + 1),
