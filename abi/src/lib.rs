@@ -418,6 +418,10 @@ pub enum InfoKey {
     /// a process computes `UptimeNs` exactly as the kernel does
     /// (`(rdtsc - boot) * 10^9 / hz`), with no kernel entry and no skew.
     BootTsc = 9,
+    /// Nanoseconds since 1970-01-01 00:00 UTC at uptime 0, from the CMOS
+    /// real-time clock read at boot (0: no calendar clock). The calendar
+    /// time (`CLOCK_REALTIME`) is this plus [`InfoKey::UptimeNs`].
+    BootRealtimeNs = 10,
 }
 
 impl InfoKey {
@@ -434,6 +438,7 @@ impl InfoKey {
             7 => SharedFrames,
             8 => CpuTimeNs,
             9 => BootTsc,
+            10 => BootRealtimeNs,
             _ => return None,
         })
     }

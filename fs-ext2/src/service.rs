@@ -152,7 +152,7 @@ impl<D: BlockDevice> Service<D> {
     }
 
     /// One request: words `m`, data `data` (at most a message's), from
-    /// kernel pid `sender` at `now_ns` since boot. Reply data goes into
+    /// kernel pid `sender` at `now_ns` since 1970 (UTC). Reply data goes into
     /// `tx`; longer reads and writes use `lent`.
     pub fn request(
         &mut self,

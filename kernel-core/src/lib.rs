@@ -13,6 +13,7 @@
 //! - [`ready`]: the scheduler's ready lists (descending priority, FIFO within one).
 //! - [`acpi`]: finding CPUs and interrupt controllers in the firmware tables.
 //! - [`elf`]: checks that a user program is an ELF64 x86-64 executable we can load.
+//! - [`rtc`]: the CMOS real-time clock's registers as calendar time.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -24,3 +25,4 @@ pub mod limits;
 pub mod options;
 pub mod qseg;
 pub mod ready;
+pub mod rtc;

@@ -31,7 +31,7 @@ pub const KERNEL_HEAP_BYTES: usize = 8 * 1024 * 1024;
 /// Most program segments (PT_LOAD headers) accepted in a user program.
 pub const MAX_LOAD_SEGMENTS: usize = 8;
 /// Most programs (Multiboot modules) in a boot image.
-pub const MAX_BOOT_MODULES: usize = 64;
+pub const MAX_BOOT_MODULES: usize = 128;
 /// Longest kernel command line kept, in bytes.
 pub const MAX_CMDLINE_BYTES: usize = 1024;
 /// Longest process name kept (for logs and `ps`), in bytes.

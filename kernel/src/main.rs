@@ -93,6 +93,10 @@ pub fn kernel_main() -> ! {
     }
     apic::calibrate();
     kprintln!("timer: TSC {} MHz", apic::tsc_hz() / 1_000_000);
+    match arch::rtc::read_at_boot() {
+        Some(secs) => kprintln!("clock: RTC says {secs} s since 1970 (UTC)"),
+        None => kprintln!("warning: no usable CMOS clock; the calendar time starts at 1970"),
+    }
     if let Some(io) = platform.io_apic {
         io.mask_all();
         kprintln!("I/O APIC at {:#x}: {} lines, all masked", io.phys(), io.line_count());

@@ -3,7 +3,7 @@
 //! calibrated, computed exactly as the kernel computes `UptimeNs` (so a
 //! stamp made here is never ahead of, or behind, another process's
 //! `clock_ns`). For servers that stamp every request (file modification
-//! times).
+//! times, with [`Clock::realtime_ns`], the calendar time).
 
 use crate::sys;
 use abi::InfoKey;
@@ -11,11 +11,23 @@ use abi::InfoKey;
 pub struct Clock {
     boot_tsc: u64,
     tsc_hz: u64,
+    /// The calendar time of uptime 0 (`InfoKey::BootRealtimeNs`).
+    boot_realtime_ns: u64,
 }
 
 impl Clock {
     pub fn new() -> Clock {
-        Clock { boot_tsc: sys::info(InfoKey::BootTsc), tsc_hz: sys::info(InfoKey::TscHz) }
+        Clock {
+            boot_tsc: sys::info(InfoKey::BootTsc),
+            tsc_hz: sys::info(InfoKey::TscHz),
+            boot_realtime_ns: sys::info(InfoKey::BootRealtimeNs),
+        }
+    }
+
+    /// Nanoseconds since 1970-01-01 00:00 UTC (the same as
+    /// `unix::clock_realtime_ns`): what file times are stamped with.
+    pub fn realtime_ns(&self) -> u64 {
+        self.boot_realtime_ns.saturating_add(self.now_ns())
     }
 
     /// Nanoseconds since boot (one kernel call if the TSC's rate is unknown).

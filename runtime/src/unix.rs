@@ -360,9 +360,17 @@ pub fn clock_ns() -> u64 {
     crate::sys::info(abi::InfoKey::UptimeNs)
 }
 
-/// `time()`: seconds since boot (Ridgeback keeps no calendar clock).
+/// `clock_gettime(CLOCK_REALTIME)`: nanoseconds since 1970-01-01 00:00
+/// UTC, the calendar time the kernel read from the CMOS clock at boot plus
+/// the monotonic clock (`abi::InfoKey::BootRealtimeNs`). Without a
+/// calendar clock it counts from 1970 at boot.
+pub fn clock_realtime_ns() -> u64 {
+    crate::sys::info(abi::InfoKey::BootRealtimeNs).saturating_add(clock_ns())
+}
+
+/// `time()`: seconds since 1970-01-01 00:00 UTC.
 pub fn time() -> u64 {
-    clock_ns() / 1_000_000_000
+    clock_realtime_ns() / 1_000_000_000
 }
 
 pub fn sleep_ns(ns: u64) {

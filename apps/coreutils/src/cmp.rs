@@ -98,6 +98,43 @@ pub fn eof_message(name: &str, bytes: u64, line: EofLine) -> String {
     }
 }
 
+/// `cmp -l`: one line per differing byte among `first` and `second`
+/// (equally long pieces starting at byte `offset` counted from 0): its
+/// number from 1 in `width` columns and both values in octal, as GNU cmp
+/// prints them (`%*d %3o %3o`). Returns whether any differed.
+pub fn list_differences(offset: u64, first: &[u8], second: &[u8], width: usize, out: &mut String) -> bool {
+    let mut any = false;
+    for (i, (a, b)) in first.iter().zip(second).enumerate() {
+        if a != b {
+            out.push_str(&format!("{:>width$} {a:>3o} {b:>3o}\n", offset + i as u64 + 1));
+            any = true;
+        }
+    }
+    any
+}
+
+/// The width of `-l`'s byte numbers: the digits of the smaller regular
+/// file's size (GNU cmp's rule), 19 (the largest `off_t`) without one.
+pub fn list_width(sizes: [Option<u64>; 2]) -> usize {
+    let max = sizes.iter().flatten().min().copied().unwrap_or(i64::MAX as u64);
+    let mut width = 1;
+    let mut m = max / 10;
+    while m != 0 {
+        width += 1;
+        m /= 10;
+    }
+    width
+}
+
+/// GNU cmp's end-of-file message under `-l` (no line number).
+pub fn eof_message_bytes(name: &str, bytes: u64) -> String {
+    if bytes == 0 {
+        format!("cmp: EOF on {name} which is empty")
+    } else {
+        format!("cmp: EOF on {name} after byte {bytes}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +190,19 @@ mod tests {
         assert_eq!(message(b"a\nb\nc", b"a\nb"), "cmp: EOF on b after byte 3, in line 2");
         assert_eq!(message(b"", b"abc"), "cmp: EOF on a which is empty");
         assert_eq!(message(b"same", b"same"), "Identical");
+    }
+
+    #[test]
+    fn list_of_differences() {
+        let mut out = String::new();
+        assert!(list_differences(0, b"abc\n", b"aXc\n", 1, &mut out));
+        assert!(list_differences(10, b"x", b"y", 2, &mut out));
+        assert!(!list_differences(0, b"same", b"same", 1, &mut out));
+        assert_eq!(out, "2 142 130\n11 170 171\n");
+        assert_eq!(list_width([Some(4), Some(5)]), 1);
+        assert_eq!(list_width([Some(12345), None]), 5);
+        assert_eq!(list_width([None, None]), 19);
+        assert_eq!(eof_message_bytes("x", 4), "cmp: EOF on x after byte 4");
+        assert_eq!(eof_message_bytes("x", 0), "cmp: EOF on x which is empty");
     }
 }

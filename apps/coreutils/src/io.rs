@@ -150,6 +150,11 @@ impl Out {
         self.buf.clear();
     }
 
+    /// Has a write failed (the rest of the output is being dropped)?
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
     /// Write what is buffered; the first error of any write so far.
     pub fn flush(&mut self) -> Result<(), Errno> {
         if !self.buf.is_empty() {
@@ -184,5 +189,120 @@ impl core::fmt::Write for Out {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         self.str(s);
         Ok(())
+    }
+}
+
+/// Open `name` for reading (`-` is standard input, which is not opened
+/// again); on failure report `prog: name: <errno>`.
+pub fn open_input(prog: &str, name: &str) -> Result<Fd, Errno> {
+    if name == "-" {
+        return Ok(0);
+    }
+    unix::open(name, protocols::unix::open_flags::O_RDONLY, 0).inspect_err(|&e| report(prog, name, e))
+}
+
+/// Close what [`open_input`] opened (standard input stays open).
+pub fn close_input(fd: Fd) {
+    if fd != 0 {
+        let _ = unix::close(fd);
+    }
+}
+
+/// Everything `fd` holds until its end.
+pub fn read_all(fd: Fd) -> Result<Vec<u8>, Errno> {
+    let mut out = Vec::new();
+    let mut buf = ChunkBuf::new();
+    for_each_chunk(fd, &mut buf, |chunk| out.extend_from_slice(chunk))?;
+    Ok(out)
+}
+
+/// Lines of a stream, read a chunk at a time, so a program can stop
+/// early (`head`, `grep -q`) without waiting for the writer to finish.
+pub struct LineReader {
+    fd: Fd,
+    buf: Vec<u8>,
+    start: usize,
+    eof: bool,
+}
+
+impl LineReader {
+    pub fn new(fd: Fd) -> LineReader {
+        LineReader { fd, buf: Vec::new(), start: 0, eof: false }
+    }
+
+    /// The next line with its `\n` (the last may lack one), or `None` at
+    /// the end.
+    pub fn next_line(&mut self) -> Result<Option<&[u8]>, Errno> {
+        loop {
+            if let Some(i) = self.buf[self.start..].iter().position(|&b| b == b'\n') {
+                let from = self.start;
+                self.start += i + 1;
+                return Ok(Some(&self.buf[from..self.start]));
+            }
+            if self.eof {
+                if self.start < self.buf.len() {
+                    let from = self.start;
+                    self.start = self.buf.len();
+                    return Ok(Some(&self.buf[from..]));
+                }
+                return Ok(None);
+            }
+            self.buf.drain(..self.start);
+            self.start = 0;
+            let old = self.buf.len();
+            self.buf.resize(old + PAGE_BYTES * 4, 0);
+            let n = unix::read(self.fd, &mut self.buf[old..])?;
+            self.buf.truncate(old + n);
+            if n == 0 {
+                self.eof = true;
+            }
+        }
+    }
+}
+
+/// Report `prog: message` on standard error.
+pub fn complain(prog: &str, message: &str) {
+    eprintln!("{prog}: {message}");
+}
+
+/// The name GNU's tools give standard input in messages and headers.
+pub fn display_name(name: &str) -> &str {
+    if name == "-" { "standard input" } else { name }
+}
+
+/// Status when the command was found but could not run (POSIX: `env`,
+/// `xargs`, the shell).
+pub const STATUS_CANNOT_RUN: i32 = 126;
+/// Status when the command was not found.
+pub const STATUS_NOT_FOUND: i32 = 127;
+
+/// Replace this process by `argv[0]` (searched in `PATH` of `envp`, else
+/// `/bin`, when it has no `/`) with environment `envp`; on failure report
+/// it and return the status to exit with (126 or 127).
+pub fn exec_command(prog: &str, argv: &[&str], envp: &[&str]) -> i32 {
+    let name = argv[0];
+    let mut failure: Option<Errno> = None;
+    if name.contains('/') {
+        failure = Some(unix::execve(name, argv, envp));
+    } else {
+        let path = envp.iter().find_map(|e| e.strip_prefix("PATH=")).unwrap_or("/bin");
+        for dir in path.split(':') {
+            let dir = if dir.is_empty() { "." } else { dir };
+            let full = alloc::format!("{}/{}", dir.trim_end_matches('/'), name);
+            let e = unix::execve(&full, argv, envp);
+            if e != protocols::unix::errno::ENOENT && e != protocols::unix::errno::ENOTDIR {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    match failure {
+        Some(e) if e != protocols::unix::errno::ENOENT => {
+            report(prog, name, e);
+            STATUS_CANNOT_RUN
+        }
+        _ => {
+            eprintln!("{prog}: '{name}': No such file or directory");
+            STATUS_NOT_FOUND
+        }
     }
 }

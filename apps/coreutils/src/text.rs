@@ -241,6 +241,22 @@ pub fn base_name(path: &str) -> &str {
     trimmed.rsplit('/').next().unwrap_or(trimmed)
 }
 
+/// The directory part of a path, by POSIX `dirname`'s steps: `a/b/` →
+/// `a`, `/a` → `/`, `a` → `.`, `/` and `//` → `/`, `` → `.`.
+pub fn dir_name(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return if path.is_empty() { "." } else { "/" };
+    }
+    match trimmed.rfind('/') {
+        None => ".",
+        Some(i) => {
+            let parent = trimmed[..i].trim_end_matches('/');
+            if parent.is_empty() { "/" } else { parent }
+        }
+    }
+}
+
 /// Every ancestor of `path` and `path` itself, shortest first, for
 /// `mkdir -p` (`a/b/c` → `a`, `a/b`, `a/b/c`; `/x/y` → `/x`, `/x/y`).
 pub fn prefixes(path: &str) -> Vec<&str> {
@@ -383,6 +399,14 @@ mod tests {
         assert_eq!(base_name("b"), "b");
         assert_eq!(base_name("/"), "/");
         assert_eq!(base_name(""), "");
+        assert_eq!(dir_name("/a/b"), "/a");
+        assert_eq!(dir_name("a/b//"), "a");
+        assert_eq!(dir_name("a//b"), "a");
+        assert_eq!(dir_name("/a"), "/");
+        assert_eq!(dir_name("a"), ".");
+        assert_eq!(dir_name("/"), "/");
+        assert_eq!(dir_name("//"), "/");
+        assert_eq!(dir_name(""), ".");
         assert_eq!(prefixes("a/b/c"), vec!["a", "a/b", "a/b/c"]);
         assert_eq!(prefixes("/x//y/"), vec!["/x", "/x//y"]);
         assert_eq!(prefixes("a"), vec!["a"]);

@@ -14,7 +14,8 @@
 //! - [`trap`]: entry stubs, `syscall`, the register frame, the way out;
 //!   [`regs`]: the kernel-call register convention as typed views of a
 //!   frame.
-//! - [`serial`]: the COM1 UART and QEMU's exit device.
+//! - [`serial`]: the COM1 UART and QEMU's exit device; [`rtc`]: the CMOS
+//!   calendar clock, read once at boot.
 //!
 //! Everything above this module is safe Rust (`#![deny(unsafe_code)]` at
 //! the crate root), and the rule here is Asterinas OSTD's: no sequence of
@@ -41,6 +42,7 @@ pub mod pci;
 pub mod percpu;
 pub mod phys;
 pub mod regs;
+pub mod rtc;
 pub mod serial;
 pub mod smp;
 pub mod trap;

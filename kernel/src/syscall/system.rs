@@ -48,6 +48,7 @@ pub fn info(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
         InfoKey::TscHz => apic::tsc_hz(),
         InfoKey::UptimeNs => apic::uptime_ns(),
         InfoKey::BootTsc => apic::boot_tsc(),
+        InfoKey::BootRealtimeNs => crate::arch::rtc::boot_realtime_ns(),
         InfoKey::Priority => k.proc(caller).priority as u64,
         InfoKey::ProcessCount => k.live_processes() as u64,
         InfoKey::FreeMemoryBytes => crate::memory::free_bytes(),

@@ -299,7 +299,8 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
         };
         let mut lent = Leases(r.reply);
         let tx_bytes: &mut [u8; MESSAGE_DATA_BYTES] = &mut tx.0;
-        let (words, len) = service.request(r.sender.0, r.message, data, clock.now_ns(), tx_bytes, &mut lent);
+        let (words, len) =
+            service.request(r.sender.0, r.message, data, clock.realtime_ns(), tx_bytes, &mut lent);
         let _ = service.fs.reap();
         answer = Some((r.reply, words, len));
     }

@@ -192,7 +192,8 @@ impl Server {
                 continue;
             }
             let data = &rx.0[..r.len.min(PAGE_BYTES)];
-            let now_ns = self.clock.now_ns();
+            // File times are calendar time (`Clock::realtime_ns`).
+            let now_ns = self.clock.realtime_ns();
             let mut lent = CallLease(r.reply);
             match self.manager.request(r.sender.0, r.message, data, now_ns, &mut tx.0, &mut lent) {
                 Step::Reply(words, len) => answer = Some((r.reply, words, len)),

@@ -87,7 +87,8 @@ fn main(args: Args) -> i32 {
         free => (free / FREE_MEMORY_SHARE).min(fs::CAPACITY_BYTES),
     };
     let mut fs = Fs::new(sys::rdtsc() ^ me.0, capacity_bytes);
-    fs.set_now(clock.now_ns());
+    // File times are calendar time (the CMOS clock read at boot plus uptime).
+    fs.set_now(clock.realtime_ns());
     let mut service = Service::new(fs, starter.0);
     if let Err(e) = service.make_standard_tree(me.0) {
         println!("memfs: cannot build the tree: {}", errno::name(e));
@@ -190,9 +191,9 @@ fn serve(service: &mut Service, clock: &Clock, queue: Queue, _io_queue: Queue) -
         let data = &rx.0[..r.len.min(rx.0.len())];
         let (words, len) = if r.message[0] < fs::OP_LOOKUP {
             let mut lent = CallLease(r.reply);
-            service.io_request(r.sender.0, r.message, data, clock.now_ns(), &mut tx.0, &mut lent)
+            service.io_request(r.sender.0, r.message, data, clock.realtime_ns(), &mut tx.0, &mut lent)
         } else {
-            service.fs_request(r.sender.0, r.message, data, clock.now_ns(), &mut tx.0)
+            service.fs_request(r.sender.0, r.message, data, clock.realtime_ns(), &mut tx.0)
         };
         answer = Some((r.reply, words, len));
     }

@@ -405,7 +405,11 @@ pub fn readdir_lists_entries() -> TestResult {
 pub fn stat_and_fstat_fields() -> TestResult {
     let d = scratch("stat_and_fstat_fields")?;
     let path = format!("{d}/f");
-    let before = unix::clock_ns();
+    // File times are calendar time (issue 15): the CMOS clock's reading
+    // at boot plus uptime, so no earlier than that reading.
+    let boot_realtime_ns = runtime::sys::info(abi::InfoKey::BootRealtimeNs);
+    let before = unix::clock_realtime_ns();
+    ensure!(before >= boot_realtime_ns, "the calendar time {before} is before the boot's {boot_realtime_ns}");
     let fd = unix::open(&path, O_RDWR | O_CREAT, 0o640).ctx("open")?;
     write_all(fd, &[1u8; 5000]).ctx("write")?;
     let st = unix::stat(&path).ctx("stat")?;
@@ -417,7 +421,7 @@ pub fn stat_and_fstat_fields() -> TestResult {
     ensure!(st.uid == 0 && st.gid == 0, "owner {}:{} for a file root created", st.uid, st.gid);
     ensure!(st.ino != 0, "inode 0");
     ensure!(
-        st.mtime_ns >= before && st.mtime_ns <= unix::clock_ns(),
+        st.mtime_ns >= before && st.mtime_ns <= unix::clock_realtime_ns(),
         "mtime {} outside the write's time",
         st.mtime_ns
     );

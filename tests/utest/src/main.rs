@@ -107,6 +107,7 @@ const TESTS: &[Test] = &[
     ("proc::ps_lists_processes", proc::ps_lists_processes),
     ("proc::ids_of_root", proc::ids_of_root),
     ("proc::clock_and_sleep", proc::clock_and_sleep),
+    ("proc::calendar_clock", proc::calendar_clock),
     ("proc::tcsetpgrp", proc::tcsetpgrp),
     ("exec::arguments_and_environment", proc::exec_arguments_and_environment),
     ("exec::execv_keeps_the_environment", proc::execv_keeps_the_environment),

@@ -503,11 +503,27 @@ pub fn clock_and_sleep() -> TestResult {
     unix::sleep_ns(20_000_000);
     let c = unix::clock_ns();
     ensure!(c - b >= 20_000_000, "a 20 ms sleep lasted {} ns", c - b);
+    // time() is the calendar clock: the boot's CMOS reading plus uptime.
+    let boot_s = runtime::sys::info(abi::InfoKey::BootRealtimeNs) / 1_000_000_000;
     let t = unix::time();
+    let d = unix::clock_ns();
     ensure!(
-        t <= unix::clock_ns() / 1_000_000_000 && t + 1 >= c / 1_000_000_000,
-        "time() {t} vs the clock {c}"
+        t >= boot_s + c / 1_000_000_000 && t <= boot_s + d / 1_000_000_000 + 1,
+        "time() {t} vs the boot's calendar time {boot_s} and the clock {c}..{d}"
     );
+    Ok(())
+}
+
+/// QEMU's PC has a CMOS clock, so the kernel must have read one: a
+/// calendar time after 2020-01-01 (1 577 836 800 s) and one that
+/// advances with the monotonic clock.
+pub fn calendar_clock() -> TestResult {
+    let boot_ns = runtime::sys::info(abi::InfoKey::BootRealtimeNs);
+    ensure!(boot_ns >= 1_577_836_800_000_000_000, "the boot's calendar time {boot_ns} ns is before 2020");
+    let a = unix::clock_realtime_ns();
+    unix::sleep_ns(10_000_000);
+    let b = unix::clock_realtime_ns();
+    ensure!(a >= boot_ns && b >= a + 10_000_000, "the calendar clock went {a} -> {b} over a 10 ms sleep");
     Ok(())
 }
 
