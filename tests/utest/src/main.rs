@@ -152,7 +152,6 @@ const TESTS: &[Test] = &[
     ("net::a_thousand_sockets", net::a_thousand_sockets),
     ("net::peer_vanishes_mid_stream", net::peer_vanishes_mid_stream),
     ("net::client_killed_with_data_queued", net::client_killed_with_data_queued),
-    ("net::open_only_from_the_monitor", net::open_only_from_the_monitor),
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),
