@@ -229,6 +229,51 @@ pub enum Call {
     /// memory, for a device to reach by DMA. Freed when unmapped with the
     /// address space (at exit).
     DmaAlloc = 68,
+    // --- foreign processes: another system's programs (seed 001 §8) ---
+    /// `foreign_attach(pid, queue) -> 0`: make the caller's stopped child
+    /// `pid` (with no queue segment) a *foreign* process served by the
+    /// caller: from now on its `syscall` instruction is no kernel call but
+    /// a [`msg::Kind::Foreign`] message on the caller's `queue` (see
+    /// [`foreign`]), and it waits until the caller answers with
+    /// [`Call::ForeignResume`]. It can never make a kernel call again.
+    ForeignAttach = 80,
+    /// `foreign_resume(pid, result, regs_ptr) -> 0`: let the foreign
+    /// process `pid` (served by the caller, waiting in a foreign call or
+    /// stopped) go on. `regs_ptr` 0: its `rax` becomes `result`, every
+    /// other register stays (`rcx` and `r11` as `syscall` defines them);
+    /// otherwise it resumes with the whole [`foreign::Regs`] at `regs_ptr`
+    /// (a signal handler, `rt_sigreturn`, a new program's first
+    /// instruction) and `result` is ignored.
+    ForeignResume = 81,
+    /// `foreign_read(pid, addr, buf, len) -> len`: copy `len` bytes (at
+    /// most [`foreign::MAX_COPY_BYTES`]) at `addr` of the waiting foreign
+    /// process `pid` (served by the caller) into the caller's `buf`. Only
+    /// its server may: others get [`Error::PermissionDenied`]. An address
+    /// the process has not mapped: [`Error::BadAddress`], except in its
+    /// heap region ([`layout::USER_HEAP_BASE`]), whose pages appear
+    /// zero-filled on first touch as they do for the process itself.
+    ForeignRead = 82,
+    /// `foreign_write(pid, addr, buf, len) -> len`: the other way.
+    ForeignWrite = 83,
+    /// `foreign_regs(pid, regs_ptr) -> 0`: write the registers of the
+    /// waiting foreign process `pid` (served by the caller) to `regs_ptr`
+    /// as a [`foreign::Regs`].
+    ForeignRegs = 84,
+    /// `foreign_fork(pid) -> child pid`: a stopped copy of the waiting
+    /// foreign process `pid` (served by the caller): its address space
+    /// copy-on-write, its registers (with `rax` = 0, as `fork` returns in
+    /// the child), its FPU state and FS base. The copy is the caller's
+    /// child and foreign, served by the caller on the same queue; start it
+    /// with [`Call::ForeignResume`] or hand it on with
+    /// [`Call::ForeignGive`].
+    ForeignFork = 85,
+    /// `foreign_give(pid, server_pid, queue) -> 0`: hand the stopped
+    /// foreign process `pid` (served by the caller) to `server_pid`, which
+    /// must be the caller's UNIX twin: a process whose parent is the
+    /// caller's parent (the monitor made both, `fork`), and let it run:
+    /// its first foreign call goes to `server_pid`'s `queue`. How a Linux
+    /// `fork` gives the child's copy to the child's server.
+    ForeignGive = 86,
 }
 
 impl Call {
@@ -291,6 +336,13 @@ impl Call {
             66 => PciClaim,
             67 => MapMmio,
             68 => DmaAlloc,
+            80 => ForeignAttach,
+            81 => ForeignResume,
+            82 => ForeignRead,
+            83 => ForeignWrite,
+            84 => ForeignRegs,
+            85 => ForeignFork,
+            86 => ForeignGive,
             _ => return None,
         })
     }
@@ -380,6 +432,173 @@ pub mod lease {
     pub const LOAN_MIN_BYTES: u64 = 16 * 1024;
     /// Longest send or receive buffer a call may lend.
     pub const MAX_LEASE_BYTES: u64 = 16 * 1024 * 1024;
+}
+
+/// Foreign processes: programs of another system (Linux) whose `syscall`
+/// instruction becomes a message to a user-level server, as a page fault
+/// becomes one to a pager (seed 001 §8: UNIX calls as messages to the user
+/// monitor). See [`Call::ForeignAttach`] and docs/linux-abi.md.
+///
+/// The message ([`crate::msg::Kind::Foreign`]): the sender is the foreign
+/// process; m0 = its `rax` (the call number), m1 = `rdi`, m2 = `rsi`,
+/// m3 = `rdx` (the first three arguments). The rest of its registers:
+/// [`Call::ForeignRegs`].
+pub mod foreign {
+    /// Most bytes one `foreign_read` or `foreign_write` moves: the kernel
+    /// runs with interrupts off, so every call is bounded.
+    pub const MAX_COPY_BYTES: u64 = 64 * 1024;
+    /// Words in [`Regs`].
+    pub const REGS_WORDS: usize = 19;
+    /// Bytes of [`Regs`] in memory (little-endian words in field order).
+    pub const REGS_BYTES: usize = REGS_WORDS * 8;
+    /// The flags a foreign process may set in `rflags` (CF, PF, AF, ZF,
+    /// SF, DF, OF); IF is always on, and TF, IOPL and the rest are the
+    /// kernel's (as Linux's `FIX_EFLAGS`).
+    pub const USER_RFLAGS: u64 = 0x0cd5;
+
+    /// A foreign process's registers, as `foreign_regs` writes them and
+    /// `foreign_resume` reads them. `fs_base` is the FS segment base
+    /// (Linux `arch_prctl(ARCH_SET_FS)`, thread-local storage); it must be
+    /// a user address.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Regs {
+        pub rax: u64,
+        pub rbx: u64,
+        pub rcx: u64,
+        pub rdx: u64,
+        pub rsi: u64,
+        pub rdi: u64,
+        pub rbp: u64,
+        pub rsp: u64,
+        pub r8: u64,
+        pub r9: u64,
+        pub r10: u64,
+        pub r11: u64,
+        pub r12: u64,
+        pub r13: u64,
+        pub r14: u64,
+        pub r15: u64,
+        pub rip: u64,
+        pub rflags: u64,
+        pub fs_base: u64,
+    }
+
+    impl Regs {
+        pub fn to_words(&self) -> [u64; REGS_WORDS] {
+            let r = self;
+            [
+                r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8, r.r9, r.r10, r.r11, r.r12,
+                r.r13, r.r14, r.r15, r.rip, r.rflags, r.fs_base,
+            ]
+        }
+
+        pub fn from_words(w: &[u64; REGS_WORDS]) -> Regs {
+            let [
+                rax,
+                rbx,
+                rcx,
+                rdx,
+                rsi,
+                rdi,
+                rbp,
+                rsp,
+                r8,
+                r9,
+                r10,
+                r11,
+                r12,
+                r13,
+                r14,
+                r15,
+                rip,
+                rflags,
+                fs_base,
+            ] = *w;
+            Regs {
+                rax,
+                rbx,
+                rcx,
+                rdx,
+                rsi,
+                rdi,
+                rbp,
+                rsp,
+                r8,
+                r9,
+                r10,
+                r11,
+                r12,
+                r13,
+                r14,
+                r15,
+                rip,
+                rflags,
+                fs_base,
+            }
+        }
+
+        pub fn to_bytes(&self) -> [u8; REGS_BYTES] {
+            let mut out = [0u8; REGS_BYTES];
+            for (chunk, w) in out.chunks_exact_mut(8).zip(self.to_words()) {
+                chunk.copy_from_slice(&w.to_le_bytes());
+            }
+            out
+        }
+
+        pub fn from_bytes(b: &[u8; REGS_BYTES]) -> Regs {
+            let mut w = [0u64; REGS_WORDS];
+            for (word, chunk) in w.iter_mut().zip(b.chunks_exact(8)) {
+                let mut le = [0u8; 8];
+                le.copy_from_slice(chunk);
+                *word = u64::from_le_bytes(le);
+            }
+            Regs::from_words(&w)
+        }
+    }
+}
+
+/// The ELF note that marks a Ridgeback program (the runtime's `entry!`
+/// puts it in every program, in a `PT_NOTE` segment): an executable
+/// without it is started as a foreign (Linux) program by the monitor
+/// (docs/linux-abi.md). Layout: namesz, descsz, type (little-endian
+/// u32s), the name "Ridgeback\0" padded to 4 bytes, then 4 bytes of
+/// description (the note's version).
+pub mod program_note {
+    /// The note's name, with its terminating zero.
+    pub const NAME: &[u8] = b"Ridgeback\0";
+    /// The note's type.
+    pub const TYPE: u32 = 1;
+    /// Bytes of the whole note.
+    pub const BYTES: usize = 12 + 12 + 4;
+    /// The note itself.
+    pub const NOTE: [u8; BYTES] = [
+        10, 0, 0, 0, // namesz
+        4, 0, 0, 0, // descsz
+        1, 0, 0, 0, // type
+        b'R', b'i', b'd', b'g', b'e', b'b', b'a', b'c', b'k', 0, 0, 0, // name, padded
+        1, 0, 0, 0, // version
+    ];
+
+    /// Whether `notes` (the bytes of one PT_NOTE segment) hold the note.
+    pub fn is_in(notes: &[u8]) -> bool {
+        let mut at = 0usize;
+        while at + 12 <= notes.len() {
+            let word =
+                |i: usize| u32::from_le_bytes([notes[i], notes[i + 1], notes[i + 2], notes[i + 3]]) as usize;
+            let (namesz, descsz, kind) = (word(at), word(at + 4), word(at + 8) as u32);
+            let name_at = at + 12;
+            let desc_at = name_at + namesz.div_ceil(4) * 4;
+            let Some(end) = desc_at.checked_add(descsz.div_ceil(4) * 4) else { return false };
+            if end > notes.len() {
+                return false;
+            }
+            if kind == TYPE && &notes[name_at..name_at + namesz] == NAME {
+                return true;
+            }
+            at = end;
+        }
+        false
+    }
 }
 
 /// `spawn` priority meaning "the same as the caller".
@@ -710,6 +929,7 @@ impl Pid {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
 
     #[test]
@@ -736,12 +956,37 @@ mod tests {
 
     #[test]
     fn call_numbers_round_trip() {
-        for raw in 0..64 {
+        for raw in 0..128 {
             if let Some(c) = Call::from_raw(raw) {
                 assert_eq!(c as u64, raw);
             }
         }
         assert_eq!(Call::from_raw(99), None);
+    }
+
+    #[test]
+    fn foreign_regs_round_trip_through_bytes() {
+        let mut w = [0u64; foreign::REGS_WORDS];
+        for (i, x) in w.iter_mut().enumerate() {
+            *x = 0x0101_0101_0101_0101 * (i as u64 + 1);
+        }
+        let r = foreign::Regs::from_words(&w);
+        assert_eq!(r.rax, w[0]);
+        assert_eq!(r.fs_base, w[foreign::REGS_WORDS - 1]);
+        assert_eq!(foreign::Regs::from_bytes(&r.to_bytes()), r);
+        assert_eq!(msg::Kind::from_raw(msg::Kind::Foreign as u64), Some(msg::Kind::Foreign));
+    }
+
+    #[test]
+    fn program_note_is_found() {
+        assert!(program_note::is_in(&program_note::NOTE));
+        let mut two = std::vec::Vec::from(&b"\x04\0\0\0\x10\0\0\0\x03\0\0\0GNU\0"[..]);
+        two.extend_from_slice(&[0; 16]);
+        assert!(!program_note::is_in(&two));
+        two.extend_from_slice(&program_note::NOTE);
+        assert!(program_note::is_in(&two));
+        assert!(!program_note::is_in(&program_note::NOTE[..20]));
+        assert!(!program_note::is_in(&[0xff; 40]));
     }
 
     #[test]

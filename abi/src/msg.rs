@@ -62,6 +62,10 @@ pub enum Kind {
     PageFault = 4,
     /// A child of the receiver ended (see `Call::SetExitQueue`), from the kernel.
     ChildExit = 5,
+    /// A `syscall` by a foreign process this process serves (sender = its
+    /// pid; m0..m3 = its rax, rdi, rsi, rdx), from the kernel: see
+    /// `crate::foreign`.
+    Foreign = 6,
 }
 
 impl Kind {
@@ -73,6 +77,7 @@ impl Kind {
             3 => Kind::Interrupt,
             4 => Kind::PageFault,
             5 => Kind::ChildExit,
+            6 => Kind::Foreign,
             _ => return None,
         })
     }

@@ -51,6 +51,7 @@ pub const MAX_DMA_BYTES: u64 = 4 * 1024 * 1024;
 // ---- limits on what a program asks for, defined in `abi` ----
 
 pub use abi::MAX_PRIORITY;
+pub use abi::foreign::MAX_COPY_BYTES;
 pub use abi::layout::{
     MAX_ARGS_BYTES, MAX_DEBUG_WRITE_BYTES, MAX_EXEC_BYTES, MAX_PROGRAM_NAME_BYTES, USER_HEAP_MAX_BYTES,
     USER_STACK_BYTES,

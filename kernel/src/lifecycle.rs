@@ -236,6 +236,7 @@ impl Kernel {
         p.regions = [None; abi::pager::MAX_REGIONS];
         p.rights = 0;
         p.exit_queue = None;
+        p.foreign = None;
         p.state = State::Stopped;
     }
 
@@ -309,6 +310,7 @@ impl Kernel {
         }
         let p = self.proc_mut(slot);
         p.qseg = None;
+        p.foreign = None;
         p.set_name(name);
         p.frame = first_frame(entry, args_len);
         p.state = State::Stopped;
@@ -354,6 +356,8 @@ impl Kernel {
         if self.is_verbose() {
             crate::kprintln!("process {} ({:#x}) ended: {:?}", self.proc(slot).name(), pid.0, status);
         }
+        // Foreign processes it served: nobody will answer them now.
+        self.foreign_cleanup(pid);
         // Orphans: nobody will wait for them any more. A child still
         // stopped (made by proc_create or proc_fork and never started) can
         // never run now: it ends with its parent, or it would leak.
@@ -417,6 +421,7 @@ impl Kernel {
         p.forget_link();
         p.parent = None;
         p.space = None;
+        p.foreign = None;
         p.set_name("");
     }
 

@@ -27,6 +27,8 @@
 //! - [`ipc`]: the message system (Ridge §5) and the synchronous call;
 //!   [`devices`]: interrupt lines, I/O ports, bootstrap connections;
 //!   [`pager`]: user-level pagers and address-space copies;
+//!   [`foreign`]: foreign (Linux) processes, whose `syscall` is a
+//!   message to their server;
 //!   [`fastpath`]: `call` and `reply_wait` when the peer waits;
 //! - [`lifecycle`]: how processes begin and end;
 //! - [`syscall`]: one function per kernel call, dispatched in number order;
@@ -47,6 +49,7 @@ mod arch;
 mod console;
 mod devices;
 mod fastpath;
+mod foreign;
 mod ipc;
 mod irq;
 mod lifecycle;

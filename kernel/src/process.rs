@@ -52,6 +52,18 @@ pub enum Blocked {
     Call { server: Pid, buf: u64, buf_len: u64 },
     /// Faulted on the page at `page` of a paged region; its pager answers.
     PageFault { page: u64 },
+    /// A foreign process in a `syscall` its server answers (foreign.rs).
+    Foreign,
+}
+
+/// What makes a process foreign (foreign.rs): its server, and the state
+/// only foreign processes have (Ridgeback programs use neither SSE nor FS).
+pub struct Foreign {
+    /// Where its `syscall`s go: this process's queue.
+    pub server: Pid,
+    pub queue: u32,
+    pub fs_base: u64,
+    pub fpu: alloc::boxed::Box<crate::arch::fpu::FpuArea>,
 }
 
 /// A region of a process's address space served by a user-level pager.
@@ -110,6 +122,9 @@ pub struct Process {
     pub exit_queue: Option<u32>,
     name: [u8; MAX_PROCESS_NAME_BYTES],
     name_len: usize,
+    /// Set for a foreign process (`foreign_attach`): its `syscall` is a
+    /// message to its server, never a kernel call.
+    pub foreign: Option<Foreign>,
 }
 
 impl Process {
@@ -137,6 +152,7 @@ impl Process {
             exit_queue: None,
             name: [0; MAX_PROCESS_NAME_BYTES],
             name_len: 0,
+            foreign: None,
         }
     }
 

@@ -27,6 +27,7 @@ impl Kernel {
             && frame.is_user()
         {
             self.proc_mut(slot).frame = *frame;
+            self.save_foreign_fpu(slot);
         }
     }
 
@@ -207,6 +208,13 @@ impl Kernel {
                     self.count(Counter::ContextSwitches);
                 }
                 self.load_space(cpu, slot);
+                // Only a switch, or a foreign process running here last
+                // (SSE on), can change what the FPU and FS base must
+                // hold: a kernel call that returns to its caller pays one
+                // test (foreign.rs).
+                if previous != Some(slot) || self.cpu(cpu).sse_on {
+                    self.load_foreign_context(cpu, slot);
+                }
                 let ports = self.proc(slot).io_ports;
                 if self.cpu(cpu).ports != ports {
                     crate::arch::descriptors::switch_io_ports(self.cpu(cpu).ports, ports);

@@ -60,6 +60,9 @@ pub struct CpuState {
     /// A reschedule interrupt is on its way to this CPU.
     pub kicked: bool,
     pub dispatched_tsc: u64,
+    /// SSE is on (CR4.OSFXSR): the last process this CPU resumed was
+    /// foreign (foreign.rs).
+    pub sse_on: bool,
 }
 
 const CPU_OFFLINE: CpuState = CpuState {
@@ -70,6 +73,7 @@ const CPU_OFFLINE: CpuState = CpuState {
     kicked: false,
     ports: None,
     dispatched_tsc: 0,
+    sse_on: false,
 };
 
 /// In declaration order (`repr(C)`): what every kernel call touches

@@ -37,6 +37,8 @@ pub mod msg;
 pub mod sys;
 pub mod unix;
 
+#[doc(hidden)]
+pub use abi as __abi;
 pub use args::Args;
 
 /// Exit status used when a program panics.
@@ -47,6 +49,12 @@ pub const PANIC_EXIT_STATUS: u32 = 101;
 #[macro_export]
 macro_rules! entry {
     ($main:path) => {
+        /// Marks the file as a Ridgeback program (`abi::program_note`):
+        /// the monitor starts any other ELF file as a foreign (Linux) one.
+        #[used]
+        #[unsafe(link_section = ".note.ridgeback")]
+        static RIDGEBACK_PROGRAM_NOTE: [u8; $crate::__abi::program_note::BYTES] =
+            $crate::__abi::program_note::NOTE;
         #[unsafe(no_mangle)]
         pub extern "C" fn _start(args_addr: u64, args_len: u64) -> ! {
             let args = $crate::args::Args::from_start(args_addr, args_len);

@@ -361,3 +361,54 @@ pub fn set_pager(pid: Pid, start: u64, len: u64, pager: Pid, queue: u32) -> Resu
 pub fn page_resolve(pid: Pid, addr: u64, src: u64, flags: u64) -> Result<(), Error> {
     call(Call::PageResolve, pid.0, addr, src, flags, 0).map(|_| ())
 }
+
+// ---- foreign processes (abi::foreign): the server's side ----
+
+/// Make the stopped child `pid` foreign, its `syscall`s messages on this
+/// process's `queue` (see `Call::ForeignAttach`).
+pub fn foreign_attach(pid: Pid, queue: u32) -> Result<(), Error> {
+    call(Call::ForeignAttach, pid.0, queue as u64, 0, 0, 0).map(|_| ())
+}
+
+/// Resume foreign process `pid` with `result` in rax, every other register
+/// as it was (see `Call::ForeignResume`).
+pub fn foreign_resume(pid: Pid, result: u64) -> Result<(), Error> {
+    call(Call::ForeignResume, pid.0, result, 0, 0, 0).map(|_| ())
+}
+
+/// Resume foreign process `pid` with all of `regs`.
+pub fn foreign_resume_regs(pid: Pid, regs: &abi::foreign::Regs) -> Result<(), Error> {
+    let bytes = regs.to_bytes();
+    call(Call::ForeignResume, pid.0, 0, bytes.as_ptr() as u64, 0, 0).map(|_| ())
+}
+
+/// The registers of the waiting foreign process `pid`.
+pub fn foreign_regs(pid: Pid) -> Result<abi::foreign::Regs, Error> {
+    let mut bytes = [0u8; abi::foreign::REGS_BYTES];
+    call(Call::ForeignRegs, pid.0, bytes.as_mut_ptr() as u64, 0, 0, 0)?;
+    Ok(abi::foreign::Regs::from_bytes(&bytes))
+}
+
+/// Copy `buf.len()` bytes (at most `abi::foreign::MAX_COPY_BYTES`) from
+/// `addr` of foreign process `pid` into `buf`.
+pub fn foreign_read(pid: Pid, addr: u64, buf: &mut [u8]) -> Result<u64, Error> {
+    touch(buf);
+    call(Call::ForeignRead, pid.0, addr, buf.as_mut_ptr() as u64, buf.len() as u64, 0)
+}
+
+/// Copy `buf` to `addr` of foreign process `pid`.
+pub fn foreign_write(pid: Pid, addr: u64, buf: &[u8]) -> Result<u64, Error> {
+    touch(buf);
+    call(Call::ForeignWrite, pid.0, addr, buf.as_ptr() as u64, buf.len() as u64, 0)
+}
+
+/// A stopped copy of the waiting foreign process `pid` (Linux `fork`).
+pub fn foreign_fork(pid: Pid) -> Result<Pid, Error> {
+    call(Call::ForeignFork, pid.0, 0, 0, 0, 0).map(Pid)
+}
+
+/// Hand the stopped foreign process `pid` to `server` (this process's
+/// twin after a UNIX `fork`), its calls on `queue`, and let it run.
+pub fn foreign_give(pid: Pid, server: Pid, queue: u32) -> Result<(), Error> {
+    call(Call::ForeignGive, pid.0, server.0, queue as u64, 0, 0).map(|_| ())
+}

@@ -63,7 +63,7 @@ use cpio::CpioWriter;
 /// Debian's metapackage that always depends on the current kernel image.
 const KERNEL_METAPACKAGE: &str = "linux-image-amd64";
 /// Statically linked busybox: needs no libc inside the initramfs.
-const BUSYBOX_PACKAGE: &str = "busybox-static";
+pub(crate) const BUSYBOX_PACKAGE: &str = "busybox-static";
 
 /// `/init`'s line before each program: `GUEST run <program> <args>`.
 const GUEST_RUN: &str = "GUEST run ";
@@ -602,7 +602,7 @@ fn shell_quote(word: &str) -> String {
 }
 
 /// Runs a command, turning a failure into an error that shows its output.
-fn run_checked(command: &mut Command) -> Result<(), String> {
+pub(crate) fn run_checked(command: &mut Command) -> Result<(), String> {
     let output = command.output().map_err(|e| format!("starting {command:?}: {e}"))?;
     if output.status.success() {
         return Ok(());
@@ -617,7 +617,7 @@ fn run_checked(command: &mut Command) -> Result<(), String> {
 
 /// The first file in `dir` (sorted by name, for determinism) whose name
 /// satisfies `matches`.
-fn find_file(dir: &Path, matches: impl Fn(&str) -> bool) -> Result<Option<PathBuf>, String> {
+pub(crate) fn find_file(dir: &Path, matches: impl Fn(&str) -> bool) -> Result<Option<PathBuf>, String> {
     let entries = fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     let mut found: Vec<PathBuf> = entries
         .filter_map(Result::ok)

@@ -47,6 +47,7 @@ mod ext2;
 mod fuzz;
 mod image;
 mod linux_guest;
+mod linux_programs;
 mod multiboot;
 mod qemu;
 mod run;
@@ -101,6 +102,10 @@ run options:
                         DHCP, the host is 10.0.2.2); none: no card
   --hostfwd HOST:GUEST  forward TCP port HOST of the host's 127.0.0.1 to the guest's port
                         GUEST (repeatable), e.g. --hostfwd 8080:80
+  --add PATH            copy the host file PATH into the image's /bin (repeatable); a
+                        static x86-64 Linux program runs there through the Linux server
+  --with-busybox        add Debian's busybox-static as /bin/busybox (fetched once with
+                        apt-get download into target/linux-programs/)
 
 test options:
   --only-host           only formatting, clippy and host unit tests
@@ -272,6 +277,11 @@ fn parse_run_flag<'a>(flag: &Flag<'a>, cursor: &mut ArgCursor<'a>, run: &mut Run
             }
         }
         "hostfwd" => run.net.add_forward(cursor.value(flag)?)?,
+        "add" => run.add.push(std::path::PathBuf::from(cursor.value(flag)?)),
+        "with-busybox" => {
+            reject_value(flag)?;
+            run.with_busybox = true;
+        }
         _ => return Ok(false),
     }
     Ok(true)
@@ -421,6 +431,8 @@ mod tests {
             batch: None,
             disk: DiskChoice::Scratch,
             net: crate::qemu::NetChoice::default(),
+            add: Vec::new(),
+            with_busybox: false,
         });
         assert_eq!(
             parse(&[

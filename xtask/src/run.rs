@@ -34,6 +34,10 @@ pub struct RunOptions {
     pub disk: DiskChoice,
     /// `--net`, `--hostfwd`: the virtio-net card (default: user networking).
     pub net: NetChoice,
+    /// `--add PATH` (repeatable): host files copied into the image's `/bin`.
+    pub add: Vec<std::path::PathBuf>,
+    /// `--with-busybox`: Debian's static busybox as `/bin/busybox`.
+    pub with_busybox: bool,
 }
 
 impl Default for RunOptions {
@@ -47,6 +51,8 @@ impl Default for RunOptions {
             batch: None,
             disk: DiskChoice::Scratch,
             net: NetChoice::default(),
+            add: Vec::new(),
+            with_busybox: false,
         }
     }
 }
@@ -57,9 +63,12 @@ fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<Qem
     let built = image::build(&workspace, kind)?;
     let accel = qemu::choose_and_report_accel(opts.accel);
     let disk = opts.disk.image(&workspace.target_dir, &opts.cmdline, &built.modules)?;
+    let mut modules = built.modules;
+    let extra = crate::linux_programs::extra_modules(opts, &workspace.target_dir, &modules)?;
+    modules.extend(extra);
     Ok(QemuConfig {
         kernel: built.kernel,
-        modules: built.modules,
+        modules,
         cmdline: opts.cmdline.clone(),
         smp: opts.smp,
         mem: opts.mem.clone(),

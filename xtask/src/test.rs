@@ -22,7 +22,9 @@
 //!    and Python's `http.server` talk to Ridgeback's `httpd`, `nc` and
 //!    `fetch` ([`net`]); then one boot running the scripts of `tests/sh`,
 //!    whose output and status must be what the host's `dash` gives
-//!    ([`shcorpus`], the shell's oracle);
+//!    ([`shcorpus`], the shell's oracle); then one boot running the Linux
+//!    programs of `tests/linux` and Debian's busybox under the Linux
+//!    server, whose output must be the host's ([`linux`]);
 //! 6. the disk file system's tests ([`disk`]): ext2 images made and
 //!    checked on the host with e2fsprogs around batch boots of
 //!    `/bin/disktest` (a workload, `nbuf=1`, a corrupt image, power cuts);
@@ -70,6 +72,7 @@ use crate::tools::{self, Result};
 mod boot;
 mod disk;
 mod fuzz;
+mod linux;
 mod net;
 mod outcome;
 mod scenarios;
@@ -139,7 +142,7 @@ pub fn run(opts: &TestOptions) -> Result<ExitCode> {
     let workspace = Workspace::load()?;
     let is_host = opts.parts != Parts::QemuOnly;
     let is_qemu = opts.parts != Parts::HostOnly;
-    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 6 * usize::from(is_qemu) };
+    let mut headers = Headers { done: 0, total: 5 * usize::from(is_host) + 9 * usize::from(is_qemu) };
     let mut outcomes = Vec::new();
     if is_host {
         outcomes.extend(host_steps(&workspace, &mut headers));
@@ -387,6 +390,11 @@ fn unix_steps(
     ));
     let oracle_opts = RunOptions { disk: DiskChoice::None, ..run_opts };
     outcomes.push(shcorpus::run(workspace, &oracle_opts, opts.timeout_s, log_dir));
+    headers.next(&format!(
+        "Linux programs: {} (musl-gcc -static) and Debian's busybox-static under the Linux server, against the host (one boot)",
+        linux::DIR
+    ));
+    outcomes.push(linux::run(workspace, &oracle_opts, opts.timeout_s, log_dir));
     outcomes
 }
 

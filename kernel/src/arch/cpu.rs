@@ -8,6 +8,7 @@ pub const MSR_EFER: u32 = 0xC000_0080;
 pub const MSR_STAR: u32 = 0xC000_0081;
 pub const MSR_LSTAR: u32 = 0xC000_0082;
 pub const MSR_FMASK: u32 = 0xC000_0084;
+pub const MSR_FS_BASE: u32 = 0xC000_0100;
 pub const MSR_GS_BASE: u32 = 0xC000_0101;
 pub const MSR_KERNEL_GS_BASE: u32 = 0xC000_0102;
 pub const EFER_SCE: u64 = 1 << 0;

@@ -16,6 +16,7 @@
 //!   frame.
 //! - [`serial`]: the COM1 UART and QEMU's exit device; [`rtc`]: the CMOS
 //!   calendar clock, read once at boot.
+//! - [`fpu`]: the x87/SSE registers and FS base of foreign processes.
 //!
 //! Everything above this module is safe Rust (`#![deny(unsafe_code)]` at
 //! the crate root), and the rule here is Asterinas OSTD's: no sequence of
@@ -34,6 +35,7 @@ pub mod boot;
 pub mod cpu;
 pub mod descriptors;
 pub mod firmware;
+pub mod fpu;
 pub mod frames;
 pub mod heap;
 pub mod multiboot;

@@ -12,11 +12,15 @@
 //!   the [`Kind`], `r10` = the reply handle of a call, m0..m3 = the message.
 //! - A program's first instruction: `rdi` = its argument page, `rsi` = the
 //!   arguments' length.
+//! - A foreign process's `syscall` (`abi::foreign`): m0..m3 of the message
+//!   are its `rax`, `rdi`, `rsi`, `rdx`; all its registers are an
+//!   `abi::foreign::Regs`.
 //!
 //! Every view is `#[inline(always)]`: the call fast path reads and writes
 //! registers through them at no cost (the icount benchmark checks).
 
 use super::trap::TrapFrame;
+use abi::foreign::{Regs, USER_RFLAGS};
 use abi::msg::{Kind, Message};
 use abi::{Error, Pid};
 
@@ -131,5 +135,78 @@ impl TrapFrame {
     pub fn set_start_args(&mut self, args_addr: u64, args_len: u64) {
         self.rdi = args_addr;
         self.rsi = args_len;
+    }
+}
+
+/// Marks a frame whose every register a foreign process's server has set
+/// (`foreign_resume` with registers): not a `syscall` frame, so the exit
+/// leaves it with `iretq`, which restores `rcx` and `r11` too.
+const FOREIGN_SET_VECTOR: u64 = 0x101;
+
+impl TrapFrame {
+    /// A foreign process's `syscall` as its server's message: rax (the
+    /// call number), rdi, rsi, rdx.
+    pub fn foreign_call_words(&self) -> Message {
+        [self.rax, self.rdi, self.rsi, self.rdx]
+    }
+
+    /// Every register of a foreign process (`fs_base` is kept outside the
+    /// frame; 0 here). For a frame saved by `syscall`, `rcx` and `r11` are
+    /// what the process will see on its return: its `rip` and `rflags`.
+    pub fn foreign_regs(&self) -> Regs {
+        let is_syscall = self.vector == super::trap::SYSCALL_VECTOR;
+        Regs {
+            rax: self.rax,
+            rbx: self.rbx,
+            rcx: if is_syscall { self.rip } else { self.rcx },
+            rdx: self.rdx,
+            rsi: self.rsi,
+            rdi: self.rdi,
+            rbp: self.rbp,
+            rsp: self.rsp,
+            r8: self.r8,
+            r9: self.r9,
+            r10: self.r10,
+            r11: if is_syscall { self.rflags } else { self.r11 },
+            r12: self.r12,
+            r13: self.r13,
+            r14: self.r14,
+            r15: self.r15,
+            rip: self.rip,
+            rflags: self.rflags,
+            fs_base: 0,
+        }
+    }
+
+    /// Load every register of `r` but `fs_base` (kept outside the frame).
+    /// Only the flags of `USER_RFLAGS` come from `r`; interrupts stay on
+    /// and the selectors stay the user ones, so the frame cannot reach
+    /// ring 0; a bad `rip` or `rsp` faults in user mode, after `iretq`.
+    pub fn set_foreign_regs(&mut self, r: &Regs) {
+        self.rax = r.rax;
+        self.rbx = r.rbx;
+        self.rcx = r.rcx;
+        self.rdx = r.rdx;
+        self.rsi = r.rsi;
+        self.rdi = r.rdi;
+        self.rbp = r.rbp;
+        self.rsp = r.rsp;
+        self.r8 = r.r8;
+        self.r9 = r.r9;
+        self.r10 = r.r10;
+        self.r11 = r.r11;
+        self.r12 = r.r12;
+        self.r13 = r.r13;
+        self.r14 = r.r14;
+        self.r15 = r.r15;
+        self.rip = r.rip;
+        self.rflags = (r.rflags & USER_RFLAGS) | super::trap::RFLAGS_USER;
+        self.vector = FOREIGN_SET_VECTOR;
+    }
+
+    /// A foreign call's result: `rax` alone (every other register is
+    /// preserved, as Linux promises; `sysretq` sets `rcx` and `r11`).
+    pub fn set_foreign_result(&mut self, rax: u64) {
+        self.rax = rax;
     }
 }

@@ -14,12 +14,17 @@
 //! - [`system`]: debug_write … module_read (16–31);
 //! - [`message`]: init_qseg … reply_wait (32–47);
 //! - [`device`]: claim_irq … get_bootstrap (48–53);
-//! - [`memory`]: set_pager … space_copy (54–56).
+//! - [`memory`]: set_pager … space_copy (54–56);
+//! - [`foreign`]: foreign_attach … foreign_give (80–86).
+//!
+//! A foreign process's `syscall` is none of these: it becomes a message
+//! to its server (crate::foreign), whatever its number.
 //!
 //! The call fast path (fastpath.rs) takes `call` and `reply_wait` first
 //! when it can; what it declines arrives here.
 
 mod device;
+mod foreign;
 mod memory;
 mod message;
 mod process;
@@ -35,6 +40,10 @@ use abi::{Call, Error};
 #[inline(never)]
 pub fn dispatch(k: &mut Kernel, cpu: usize) {
     let caller = k.current(cpu);
+    if k.proc(caller).foreign.is_some() {
+        k.foreign_syscall(caller);
+        return;
+    }
     let Some(call) = Call::from_raw(k.proc(caller).frame.call_number()) else {
         k.proc_mut(caller).frame.set_result(Err(Error::NoSuchCall));
         return;
@@ -95,6 +104,13 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::PciClaim => device::pci_claim(k, caller),
         Call::MapMmio => device::map_mmio(k, caller),
         Call::DmaAlloc => device::dma_alloc(k, caller),
+        Call::ForeignAttach => foreign::attach(k, caller),
+        Call::ForeignResume => foreign::resume(k, caller),
+        Call::ForeignRead => foreign::read(k, caller),
+        Call::ForeignWrite => foreign::write(k, caller),
+        Call::ForeignRegs => foreign::regs(k, caller),
+        Call::ForeignFork => foreign::fork(k, caller),
+        Call::ForeignGive => foreign::give(k, caller),
     };
     match result {
         Ok(Next::AsIs) => {}

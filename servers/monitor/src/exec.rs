@@ -20,6 +20,14 @@ use runtime::msg::Page;
 use runtime::sys;
 use unix_core::path;
 
+/// The Linux personality server (servers/linux): an executable without
+/// Ridgeback's program note (`abi::program_note`) is run by it, as a
+/// `binfmt_misc` interpreter runs a foreign binary on Linux: it is exec'd
+/// in the program's place with argv = [this, the program's path, the
+/// program's argv...], and it starts the program as a foreign process
+/// (docs/linux-abi.md).
+pub const LINUX_SERVER: &str = "/bin/linux";
+
 /// Program images kept after an exec, so the next exec of the same file
 /// does not read it again.
 const IMAGE_CACHE_ENTRIES: usize = 8;
@@ -60,6 +68,13 @@ impl Monitor {
         let (st, rest) = self.lookup(abs).map_err(|(e, _)| e)?;
         if rest.is_some() || !mode::is_reg(st.mode) || !self.permits(p, &st, 1) {
             return Err(errno::EACCES);
+        }
+        if abs != LINUX_SERVER && self.is_foreign_program(abs)? {
+            let mut with_server: Vec<&[u8]> = Vec::with_capacity(strings.len() + 2);
+            with_server.push(LINUX_SERVER.as_bytes());
+            with_server.push(abs.as_bytes());
+            with_server.extend_from_slice(strings);
+            return self.exec_into(p, kpid, LINUX_SERVER, &with_server, argc + 2);
         }
         let (uid, gid) = (self.procs[&p].uid, self.procs[&p].gid);
         let header = exec_args::Header { argc: argc as u32, envc: (strings.len() - argc) as u32, uid, gid };
@@ -115,6 +130,23 @@ impl Monitor {
         Ok(())
     }
 
+    /// Whether `abs` is an ELF file without Ridgeback's program note (in a
+    /// `PT_NOTE` segment within its first page): a Linux program. Anything
+    /// that is not ELF is not foreign (the exec fails as before). One
+    /// open, one read and one close more per exec.
+    fn is_foreign_program(&mut self, abs: &str) -> Result<bool, Errno> {
+        let (mount, _) = self.route(abs);
+        let (w, _) = self.path_call(abs, [fs::OP_OPEN, open_flags::O_RDONLY, 0, 0], &mut [])?;
+        let handle = w[0];
+        let mut page = Page::zeroed();
+        let page_bytes = page.0.len() as u64;
+        let read = self.mount_call(mount, [io::OP_READ, handle, page_bytes, 0], &mut page.0);
+        let _ = self.mount_call(mount, [io::OP_CLOSE, handle, 0, 0], &mut []);
+        let (w, _) = read?;
+        let head = &page.0[..(w[0] as usize).min(page.0.len())];
+        Ok(elf_lacks_ridgeback_note(head))
+    }
+
     /// The program file `abs` (whose stat is `st`), from the cache or read
     /// through the directory manager. Returns its cache index.
     fn image(&mut self, abs: &str, st: &Stat) -> Result<usize, Errno> {
@@ -164,4 +196,35 @@ impl Monitor {
         });
         Ok(self.images.len() - 1)
     }
+}
+
+/// Whether `head` (the first bytes of a file) is a 64-bit ELF file none of
+/// whose `PT_NOTE` segments (those within `head`) holds the Ridgeback note.
+fn elf_lacks_ridgeback_note(head: &[u8]) -> bool {
+    const PT_NOTE: u32 = 4;
+    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 {
+        return false;
+    }
+    let u16_at = |i: usize| u16::from_le_bytes([head[i], head[i + 1]]) as usize;
+    let u64_at = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&head[i..i + 8]);
+        u64::from_le_bytes(b)
+    };
+    let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54), u16_at(56));
+    for i in 0..phnum {
+        let Some(at) = phentsize.checked_mul(i).and_then(|o| o.checked_add(phoff)) else { break };
+        if at.saturating_add(56) > head.len() {
+            break;
+        }
+        let kind = u32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+        let (offset, size) = (u64_at(at + 8) as usize, u64_at(at + 32) as usize);
+        if kind == PT_NOTE
+            && let Some(notes) = offset.checked_add(size).and_then(|end| head.get(offset..end))
+            && abi::program_note::is_in(notes)
+        {
+            return false;
+        }
+    }
+    true
 }

@@ -137,6 +137,7 @@ fn main(args: Args) -> i32 {
                 1
             }
         },
+        "foreign-peek" => foreign_peek(Pid(arg(1)), arg(2)),
         "paged-refused" => paged_refused(Pid(arg(1)), protocols::pager::OP_REGISTER_REFUSE),
         "paged-stalled" => paged_refused(Pid(arg(1)), protocols::pager::OP_REGISTER_STALL),
         // Clients of servers that the runner kills under them.
@@ -898,4 +899,27 @@ fn device_calls() -> Result<(), alloc::string::String> {
     memory.fill(0x5a);
     e(sys::dma_alloc(base, PAGE_SIZE), Error::InvalidArgument, "over memory already mapped")?;
     Ok(())
+}
+
+/// Not the server of foreign process `pid`: every foreign call on it is
+/// refused, and its memory at `addr` stays out of reach.
+fn foreign_peek(pid: Pid, addr: u64) -> i32 {
+    let mut buf = [0u8; 8];
+    let refused = |r: Result<u64, Error>| r == Err(Error::PermissionDenied);
+    let checks = [
+        ("foreign_read", refused(sys::foreign_read(pid, addr, &mut buf))),
+        ("foreign_write", refused(sys::foreign_write(pid, addr, &buf))),
+        ("foreign_resume", refused(sys::foreign_resume(pid, 0).map(|()| 0))),
+        ("foreign_regs", refused(sys::foreign_regs(pid).map(|_| 0))),
+        ("foreign_fork", refused(sys::foreign_fork(pid).map(|p| p.0))),
+        ("foreign_attach", refused(sys::foreign_attach(pid, 0).map(|()| 0))),
+    ];
+    let mut failed = 0;
+    for (what, ok) in checks {
+        if !ok {
+            println!("tchild foreign-peek: {what} on {:#x} was not refused", pid.0);
+            failed = 1;
+        }
+    }
+    failed
 }

@@ -25,6 +25,7 @@
 extern crate alloc;
 
 mod devices;
+mod foreign;
 mod health;
 mod leasefuzz;
 mod messages;
@@ -34,6 +35,8 @@ mod servers;
 mod started;
 mod util;
 
+#[path = "../../foreign_words.rs"]
+mod foreign_words;
 #[path = "../../server_deaths.rs"]
 mod server_deaths;
 #[path = "../../tmsg_words.rs"]
@@ -99,6 +102,8 @@ const TESTS: &[Test] = &[
     ("pager_serves_zero_and_copy_on_write_pages", pagers::pager_serves),
     ("pager_refusing_or_dying_ends_the_faulter", pagers::pager_refuses_and_dies),
     ("pager_rights", pagers::pager_rights),
+    ("foreign_calls_are_messages_and_registers_survive", foreign::foreign_calls_are_messages),
+    ("foreign_rights", foreign::foreign_rights),
     ("file_manager_then_memfs_killed_under_their_clients", servers::file_manager_then_memfs_killed),
     ("pipe_killed_under_a_blocked_reader", servers::pipe_killed_under_a_blocked_reader),
     ("pipe_killed_under_a_blocked_writer", servers::pipe_killed_under_a_blocked_writer),
