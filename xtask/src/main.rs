@@ -5,7 +5,7 @@
 //! the boot image (the kernel plus one Multiboot module per user program),
 //! boots it in QEMU, and runs the whole test suite (`cargo xtask test`, which
 //! is exactly what CI runs). Commands: `build`, `run`, `image`, `test`,
-//! `bench` (see [`USAGE`]).
+//! `bench`, `fuzz`, `soak` (see [`USAGE`]).
 //!
 //! What it is not: a build system of its own. Cargo builds everything; xtask
 //! only chooses the packages, the target and the flags, and reads
@@ -35,7 +35,8 @@
 //! 5. The commands: [`run`] (`run`, `image`), [`batch`] (`run --batch`),
 //!    [`bench`] (the benchmark suite, which boots its UNIX rows as a
 //!    batch), [`test`] (the suite, which also runs batches and the quick
-//!    benchmark).
+//!    benchmark), [`fuzz`] and [`soak`] (long batch boots of the fuzzers
+//!    and of the soak load).
 //! 6. This file: the command line, parsed and dispatched.
 
 #![forbid(unsafe_code)]
@@ -43,12 +44,14 @@
 mod batch;
 mod bench;
 mod ext2;
+mod fuzz;
 mod image;
 mod linux_guest;
 mod linux_programs;
 mod multiboot;
 mod qemu;
 mod run;
+mod soak;
 mod test;
 mod tools;
 
@@ -70,6 +73,13 @@ commands:
   test [test options]   the whole test suite, as CI runs it
   bench [bench options] benchmarks: Ridgeback and Linux in the same QEMU machine
                         (`cargo xtask bench --help` lists the options)
+  fuzz --minutes N [--seed S] [--smp N] [--accel A]
+                        the server and kernel fuzzers for N minutes (or --seconds S) in
+                        one boot of the test image; prints the counts and the seed of
+                        any failure (docs/reliability.md)
+  soak --minutes N [--smp N] [--accel A]
+                        the soak: a mixed load on 4 CPUs for N minutes (or --seconds S),
+                        then a check that nothing leaked (docs/reliability.md)
   help                  this text
 
 run options:
@@ -118,6 +128,8 @@ enum Cmd {
     Test(test::TestOptions),
     /// The bench module parses its own arguments.
     Bench(Vec<String>),
+    Fuzz(fuzz::FuzzOptions),
+    Soak(soak::SoakOptions),
 }
 
 fn main() -> ExitCode {
@@ -154,6 +166,8 @@ fn main() -> ExitCode {
         Cmd::Image { run, kind } => run::image_command(&run, kind),
         Cmd::Test(opts) => test::run(&opts),
         Cmd::Bench(args) => Ok(bench::main(&args)),
+        Cmd::Fuzz(opts) => fuzz::run(&opts),
+        Cmd::Soak(opts) => soak::run(&opts),
     };
     match result {
         Ok(code) => code,
@@ -241,6 +255,8 @@ fn parse_args(args: &[String]) -> Result<Cmd> {
         }
         "test" => parse_test_args(&mut cursor).map(Cmd::Test),
         "bench" => Ok(Cmd::Bench(rest.to_vec())),
+        "fuzz" => parse_fuzz_args(&mut cursor).map(Cmd::Fuzz),
+        "soak" => parse_soak_args(&mut cursor).map(Cmd::Soak),
         other => Err(format!("unknown command `{other}`")),
     }
 }
@@ -321,10 +337,74 @@ fn parse_test_args(cursor: &mut ArgCursor) -> Result<test::TestOptions> {
     Ok(opts)
 }
 
+/// `fuzz` options: `--minutes N` or `--seconds S`, `--seed S`, `--smp N`, `--accel A`.
+fn parse_fuzz_args(cursor: &mut ArgCursor) -> Result<fuzz::FuzzOptions> {
+    let mut opts = fuzz::FuzzOptions::default();
+    let number = |flag: &str, text: &str| {
+        text.parse::<u64>().map_err(|_| format!("--{flag} wants a whole number, got `{text}`"))
+    };
+    while let Some(flag) = cursor.next_flag()? {
+        match flag.name {
+            "minutes" => opts.seconds = number("minutes", cursor.value(&flag)?)?.saturating_mul(60),
+            "seconds" => opts.seconds = number("seconds", cursor.value(&flag)?)?,
+            "seed" => opts.seed = number("seed", cursor.value(&flag)?)?,
+            "smp" => opts.smp = parse_smp(cursor.value(&flag)?)?,
+            "accel" => opts.accel = cursor.value(&flag)?.parse()?,
+            other => return Err(format!("unknown option --{other} for fuzz")),
+        }
+    }
+    if opts.seconds == 0 {
+        return Err("fuzz: --minutes or --seconds must be above 0".to_string());
+    }
+    Ok(opts)
+}
+
+/// `soak` options: `--minutes N` or `--seconds S`, `--smp N`, `--accel A`.
+fn parse_soak_args(cursor: &mut ArgCursor) -> Result<soak::SoakOptions> {
+    let mut opts = soak::SoakOptions::default();
+    let number = |flag: &str, text: &str| {
+        text.parse::<u64>().map_err(|_| format!("--{flag} wants a whole number, got `{text}`"))
+    };
+    while let Some(flag) = cursor.next_flag()? {
+        match flag.name {
+            "minutes" => opts.seconds = number("minutes", cursor.value(&flag)?)?.saturating_mul(60),
+            "seconds" => opts.seconds = number("seconds", cursor.value(&flag)?)?,
+            "smp" => opts.smp = parse_smp(cursor.value(&flag)?)?,
+            "accel" => opts.accel = cursor.value(&flag)?.parse()?,
+            other => return Err(format!("unknown option --{other} for soak")),
+        }
+    }
+    if opts.seconds == 0 {
+        return Err("soak: --minutes or --seconds must be above 0".to_string());
+    }
+    Ok(opts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::qemu::AccelChoice;
+
+    #[test]
+    fn fuzz_options_are_parsed() {
+        match parse(&["fuzz", "--minutes", "3", "--seed=9", "--smp", "4"]) {
+            Ok(Cmd::Fuzz(o)) => assert_eq!((o.seconds, o.seed, o.smp), (180, 9, 4)),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["fuzz", "--minutes", "x"]).is_err());
+        assert!(parse(&["fuzz", "--seconds", "0"]).is_err());
+        assert!(parse(&["fuzz", "--bogus"]).is_err());
+    }
+
+    #[test]
+    fn soak_options_are_parsed() {
+        match parse(&["soak", "--minutes", "60"]) {
+            Ok(Cmd::Soak(o)) => assert_eq!((o.seconds, o.smp), (3600, 4)),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["soak", "--minutes", "0"]).is_err());
+        assert!(parse(&["soak", "--seed", "1"]).is_err());
+    }
 
     fn parse(words: &[&str]) -> Result<Cmd> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();

@@ -71,6 +71,7 @@ use crate::tools::{self, Result};
 
 mod boot;
 mod disk;
+mod fuzz;
 mod linux;
 mod memory;
 mod net;
@@ -343,6 +344,7 @@ fn qemu_steps(workspace: &Workspace, opts: &TestOptions, headers: &mut Headers) 
         }
     }
     outcomes.extend(unix_steps(workspace, opts, headers, &built, &log_dir));
+    outcomes.push(fuzz::run(workspace, opts.smp, opts.accel, opts.timeout_s, &log_dir));
     headers.next(&format!(
         "the disk file system: /bin/{} workloads on ext2 images, checked with e2fsck and debugfs; power cuts",
         disk::PROGRAM

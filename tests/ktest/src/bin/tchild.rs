@@ -130,6 +130,8 @@ fn main(args: Args) -> i32 {
         }
         "uart-irq" => uart_irq(),
         "fuzz" => fuzz(arg(1), arg(2)),
+        "fuzz-blocking" => fuzz_blocking(arg(1), arg(2)),
+        "fuzz-helper" => fuzz_helper(arg(1), arg(2), Pid(arg(3)), arg(4)),
         "paged" => paged(Pid(arg(1))),
         "pager-rights" => match pager_rights_checks() {
             Ok(()) => 0,
@@ -513,6 +515,100 @@ fn fuzz(count: u64, seed: u64) -> i32 {
         // Whatever the answer, it must be a value or a known error.
         if (r.rax as i64) < 0 && Error::from_raw(r.rax.wrapping_neg()).is_none() {
             println!("tchild fuzz: call {number} {args:?} returned {:#x}", r.rax);
+            return 1;
+        }
+    }
+    0
+}
+
+/// The blocking calls the plain fuzzer leaves out (`Sleep`, `Wait`,
+/// `Kill`, `WaitArmed`, `Call`, `ReplyWait`, and `ReceiveData` that
+/// waits), from helper processes that are killed (issue 16): `rounds`
+/// times, start a `fuzz-helper` that makes random calls of every kind
+/// but `Exit`, `Shutdown` and `DebugWrite` (with a link to our queue, so
+/// that its `Call`s reach a process that answers some and its sends a
+/// queue that fills), let it run for a millisecond, answer the calls it
+/// left on our queue (their callers may be dead by then: stale reply
+/// handles), kill it and wait for it. Each helper must end by exiting
+/// 0 or by a kill (ours, or its own `Kill` of itself); a fault or any
+/// other exit fails the role. Prints the rounds and the calls answered.
+fn fuzz_blocking(rounds: u64, seed: u64) -> i32 {
+    let Ok(queue) = msg::open_queue(16, true) else { return 90 };
+    let me = sys::getpid();
+    let mut buf = [0u8; MAX_DATA];
+    let (mut answered, mut killed) = (0u64, 0u64);
+    for round in 0..rounds {
+        let helper_seed = seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let args = alloc::format!("fuzz-helper 64 {helper_seed} {} {}", me.0, queue.0);
+        let helper = match sys::spawn("tchild", &args) {
+            Ok(p) => p,
+            Err(e) => {
+                println!("tchild fuzz-blocking: cannot start a helper: {}", e.name());
+                return 2;
+            }
+        };
+        sys::sleep_ns(1_000_000);
+        // Answer what arrived; a reply to a caller that is gone, or a
+        // stale handle, must be refused, not crash anyone.
+        while let Ok(Some(r)) = msg::try_receive(queue, &mut buf) {
+            if r.kind == abi::msg::Kind::Call {
+                let _ = msg::reply(r.reply, &[round, 0, 0, 0], &buf[..r.len.min(16)]);
+                answered += 1;
+            }
+        }
+        if sys::kill(helper).is_ok() {
+            killed += 1;
+        }
+        match sys::wait(Some(helper)) {
+            Ok((_, abi::ExitStatus::Exited(0) | abi::ExitStatus::Killed)) => {}
+            other => {
+                println!("tchild fuzz-blocking: helper {args:?} ended {other:?}");
+                return 1;
+            }
+        }
+    }
+    println!(
+        "tchild fuzz-blocking: {rounds} helpers, {killed} killed mid-run, {answered} of their calls answered"
+    );
+    0
+}
+
+/// One helper of [`fuzz_blocking`]: `calls` random kernel calls, blocking
+/// ones included, with a link to `parent`'s `queue` and a queue of our
+/// own among the small numbers the arguments pick from. `Sleep` is cut
+/// to under 2 ms (a timeout, not a hang); everything else may block for
+/// ever, and then the parent kills us.
+fn fuzz_helper(calls: u64, seed: u64, parent: Pid, queue: u64) -> i32 {
+    let _ = msg::open_queue(4, true);
+    let _ = msg::open_link(parent, msg::Queue(queue as u32));
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut buffer = [0u8; 8192];
+    let own = buffer.as_mut_ptr() as u64;
+    let edges = [0, 1, 2, PAGE_SIZE, u64::MAX, own, own + 4093, 0xffff_ffff_8010_0000, parent.0];
+    let never = [Call::Exit, Call::Shutdown, Call::DebugWrite];
+    for _ in 0..calls {
+        let number = next() % 72;
+        if Call::from_raw(number).is_some_and(|c| never.contains(&c)) {
+            continue;
+        }
+        let mut arg = || {
+            let r = next();
+            if r % 3 == 0 { edges[(r / 3) as usize % edges.len()] } else { r % 4 }
+        };
+        let mut args = [arg(), arg(), arg(), arg(), arg(), arg()];
+        if number == Call::Sleep as u64 {
+            args[0] %= 2_000_000;
+        }
+        let words = [next(), next(), next(), next()];
+        let r = msg::raw(number, args, words);
+        if (r.rax as i64) < 0 && Error::from_raw(r.rax.wrapping_neg()).is_none() {
+            println!("tchild fuzz-helper: call {number} {args:?} returned {:#x}", r.rax);
             return 1;
         }
     }

@@ -32,10 +32,18 @@ fn settled_free_memory() -> u64 {
 /// Random arguments to every kernel call, from several processes at once
 /// (several seeds, so on several CPUs): each must get an answer, and the
 /// kernel must stay up (the next tests and the leak check run after).
+/// Two of them make the blocking calls too (`tchild fuzz-blocking`: from
+/// helpers it kills mid-call), so the final leak check also covers
+/// processes killed while blocked in `Call`, `ReplyWait`, `WaitArmed`,
+/// `Wait` and `Sleep`.
 pub fn random_kernel_calls() -> TestResult {
     let mut pids = Vec::new();
     for seed in 1..=4u64 {
         pids.push(sys::spawn("tchild", &format!("fuzz 8000 {}", seed * 0x9e37_79b9)).map_err(|e| e.name())?);
+    }
+    for seed in 5..=6u64 {
+        let args = format!("fuzz-blocking {BLOCKING_ROUNDS} {}", seed * 0x9e37_79b9);
+        pids.push(sys::spawn("tchild", &args).map_err(|e| e.name())?);
     }
     for pid in pids {
         let (_, status) = sys::wait(Some(pid)).map_err(|e| e.name())?;
@@ -43,6 +51,9 @@ pub fn random_kernel_calls() -> TestResult {
     }
     Ok(())
 }
+
+/// Helpers each `fuzz-blocking` child starts and kills.
+const BLOCKING_ROUNDS: u64 = 40;
 
 pub fn kernel_healthy() -> TestResult {
     expect_status("exit 3", ExitStatus::Exited(3))?;

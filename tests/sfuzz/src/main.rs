@@ -1,0 +1,451 @@
+//! sfuzz: the server fuzzer (issue 16). An ordinary UNIX program (test
+//! image only) that sends random and mutated messages to every server and
+//! driver an unprivileged process can reach — the monitor, memfs (its
+//! directory service and its handles: a file, a directory, `/dev/null`),
+//! the VM manager, the terminal, the console driver, a pipe manager (both
+//! ends), the disk file system (ext2fs, a file on `/disk`), the block
+//! drivers (`/dev/vda`, `/dev/ram0`) and the network server (a UDP and a
+//! TCP socket) — and checks after every batch that each still answers a
+//! well-formed request.
+//!
+//! How a batch goes: the coordinator (this process, root) opens one of
+//! each object afresh and forks a worker, which drops to uid 1000 in a
+//! process group of its own, inherits the descriptors (as a daemon that
+//! opened its devices before dropping privilege would) and sends the
+//! batch's messages ([`plan::message`]: valid headers with bad fields,
+//! real handles of the wrong server, forged neighbours of real handles,
+//! truncated and garbage paths, buffers that are unmapped, in the kernel,
+//! non-canonical, read-only, past the heap's break, running off the end
+//! of its memory or longer than any lease; one-way messages where calls
+//! are expected; calls from children killed while they wait, so servers
+//! hold reply handles of dead callers). A worker that makes no progress
+//! for [`STALL_NS`] (a call a server keeps by design, such as a read of
+//! an empty pipe) is killed with its children: that is one more caller
+//! dying mid-call, not a failure. With `--kernel`, each batch also runs
+//! the kernel fuzzer (`tchild fuzz`, and `tchild fuzz-blocking` every
+//! tenth batch) beside the worker.
+//!
+//! Then a checker child ([`check`]) asks every server something it must
+//! answer. A check that fails, or one that has not finished after
+//! [`CHECK_TIMEOUT_NS`] (a server crashed or hangs), fails the run: it
+//! prints the seed, the batch, and the messages the worker had sent since
+//! its last report (regenerated from the seed). At the end, no process,
+//! open-file description or memfs handle may be left over.
+//!
+//! Usage: `sfuzz [--seed S] [--batches N | --seconds T] [--size M]
+//! [--kernel]`. It prints the test protocol's lines (`abi::test_protocol`)
+//! and `sfuzz:` lines with the counts; exit status 0 when nothing failed.
+//!
+//! What it is not: a check of the answers' contents (the servers' own
+//! tests do that); blocking operations are sent only from doomed children.
+//! Writes to `/dev/vda`'s blocks are left out (its file system is mounted).
+
+#![no_std]
+#![no_main]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+mod check;
+mod plan;
+mod report;
+mod worker;
+
+use abi::Counter;
+use abi::test_protocol::{FAIL, OK, START, SUMMARY};
+use alloc::format;
+use alloc::string::String;
+use protocols::unix::{open_flags as of, signal};
+use report::{DONE, Report};
+use runtime::msg::{self, Queue};
+use runtime::unix::{self, socket};
+use runtime::{Args, println, sys};
+
+runtime::entry!(main);
+
+/// A worker that reports no progress for this long is killed (it waits
+/// in a call a server keeps by design). Not a failure, so it need not be
+/// generous; a slow host only makes more workers die mid-call.
+const STALL_NS: u64 = 1_000_000_000;
+/// A health check that has not finished after this long has found a hung
+/// server. Generous: the host may be loaded (tests must not depend on speed).
+const CHECK_TIMEOUT_NS: u64 = 120_000_000_000;
+/// Kernel calls each `tchild fuzz` beside a worker makes.
+const KERNEL_CALLS_PER_BATCH: u64 = 2000;
+
+struct Options {
+    seed: u64,
+    batches: Option<u64>,
+    seconds: Option<u64>,
+    size: u64,
+    kernel: bool,
+    /// `--no-leak-check`: skip the final check (another load runs beside).
+    leak_check: bool,
+    /// The worker's directory (`%` in [`plan::PATHS`]): made by the
+    /// coordinator, writable by the worker's user.
+    dir: &'static str,
+}
+
+fn parse(args: &Args) -> Result<Options, String> {
+    let mut o = Options {
+        seed: 1,
+        batches: None,
+        seconds: None,
+        size: 400,
+        kernel: false,
+        leak_check: true,
+        dir: "/tmp",
+    };
+    // Argument 0 is the program's name.
+    let mut i = 1;
+    while let Some(a) = args.get(i) {
+        let mut value = || {
+            i += 1;
+            args.get(i).and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| format!("{a} needs a number"))
+        };
+        match a {
+            "--seed" => o.seed = value()?,
+            "--batches" => o.batches = Some(value()?),
+            "--seconds" => o.seconds = Some(value()?),
+            "--size" => o.size = value()?,
+            "--kernel" => o.kernel = true,
+            "--no-leak-check" => o.leak_check = false,
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+        i += 1;
+    }
+    if o.batches.is_none() && o.seconds.is_none() {
+        o.batches = Some(20);
+    }
+    Ok(o)
+}
+
+fn kernel_calls() -> u64 {
+    let mut counters = [0u64; 32];
+    match sys::counters(&mut counters) {
+        Ok(_) => counters[Counter::KernelCalls as usize],
+        Err(_) => 0,
+    }
+}
+
+/// Open one object of each kind for a batch (as root).
+fn open_batch(dir: &str) -> worker::Fds {
+    let open = |path: &str, flags: u64| unix::open(path, flags, 0o666).ok();
+    let (pipe_read, pipe_write) = match unix::pipe() {
+        Ok((r, w)) => (Some(r), Some(w)),
+        Err(_) => (None, None),
+    };
+    worker::Fds {
+        file: open(&format!("{dir}/f"), of::O_RDWR | of::O_CREAT),
+        dir: open(dir, of::O_RDONLY),
+        null: open("/dev/null", of::O_RDWR),
+        pipe_read,
+        pipe_write,
+        disk_file: open(&format!("/disk/sfuzz.{}", unix::getpid()), of::O_RDWR | of::O_CREAT),
+        vda: open("/dev/vda", of::O_RDONLY),
+        ram0: open("/dev/ram0", of::O_RDWR),
+        udp: socket::socket(socket::AF_INET, socket::SOCK_DGRAM, 0).ok(),
+        tcp: socket::socket(socket::AF_INET, socket::SOCK_STREAM, 0).ok(),
+    }
+}
+
+fn close_batch(fds: &worker::Fds) {
+    for fd in [
+        fds.file,
+        fds.dir,
+        fds.null,
+        fds.pipe_read,
+        fds.pipe_write,
+        fds.disk_file,
+        fds.vda,
+        fds.ram0,
+        fds.udp,
+        fds.tcp,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        // The worker may have closed the handle behind the monitor's
+        // back: the monitor must cope, whatever the manager answers.
+        let _ = unix::close(fd);
+    }
+}
+
+/// How a child the coordinator watched ended.
+enum Watched {
+    /// It exited or was killed; its status, and the last report's words.
+    Ended(Option<unix::WaitStatus>, [u64; 4]),
+    /// No report for the allowed time: killed, with its process group.
+    Stalled([u64; 4]),
+}
+
+/// Wait for `child`, reading its reports from `queue`; kill it (and its
+/// group) when no report came for `quiet_ns`.
+fn watch(child: u64, queue: Queue, quiet_ns: u64) -> Watched {
+    let mut last = [0u64; 4];
+    let mut last_at = unix::clock_ns();
+    let mut buf = [0u8; 64];
+    loop {
+        while let Ok(Some(r)) = msg::try_receive(queue, &mut buf) {
+            last = r.message;
+            last_at = unix::clock_ns();
+        }
+        match unix::waitpid(child as i64, true) {
+            Ok(Some((_, status))) => {
+                while let Ok(Some(r)) = msg::try_receive(queue, &mut buf) {
+                    last = r.message;
+                }
+                return Watched::Ended(Some(status), last);
+            }
+            Ok(None) => {}
+            Err(_) => return Watched::Ended(None, last),
+        }
+        if unix::clock_ns().saturating_sub(last_at) > quiet_ns {
+            let _ = unix::kill(-(child as i64), signal::SIGKILL);
+            let _ = unix::kill(child as i64, signal::SIGKILL);
+            let _ = unix::waitpid(child as i64, false);
+            return Watched::Stalled(last);
+        }
+        unix::sleep_ns(1_000_000);
+    }
+}
+
+#[derive(Default)]
+struct Totals {
+    batches: u64,
+    sent: u64,
+    doomed: u64,
+    /// Messages the kernel delivered (the rest it refused: bad buffers...).
+    delivered: u64,
+    stalled: u64,
+    kernel_fuzz_calls: u64,
+    reachable: u64,
+}
+
+/// One batch and its check; Err(the failure's report).
+fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals) -> Result<(), String> {
+    let dir = o.dir;
+    let fds = open_batch(dir);
+    let kernel_children = if o.kernel {
+        let seed = o.seed ^ b.wrapping_mul(0x9e37_79b9);
+        let mut pids = alloc::vec::Vec::new();
+        if let Ok(p) = sys::spawn("tchild", &format!("fuzz {KERNEL_CALLS_PER_BATCH} {seed}")) {
+            pids.push((p, KERNEL_CALLS_PER_BATCH));
+        }
+        if b.is_multiple_of(10)
+            && let Ok(p) = sys::spawn("tchild", &format!("fuzz-blocking 8 {seed}"))
+        {
+            pids.push((p, 0));
+        }
+        pids
+    } else {
+        alloc::vec::Vec::new()
+    };
+    let worker = match unix::fork() {
+        Ok(0) => unix::exit(worker::run(o.seed, b, o.size, &fds, report, dir)),
+        Ok(pid) => pid,
+        Err(e) => return Err(format!("fork of the worker: {}", protocols::unix::errno::name(e))),
+    };
+    let (from, sent, counts) = match watch(worker, report.queue, STALL_NS) {
+        Watched::Ended(status, last) => {
+            if status.as_ref().and_then(|s| s.exit_code()).is_some_and(|c| c != 0) {
+                return Err(format!(
+                    "the worker of batch {b} exited {:?}",
+                    status.and_then(|s| s.exit_code())
+                ));
+            }
+            if last[0] == DONE {
+                totals.reachable |= last[3];
+                (o.size, last[1], last[2])
+            } else {
+                (last[1], last[2], last[3])
+            }
+        }
+        Watched::Stalled(last) => {
+            totals.stalled += 1;
+            (last[1], last[2], last[3])
+        }
+    };
+    totals.sent += sent;
+    totals.doomed += counts & 0xffff_ffff;
+    totals.delivered += counts >> 32;
+    for (pid, calls) in kernel_children {
+        match sys::wait(Some(pid)) {
+            Ok((_, abi::ExitStatus::Exited(0))) => totals.kernel_fuzz_calls += calls,
+            other => return Err(format!("the kernel fuzzer beside batch {b} ended {other:?}")),
+        }
+    }
+    close_batch(&fds);
+    // The check, in a child: a hung server hangs it, not us.
+    let checker = match unix::fork() {
+        Ok(0) => unix::exit(check::run(present, report)),
+        Ok(pid) => pid,
+        Err(e) => {
+            return Err(format!("fork of the checker after batch {b}: {}", protocols::unix::errno::name(e)));
+        }
+    };
+    let failed = match watch(checker, report.queue, CHECK_TIMEOUT_NS) {
+        Watched::Ended(Some(status), _) if status.exit_code() == Some(0) => None,
+        Watched::Ended(status, last) => {
+            let which = status
+                .and_then(|s| s.exit_code())
+                .map_or(last[1] as usize, |c| (c as usize).wrapping_sub(10));
+            Some(format!("failed: {}", check::CHECKS.get(which).map_or("?", |c| c.0)))
+        }
+        Watched::Stalled(last) => Some(format!(
+            "no answer within {} s: {}",
+            CHECK_TIMEOUT_NS / 1_000_000_000,
+            check::CHECKS.get(last[1] as usize).map_or("?", |c| c.0)
+        )),
+    };
+    totals.batches += 1;
+    match failed {
+        None => Ok(()),
+        Some(what) => {
+            let mut why =
+                format!("seed {} batch {b}: health check {what}; the worker's last messages:", o.seed);
+            let last = from.min(o.size);
+            for index in last.saturating_sub(8)..(last + 8).min(o.size) {
+                let m = plan::message(o.seed, b, index);
+                why.push_str(&format!("\n  message {index} to {}: {m:?}", plan::TARGETS[m.target].name));
+            }
+            Err(why)
+        }
+    }
+}
+
+/// (processes, open-file descriptions, memfs handles) once they equal
+/// `target`, or have not changed for 2 s (pipe managers and killed
+/// children end asynchronously, later on a loaded host), or after a
+/// minute.
+fn settled_counts(target: Option<(usize, u64, u64)>) -> (usize, u64, u64) {
+    let counts = || {
+        let procs = unix::ps().map_or(0, |p| p.len());
+        let stats = |slot: u64, op: u64| {
+            let (pid, queue) = sys::bootstrap(slot)?;
+            let link = msg::open_link(pid, Queue(queue)).ok()?;
+            let r = msg::call(link, &[op, 0, 0, 0], &[], &mut []).ok();
+            let _ = msg::close_link(link);
+            r.map(|(w, _)| w)
+        };
+        let descriptions =
+            stats(abi::bootstrap::MONITOR, protocols::unix::monitor::OP_STATS).map_or(0, |w| w[3]);
+        let handles = stats(abi::bootstrap::FS, protocols::unix::fs::OP_STATS).map_or(0, |w| w[3]);
+        (procs, descriptions, handles)
+    };
+    let mut last = counts();
+    let mut same = 0;
+    for _ in 0..600 {
+        if Some(last) == target || same >= 20 {
+            break;
+        }
+        unix::sleep_ns(100_000_000);
+        let now = counts();
+        same = if now == last { same + 1 } else { 0 };
+        last = now;
+    }
+    last
+}
+
+fn main(args: Args) -> i32 {
+    let mut o = match parse(&args) {
+        Ok(o) => o,
+        Err(why) => {
+            println!("sfuzz: {why}");
+            println!(
+                "usage: sfuzz [--seed S] [--batches N | --seconds T] [--size M] [--kernel] [--no-leak-check]"
+            );
+            return 2;
+        }
+    };
+    let name = "sfuzz::servers_survive_random_messages";
+    println!("{START}{name}");
+    let dir = format!("/tmp/sfuzz.{}", unix::getpid());
+    let _ = unix::mkdir(&dir, 0o777);
+    let _ = unix::chmod(&dir, 0o777);
+    o.dir = dir.leak();
+    let Ok(queue) = msg::open_queue(64, true) else {
+        println!("{FAIL}{name}: cannot open a queue");
+        return 1;
+    };
+    let report = Report { pid: sys::getpid(), queue };
+    let present = check::present();
+    let absent: alloc::vec::Vec<&str> =
+        check::CHECKS.iter().enumerate().filter(|(i, _)| present & (1 << i) == 0).map(|(_, c)| c.0).collect();
+    println!(
+        "sfuzz: seed {}, batches of {} messages; checks not run here (absent before fuzzing): {absent:?}",
+        o.seed, o.size
+    );
+    let before = if o.leak_check { settled_counts(None) } else { (0, 0, 0) };
+    let calls_before = kernel_calls();
+    let started = unix::clock_ns();
+    let mut totals = Totals::default();
+    let mut result = Ok(());
+    let mut last_print = started;
+    for b in 0.. {
+        let elapsed_s = unix::clock_ns().saturating_sub(started) / 1_000_000_000;
+        if o.batches.is_some_and(|n| b >= n) || o.seconds.is_some_and(|s| elapsed_s >= s) {
+            break;
+        }
+        result = batch(&o, b, &report, present, &mut totals);
+        if result.is_err() {
+            break;
+        }
+        if unix::clock_ns().saturating_sub(last_print) > 30_000_000_000 {
+            last_print = unix::clock_ns();
+            println!(
+                "sfuzz: {elapsed_s} s: {} batches, {} server messages, {} kernel fuzz calls",
+                totals.batches, totals.sent, totals.kernel_fuzz_calls
+            );
+        }
+    }
+    let reached: alloc::vec::Vec<&str> = plan::TARGETS
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| totals.reachable & (1 << i) != 0)
+        .map(|(_, t)| t.name)
+        .collect();
+    println!(
+        "sfuzz: seed {}: {} batches, {} server messages ({} delivered, the others refused by the kernel; {} from children killed mid-call), {} workers killed when stalled, {} kernel fuzz calls, {} kernel calls by every process, {} s; targets reached: {reached:?}",
+        o.seed,
+        totals.batches,
+        totals.sent,
+        totals.delivered,
+        totals.doomed,
+        totals.stalled,
+        totals.kernel_fuzz_calls,
+        kernel_calls().saturating_sub(calls_before),
+        unix::clock_ns().saturating_sub(started) / 1_000_000_000
+    );
+    let (mut passed, mut failed) = (0, 0);
+    match result {
+        Ok(()) => {
+            passed += 1;
+            println!("{OK}{name}");
+        }
+        Err(why) => {
+            failed += 1;
+            println!("sfuzz: FAIL {why}");
+            println!("{FAIL}{name}: seed {} (see the sfuzz: FAIL lines)", o.seed);
+        }
+    }
+    let _ = unix::unlink(&format!("/disk/sfuzz.{}", unix::getpid()));
+    let leak = "sfuzz::nothing_left_over";
+    if !o.leak_check {
+        println!("{SUMMARY}{passed} passed, {failed} failed");
+        return i32::from(failed != 0);
+    }
+    println!("{START}{leak}");
+    let after = settled_counts(Some(before));
+    if after == before {
+        passed += 1;
+        println!("{OK}{leak}");
+    } else {
+        failed += 1;
+        println!(
+            "{FAIL}{leak}: (processes, open-file descriptions, memfs handles) {before:?} before, {after:?} after"
+        );
+    }
+    println!("{SUMMARY}{passed} passed, {failed} failed");
+    i32::from(failed != 0)
+}

@@ -1,0 +1,21 @@
+//! How the worker and the checker tell the coordinator how far they got:
+//! one-way kernel messages (`send`, which never waits) to a queue of the
+//! coordinator, word 0 one of the tags below. Here, apart from the three,
+//! so that they import it and not each other.
+
+use abi::Pid;
+use runtime::msg::Queue;
+
+/// `[PROGRESS, index of the next message, messages sent, doomed | delivered << 32]`.
+pub const PROGRESS: u64 = 1;
+/// `[DONE, messages sent, doomed | delivered << 32, targets reached (bits)]`.
+pub const DONE: u64 = 2;
+/// `[CHECKING, index of the check in check::CHECKS, 0, 0]`.
+pub const CHECKING: u64 = 3;
+
+/// Where reports go: the coordinator's kernel pid and queue.
+#[derive(Clone, Copy)]
+pub struct Report {
+    pub pid: Pid,
+    pub queue: Queue,
+}
