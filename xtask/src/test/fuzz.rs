@@ -48,7 +48,7 @@ pub fn run(
     }
     let run_opts = RunOptions { smp, accel, disk: DiskChoice::Image(disk), ..RunOptions::default() };
     match batch::prepare(workspace, &run_opts, &command(), ImageKind::Test) {
-        Ok(config) => boot(&name, &config, timeout_s, &log_dir.join("fuzz.log")),
+        Ok(config) => boot(&name, &config, timeout_s, &log_dir.join("fuzz.log"), None),
         Err(err) => Outcome::step(&name, Err(err)),
     }
 }
