@@ -377,6 +377,16 @@ impl Monitor {
             },
         };
         let _ = sys::set_exit_queue(0);
+        // A child that ended between the helper's ready message and the
+        // line above was reported on the start queue, which nothing reads
+        // until the next helper starts: take those reports now, or that
+        // child's parent waits for ever (it hung `leak::exited_children_
+        // leak_nothing` whenever an exit fell in that window).
+        while let Ok(Some(r)) = msg::try_receive(starts, &mut []) {
+            if r.kind == Kind::ChildExit {
+                other_exits.push(r.message);
+            }
+        }
         let child_ended = self.child_ended;
         for m in other_exits {
             child_ended(self, Pid(m[0]), m[1], m[2]);
