@@ -876,12 +876,36 @@ const ROUNDS: usize = 3;
 /// shortest of their mode are left out: the host stalled the machine
 /// during them, and where the copy lay in them is not known. Timer-driven
 /// evidence compared between the modes of one run, no fixed threshold.
+///
+/// A loaded host can stop QEMU's vCPU at any instant and so blur one
+/// round's evidence (seen at host load averages of 17-26); it cannot
+/// make interrupts stay on during PDDRIVER's copy. So the check is made
+/// up to [`ATTEMPTS`] times and passes on the first round that shows the
+/// property: a kernel that really let the observer run during the copy
+/// fails every round.
 pub fn pddriver_holds_the_cpu() -> TestResult {
     if sys::info(abi::InfoKey::CpusOnline) != 1 {
         // Meaningful on one CPU only (the observer would run on another);
         // the one-CPU boots of the suite run it.
         return Ok(());
     }
+    let mut failures = Vec::new();
+    for attempt in 1..=ATTEMPTS {
+        match pddriver_holds_the_cpu_once() {
+            Ok(()) => return Ok(()),
+            Err(why) => {
+                runtime::println!("utest: pddriver_holds_the_cpu, round {attempt} of {ATTEMPTS}: {why}");
+                failures.push(why);
+            }
+        }
+    }
+    Err(format!("every round failed: {}", failures.join("; ")))
+}
+
+/// How many rounds [`pddriver_holds_the_cpu`] may take.
+const ATTEMPTS: usize = 3;
+
+fn pddriver_holds_the_cpu_once() -> TestResult {
     let len = block::MAX_TRANSFER_BYTES as usize;
     let pd = open(PDDRIVER, open_flags::O_RDWR)?;
     let ram = open(RAMDRIVER, open_flags::O_RDWR)?;
