@@ -93,10 +93,10 @@ fn serve_two(elf: &[u8], queue: Queue) -> TestResult {
         waiting.push(who);
     }
     check(waiting.contains(&a) && waiting.contains(&b), "both copies called")?;
-    for &who in &waiting {
-        resume(who, ECHO_RESULT)?;
-    }
+    // One copy resumed at a time, so that the next message on the queue is
+    // that copy's (resumed together, on several CPUs either may come first).
     for (pid, args_len) in [(a, 1u64), (b, 7)] {
+        resume(pid, ECHO_RESULT)?;
         let words = expect_call(queue, pid, NR_REPORT)?;
         let mut bytes = [0u8; REPORT_WORDS * 8];
         sys::foreign_read(pid, words[1], &mut bytes).map_err(|e| format!("foreign_read: {}", e.name()))?;
