@@ -64,7 +64,8 @@ pub fn prepare(
     // A root volume (`root=disk`) holds the boot image, not the batch file.
     let disk = opts.disk.image(&workspace.target_dir, &opts.cmdline, &built.modules)?;
     let mut modules: Vec<PathBuf> = built.modules;
-    let extra = crate::linux_programs::extra_modules(opts, &workspace.target_dir, &modules)?;
+    let extra =
+        crate::linux_programs::extra_modules(opts.with_busybox, &opts.add, &workspace.target_dir, &modules)?;
     modules.extend(extra);
     modules.push(script);
     Ok(QemuConfig {

@@ -13,17 +13,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::linux_guest::{BUSYBOX_PACKAGE, find_file, run_checked};
-use crate::run::RunOptions;
 use crate::tools::Result;
 
-/// The extra modules `opts` asks for, checked: each names an existing
-/// file whose name no program of the image (`taken`) already has.
-pub fn extra_modules(opts: &RunOptions, target_dir: &Path, taken: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// The extra modules `--with-busybox` and `--add` (`add`) ask for,
+/// checked: each names an existing file whose name no program of the image
+/// (`taken`) already has. (Plain arguments rather than `run::RunOptions`,
+/// so that this module does not import the one that calls it.)
+pub fn extra_modules(
+    with_busybox: bool,
+    add: &[PathBuf],
+    target_dir: &Path,
+    taken: &[PathBuf],
+) -> Result<Vec<PathBuf>> {
     let mut out: Vec<PathBuf> = Vec::new();
-    if opts.with_busybox {
+    if with_busybox {
         out.push(busybox(&target_dir.join("linux-programs"))?);
     }
-    for path in &opts.add {
+    for path in add {
         if !path.is_file() {
             return Err(format!("--add {}: no such file", path.display()));
         }

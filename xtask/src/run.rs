@@ -90,7 +90,8 @@ fn prepare(opts: &RunOptions, kind: ImageKind, serial: SerialMode) -> Result<Qem
     let accel = qemu::choose_and_report_accel(opts.accel);
     let disk = opts.disk.image(&workspace.target_dir, &opts.cmdline, &built.modules)?;
     let mut modules = built.modules;
-    let extra = crate::linux_programs::extra_modules(opts, &workspace.target_dir, &modules)?;
+    let extra =
+        crate::linux_programs::extra_modules(opts.with_busybox, &opts.add, &workspace.target_dir, &modules)?;
     modules.extend(extra);
     Ok(QemuConfig {
         kernel: built.kernel,
