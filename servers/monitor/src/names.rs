@@ -18,8 +18,6 @@ use protocols::unix::{self as ux, Errno, Stat, errno, fs, mode};
 use runtime::msg;
 use unix_core::path;
 
-/// The file-creation mask a process starts with (`umask` changes its own).
-pub const UMASK: u32 = 0o022;
 /// Paths whose lookup the monitor remembers for `open`.
 const LOOKUP_CACHE_ENTRIES: usize = 128;
 

@@ -22,6 +22,9 @@ use protocols::unix::monitor::MAX_FDS;
 use runtime::msg::{Link, ReplyHandle};
 use unix_core::pipepolicy::{LoanBudget, Settings};
 
+/// The file-creation mask a process starts with (`umask` changes its own).
+pub const UMASK: u32 = 0o022;
+
 /// Most open-file descriptions in the whole system.
 pub const MAX_OPEN_FILES: usize = 1024;
 
@@ -71,7 +74,7 @@ impl Proc {
             ignored: 0,
             caught: 0,
             pending: 0,
-            umask: crate::names::UMASK,
+            umask: UMASK,
             zombie: None,
             waiting: None,
             children_cpu_ns: 0,
