@@ -88,7 +88,10 @@ pub fn root_image(target_dir: &Path, modules: &[PathBuf]) -> Result<PathBuf> {
     }
     for module in modules {
         let Some(name) = module.file_name().and_then(|n| n.to_str()) else { continue };
+        // /etc/shadow is root's alone, as memfs makes it
+        // (`unix_core::memfs::SECRET_ETC_FILES`).
         let (dest, mode) = match name.strip_prefix("etc.") {
+            Some("shadow") => (tree.join("etc").join("shadow"), 0o600),
             Some(rest) => (tree.join("etc").join(rest), 0o644),
             None => (tree.join("bin").join(name), 0o755),
         };

@@ -40,11 +40,16 @@ pub const MESSAGE_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
 pub const STANDARD_DIRS: [(&str, u32); 6] =
     [("/bin", 0o755), ("/etc", 0o755), ("/dev", 0o755), ("/tmp", 0o1777), ("/home", 0o755), ("/root", 0o700)];
 
+/// Files of `/etc` only root may read (mode 0600, owner root): the
+/// password hashes (shadow(5); docs/reliability.md, "Users and limits").
+pub const SECRET_ETC_FILES: [&str; 1] = ["shadow"];
+
 /// Where boot module `name` goes and its mode: `etc.<rest>` becomes
-/// `/etc/<rest>` (0644), anything else `/bin/<name>` (0755). The path is
-/// checked when the file is made.
+/// `/etc/<rest>` (0644, or 0600 for the [`SECRET_ETC_FILES`]), anything
+/// else `/bin/<name>` (0755). The path is checked when the file is made.
 pub fn module_destination(name: &str) -> Result<(String, u32), Errno> {
     let (dir, rest, perm) = match name.strip_prefix("etc.") {
+        Some(rest) if SECRET_ETC_FILES.contains(&rest) => ("/etc/", rest, 0o600),
         Some(rest) => ("/etc/", rest, 0o644),
         None => ("/bin/", name, 0o755),
     };
@@ -381,6 +386,8 @@ mod tests {
     fn module_destinations() {
         assert_eq!(module_destination("sh").unwrap(), ("/bin/sh".into(), 0o755));
         assert_eq!(module_destination("etc.inittab").unwrap(), ("/etc/inittab".into(), 0o644));
+        assert_eq!(module_destination("etc.shadow").unwrap(), ("/etc/shadow".into(), 0o600));
+        assert_eq!(module_destination("etc.passwd").unwrap(), ("/etc/passwd".into(), 0o644));
         assert_eq!(module_destination("etcetera").unwrap(), ("/bin/etcetera".into(), 0o755));
         // Odd names give paths that `open` refuses.
         let mut f = fs();
