@@ -593,6 +593,61 @@ pub mod monitor {
     /// `mkdir` modes; word 2 = 1 only reads it. Reply: word 0 = previous
     /// mask. Inherited by `fork` and kept by `exec`.
     pub const OP_UMASK: u64 = 62;
+    /// `getrlimit(word 1)`: word 1 = a [`super::rlimit`] resource. Reply:
+    /// word 1 = soft limit, word 2 = hard limit ([`super::rlimit::INFINITY`]
+    /// for none). `EINVAL` for an unknown resource.
+    pub const OP_GETRLIMIT: u64 = 80;
+    /// `setrlimit`: word 1 = resource, word 2 = soft, word 3 = hard.
+    /// `EINVAL` when soft > hard or the resource is unknown (or, for
+    /// `RLIMIT_NOFILE`, above [`MAX_FDS`]); `EPERM` when a non-root
+    /// process raises its hard limit. Inherited by `fork`, kept by `exec`.
+    pub const OP_SETRLIMIT: u64 = 81;
+}
+
+/// Resource limits (`getrlimit`/`setrlimit`, the shell's `ulimit`), kept
+/// by the monitor for each process (docs/reliability.md, "Users and
+/// limits"). The resource numbers are Linux's. Root starts with none;
+/// when a root process takes a non-root uid (`setuid`: `login`, `su`)
+/// each limit becomes the smaller of its own and the user default below,
+/// as `pam_limits` applies `limits.conf` at login.
+pub mod rlimit {
+    /// Heap bytes (`sbrk`/`brk`; `ulimit -d`).
+    pub const RLIMIT_DATA: u64 = 2;
+    /// Live processes of the caller's uid (`fork` gets `EAGAIN`; `ulimit -u`).
+    pub const RLIMIT_NPROC: u64 = 6;
+    /// Descriptors: new ones are below it (`open`, `dup`, `pipe` get
+    /// `EMFILE`; `ulimit -n`).
+    pub const RLIMIT_NOFILE: u64 = 7;
+    /// Address space bytes: bounds the heap as `RLIMIT_DATA` does, and a
+    /// program file larger than it cannot be `exec`ed (`ENOMEM`;
+    /// `ulimit -v`).
+    pub const RLIMIT_AS: u64 = 9;
+    /// Every resource the monitor keeps, in number order.
+    pub const RESOURCES: [u64; 4] = [RLIMIT_DATA, RLIMIT_NPROC, RLIMIT_NOFILE, RLIMIT_AS];
+    /// No limit (`RLIM_INFINITY`).
+    pub const INFINITY: u64 = u64::MAX;
+    /// A user's processes at most, by default.
+    pub const USER_MAX_PROCESSES: u64 = 64;
+    /// A user's process's heap at most, by default: 256 MiB.
+    pub const USER_DATA_BYTES: u64 = 256 << 20;
+    /// A user's process's address space, by default: no limit.
+    pub const USER_AS_BYTES: u64 = INFINITY;
+    /// The heap limit (the smaller of the `RLIMIT_DATA` and `RLIMIT_AS`
+    /// soft limits) rides in the exec block as one more string after the
+    /// environment, `RIDGEBACK_HEAP_LIMIT=<bytes>`, which readers of argv
+    /// and the environment do not see: the runtime's `sbrk` checks it
+    /// with no message to the monitor.
+    pub const EXEC_HEAP_LIMIT_PREFIX: &str = "RIDGEBACK_HEAP_LIMIT=";
+
+    /// The user default of `resource` (`INFINITY` for root's).
+    pub const fn user_default(resource: u64) -> u64 {
+        match resource {
+            RLIMIT_DATA => USER_DATA_BYTES,
+            RLIMIT_NPROC => USER_MAX_PROCESSES,
+            RLIMIT_AS => USER_AS_BYTES,
+            _ => INFINITY,
+        }
+    }
 }
 
 /// Where a descriptor's requests go, in words 1–3 of the monitor's
@@ -1222,6 +1277,13 @@ pub mod tty {
     /// From the monitor, once, at its start: word 1 = the monitor's kernel
     /// pid, word 2 = its queue (where ^C is reported).
     pub const OP_SET_MONITOR: u64 = 65;
+    /// On the handle in word 1: the next line typed is not echoed (a
+    /// password, read by `su` and `login`); echo comes back by itself at
+    /// that line's end (NL, CR, ^D or ^C), which echoes as CR NL, so a
+    /// program that dies before the line is typed cannot leave the
+    /// terminal silent. What `termios` `ECHO` off and back on does for
+    /// `getpass(3)`.
+    pub const OP_NO_ECHO_LINE: u64 = 66;
 }
 
 #[cfg(test)]

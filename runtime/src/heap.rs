@@ -14,12 +14,27 @@ const GROW_BYTES: u64 = 256 * 1024;
 /// Bytes of the heap region in use (the break is `USER_HEAP_BASE + BRK_BYTES`).
 static BRK_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// Move the break; returns the old one, or `None` past the region's end
-/// or below its start.
+/// The most bytes the break may be above the region's start: the process's
+/// heap limit (`RLIMIT_DATA`/`RLIMIT_AS`, from the exec block or its own
+/// `setrlimit`), at most the region's size. A `fork` child has its
+/// parent's, as the monitor does.
+static LIMIT_BYTES: AtomicU64 = AtomicU64::new(USER_HEAP_MAX_BYTES);
+
+/// Set the heap limit (`protocols::unix::rlimit`); the region's size caps it.
+pub fn set_limit(limit_bytes: u64) {
+    LIMIT_BYTES.store(limit_bytes.min(USER_HEAP_MAX_BYTES), Ordering::Relaxed);
+}
+
+/// Move the break; returns the old one, or `None` past the region's end,
+/// past the heap limit (when growing) or below the region's start.
 pub fn sbrk(increment: i64) -> Option<u64> {
     let mut old = BRK_BYTES.load(Ordering::Relaxed);
+    let limit = LIMIT_BYTES.load(Ordering::Relaxed);
     loop {
-        let new = old.checked_add_signed(increment).filter(|&n| n <= USER_HEAP_MAX_BYTES)?;
+        // Shrinking is always allowed, even above a limit lowered since.
+        let new = old
+            .checked_add_signed(increment)
+            .filter(|&n| n <= USER_HEAP_MAX_BYTES && (increment <= 0 || n <= limit))?;
         match BRK_BYTES.compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed) {
             Ok(_) => return Some(USER_HEAP_BASE + old),
             Err(now) => old = now,

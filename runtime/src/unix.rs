@@ -97,6 +97,15 @@ pub fn set_exec_block(bytes: &'static [u8]) {
     if let Some((h, strings)) = exec_args::decode(bytes) {
         *ARGV.lock() = (strings, h.argc.max(1), h.envc);
         IS_UNIX.store(true, core::sync::atomic::Ordering::Relaxed);
+        // The monitor's heap limit, after the environment (`rlimit`).
+        let extra = strings.split(|&b| b == 0).nth(h.argc as usize + h.envc as usize);
+        let limit = extra
+            .and_then(|s| core::str::from_utf8(s).ok())
+            .and_then(|s| s.strip_prefix(ux::rlimit::EXEC_HEAP_LIMIT_PREFIX))
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(limit) = limit {
+            crate::heap::set_limit(limit);
+        }
     }
 }
 
@@ -297,11 +306,19 @@ pub fn getgid() -> u32 {
     monitor_call([monitor_ops::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[1] as u32)
 }
 
-/// `setuid`/`setgid` in one (None = unchanged); root only.
+/// `setuid`/`setgid` in one (None = unchanged); root only. Leaving root
+/// brings the user limits (`protocols::unix::rlimit`), whose heap limit
+/// this process's `sbrk` then keeps.
 pub fn setuid_gid(uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
     let u = uid.map_or(u64::MAX, u64::from);
     let g = gid.map_or(u64::MAX, u64::from);
-    monitor_word([monitor_ops::OP_SETUID, u, g, 0], &[]).map(|_| ())
+    monitor_word([monitor_ops::OP_SETUID, u, g, 0], &[])?;
+    if uid.is_some_and(|u| u != 0) {
+        let data = getrlimit(ux::rlimit::RLIMIT_DATA)?.0;
+        let space = getrlimit(ux::rlimit::RLIMIT_AS)?.0;
+        crate::heap::set_limit(data.min(space));
+    }
+    Ok(())
 }
 
 /// `kill(pid, sig)`: pid ≤ 0 names a process group, as in POSIX.
@@ -344,6 +361,17 @@ pub fn getpgrp() -> Result<u64, Errno> {
 /// Make `pgid` the foreground group of the terminal open on `fd`.
 pub fn tcsetpgrp(fd: Fd, pgid: u64) -> Result<(), Errno> {
     manager_call(fd, [io::OP_FOREGROUND, 0, 1, pgid], &[], &mut []).map(|_| ())
+}
+
+/// The next line typed on the terminal open on `fd` is not echoed (a
+/// password; `protocols::unix::tty::OP_NO_ECHO_LINE`). `ENOTTY` when `fd`
+/// is not a terminal (a file or pipe: its bytes are not echoed anyway).
+pub fn tty_no_echo_line(fd: Fd) -> Result<(), Errno> {
+    let st = fstat(fd)?;
+    if st.mode & ux::mode::S_IFMT != ux::mode::S_IFCHR || st.device_queue != ux::tty::QUEUE {
+        return Err(errno::ENOTTY);
+    }
+    manager_call(fd, [ux::tty::OP_NO_ECHO_LINE, 0, 0, 0], &[], &mut []).map(|_| ()).map_err(|_| errno::ENOTTY)
 }
 
 /// CPU and elapsed time (`times()`), in ns.
@@ -759,6 +787,24 @@ pub fn read_dir(path: &str) -> Result<Vec<DirEntry>, Errno> {
 /// page of the heap region on first touch. Returns the old break.
 pub fn sbrk(increment: i64) -> Result<u64, Errno> {
     crate::heap::sbrk(increment).ok_or(errno::ENOMEM)
+}
+
+/// `getrlimit(resource)`: (soft, hard), `rlimit::INFINITY` for none
+/// (`protocols::unix::rlimit`).
+pub fn getrlimit(resource: u64) -> Result<(u64, u64), Errno> {
+    monitor_call([monitor_ops::OP_GETRLIMIT, resource, 0, 0], &[], &mut []).map(|(w, _)| (w[1], w[2]))
+}
+
+/// `setrlimit(resource, soft, hard)`. A new heap limit holds for this
+/// process's next `sbrk` at once (the break moves with no message).
+pub fn setrlimit(resource: u64, soft: u64, hard: u64) -> Result<(), Errno> {
+    monitor_word([monitor_ops::OP_SETRLIMIT, resource, soft, hard], &[])?;
+    if resource == ux::rlimit::RLIMIT_DATA || resource == ux::rlimit::RLIMIT_AS {
+        let data = getrlimit(ux::rlimit::RLIMIT_DATA)?.0;
+        let space = getrlimit(ux::rlimit::RLIMIT_AS)?.0;
+        crate::heap::set_limit(data.min(space));
+    }
+    Ok(())
 }
 
 /// `brk(addr)`: set the break (see [`sbrk`]); `ENOMEM` outside the heap region.

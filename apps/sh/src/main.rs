@@ -947,6 +947,14 @@ impl shell::Host for Proc {
     fn umask(&mut self, mask: Option<u32>) -> u32 {
         unix::umask(mask)
     }
+
+    fn rlimit(&mut self, resource: u64, set: Option<(u64, u64)>) -> Result<(u64, u64), String> {
+        let old = unix::getrlimit(resource).map_err(|e| String::from(e.name()))?;
+        if let Some((soft, hard)) = set {
+            unix::setrlimit(resource, soft, hard).map_err(|e| String::from(e.name()))?;
+        }
+        Ok(old)
+    }
 }
 
 /// In a child about to run a command: SIGINT back to its default (the

@@ -69,6 +69,7 @@ impl Monitor {
         if rest.is_some() || !mode::is_reg(st.mode) || !self.permits(p, &st, 1) {
             return Err(errno::EACCES);
         }
+        self.may_exec(p, st.size_bytes)?;
         if abs != LINUX_SERVER && self.is_foreign_program(abs)? {
             let mut with_server: Vec<&[u8]> = Vec::with_capacity(strings.len() + 2);
             with_server.push(LINUX_SERVER.as_bytes());
@@ -81,6 +82,12 @@ impl Monitor {
         let mut block = exec_args::encode_header(header).to_vec();
         for s in strings {
             block.extend_from_slice(s);
+            block.push(0);
+        }
+        // After the environment, where argv and environ readers do not
+        // look: the heap limit for the runtime's sbrk (`limits`).
+        if let Some(limit) = self.heap_limit_string(p) {
+            block.extend_from_slice(limit.as_bytes());
             block.push(0);
         }
         if block.len() as u64 > abi::layout::MAX_ARGS_BYTES {

@@ -30,7 +30,10 @@ impl Monitor {
             Ok(a) => a,
             Err(e) => return err(e),
         };
-        let Some(fd) = self.procs[&me].fds.lowest_free(0) else { return err(errno::EMFILE) };
+        let fd = match self.free_fd(me, 0) {
+            Ok(fd) => fd,
+            Err(e) => return err(e),
+        };
         // The caller's `umask` (POSIX `open`: mode & ~umask).
         let create_mode = create_mode & !self.procs[&me].umask;
         let info = match self.open_object(me, &abs, flags, create_mode) {
@@ -291,8 +294,11 @@ impl Monitor {
         let new = match new {
             Some(n) if n as usize >= MAX_FDS => return Err(errno::EBADF),
             Some(n) if n == old => return Ok(n),
-            Some(n) => n as usize,
-            None => fds.lowest_free(0).ok_or(errno::EMFILE)?,
+            Some(n) => {
+                self.fd_allowed(me, n)?;
+                n as usize
+            }
+            None => self.free_fd(me, 0)?,
         };
         let previous = self.procs.get_mut(&me).expect("caller exists").fds.fds[new].replace(i);
         self.files.retain(i);
@@ -305,9 +311,10 @@ impl Monitor {
     /// `OP_PIPE`: a new pipe manager, its read end and write end as the
     /// two lowest free fds.
     pub fn pipe(&mut self, me: u64) -> Answer {
-        let fds = &self.procs[&me].fds;
-        let Some(rfd) = fds.lowest_free(0) else { return err(errno::EMFILE) };
-        let Some(wfd) = fds.lowest_free(rfd + 1) else { return err(errno::EMFILE) };
+        let (rfd, wfd) = match self.free_fd(me, 0).and_then(|r| Ok((r, self.free_fd(me, r + 1)?))) {
+            Ok(pair) => pair,
+            Err(e) => return err(e),
+        };
         let args = self.pipe_manager_args();
         let manager = match self.start_helper("pipe", &args, pipe::READY) {
             Ok(m) => m,

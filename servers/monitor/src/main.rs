@@ -36,6 +36,8 @@
 //!   sync, the disk managers' counters.
 //! - `pipes`: the pipe design, `pipe.*` limits (set by root at run time)
 //!   and the system-wide loan budget of the pipe managers.
+//! - `limits`: resource limits (`getrlimit`, `setrlimit`) and the checks
+//!   fork, open, dup, pipe and exec make against them.
 //! - `procs`: fork, wait, children's ends, signals, process groups, ids,
 //!   times, ps.
 //! - `exec`: loading a program into a process; the program-image cache.
@@ -55,6 +57,7 @@ extern crate alloc;
 
 mod exec;
 mod files;
+mod limits;
 mod mounts;
 mod names;
 mod pipes;
@@ -239,6 +242,8 @@ impl Monitor {
             monitor::OP_SIGNAL_CATCH => answer(self.signal_catch(me, w[1], w[2] != 0)),
             monitor::OP_SIGNAL_PENDING => ok(self.signal_pending(me)),
             monitor::OP_UMASK => ok(self.umask(me, w[1], w[2] != 0)),
+            monitor::OP_GETRLIMIT => self.getrlimit(me, w[1]),
+            monitor::OP_SETRLIMIT => answer(self.setrlimit(me, w[1], w[2], w[3])),
             _ => err(errno::ENOSYS),
         }
     }

@@ -27,6 +27,9 @@ impl Monitor {
         if self.procs[&me].kpid == self.starter {
             return err(errno::EPERM);
         }
+        if let Err(e) = self.may_fork(me) {
+            return err(e);
+        }
         let parent_k = self.procs[&me].kpid;
         let child_k = match msg::proc_fork(reply, &[0; 4]) {
             Ok(k) => k,
@@ -236,15 +239,25 @@ impl Monitor {
         Answer::Words([p.uid as u64, p.gid as u64, 0, 0])
     }
 
-    /// `setuid`/`setgid` in one (`u64::MAX` = unchanged); root only.
+    /// `setuid`/`setgid` in one (`u64::MAX` = unchanged); root only. A
+    /// process leaving root gets the user limits (`limits`).
     pub fn setuid(&mut self, me: u64, uid: u64, gid: u64) -> Result<u64, Errno> {
         let p = self.procs.get_mut(&me).expect("caller exists");
         if p.uid != 0 {
             return Err(errno::EPERM);
         }
+        if (uid != u64::MAX && uid > u64::from(u32::MAX - 1))
+            || (gid != u64::MAX && gid > u64::from(u32::MAX - 1))
+        {
+            return Err(errno::EINVAL);
+        }
         if uid != u64::MAX {
             p.uid = uid as u32;
+            if uid != 0 {
+                self.apply_user_limits(me);
+            }
         }
+        let p = self.procs.get_mut(&me).expect("caller exists");
         if gid != u64::MAX {
             p.gid = gid as u32;
         }

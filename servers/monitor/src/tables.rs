@@ -55,6 +55,37 @@ pub struct Proc {
     pub name: [u8; protocols::unix::PROCESS_NAME_BYTES],
     /// Its parent ended and init adopted it: nobody waits for it.
     pub orphaned: bool,
+    /// Its resource limits (`limits`): inherited by `fork`, kept by `exec`.
+    pub limits: Limits,
+}
+
+/// One process's resource limits (`protocols::unix::rlimit`): (soft,
+/// hard) for each of `rlimit::RESOURCES`, in that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits(pub [(u64, u64); 4]);
+
+impl Limits {
+    /// Root's at boot: none, but descriptors stop at the table's size.
+    pub const fn root() -> Limits {
+        use protocols::unix::rlimit::INFINITY;
+        let fds = MAX_FDS as u64;
+        Limits([(INFINITY, INFINITY), (INFINITY, INFINITY), (fds, fds), (INFINITY, INFINITY)])
+    }
+
+    /// Where `resource` is kept, or `None` for one the monitor does not keep.
+    pub fn index(resource: u64) -> Option<usize> {
+        protocols::unix::rlimit::RESOURCES.iter().position(|&r| r == resource)
+    }
+
+    /// The (soft, hard) limit of `resource`.
+    pub fn get(&self, resource: u64) -> Option<(u64, u64)> {
+        Limits::index(resource).map(|i| self.0[i])
+    }
+
+    /// The soft limit of `resource` (`INFINITY` for one not kept).
+    pub fn soft(&self, resource: u64) -> u64 {
+        self.get(resource).map_or(protocols::unix::rlimit::INFINITY, |l| l.0)
+    }
 }
 
 impl Proc {
@@ -81,12 +112,13 @@ impl Proc {
             signal_sent: None,
             name,
             orphaned: false,
+            limits: Limits::root(),
         }
     }
 
     /// The child's entry after `fork`: the same ids, directory, process
-    /// group, descriptors (the caller adds the references) and ignored
-    /// signals (POSIX).
+    /// group, descriptors (the caller adds the references), ignored
+    /// signals (POSIX) and resource limits.
     pub fn forked(&self, kpid: Pid, parent: u64) -> Proc {
         Proc {
             kpid,
@@ -106,6 +138,7 @@ impl Proc {
             signal_sent: None,
             name: self.name,
             orphaned: false,
+            limits: self.limits,
         }
     }
 }

@@ -12,7 +12,8 @@
 //!   `POLLOUT` always (writes never wait);
 //! - `io::OP_FSTAT` (a character device, `rw--w----`), `io::OP_SEEK`
 //!   (`ESPIPE`), `io::OP_READDIR` (`ENOTDIR`), `io::OP_FOREGROUND` (the
-//!   foreground process group, which ^C signals);
+//!   foreground process group, which ^C signals), `tty::OP_NO_ECHO_LINE`
+//!   (the next line typed is not echoed: a password);
 //! - `io::OP_CLOSE` from the monitor only; reads kept on the handle fail
 //!   with `EBADF`.
 //!
@@ -51,7 +52,7 @@ use protocols::unix::errno::{
 use protocols::unix::{Stat, device, encode_result, io, mode, monitor, open_flags, signal, tty};
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
-use unix_core::ldisc::{Event, LineDiscipline, Read};
+use unix_core::ldisc::{self, Event, LineDiscipline, Read};
 
 runtime::entry!(main);
 
@@ -112,6 +113,7 @@ fn start(starter: Option<Pid>) -> Result<Tty, &'static str> {
         readers: VecDeque::new(),
         monitor: None,
         foreground: 0,
+        quiet_line: false,
     })
 }
 
@@ -151,6 +153,9 @@ struct Tty {
     monitor: Option<Monitor>,
     /// The foreground process group (0 = none set).
     foreground: u64,
+    /// `tty::OP_NO_ECHO_LINE`: echo nothing until the line being typed
+    /// ends, then CR NL.
+    quiet_line: bool,
 }
 
 impl Tty {
@@ -190,8 +195,16 @@ impl Tty {
         bytes[..8].copy_from_slice(&m[2].to_le_bytes());
         bytes[8..].copy_from_slice(&m[3].to_le_bytes());
         let mut echo = Vec::new();
+        let mut this_echo = Vec::new();
         for &b in &bytes[..count] {
-            let event = self.ldisc.input(b, &mut echo);
+            this_echo.clear();
+            let event = self.ldisc.input(b, &mut this_echo);
+            if !self.quiet_line {
+                echo.extend_from_slice(&this_echo);
+            } else if matches!(b, b'\r' | b'\n' | ldisc::EOF | ldisc::INTR) {
+                self.quiet_line = false;
+                echo.extend_from_slice(b"\r\n");
+            }
             // A finished line goes to a waiting reader before a later ^C
             // in the same batch could flush it.
             self.complete_reads(scratch);
@@ -302,6 +315,13 @@ impl Tty {
                     Ok(0)
                 }
                 (Some(_), _) => Err(EINVAL),
+            },
+            tty::OP_NO_ECHO_LINE => match self.handles.get(m[1]) {
+                Some(_) => {
+                    self.quiet_line = true;
+                    Ok(0)
+                }
+                None => Err(EBADF),
             },
             io::OP_CLOSE => {
                 if !from_monitor {

@@ -1,7 +1,8 @@
 //! The builtins the interpreter runs itself (XCU 2.14 and the regular
 //! builtins a script relies on): `:`, `true`, `false`, `echo`, `printf`,
 //! `test`/`[`, `set`, `shift`, `exit`, `return`, `break`, `continue`, `.`,
-//! `eval`, `exec`, `read`, `export`, `unset`.
+//! `eval`, `exec`, `read`, `export`, `unset`, and `ulimit` (its own room,
+//! `ulimit`).
 //!
 //! What it is not: the builtins that need the process (`cd`, `pwd`,
 //! `jobs`, `wait`, `umask`), which the host runs.
@@ -18,15 +19,15 @@ use super::state::{
 };
 use super::syntax::is_valid_name;
 
-const BUILTINS: [&str; 27] = [
+const BUILTINS: [&str; 28] = [
     ":", "true", "false", "echo", "printf", "test", "[", "set", "shift", "exit", "return", "break",
     "continue", ".", "eval", "exec", "read", "export", "unset", "trap", "umask", "command", "type",
-    "readonly", "local", "getopts", "hash",
+    "readonly", "local", "getopts", "hash", "ulimit",
 ];
 
 /// Standard builtins this shell does not implement yet: each says so by
 /// name (status 2) rather than being looked for as a program.
-const UNSUPPORTED: [&str; 5] = ["alias", "unalias", "fc", "times", "ulimit"];
+const UNSUPPORTED: [&str; 4] = ["alias", "unalias", "fc", "times"];
 
 /// Is `name` run by the interpreter itself?
 pub fn is_builtin(name: &str) -> bool {
@@ -216,6 +217,7 @@ pub fn run<H: Host>(sh: &mut Shell, h: &mut H, argv: &[String], cmd: &Expanded) 
         }
         "trap" => trap(sh, h, &args),
         "umask" => umask(sh, h, &args),
+        "ulimit" => super::ulimit::ulimit(sh, h, &args),
         "command" | "type" => describe(sh, h, name, &args),
         "local" => local(sh, h, &args),
         "getopts" => getopts(sh, h, &args),

@@ -52,6 +52,7 @@ mod status;
 mod syntax;
 #[cfg(test)]
 mod testing;
+mod ulimit;
 
 pub use builtins::quote;
 pub use errors::{ExpandError, ParseError, ParseErrorKind};

@@ -85,6 +85,14 @@ pub trait Host: Sized {
     fn take_signals(&mut self) -> u64;
     /// Set the file-creation mask (`None`: only read it); the previous one.
     fn umask(&mut self, mask: Option<u32>) -> u32;
+    /// Read (`set` = None) or set the (soft, hard) limit of `resource`
+    /// (`protocols::unix::rlimit`) of the shell's process (`ulimit`); the
+    /// limits before. The error is the errno's name. A host with no
+    /// limits says so.
+    fn rlimit(&mut self, resource: u64, set: Option<(u64, u64)>) -> Result<(u64, u64), String> {
+        let _ = (resource, set);
+        Err(String::from("ENOSYS (limits are not kept here)"))
+    }
 }
 
 /// What a signal does to the shell, as `trap` sets it.

@@ -45,6 +45,9 @@ pub(super) struct Fake {
     pub signals: BTreeMap<u32, SignalAction>,
     pending: u64,
     pub mask: u32,
+    /// (soft, hard) per resource (`ulimit`); absent: unlimited. Raising a
+    /// hard limit is refused, as for a non-root process.
+    pub limits: BTreeMap<u64, (u64, u64)>,
 }
 
 /// A path as the fake's file names are written (`./f` is `f`).
@@ -72,6 +75,7 @@ impl Fake {
             signals: BTreeMap::new(),
             pending: 0,
             mask: 0o022,
+            limits: BTreeMap::new(),
         }
     }
 
@@ -354,6 +358,21 @@ impl Host for Fake {
             self.mask = m;
         }
         old
+    }
+
+    fn rlimit(&mut self, resource: u64, set: Option<(u64, u64)>) -> Result<(u64, u64), String> {
+        let inf = protocols::unix::rlimit::INFINITY;
+        let old = self.limits.get(&resource).copied().unwrap_or((inf, inf));
+        if let Some((soft, hard)) = set {
+            if soft > hard {
+                return Err("EINVAL".to_string());
+            }
+            if hard > old.1 {
+                return Err("EPERM".to_string());
+            }
+            self.limits.insert(resource, (soft, hard));
+        }
+        Ok(old)
     }
 }
 
