@@ -299,6 +299,10 @@ pub mod mode {
     /// (`crate::net`); it names no file.
     pub const S_IFSOCK: u32 = 0o140000;
     pub const PERMISSIONS: u32 = 0o7777;
+    /// Set-user-ID on execution: `exec` of the file runs it with the
+    /// file owner's uid as the effective one, the caller's kept as the
+    /// real one (`monitor::OP_GETUID` word 2). `/bin/su` has it.
+    pub const S_ISUID: u32 = 0o4000;
 
     pub fn is_dir(m: u32) -> bool {
         m & S_IFMT == S_IFDIR
@@ -513,7 +517,8 @@ pub mod monitor {
     pub const OP_CHDIR: u64 = 17;
     /// `getcwd()`. Reply data: the path.
     pub const OP_GETCWD: u64 = 18;
-    /// Reply: word 0 = uid, word 1 = gid.
+    /// Reply: word 0 = (effective) uid, word 1 = gid, word 2 = real uid
+    /// (differs in a set-user-ID program, [`super::mode::S_ISUID`]).
     pub const OP_GETUID: u64 = 19;
     /// `setuid(word 1)`, `setgid(word 2)` (u64::MAX = unchanged); root only.
     pub const OP_SETUID: u64 = 20;

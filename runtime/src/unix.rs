@@ -302,6 +302,12 @@ pub fn getuid() -> u32 {
     monitor_call([monitor_ops::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[0] as u32)
 }
 
+/// The real uid: differs from [`getuid`] in a set-user-ID program (`su`)
+/// started by another user.
+pub fn getruid() -> u32 {
+    monitor_call([monitor_ops::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[2] as u32)
+}
+
 pub fn getgid() -> u32 {
     monitor_call([monitor_ops::OP_GETUID, 0, 0, 0], &[], &mut []).map_or(0, |(w, _)| w[1] as u32)
 }

@@ -93,6 +93,8 @@ pub fn root_image(target_dir: &Path, modules: &[PathBuf]) -> Result<PathBuf> {
         let (dest, mode) = match name.strip_prefix("etc.") {
             Some("shadow") => (tree.join("etc").join("shadow"), 0o600),
             Some(rest) => (tree.join("etc").join(rest), 0o644),
+            // Set-user-ID root, as memfs makes it (`SET_USER_ID_PROGRAMS`).
+            None if name == "su" => (tree.join("bin").join(name), 0o4755),
             None => (tree.join("bin").join(name), 0o755),
         };
         bytes += fs::copy(module, &dest).map_err(|e| format!("cannot copy {}: {e}", module.display()))?;

@@ -247,8 +247,9 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
 /// unit tests run (`cargo test -p NAME --lib`); their programs do not.
 /// `coreutils`: the utilities' option parsing and formats (`dd`, `cmp`,
 /// `wc`, `ls -l`, ...); `netutils`: URLs and HTTP heads of `httpd` and
-/// `fetch`.
-const HOST_TESTED_LIBS: [&str; 2] = ["coreutils", "netutils"];
+/// `fetch`; `login`: the user database and the password check of `id`,
+/// `su` and `login`.
+const HOST_TESTED_LIBS: [&str; 3] = ["coreutils", "netutils", "login"];
 
 /// `cargo test` on `packages` (with `extra_args`), counting its tests as
 /// they pass by.

@@ -8,6 +8,9 @@
 //! checking the path's directories (`names`).
 //!
 //! Invariants: the file must be a regular file the process may execute.
+//! A set-user-ID file (`mode::S_ISUID`) changes the effective uid only
+//! once the new image has replaced the old one, so a failed exec leaves
+//! the caller as it was.
 //! Once the kernel has replaced the image the old program is gone: if the
 //! new one cannot be paged, the process is ended.
 
@@ -77,7 +80,9 @@ impl Monitor {
             with_server.extend_from_slice(strings);
             return self.exec_into(p, kpid, LINUX_SERVER, &with_server, argc + 2);
         }
-        let (uid, gid) = (self.procs[&p].uid, self.procs[&p].gid);
+        // A set-user-ID file runs with its owner's uid (the real uid stays).
+        let uid = if st.mode & mode::S_ISUID != 0 { st.uid } else { self.procs[&p].uid };
+        let gid = self.procs[&p].gid;
         let header = exec_args::Header { argc: argc as u32, envc: (strings.len() - argc) as u32, uid, gid };
         let mut block = exec_args::encode_header(header).to_vec();
         for s in strings {
@@ -127,6 +132,7 @@ impl Monitor {
         }
         if let Some(proc) = self.procs.get_mut(&p) {
             proc.name = name;
+            proc.uid = uid;
             // Caught signals go back to their default action: the new
             // image has no trap to run (POSIX `exec`).
             proc.caught = 0;

@@ -233,10 +233,10 @@ impl Monitor {
         }
     }
 
-    /// `OP_GETUID`: the uid and the gid.
+    /// `OP_GETUID`: the (effective) uid, the gid and the real uid.
     pub fn getuid(&self, me: u64) -> Answer {
         let p = &self.procs[&me];
-        Answer::Words([p.uid as u64, p.gid as u64, 0, 0])
+        Answer::Words([p.uid as u64, p.gid as u64, p.real_uid as u64, 0])
     }
 
     /// `setuid`/`setgid` in one (`u64::MAX` = unchanged); root only. A
@@ -253,6 +253,7 @@ impl Monitor {
         }
         if uid != u64::MAX {
             p.uid = uid as u32;
+            p.real_uid = uid as u32;
             if uid != 0 {
                 self.apply_user_limits(me);
             }

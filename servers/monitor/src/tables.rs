@@ -33,8 +33,12 @@ pub struct Proc {
     pub kpid: Pid,
     pub ppid: u64,
     pub pgid: u64,
+    /// The effective uid: every permission check uses it.
     pub uid: u32,
     pub gid: u32,
+    /// The real uid: who started the set-user-ID program it runs (`su`
+    /// asks for a password unless it is root); `setuid` sets both.
+    pub real_uid: u32,
     pub cwd: String,
     pub fds: FdTable,
     /// Bit n set: signal n is ignored.
@@ -100,6 +104,7 @@ impl Proc {
             pgid: pid,
             uid: 0,
             gid: 0,
+            real_uid: 0,
             cwd: String::from("/"),
             fds: FdTable::new(),
             ignored: 0,
@@ -126,6 +131,7 @@ impl Proc {
             pgid: self.pgid,
             uid: self.uid,
             gid: self.gid,
+            real_uid: self.real_uid,
             cwd: self.cwd.clone(),
             fds: self.fds.clone(),
             ignored: self.ignored,

@@ -44,13 +44,19 @@ pub const STANDARD_DIRS: [(&str, u32); 6] =
 /// password hashes (shadow(5); docs/reliability.md, "Users and limits").
 pub const SECRET_ETC_FILES: [&str; 1] = ["shadow"];
 
+/// Programs of `/bin` that run as their owner, root (mode 04755,
+/// `mode::S_ISUID`): `su`, which reads `/etc/shadow` and changes its uid
+/// after checking the caller's password.
+pub const SET_USER_ID_PROGRAMS: [&str; 1] = ["su"];
+
 /// Where boot module `name` goes and its mode: `etc.<rest>` becomes
 /// `/etc/<rest>` (0644, or 0600 for the [`SECRET_ETC_FILES`]), anything
-/// else `/bin/<name>` (0755). The path is checked when the file is made.
+/// else `/bin/<name>` (0755, or 04755 for the [`SET_USER_ID_PROGRAMS`]). The path is checked when the file is made.
 pub fn module_destination(name: &str) -> Result<(String, u32), Errno> {
     let (dir, rest, perm) = match name.strip_prefix("etc.") {
         Some(rest) if SECRET_ETC_FILES.contains(&rest) => ("/etc/", rest, 0o600),
         Some(rest) => ("/etc/", rest, 0o644),
+        None if SET_USER_ID_PROGRAMS.contains(&name) => ("/bin/", name, 0o4755),
         None => ("/bin/", name, 0o755),
     };
     let mut p = String::new();
@@ -388,6 +394,7 @@ mod tests {
         assert_eq!(module_destination("etc.inittab").unwrap(), ("/etc/inittab".into(), 0o644));
         assert_eq!(module_destination("etc.shadow").unwrap(), ("/etc/shadow".into(), 0o600));
         assert_eq!(module_destination("etc.passwd").unwrap(), ("/etc/passwd".into(), 0o644));
+        assert_eq!(module_destination("su").unwrap(), ("/bin/su".into(), 0o4755));
         assert_eq!(module_destination("etcetera").unwrap(), ("/bin/etcetera".into(), 0o755));
         // Odd names give paths that `open` refuses.
         let mut f = fs();
