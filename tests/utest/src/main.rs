@@ -45,6 +45,7 @@ mod proc;
 mod ramdisk;
 mod raw;
 mod readiness;
+mod users;
 mod util;
 
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
@@ -195,12 +196,24 @@ const TESTS: &[Test] = &[
     ("ramdisk::killed_holder_wakes_the_waiters", ramdisk::killed_holder_wakes_the_waiters),
     ("ramdisk::killed_driver_fails_its_clients", ramdisk::killed_driver_fails_its_clients),
     ("ramdisk::pddriver_holds_the_cpu", ramdisk::pddriver_holds_the_cpu),
+    ("users::limits_defaults_and_rules", users::limits_defaults_and_rules),
+    ("users::nproc_limit_makes_fork_eagain", users::nproc_limit_makes_fork_eagain),
+    ("users::nofile_limit_makes_open_emfile", users::nofile_limit_makes_open_emfile),
+    ("users::data_limit_makes_sbrk_enomem", users::data_limit_makes_sbrk_enomem),
+    ("users::as_limit_refuses_big_programs", users::as_limit_refuses_big_programs),
+    ("users::non_root_cannot_signal_others_or_servers", users::non_root_cannot_signal_others_or_servers),
+    ("users::non_root_cannot_touch_another_process", users::non_root_cannot_touch_another_process),
+    ("users::non_root_gets_no_rights", users::non_root_gets_no_rights),
+    ("users::non_root_cannot_open_private_queues", users::non_root_cannot_open_private_queues),
+    ("users::su_checks_the_password", users::su_checks_the_password),
+    ("users::login_starts_the_users_shell", users::login_starts_the_users_shell),
 ];
 
 fn main(args: Args) -> i32 {
     let argv: Vec<&str> = args.iter().collect();
     match argv.get(1) {
         Some(&"role-hold") => return leak::role_hold(&argv),
+        Some(&"role-limits") => return users::role_limits(&argv),
         Some(role) if role.starts_with("role-") => return proc::role(&argv),
         _ => {}
     }
