@@ -1122,7 +1122,11 @@ pub mod vm {
     /// Page the new image of process word 1 (kernel pid): word 2 = the
     /// image id from `OP_LOAD_IMAGE` (its segments are paged from the
     /// program file) and the heap region (zero-filled on first touch,
-    /// Ridge's `sbrk`). Call it after `proc_image`, before `proc_start`.
+    /// Ridge's `sbrk`). Word 3 = the heap region's bytes (rounded up to a
+    /// page; 0 or more than `abi::layout::USER_HEAP_MAX_BYTES`: all of
+    /// it): the monitor passes the process's hard heap limit
+    /// ([`super::rlimit`]), so a touch past it faults even without the
+    /// runtime's `sbrk`. Call it after `proc_image`, before `proc_start`.
     pub const OP_NEW_IMAGE: u64 = 1;
     /// Copy-on-write fork: give child word 2 a copy of parent word 1's
     /// address space and pager regions.

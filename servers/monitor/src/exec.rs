@@ -116,7 +116,10 @@ impl Monitor {
                 let (w, _) = loaded?;
                 let (image, entry) = (w[0], w[1]);
                 sys::proc_image(kpid, entry, &block, &name).map_err(kernel_errno)?;
-                if let Err(e) = self.call(vm_link, [vm::OP_NEW_IMAGE, kpid.0, image, 0], &[], &mut []) {
+                let heap_bytes = self.heap_region_bytes(p);
+                if let Err(e) =
+                    self.call(vm_link, [vm::OP_NEW_IMAGE, kpid.0, image, heap_bytes], &[], &mut [])
+                {
                     // The old image is gone and the new one has no pager:
                     // the process cannot run.
                     let _ = sys::kill(kpid);

@@ -95,6 +95,21 @@ impl Monitor {
         (heap != INFINITY).then(|| format!("{}{heap}", rlimit::EXEC_HEAP_LIMIT_PREFIX))
     }
 
+    /// The heap region the VM manager pages for `me`'s next image: its
+    /// hard heap limit (0: the whole region). The hard limit, not the
+    /// soft one, since the process may raise its soft limit up to it with
+    /// no exec; only root raises a hard one, and a raise counts from the
+    /// next exec.
+    pub fn heap_region_bytes(&self, me: u64) -> u64 {
+        let l = &self.procs[&me].limits;
+        let hard = |r| l.get(r).map_or(INFINITY, |(_, h)| h);
+        match hard(RLIMIT_DATA).min(hard(RLIMIT_AS)) {
+            INFINITY => 0,
+            // At least a page: 0 would mean the whole region.
+            bytes => bytes.max(abi::layout::PAGE_SIZE),
+        }
+    }
+
     /// `me` left root for a user: each limit becomes the smaller of its
     /// own and the user default (`rlimit::user_default`).
     pub fn apply_user_limits(&mut self, me: u64) {

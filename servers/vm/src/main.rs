@@ -11,7 +11,9 @@
 //!   shares its text; a page the file only partly fills gets a private
 //!   copy with the rest zeroed.
 //! - **The heap** (Ridge's `sbrk`): the runtime only moves a pointer; the
-//!   first touch of each page is a fault here, answered with a zero page.
+//!   first touch of each page is a fault here, answered with a zero page,
+//!   up to the process's hard heap limit (`OP_NEW_IMAGE` word 3,
+//!   `protocols::unix::rlimit`); a fault past it fails (SIGSEGV).
 //! - **fork**: the child gets the parent's address space copy-on-write
 //!   (`space_copy`, one kernel call) and its pager regions, so the child's
 //!   faults come here too.
@@ -91,6 +93,11 @@ struct Vm {
     images: Vec<Option<Image>>,
     next_generation: u32,
     processes: BTreeMap<u64, Vec<Region>>,
+    /// Heap bytes served to each process that has a heap limit
+    /// (`OP_NEW_IMAGE` word 3; a fork child has its parent's): a fault
+    /// past it fails. The region itself stays whole, since an address
+    /// in no region would get the kernel's zero-fill.
+    heap_limits: BTreeMap<u64, u64>,
     stats: Stats,
     /// A page for building partly filled pages (COPY copies from it).
     scratch: Box<Page>,
@@ -119,6 +126,7 @@ fn main(args: Args) -> i32 {
         images: Vec::new(),
         next_generation: 1,
         processes: BTreeMap::new(),
+        heap_limits: BTreeMap::new(),
         stats: Stats::default(),
         scratch: Box::new(Page::zeroed()),
     };
@@ -153,7 +161,7 @@ fn main(args: Args) -> i32 {
                         None => Err(errno::EINVAL),
                     }
                     .map(|_| u64::MAX),
-                    vm::OP_NEW_IMAGE if from_monitor => vm.new_image(Pid(a), b),
+                    vm::OP_NEW_IMAGE if from_monitor => vm.new_image(Pid(a), b, c),
                     vm::OP_FORK if from_monitor => vm.fork(Pid(a), Pid(b)),
                     vm::OP_EXIT if from_monitor => {
                         vm.forget(a);
@@ -291,8 +299,9 @@ impl Vm {
         self.images.get(slot)?.as_ref().filter(|m| m.generation == generation).map(|_| slot)
     }
 
-    /// Page the new image of `pid`: its segments and its heap.
-    fn new_image(&mut self, pid: Pid, image_id: u64) -> Result<u64, Errno> {
+    /// Page the new image of `pid`: its segments and its heap, of
+    /// `heap_bytes` (0: the whole heap region).
+    fn new_image(&mut self, pid: Pid, image_id: u64, heap_bytes: u64) -> Result<u64, Errno> {
         self.forget(pid.0);
         let slot = self.image_of(image_id).ok_or(errno::EINVAL)?;
         let segments = self.images[slot].as_ref().expect("checked").segments.clone();
@@ -304,6 +313,14 @@ impl Vm {
         }
         sys::set_pager(pid, USER_HEAP_BASE, USER_HEAP_MAX_BYTES, self.me, self.queue.0)
             .map_err(kernel_errno)?;
+        // The heap limit (`protocols::unix::rlimit`): past it no page is
+        // served, whatever the process does with its break.
+        if let Some(b) = heap_bytes.checked_next_multiple_of(PAGE_SIZE)
+            && b != 0
+            && b < USER_HEAP_MAX_BYTES
+        {
+            self.heap_limits.insert(pid.0, b);
+        }
         if let Some(img) = self.images[slot].as_mut() {
             img.users += 1;
         }
@@ -323,11 +340,15 @@ impl Vm {
             }
             self.processes.insert(child.0, regions);
         }
+        if let Some(&limit) = self.heap_limits.get(&parent.0) {
+            self.heap_limits.insert(child.0, limit);
+        }
         Ok(pages)
     }
 
     /// A process ended or got a new image: its regions are gone.
     fn forget(&mut self, pid: u64) {
+        self.heap_limits.remove(&pid);
         if let Some(regions) = self.processes.remove(&pid)
             && let Some(r) = regions.first()
             && let Some(img) = self.images[r.image].as_mut()
@@ -337,7 +358,10 @@ impl Vm {
     }
 
     fn fault(&mut self, pid: Pid, addr: u64, region_start: u64) {
-        let flags_and_src = if region_start == USER_HEAP_BASE {
+        let past_limit = self.heap_limits.get(&pid.0).is_some_and(|&l| addr >= USER_HEAP_BASE + l);
+        let flags_and_src = if region_start == USER_HEAP_BASE && past_limit {
+            None
+        } else if region_start == USER_HEAP_BASE {
             Some((pager::ZERO | pager::WRITABLE, 0))
         } else {
             self.image_page(pid.0, addr)

@@ -201,6 +201,7 @@ const TESTS: &[Test] = &[
     ("users::nofile_limit_makes_open_emfile", users::nofile_limit_makes_open_emfile),
     ("users::data_limit_makes_sbrk_enomem", users::data_limit_makes_sbrk_enomem),
     ("users::as_limit_refuses_big_programs", users::as_limit_refuses_big_programs),
+    ("users::heap_past_the_hard_limit_faults", users::heap_past_the_hard_limit_faults),
     ("users::non_root_cannot_signal_others_or_servers", users::non_root_cannot_signal_others_or_servers),
     ("users::non_root_cannot_touch_another_process", users::non_root_cannot_touch_another_process),
     ("users::non_root_gets_no_rights", users::non_root_gets_no_rights),

@@ -98,3 +98,16 @@ pub fn swap_u32(addr: u64, value: u32) -> u32 {
     let word = unsafe { &*(addr as *const core::sync::atomic::AtomicU32) };
     word.swap(value, core::sync::atomic::Ordering::SeqCst)
 }
+
+/// Write and read back a word at `addr` in the heap region, past the
+/// break: the VM manager serves it if the address is inside the region it
+/// pages for this process, else the process ends with SIGSEGV.
+pub fn touch_heap_word(addr: u64) -> u64 {
+    // SAFETY: `addr` is 8-aligned in the heap region above the break, where
+    // no Rust object lives (the allocator only uses memory below the
+    // break); the caller expects the touch past the region to end it.
+    unsafe {
+        (addr as *mut u64).write_volatile(0x5eed);
+        (addr as *const u64).read_volatile()
+    }
+}

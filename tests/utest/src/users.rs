@@ -194,8 +194,27 @@ pub fn as_limit_refuses_big_programs() -> TestResult {
     })
 }
 
-/// `utest role-limits nofile N` / `role-limits data BYTES`: after an
-/// exec, the limit is still N (BYTES) and this new program is held to it.
+/// The VM manager pages the heap only up to the hard heap limit the
+/// process had at exec: a program that moves no break and touches the
+/// heap past that limit ends with SIGSEGV (inside it, the touch works).
+pub fn heap_past_the_hard_limit_faults() -> TestResult {
+    let child = spawn(|| {
+        if become_user().is_err() {
+            return 90;
+        }
+        let cap = 4 * MIB;
+        if unix::setrlimit(RLIMIT_DATA, cap, cap).is_err() {
+            return 91;
+        }
+        let e = unix::execve("/bin/utest", &["utest", "role-limits", "touch", &format!("{cap}")], &[]);
+        100 + e.0 as i32
+    })?;
+    util::expect_signal(child, signal::SIGSEGV)
+}
+
+/// `utest role-limits nofile N` / `role-limits data BYTES` / `role-limits
+/// touch BYTES`: after an exec, the limit is still N (BYTES) and this new
+/// program is held to it (`touch`: ends with SIGSEGV, or exits 1).
 pub fn role_limits(argv: &[&str]) -> i32 {
     let value = argv.get(3).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
     let verdict: TestResult = (|| match argv.get(2).copied() {
@@ -224,6 +243,13 @@ pub fn role_limits(argv: &[&str]) -> i32 {
             expect_errno(unix::sbrk(value as i64), ENOMEM, "sbrk of the whole limit after exec")?;
             unix::sbrk(abi::layout::PAGE_SIZE as i64).ctx("sbrk a page after exec")?;
             Ok(())
+        }
+        Some("touch") => {
+            let inside = abi::layout::USER_HEAP_BASE + value - 8;
+            ensure!(crate::raw::touch_heap_word(inside) == 0x5eed, "the last word under the limit");
+            let past = abi::layout::USER_HEAP_BASE + value + abi::layout::PAGE_SIZE;
+            crate::raw::touch_heap_word(past);
+            Err(String::from("a touch past the hard heap limit was served"))
         }
         other => Err(format!("unknown role-limits {other:?}")),
     })();
