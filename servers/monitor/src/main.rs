@@ -40,6 +40,8 @@
 //!   times, ps.
 //! - `exec`: loading a program into a process; the program-image cache.
 //! - `sessions`: init's `OP_START` and the console's device entries.
+//! - `supervised`: root's requests to end or start a server, forwarded
+//!   to init (the supervisor), and finding a restarted driver again.
 //! - here: start-up, the loop, and [`Monitor::handle`], one arm per
 //!   `monitor::OP_*`.
 //!
@@ -61,6 +63,7 @@ mod pipes;
 mod procs;
 mod sessions;
 mod state;
+mod supervised;
 mod tables;
 
 use abi::Pid;
@@ -239,6 +242,9 @@ impl Monitor {
             monitor::OP_SIGNAL_CATCH => answer(self.signal_catch(me, w[1], w[2] != 0)),
             monitor::OP_SIGNAL_PENDING => ok(self.signal_pending(me)),
             monitor::OP_UMASK => ok(self.umask(me, w[1], w[2] != 0)),
+            monitor::OP_SERVER_KILL => self.server_request(me, protocols::init::OP_KILL, data),
+            monitor::OP_SERVER_START => self.server_request(me, protocols::init::OP_START, data),
+            monitor::OP_SUPERVISOR => Answer::Words([0, self.starter.0, protocols::init::QUEUE as u64, 0]),
             _ => err(errno::ENOSYS),
         }
     }
