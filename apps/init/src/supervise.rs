@@ -303,9 +303,8 @@ impl Supervisor {
             }
             None => {
                 println!("init: starting {program}, as root asked");
-                if let Err(why) = self.add_driver(program, STARTED_PRIORITY, 0, None, true) {
-                    println!("init: {program}: {why}");
-                }
+                // A failed start is logged and scheduled by `died`.
+                let _ = self.add_driver(program, STARTED_PRIORITY, 0, None, true);
             }
         }
     }

@@ -45,6 +45,7 @@ mod proc;
 mod ramdisk;
 mod raw;
 mod readiness;
+mod restart;
 mod util;
 
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
@@ -195,6 +196,17 @@ const TESTS: &[Test] = &[
     ("ramdisk::killed_holder_wakes_the_waiters", ramdisk::killed_holder_wakes_the_waiters),
     ("ramdisk::killed_driver_fails_its_clients", ramdisk::killed_driver_fails_its_clients),
     ("ramdisk::pddriver_holds_the_cpu", ramdisk::pddriver_holds_the_cpu),
+    // Last: they end and restart the drivers the tests above use.
+    (
+        "restart::only_root_may_end_a_server_and_stateful_ones_stay",
+        restart::only_root_may_end_a_server_and_stateful_ones_stay,
+    ),
+    (
+        "restart::ramdisk_killed_under_a_reader_comes_back_empty",
+        restart::ramdisk_killed_under_a_reader_comes_back_empty,
+    ),
+    ("restart::vda_killed_under_a_reader_keeps_its_data", restart::vda_killed_under_a_reader_keeps_its_data),
+    ("restart::a_driver_that_dies_at_once_is_given_up", restart::a_driver_that_dies_at_once_is_given_up),
 ];
 
 fn main(args: Args) -> i32 {
