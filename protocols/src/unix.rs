@@ -607,6 +607,11 @@ pub mod monitor {
     /// calls, to anyone. Reply: word 1 = init's kernel pid, word 2 = its
     /// queue ([`crate::init::QUEUE`]).
     pub const OP_SUPERVISOR: u64 = 72;
+    /// A one-way `send` from init only: the server or driver with kernel
+    /// pid word 1 has ended (init may start it again under a new pid). The
+    /// monitor closes its links to it and forgets the cached lookups of
+    /// the device entries that named it.
+    pub const OP_SERVER_ENDED: u64 = 73;
 }
 
 /// Where a descriptor's requests go, in words 1–3 of the monitor's

@@ -163,7 +163,9 @@ impl Supervisor {
     fn died(&mut self, i: usize, how: &str, ran_ns: u64) {
         let now = self.clock.now_ns();
         let c = &mut self.children[i];
-        c.pid = None;
+        if let Some(pid) = c.pid.take() {
+            tell_the_monitor(pid);
+        }
         if !c.restart {
             c.state = state::STOPPED;
             println!("init: {} {how}; its line does not say `restart`, so it stays down", c.program);
@@ -222,6 +224,7 @@ impl Supervisor {
                 let ran_ns = self.clock.now_ns().saturating_sub(self.children[i].started_ns);
                 let how = match status {
                     ExitStatus::Exited(0) => {
+                        tell_the_monitor(pid);
                         let c = &mut self.children[i];
                         c.pid = None;
                         c.state = state::STOPPED;
@@ -333,6 +336,19 @@ impl Supervisor {
             }
             sys::sleep_ns(POLL_NS);
         }
+    }
+}
+
+/// Tell the monitor that `pid` ended (`monitor::OP_SERVER_ENDED`): it
+/// drops its links to it and its cached lookups naming it. A one-way
+/// `send`: init never waits for the monitor here.
+fn tell_the_monitor(pid: Pid) {
+    if let Some((monitor_pid, queue)) = sys::bootstrap(bootstrap::MONITOR)
+        && monitor_pid != pid
+        && let Ok(l) = msg::open_link(monitor_pid, Queue(queue))
+    {
+        let _ = msg::send(l, &[monitor::OP_SERVER_ENDED, pid.0, 0, 0]);
+        let _ = msg::close_link(l);
     }
 }
 

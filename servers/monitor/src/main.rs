@@ -168,6 +168,9 @@ fn main(args: Args) -> i32 {
             {
                 m.signal_group(r.message[1], r.message[2]);
             }
+            Kind::Short if r.message[0] == monitor::OP_SERVER_ENDED && r.sender == m.starter => {
+                m.server_ended(Pid(r.message[1]));
+            }
             Kind::Short if r.message[0] == monitor::OP_PIPE_LOAN => {
                 m.pipe_loan(r.sender, r.message[1], r.message[2]);
             }

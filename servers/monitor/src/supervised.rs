@@ -6,9 +6,12 @@
 //!   init (`monitor::OP_SERVER_KILL`, `OP_SERVER_START`), as one-way
 //!   messages: init calls the monitor (its session's `wait`), so a call
 //!   the other way could leave each waiting for the other;
-//! - finds a restarted driver again: a device entry whose cached lookup
-//!   names a driver that has ended is looked up once more (init has made
-//!   the entry name the new driver by then, or the open fails as before).
+//! - finds a restarted driver again: init tells it when one of its
+//!   children ends (`monitor::OP_SERVER_ENDED`), and the links to it and
+//!   the cached lookups naming it go; an open that raced that message and
+//!   failed on a device entry whose driver has ended is looked up once
+//!   more (init has made the entry name the new driver by then, or the
+//!   open fails as before).
 //!
 //! What it is not: the supervisor. It keeps no list of servers and never
 //! starts or ends one itself (only init may end init's children).
@@ -34,6 +37,15 @@ impl Monitor {
             .link(starter, init::QUEUE)
             .and_then(|l| msg::send_data(l, &[op, 0, 0, 0], data).map_err(crate::state::kernel_errno));
         answer(sent.map(|()| 0))
+    }
+
+    /// init's `OP_SERVER_ENDED`: `pid` has ended. Its links go (a link
+    /// slot each, which a driver restarted many times would otherwise use
+    /// up), and so do the cached lookups of the device entries naming it,
+    /// so that the next open finds the entry init makes for the new one.
+    pub fn server_ended(&mut self, pid: Pid) {
+        self.drop_link(pid);
+        self.lookups.retain(|_, (st, rest)| rest.is_none() || st.device_pid != pid.0);
     }
 
     /// After an open of `abs` failed with `failed`: if the lookup cache
