@@ -244,7 +244,41 @@ fn files(dir: &str, k: u64) -> OpResult {
     Ok(())
 }
 
+/// Held (an `O_EXCL` file in `/tmp`) by the `fuzz` lane while sfuzz runs
+/// and by the `restarts` lane from its kill until the new driver serves:
+/// sfuzz's health checks read `/dev/ram0`, which has no driver for a
+/// moment while init starts the new one.
+const RESTART_LOCK: &str = "/tmp/soak.restart-lock";
+
+/// Run `f` holding [`RESTART_LOCK`].
+fn with_restart_lock(f: impl FnOnce() -> OpResult) -> OpResult {
+    // Bounded (10 minutes of 50 ms waits) only so that a lane that died
+    // holding the lock cannot hang the other.
+    let mut taken = false;
+    for _ in 0..12_000 {
+        match unix::open(RESTART_LOCK, of::O_WRONLY | of::O_CREAT | of::O_EXCL, 0o600) {
+            Ok(fd) => {
+                let _ = unix::close(fd);
+                taken = true;
+                break;
+            }
+            Err(errno::EEXIST) => unix::sleep_ns(50_000_000),
+            Err(e) => return Err(format!("{RESTART_LOCK}: {}", name(e))),
+        }
+    }
+    if !taken {
+        return Err(format!("{RESTART_LOCK} was held for 10 minutes"));
+    }
+    let r = f();
+    let _ = unix::unlink(RESTART_LOCK);
+    r
+}
+
 fn fuzz(dir: &str, k: u64) -> OpResult {
+    with_restart_lock(|| fuzz_once(dir, k))
+}
+
+fn fuzz_once(dir: &str, k: u64) -> OpResult {
     // Its lines go to a file: they speak the test protocol, and the soak's
     // own lines are the ones its boot is judged by.
     let seed = 1000 + k;
@@ -271,23 +305,26 @@ fn restarts(_dir: &str, k: u64) -> OpResult {
     let status = |what: &str| unix::server_status(RESTARTED.0).map_err(|e| format!("{what}: {}", name(e)));
     // Past the quick-death limit since its last start.
     unix::sleep_ns(unix_core::restart::INIT_POLICY.quick_run_ns + 500_000_000);
-    let before = status("status before the kill")?;
-    if before[0] != state::RUNNING {
-        return Err(format!("{} is not running: {before:?}", RESTARTED.0));
-    }
-    unix::server_kill(RESTARTED.0).map_err(|e| format!("service kill {}: {}", RESTARTED.0, name(e)))?;
-    // Bounded only so that a broken supervisor cannot hang the lane.
-    let mut after = before;
-    for _ in 0..1200 {
-        after = status("status after the kill")?;
-        if after[0] == state::RUNNING && after[1] != before[1] && after[1] != 0 {
-            break;
+    with_restart_lock(|| {
+        let before = status("status before the kill")?;
+        if before[0] != state::RUNNING {
+            return Err(format!("{} is not running: {before:?}", RESTARTED.0));
         }
-        unix::sleep_ns(50_000_000);
-    }
-    if after[1] == before[1] || after[0] != state::RUNNING {
-        return Err(format!("{} was not started again: {before:?} then {after:?}", RESTARTED.0));
-    }
+        unix::server_kill(RESTARTED.0).map_err(|e| format!("service kill {}: {}", RESTARTED.0, name(e)))?;
+        // Bounded only so that a broken supervisor cannot hang the lane.
+        let mut after = before;
+        for _ in 0..1200 {
+            after = status("status after the kill")?;
+            if after[0] == state::RUNNING && after[1] != before[1] && after[1] != 0 {
+                break;
+            }
+            unix::sleep_ns(50_000_000);
+        }
+        if after[1] == before[1] || after[0] != state::RUNNING {
+            return Err(format!("{} was not started again: {before:?} then {after:?}", RESTARTED.0));
+        }
+        Ok(())
+    })?;
     let data = bytes(k ^ 0xd15c, 65_536);
     let offset = (k % 16) as i64 * 65_536;
     let fd = unix::open(RESTARTED.1, of::O_RDWR, 0).map_err(|e| format!("{}: {}", RESTARTED.1, name(e)))?;
