@@ -304,6 +304,9 @@ impl Supervisor {
                 c.due_ns = 0;
                 self.start_due();
             }
+            None if !is_boot_module(program) => {
+                println!("init: asked to start {program}, which is not a program of the boot image");
+            }
             None => {
                 println!("init: starting {program}, as root asked");
                 // A failed start is logged and scheduled by `died`.
@@ -337,6 +340,19 @@ impl Supervisor {
             sys::sleep_ns(POLL_NS);
         }
     }
+}
+
+/// Whether the boot image holds a program (module) called `name`.
+fn is_boot_module(name: &str) -> bool {
+    let mut found = [0u8; 64];
+    for index in 0.. {
+        match sys::module_info(index, &mut found) {
+            Ok((_, len)) if &found[..len.min(found.len())] == name.as_bytes() => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// Tell the monitor that `pid` ended (`monitor::OP_SERVER_ENDED`): it

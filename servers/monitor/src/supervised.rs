@@ -51,8 +51,23 @@ impl Monitor {
     /// After an open of `abs` failed with `failed`: if the lookup cache
     /// named a device whose driver has ended (a driver init restarts),
     /// forget that entry and the link to the dead driver, and open once
-    /// more through a fresh lookup. Otherwise the first error stands.
+    /// more through a fresh lookup. Otherwise the first error stands,
+    /// except that a device whose driver has ended (not restarted yet, or
+    /// given up) is `ENODEV` ("no such device"), not the `ESRCH` a
+    /// dead manager's link gives.
     pub fn open_after_restart(
+        &mut self,
+        me: u64,
+        abs: &str,
+        flags: u64,
+        create_mode: u32,
+        failed: Errno,
+    ) -> Result<FdInfo, Errno> {
+        self.open_again(me, abs, flags, create_mode, failed)
+            .map_err(|e| if e == errno::ESRCH { errno::ENODEV } else { e })
+    }
+
+    fn open_again(
         &mut self,
         me: u64,
         abs: &str,

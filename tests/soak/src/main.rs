@@ -250,8 +250,25 @@ fn files(dir: &str, k: u64) -> OpResult {
 /// moment while init starts the new one.
 const RESTART_LOCK: &str = "/tmp/soak.restart-lock";
 
-/// Run `f` holding [`RESTART_LOCK`].
-fn with_restart_lock(f: impl FnOnce() -> OpResult) -> OpResult {
+/// Made by the `restarts` lane while it waits for [`RESTART_LOCK`]: the
+/// `fuzz` lane, which would otherwise take the lock again as soon as it
+/// lets it go, waits while it is there.
+const RESTART_WANTED: &str = "/tmp/soak.restart-wanted";
+
+/// Run `f` holding [`RESTART_LOCK`]; `first`: ask the other lane to let
+/// this one have it next ([`RESTART_WANTED`]).
+fn with_restart_lock(first: bool, f: impl FnOnce() -> OpResult) -> OpResult {
+    if first {
+        let _ = unix::open(RESTART_WANTED, of::O_WRONLY | of::O_CREAT, 0o600).map(unix::close);
+    } else {
+        // Bounded like the lock below.
+        for _ in 0..12_000 {
+            if unix::stat(RESTART_WANTED).is_err() {
+                break;
+            }
+            unix::sleep_ns(50_000_000);
+        }
+    }
     // Bounded (10 minutes of 50 ms waits) only so that a lane that died
     // holding the lock cannot hang the other.
     let mut taken = false;
@@ -266,6 +283,9 @@ fn with_restart_lock(f: impl FnOnce() -> OpResult) -> OpResult {
             Err(e) => return Err(format!("{RESTART_LOCK}: {}", name(e))),
         }
     }
+    if first {
+        let _ = unix::unlink(RESTART_WANTED);
+    }
     if !taken {
         return Err(format!("{RESTART_LOCK} was held for 10 minutes"));
     }
@@ -275,7 +295,7 @@ fn with_restart_lock(f: impl FnOnce() -> OpResult) -> OpResult {
 }
 
 fn fuzz(dir: &str, k: u64) -> OpResult {
-    with_restart_lock(|| fuzz_once(dir, k))
+    with_restart_lock(false, || fuzz_once(dir, k))
 }
 
 fn fuzz_once(dir: &str, k: u64) -> OpResult {
@@ -305,7 +325,7 @@ fn restarts(_dir: &str, k: u64) -> OpResult {
     let status = |what: &str| unix::server_status(RESTARTED.0).map_err(|e| format!("{what}: {}", name(e)));
     // Past the quick-death limit since its last start.
     unix::sleep_ns(unix_core::restart::INIT_POLICY.quick_run_ns + 500_000_000);
-    with_restart_lock(|| {
+    with_restart_lock(true, || {
         let before = status("status before the kill")?;
         if before[0] != state::RUNNING {
             return Err(format!("{} is not running: {before:?}", RESTARTED.0));
