@@ -52,6 +52,13 @@ const POLL_NS: u64 = 100_000_000;
 const READY_POLL_NS: u64 = 1_000_000;
 /// The priority of a program started by `OP_START` (a test's driver).
 const STARTED_PRIORITY: u64 = 20;
+/// init's own priority while it supervises: above every UNIX process
+/// (which inherit the monitor's 26) and the drivers (29), as high as the
+/// console (30). At the default 8 a UNIX process that never blocks (a
+/// reader looping on a RAM disk) kept init from ever running on one CPU,
+/// so a dead driver was never started again. init sleeps between its
+/// looks (`POLL_NS`), so it takes little.
+const SUPERVISOR_PRIORITY: u8 = 30;
 
 /// One program init started, and how to start it again.
 pub struct Child {
@@ -329,6 +336,9 @@ impl Supervisor {
     /// reached by `link` to the monitor) ends; its wait status, or `None`
     /// when the monitor cannot say.
     pub fn run_until_ended(&mut self, link: Link, session: u64) -> Option<u64> {
+        if let Err(e) = sys::set_priority(sys::getpid(), SUPERVISOR_PRIORITY) {
+            println!("init: cannot raise its priority to {SUPERVISOR_PRIORITY}: {}", e.name());
+        }
         loop {
             self.tend();
             let asked = msg::call(link, &[monitor::OP_WAIT, session, wait_status::NO_HANG, 0], &[], &mut []);
