@@ -16,6 +16,42 @@
 /// module here).
 pub const STARTER_QUEUE: u32 = 0;
 
+/// init as the supervisor of the servers and drivers it starts (MINIX 3's
+/// reincarnation server; docs/reliability.md, "Restarting dead servers and
+/// drivers"). init hears of its children's ends from the kernel
+/// (`set_exit_queue`, a `ChildExit` message on [`init::QUEUE`]) and starts
+/// again those whose init-file line says `restart`.
+pub mod init {
+    /// init's second queue: its children's exit reports, the monitor's
+    /// forwarded requests ([`OP_KILL`]) and anyone's [`OP_STATUS`] calls.
+    pub const QUEUE: u32 = 1;
+    /// A one-way `send_data` from the monitor only (it checked that the
+    /// asker is root: `monitor::OP_SERVER_KILL`): end the supervised
+    /// program named by the data, as a fault would. No reply.
+    pub const OP_KILL: u64 = 1;
+    /// A call from anyone: the state of the supervised program named by
+    /// the data. Reply words: [state ([`state`]), its kernel pid (0: none
+    /// now), restarts so far, quick deaths in a row]; `ENOENT` in word 0
+    /// (as `unix::result`) for a name init does not supervise.
+    pub const OP_STATUS: u64 = 2;
+    /// A one-way `send_data` from the monitor only (`monitor::OP_SERVER_START`,
+    /// root only): start the boot-image program named by the data as a
+    /// supervised driver with no rights and no device entry (tests use it
+    /// with a program that dies at once, to see init give up).
+    pub const OP_START: u64 = 3;
+    /// Word 0 of an [`OP_STATUS`] reply.
+    pub mod state {
+        /// Running (started and ready).
+        pub const RUNNING: u64 = 1;
+        /// Ended by a fault; waiting out its back-off before the next start.
+        pub const WAITING: u64 = 2;
+        /// Ended too often in a row: init gave up and will not start it again.
+        pub const GAVE_UP: u64 = 3;
+        /// Ended cleanly (exit status 0), or not marked `restart`: not restarted.
+        pub const STOPPED: u64 = 4;
+    }
+}
+
 /// The serial console driver (drivers/console).
 ///
 /// The driver serves calls on its queue 0. Word 0 of a request is the

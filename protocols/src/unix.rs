@@ -598,6 +598,25 @@ pub mod monitor {
     /// `mkdir` modes; word 2 = 1 only reads it. Reply: word 0 = previous
     /// mask. Inherited by `fork` and kept by `exec`.
     pub const OP_UMASK: u64 = 62;
+    /// Root only (`EPERM` for anyone else): ask init to end the supervised
+    /// server or driver named by the data, as a fault would (`kill -9` of
+    /// a server; init restarts it if its line says `restart`). Forwarded
+    /// to init as a one-way message ([`crate::init::OP_KILL`]): word 0 = 0
+    /// means asked, not done; [`crate::init::OP_STATUS`] tells what became
+    /// of it.
+    pub const OP_SERVER_KILL: u64 = 70;
+    /// Root only: ask init to start the boot-image program named by the
+    /// data as a supervised driver ([`crate::init::OP_START`]).
+    pub const OP_SERVER_START: u64 = 71;
+    /// Where the supervisor (init) takes [`crate::init::OP_STATUS`]
+    /// calls, to anyone. Reply: word 1 = init's kernel pid, word 2 = its
+    /// queue ([`crate::init::QUEUE`]).
+    pub const OP_SUPERVISOR: u64 = 72;
+    /// A one-way `send` from init only: the server or driver with kernel
+    /// pid word 1 has ended (init may start it again under a new pid). The
+    /// monitor closes its links to it and forgets the cached lookups of
+    /// the device entries that named it.
+    pub const OP_SERVER_ENDED: u64 = 73;
     /// `getrlimit(word 1)`: word 1 = a [`super::rlimit`] resource. Reply:
     /// word 1 = soft limit, word 2 = hard limit ([`super::rlimit::INFINITY`]
     /// for none). `EINVAL` for an unknown resource.

@@ -669,6 +669,33 @@ pub fn sync() -> Result<(), Errno> {
     monitor_word([monitor_ops::OP_SYNC, 0, 0, 0], &[]).map(|_| ())
 }
 
+/// Root only: ask init to end the supervised server or driver `name`
+/// as a fault would (`monitor_ops::OP_SERVER_KILL`); init starts it again
+/// if its line says `restart`. `Ok` means asked: [`server_status`] tells
+/// what became of it.
+pub fn server_kill(name: &str) -> Result<(), Errno> {
+    monitor_word([monitor_ops::OP_SERVER_KILL, 0, 0, 0], name.as_bytes()).map(|_| ())
+}
+
+/// Root only: ask init to start the boot-image program `name` as a
+/// supervised driver (`monitor_ops::OP_SERVER_START`).
+pub fn server_start(name: &str) -> Result<(), Errno> {
+    monitor_word([monitor_ops::OP_SERVER_START, 0, 0, 0], name.as_bytes()).map(|_| ())
+}
+
+/// What init's supervisor says of `name` (`protocols::init::OP_STATUS`):
+/// [state (`protocols::init::state`), kernel pid (0: not running),
+/// restarts so far, quick deaths in a row]. `ENOENT`: init did not start it.
+pub fn server_status(name: &str) -> Result<[u64; 4], Errno> {
+    let (w, _) = monitor_call([monitor_ops::OP_SUPERVISOR, 0, 0, 0], &[], &mut [])?;
+    let link = msg::open_link(abi::Pid(w[1]), msg::Queue(w[2] as u32)).map_err(from_kernel)?;
+    let answered = msg::call(link, &[protocols::init::OP_STATUS, 0, 0, 0], name.as_bytes(), &mut []);
+    let _ = msg::close_link(link);
+    let (words, _) = answered.map_err(from_kernel)?;
+    ux::result(words[0])?;
+    Ok(words)
+}
+
 /// `mount(source, target, options)`: root only (`monitor_ops::OP_MOUNT`).
 pub fn mount(source: &str, target: &str, options: &str) -> Result<(), Errno> {
     let mut data = Vec::new();

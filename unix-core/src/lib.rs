@@ -17,6 +17,8 @@
 //! - [`handles`]: the handle table memfs and the file managers number
 //!   their open files with;
 //! - [`seek`]: `lseek`'s rule, for memfs and the file managers;
+//! - [`restart`]: init's restart policy (back-off, giving up) for the
+//!   servers and drivers it supervises;
 //! - [`shell`]: the shell's language (lexer, parser, expansion) and its jobs.
 
 #![no_std]
@@ -35,5 +37,6 @@ pub mod memfs;
 pub mod path;
 pub mod pipebuf;
 pub mod pipepolicy;
+pub mod restart;
 pub mod seek;
 pub mod shell;

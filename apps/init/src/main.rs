@@ -28,11 +28,17 @@
 //!   volume is reported and the boot goes on. With the boot option
 //!   `root=disk` the device of the first `mount` line goes on `/` instead
 //!   (the memory file system keeps `/dev` and `/tmp`);
+//! - a `driver` line may end with the word `restart`: init supervises it
+//!   and starts it again when it ends by a fault or is killed (see
+//!   [`supervise`]: back-off, giving up, the device entry made again);
 //! - `run <path> [args…]`: the first UNIX process, started through the
 //!   monitor with the console as standard input, output and error.
 //!
-//! When the first process ends, init asks the monitor to `sync` (every
-//! mounted disk written and flushed), then powers off.
+//! While the first process runs, init supervises the servers and drivers
+//! it started ([`supervise`]): it hears of their ends from the kernel, logs
+//! each, and restarts the drivers marked `restart`. When the first process
+//! ends, init asks the monitor to `sync` (every mounted disk written and
+//! flushed), then powers off.
 //!
 //! What replaces the `run` line: the boot module `etc.batch` if present
 //! (`cargo xtask run --batch`: `/bin/sh /etc/batch`), else init's own
@@ -44,13 +50,15 @@
 
 extern crate alloc;
 
+mod supervise;
+
 use abi::{Pid, bootstrap, rights};
 use alloc::string::String;
 use alloc::vec::Vec;
-use protocols::net;
 use protocols::unix::{self as ux, fs, monitor, vm, wait_status};
 use runtime::msg::{self, Queue};
 use runtime::{Args, println, sys};
+use supervise::Supervisor;
 
 runtime::entry!(main);
 
@@ -60,6 +68,17 @@ const BATCH: &str = "etc.batch";
 fn main(args: Args) -> i32 {
     // The first queue: `protocols::STARTER_QUEUE`, where servers report ready.
     let Ok(ready_queue) = msg::open_queue(8, true) else { return 1 };
+    // The second: `protocols::init::QUEUE`, where the kernel reports the
+    // ends of init's children (every server and driver) and the monitor
+    // forwards root's requests.
+    let supervised_queue = match msg::open_queue(32, true) {
+        Ok(q) if q.0 == protocols::init::QUEUE && sys::set_exit_queue(q.0).is_ok() => q,
+        _ => {
+            println!("init: cannot open the queue for its children's exit reports");
+            return 1;
+        }
+    };
+    let mut supervisor = Supervisor::new(ready_queue, supervised_queue);
     let Some(table) = module_text(INITTAB) else {
         println!("init: no {INITTAB} in the boot image; nothing to start");
         return 1;
@@ -74,15 +93,25 @@ fn main(args: Args) -> i32 {
             [w, ..] if w.starts_with('#') => {}
             ["server", program, priority, rights, slot] => {
                 match start_server(program, priority, rights, slot, ready_queue) {
-                    Ok(pid) => servers.push((String::from(*program), pid)),
+                    Ok(pid) => {
+                        servers.push((String::from(*program), pid));
+                        supervisor.add_server(program, pid);
+                    }
                     Err(why) => {
                         println!("init: line {}: cannot start {program}: {why}", number + 1);
                         halt(1);
                     }
                 }
             }
-            ["driver", program, priority, rights, path] => {
-                if let Err(why) = start_driver(program, priority, rights, path, ready_queue) {
+            ["driver", program, priority, rights, path, more @ ..] if matches!(more, [] | ["restart"]) => {
+                let started = priority
+                    .parse::<u64>()
+                    .map_err(|_| String::from("bad priority"))
+                    .and_then(|p| Ok((p, rights_mask(rights)?)))
+                    .and_then(|(p, mask)| {
+                        supervisor.add_driver(program, p, mask, Some(*path), !more.is_empty())
+                    });
+                if let Err(why) = started {
                     println!("init: line {}: driver {program}: {why}", number + 1);
                 }
             }
@@ -113,7 +142,7 @@ fn main(args: Args) -> i32 {
         halt(1);
     };
     println!("{}", abi::session::START);
-    let status = run_session(&command);
+    let status = run_session(&command, &mut supervisor);
     sync_disks();
     println!("{}{status}", abi::session::EXIT);
     halt(status)
@@ -153,71 +182,6 @@ fn start_and_wait(
             Ok(_) => {}
             Err(e) => return Err(String::from(e.name())),
         }
-    }
-}
-
-/// Wait for `pid`'s ready message, or notice that it ended without one
-/// (a driver that fails while it probes its device must not hang the
-/// boot): between tries, whether it still exists.
-fn wait_ready_or_end(pid: Pid, ready: Queue) -> Result<[u64; 4], String> {
-    let mut ended = false;
-    loop {
-        match msg::try_receive(ready, &mut []) {
-            Ok(Some(r)) if r.sender == pid => return Ok(r.message),
-            Ok(Some(_)) => {}
-            Ok(None) if ended => return Err(String::from("it ended before it was ready")),
-            Ok(None) => {
-                // Its ready message may still be on the way: one more try
-                // after it is seen gone.
-                match msg::open_link(pid, Queue(ux::block::QUEUE)) {
-                    Ok(l) => {
-                        let _ = msg::close_link(l);
-                    }
-                    Err(abi::Error::NoSuchProcess | abi::Error::DeadPeer) => ended = true,
-                    Err(_) => {}
-                }
-                sys::sleep_ns(READY_POLL_NS);
-            }
-            Err(e) => return Err(String::from(e.name())),
-        }
-    }
-}
-
-/// How often init looks for a starting driver's ready message.
-const READY_POLL_NS: u64 = 1_000_000;
-
-/// Start a driver and make its device entry at `path`.
-fn start_driver(program: &str, priority: &str, rights: &str, path: &str, ready: Queue) -> Result<(), String> {
-    let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
-    let me = alloc::format!("{}", sys::getpid().0);
-    let pid = sys::spawn_with_rights(program, &me, priority, rights_mask(rights)?)
-        .map_err(|e| String::from(e.name()))?;
-    let m = wait_ready_or_end(pid, ready)?;
-    // Which kind of driver it is, from its ready message: the mode of its
-    // entry, and whether it found its device (no device: no entry).
-    let (entry_mode, present) = match m[0] {
-        ux::block::READY => (ux::mode::S_IFBLK | 0o660, m[2] != 0),
-        // The network card: only the network server talks to it.
-        net::eth::READY => (ux::mode::S_IFCHR | 0o600, m[2] != 0),
-        // The network server: anyone may open a socket.
-        net::READY => (ux::mode::S_IFCHR | 0o666, true),
-        _ => return Err(String::from("its ready message is not a driver's")),
-    };
-    let queue = m[1];
-    if !present {
-        return Ok(());
-    }
-    let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;
-    let link = msg::open_link(fs_pid, Queue(fs_queue)).map_err(|e| String::from(e.name()))?;
-    let entry_mode = entry_mode as u64;
-    // The reply carries the new entry's attributes.
-    let mut stat = [0u8; ux::Stat::BYTES];
-    let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut stat);
-    let _ = msg::close_link(link);
-    match made.map(|(w, _)| ux::result(w[0])) {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(alloc::format!("cannot make {path}: {}", ux::errno::name(e))),
-        Err(e) => Err(alloc::format!("cannot make {path}: {}", e.name())),
     }
 }
 
@@ -313,8 +277,9 @@ fn monitor_request(words: &[u64; 4], data: &[u8]) -> Result<u64, ux::Errno> {
     answered.map_err(|_| ux::errno::EIO).and_then(|(w, _)| ux::result(w[0]))
 }
 
-/// Start the first UNIX process and wait for it; its exit status.
-fn run_session(command: &[String]) -> u32 {
+/// Start the first UNIX process and supervise the servers and drivers
+/// until it ends; its exit status.
+fn run_session(command: &[String], supervisor: &mut Supervisor) -> u32 {
     let Some((monitor_pid, queue)) = sys::bootstrap(bootstrap::MONITOR) else {
         println!("init: no monitor: cannot run {}", command.join(" "));
         return 1;
@@ -341,19 +306,19 @@ fn run_session(command: &[String]) -> u32 {
             return 1;
         }
     };
-    match msg::call(link, &[monitor::OP_WAIT, pid, 0, 0], &[], &mut []) {
-        Ok((w, _)) if ux::result(w[0]).is_ok() => match wait_status::exit_code(w[1]) {
+    match supervisor.run_until_ended(link, pid) {
+        Some(status) => match wait_status::exit_code(status) {
             Some(code) => code,
             None => {
                 println!(
                     "init: {} ended by signal {}",
                     command[0],
-                    wait_status::term_signal(w[1]).unwrap_or(0)
+                    wait_status::term_signal(status).unwrap_or(0)
                 );
-                128 + wait_status::term_signal(w[1]).unwrap_or(0) as u32
+                128 + wait_status::term_signal(status).unwrap_or(0) as u32
             }
         },
-        _ => {
+        None => {
             println!("init: lost track of {}", command[0]);
             1
         }

@@ -36,7 +36,10 @@ impl Monitor {
         };
         // The caller's `umask` (POSIX `open`: mode & ~umask).
         let create_mode = create_mode & !self.procs[&me].umask;
-        let info = match self.open_object(me, &abs, flags, create_mode) {
+        let opened = self
+            .open_object(me, &abs, flags, create_mode)
+            .or_else(|e| self.open_after_restart(me, &abs, flags, create_mode, e));
+        let info = match opened {
             Ok(i) => i,
             Err(e) => return err(e),
         };

@@ -42,6 +42,8 @@
 //!   times, ps.
 //! - `exec`: loading a program into a process; the program-image cache.
 //! - `sessions`: init's `OP_START` and the console's device entries.
+//! - `supervised`: root's requests to end or start a server, forwarded
+//!   to init (the supervisor), and finding a restarted driver again.
 //! - here: start-up, the loop, and [`Monitor::handle`], one arm per
 //!   `monitor::OP_*`.
 //!
@@ -64,6 +66,7 @@ mod pipes;
 mod procs;
 mod sessions;
 mod state;
+mod supervised;
 mod tables;
 
 use abi::Pid;
@@ -168,6 +171,9 @@ fn main(args: Args) -> i32 {
             {
                 m.signal_group(r.message[1], r.message[2]);
             }
+            Kind::Short if r.message[0] == monitor::OP_SERVER_ENDED && r.sender == m.starter => {
+                m.server_ended(Pid(r.message[1]));
+            }
             Kind::Short if r.message[0] == monitor::OP_PIPE_LOAN => {
                 m.pipe_loan(r.sender, r.message[1], r.message[2]);
             }
@@ -244,6 +250,9 @@ impl Monitor {
             monitor::OP_UMASK => ok(self.umask(me, w[1], w[2] != 0)),
             monitor::OP_GETRLIMIT => self.getrlimit(me, w[1]),
             monitor::OP_SETRLIMIT => answer(self.setrlimit(me, w[1], w[2], w[3])),
+            monitor::OP_SERVER_KILL => self.server_request(me, protocols::init::OP_KILL, data),
+            monitor::OP_SERVER_START => self.server_request(me, protocols::init::OP_START, data),
+            monitor::OP_SUPERVISOR => Answer::Words([0, self.starter.0, protocols::init::QUEUE as u64, 0]),
             _ => err(errno::ENOSYS),
         }
     }

@@ -1,5 +1,5 @@
 //! soak: the soak load (issue 16), a UNIX program of the test image that
-//! `cargo xtask soak --minutes N` runs on 4 CPUs. Four lanes run in
+//! `cargo xtask soak --minutes N` runs on 4 CPUs. Five lanes run in
 //! parallel, each a forked child repeating its operation until the time
 //! is up:
 //! - `pipelines`: a file of seeded bytes (sizes from 0 to 1 MiB) through
@@ -12,7 +12,15 @@
 //! - `files`: create, write, read back and compare, delete, on `/tmp`
 //!   (memfs) and `/disk` (ext2fs) by turns, sizes as the pipelines';
 //! - `fuzz`: `/bin/sfuzz` for two batches with a new seed each time
-//!   (its health checks on, its own leak check off: the other lanes run).
+//!   (its health checks on, its own leak check off: the other lanes run);
+//! - `restarts`: a restartable driver killed through init (`service
+//!   kill`, as a fault would end it), then, once init has started it
+//!   again, a seeded block written and read back through the new one.
+//!   The driver is the RAM disk: no other lane uses it; `virtio-blk`
+//!   holds `/disk`, whose ext2 manager does not remount, and the network
+//!   server does not find a restarted `virtio-net` (docs/reliability.md).
+//!   Each kill comes after the driver ran past init's quick-death limit,
+//!   or init would rightly give it up.
 //!
 //! Before the lanes start, one round of each warms the caches (memfs,
 //! ext2fs's buffers, servers' heaps); then the baseline is taken: free
@@ -25,9 +33,9 @@
 //! and the test protocol's lines; exit status 0 when no operation failed
 //! and nothing leaked.
 //!
-//! Usage: `soak --seconds S`. Servers are not killed at random: no server
-//! restarts yet (issue 16's reincarnation part), so a killed server would
-//! end the session.
+//! Usage: `soak --seconds S`. Only drivers init restarts are killed
+//! (the `restarts` lane): the servers hold the system's state and are not
+//! restarted, so a killed one would end the session.
 
 #![no_std]
 #![no_main]
@@ -62,7 +70,7 @@ const PIPE_SIZES: [usize; 13] =
 /// per operation (a page per pipe or per process) is thousands of pages.
 const MEMORY_SLACK_BYTES: u64 = 4 << 20;
 
-const LANES: [&str; 4] = ["pipelines", "churn", "files", "fuzz"];
+const LANES: [&str; 5] = ["pipelines", "churn", "files", "fuzz", "restarts"];
 
 type OpResult = Result<(), String>;
 
@@ -236,7 +244,61 @@ fn files(dir: &str, k: u64) -> OpResult {
     Ok(())
 }
 
+/// Held (an `O_EXCL` file in `/tmp`) by the `fuzz` lane while sfuzz runs
+/// and by the `restarts` lane from its kill until the new driver serves:
+/// sfuzz's health checks read `/dev/ram0`, which has no driver for a
+/// moment while init starts the new one.
+const RESTART_LOCK: &str = "/tmp/soak.restart-lock";
+
+/// Made by the `restarts` lane while it waits for [`RESTART_LOCK`]: the
+/// `fuzz` lane, which would otherwise take the lock again as soon as it
+/// lets it go, waits while it is there.
+const RESTART_WANTED: &str = "/tmp/soak.restart-wanted";
+
+/// Run `f` holding [`RESTART_LOCK`]; `first`: ask the other lane to let
+/// this one have it next ([`RESTART_WANTED`]).
+fn with_restart_lock(first: bool, f: impl FnOnce() -> OpResult) -> OpResult {
+    if first {
+        let _ = unix::open(RESTART_WANTED, of::O_WRONLY | of::O_CREAT, 0o600).map(unix::close);
+    } else {
+        // Bounded like the lock below.
+        for _ in 0..12_000 {
+            if unix::stat(RESTART_WANTED).is_err() {
+                break;
+            }
+            unix::sleep_ns(50_000_000);
+        }
+    }
+    // Bounded (10 minutes of 50 ms waits) only so that a lane that died
+    // holding the lock cannot hang the other.
+    let mut taken = false;
+    for _ in 0..12_000 {
+        match unix::open(RESTART_LOCK, of::O_WRONLY | of::O_CREAT | of::O_EXCL, 0o600) {
+            Ok(fd) => {
+                let _ = unix::close(fd);
+                taken = true;
+                break;
+            }
+            Err(errno::EEXIST) => unix::sleep_ns(50_000_000),
+            Err(e) => return Err(format!("{RESTART_LOCK}: {}", name(e))),
+        }
+    }
+    if first {
+        let _ = unix::unlink(RESTART_WANTED);
+    }
+    if !taken {
+        return Err(format!("{RESTART_LOCK} was held for 10 minutes"));
+    }
+    let r = f();
+    let _ = unix::unlink(RESTART_LOCK);
+    r
+}
+
 fn fuzz(dir: &str, k: u64) -> OpResult {
+    with_restart_lock(false, || fuzz_once(dir, k))
+}
+
+fn fuzz_once(dir: &str, k: u64) -> OpResult {
     // Its lines go to a file: they speak the test protocol, and the soak's
     // own lines are the ones its boot is judged by.
     let seed = 1000 + k;
@@ -253,7 +315,59 @@ fn fuzz(dir: &str, k: u64) -> OpResult {
     Err(format!("sfuzz --seed {seed} exited {code}: {}", why.join(" | ")))
 }
 
-const OPS: [fn(&str, u64) -> OpResult; 4] = [pipelines, churn, files, fuzz];
+/// The driver the `restarts` lane kills, and the device it serves (in
+/// PDDRIVER mode: a call per transfer, no window of the driver's memory
+/// mapped into this process).
+const RESTARTED: (&str, &str) = ("ramdisk", "/dev/ram0/pddriver");
+
+fn restarts(_dir: &str, k: u64) -> OpResult {
+    use protocols::init::state;
+    let status = |what: &str| unix::server_status(RESTARTED.0).map_err(|e| format!("{what}: {}", name(e)));
+    // Past the quick-death limit since its last start.
+    unix::sleep_ns(unix_core::restart::INIT_POLICY.quick_run_ns + 500_000_000);
+    with_restart_lock(true, || {
+        let before = status("status before the kill")?;
+        if before[0] != state::RUNNING {
+            return Err(format!("{} is not running: {before:?}", RESTARTED.0));
+        }
+        unix::server_kill(RESTARTED.0).map_err(|e| format!("service kill {}: {}", RESTARTED.0, name(e)))?;
+        // Bounded only so that a broken supervisor cannot hang the lane.
+        let mut after = before;
+        for _ in 0..1200 {
+            after = status("status after the kill")?;
+            if after[0] == state::RUNNING && after[1] != before[1] && after[1] != 0 {
+                break;
+            }
+            unix::sleep_ns(50_000_000);
+        }
+        if after[1] == before[1] || after[0] != state::RUNNING {
+            return Err(format!("{} was not started again: {before:?} then {after:?}", RESTARTED.0));
+        }
+        Ok(())
+    })?;
+    let data = bytes(k ^ 0xd15c, 65_536);
+    let offset = (k % 16) as i64 * 65_536;
+    let fd = unix::open(RESTARTED.1, of::O_RDWR, 0).map_err(|e| format!("{}: {}", RESTARTED.1, name(e)))?;
+    let done = unix::lseek(fd, offset, unix::SEEK_SET)
+        .map_err(|e| format!("lseek: {}", name(e)))
+        .and_then(|_| write_all(fd, &data))
+        .and_then(|()| unix::lseek(fd, offset, unix::SEEK_SET).map_err(|e| format!("lseek: {}", name(e))))
+        .and_then(|_| {
+            let mut back = vec![0u8; data.len()];
+            let n = unix::read(fd, &mut back).map_err(|e| format!("read: {}", name(e)))?;
+            if n != data.len() || fnv(&back) != fnv(&data) {
+                return Err(format!(
+                    "the restarted driver gave back {n} bytes, checksum equal: {}",
+                    back == data
+                ));
+            }
+            Ok(())
+        });
+    let _ = unix::close(fd);
+    done
+}
+
+const OPS: [fn(&str, u64) -> OpResult; 5] = [pipelines, churn, files, fuzz, restarts];
 
 /// A lane: repeat its operation until `until_ns`; report (ops, errors).
 fn lane(i: usize, until_ns: u64, report: (abi::Pid, Queue)) -> i32 {
@@ -387,7 +501,7 @@ fn main(args: Args) -> i32 {
         }
         unix::sleep_ns(200_000_000);
     }
-    let (mut ops, mut errors) = ([0u64; 4], [0u64; 4]);
+    let (mut ops, mut errors) = ([0u64; LANES.len()], [0u64; LANES.len()]);
     let mut buf = [0u8; 64];
     while let Ok(Some(r)) = msg::try_receive(queue, &mut buf) {
         let i = r.message[0] as usize;

@@ -46,6 +46,7 @@ mod ramdisk;
 mod raw;
 mod readiness;
 mod users;
+mod restart;
 mod util;
 
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
@@ -208,6 +209,17 @@ const TESTS: &[Test] = &[
     ("users::non_root_cannot_open_private_queues", users::non_root_cannot_open_private_queues),
     ("users::su_checks_the_password", users::su_checks_the_password),
     ("users::login_starts_the_users_shell", users::login_starts_the_users_shell),
+    // Last: they end and restart the drivers the tests above use.
+    (
+        "restart::only_root_may_end_a_server_and_stateful_ones_stay",
+        restart::only_root_may_end_a_server_and_stateful_ones_stay,
+    ),
+    (
+        "restart::ramdisk_killed_under_a_reader_comes_back_empty",
+        restart::ramdisk_killed_under_a_reader_comes_back_empty,
+    ),
+    ("restart::vda_killed_under_a_reader_keeps_its_data", restart::vda_killed_under_a_reader_keeps_its_data),
+    ("restart::a_driver_that_dies_at_once_is_given_up", restart::a_driver_that_dies_at_once_is_given_up),
 ];
 
 fn main(args: Args) -> i32 {

@@ -1,0 +1,442 @@
+//! init as the supervisor of the programs it starts (MINIX 3's
+//! reincarnation server; docs/reliability.md, "Restarting dead servers
+//! and drivers").
+//!
+//! Every server and driver of the init file is init's kernel child, and
+//! init asked for its children's ends as messages (`set_exit_queue` on
+//! `protocols::init::QUEUE`). When one ends, init logs one line naming it
+//! and how it ended. A driver whose line ends with the word `restart` is
+//! started again from its line after a back-off (`unix_core::restart`:
+//! 0.1 s doubling to 5 s; the 6th quick death in a row gives it up, with
+//! a line), and its device entry is made again naming the new instance.
+//! The monitor notices a device entry whose driver ended and looks it up
+//! afresh (`servers/monitor/src/supervised.rs`), so the next `open` of
+//! `/dev/ram0` reaches the new driver; a descriptor opened on the old
+//! one gets `EIO` (its handle and offset died with the driver).
+//!
+//! Why init and not a separate reincarnation server: only init may use the
+//! device calls (`claim_irq`, `io_ports`, PCI; kernel/src/devices.rs:
+//! "only init and init's children") and a process hears only of its own
+//! children's ends, so the drivers must stay init's children and their
+//! supervisor must be init.
+//!
+//! What it is not: a restarter of servers with state. A `server` line may
+//! not say `restart` (the console, tty, memfs, VM manager and monitor hold
+//! the system's state, and processes reach them through bootstrap slots
+//! fixed at their creation); their ends are logged and they stay down.
+//! A supervised program that neither ends nor reports ready hangs its
+//! start, as at boot.
+//!
+//! Invariant: a child's `pid` is `Some` only while it runs; an exit report
+//! for a pid no child holds (one that ended while it started, already
+//! counted) is ignored.
+
+use abi::{ExitStatus, Pid, bootstrap};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use protocols::init::{self as sv, state};
+use protocols::net;
+use protocols::unix::{self as ux, fs, monitor, wait_status};
+use runtime::clock::Clock;
+use runtime::msg::{self, Link, Queue, Received};
+use runtime::{println, sys};
+use unix_core::restart::{Decision, INIT_POLICY, Record};
+
+/// How often init, once the session runs, looks for exit reports,
+/// requests and restarts due, and asks the monitor whether the session
+/// has ended (there is no receive with a time limit, and the monitor
+/// answers init's `wait` only when asked).
+const POLL_NS: u64 = 100_000_000;
+/// How often init looks for a starting driver's ready message.
+const READY_POLL_NS: u64 = 1_000_000;
+/// The priority of a program started by `OP_START` (a test's driver).
+const STARTED_PRIORITY: u64 = 20;
+/// init's own priority while it supervises: above every UNIX process
+/// (which inherit the monitor's 26) and the drivers (29), as high as the
+/// console (30). At the default 8 a UNIX process that never blocks (a
+/// reader looping on a RAM disk) kept init from ever running on one CPU,
+/// so a dead driver was never started again. init sleeps between its
+/// looks (`POLL_NS`), so it takes little.
+const SUPERVISOR_PRIORITY: u8 = 30;
+
+/// One program init started, and how to start it again.
+pub struct Child {
+    program: String,
+    priority: u64,
+    rights: u64,
+    /// The device entry a driver gets (`None`: a server, or no entry).
+    path: Option<String>,
+    /// Whether its line says `restart`.
+    restart: bool,
+    pid: Option<Pid>,
+    state: u64,
+    started_ns: u64,
+    /// When the next start is due (state `WAITING`).
+    due_ns: u64,
+    record: Record,
+    restarts: u64,
+    /// Root asked init to end it (`monitor::OP_SERVER_KILL`).
+    kill_asked: bool,
+}
+
+pub struct Supervisor {
+    children: Vec<Child>,
+    clock: Clock,
+    /// `protocols::STARTER_QUEUE`: ready messages.
+    ready: Queue,
+    /// `protocols::init::QUEUE`: exit reports and requests.
+    queue: Queue,
+}
+
+impl Supervisor {
+    pub fn new(ready: Queue, queue: Queue) -> Supervisor {
+        Supervisor { children: Vec::new(), clock: Clock::new(), ready, queue }
+    }
+
+    /// A server init started and waited for at boot (never restarted).
+    pub fn add_server(&mut self, program: &str, pid: Pid) {
+        self.children.push(Child {
+            program: String::from(program),
+            priority: 0,
+            rights: 0,
+            path: None,
+            restart: false,
+            pid: Some(pid),
+            state: state::RUNNING,
+            started_ns: self.clock.now_ns(),
+            due_ns: 0,
+            record: Record::default(),
+            restarts: 0,
+            kill_asked: false,
+        });
+    }
+
+    /// Start a driver from its line and make its device entry. A driver
+    /// whose line says `restart` is supervised even when this first start
+    /// fails: it is tried again after the back-off.
+    pub fn add_driver(
+        &mut self,
+        program: &str,
+        priority: u64,
+        rights: u64,
+        path: Option<&str>,
+        restart: bool,
+    ) -> Result<(), String> {
+        self.children.push(Child {
+            program: String::from(program),
+            priority,
+            rights,
+            path: path.map(String::from),
+            restart,
+            pid: None,
+            state: state::STOPPED,
+            started_ns: 0,
+            due_ns: 0,
+            record: Record::default(),
+            restarts: 0,
+            kill_asked: false,
+        });
+        let i = self.children.len() - 1;
+        let started = self.start(i, false);
+        if let Err(why) = &started
+            && restart
+        {
+            self.died(i, &format!("did not start: {why}"), 0);
+        }
+        started
+    }
+
+    /// Start child `i` and wait until it is ready; make its device entry
+    /// (`again`: replacing the one its last instance had).
+    fn start(&mut self, i: usize, again: bool) -> Result<(), String> {
+        let me = format!("{}", sys::getpid().0);
+        let c = &self.children[i];
+        let pid = sys::spawn_with_rights(&c.program, &me, c.priority, c.rights)
+            .map_err(|e| String::from(e.name()))?;
+        let m = wait_ready_or_end(pid, self.ready)?;
+        let c = &mut self.children[i];
+        c.pid = Some(pid);
+        c.state = state::RUNNING;
+        c.started_ns = self.clock.now_ns();
+        c.kill_asked = false;
+        match &c.path {
+            Some(path) => make_entry(path, pid, m, again),
+            None => Ok(()),
+        }
+    }
+
+    /// Child `i` ended (`how`, after running `ran_ns`): log it and decide.
+    fn died(&mut self, i: usize, how: &str, ran_ns: u64) {
+        let now = self.clock.now_ns();
+        let c = &mut self.children[i];
+        if let Some(pid) = c.pid.take() {
+            tell_the_monitor(pid);
+        }
+        if !c.restart {
+            c.state = state::STOPPED;
+            println!("init: {} {how}; its line does not say `restart`, so it stays down", c.program);
+            return;
+        }
+        match c.record.died(&INIT_POLICY, ran_ns) {
+            Decision::RestartIn(ns) => {
+                c.state = state::WAITING;
+                c.due_ns = now.saturating_add(ns);
+                println!("init: {} {how}; starting it again in {} ms", c.program, ns / 1_000_000);
+            }
+            Decision::GiveUp(n) => {
+                c.state = state::GAVE_UP;
+                println!(
+                    "init: {} {how}; it ended {n} times in a row within {} ms of its start: init gives up on it",
+                    c.program,
+                    INIT_POLICY.quick_run_ns / 1_000_000
+                );
+            }
+        }
+    }
+
+    /// Start again every child whose back-off is over.
+    fn start_due(&mut self) {
+        let now = self.clock.now_ns();
+        for i in 0..self.children.len() {
+            let c = &self.children[i];
+            if c.state != state::WAITING || c.due_ns > now {
+                continue;
+            }
+            self.children[i].restarts += 1;
+            match self.start(i, true) {
+                Ok(()) => {
+                    let c = &self.children[i];
+                    let pid = c.pid.map_or(0, |p| p.0);
+                    match &c.path {
+                        Some(path) => {
+                            println!("init: {} started again ({pid:#x}); {path} names it", c.program)
+                        }
+                        None => println!("init: {} started again ({pid:#x})", c.program),
+                    }
+                }
+                Err(why) => self.died(i, &format!("did not start again: {why}"), 0),
+            }
+        }
+    }
+
+    /// An exit report, a request from the monitor or a status call.
+    fn on_message(&mut self, r: &Received, data: &[u8]) {
+        let monitor = sys::bootstrap(bootstrap::MONITOR).map(|(p, _)| p);
+        match r.kind {
+            abi::msg::Kind::ChildExit => {
+                let pid = Pid(r.message[0]);
+                let Some(i) = self.children.iter().position(|c| c.pid == Some(pid)) else { return };
+                let status = ExitStatus::decode(r.message[1]);
+                let ran_ns = self.clock.now_ns().saturating_sub(self.children[i].started_ns);
+                let how = match status {
+                    ExitStatus::Exited(0) => {
+                        tell_the_monitor(pid);
+                        let c = &mut self.children[i];
+                        c.pid = None;
+                        c.state = state::STOPPED;
+                        println!("init: {} ({:#x}) exited with status 0; not restarted", c.program, pid.0);
+                        return;
+                    }
+                    ExitStatus::Exited(code) => format!("({:#x}) exited with status {code}", pid.0),
+                    ExitStatus::Fault { vector, address } => {
+                        format!("({:#x}) ended by a fault: vector {vector} at {address:#x}", pid.0)
+                    }
+                    ExitStatus::Killed if self.children[i].kill_asked => {
+                        format!("({:#x}) was killed (root asked)", pid.0)
+                    }
+                    ExitStatus::Killed => format!("({:#x}) was killed", pid.0),
+                };
+                self.died(i, &how, ran_ns);
+            }
+            abi::msg::Kind::Call if r.message[0] == sv::OP_STATUS => {
+                let answer = match self.find(data) {
+                    Some(i) => {
+                        let c = &self.children[i];
+                        [c.state, c.pid.map_or(0, |p| p.0), c.restarts, c.record.quick_deaths as u64]
+                    }
+                    None => [ux::encode_result(Err(ux::errno::ENOENT)), 0, 0, 0],
+                };
+                let _ = msg::reply(r.reply, &answer, &[]);
+            }
+            abi::msg::Kind::Call => {
+                let _ = msg::reply(r.reply, &[ux::encode_result(Err(ux::errno::ENOSYS)), 0, 0, 0], &[]);
+            }
+            // Only the monitor may ask: it checked that the asker is root.
+            _ if Some(r.sender) != monitor => {}
+            _ if r.message[0] == sv::OP_KILL => self.kill(data),
+            _ if r.message[0] == sv::OP_START => self.start_asked(data),
+            _ => {}
+        }
+    }
+
+    fn find(&self, name: &[u8]) -> Option<usize> {
+        self.children.iter().position(|c| c.program.as_bytes() == name)
+    }
+
+    /// Root's `OP_SERVER_KILL`: end a running program whose line says
+    /// `restart` (the others hold state the system cannot lose).
+    fn kill(&mut self, name: &[u8]) {
+        let shown = String::from_utf8_lossy(name);
+        let Some(i) = self.find(name) else {
+            println!("init: asked to end {shown}, which init did not start");
+            return;
+        };
+        let c = &mut self.children[i];
+        match c.pid {
+            Some(pid) if c.restart => {
+                c.kill_asked = true;
+                if let Err(e) = sys::kill(pid) {
+                    println!("init: cannot end {shown}: {}", e.name());
+                }
+            }
+            Some(_) => println!("init: not ending {shown}: its line does not say `restart`"),
+            None => println!("init: asked to end {shown}, which is not running"),
+        }
+    }
+
+    /// Root's `OP_SERVER_START`: a boot-image program as a supervised
+    /// driver with no rights and no device entry (started again, from a
+    /// clean record, if it was given up).
+    fn start_asked(&mut self, name: &[u8]) {
+        let Ok(program) = core::str::from_utf8(name) else { return };
+        match self.find(name) {
+            Some(i) if self.children[i].pid.is_some() || self.children[i].state == state::WAITING => {
+                println!("init: asked to start {program}, which runs already");
+            }
+            Some(i) => {
+                let c = &mut self.children[i];
+                c.record = Record::default();
+                c.state = state::WAITING;
+                c.due_ns = 0;
+                self.start_due();
+            }
+            None if !is_boot_module(program) => {
+                println!("init: asked to start {program}, which is not a program of the boot image");
+            }
+            None => {
+                println!("init: starting {program}, as root asked");
+                // A failed start is logged and scheduled by `died`.
+                let _ = self.add_driver(program, STARTED_PRIORITY, 0, None, true);
+            }
+        }
+    }
+
+    /// Handle whatever waits on init's queue, and start what is due.
+    fn tend(&mut self) {
+        let mut buf = [0u8; ux::PROCESS_NAME_BYTES];
+        while let Ok(Some(r)) = msg::try_receive(self.queue, &mut buf) {
+            let len = r.len.min(buf.len());
+            self.on_message(&r, &buf[..len]);
+        }
+        self.start_due();
+    }
+
+    /// Supervise until the session's first process (UNIX pid `session`,
+    /// reached by `link` to the monitor) ends; its wait status, or `None`
+    /// when the monitor cannot say.
+    pub fn run_until_ended(&mut self, link: Link, session: u64) -> Option<u64> {
+        if let Err(e) = sys::set_priority(sys::getpid(), SUPERVISOR_PRIORITY) {
+            println!("init: cannot raise its priority to {SUPERVISOR_PRIORITY}: {}", e.name());
+        }
+        loop {
+            self.tend();
+            let asked = msg::call(link, &[monitor::OP_WAIT, session, wait_status::NO_HANG, 0], &[], &mut []);
+            match asked.map(|(w, _)| (ux::result(w[0]), w[1])) {
+                Ok((Ok(0), _)) => {}
+                Ok((Ok(_), status)) => return Some(status),
+                _ => return None,
+            }
+            sys::sleep_ns(POLL_NS);
+        }
+    }
+}
+
+/// Whether the boot image holds a program (module) called `name`.
+fn is_boot_module(name: &str) -> bool {
+    let mut found = [0u8; 64];
+    for index in 0.. {
+        match sys::module_info(index, &mut found) {
+            Ok((_, len)) if &found[..len.min(found.len())] == name.as_bytes() => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Tell the monitor that `pid` ended (`monitor::OP_SERVER_ENDED`): it
+/// drops its links to it and its cached lookups naming it. A one-way
+/// `send`: init never waits for the monitor here.
+fn tell_the_monitor(pid: Pid) {
+    if let Some((monitor_pid, queue)) = sys::bootstrap(bootstrap::MONITOR)
+        && monitor_pid != pid
+        && let Ok(l) = msg::open_link(monitor_pid, Queue(queue))
+    {
+        let _ = msg::send(l, &[monitor::OP_SERVER_ENDED, pid.0, 0, 0]);
+        let _ = msg::close_link(l);
+    }
+}
+
+/// Wait for `pid`'s ready message, or notice that it ended without one
+/// (a driver that fails while it probes its device must not hang the
+/// boot): between tries, whether it still exists.
+fn wait_ready_or_end(pid: Pid, ready: Queue) -> Result<[u64; 4], String> {
+    let mut ended = false;
+    loop {
+        match msg::try_receive(ready, &mut []) {
+            Ok(Some(r)) if r.sender == pid => return Ok(r.message),
+            Ok(Some(_)) => {}
+            Ok(None) if ended => return Err(String::from("it ended before it was ready")),
+            Ok(None) => {
+                // Its ready message may still be on the way: one more try
+                // after it is seen gone.
+                match msg::open_link(pid, Queue(ux::block::QUEUE)) {
+                    Ok(l) => {
+                        let _ = msg::close_link(l);
+                    }
+                    Err(abi::Error::NoSuchProcess | abi::Error::DeadPeer) => ended = true,
+                    Err(_) => {}
+                }
+                sys::sleep_ns(READY_POLL_NS);
+            }
+            Err(e) => return Err(String::from(e.name())),
+        }
+    }
+}
+
+/// Make the device entry `path` naming the driver `pid`, from its ready
+/// message `m`; `again`: an entry of its last instance is there, replaced.
+fn make_entry(path: &str, pid: Pid, m: [u64; 4], again: bool) -> Result<(), String> {
+    // Which kind of driver it is, from its ready message: the mode of its
+    // entry, and whether it found its device (no device: no entry).
+    let (entry_mode, present) = match m[0] {
+        ux::block::READY => (ux::mode::S_IFBLK | 0o660, m[2] != 0),
+        // The network card: only the network server talks to it.
+        net::eth::READY => (ux::mode::S_IFCHR | 0o600, m[2] != 0),
+        // The network server: anyone may open a socket.
+        net::READY => (ux::mode::S_IFCHR | 0o666, true),
+        _ => return Err(String::from("its ready message is not a driver's")),
+    };
+    let queue = m[1];
+    if !present {
+        return Ok(());
+    }
+    let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;
+    let link = msg::open_link(fs_pid, Queue(fs_queue)).map_err(|e| String::from(e.name()))?;
+    if again {
+        // The old entry names the dead instance. init is memfs's starter,
+        // which it trusts like the monitor.
+        let _ = msg::call(link, &[fs::OP_UNLINK, 0, 0, 0], path.as_bytes(), &mut []);
+    }
+    let entry_mode = entry_mode as u64;
+    // The reply carries the new entry's attributes.
+    let mut stat = [0u8; ux::Stat::BYTES];
+    let made = msg::call(link, &[fs::OP_MKDEV, pid.0, queue, entry_mode], path.as_bytes(), &mut stat);
+    let _ = msg::close_link(link);
+    match made.map(|(w, _)| ux::result(w[0])) {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("cannot make {path}: {}", ux::errno::name(e))),
+        Err(e) => Err(format!("cannot make {path}: {}", e.name())),
+    }
+}
