@@ -480,3 +480,32 @@ pub fn client_killed_with_data_queued() -> TestResult {
     let _ = unix::close(l);
     expect_no_leaks()
 }
+
+/// Issue 16 (sfuzz, seed 4): the network server opened a socket for
+/// `device::OP_OPEN` from anyone, and only the monitor may close one, so
+/// such sockets leaked until `socket()` failed for everybody. A process's
+/// own open must be refused and leave no socket behind.
+pub fn open_only_from_the_monitor() -> TestResult {
+    use protocols::unix::{FdInfo, device, monitor};
+    use runtime::msg::{self, Link, Queue};
+    let fd = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket")?;
+    let (pid, queue) = runtime::sys::bootstrap(abi::bootstrap::MONITOR).ok_or("no monitor")?;
+    let to_monitor = msg::open_link(pid, Queue(queue)).map_err(|e| e.name())?;
+    let info = msg::call(to_monitor, &[monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []);
+    let _ = msg::close_link(to_monitor);
+    let (w, _) = info.map_err(|e| e.name())?;
+    let info = FdInfo::decode([w[1], w[2], w[3]]);
+    let net: Link =
+        msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue)).map_err(|e| e.name())?;
+    let mut answers = Vec::new();
+    for kind in [protocols::net::KIND_UDP, protocols::net::KIND_TCP] {
+        let r = msg::call(net, &[device::OP_OPEN, 0, 0, 0], kind.as_bytes(), &mut []);
+        answers.push(r.map(|(w, _)| protocols::unix::result(w[0])));
+    }
+    let _ = msg::close_link(net);
+    unix::close(fd).ctx("close")?;
+    for answer in answers {
+        ensure!(answer == Ok(Err(EPERM)), "a direct open of a socket answered {answer:?}, not EPERM");
+    }
+    expect_no_leaks()
+}
