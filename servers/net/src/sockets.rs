@@ -28,8 +28,9 @@
 //! `EPIPE` (writing after the connection's sending side closed),
 //! `EADDRINUSE`, `EADDRNOTAVAIL`, `ENETUNREACH` (no card), `EAGAIN`.
 
+use crate::locking::answer;
 use crate::ports::{DEFAULT_EPHEMERAL, Proto};
-use crate::stack::{ETH, LO, Net, answer};
+use crate::state::{ETH, LO, Net};
 use crate::table::{Claim, Op, Orphan, Parked, Sock, State};
 use abi::Error;
 use abi::Pid;

@@ -173,6 +173,12 @@ fn lock_statistics_count() -> TestResult {
     for figure in ["hold % all locks", "spin % all locks", "locks per second", "global lock hold"] {
         ensure!(text.contains(figure), "no `{figure}` in the report:\n{text}");
     }
+    // `scalable`: the stack is pinned to its designated CPU and answers
+    // there (`set_affinity`); `classic` pins nothing.
+    let pinned = text.lines().find_map(|l| l.strip_prefix("stack pinned to cpu ")).unwrap_or("");
+    let cpu = pinned.split(':').next().unwrap_or("");
+    let want = if classic { format!("{cpu}: no (") } else { format!("{cpu}: yes (served on cpu {cpu})") };
+    ensure!(!cpu.is_empty() && pinned.starts_with(&want), "pinning: `{pinned}`, expected `{want}`:\n{text}");
     expect_no_leaks()
 }
 
