@@ -197,7 +197,11 @@ impl Kernel {
             Some(slot) if self.proc(slot).state == (State::Running { cpu }) => {
                 let prio = self.proc(slot).priority;
                 let expired = core::mem::take(&mut self.cpu_mut(cpu).slice_expired);
-                match self.ready().highest_priority() {
+                // The highest priority this CPU may run: a process pinned
+                // to another CPU (`set_affinity`) must neither preempt
+                // this one nor hide its equals from its time slice.
+                let eligible = self.ready().first_where(|s| self.proc(s).may_run_on(cpu)).map(|(_, p)| p);
+                match eligible {
                     Some(h) if h > prio => {
                         // Preempted before its slice ended: it keeps its turn.
                         self.proc_mut(slot).state = State::Ready;
