@@ -86,6 +86,14 @@ pub enum Call {
     /// text and data arrive from a pager (the VM manager), which sets its
     /// regions with `set_pager` before `proc_start`.
     ProcImage = 14,
+    /// `set_affinity(pid, cpu) -> 0`: run `pid` (0 = the caller) only on
+    /// CPU `cpu` (0-based, below [`InfoKey::CpusOnline`]), or on any CPU
+    /// again when `cpu` is [`ANY_CPU`]. A process may pin itself; pinning
+    /// another needs [`rights::DEVICES`] (the whole machine). A CPU that is
+    /// not online: [`Error::InvalidArgument`]. A process pinned elsewhere
+    /// than where it runs moves at once (the network server's designated
+    /// CPU, seed 003: "the stack process pinned to the designated CPU").
+    SetAffinity = 15,
     // --- machine ---
     /// `debug_write(ptr, len) -> len`: write bytes to the kernel console.
     DebugWrite = 16,
@@ -297,6 +305,7 @@ impl Call {
             12 => SetExitQueue,
             13 => SetPriority,
             14 => ProcImage,
+            15 => SetAffinity,
             16 => DebugWrite,
             17 => Info,
             18 => KernelOptions,
@@ -605,6 +614,8 @@ pub mod program_note {
 pub const PRIORITY_INHERIT: u64 = u64::MAX;
 /// `wait` pid meaning "any child".
 pub const ANY_CHILD: u64 = u64::MAX;
+/// [`Call::SetAffinity`]'s CPU that means "any CPU" (no pin).
+pub const ANY_CPU: u64 = u64::MAX;
 /// Scheduling priorities run from 0 (lowest) to `MAX_PRIORITY` (highest).
 pub const MAX_PRIORITY: u8 = 31;
 /// The priority of init and, by inheritance, of ordinary programs.

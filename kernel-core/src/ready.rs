@@ -124,6 +124,27 @@ impl<const SLOTS: usize> ReadyQueues<SLOTS> {
         true
     }
 
+    /// The first slot, in `pop_highest`'s order (highest priority first,
+    /// FIFO within one), for which `eligible` holds: the slot a CPU may
+    /// take when some processes are pinned to other CPUs
+    /// (`abi::Call::SetAffinity`). Walks past the ineligible ones, so it
+    /// costs one step per process pinned elsewhere that is ready before it.
+    pub fn first_where(&self, eligible: impl Fn(usize) -> bool) -> Option<(usize, u8)> {
+        let mut priorities = self.nonempty;
+        while priorities != 0 {
+            let p = 31 - priorities.leading_zeros() as usize;
+            priorities &= !(1 << p);
+            let mut s = self.head[p];
+            while s != NONE {
+                if eligible(s as usize) {
+                    return Some((s as usize, p as u8));
+                }
+                s = self.next[s as usize];
+            }
+        }
+        None
+    }
+
     /// Remove and return the first slot of the highest non-empty priority.
     pub fn pop_highest(&mut self) -> Option<(usize, u8)> {
         let p = self.highest_priority()?;
@@ -136,6 +157,20 @@ impl<const SLOTS: usize> ReadyQueues<SLOTS> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_where_skips_the_ineligible_in_order() {
+        let mut q = ReadyQueues::<16>::new();
+        q.push_back(1, 7);
+        q.push_back(2, 7);
+        q.push_back(3, 3);
+        assert_eq!(q.first_where(|s| s != 1), Some((2, 7)));
+        assert_eq!(q.first_where(|s| s == 3), Some((3, 3)));
+        assert_eq!(q.first_where(|_| false), None);
+        assert_eq!(q.first_where(|_| true), Some((1, 7)));
+        // Nothing was taken off.
+        assert_eq!(q.len(), 3);
+    }
 
     #[test]
     fn highest_priority_first_fifo_within_one() {

@@ -7,8 +7,9 @@
 //! decoding into a `Payload`, no trip through the ready lists, no frame
 //! copied (the caller's registers are already in its slot of the process
 //! table, see arch/trap.rs; the four message words go from slot to slot).
-//! Anything unusual — data to copy, a peer not waiting, a process of
-//! higher priority ready, a pending kill, an error to report — returns
+//! Anything unusual — data to copy, a peer not waiting, a peer pinned to
+//! another CPU, a process of higher priority ready, a pending kill, an
+//! error to report — returns
 //! `None` before changing anything, and the general path handles the call
 //! from the start, so the two can never disagree about an error.
 //!
@@ -90,6 +91,7 @@ impl Kernel {
             || queue != link.queue
             || generation != link.generation
             || s.priority < p.priority
+            || !s.may_run_on(cpu)
             || !self.may_switch_from(me, p.priority)
         {
             return None;
@@ -143,6 +145,7 @@ impl Kernel {
         let State::Blocked(Blocked::Call { server, .. }) = c.state else { return None };
         if c.generation != caller_pid.generation()
             || server != self.pid_of(me)
+            || !c.may_run_on(cpu)
             || !self.may_switch_from(me, c.priority)
         {
             return None;

@@ -649,7 +649,11 @@ impl Kernel {
             && let Some(c) = caller
             && self.proc(c).state == State::Ready
         {
-            self.kick_for(self.proc(c).priority);
+            match self.proc(c).pinned_cpu {
+                // A caller pinned to a CPU (`set_affinity`) can run only there.
+                Some(cpu) => self.kick_pinned(cpu, self.proc(c).priority),
+                None => self.kick_for(self.proc(c).priority),
+            }
         }
         received
     }

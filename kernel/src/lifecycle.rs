@@ -24,7 +24,7 @@ use crate::state::Kernel;
 use crate::usermem::UserSlice;
 use abi::layout::USER_STACK_TOP;
 use abi::{Error, ExitStatus, Pid, vector};
-use kernel_core::limits::MAX_PROCESS_NAME_BYTES;
+use kernel_core::limits::{MAX_CPUS, MAX_PROCESS_NAME_BYTES};
 
 impl Kernel {
     /// The slot of `pid` if it is a child of the process in `slot`.
@@ -175,6 +175,46 @@ impl Kernel {
             // Re-file it on the list of its new priority.
             self.ready_mut().remove(target);
             self.make_ready(target);
+        }
+        Ok(())
+    }
+
+    /// `set_affinity(pid, cpu)` (abi::Call::SetAffinity): pin `pid` (0:
+    /// the caller) to one CPU, or unpin it with `abi::ANY_CPU`. Another
+    /// process than the caller needs `rights::DEVICES`. A process running
+    /// on another CPU than its new one moves at that CPU's next
+    /// reschedule, which is asked for at once (`resume` hands it over).
+    pub fn set_affinity(&mut self, slot: usize, pid: u64, cpu: u64) -> Result<(), Error> {
+        let target = if pid == 0 || pid == self.pid_of(slot).0 {
+            slot
+        } else if self.proc(slot).rights & abi::rights::DEVICES == 0 {
+            return Err(Error::PermissionDenied);
+        } else {
+            self.slot_of(Pid(pid)).ok_or(Error::NoSuchProcess)?
+        };
+        let pin = if cpu == abi::ANY_CPU {
+            None
+        } else {
+            let c = usize::try_from(cpu).ok().filter(|&c| c < MAX_CPUS).ok_or(Error::InvalidArgument)?;
+            if !self.cpu(c).online {
+                return Err(Error::InvalidArgument);
+            }
+            Some(c)
+        };
+        self.proc_mut(target).pinned_cpu = pin;
+        match self.proc(target).state {
+            State::Running { cpu: c }
+                if !self.proc(target).may_run_on(c) && c != percpu::current_cpu() && !self.cpu(c).kicked =>
+            {
+                self.cpu_mut(c).kicked = true;
+                apic::send_ipi(percpu::apic_id_of(c), apic::VECTOR_RESCHEDULE);
+            }
+            State::Ready => {
+                // Re-filed, so that its (new) CPU is told.
+                self.ready_mut().remove(target);
+                self.make_ready(target);
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -439,6 +479,7 @@ impl Kernel {
         p.parent = None;
         p.space = None;
         p.foreign = None;
+        p.pinned_cpu = None;
         p.set_name("");
     }
 

@@ -125,6 +125,8 @@ pub struct Process {
     /// Set for a foreign process (`foreign_attach`): its `syscall` is a
     /// message to its server, never a kernel call.
     pub foreign: Option<Foreign>,
+    /// The one CPU this process may run on (`set_affinity`), or any.
+    pub pinned_cpu: Option<usize>,
 }
 
 impl Process {
@@ -153,7 +155,14 @@ impl Process {
             name: [0; MAX_PROCESS_NAME_BYTES],
             name_len: 0,
             foreign: None,
+            pinned_cpu: None,
         }
+    }
+
+    /// May this process run on `cpu` (its pin, if any)?
+    #[inline(always)]
+    pub fn may_run_on(&self, cpu: usize) -> bool {
+        self.pinned_cpu.is_none_or(|c| c == cpu)
     }
 
     /// Drop the fast path's cached link (see `link_cache`).

@@ -36,7 +36,24 @@ impl Kernel {
         let prio = self.proc(slot).priority;
         self.proc_mut(slot).state = State::Ready;
         self.ready_mut().push_back(slot, prio);
-        self.kick_for(prio);
+        match self.proc(slot).pinned_cpu {
+            Some(c) => self.kick_pinned(c, prio),
+            None => self.kick_for(prio),
+        }
+    }
+
+    /// A process pinned to `cpu` (`set_affinity`) of priority `prio` is
+    /// ready: interrupt that CPU if it is idle or runs something of lower
+    /// priority (this CPU needs none: it reschedules on its way out).
+    pub fn kick_pinned(&mut self, cpu: usize, prio: u8) {
+        let c = cpu % MAX_CPUS;
+        if c == percpu::current_cpu() || self.cpu(c).kicked || !self.cpu(c).online {
+            return;
+        }
+        if self.cpu(c).current.is_none_or(|s| self.proc(s).priority < prio) {
+            self.cpu_mut(c).kicked = true;
+            apic::send_ipi(percpu::apic_id_of(c), apic::VECTOR_RESCHEDULE);
+        }
     }
 
     /// Put a process on its ready list without interrupting another CPU:
@@ -46,6 +63,10 @@ impl Kernel {
         let prio = self.proc(slot).priority;
         self.proc_mut(slot).state = State::Ready;
         self.ready_mut().push_back(slot, prio);
+        // Unless it is pinned to another CPU, which must be told.
+        if let Some(c) = self.proc(slot).pinned_cpu {
+            self.kick_pinned(c, prio);
+        }
     }
 
     /// Interrupt a CPU that should run a newly ready process of priority
@@ -165,10 +186,22 @@ impl Kernel {
         }
         let timeslice_ticks = self.timeslice_ticks();
         let keep = match self.cpu(cpu).current {
+            Some(slot)
+                if self.proc(slot).state == (State::Running { cpu }) && !self.proc(slot).may_run_on(cpu) =>
+            {
+                // Pinned to another CPU since it was dispatched here
+                // (`set_affinity`): hand it over.
+                self.make_ready(slot);
+                None
+            }
             Some(slot) if self.proc(slot).state == (State::Running { cpu }) => {
                 let prio = self.proc(slot).priority;
                 let expired = core::mem::take(&mut self.cpu_mut(cpu).slice_expired);
-                match self.ready().highest_priority() {
+                // The highest priority this CPU may run: a process pinned
+                // to another CPU (`set_affinity`) must neither preempt
+                // this one nor hide its equals from its time slice.
+                let eligible = self.ready().first_where(|s| self.proc(s).may_run_on(cpu)).map(|(_, p)| p);
+                match eligible {
                     Some(h) if h > prio => {
                         // Preempted before its slice ended: it keeps its turn.
                         self.proc_mut(slot).state = State::Ready;
@@ -192,7 +225,10 @@ impl Kernel {
             _ => None,
         };
         let next = keep.or_else(|| {
-            let (slot, _) = self.ready_mut().pop_highest()?;
+            // The first ready process that may run here: a process pinned
+            // to another CPU (`set_affinity`) is left for that CPU.
+            let (slot, _) = self.ready().first_where(|s| self.proc(s).may_run_on(cpu))?;
+            self.ready_mut().remove(slot);
             let p = self.proc_mut(slot);
             p.state = State::Running { cpu };
             if p.slice_ticks_left == 0 {

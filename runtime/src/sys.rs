@@ -186,6 +186,13 @@ pub fn set_priority(pid: Pid, priority: u8) -> Result<(), Error> {
     call(Call::SetPriority, pid.0, priority as u64, 0, 0, 0).map(|_| ())
 }
 
+/// Run `pid` (`Pid(0)`: this process) only on CPU `cpu`, or on any CPU
+/// again with `None` (`Call::SetAffinity`; another process than the
+/// caller needs `abi::rights::DEVICES`).
+pub fn set_affinity(pid: Pid, cpu: Option<u64>) -> Result<(), Error> {
+    call(Call::SetAffinity, pid.0, cpu.unwrap_or(abi::ANY_CPU), 0, 0, 0).map(|_| ())
+}
+
 /// Boot module `index`: its size and name (copied into `name`; returns
 /// the name's length). Needs `abi::rights::MODULES`.
 pub fn module_info(index: u64, name: &mut [u8]) -> Result<(u64, usize), Error> {

@@ -347,8 +347,14 @@ fn send_to(fd: Fd, buf: &[u8], to: Option<SockAddr>) -> Result<usize, Errno> {
     let target = to.map_or(0, SockAddr::word);
     let mut done = 0;
     loop {
-        if to.is_none() {
-            // `scalable`: what credit allows completes once queued.
+        // `scalable`: a write that fits one message completes once queued,
+        // while credit lasts. A longer one is one call with the buffer
+        // lent: queued, it would be a message per page, each a kernel
+        // entry on both sides and two copies of every byte (into the
+        // server's queue, then into the send ring) on the stack's one
+        // CPU, the bottleneck of a stream, where the call costs one lease
+        // copy straight into the ring (docs/network.md, benchmark N).
+        if to.is_none() && buf.len() - done <= abi::msg::MAX_DATA_BYTES as usize {
             done += queue_write(link, &info, &buf[done..]);
             if done >= buf.len() {
                 break;

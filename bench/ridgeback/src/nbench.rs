@@ -146,7 +146,25 @@ fn main(args: Args) -> i32 {
     ));
     let mut failures = 0;
     for (name, workload, clients) in &names {
+        let before = KernelCounts::now();
         failures += usize::from(!n::report_figure::<UnixProcess>(name, *workload, *clients, &config));
+        // What the figure cost the kernel, per second (divide by the
+        // figure's rate for a transfer's share): docs/network.md explains
+        // the modes with these.
+        let after = KernelCounts::now();
+        let secs = |v: u64| {
+            v.saturating_mul(1_000_000_000) / after.uptime_ns.saturating_sub(before.uptime_ns).max(1)
+        };
+        let d = |i: abi::Counter| secs(after.counts[i as usize].saturating_sub(before.counts[i as usize]));
+        harness::comment::<UnixProcess>(format_args!(
+            "kernel {name}: calls_per_s={} interrupts_per_s={} switches_per_s={} messages_per_s={} handoffs_per_s={} copied_bytes_per_s={}",
+            d(abi::Counter::KernelCalls),
+            d(abi::Counter::Interrupts),
+            d(abi::Counter::ContextSwitches),
+            d(abi::Counter::Messages),
+            d(abi::Counter::DirectHandoffs),
+            d(abi::Counter::BytesCopied)
+        ));
         if let Some(f) = UnixProcess::lock_stats(false) {
             let pct = |c: u64| format!("{}.{:02}%", c / 100, c % 100);
             harness::comment::<UnixProcess>(format_args!(
@@ -161,6 +179,20 @@ fn main(args: Args) -> i32 {
         }
     }
     i32::from(failures > 0)
+}
+
+/// The kernel's event counters (all CPUs) and the time they were read.
+struct KernelCounts {
+    counts: [u64; abi::COUNTER_COUNT],
+    uptime_ns: u64,
+}
+
+impl KernelCounts {
+    fn now() -> KernelCounts {
+        let mut counts = [0u64; abi::COUNTER_COUNT];
+        let _ = sys::counters(&mut counts);
+        KernelCounts { counts, uptime_ns: sys::info(InfoKey::UptimeNs) }
+    }
 }
 
 /// Removes `--mode NAME` from `words` and returns the name.

@@ -65,6 +65,7 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::SetExitQueue => process::set_exit_queue(k, caller),
         Call::SetPriority => process::set_priority(k, caller),
         Call::ProcImage => process::proc_image(k, caller),
+        Call::SetAffinity => process::set_affinity(k, caller),
         Call::DebugWrite => system::debug_write(k, caller),
         Call::Info => system::info(k, caller),
         Call::KernelOptions => system::kernel_options(k, caller),

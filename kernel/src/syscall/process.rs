@@ -129,6 +129,12 @@ pub fn set_priority(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     done(k.set_priority(caller, pid, priority))
 }
 
+/// `set_affinity(pid, cpu) -> 0`.
+pub fn set_affinity(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [pid, cpu, ..] = args(k, caller);
+    done(k.set_affinity(caller, pid, cpu))
+}
+
 /// `proc_image(pid, entry, args_ptr, args_len, name_ptr) -> 0`.
 pub fn proc_image(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [pid, entry, args_ptr, args_len, name_ptr, _] = args(k, caller);

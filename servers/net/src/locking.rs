@@ -29,7 +29,7 @@
 //! Invariant: the server never blocks (in `receive`) while it holds the
 //! lock, and never spins without bound.
 
-use crate::stack::{Net, answer};
+use crate::state::Net;
 use abi::Pid;
 use abi::msg::Kind;
 use alloc::string::String;
@@ -56,6 +56,16 @@ static DEFERRED: Mutex<Option<Vec<Deferred>>> = Mutex::new(None);
 
 /// An answer held back: the reply handle, the words, the data.
 type Deferred = (ReplyHandle, [u64; 4], Vec<u8>);
+
+/// The answer to a call that cannot be answered at once is kept; the
+/// others go out here. A caller that has gone cannot be answered: nothing
+/// else to do.
+pub fn answer(reply: ReplyHandle, words: [u64; 4], data: &[u8]) {
+    if defer_answer(reply, words, data) {
+        return;
+    }
+    let _ = msg::reply(reply, &words, data);
+}
 
 /// Send an answer now, or keep it if answers are being held back.
 /// Returns whether it was kept.
@@ -209,6 +219,15 @@ impl Net {
             self.net_cpu,
             f.cpus,
             f.elapsed_ns / 1_000_000
+        );
+        // Seed 003: the Scalable Kernel's stack runs on the designated
+        // CPU only (`set_affinity`); classic runs it for its callers.
+        let _ = writeln!(
+            t,
+            "stack pinned to cpu {}: {} (served on cpu {})",
+            self.net_cpu,
+            if self.pinned { "yes" } else { "no" },
+            sys::info(abi::InfoKey::CurrentCpu)
         );
         let _ = writeln!(t, "hold % all locks   {}", pct(f.hold_all_centi()));
         let _ = writeln!(t, "spin % all locks   {}", pct(f.spin_all_centi()));

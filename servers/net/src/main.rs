@@ -56,6 +56,7 @@ mod ports;
 mod queued;
 mod sockets;
 mod stack;
+mod state;
 mod table;
 mod timer;
 
@@ -98,7 +99,7 @@ fn main(args: Args) -> i32 {
         println!("net: cannot start its timer");
         return 2;
     };
-    let mut n = stack::Net::new(queue, timer);
+    let mut n = state::Net::new(queue, timer);
     if let Some(starter) = starter {
         let _ = msg::open_link(starter, Queue(protocols::STARTER_QUEUE))
             .and_then(|l| msg::send(l, &[net::READY, queue.0 as u64, 0, 0]));

@@ -28,7 +28,7 @@
 //! at the next call on a UNIX system. One write is lost that way (it had
 //! completed); the seed's "I/O completes at once" has the same price.
 
-use crate::stack::Net;
+use crate::state::Net;
 use crate::table::State;
 use alloc::collections::VecDeque;
 use protocols::net::locks::MODE_SCALABLE;

@@ -10,7 +10,7 @@
 
 use crate::link::{self, EthLink, Pool};
 use crate::ports::Ports;
-use crate::table::{Claim, Orphan, Parked, Sock};
+use crate::state::{AddrSource, ETH, LO, Net};
 use crate::timer;
 use abi::msg::Kind;
 use alloc::collections::BTreeMap;
@@ -23,82 +23,13 @@ use protocols::net::eth;
 use protocols::net::locks::LockPage;
 use protocols::unix::{Stat, fs};
 use runtime::clock::Clock;
-use runtime::msg::{self, Link, Queue, ReplyHandle};
+use runtime::msg::{self, Link, Queue};
 use runtime::{println, sys};
-use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::iface::{Config, Interface, SocketSet};
 use smoltcp::phy::{Loopback, Medium};
 use smoltcp::socket::dhcpv4;
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address, Ipv4Cidr};
-
-/// Index of the loopback interface and its socket set.
-pub const LO: usize = 0;
-/// Index of the card's interface and its socket set.
-pub const ETH: usize = 1;
-
-/// How the card's interface got its address.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum AddrSource {
-    Dhcp,
-    Fixed,
-}
-
-pub struct Net {
-    pub queue: Queue,
-    timer: Link,
-    /// The deadline the timer was last armed with, until its tick.
-    armed_ns: Option<u64>,
-    pub clock: Clock,
-    pub ifaces: Vec<Interface>,
-    pub sets: [SocketSet<'static>; 2],
-    lo_dev: Loopback,
-    pub eth: Option<EthLink>,
-    dhcp: Option<SocketHandle>,
-    addr_source: AddrSource,
-    /// The default route's router, as set (smoltcp's routes are not
-    /// readable without a mutable borrow).
-    gateway: Option<Ipv4Address>,
-    pool: Pool,
-    pub rxbuf: Vec<u8>,
-    pub monitor: Option<abi::Pid>,
-    pub socks: BTreeMap<u64, Sock>,
-    pub claims: BTreeMap<u64, Claim>,
-    pub orphans: Vec<Orphan>,
-    pub parked: Vec<Parked>,
-    pub ports: Ports,
-    /// Bytes of socket buffers allocated now.
-    pub buffer_bytes: u64,
-    /// Source of the random part of handles and tokens.
-    seed: u64,
-    /// The lock page (the global lock and its statistics), shared with
-    /// the callers that map it (locking.rs).
-    pub locks: alloc::boxed::Box<LockPage>,
-    /// `net=`: `locks::MODE_CLASSIC` or `MODE_SCALABLE`.
-    pub mode: u64,
-    /// `net.cpu=`: the designated CPU.
-    pub net_cpu: u64,
-    /// This process's pid: the lock's owner word when the server holds it.
-    pub me: u64,
-    pub tsc_hz: u64,
-    /// When the lock statistics were last reset (TSC).
-    pub lock_epoch_tsc: u64,
-    /// `classic`: messages kept until the server holds the lock.
-    pub backlog: Vec<(msg::Received, Vec<u8>)>,
-    /// `classic`: the stack has work the server could not yet do.
-    pub stack_due: bool,
-    /// `scalable`: bytes queued by `OP_WRITE_QUEUED` that their
-    /// connection's send ring had no room for yet (queued.rs).
-    pub queued: BTreeMap<(usize, SocketHandle), alloc::collections::VecDeque<u8>>,
-    /// Connections closed while bytes were queued: closed once sent.
-    pub close_after: Vec<(usize, SocketHandle)>,
-    /// `OP_WRITE_QUEUED` messages taken, and their bytes (`netstat -l`).
-    pub queued_writes: u64,
-    pub queued_write_bytes: u64,
-    /// `classic`: the server could not take the lock; it waits for a
-    /// message or a short timer before it tries again.
-    pub retry_lock: bool,
-    next_serial: u64,
-}
 
 fn now_of(clock: &Clock) -> Instant {
     Instant::from_micros((clock.now_ns() / 1000) as i64)
@@ -147,6 +78,7 @@ impl Net {
             locks,
             mode,
             net_cpu,
+            pinned: false,
             me: sys::getpid().0,
             tsc_hz: sys::info(abi::InfoKey::TscHz).max(1),
             lock_epoch_tsc: sys::rdtsc(),
@@ -240,6 +172,15 @@ impl Net {
         if self.mode == protocols::net::locks::MODE_CLASSIC {
             return self.serve_classic();
         }
+        // Seed 003's designated CPU: the stack runs there and nowhere
+        // else (classic runs it on its callers' CPUs instead).
+        self.pinned = match sys::set_affinity(abi::Pid(0), Some(self.net_cpu)) {
+            Ok(()) => true,
+            Err(e) => {
+                println!("net: cannot pin the stack to cpu {}: {}", self.net_cpu, e.name());
+                false
+            }
+        };
         loop {
             let due_now = self.next_delay_ns() == Some(0);
             if !due_now {
@@ -437,16 +378,6 @@ impl Net {
         }
         t
     }
-}
-
-/// The answer to a call that cannot be answered at once is kept; the
-/// others go out here. A caller that has gone cannot be answered: nothing
-/// else to do.
-pub fn answer(reply: ReplyHandle, words: [u64; 4], data: &[u8]) {
-    if crate::locking::defer_answer(reply, words, data) {
-        return;
-    }
-    let _ = msg::reply(reply, &words, data);
 }
 
 /// The card's driver, from its device entry at the directory manager.

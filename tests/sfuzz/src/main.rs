@@ -30,7 +30,7 @@
 //! [`CHECK_TIMEOUT_NS`] (a server crashed or hangs), fails the run: it
 //! prints the seed, the batch, and the messages the worker had sent since
 //! its last report (regenerated from the seed). At the end, no process,
-//! open-file description or memfs handle may be left over.
+//! open-file description, memfs handle or socket may be left over.
 //!
 //! Usage: `sfuzz [--seed S] [--batches N | --seconds T] [--size M]
 //! [--kernel]`. It prints the test protocol's lines (`abi::test_protocol`)
@@ -314,11 +314,14 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
     }
 }
 
-/// (processes, open-file descriptions, memfs handles) once they equal
-/// `target`, or have not changed for 2 s (pipe managers and killed
-/// children end asynchronously, later on a loaded host), or after a
-/// minute.
-fn settled_counts(target: Option<(usize, u64, u64)>) -> (usize, u64, u64) {
+/// (processes, open-file descriptions, memfs handles, sockets).
+type Counts = (usize, u64, u64, u64);
+
+/// The [`Counts`] once they equal `target` (pipe managers and killed
+/// children end asynchronously, later on a loaded host; a TCP socket
+/// winds down through its closing states), or, without a target, once
+/// they have not changed for 2 s; at most a minute.
+fn settled_counts(target: Option<Counts>) -> Counts {
     let counts = || {
         let procs = unix::ps().map_or(0, |p| p.len());
         let stats = |slot: u64, op: u64| {
@@ -331,12 +334,13 @@ fn settled_counts(target: Option<(usize, u64, u64)>) -> (usize, u64, u64) {
         let descriptions =
             stats(abi::bootstrap::MONITOR, protocols::unix::monitor::OP_STATS).map_or(0, |w| w[3]);
         let handles = stats(abi::bootstrap::FS, protocols::unix::fs::OP_STATS).map_or(0, |w| w[3]);
-        (procs, descriptions, handles)
+        let sockets = socket::net_stats().map_or(u64::MAX, |(w, _)| w[0]);
+        (procs, descriptions, handles, sockets)
     };
     let mut last = counts();
     let mut same = 0;
     for _ in 0..600 {
-        if Some(last) == target || same >= 20 {
+        if Some(last) == target || (target.is_none() && same >= 20) {
             break;
         }
         unix::sleep_ns(100_000_000);
@@ -376,7 +380,7 @@ fn main(args: Args) -> i32 {
         "sfuzz: seed {}, batches of {} messages; checks not run here (absent before fuzzing): {absent:?}",
         o.seed, o.size
     );
-    let before = if o.leak_check { settled_counts(None) } else { (0, 0, 0) };
+    let before = if o.leak_check { settled_counts(None) } else { (0, 0, 0, 0) };
     let calls_before = kernel_calls();
     let started = unix::clock_ns();
     let mut totals = Totals::default();
@@ -443,7 +447,7 @@ fn main(args: Args) -> i32 {
     } else {
         failed += 1;
         println!(
-            "{FAIL}{leak}: (processes, open-file descriptions, memfs handles) {before:?} before, {after:?} after"
+            "{FAIL}{leak}: (processes, open-file descriptions, memfs handles, sockets) {before:?} before, {after:?} after"
         );
     }
     println!("{SUMMARY}{passed} passed, {failed} failed");

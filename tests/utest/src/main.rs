@@ -163,6 +163,7 @@ const TESTS: &[Test] = &[
     ("poll::the_terminal", readiness::poll_the_terminal),
     ("signal::sigpipe_on_a_pipe", readiness::sigpipe_on_a_pipe),
     ("signal::sigpipe_on_a_socket", readiness::sigpipe_on_a_socket),
+    ("net::open_only_from_the_monitor", net::open_only_from_the_monitor),
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),

@@ -173,6 +173,12 @@ fn lock_statistics_count() -> TestResult {
     for figure in ["hold % all locks", "spin % all locks", "locks per second", "global lock hold"] {
         ensure!(text.contains(figure), "no `{figure}` in the report:\n{text}");
     }
+    // `scalable`: the stack is pinned to its designated CPU and answers
+    // there (`set_affinity`); `classic` pins nothing.
+    let pinned = text.lines().find_map(|l| l.strip_prefix("stack pinned to cpu ")).unwrap_or("");
+    let cpu = pinned.split(':').next().unwrap_or("");
+    let want = if classic { format!("{cpu}: no (") } else { format!("{cpu}: yes (served on cpu {cpu})") };
+    ensure!(!cpu.is_empty() && pinned.starts_with(&want), "pinning: `{pinned}`, expected `{want}`:\n{text}");
     expect_no_leaks()
 }
 
@@ -478,5 +484,34 @@ pub fn client_killed_with_data_queued() -> TestResult {
     ensure!(ended, "the stream from a killed client never ended");
     let _ = unix::close(s);
     let _ = unix::close(l);
+    expect_no_leaks()
+}
+
+/// Issue 16 (sfuzz, seed 4): the network server opened a socket for
+/// `device::OP_OPEN` from anyone, and only the monitor may close one, so
+/// such sockets leaked until `socket()` failed for everybody. A process's
+/// own open must be refused and leave no socket behind.
+pub fn open_only_from_the_monitor() -> TestResult {
+    use protocols::unix::{FdInfo, device, monitor};
+    use runtime::msg::{self, Link, Queue};
+    let fd = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket")?;
+    let (pid, queue) = runtime::sys::bootstrap(abi::bootstrap::MONITOR).ok_or("no monitor")?;
+    let to_monitor = msg::open_link(pid, Queue(queue)).map_err(|e| e.name())?;
+    let info = msg::call(to_monitor, &[monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []);
+    let _ = msg::close_link(to_monitor);
+    let (w, _) = info.map_err(|e| e.name())?;
+    let info = FdInfo::decode([w[1], w[2], w[3]]);
+    let net: Link =
+        msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue)).map_err(|e| e.name())?;
+    let mut answers = Vec::new();
+    for kind in [protocols::net::KIND_UDP, protocols::net::KIND_TCP] {
+        let r = msg::call(net, &[device::OP_OPEN, 0, 0, 0], kind.as_bytes(), &mut []);
+        answers.push(r.map(|(w, _)| protocols::unix::result(w[0])));
+    }
+    let _ = msg::close_link(net);
+    unix::close(fd).ctx("close")?;
+    for answer in answers {
+        ensure!(answer == Ok(Err(EPERM)), "a direct open of a socket answered {answer:?}, not EPERM");
+    }
     expect_no_leaks()
 }

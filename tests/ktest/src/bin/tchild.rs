@@ -92,6 +92,8 @@ fn main(args: Args) -> i32 {
             sys::sleep_ns(1_000_000_000);
         },
         "cpu-report" => cpu_report(),
+        "cpus-seen" => cpus_seen(arg(1)),
+        "affinity-rules" => affinity_rules(),
         "work" => work(arg(1)),
         "kill-parent" => match sys::getppid().map(sys::kill) {
             Some(Err(Error::PermissionDenied)) => 0,
@@ -180,6 +182,49 @@ fn main(args: Args) -> i32 {
 /// Spin for ever (until the parent kills us), telling the parent's queue 0
 /// each CPU we run on the first time we run there: one message per CPU,
 /// word 0 its index.
+/// The CPUs this process ran on over `rounds` readings, with a yield or a
+/// short sleep between them (so it is dispatched anew each time), as a
+/// bit mask in the exit code (`affinity_pins_a_process`).
+fn cpus_seen(rounds: u64) -> i32 {
+    let mut seen = 0u64;
+    for i in 0..rounds {
+        seen |= 1 << sys::info(InfoKey::CurrentCpu);
+        if i % 16 == 0 { sys::sleep_ns(100_000) } else { sys::yield_now() }
+    }
+    seen as i32
+}
+
+/// `set_affinity` without rights: this process may pin itself (and is
+/// then on that CPU), not its parent; a CPU past the last is refused.
+fn affinity_rules() -> i32 {
+    let cpus = sys::info(InfoKey::CpusOnline);
+    let Some(parent) = sys::getppid() else { return 90 };
+    if sys::set_affinity(parent, Some(0)) != Err(Error::PermissionDenied) {
+        println!("tchild affinity-rules: pinning the parent was not refused");
+        return 1;
+    }
+    if sys::set_affinity(Pid(0), Some(cpus)) != Err(Error::InvalidArgument) {
+        println!("tchild affinity-rules: CPU {cpus} of {cpus} was not refused");
+        return 2;
+    }
+    let last = cpus - 1;
+    if sys::set_affinity(Pid(0), Some(last)) != Ok(()) {
+        println!("tchild affinity-rules: could not pin itself");
+        return 3;
+    }
+    for _ in 0..100 {
+        sys::yield_now();
+        if sys::info(InfoKey::CurrentCpu) != last {
+            println!("tchild affinity-rules: ran off its CPU {last}");
+            return 4;
+        }
+    }
+    match sys::set_affinity(Pid(0), None) {
+        Ok(()) => 0,
+        Err(_) => 5,
+    }
+}
+
 fn cpu_report() -> i32 {
     let Some(parent) = sys::getppid() else { return 90 };
     let Ok(to_parent) = msg::open_link(parent, msg::Queue(protocols::STARTER_QUEUE)) else { return 91 };
@@ -274,7 +319,7 @@ fn bad_pointers() -> i32 {
         Error::NoSuchProgram,
     );
     expect("bad info key", call(Call::Info, 9999, 0, 0, 0, 0), Error::InvalidArgument);
-    for n in [15u64, 23, 31, 60, 63, 69, 100, 0x1_0000_0000, u64::MAX] {
+    for n in [23u64, 47, 31, 60, 63, 69, 100, 0x1_0000_0000, u64::MAX] {
         expect("bad call number", call_raw(n), Error::NoSuchCall);
     }
     expect("kill pid 0", call(Call::Kill, 0, 0, 0, 0, 0), Error::NoSuchProcess);

@@ -17,7 +17,7 @@ use runtime::msg::{self, Queue};
 use runtime::sys;
 
 /// The bytes of boot module `name`.
-fn module(name: &str) -> Result<Vec<u8>, String> {
+pub fn module(name: &str) -> Result<Vec<u8>, String> {
     for index in 0.. {
         let mut got = [0u8; 64];
         let (size, len) =

@@ -24,6 +24,7 @@
 
 extern crate alloc;
 
+mod affinity;
 mod devices;
 mod foreign;
 mod health;
@@ -94,6 +95,7 @@ const TESTS: &[Test] = &[
     ("empty_buffers_need_no_memory", messages::empty_buffers_need_no_memory),
     ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
     ("runtime_clock_agrees_with_the_kernel", processes::runtime_clock_agrees_with_the_kernel),
+    ("affinity_pins_a_process", affinity::affinity_pins_a_process),
     ("leases_between_two_callers", messages::leases_between_two_callers),
     ("leases_survive_random_arguments", leasefuzz::leases_survive_random_arguments),
     ("a_kept_call_lends_no_priority", messages::a_kept_call_lends_no_priority),
