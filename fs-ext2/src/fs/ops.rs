@@ -208,7 +208,7 @@ impl<D: BlockDevice> Fs<D> {
 
     /// Creates a file that is not a directory (`mode`: type and
     /// permissions; a type of 0 means a regular file).
-    /// Order: inode bit -> inode -> entry.
+    /// Order: inode bit and inode (either first) -> entry.
     pub fn create(&mut self, dir: u32, name: &[u8], mode: u16, uid: u32, gid: u32) -> Result<u32, Errno> {
         let mut d = self.prepare_new_name(dir, name)?;
         let mode = if mode & ftype::S_IFMT == 0 { mode | ftype::S_IFREG } else { mode };
@@ -218,10 +218,15 @@ impl<D: BlockDevice> Fs<D> {
         };
         let ino = self.alloc_inode(dir, false)?;
         let (iblock, _) = self.inode_location(ino)?;
-        self.inode_after(ino, self.inode_bitmap_of(ino));
+        let bitmap = self.inode_bitmap_of(ino);
         let inode = self.new_inode_fields(mode, uid, gid, 1);
         self.write_new_inode(ino, &inode)?;
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, iblock) {
+        // The bit and the inode may reach the disk in either order (an
+        // inode in use that no entry names loses nothing if its number is
+        // given out again); the entry waits for both. So an `fsync` of a
+        // new file sends the bitmap and the inode block together, then
+        // the entry: two round trips to the device, not three.
+        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, &[iblock, bitmap]) {
             // Nothing names the inode: give it back.
             self.discard_new_inode(ino, inode, false)?;
             return Err(e);
@@ -272,7 +277,7 @@ impl<D: BlockDevice> Fs<D> {
         }
         inode.set_size(bs as u64);
         self.write_new_inode(ino, &inode)?;
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, 2, iblock) {
+        if let Err(e) = self.add_entry(dir, &mut d, name, ino, 2, &[iblock]) {
             self.discard_new_inode(ino, inode, true)?;
             d.set_links(d.links() - 1);
             self.write_inode(dir, &d)?;
@@ -407,7 +412,7 @@ impl<D: BlockDevice> Fs<D> {
         self.write_inode(ino, &inode)?;
         let (iblock, _) = self.inode_location(ino)?;
         let file_type = ftype::dirent_type(inode.mode()).unwrap_or(0);
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, iblock) {
+        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, &[iblock]) {
             inode.set_links(inode.links() - 1);
             self.write_inode(ino, &inode)?;
             return Err(e);
@@ -512,7 +517,7 @@ impl<D: BlockDevice> Fs<D> {
                 v.block
             }
             None => {
-                let block = self.add_entry(to_dir, &mut to_d, to_name, src.ino, file_type, src_block)?;
+                let block = self.add_entry(to_dir, &mut to_d, to_name, src.ino, file_type, &[src_block])?;
                 self.write_inode(to_dir, &to_d)?;
                 block
             }
