@@ -605,7 +605,7 @@ impl<D: BlockDevice> Fs<D> {
         self.flush_inode(ino)?;
         let core = self.core_inodes.remove(&ino);
         self.open.remove(&ino);
-        self.readers.retain(|&(i, _)| i != ino);
+        self.readers.retain(|&(i, _, _)| i != ino);
         // The in-core copy equals the block now: no read of the block.
         let inode = match core {
             Some(inode) => inode,
@@ -677,18 +677,22 @@ impl<D: BlockDevice> Fs<D> {
         (MAX_TRANSFER_PAGES as u64 * abi::layout::PAGE_SIZE).div_ceil(self.block_bytes as u64)
     }
 
-    /// Was the last read of `ino` the bytes just before `offset`?
-    fn note_read(&mut self, ino: u32, offset: u64, end: u64) -> bool {
-        let pos = self.readers.iter().position(|&(i, _)| i == ino);
-        let is_sequential = offset == 0 || pos.is_some_and(|p| self.readers[p].1 == offset);
-        if let Some(p) = pos {
-            self.readers.remove(p);
-        }
+    /// Was the last read of `ino` the bytes just before `offset`? Also
+    /// the logical block up to which the read-ahead window was last found
+    /// whole (cached or on its way), 0 if never.
+    fn note_read(&mut self, ino: u32, offset: u64, end: u64) -> (bool, u64) {
+        let pos = self.readers.iter().position(|&(i, _, _)| i == ino);
+        let found = pos.map(|p| self.readers.remove(p));
+        let is_sequential = offset == 0 || found.is_some_and(|(_, next, _)| next == offset);
+        let window_end = match found {
+            Some((_, _, w)) if is_sequential => w,
+            _ => 0,
+        };
         if self.readers.len() >= 16 {
             self.readers.remove(0);
         }
-        self.readers.push((ino, end));
-        is_sequential
+        self.readers.push((ino, end, window_end));
+        (is_sequential, window_end)
     }
 
     /// Reads from a regular file at `offset`; 0 at or past the end. A
@@ -704,9 +708,11 @@ impl<D: BlockDevice> Fs<D> {
         let bs = self.block_bytes as u64;
         let first = offset / bs;
         let last = (offset + n as u64 - 1) / bs;
-        let is_sequential = self.note_read(ino, offset, offset + n as u64);
+        let (is_sequential, window_end) = self.note_read(ino, offset, offset + n as u64);
+        // The request's blocks, mapped once (for its prefetch and its copy).
+        let map = self.map_blocks(&i, first..last + 1)?;
         if is_sequential && last > first {
-            let wanted = self.map_range(&i, first..last + 1)?;
+            let wanted: Vec<u64> = map.iter().filter(|&&b| b != 0).map(|&b| b as u64).collect();
             self.cache.prefetch(&wanted, false)?;
         }
         let mut done = 0;
@@ -714,7 +720,7 @@ impl<D: BlockDevice> Fs<D> {
             let pos = offset + done as u64;
             let in_block = (pos % bs) as usize;
             let len = (bs as usize - in_block).min(n - done);
-            let block = self.bmap(&i, pos / bs)?;
+            let block = map[(pos / bs - first) as usize];
             let out = &mut buf[done..done + len];
             if block == 0 {
                 out.fill(0);
@@ -727,16 +733,38 @@ impl<D: BlockDevice> Fs<D> {
             // After the copy, so that read-ahead never takes the buffer of
             // a block this read still needs (with two buffers it would).
             let end_of_file = size.div_ceil(bs);
-            let ahead_end = (last + 1 + self.read_ahead_blocks()).min(end_of_file);
-            let ahead = self.map_range(&i, last + 1..ahead_end)?;
+            let window = self.read_ahead_blocks();
+            let ahead_end = (last + 1 + window).min(end_of_file);
+            // The window was found whole up to `window_end` and more than
+            // half of it is still ahead: nothing to look at. (A file read
+            // from the cache would otherwise map 16 pages ahead at every
+            // read.)
+            if window_end >= ahead_end || (window_end > last + 1 && window_end - (last + 1) > window / 2) {
+                return Ok(n);
+            }
+            // Only the part of the window not known whole is looked at.
+            let from = window_end.max(last + 1);
+            let ahead = self.map_range(&i, from..ahead_end)?;
             // Top the window up only once half of it is used: the blocks
             // newly in it then go in one long transfer, not one short one
             // per read (Ridge §8: sixteen-page transfers).
-            if self.cache.cached(&ahead) * 2 <= ahead.len() {
+            let cached = self.cache.cached(&ahead);
+            let is_due = if from > last + 1 { cached < ahead.len() } else { cached * 2 <= ahead.len() };
+            if is_due {
                 self.cache.prefetch(&ahead, true)?;
+            }
+            if self.cache.cached(&ahead) == ahead.len() {
+                self.set_window_end(ino, ahead_end);
             }
         }
         Ok(n)
+    }
+
+    /// The read-ahead window of reader `ino` is whole up to `lblk`.
+    fn set_window_end(&mut self, ino: u32, lblk: u64) {
+        if let Some(r) = self.readers.iter_mut().find(|r| r.0 == ino) {
+            r.2 = lblk;
+        }
     }
 
     /// Writes to a regular file at `offset`. New blocks come from the
