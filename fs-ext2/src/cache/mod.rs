@@ -766,30 +766,36 @@ impl<D: BlockDevice> Cache<D> {
     fn write_together(&mut self, mut targets: Vec<u64>) -> Result<(), Errno> {
         let mut seen: BTreeSet<u64> = targets.iter().copied().collect();
         loop {
-            let mut is_waiting = false;
             let mut k = 0;
+            let mut is_dirty_left = false;
             while k < targets.len() {
                 let block = targets[k];
                 k += 1;
                 let Some(&i) = self.map.get(&block) else { continue };
-                match self.bufs[i].state {
-                    State::Writing => is_waiting = true,
-                    State::Dirty => {
-                        is_waiting = true;
-                        // What it waits for joins the set, to go first.
-                        let firsts = self.waits_for.get(&block).cloned().unwrap_or_default();
-                        for first in firsts {
-                            if self.is_pending(first) && seen.insert(first) {
-                                targets.push(first);
-                            }
+                if self.bufs[i].state == State::Dirty {
+                    // What it waits for joins the set, to go first.
+                    let firsts = self.waits_for.get(&block).cloned().unwrap_or_default();
+                    for first in firsts {
+                        if self.is_pending(first) && seen.insert(first) {
+                            targets.push(first);
                         }
-                        self.write_run(i, true)?;
                     }
-                    _ => {}
+                    self.write_run(i, true)?;
+                    is_dirty_left |= self.bufs[i].state == State::Dirty;
                 }
             }
-            if !is_waiting {
+            // Only the blocks still on their way are looked at again.
+            targets.retain(|b| self.is_pending(*b));
+            if targets.is_empty() {
                 return Ok(());
+            }
+            if !is_dirty_left {
+                // Everything is in flight: wait for it all at once rather
+                // than look over the set after each completion.
+                while !self.in_flight.is_empty() {
+                    self.wait_one()?;
+                }
+                continue;
             }
             if self.in_flight.is_empty() {
                 // Nothing could start and nothing is on its way: never

@@ -796,13 +796,22 @@ impl<D: BlockDevice> Fs<D> {
         };
         let mut done = 0usize;
         let mut failure = None;
+        // The blocks already there, mapped once (indirect blocks read once
+        // for the run); on damage, block by block, so that what comes
+        // before the damaged block is still written.
+        let first = offset / bs;
+        let premap = self.map_blocks(&i, first..(end - 1) / bs + 1).ok();
         while done < data.len() {
             let pos = offset + done as u64;
             let lblk = pos / bs;
             let in_block = (pos % bs) as usize;
             let len = (bs as usize - in_block).min(data.len() - done);
             let chunk = &data[done..done + len];
-            let existing = match self.bmap(&i, lblk) {
+            let mapped = match &premap {
+                Some(map) => Ok(map[(lblk - first) as usize]),
+                None => self.bmap(&i, lblk),
+            };
+            let existing = match mapped {
                 Ok(b) => b,
                 Err(e) => {
                     failure = Some(e);
