@@ -69,6 +69,12 @@ pub trait BlockDevice {
     }
     /// Makes every completed write durable (a virtio flush).
     fn flush(&mut self) -> Result<(), Errno>;
+    /// Time stamp counter ticks spent waiting in [`Self::complete`] and
+    /// in [`Self::flush`], for the server's counters (where the time of
+    /// an `fsync` goes); zeros where nobody measures.
+    fn wait_ticks(&self) -> [u64; 2] {
+        [0, 0]
+    }
 }
 
 /// In what order a [`MemDisk`] finishes the transfers in flight.
@@ -103,6 +109,14 @@ pub struct MemDisk {
     pub reads: u64,
     pub writes: u64,
     pub flushes: u64,
+    /// Round trips: the times the disk was waited for after something
+    /// new was submitted (a chain of writes each waiting for the one
+    /// before counts one per write; writes submitted together, one), and
+    /// the most transfers it held at once. What an `fsync` costs on a
+    /// device whose every request takes the same time.
+    pub round_trips: u64,
+    pub max_in_flight: usize,
+    submitted_since_wait: bool,
     /// Fail every write from this count of completed writes on (a dying
     /// disk), for tests.
     pub fail_writes_after: Option<u64>,
@@ -121,6 +135,9 @@ impl MemDisk {
             reads: 0,
             writes: 0,
             flushes: 0,
+            round_trips: 0,
+            max_in_flight: 0,
+            submitted_since_wait: false,
             fail_writes_after: None,
         }
     }
@@ -188,9 +205,14 @@ impl BlockDevice for MemDisk {
 
     fn submit(&mut self, transfer: Transfer) {
         self.pending.push_back(transfer);
+        self.max_in_flight = self.max_in_flight.max(self.pending.len());
+        self.submitted_since_wait = true;
     }
 
     fn complete(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        if core::mem::take(&mut self.submitted_since_wait) && !self.pending.is_empty() {
+            self.round_trips += 1;
+        }
         let mut transfer = match self.order {
             CompletionOrder::Fifo => self.pending.pop_front()?,
             CompletionOrder::Lifo => self.pending.pop_back()?,

@@ -278,6 +278,8 @@ impl<D: BlockDevice> Service<D> {
             s.bytes_written,
             s.syncs
         );
+        let [wait_ticks, flush_ticks] = self.fs.device().wait_ticks();
+        let _ = write!(t, "device_wait_ticks={wait_ticks}\nflush_ticks={flush_ticks}\n");
         if let Ok(f) = self.fs.statfs() {
             let _ = write!(t, "free_blocks={}\nfree_inodes={}\n", f.free_blocks, f.free_inodes);
         }

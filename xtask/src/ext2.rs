@@ -135,8 +135,10 @@ pub fn check(image: &Path) -> Result<()> {
 /// what a power cut may leave behind without losing anything (counts,
 /// blocks and inodes marked in use that nothing uses, inodes no entry
 /// names yet, link counts too high, sizes and block counts behind the
-/// block map, a moved directory's `..`; docs/filesystem.md, "The write
-/// order"). The same rule as `fs-ext2`'s power-cut test.
+/// block map, a moved directory's `..`, a directory moved between parents
+/// named by both for a moment, an inode in use with its bit clear that no
+/// entry names; docs/filesystem.md, "The write order"). The same rule as
+/// `fs-ext2`'s power-cut test.
 pub fn harmful_complaints(image: &Path) -> Result<Vec<String>> {
     let out = Command::new(program("e2fsck")?)
         .arg("-fn")
@@ -144,10 +146,35 @@ pub fn harmful_complaints(image: &Path) -> Result<Vec<String>> {
         .output()
         .map_err(|e| format!("cannot run e2fsck: {e}"))?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    Ok(text.lines().filter(|l| !is_harmless(l.trim())).map(String::from).collect())
+    let unattached = unattached_inodes(&text);
+    Ok(text.lines().filter(|l| !is_harmless(l.trim(), &unattached)).map(String::from).collect())
 }
 
-fn is_harmless(l: &str) -> bool {
+/// The inodes e2fsck calls unattached (in use, named by no entry).
+fn unattached_inodes(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter(|l| l.trim().starts_with("Unattached"))
+        .filter_map(|l| l.split(|c: char| !c.is_ascii_digit()).find(|s| !s.is_empty())?.parse().ok())
+        .collect()
+}
+
+/// Every `+N` / `+(A--B)` of a bitmap line is one of `inodes`.
+fn only_these_set(l: &str, inodes: &[u64]) -> bool {
+    l.split_whitespace().filter(|t| t.starts_with('+')).all(|t| {
+        let n: Vec<u64> = t
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        match n[..] {
+            [a] => inodes.contains(&a),
+            [a, b] => (a..=b).all(|x| inodes.contains(&x)),
+            _ => false,
+        }
+    })
+}
+
+fn is_harmless(l: &str, unattached: &[u64]) -> bool {
     let numbers = |l: &str| -> Vec<u64> {
         l.split(|c: char| !c.is_ascii_digit())
             .filter(|s| !s.is_empty())
@@ -167,13 +194,14 @@ fn is_harmless(l: &str) -> bool {
         || l.starts_with("e2fsck ")
         || l.starts_with("Padding at end")
         || (l.starts_with("Inode ") && (l.contains(", i_blocks is ") || l.contains(", i_size is ")))
-        || (l.starts_with("Inode bitmap differences:") && !l.contains('+'))
+        || (l.starts_with("Inode bitmap differences:") && only_these_set(l, unattached))
         || (l.starts_with("Block bitmap differences:") && !l.contains('+'))
         || (l.starts_with("Inode ") && l.contains("ref count is") && {
             let n = numbers(l);
             n.len() >= 3 && n[1] > n[2]
         })
         || (l.starts_with("'..' in") && l.contains("should be"))
+        || (l.starts_with("Entry '") && l.contains("is a link to directory"))
 }
 
 /// A file's bytes in an image, read by `debugfs -R 'cat PATH'`.
@@ -209,16 +237,21 @@ mod tests {
             "Inode 12 ref count is 2, should be 1.  Fix? no",
             "Unattached inode 14",
             "Pass 1: Checking inodes, blocks, and sizes",
+            "Inode bitmap differences:  +14 -20",
+            "Entry 'sub' in /dir (2049) is a link to directory /moved (2050).",
         ] {
-            assert!(is_harmless(l), "{l}");
+            assert!(is_harmless(l, &[14]), "{l}");
         }
+        assert_eq!(unattached_inodes("Unattached zero-length inode 35.  Clear? no\nPass 5"), vec![35]);
         for l in [
             "Block bitmap differences:  +1234",
             "Inode 12 ref count is 1, should be 2.  Fix? no",
             "Entry 'f' in / (2) has deleted/unused inode 13.  Clear? no",
             "Inode 13 has illegal block(s).  Clear? no",
+            "Inode bitmap differences:  +15",
+            "Inode bitmap differences:  +(14--15)",
         ] {
-            assert!(!is_harmless(l), "{l}");
+            assert!(!is_harmless(l, &[14]), "{l}");
         }
     }
 

@@ -43,6 +43,8 @@ pub fn stats_delta(before: &str, after: &str) -> String {
         "flushes",
         "requests",
         "syncs",
+        "device_wait_ticks",
+        "flush_ticks",
     ] {
         let delta = stat(after, key).unwrap_or(0).saturating_sub(stat(before, key).unwrap_or(0));
         text.push_str(&format!("{key}={delta} "));

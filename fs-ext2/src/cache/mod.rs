@@ -149,6 +149,8 @@ pub struct Cache<D: BlockDevice> {
     /// A write failed since the last [`Cache::sync`] (reported there, like
     /// Linux's `AS_EIO`).
     has_write_error: bool,
+    /// A write completed since the last device flush.
+    has_unflushed_writes: bool,
 }
 
 impl<D: BlockDevice> Cache<D> {
@@ -194,6 +196,7 @@ impl<D: BlockDevice> Cache<D> {
             waited_by: BTreeMap::new(),
             stats: CacheStats::default(),
             has_write_error: false,
+            has_unflushed_writes: false,
         })
     }
 
@@ -332,6 +335,7 @@ impl<D: BlockDevice> Cache<D> {
                     // On an error the memory copy stays right and the
                     // disk's is lost: keep going, report it at the next sync.
                     self.has_write_error |= outcome.is_err();
+                    self.has_unflushed_writes = true;
                     buf.state = State::Clean;
                     let block = buf.block;
                     self.written(block);
@@ -736,20 +740,8 @@ impl<D: BlockDevice> Cache<D> {
     /// Writes every dirty buffer (in the order the file system asked for)
     /// and waits until every transfer finished, without a device flush.
     pub fn write_all(&mut self) -> Result<(), Errno> {
-        // Passes over the buffers until none is dirty (one, unless a
-        // write for the order dirtied nothing new: it never does).
-        loop {
-            let mut found = false;
-            for i in 0..self.bufs.len() {
-                if self.bufs[i].state == State::Dirty {
-                    found = true;
-                    self.write_run(i, false)?;
-                }
-            }
-            if !found {
-                break;
-            }
-        }
+        let dirty: Vec<u64> = self.bufs.iter().filter(|b| b.state == State::Dirty).map(|b| b.block).collect();
+        self.write_together(dirty)?;
         while !self.in_flight.is_empty() {
             self.wait_one()?;
         }
@@ -760,24 +752,76 @@ impl<D: BlockDevice> Cache<D> {
     /// waits for, [`Cache::order`]) and waits until they are on the disk,
     /// without a device flush: `fsync` of one file.
     pub fn write_blocks(&mut self, blocks: &[u64]) -> Result<(), Errno> {
-        for &block in blocks {
-            if let Some(&i) = self.map.get(&block)
-                && self.bufs[i].state == State::Dirty
-            {
-                self.write_run(i, false)?;
-            }
-        }
-        for &block in blocks {
-            self.write_block_now(block)?;
-        }
-        Ok(())
+        self.write_together(blocks.to_vec())
     }
 
-    /// A device flush (every completed write durable). `EIO` if any write
-    /// failed since the last sync or flush.
+    /// Writes `targets` and the pending blocks they wait for, as many at
+    /// once as the order allows: every block whose waits are on the disk
+    /// is submitted (one transfer per run) before the cache waits for any,
+    /// and each completion lets the blocks waiting for it go. So the
+    /// device sees a chain's levels, not its blocks, one after another: a
+    /// `creat` + `fsync` is two round trips (the inode bitmap and the
+    /// inode's block together, then the directory block), not one per
+    /// block (`fsync_sends_what_it_can_together` counts them).
+    fn write_together(&mut self, mut targets: Vec<u64>) -> Result<(), Errno> {
+        let mut seen: BTreeSet<u64> = targets.iter().copied().collect();
+        loop {
+            let mut k = 0;
+            let mut is_dirty_left = false;
+            while k < targets.len() {
+                let block = targets[k];
+                k += 1;
+                let Some(&i) = self.map.get(&block) else { continue };
+                if self.bufs[i].state == State::Dirty {
+                    // What it waits for joins the set, to go first.
+                    let firsts = self.waits_for.get(&block).cloned().unwrap_or_default();
+                    for first in firsts {
+                        if self.is_pending(first) && seen.insert(first) {
+                            targets.push(first);
+                        }
+                    }
+                    self.write_run(i, true)?;
+                    is_dirty_left |= self.bufs[i].state == State::Dirty;
+                }
+            }
+            // Only the blocks still on their way are looked at again.
+            targets.retain(|b| self.is_pending(*b));
+            if targets.is_empty() {
+                return Ok(());
+            }
+            if !is_dirty_left {
+                // Everything is in flight: wait for it all at once rather
+                // than look over the set after each completion.
+                while !self.in_flight.is_empty() {
+                    self.wait_one()?;
+                }
+                continue;
+            }
+            if self.in_flight.is_empty() {
+                // Nothing could start and nothing is on its way: never
+                // with an order free of cycles, but rather than spin, the
+                // one-by-one path (which breaks what it finds).
+                for &block in &targets {
+                    self.write_block_now(block)?;
+                }
+                continue;
+            }
+            self.wait_one()?;
+        }
+    }
+
+    /// A device flush (every completed write durable), unless no write
+    /// completed since the last one: an `fsync` with nothing to write
+    /// costs no device request. `EIO` if any write failed since the last
+    /// sync or flush.
     pub fn flush(&mut self) -> Result<(), Errno> {
-        self.stats.flushes += 1;
-        self.dev.flush()?;
+        if core::mem::take(&mut self.has_unflushed_writes) {
+            self.stats.flushes += 1;
+            if let Err(e) = self.dev.flush() {
+                self.has_unflushed_writes = true;
+                return Err(e);
+            }
+        }
         if core::mem::take(&mut self.has_write_error) { Err(EIO) } else { Ok(()) }
     }
 
@@ -785,9 +829,7 @@ impl<D: BlockDevice> Cache<D> {
     /// write failed since the last sync.
     pub fn sync(&mut self) -> Result<(), Errno> {
         self.write_all()?;
-        self.stats.flushes += 1;
-        self.dev.flush()?;
-        if core::mem::take(&mut self.has_write_error) { Err(EIO) } else { Ok(()) }
+        self.flush()
     }
 
     /// Forgets every clean buffer (a cold cache, for measurements).

@@ -100,8 +100,9 @@ impl<D: BlockDevice> Fs<D> {
 
     /// Adds the entry `name` -> `child` to directory `dir_ino` (whose
     /// in-memory inode grows if a block is added; the caller writes it).
-    /// The entry's block is ordered after `child_block` (the child's inode
-    /// block): an entry never names an inode the disk does not have yet.
+    /// The entry's block is ordered after `child_blocks` (the child's inode
+    /// block, and for a new inode its bitmap block): an entry never names
+    /// an inode the disk does not have yet, or one whose bit is clear.
     /// Returns the block the entry went into.
     pub(crate) fn add_entry(
         &mut self,
@@ -110,7 +111,7 @@ impl<D: BlockDevice> Fs<D> {
         name: &[u8],
         child: u32,
         file_type: u8,
-        child_block: u64,
+        child_blocks: &[u64],
     ) -> Result<u64, Errno> {
         let file_type = if self.has_filetype { file_type } else { 0 };
         let need = dirent_len(name.len());
@@ -124,7 +125,9 @@ impl<D: BlockDevice> Fs<D> {
             let Some(e) = entries.iter().find(|e| e.rec_len - e.used_len() >= need).copied() else {
                 continue;
             };
-            self.cache.order(child_block, block)?;
+            for &first in child_blocks {
+                self.cache.order(first, block)?;
+            }
             self.cache.modify(block, |b| {
                 if e.ino == 0 {
                     write_dirent(b, e.offset, child, e.rec_len, name, file_type);
@@ -142,7 +145,7 @@ impl<D: BlockDevice> Fs<D> {
             n => self.bmap(dir, n - 1)? as u64 + 1,
         };
         let bs = self.block_bytes;
-        let (block, _) = self.bmap_alloc(dir_ino, dir, nblocks, goal, &[child_block], &mut |b| {
+        let (block, _) = self.bmap_alloc(dir_ino, dir, nblocks, goal, child_blocks, &mut |b| {
             b.fill(0);
             write_dirent(b, 0, child, bs, name, file_type);
         })?;

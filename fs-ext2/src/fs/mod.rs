@@ -147,8 +147,10 @@ pub struct Fs<D: BlockDevice> {
     /// when the inode is written into its block, not before, so that a
     /// write of the block meanwhile cannot end the wait early.
     inode_deps: BTreeMap<u32, Vec<u64>>,
-    /// Sequential-read detection: (inode, next offset), most recent last.
-    readers: Vec<(u32, u64)>,
+    /// Sequential-read detection: (inode, next offset, the logical block
+    /// up to which its read-ahead window was last found whole), most
+    /// recent last.
+    readers: Vec<(u32, u64, u64)>,
     last_damage: Option<String>,
 }
 

@@ -208,7 +208,7 @@ impl<D: BlockDevice> Fs<D> {
 
     /// Creates a file that is not a directory (`mode`: type and
     /// permissions; a type of 0 means a regular file).
-    /// Order: inode bit -> inode -> entry.
+    /// Order: inode bit and inode (either first) -> entry.
     pub fn create(&mut self, dir: u32, name: &[u8], mode: u16, uid: u32, gid: u32) -> Result<u32, Errno> {
         let mut d = self.prepare_new_name(dir, name)?;
         let mode = if mode & ftype::S_IFMT == 0 { mode | ftype::S_IFREG } else { mode };
@@ -218,10 +218,15 @@ impl<D: BlockDevice> Fs<D> {
         };
         let ino = self.alloc_inode(dir, false)?;
         let (iblock, _) = self.inode_location(ino)?;
-        self.inode_after(ino, self.inode_bitmap_of(ino));
+        let bitmap = self.inode_bitmap_of(ino);
         let inode = self.new_inode_fields(mode, uid, gid, 1);
         self.write_new_inode(ino, &inode)?;
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, iblock) {
+        // The bit and the inode may reach the disk in either order (an
+        // inode in use that no entry names loses nothing if its number is
+        // given out again); the entry waits for both. So an `fsync` of a
+        // new file sends the bitmap and the inode block together, then
+        // the entry: two round trips to the device, not three.
+        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, &[iblock, bitmap]) {
             // Nothing names the inode: give it back.
             self.discard_new_inode(ino, inode, false)?;
             return Err(e);
@@ -272,7 +277,7 @@ impl<D: BlockDevice> Fs<D> {
         }
         inode.set_size(bs as u64);
         self.write_new_inode(ino, &inode)?;
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, 2, iblock) {
+        if let Err(e) = self.add_entry(dir, &mut d, name, ino, 2, &[iblock]) {
             self.discard_new_inode(ino, inode, true)?;
             d.set_links(d.links() - 1);
             self.write_inode(dir, &d)?;
@@ -407,7 +412,7 @@ impl<D: BlockDevice> Fs<D> {
         self.write_inode(ino, &inode)?;
         let (iblock, _) = self.inode_location(ino)?;
         let file_type = ftype::dirent_type(inode.mode()).unwrap_or(0);
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, iblock) {
+        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, &[iblock]) {
             inode.set_links(inode.links() - 1);
             self.write_inode(ino, &inode)?;
             return Err(e);
@@ -512,7 +517,7 @@ impl<D: BlockDevice> Fs<D> {
                 v.block
             }
             None => {
-                let block = self.add_entry(to_dir, &mut to_d, to_name, src.ino, file_type, src_block)?;
+                let block = self.add_entry(to_dir, &mut to_d, to_name, src.ino, file_type, &[src_block])?;
                 self.write_inode(to_dir, &to_d)?;
                 block
             }
@@ -600,7 +605,7 @@ impl<D: BlockDevice> Fs<D> {
         self.flush_inode(ino)?;
         let core = self.core_inodes.remove(&ino);
         self.open.remove(&ino);
-        self.readers.retain(|&(i, _)| i != ino);
+        self.readers.retain(|&(i, _, _)| i != ino);
         // The in-core copy equals the block now: no read of the block.
         let inode = match core {
             Some(inode) => inode,
@@ -672,18 +677,22 @@ impl<D: BlockDevice> Fs<D> {
         (MAX_TRANSFER_PAGES as u64 * abi::layout::PAGE_SIZE).div_ceil(self.block_bytes as u64)
     }
 
-    /// Was the last read of `ino` the bytes just before `offset`?
-    fn note_read(&mut self, ino: u32, offset: u64, end: u64) -> bool {
-        let pos = self.readers.iter().position(|&(i, _)| i == ino);
-        let is_sequential = offset == 0 || pos.is_some_and(|p| self.readers[p].1 == offset);
-        if let Some(p) = pos {
-            self.readers.remove(p);
-        }
+    /// Was the last read of `ino` the bytes just before `offset`? Also
+    /// the logical block up to which the read-ahead window was last found
+    /// whole (cached or on its way), 0 if never.
+    fn note_read(&mut self, ino: u32, offset: u64, end: u64) -> (bool, u64) {
+        let pos = self.readers.iter().position(|&(i, _, _)| i == ino);
+        let found = pos.map(|p| self.readers.remove(p));
+        let is_sequential = offset == 0 || found.is_some_and(|(_, next, _)| next == offset);
+        let window_end = match found {
+            Some((_, _, w)) if is_sequential => w,
+            _ => 0,
+        };
         if self.readers.len() >= 16 {
             self.readers.remove(0);
         }
-        self.readers.push((ino, end));
-        is_sequential
+        self.readers.push((ino, end, window_end));
+        (is_sequential, window_end)
     }
 
     /// Reads from a regular file at `offset`; 0 at or past the end. A
@@ -699,9 +708,11 @@ impl<D: BlockDevice> Fs<D> {
         let bs = self.block_bytes as u64;
         let first = offset / bs;
         let last = (offset + n as u64 - 1) / bs;
-        let is_sequential = self.note_read(ino, offset, offset + n as u64);
+        let (is_sequential, window_end) = self.note_read(ino, offset, offset + n as u64);
+        // The request's blocks, mapped once (for its prefetch and its copy).
+        let map = self.map_blocks(&i, first..last + 1)?;
         if is_sequential && last > first {
-            let wanted = self.map_range(&i, first..last + 1)?;
+            let wanted: Vec<u64> = map.iter().filter(|&&b| b != 0).map(|&b| b as u64).collect();
             self.cache.prefetch(&wanted, false)?;
         }
         let mut done = 0;
@@ -709,7 +720,7 @@ impl<D: BlockDevice> Fs<D> {
             let pos = offset + done as u64;
             let in_block = (pos % bs) as usize;
             let len = (bs as usize - in_block).min(n - done);
-            let block = self.bmap(&i, pos / bs)?;
+            let block = map[(pos / bs - first) as usize];
             let out = &mut buf[done..done + len];
             if block == 0 {
                 out.fill(0);
@@ -722,16 +733,38 @@ impl<D: BlockDevice> Fs<D> {
             // After the copy, so that read-ahead never takes the buffer of
             // a block this read still needs (with two buffers it would).
             let end_of_file = size.div_ceil(bs);
-            let ahead_end = (last + 1 + self.read_ahead_blocks()).min(end_of_file);
-            let ahead = self.map_range(&i, last + 1..ahead_end)?;
+            let window = self.read_ahead_blocks();
+            let ahead_end = (last + 1 + window).min(end_of_file);
+            // The window was found whole up to `window_end` and more than
+            // half of it is still ahead: nothing to look at. (A file read
+            // from the cache would otherwise map 16 pages ahead at every
+            // read.)
+            if window_end >= ahead_end || (window_end > last + 1 && window_end - (last + 1) > window / 2) {
+                return Ok(n);
+            }
+            // Only the part of the window not known whole is looked at.
+            let from = window_end.max(last + 1);
+            let ahead = self.map_range(&i, from..ahead_end)?;
             // Top the window up only once half of it is used: the blocks
             // newly in it then go in one long transfer, not one short one
             // per read (Ridge §8: sixteen-page transfers).
-            if self.cache.cached(&ahead) * 2 <= ahead.len() {
+            let cached = self.cache.cached(&ahead);
+            let is_due = if from > last + 1 { cached < ahead.len() } else { cached * 2 <= ahead.len() };
+            if is_due {
                 self.cache.prefetch(&ahead, true)?;
+            }
+            if self.cache.cached(&ahead) == ahead.len() {
+                self.set_window_end(ino, ahead_end);
             }
         }
         Ok(n)
+    }
+
+    /// The read-ahead window of reader `ino` is whole up to `lblk`.
+    fn set_window_end(&mut self, ino: u32, lblk: u64) {
+        if let Some(r) = self.readers.iter_mut().find(|r| r.0 == ino) {
+            r.2 = lblk;
+        }
     }
 
     /// Writes to a regular file at `offset`. New blocks come from the
@@ -763,13 +796,22 @@ impl<D: BlockDevice> Fs<D> {
         };
         let mut done = 0usize;
         let mut failure = None;
+        // The blocks already there, mapped once (indirect blocks read once
+        // for the run); on damage, block by block, so that what comes
+        // before the damaged block is still written.
+        let first = offset / bs;
+        let premap = self.map_blocks(&i, first..(end - 1) / bs + 1).ok();
         while done < data.len() {
             let pos = offset + done as u64;
             let lblk = pos / bs;
             let in_block = (pos % bs) as usize;
             let len = (bs as usize - in_block).min(data.len() - done);
             let chunk = &data[done..done + len];
-            let existing = match self.bmap(&i, lblk) {
+            let mapped = match &premap {
+                Some(map) => Ok(map[(lblk - first) as usize]),
+                None => self.bmap(&i, lblk),
+            };
+            let existing = match mapped {
                 Ok(b) => b,
                 Err(e) => {
                     failure = Some(e);

@@ -62,6 +62,8 @@ pub struct Disk {
     rx: Page,
     /// Transfers each way, for the server's counters.
     pub transfers: u64,
+    /// Ticks waiting for transfers and for flushes ([`BlockDevice::wait_ticks`]).
+    ticks: [u64; 2],
 }
 
 impl Disk {
@@ -77,6 +79,7 @@ impl Disk {
             stash: VecDeque::new(),
             rx: Page::zeroed(),
             transfers: 0,
+            ticks: [0, 0],
         }
     }
 
@@ -251,6 +254,30 @@ impl BlockDevice for Disk {
     }
 
     fn complete(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        let start = runtime::sys::rdtsc();
+        let done = self.complete_untimed();
+        self.ticks[0] += runtime::sys::rdtsc().wrapping_sub(start);
+        done
+    }
+
+    fn poll(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        self.finished.pop_front()
+    }
+
+    fn flush(&mut self) -> Result<(), Errno> {
+        let start = runtime::sys::rdtsc();
+        let r = msg::call(self.driver, &[io::OP_FSYNC, self.handle, 0, 0], &[], &mut []).map_err(|_| EIO);
+        self.ticks[1] += runtime::sys::rdtsc().wrapping_sub(start);
+        result(r?.0[0]).map(|_| ())
+    }
+
+    fn wait_ticks(&self) -> [u64; 2] {
+        self.ticks
+    }
+}
+
+impl Disk {
+    fn complete_untimed(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
         loop {
             if let Some(done) = self.finished.pop_front() {
                 return Some(done);
@@ -274,15 +301,5 @@ impl BlockDevice for Disk {
                 return Some((t, Err(EIO)));
             }
         }
-    }
-
-    fn poll(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
-        self.finished.pop_front()
-    }
-
-    fn flush(&mut self) -> Result<(), Errno> {
-        let (w, _) =
-            msg::call(self.driver, &[io::OP_FSYNC, self.handle, 0, 0], &[], &mut []).map_err(|_| EIO)?;
-        result(w[0]).map(|_| ())
     }
 }
