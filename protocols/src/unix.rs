@@ -240,6 +240,9 @@ pub mod signal {
     pub const SIGPIPE: u64 = 13;
     pub const SIGALRM: u64 = 14;
     pub const SIGTERM: u64 = 15;
+    /// Sent by the monitor to a parent whose child ended, only if the
+    /// parent catches it (the default action, ignore, needs nothing).
+    pub const SIGCHLD: u64 = 17;
     /// Highest signal number accepted.
     pub const MAX: u64 = 31;
 
@@ -593,6 +596,14 @@ pub mod monitor {
     /// `mkdir` modes; word 2 = 1 only reads it. Reply: word 0 = previous
     /// mask. Inherited by `fork` and kept by `exec`.
     pub const OP_UMASK: u64 = 62;
+    /// Replace the caller's whole set of caught signals with word 1 (bit
+    /// n: signal n; SIGKILL's bit is ignored; caught signals stop being
+    /// ignored) and take its pending set, in one call: the Linux server
+    /// (servers/linux) keeps the monitor's set equal to the signals its
+    /// program handles or blocks, which changes around every
+    /// `sigsuspend`. Reply: word 0 = the previous caught set, word 1 = the
+    /// pending signals (cleared).
+    pub const OP_SIGNAL_CATCH_SET: u64 = 63;
 }
 
 /// Where a descriptor's requests go, in words 1–3 of the monitor's

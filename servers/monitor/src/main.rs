@@ -239,6 +239,7 @@ impl Monitor {
             monitor::OP_SIGNAL_CATCH => answer(self.signal_catch(me, w[1], w[2] != 0)),
             monitor::OP_SIGNAL_PENDING => ok(self.signal_pending(me)),
             monitor::OP_UMASK => ok(self.umask(me, w[1], w[2] != 0)),
+            monitor::OP_SIGNAL_CATCH_SET => self.signal_catch_set(me, w[1]),
             _ => err(errno::ENOSYS),
         }
     }

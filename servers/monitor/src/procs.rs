@@ -119,6 +119,14 @@ impl Monitor {
         let Some(proc) = self.procs.get_mut(&p) else { return };
         let fds = core::mem::replace(&mut proc.fds, FdTable::new());
         let ppid = proc.ppid;
+        // SIGCHLD, only to a parent that catches it (a Linux program's
+        // handler, through servers/linux): its default action is to be
+        // ignored, so nobody else needs it.
+        if let Some(parent) = self.procs.get_mut(&ppid)
+            && parent.caught & (1 << signal::SIGCHLD) != 0
+        {
+            parent.pending |= 1 << signal::SIGCHLD;
+        }
         for i in fds.fds.iter().flatten() {
             self.release(*i);
         }
@@ -324,6 +332,19 @@ impl Monitor {
             p.pending &= !(1 << sig);
         }
         Ok(before as u64)
+    }
+
+    /// `OP_SIGNAL_CATCH_SET`: the whole caught set at once (SIGKILL and
+    /// numbers above `signal::MAX` left out), and the pending set taken.
+    /// Pending signals that are no longer caught are handed over too, not
+    /// dropped: the caller asked for them while it caught them.
+    pub fn signal_catch_set(&mut self, me: u64, set: u64) -> Answer {
+        let valid = ((1u64 << (signal::MAX + 1)) - 2) & !(1 << signal::SIGKILL);
+        let set = set & valid;
+        let p = self.procs.get_mut(&me).expect("caller exists");
+        let before = core::mem::replace(&mut p.caught, set);
+        p.ignored &= !set;
+        Answer::Words([before, core::mem::take(&mut p.pending), 0, 0])
     }
 
     /// The caught signals received since the last call, cleared.
