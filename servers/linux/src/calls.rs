@@ -11,7 +11,6 @@
 //! first touch. `munmap` releases nothing (the
 //! region is 1 GiB); see docs/linux-abi.md.
 
-use crate::fscalls::{AT_EMPTY_PATH, AT_FDCWD, FD_CLOEXEC, O_CLOEXEC};
 use crate::mem;
 use crate::signals::Signals;
 use crate::start::{CLOCK_TICKS_PER_S, Program};
@@ -133,6 +132,13 @@ mod nr {
 const SELF_EXE: &str = "/proc/self/exe";
 /// `openat`'s "relative to the working directory".
 const AT_REMOVEDIR: u64 = 0x200;
+/// `openat`'s "relative to the working directory".
+pub const AT_FDCWD: i64 = -100;
+/// `AT_EMPTY_PATH`: the descriptor itself.
+pub const AT_EMPTY_PATH: u64 = 0x1000;
+/// `O_CLOEXEC` and `FD_CLOEXEC`.
+pub const O_CLOEXEC: u64 = 0o2_000_000;
+pub const FD_CLOEXEC: u64 = 1;
 /// Clocks `clock_nanosleep` takes, and its absolute-time flag.
 const CLOCK_MONOTONIC: u64 = 1;
 const CLOCK_BOOTTIME: u64 = 7;
@@ -527,7 +533,8 @@ impl Linux {
             nr::NANOSLEEP => self.sleep(CLOCK_MONOTONIC, false, a0, a1),
             nr::CLOCK_NANOSLEEP => {
                 let [rem, ..] = self.more_args()?;
-                if a0 > CLOCK_BOOTTIME || a1 & !TIMER_ABSTIME != 0 {
+                // Other flag bits are ignored, as Linux ignores them.
+                if a0 > CLOCK_BOOTTIME {
                     return Err(errno::EINVAL);
                 }
                 self.sleep(a0, a1 & TIMER_ABSTIME != 0, a2, rem)

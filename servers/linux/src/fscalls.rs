@@ -10,7 +10,7 @@
 //! itself (inherited across `execve`) has no path here: as a `dirfd` it is
 //! `ENOSYS`, with one log line (docs/linux-abi.md).
 
-use crate::calls::{Linux, Result, fd};
+use crate::calls::{AT_EMPTY_PATH, AT_FDCWD, Linux, O_CLOEXEC, Result, fd};
 use crate::mem;
 use alloc::format;
 use alloc::string::String;
@@ -20,16 +20,11 @@ use protocols::unix::{Stat, errno, mode};
 use runtime::unix;
 use runtime::unix::socket::PollFd;
 
-/// `openat`'s "relative to the working directory".
-pub const AT_FDCWD: i64 = -100;
-/// `AT_EMPTY_PATH`: the descriptor itself.
-pub const AT_EMPTY_PATH: u64 = 0x1000;
-/// `O_CLOEXEC` and `FD_CLOEXEC`.
-pub const O_CLOEXEC: u64 = 0o2_000_000;
-pub const FD_CLOEXEC: u64 = 1;
-/// Most entries one `poll` takes (Linux: `RLIMIT_NOFILE`, here the
-/// monitor's descriptor limit).
-const POLL_MAX_FDS: u64 = unix::MAX_FDS as u64;
+/// Most entries one `poll` takes; more is `EINVAL`, as Linux answers
+/// beyond `RLIMIT_NOFILE` (4096 is a usual hard limit there). Entries may
+/// repeat a descriptor, so the monitor's descriptor limit is not the
+/// bound; this one keeps the server's copy of the array small (32 KiB).
+const POLL_MAX_FDS: u64 = 4096;
 /// `struct pollfd`: fd (i32), events (i16), revents (i16).
 const POLLFD_BYTES: u64 = 8;
 /// `struct statx` and the fields this server fills
