@@ -57,6 +57,10 @@ int main(void) {
     TRY("dup3 same fds", syscall(SYS_dup3, fd, fd, O_CLOEXEC));
     TRY("dup3 bad flags", syscall(SYS_dup3, fd, 40, 1));
     TRY("clock_nanosleep bad flags", syscall(SYS_clock_nanosleep, 1, 8, (long[2]){0, 0}, 0));
+    TRY("setitimer bad which", syscall(SYS_setitimer, 7, (long[4]){0}, 0));
+    TRY("setitimer bad pointer", syscall(SYS_setitimer, 0, bad, 0));
+    TRY("setitimer bad usec", syscall(SYS_setitimer, 0, (long[4]){0, 0, 1, 2000000}, 0));
+    TRY("getitimer bad pointer", syscall(SYS_getitimer, 0, bad));
     TRY("mmap zero length", (long)syscall(SYS_mmap, 0, 0, 3, 0x22, -1, 0));
     TRY("unknown call 999", syscall(999));
     TRY("unknown call 500", syscall(500, 1, 2, 3));

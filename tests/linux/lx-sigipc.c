@@ -22,6 +22,8 @@ static volatile sig_atomic_t usr1, usr2, chld;
 static void on_usr1(int s) { (void)s; usr1++; }
 static void on_usr2(int s) { (void)s; usr2++; }
 static void on_chld(int s) { (void)s; chld++; }
+static volatile sig_atomic_t alrm;
+static void on_alrm(int s) { (void)s; alrm++; }
 
 static void handle(int sig, void (*fn)(int), int flags) {
     struct sigaction sa;
@@ -177,7 +179,15 @@ int main(void) {
     waitpid(c, &st, 0);
     status("blocked SIGTERM child", st);
 
-    /* 8. An ignored signal from another process does nothing. */
+    /* 8. alarm: SIGALRM ends a pause; a second alarm returns the
+     * seconds the first had left. */
+    handle(SIGALRM, on_alrm, 0);
+    alarm(5);
+    unsigned left = alarm(1);
+    int r = pause();
+    printf("alarm: handler ran %d, pause %d, the first alarm had %u s left\n", alrm, r, left);
+
+    /* 9. An ignored signal from another process does nothing. */
     signal(SIGUSR1, SIG_IGN);
     c = fork();
     if (c == 0) {

@@ -114,6 +114,8 @@ mod nr {
     pub const RT_SIGSUSPEND: u64 = 130;
     pub const PAUSE: u64 = 34;
     pub const ALARM: u64 = 37;
+    pub const GETITIMER: u64 = 36;
+    pub const SETITIMER: u64 = 38;
     pub const POLL: u64 = 7;
     pub const PPOLL: u64 = 271;
     pub const STATX: u64 = 332;
@@ -341,6 +343,8 @@ impl Linux {
             nr::RT_SIGSUSPEND => self.sigsuspend(Some((a0, a1))),
             nr::PAUSE => self.sigsuspend(None),
             nr::ALARM => self.alarm(a0),
+            nr::GETITIMER => self.itimer(a0, None, a1),
+            nr::SETITIMER => self.itimer(a0, Some(a1), a2),
             nr::SIGALTSTACK => self.sigaltstack(a0, a1),
             nr::IOCTL => self.ioctl(a0, a1, a2),
             nr::DUP => {

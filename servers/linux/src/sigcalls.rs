@@ -217,11 +217,62 @@ impl Linux {
     /// `alarm(seconds)`: SIGALRM after that long (0 cancels); the seconds
     /// the previous alarm had left, rounded up.
     pub fn alarm(&mut self, seconds: u64) -> Result<u64> {
+        let (left_ns, _) = self.itimer_now();
+        self.sig.alarm_interval_ns = 0;
         let now = self.sig.now_ns();
-        let left = self.sig.alarm_at_ns.map_or(0, |at| at.saturating_sub(now).div_ceil(1_000_000_000).max(1));
         self.sig.alarm_at_ns =
             (seconds != 0).then(|| now.saturating_add(seconds.saturating_mul(1_000_000_000)));
-        Ok(left)
+        Ok(if left_ns == 0 { 0 } else { left_ns.div_ceil(1_000_000_000).max(1) })
+    }
+
+    /// The real-time timer: (time left, interval), in ns.
+    fn itimer_now(&self) -> (u64, u64) {
+        let now = self.sig.now_ns();
+        (self.sig.alarm_at_ns.map_or(0, |at| at.saturating_sub(now).max(1)), self.sig.alarm_interval_ns)
+    }
+
+    /// `getitimer(which, curr)` and `setitimer(which, new, old)` for
+    /// `ITIMER_REAL` (the one `alarm` uses; musl's `alarm` is
+    /// `setitimer`). `struct itimerval`: interval, then value, each a
+    /// `timeval` (seconds, microseconds). A NULL `new` disarms, as Linux
+    /// has long allowed.
+    pub fn itimer(&mut self, which: u64, new: Option<u64>, old: u64) -> Result<u64> {
+        const ITIMER_REAL: u64 = 0;
+        if which != ITIMER_REAL {
+            // ITIMER_VIRTUAL and ITIMER_PROF count CPU time, which this
+            // server does not see (docs/linux-abi.md).
+            return Err(errno::EINVAL);
+        }
+        let wanted = match new {
+            Some(0) | None => None,
+            Some(at) => {
+                let b = mem::read(self.pid, at, 32)?;
+                let tv = |i: usize| -> Result<u64> {
+                    let (s, us) = (word(&b, i), word(&b, i + 8));
+                    if (s as i64) < 0 || us >= 1_000_000 {
+                        return Err(errno::EINVAL);
+                    }
+                    Ok(s.saturating_mul(1_000_000_000).saturating_add(us * 1000))
+                };
+                Some((tv(0)?, tv(16)?))
+            }
+        };
+        if old != 0 {
+            let (left, every) = self.itimer_now();
+            let mut b = [0u8; 32];
+            for (i, ns) in [every, left].iter().enumerate() {
+                b[i * 16..i * 16 + 8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
+                b[i * 16 + 8..i * 16 + 16].copy_from_slice(&((ns % 1_000_000_000) / 1000).to_le_bytes());
+            }
+            mem::write(self.pid, old, &b)?;
+        }
+        if new.is_some() {
+            let (every, value) = wanted.unwrap_or((0, 0));
+            let now = self.sig.now_ns();
+            self.sig.alarm_at_ns = (value != 0).then(|| now.saturating_add(value));
+            self.sig.alarm_interval_ns = if value != 0 { every } else { 0 };
+        }
+        Ok(0)
     }
 
     /// Wait until `ready` has an answer (`Ok(Some)`), the deadline (ns
@@ -288,7 +339,12 @@ impl Linux {
                         saved.rip = saved.rip.wrapping_sub(SYSCALL_BYTES);
                     }
                     match self.push_frame(sig, &a, &saved) {
-                        Ok(r) => regs = r,
+                        Ok(r) => {
+                            regs = r;
+                            // The handler's mask (and SA_RESETHAND) may
+                            // change what the monitor must catch.
+                            let _ = self.sig.sync_monitor();
+                        }
                         // A frame that cannot be written: Linux forces
                         // SIGSEGV.
                         Err(_) => self.sig.terminate(signals::SIGSEGV),

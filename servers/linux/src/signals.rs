@@ -152,8 +152,10 @@ pub struct Signals {
     monitor_caught: u64,
     clock: runtime::clock::Clock,
     last_check_ns: u64,
-    /// When `alarm`'s SIGALRM is due (ns since boot).
+    /// When `alarm`'s (or `ITIMER_REAL`'s) SIGALRM is due (ns since
+    /// boot), and the interval it is then due again after (0: once).
     pub alarm_at_ns: Option<u64>,
+    pub alarm_interval_ns: u64,
 }
 
 impl Signals {
@@ -168,6 +170,7 @@ impl Signals {
             clock: runtime::clock::Clock::new(),
             last_check_ns: 0,
             alarm_at_ns: None,
+            alarm_interval_ns: 0,
         }
     }
 
@@ -254,7 +257,10 @@ impl Signals {
         if let Some(at) = self.alarm_at_ns
             && now >= at
         {
-            self.alarm_at_ns = None;
+            self.alarm_at_ns = match self.alarm_interval_ns {
+                0 => None,
+                every => Some(now.saturating_add(every)),
+            };
             self.pending |= bit(SIGALRM);
         }
         if self.monitor_caught == 0 || (!force && now.saturating_sub(self.last_check_ns) < CHECK_INTERVAL_NS)
@@ -310,6 +316,7 @@ impl Signals {
     pub fn forked(&mut self) {
         self.pending = 0;
         self.alarm_at_ns = None;
+        self.alarm_interval_ns = 0;
     }
 
     /// The default action `Terminate` of `sig`: the monitor ends this
@@ -322,6 +329,9 @@ impl Signals {
         }
         let _ = unix::signal_catch_set(left);
         if sig <= MONITOR_MAX {
+            // An ignore inherited across exec stays at the monitor while
+            // the program's action is the default: undo it first.
+            let _ = unix::signal_ignore(sig, false);
             let _ = unix::kill(unix::getpid() as i64, sig);
         }
         // Signals the monitor does not know (real-time ones) end the
