@@ -19,6 +19,8 @@ $bb cp a/fruit.txt a/b/c/copy.txt
 $bb mv a/b/c/copy.txt a/b/c/moved.txt
 $bb find a -type f | $bb sort
 $bb ls a/b/c
+# ls -l: mode, size and name (owners, link counts and times differ by system).
+$bb ls -l a/fruit.txt a/b/words.txt | $bb awk '{ print $1, $5, $NF }'
 $bb md5sum a/fruit.txt
 $bb sha256sum a/b/words.txt
 $bb od -c a/b/words.txt | $bb head -n 2
