@@ -22,7 +22,8 @@ static volatile sig_atomic_t usr1, usr2, chld;
 static void on_usr1(int s) { (void)s; usr1++; }
 static void on_usr2(int s) { (void)s; usr2++; }
 static void on_chld(int s) { (void)s; chld++; }
-static volatile sig_atomic_t alrm;
+static volatile sig_atomic_t alrm, piped;
+static void on_pipe(int s) { (void)s; piped++; }
 static void on_alrm(int s) { (void)s; alrm++; }
 
 static void handle(int sig, void (*fn)(int), int flags) {
@@ -187,7 +188,18 @@ int main(void) {
     int r = pause();
     printf("alarm: handler ran %d, pause %d, the first alarm had %u s left\n", alrm, r, left);
 
-    /* 9. An ignored signal from another process does nothing. */
+    /* 9. SIGPIPE: a write with no reader left runs the handler before it
+     * returns EPIPE. */
+    handle(SIGPIPE, on_pipe, 0);
+    int np[2];
+    pipe(np);
+    close(np[0]);
+    errno = 0;
+    ssize_t w = write(np[1], "x", 1);
+    printf("SIGPIPE: handler ran %d before write returned %zd (EPIPE %d)\n", piped, w, errno == EPIPE);
+    close(np[1]);
+
+    /* 10. An ignored signal from another process does nothing. */
     signal(SIGUSR1, SIG_IGN);
     c = fork();
     if (c == 0) {

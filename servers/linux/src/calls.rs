@@ -251,7 +251,10 @@ impl Linux {
         // Signals that are due run now, on the way back (Linux delivers
         // on the return to user mode): the handler's frame holds the
         // call's result.
-        self.sig.collect(false);
+        // A write that found no reader has just sent SIGPIPE to this
+        // process (the runtime's `write`): Linux delivers it before the
+        // write returns, so look at once.
+        self.sig.collect(answer == Err(errno::EPIPE));
         if self.sig.needs_program() {
             if let Ok(mut regs) = sys::foreign_regs(self.pid) {
                 regs.rax = result;
