@@ -604,6 +604,11 @@ pub mod monitor {
     /// `sigsuspend`. Reply: word 0 = the previous caught set, word 1 = the
     /// pending signals (cleared).
     pub const OP_SIGNAL_CATCH_SET: u64 = 63;
+    /// The caller's pending caught signals (bit n: signal n), cleared, as
+    /// [`OP_SIGNAL_PENDING`]; but when none is pending the reply is kept
+    /// until one is (a signal from another process, ^C, SIGCHLD). How the
+    /// Linux server waits in `sigsuspend` and `pause` with one message.
+    pub const OP_SIGNAL_WAIT: u64 = 64;
 }
 
 /// Where a descriptor's requests go, in words 1–3 of the monitor's

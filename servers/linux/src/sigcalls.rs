@@ -166,6 +166,17 @@ impl Linux {
             self.sig.mask = m & !UNBLOCKABLE;
             self.sig.sync_monitor()?;
         }
+        // One message per signal that arrives, when the monitor can keep
+        // the wait (no alarm); else rounds.
+        loop {
+            self.sig.collect(true);
+            if self.sig.needs_program() {
+                return Err(errno::EINTR);
+            }
+            if !self.sig.wait_at_monitor() {
+                break;
+            }
+        }
         self.block_on(None, |_| Ok(None::<u64>))?;
         Err(errno::EINTR)
     }

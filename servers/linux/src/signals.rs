@@ -271,6 +271,22 @@ impl Signals {
         self.pending |= from_monitor(unix::signal_pending());
     }
 
+    /// Wait at the monitor until a caught signal arrives (one message,
+    /// answered late): possible when only the monitor can bring one, so
+    /// not with an alarm set. False if this cannot wait so.
+    pub fn wait_at_monitor(&mut self) -> bool {
+        if self.monitor_caught == 0 || self.alarm_at_ns.is_some() {
+            return false;
+        }
+        match unix::signal_wait() {
+            Ok(bits) => {
+                self.pending |= from_monitor(bits);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Drop pending, unblocked signals that are ignored; whether one is
     /// left that the program must see (a handler, or its end).
     pub fn needs_program(&mut self) -> bool {

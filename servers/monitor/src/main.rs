@@ -240,6 +240,7 @@ impl Monitor {
             monitor::OP_SIGNAL_PENDING => ok(self.signal_pending(me)),
             monitor::OP_UMASK => ok(self.umask(me, w[1], w[2] != 0)),
             monitor::OP_SIGNAL_CATCH_SET => self.signal_catch_set(me, w[1]),
+            monitor::OP_SIGNAL_WAIT => self.signal_wait(me, reply),
             _ => err(errno::ENOSYS),
         }
     }

@@ -113,6 +113,8 @@ impl Monitor {
             }),
         };
         proc.zombie = Some((status, cpu_ns));
+        // Its reply handles die with it: never answer one later.
+        proc.signal_waiter = None;
         if let Some(l) = self.vm {
             let _ = msg::call(l, &[vm::OP_EXIT, kpid.0, 0, 0], &[], &mut []);
         }
@@ -126,6 +128,7 @@ impl Monitor {
             && parent.caught & (1 << signal::SIGCHLD) != 0
         {
             parent.pending |= 1 << signal::SIGCHLD;
+            self.signal_arrived(ppid);
         }
         for i in fds.fds.iter().flatten() {
             self.release(*i);
@@ -217,6 +220,7 @@ impl Monitor {
         }
         if sig != signal::SIGKILL && p.caught & (1 << sig) != 0 {
             p.pending |= 1 << sig;
+            self.signal_arrived(target);
             return;
         }
         p.signal_sent = Some(sig);
@@ -345,6 +349,28 @@ impl Monitor {
         let before = core::mem::replace(&mut p.caught, set);
         p.ignored &= !set;
         Answer::Words([before, core::mem::take(&mut p.pending), 0, 0])
+    }
+
+    /// `OP_SIGNAL_WAIT`: the pending set now, or the reply kept until a
+    /// caught signal arrives ([`Self::signal_arrived`]).
+    pub fn signal_wait(&mut self, me: u64, reply: ReplyHandle) -> Answer {
+        let p = self.procs.get_mut(&me).expect("caller exists");
+        if p.pending != 0 {
+            return ok(core::mem::take(&mut p.pending));
+        }
+        p.signal_waiter = Some(reply);
+        Answer::Later
+    }
+
+    /// A caught signal became pending for `target`: answer its
+    /// `OP_SIGNAL_WAIT`, if it is in one. (A waiter that died meanwhile
+    /// has a stale handle, and the reply fails harmlessly.)
+    fn signal_arrived(&mut self, target: u64) {
+        let Some(p) = self.procs.get_mut(&target) else { return };
+        if let Some(handle) = p.signal_waiter.take() {
+            let bits = core::mem::take(&mut p.pending);
+            let _ = msg::reply(handle, &[bits, 0, 0, 0], &[]);
+        }
     }
 
     /// The caught signals received since the last call, cleared.
