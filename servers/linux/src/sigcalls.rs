@@ -22,7 +22,10 @@
 //! signals, sleep a little longer each round (from [`FIRST_WAIT_NS`] to
 //! [`LONGEST_WAIT_NS`]). A signal that needs the program ends the wait
 //! with `EINTR`, or restarts the call after the handler when it has
-//! `SA_RESTART` and the call is one Linux restarts.
+//! `SA_RESTART` and the call is one Linux restarts. `rt_sigsuspend` and
+//! `pause`, which wait for nothing but a signal, wait at the monitor
+//! instead (`OP_SIGNAL_WAIT`, one message per signal) unless an alarm is
+//! set, which only this server knows.
 
 use crate::calls::{ALREADY_RESUMED, Linux, Result};
 use crate::mem;
