@@ -282,6 +282,13 @@ pub enum Call {
     /// its first foreign call goes to `server_pid`'s `queue`. How a Linux
     /// `fork` gives the child's copy to the child's server.
     ForeignGive = 86,
+    /// `foreign_fpu(pid, buf, write) -> 0`: the x87/SSE registers of the
+    /// waiting foreign process `pid` (served by the caller) as the
+    /// [`foreign::FPU_BYTES`]-byte `fxsave` image (SDM vol. 1 table 10-2)
+    /// at `buf`: copied out (`write` 0) or loaded from it (`write` 1;
+    /// MXCSR bits the CPU does not support are cleared, as Linux does, so
+    /// the load cannot fault). A signal frame's `fpstate` (servers/linux).
+    ForeignFpu = 87,
 }
 
 impl Call {
@@ -352,6 +359,7 @@ impl Call {
             84 => ForeignRegs,
             85 => ForeignFork,
             86 => ForeignGive,
+            87 => ForeignFpu,
             _ => return None,
         })
     }
@@ -464,6 +472,20 @@ pub mod foreign {
     /// SF, DF, OF); IF is always on, and TF, IOPL and the rest are the
     /// kernel's (as Linux's `FIX_EFLAGS`).
     pub const USER_RFLAGS: u64 = 0x0cd5;
+    /// Bytes of the x87/SSE image `foreign_fpu` moves (`fxsave`'s).
+    pub const FPU_BYTES: usize = 512;
+    /// Where MXCSR and MXCSR_MASK sit in that image.
+    pub const FPU_MXCSR_AT: usize = 24;
+    pub const FPU_MXCSR_MASK_AT: usize = 28;
+
+    /// The x87/SSE state a new program (and a signal handler) starts
+    /// with: `fninit`'s control word 0x37f, MXCSR 0x1f80, all else 0.
+    pub fn initial_fpu() -> [u8; FPU_BYTES] {
+        let mut a = [0u8; FPU_BYTES];
+        a[0..2].copy_from_slice(&0x037fu16.to_le_bytes());
+        a[FPU_MXCSR_AT..FPU_MXCSR_AT + 4].copy_from_slice(&0x1f80u32.to_le_bytes());
+        a
+    }
 
     /// A foreign process's registers, as `foreign_regs` writes them and
     /// `foreign_resume` reads them. `fs_base` is the FS segment base

@@ -31,7 +31,7 @@ use crate::message::{Head, Payload};
 use crate::process::{Blocked, Foreign, State};
 use crate::state::Kernel;
 use crate::usermem::{UserSlice, copy_between};
-use abi::foreign::{MAX_COPY_BYTES, REGS_BYTES, Regs};
+use abi::foreign::{FPU_BYTES, MAX_COPY_BYTES, REGS_BYTES, Regs};
 use abi::layout::{PAGE_SIZE, USER_END};
 use abi::msg::Kind;
 use abi::{Error, ExitStatus, Pid};
@@ -172,6 +172,25 @@ impl Kernel {
             copy_between(theirs, addr, mine, buf, len)?;
         }
         Ok(len)
+    }
+
+    /// `foreign_fpu`: the waiting process's `fxsave` image to the caller's
+    /// `buf`, or (`write`) from it. A loaded MXCSR keeps only the bits
+    /// MXCSR_MASK says the CPU has (Linux `fpu__restore_sig` does the
+    /// same), so `fxrstor` cannot fault on it (arch/fpu.rs's invariant).
+    pub fn foreign_fpu(&mut self, slot: usize, pid: u64, buf: u64, write: bool) -> Result<(), Error> {
+        let target = self.served_and_waiting(slot, pid)?;
+        let user = UserSlice::new(buf, FPU_BYTES as u64)?;
+        if write {
+            let mut bytes = [0u8; FPU_BYTES];
+            user.read(self.space(slot), &mut bytes)?;
+            let f = self.proc_mut(target).foreign.as_mut().ok_or(Error::PermissionDenied)?;
+            f.fpu.load_sanitized(&bytes);
+        } else {
+            let bytes = self.proc(target).foreign.as_ref().ok_or(Error::PermissionDenied)?.fpu.bytes();
+            user.write(self.space_mut(slot), &bytes)?;
+        }
+        Ok(())
     }
 
     /// `foreign_fork`: a stopped copy of the waiting process, the caller's

@@ -240,6 +240,9 @@ pub mod signal {
     pub const SIGPIPE: u64 = 13;
     pub const SIGALRM: u64 = 14;
     pub const SIGTERM: u64 = 15;
+    /// Sent by the monitor to a parent whose child ended, only if the
+    /// parent catches it (the default action, ignore, needs nothing).
+    pub const SIGCHLD: u64 = 17;
     /// Highest signal number accepted.
     pub const MAX: u64 = 31;
 
@@ -598,6 +601,19 @@ pub mod monitor {
     /// `mkdir` modes; word 2 = 1 only reads it. Reply: word 0 = previous
     /// mask. Inherited by `fork` and kept by `exec`.
     pub const OP_UMASK: u64 = 62;
+    /// Replace the caller's whole set of caught signals with word 1 (bit
+    /// n: signal n; SIGKILL's bit is ignored; caught signals stop being
+    /// ignored) and take its pending set, in one call: the Linux server
+    /// (servers/linux) keeps the monitor's set equal to the signals its
+    /// program handles or blocks, which changes around every
+    /// `sigsuspend`. Reply: word 0 = the previous caught set, word 1 = the
+    /// pending signals (cleared).
+    pub const OP_SIGNAL_CATCH_SET: u64 = 63;
+    /// The caller's pending caught signals (bit n: signal n), cleared, as
+    /// [`OP_SIGNAL_PENDING`]; but when none is pending the reply is kept
+    /// until one is (a signal from another process, ^C, SIGCHLD). How the
+    /// Linux server waits in `sigsuspend` and `pause` with one message.
+    pub const OP_SIGNAL_WAIT: u64 = 64;
     /// Root only (`EPERM` for anyone else): ask init to end the supervised
     /// server or driver named by the data, as a fault would (`kill -9` of
     /// a server; init restarts it if its line says `restart`). Forwarded

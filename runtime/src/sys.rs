@@ -419,3 +419,23 @@ pub fn foreign_fork(pid: Pid) -> Result<Pid, Error> {
 pub fn foreign_give(pid: Pid, server: Pid, queue: u32) -> Result<(), Error> {
     call(Call::ForeignGive, pid.0, server.0, queue as u64, 0, 0).map(|_| ())
 }
+
+/// The x87/SSE registers (`fxsave` image) of the waiting foreign process
+/// `pid` (see `Call::ForeignFpu`).
+pub fn foreign_fpu(pid: Pid) -> Result<[u8; abi::foreign::FPU_BYTES], Error> {
+    let mut bytes = [0u8; abi::foreign::FPU_BYTES];
+    touch(&bytes);
+    call(Call::ForeignFpu, pid.0, bytes.as_mut_ptr() as u64, 0, 0, 0)?;
+    Ok(bytes)
+}
+
+/// Load the x87/SSE registers of the waiting foreign process `pid` from
+/// an `fxsave` image (`abi::foreign::FPU_BYTES` bytes; shorter is
+/// `InvalidArgument`).
+pub fn foreign_set_fpu(pid: Pid, image: &[u8]) -> Result<(), Error> {
+    if image.len() < abi::foreign::FPU_BYTES {
+        return Err(Error::InvalidArgument);
+    }
+    touch(image);
+    call(Call::ForeignFpu, pid.0, image.as_ptr() as u64, 1, 0, 0).map(|_| ())
+}

@@ -350,6 +350,19 @@ pub fn signal_pending() -> u64 {
     monitor_word([monitor_ops::OP_SIGNAL_PENDING, 0, 0, 0], &[]).unwrap_or(0)
 }
 
+/// Replace the whole set of caught signals (bit n: signal n) and take the
+/// pending ones, in one call (`OP_SIGNAL_CATCH_SET`): (previous set,
+/// pending set).
+pub fn signal_catch_set(set: u64) -> Result<(u64, u64), Errno> {
+    monitor_call([monitor_ops::OP_SIGNAL_CATCH_SET, set, 0, 0], &[], &mut []).map(|(w, _)| (w[0], w[1]))
+}
+
+/// The caught signals received since the last look (bit n: signal n),
+/// waiting at the monitor until there is one (`OP_SIGNAL_WAIT`).
+pub fn signal_wait() -> Result<u64, Errno> {
+    monitor_word([monitor_ops::OP_SIGNAL_WAIT, 0, 0, 0], &[])
+}
+
 /// `umask(mask)`: the previous mask; `None` only reads it.
 pub fn umask(mask: Option<u32>) -> u32 {
     let (m, read_only) = mask.map_or((0, 1), |m| (u64::from(m), 0));

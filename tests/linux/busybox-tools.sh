@@ -19,6 +19,8 @@ $bb cp a/fruit.txt a/b/c/copy.txt
 $bb mv a/b/c/copy.txt a/b/c/moved.txt
 $bb find a -type f | $bb sort
 $bb ls a/b/c
+# ls -l: mode, size and name (owners, link counts and times differ by system).
+$bb ls -l a/fruit.txt a/b/words.txt | $bb awk '{ print $1, $5, $NF }'
 $bb md5sum a/fruit.txt
 $bb sha256sum a/b/words.txt
 $bb od -c a/b/words.txt | $bb head -n 2
@@ -36,4 +38,30 @@ $bb echo a b c | $bb xargs -n 1 $bb echo item
 $bb rm a/b/c/moved.txt
 $bb rmdir a/b/c
 $bb ls a/b
+# tar c | tar x, gzip and gunzip.
+$bb printf 'hello\n' > a/b/h.txt
+$bb tar cf - a | $bb tar tf - | $bb sort
+$bb mkdir x
+$bb tar cf - a | (cd x && $bb tar xf -)
+$bb cat x/a/b/h.txt x/a/b/words.txt | $bb md5sum
+$bb gzip -c a/fruit.txt > f.gz
+$bb gunzip -c f.gz | $bb sha256sum
+$bb gzip a/b/h.txt; $bb ls -1 a/b; $bb gunzip a/b/h.txt.gz; $bb cat a/b/h.txt
+# date: a fixed time, and this year's shape (not its value).
+$bb date -u -d @0 '+%Y-%m-%d %H:%M:%S %a'
+$bb date -u -d @1700000000
+$bb date +%Y | $bb wc -c
+# sleep, kill, background jobs and wait.
+$bb sleep 0.1; echo "slept"
+$bb sleep 30 & p=$!; kill $p; wait $p; echo "killed sleep: $?"
+$bb sleep 0.2 & q=$!; wait $q; echo "waited for a job: $?"
+(exit 3) & wait $!; echo "background subshell: $?"
+# Traps: a signal from itself, from another process while waiting, EXIT.
+trap 'echo "trapped USR1"' USR1
+kill -USR1 $$; echo "after kill -USR1"
+trap 'echo "trapped USR2"' USR2
+($bb sleep 0.1; kill -USR2 $$) &
+wait; echo "after wait"
+trap - USR1 USR2
+trap 'echo "EXIT trap runs"' EXIT
 echo "done"

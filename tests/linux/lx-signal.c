@@ -9,7 +9,25 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <stdint.h>
+
 static volatile int hits;
+static char alt[65536];
+static volatile int on_alt, alt_flags, reset_hits;
+
+static void alt_handler(int sig) {
+    (void)sig;
+    char here;
+    on_alt = (uintptr_t)&here > (uintptr_t)alt && (uintptr_t)&here < (uintptr_t)alt + sizeof alt;
+    stack_t now;
+    sigaltstack(NULL, &now);
+    alt_flags = now.ss_flags;
+}
+
+static void reset_handler(int sig) {
+    (void)sig;
+    reset_hits++;
+}
 static volatile int seen_signo;
 
 static void handler(int sig, siginfo_t *info, void *uc) {
@@ -39,5 +57,30 @@ int main(void) {
     struct sigaction old;
     sigaction(SIGUSR1, NULL, &old);
     printf("old action is the handler: %d\n", old.sa_sigaction == handler);
+
+    /* SA_ONSTACK: the handler runs on the alternate stack, and
+     * sigaltstack says so there. */
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = alt_handler;
+    sa.sa_flags = SA_ONSTACK;
+    sigaction(SIGUSR2, &sa, NULL);
+    raise(SIGUSR2);
+    printf("SA_ONSTACK: on the alternate stack %d, SS_ONSTACK %d\n", on_alt, alt_flags == SS_ONSTACK);
+    stack_t back;
+    sigaltstack(NULL, &back);
+    printf("after: alternate stack kept %d, not on it %d\n", back.ss_sp == alt, back.ss_flags == 0);
+
+    /* SA_RESETHAND: the first delivery puts the default action back. */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = reset_handler;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGURG, &sa, NULL);
+    raise(SIGURG);
+    sigaction(SIGURG, NULL, &old);
+    printf("SA_RESETHAND: ran %d, action now default %d\n", reset_hits, old.sa_handler == SIG_DFL);
+    raise(SIGURG); /* default for SIGURG: ignored */
+    printf("SIGURG default ignored, ran %d\n", reset_hits);
     return 0;
 }

@@ -22,6 +22,11 @@ const CR0_EM: u64 = 1 << 2;
 const CR0_TS: u64 = 1 << 3;
 const CR4_OSFXSR: u64 = 1 << 9;
 const CR4_OSXMMEXCPT: u64 = 1 << 10;
+/// MXCSR and MXCSR_MASK in the `fxsave` image (SDM vol. 1 table 10-2).
+const MXCSR_AT: usize = 24;
+const MXCSR_MASK_AT: usize = 28;
+/// The MXCSR bits every SSE2 CPU has when MXCSR_MASK reads 0.
+const DEFAULT_MXCSR_MASK: u32 = 0xffbf;
 
 /// The 512-byte `fxsave` image (SDM vol. 1 table 10-2), 16-byte aligned.
 #[repr(C, align(16))]
@@ -38,6 +43,27 @@ impl FpuArea {
         a[0..2].copy_from_slice(&0x037fu16.to_le_bytes());
         a[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
         FpuArea(a)
+    }
+
+    /// A copy of the image (for a foreign process's server).
+    pub fn bytes(&self) -> [u8; 512] {
+        self.0
+    }
+
+    /// Take `image` as the registers to load, with MXCSR's unsupported
+    /// bits cleared: the mask is MXCSR_MASK as `fxsave` wrote it in this
+    /// area (0 there means the architectural default 0xffbf, SDM vol. 1
+    /// §11.6.6), so the invariant holds whatever `image` says.
+    pub fn load_sanitized(&mut self, image: &[u8; 512]) {
+        let word = |a: &[u8; 512], at: usize| u32::from_le_bytes([a[at], a[at + 1], a[at + 2], a[at + 3]]);
+        let mask = match word(&self.0, MXCSR_MASK_AT) {
+            0 => DEFAULT_MXCSR_MASK,
+            m => m,
+        };
+        let mxcsr = word(image, MXCSR_AT) & mask;
+        self.0 = *image;
+        self.0[MXCSR_AT..MXCSR_AT + 4].copy_from_slice(&mxcsr.to_le_bytes());
+        self.0[MXCSR_MASK_AT..MXCSR_MASK_AT + 4].copy_from_slice(&mask.to_le_bytes());
     }
 
     /// Save this CPU's x87/SSE registers here.

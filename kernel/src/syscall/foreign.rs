@@ -1,4 +1,4 @@
-//! Foreign-process calls (`abi::Call` 80–86), made by the server of a
+//! Foreign-process calls (`abi::Call` 80–87), made by the server of a
 //! foreign process (crate::foreign): attach, resume, read and write its
 //! memory, read its registers, fork it, hand it on.
 
@@ -46,4 +46,10 @@ pub fn fork(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 pub fn give(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [pid, server_pid, queue, ..] = args(k, caller);
     done(k.foreign_give(caller, pid, server_pid, queue))
+}
+
+/// `foreign_fpu(pid, buf, write) -> 0`.
+pub fn fpu(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [pid, buf, write, ..] = args(k, caller);
+    done(k.foreign_fpu(caller, pid, buf, write != 0))
 }

@@ -12,13 +12,16 @@
 //! region is 1 GiB); see docs/linux-abi.md.
 
 use crate::mem;
+use crate::signals::Signals;
 use crate::start::{CLOCK_TICKS_PER_S, Program};
 use abi::Pid;
 use abi::layout::{PAGE_SIZE, USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
 use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
+use protocols::net::POLLIN;
 use protocols::unix::{Errno, Stat, errno, mode};
+use runtime::unix::socket::PollFd;
 use runtime::{sys, unix};
 
 /// Linux call numbers (x86-64).
@@ -107,37 +110,41 @@ mod nr {
     pub const RT_SIGRETURN: u64 = 15;
     pub const TKILL: u64 = 200;
     pub const TGKILL: u64 = 234;
-}
-
-/// Bytes below the interrupted stack pointer a signal frame leaves alone
-/// (the System V red zone).
-const RED_ZONE_BYTES: u64 = 128;
-/// `struct ucontext` (x86-64): flags, link, stack (24 bytes), the
-/// machine context (`struct sigcontext`, 256 bytes), the signal mask.
-const UCONTEXT_BYTES: u64 = 8 + 8 + 24 + 256 + 8;
-/// Where the machine context starts in the `ucontext`.
-const MCONTEXT_AT: usize = 40;
-/// The restorer's address, the `ucontext`, the `siginfo` (128 bytes).
-const SIGFRAME_BYTES: u64 = 8 + UCONTEXT_BYTES + 128;
-/// `struct sigcontext`'s first words, in order (the rest, fpstate and
-/// the reserved words, stay 0: no FP state is saved, docs/linux-abi.md).
-const SIGCONTEXT_REGS: [&str; 18] = [
-    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rbp", "rbx", "rdx", "rax", "rcx",
-    "rsp", "rip", "eflags",
-];
-
-fn sigcontext_words(r: &abi::foreign::Regs) -> [u64; 18] {
-    [
-        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax,
-        r.rcx, r.rsp, r.rip, r.rflags,
-    ]
+    pub const RT_SIGPENDING: u64 = 127;
+    pub const RT_SIGSUSPEND: u64 = 130;
+    pub const PAUSE: u64 = 34;
+    pub const ALARM: u64 = 37;
+    pub const GETITIMER: u64 = 36;
+    pub const SETITIMER: u64 = 38;
+    pub const POLL: u64 = 7;
+    pub const PPOLL: u64 = 271;
+    pub const STATX: u64 = 332;
+    pub const FCHDIR: u64 = 81;
+    pub const LINK: u64 = 86;
+    pub const SYMLINK: u64 = 88;
+    pub const LINKAT: u64 = 265;
+    pub const SYMLINKAT: u64 = 266;
+    pub const UTIMENSAT: u64 = 280;
+    pub const CHOWN: u64 = 92;
+    pub const LCHOWN: u64 = 94;
+    pub const FCHOWNAT: u64 = 260;
 }
 
 /// The one symbolic link there is: the program's own file.
 const SELF_EXE: &str = "/proc/self/exe";
 /// `openat`'s "relative to the working directory".
-const AT_FDCWD: i64 = -100;
 const AT_REMOVEDIR: u64 = 0x200;
+/// `openat`'s "relative to the working directory".
+pub const AT_FDCWD: i64 = -100;
+/// `AT_EMPTY_PATH`: the descriptor itself.
+pub const AT_EMPTY_PATH: u64 = 0x1000;
+/// `O_CLOEXEC` and `FD_CLOEXEC`.
+pub const O_CLOEXEC: u64 = 0o2_000_000;
+pub const FD_CLOEXEC: u64 = 1;
+/// Clocks `clock_nanosleep` takes, and its absolute-time flag.
+const CLOCK_MONOTONIC: u64 = 1;
+const CLOCK_BOOTTIME: u64 = 7;
+const TIMER_ABSTIME: u64 = 1;
 const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const MAP_FIXED: u64 = 0x10;
@@ -165,10 +172,10 @@ const MMAP_END: u64 = USER_HEAP_BASE + USER_HEAP_MAX_BYTES;
 /// Most iovec entries one `readv`/`writev` takes (Linux's UIO_MAXIOV).
 const IOV_MAX: u64 = 1024;
 
-type Result<T> = core::result::Result<T, Errno>;
+pub(crate) type Result<T> = core::result::Result<T, Errno>;
 
 pub struct Linux {
-    pid: Pid,
+    pub(crate) pid: Pid,
     /// The program's file (what `/proc/self/exe` names).
     exe: alloc::string::String,
     /// This server's queue for the program's calls (a forked copy's too).
@@ -176,10 +183,19 @@ pub struct Linux {
     brk: u64,
     mmap_next: u64,
     /// `getdents64`'s position in each open directory.
-    dir_index: BTreeMap<i32, u64>,
-    /// Signal actions set (kept, not yet delivered: docs/linux-abi.md).
-    sigactions: BTreeMap<u64, [u8; 32]>,
-    umask: u64,
+    pub(crate) dir_index: BTreeMap<i32, u64>,
+    /// The path each descriptor was opened on (fscalls.rs: `dirfd`s).
+    pub(crate) paths: BTreeMap<i32, alloc::string::String>,
+    /// Descriptors marked close-on-exec.
+    pub(crate) cloexec: alloc::collections::BTreeSet<i32>,
+    /// The working directory, once asked of the monitor (None after
+    /// `chdir` until it is needed again).
+    pub(crate) cwd: Option<alloc::string::String>,
+    /// The program's signals (actions, mask, pending, alternate stack).
+    pub(crate) sig: Signals,
+    /// Signals the program sent itself, not yet delivered (their
+    /// `siginfo` names it as the sender).
+    pub(crate) raised_by_self: u64,
     /// `LINUX_TRACE=1` in the environment: one line per call (strace's
     /// view, for finding what a program needs).
     trace: bool,
@@ -195,8 +211,11 @@ impl Linux {
             brk: USER_HEAP_BASE,
             mmap_next: BRK_LIMIT,
             dir_index: BTreeMap::new(),
-            sigactions: BTreeMap::new(),
-            umask: 0o022,
+            paths: BTreeMap::new(),
+            cloexec: alloc::collections::BTreeSet::new(),
+            cwd: None,
+            sig: Signals::new(),
+            raised_by_self: 0,
             trace: unix::getenv("LINUX_TRACE") == Some("1"),
         }
     }
@@ -229,6 +248,21 @@ impl Linux {
             Err(FORKED_CHILD) => return,
             Err(e) => (e.code() as i64).wrapping_neg() as u64,
         };
+        // Signals that are due run now, on the way back (Linux delivers
+        // on the return to user mode): the handler's frame holds the
+        // call's result.
+        // A write that found no reader has just sent SIGPIPE to this
+        // process (the runtime's `write`): Linux delivers it before the
+        // write returns, so look at once.
+        self.sig.collect(answer == Err(errno::EPIPE));
+        if self.sig.needs_program() {
+            if let Ok(mut regs) = sys::foreign_regs(self.pid) {
+                regs.rax = result;
+                let restartable = answer == Err(errno::EINTR) && restartable(w[0]);
+                self.resume_regs(regs, restartable.then_some(w[0]));
+            }
+            return;
+        }
         if sys::foreign_resume(self.pid, result).is_err() {
             // The program is gone (killed): its end arrives as a message.
         }
@@ -253,8 +287,9 @@ impl Linux {
                 self.open(a0, a1, a2, mode)
             }
             nr::CLOSE => {
-                self.dir_index.remove(&(a0 as i32));
-                unix::close(fd(a0)?).map(|()| 0)
+                unix::close(fd(a0)?)?;
+                self.closed(a0 as i32);
+                Ok(0)
             }
             nr::STAT | nr::LSTAT => {
                 let st = unix::stat(&mem::read_path(pid, a0)?)?;
@@ -271,7 +306,7 @@ impl Linux {
                 let st = if path.is_empty() && flags & 0x1000 != 0 {
                     unix::fstat(fd(a0)?)?
                 } else {
-                    unix::stat(&at_path(a0, &path)?)?
+                    unix::stat(&self.at_path(a0, &path)?)?
                 };
                 self.put_stat(a2, &st)
             }
@@ -287,40 +322,54 @@ impl Linux {
             }
             nr::READV | nr::WRITEV => self.vectored(number == nr::WRITEV, a0, a1, a2),
             nr::ACCESS => unix::stat(&mem::read_path(pid, a0)?).map(|_| 0),
-            nr::FACCESSAT | nr::FACCESSAT2 => unix::stat(&at_path(a0, &mem::read_path(pid, a1)?)?).map(|_| 0),
+            nr::FACCESSAT | nr::FACCESSAT2 => {
+                unix::stat(&self.at_path(a0, &mem::read_path(pid, a1)?)?).map(|_| 0)
+            }
             nr::BRK => Ok(self.brk(a0)),
             nr::MMAP => {
                 let [flags, file, offset] = self.more_args()?;
                 self.mmap(a0, a1, flags, file, offset)
             }
             nr::MUNMAP | nr::MPROTECT | nr::MADVISE => Ok(0),
-            nr::RT_SIGACTION => self.sigaction(a0, a1, a2),
-            nr::RT_SIGPROCMASK => {
-                if a2 != 0 {
-                    mem::write(pid, a2, &[0u8; 8])?;
-                }
-                Ok(0)
-            }
-            nr::SIGALTSTACK => {
-                if a1 != 0 {
-                    // ss_sp, ss_flags = SS_DISABLE (2), ss_size.
-                    let mut old = [0u8; 24];
-                    old[8..12].copy_from_slice(&2u32.to_le_bytes());
-                    mem::write(pid, a1, &old)?;
-                }
-                Ok(0)
-            }
-            nr::IOCTL => self.ioctl(a0, a1, a2),
-            nr::DUP => unix::dup(fd(a0)?).map(|f| f as u64),
-            nr::DUP2 => unix::dup2(fd(a0)?, fd(a1)?).map(|f| f as u64),
-            nr::DUP3 => {
-                if a0 == a1 {
+            nr::RT_SIGACTION => {
+                let [size, ..] = self.more_args()?;
+                if size != 8 {
                     return Err(errno::EINVAL);
                 }
-                unix::dup2(fd(a0)?, fd(a1)?).map(|f| f as u64)
+                self.rt_sigaction(a0, a1, a2)
+            }
+            nr::RT_SIGPROCMASK => {
+                let [size, ..] = self.more_args()?;
+                self.rt_sigprocmask(a0, a1, a2, size)
+            }
+            nr::RT_SIGPENDING => self.rt_sigpending(a0, a1),
+            nr::RT_SIGSUSPEND => self.sigsuspend(Some((a0, a1))),
+            nr::PAUSE => self.sigsuspend(None),
+            nr::ALARM => self.alarm(a0),
+            nr::GETITIMER => self.itimer(a0, None, a1),
+            nr::SETITIMER => self.itimer(a0, Some(a1), a2),
+            nr::SIGALTSTACK => self.sigaltstack(a0, a1),
+            nr::IOCTL => self.ioctl(a0, a1, a2),
+            nr::DUP => {
+                let new = unix::dup(fd(a0)?)?;
+                self.duplicated(a0 as i32, new, false);
+                Ok(new as u64)
+            }
+            nr::DUP2 | nr::DUP3 => {
+                if number == nr::DUP3 && (a0 == a1 || a2 & !O_CLOEXEC != 0) {
+                    return Err(errno::EINVAL);
+                }
+                let new = unix::dup2(fd(a0)?, fd(a1)?)?;
+                if new != a0 as i32 {
+                    self.duplicated(a0 as i32, new, a2 & O_CLOEXEC != 0 && number == nr::DUP3);
+                }
+                Ok(new as u64)
             }
             nr::PIPE | nr::PIPE2 => {
                 let (r, w) = unix::pipe()?;
+                let cloexec = number == nr::PIPE2 && a1 & O_CLOEXEC != 0;
+                self.set_cloexec(r, cloexec);
+                self.set_cloexec(w, cloexec);
                 let mut b = [0u8; 8];
                 b[..4].copy_from_slice(&r.to_le_bytes());
                 b[4..].copy_from_slice(&w.to_le_bytes());
@@ -332,8 +381,21 @@ impl Linux {
                 Ok(0)
             }
             nr::FCNTL => match a1 {
-                F_DUPFD | F_DUPFD_CLOEXEC => self.dup_from(fd(a0)?, a2),
-                F_GETFD | F_SETFD | F_SETFL => unix::fstat(fd(a0)?).map(|_| 0),
+                F_DUPFD | F_DUPFD_CLOEXEC => {
+                    let new = self.dup_from(fd(a0)?, a2)?;
+                    self.duplicated(a0 as i32, new as i32, a1 == F_DUPFD_CLOEXEC);
+                    Ok(new)
+                }
+                F_GETFD => {
+                    unix::fstat(fd(a0)?)?;
+                    Ok(if self.cloexec.contains(&(a0 as i32)) { FD_CLOEXEC } else { 0 })
+                }
+                F_SETFD => {
+                    unix::fstat(fd(a0)?)?;
+                    self.set_cloexec(a0 as i32, a2 & FD_CLOEXEC != 0);
+                    Ok(0)
+                }
+                F_SETFL => unix::fstat(fd(a0)?).map(|_| 0),
                 F_GETFL => unix::fstat(fd(a0)?).map(|_| 2),
                 _ => Err(errno::EINVAL),
             },
@@ -356,7 +418,14 @@ impl Linux {
                 if target == unix::getpid() as i64 {
                     return self.raise(a1);
                 }
-                unix::kill(target, a1).map(|()| 0)
+                unix::kill(target, a1).map(|()| 0)?;
+                // kill(0) and kill(-pgrp) may include this process: the
+                // monitor made it pending here, and Linux delivers it
+                // before the call returns.
+                if target <= 0 {
+                    self.sig.collect(true);
+                }
+                Ok(0)
             }
             // One thread per process: its tid is its pid.
             nr::TKILL if a0 == unix::getpid() => self.raise(a1),
@@ -373,37 +442,81 @@ impl Linux {
                 mem::write(pid, a0, &cwd)?;
                 Ok(cwd.len() as u64)
             }
-            nr::CHDIR => unix::chdir(&mem::read_path(pid, a0)?).map(|()| 0),
-            nr::MKDIR => {
-                unix::mkdir(&mem::read_path(pid, a0)?, (a1 as u32) & !(self.umask as u32)).map(|()| 0)
+            nr::CHDIR => {
+                unix::chdir(&mem::read_path(pid, a0)?)?;
+                self.cwd = None;
+                Ok(0)
             }
+            nr::FCHDIR => self.fchdir(a0),
+            nr::CHOWN | nr::LCHOWN => {
+                let path = mem::read_path(pid, a0)?;
+                chown(&path, a1, a2)
+            }
+            nr::FCHOWNAT => {
+                let [group, flags, _] = self.more_args()?;
+                let path = mem::read_path(pid, a1)?;
+                let path = if path.is_empty() && flags & AT_EMPTY_PATH != 0 {
+                    self.paths.get(&fd(a0)?).cloned().ok_or(errno::EBADF)?
+                } else {
+                    self.at_path(a0, &path)?
+                };
+                chown(&path, a2, group)
+            }
+            nr::POLL => {
+                self.poll(a0, a1, (a2 as i32 >= 0).then(|| (a2 as i32 as u64).saturating_mul(1_000_000)))
+            }
+            nr::PPOLL => {
+                let [sigmask, size, ..] = self.more_args()?;
+                self.ppoll(a0, a1, a2, sigmask, size)
+            }
+            nr::STATX => {
+                let [_mask, buf, ..] = self.more_args()?;
+                self.statx(a0, a1, a2, buf)
+            }
+            // No file system here keeps symbolic or hard links: Linux's
+            // answer on such a file system (vfat) is EPERM.
+            nr::SYMLINK | nr::SYMLINKAT | nr::LINK | nr::LINKAT => Err(errno::EPERM),
+            // Nor can a file's times be set (there is no such request):
+            // EPERM, after the checks Linux makes first.
+            nr::UTIMENSAT => {
+                if a1 != 0 {
+                    let path = self.at_path(a0, &mem::read_path(pid, a1)?)?;
+                    unix::stat(&path)?;
+                } else {
+                    unix::fstat(fd(a0)?)?;
+                }
+                Err(errno::EPERM)
+            }
+            nr::MKDIR => unix::mkdir(&mem::read_path(pid, a0)?, (a1 as u32) & 0o7777).map(|()| 0),
             nr::MKDIRAT => {
-                unix::mkdir(&at_path(a0, &mem::read_path(pid, a1)?)?, (a2 as u32) & !(self.umask as u32))
-                    .map(|()| 0)
+                unix::mkdir(&self.at_path(a0, &mem::read_path(pid, a1)?)?, (a2 as u32) & 0o7777).map(|()| 0)
             }
             nr::RMDIR => unix::rmdir(&mem::read_path(pid, a0)?).map(|()| 0),
             nr::UNLINK => unix::unlink(&mem::read_path(pid, a0)?).map(|()| 0),
             nr::UNLINKAT => {
-                let path = at_path(a0, &mem::read_path(pid, a1)?)?;
+                let path = self.at_path(a0, &mem::read_path(pid, a1)?)?;
                 if a2 & AT_REMOVEDIR != 0 { unix::rmdir(&path) } else { unix::unlink(&path) }.map(|()| 0)
             }
             nr::RENAME => unix::rename(&mem::read_path(pid, a0)?, &mem::read_path(pid, a1)?).map(|()| 0),
             nr::RENAMEAT | nr::RENAMEAT2 => {
                 let [new_path, ..] = self.more_args()?;
-                let old = at_path(a0, &mem::read_path(pid, a1)?)?;
-                let new = at_path(a2, &mem::read_path(pid, new_path)?)?;
+                let old = self.at_path(a0, &mem::read_path(pid, a1)?)?;
+                let new = self.at_path(a2, &mem::read_path(pid, new_path)?)?;
                 unix::rename(&old, &new).map(|()| 0)
             }
             nr::CHMOD => unix::chmod(&mem::read_path(pid, a0)?, a1 as u32).map(|()| 0),
-            nr::FCHMODAT => unix::chmod(&at_path(a0, &mem::read_path(pid, a1)?)?, a2 as u32).map(|()| 0),
+            nr::FCHMODAT => unix::chmod(&self.at_path(a0, &mem::read_path(pid, a1)?)?, a2 as u32).map(|()| 0),
             // No symbolic links but /proc/self/exe (busybox runs its
             // applets through it): every other path names no link.
             nr::READLINK => self.readlink(&mem::read_path(pid, a0)?, a1, a2),
             nr::READLINKAT => {
                 let [len, ..] = self.more_args()?;
-                self.readlink(&at_path(a0, &mem::read_path(pid, a1)?)?, a2, len)
+                let path = self.at_path(a0, &mem::read_path(pid, a1)?)?;
+                self.readlink(&path, a2, len)
             }
-            nr::UMASK => Ok(core::mem::replace(&mut self.umask, a0 & 0o777)),
+            // The monitor applies it to every open and mkdir (and keeps
+            // it across exec, as Linux does).
+            nr::UMASK => Ok(unix::umask(Some((a0 & 0o777) as u32)) as u64),
             nr::GETDENTS64 => self.getdents64(a0, a1, a2),
             nr::ARCH_PRCTL => self.arch_prctl(a0, a1),
             nr::CLOCK_GETTIME => {
@@ -424,13 +537,14 @@ impl Linux {
                 }
                 Ok(0)
             }
-            nr::NANOSLEEP => self.sleep(a0),
+            nr::NANOSLEEP => self.sleep(CLOCK_MONOTONIC, false, a0, a1),
             nr::CLOCK_NANOSLEEP => {
-                // Relative sleeps only (flags in a1; TIMER_ABSTIME = 1).
-                if a1 & 1 != 0 {
+                let [rem, ..] = self.more_args()?;
+                // Other flag bits are ignored, as Linux ignores them.
+                if a0 > CLOCK_BOOTTIME {
                     return Err(errno::EINVAL);
                 }
-                self.sleep(a2)
+                self.sleep(a0, a1 & TIMER_ABSTIME != 0, a2, rem)
             }
             nr::SYSINFO => {
                 let mut b = [0u8; 112];
@@ -507,7 +621,14 @@ impl Linux {
                 let [options, ..] = self.more_args()?;
                 const WNOHANG: u64 = 1;
                 // pid_t is 32 bits: -1 arrives as 0xffff_ffff.
-                match unix::waitpid(a0 as i32 as i64, options & WNOHANG != 0)? {
+                let target = a0 as i32 as i64;
+                let done = if options & WNOHANG != 0 || !self.sig.interruptible() {
+                    unix::waitpid(target, options & WNOHANG != 0)?
+                } else {
+                    // In rounds, so that a signal can interrupt it.
+                    self.block_on(None, |_| unix::waitpid(target, true))?
+                };
+                match done {
                     None => Ok(0),
                     Some((child, status)) => {
                         if a1 != 0 {
@@ -534,6 +655,8 @@ impl Linux {
             Ok(0) => {
                 // The new server: it serves the copy, and hears of its end.
                 self.pid = copy;
+                self.sig.forked();
+                self.raised_by_self = 0;
                 let _ = sys::set_exit_queue(self.queue);
                 Err(FORKED_CHILD)
             }
@@ -573,6 +696,7 @@ impl Linux {
         let _ = sys::kill(self.pid);
         let argv: Vec<&str> = argv.iter().map(alloc::string::String::as_str).collect();
         let envp: Vec<&str> = envp.iter().map(alloc::string::String::as_str).collect();
+        self.close_on_exec();
         let e = unix::execve(&path, &argv, &envp);
         crate::log!("execve {path}: errno {}", e.code());
         unix::exit(127)
@@ -596,99 +720,6 @@ impl Linux {
         Err(errno::E2BIG)
     }
 
-    /// A signal the program sends itself (`kill(getpid())`, `raise`):
-    /// its handler runs on a Linux signal frame (`rt_sigframe`: the
-    /// restorer's address, a `ucontext` holding every register, a
-    /// `siginfo`), and `rt_sigreturn` puts the registers back. With no
-    /// handler, the default: ignored for SIGCHLD, SIGURG and SIGWINCH,
-    /// else the monitor ends the process, as for a signal from outside.
-    fn raise(&mut self, sig: u64) -> Result<u64> {
-        const SIG_IGN: u64 = 1;
-        const SA_RESTORER: u64 = 0x0400_0000;
-        if sig == 0 {
-            return Ok(0);
-        }
-        if sig > 64 {
-            return Err(errno::EINVAL);
-        }
-        let action = self.sigactions.get(&sig).copied().unwrap_or([0; 32]);
-        let word = |i: usize| u64::from_le_bytes(action[i * 8..i * 8 + 8].try_into().unwrap_or_default());
-        let (handler, flags, restorer) = (word(0), word(1), word(2));
-        if handler == SIG_IGN {
-            return Ok(0);
-        }
-        if handler == 0 || flags & SA_RESTORER == 0 {
-            if matches!(sig, 17 | 23 | 28) {
-                return Ok(0);
-            }
-            return unix::kill(unix::getpid() as i64, sig).map(|()| 0);
-        }
-        let mut regs = sys::foreign_regs(self.pid).map_err(|_| errno::EIO)?;
-        regs.rax = 0; // kill's own result, when the handler returns
-        let frame = ((regs.rsp.wrapping_sub(RED_ZONE_BYTES + SIGFRAME_BYTES)) & !15).wrapping_sub(8);
-        let uc = frame + 8;
-        let info = uc + UCONTEXT_BYTES;
-        let mut bytes = vec![0u8; SIGFRAME_BYTES as usize];
-        bytes[..8].copy_from_slice(&restorer.to_le_bytes());
-        let m = &mut bytes[8 + MCONTEXT_AT..8 + MCONTEXT_AT + 8 * SIGCONTEXT_REGS.len()];
-        for (i, v) in sigcontext_words(&regs).iter().enumerate() {
-            m[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
-        }
-        let si = (8 + UCONTEXT_BYTES) as usize;
-        bytes[si..si + 4].copy_from_slice(&(sig as u32).to_le_bytes());
-        bytes[si + 8..si + 12].copy_from_slice(&(-6i32).to_le_bytes()); // SI_TKILL
-        bytes[si + 16..si + 20].copy_from_slice(&(unix::getpid() as u32).to_le_bytes());
-        bytes[si + 20..si + 24].copy_from_slice(&unix::getuid().to_le_bytes());
-        mem::write(self.pid, frame, &bytes)?;
-        let mut run = regs;
-        run.rip = handler;
-        run.rsp = frame;
-        run.rdi = sig;
-        run.rsi = info;
-        run.rdx = uc;
-        run.rax = 0;
-        run.rflags &= !0x400; // DF clear on entry, as the ABI wants
-        sys::foreign_resume_regs(self.pid, &run).map_err(|_| errno::EFAULT)?;
-        Err(ALREADY_RESUMED)
-    }
-
-    /// `rt_sigreturn`: the registers saved in the `ucontext` at the stack
-    /// pointer (the handler's `ret` popped the restorer's address).
-    fn sigreturn(&mut self) -> Result<u64> {
-        let regs = sys::foreign_regs(self.pid).map_err(|_| errno::EIO)?;
-        let raw = mem::read(self.pid, regs.rsp + MCONTEXT_AT as u64, 8 * SIGCONTEXT_REGS.len())?;
-        let w: Vec<u64> =
-            raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect();
-        let get = |name: &str| SIGCONTEXT_REGS.iter().position(|&n| n == name).map_or(0, |i| w[i]);
-        let back = abi::foreign::Regs {
-            r8: get("r8"),
-            r9: get("r9"),
-            r10: get("r10"),
-            r11: get("r11"),
-            r12: get("r12"),
-            r13: get("r13"),
-            r14: get("r14"),
-            r15: get("r15"),
-            rdi: get("rdi"),
-            rsi: get("rsi"),
-            rbp: get("rbp"),
-            rbx: get("rbx"),
-            rdx: get("rdx"),
-            rax: get("rax"),
-            rcx: get("rcx"),
-            rsp: get("rsp"),
-            rip: get("rip"),
-            rflags: get("eflags"),
-            fs_base: regs.fs_base,
-        };
-        // A frame that cannot be restored ends the program, as on Linux
-        // (SIGSEGV): the kernel refuses only a bad FS base, kept here.
-        if sys::foreign_resume_regs(self.pid, &back).is_err() {
-            let _ = sys::kill(self.pid);
-        }
-        Err(ALREADY_RESUMED)
-    }
-
     fn readlink(&self, path: &str, buf: u64, len: u64) -> Result<u64> {
         if path != SELF_EXE {
             return unix::stat(path).and(Err(errno::EINVAL));
@@ -702,6 +733,16 @@ impl Linux {
         let f = fd(f)?;
         let len = (len as usize).min(mem::MAX_TRANSFER_BYTES);
         check_range(buf, len as u64)?;
+        if self.sig.interruptible() && len > 0 {
+            // A pipe or terminal may keep a read waiting: wait here, in
+            // rounds a signal can interrupt, until it has something
+            // (a file is always ready, and costs no message).
+            self.block_on(None, |_| {
+                let mut p = [PollFd { fd: f, events: POLLIN, revents: 0 }];
+                unix::poll(&mut p, Some(0))?;
+                Ok((p[0].revents != 0).then_some(()))
+            })?;
+        }
         let mut data = vec![0u8; len];
         let n = unix::read(f, &mut data)?;
         mem::write(self.pid, buf, &data[..n])?;
@@ -746,12 +787,15 @@ impl Linux {
     }
 
     fn open(&mut self, dir: u64, path: u64, flags: u64, mode: u64) -> Result<u64> {
-        let path = at_path(dir, &mem::read_path(self.pid, path)?)?;
-        // O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_LARGEFILE: nothing to do
-        // here; the rest are Ridgeback's own values (protocols::unix).
-        let flags = flags & 0o3_003_303;
-        let f = unix::open(&path, flags & !0o2_000_000, (mode & !self.umask) as u32)?;
+        let path = self.at_path(dir, &mem::read_path(self.pid, path)?)?;
+        // O_CLOEXEC is kept here (fscalls.rs); O_NOCTTY, O_NONBLOCK,
+        // O_LARGEFILE: nothing to do; the rest are Ridgeback's own values
+        // (protocols::unix).
+        let ridgeback_flags = flags & 0o3_003_303 & !O_CLOEXEC;
+        let f = unix::open(&path, ridgeback_flags, (mode & 0o7777) as u32)?;
         self.dir_index.remove(&f);
+        let full = self.absolute(&path)?;
+        self.opened(f, full, flags);
         Ok(f as u64)
     }
 
@@ -853,24 +897,6 @@ impl Linux {
             result?;
         }
         Ok(at)
-    }
-
-    fn sigaction(&mut self, sig: u64, act: u64, old: u64) -> Result<u64> {
-        // Linux reads the new action before it checks the signal.
-        let new = if act != 0 { Some(mem::read(self.pid, act, 32)?) } else { None };
-        if sig == 0 || sig > 64 || (new.is_some() && (sig == 9 || sig == 19)) {
-            return Err(errno::EINVAL);
-        }
-        if old != 0 {
-            let prev = self.sigactions.get(&sig).copied().unwrap_or([0; 32]);
-            mem::write(self.pid, old, &prev)?;
-        }
-        if let Some(new) = new {
-            let mut a = [0u8; 32];
-            a.copy_from_slice(&new);
-            self.sigactions.insert(sig, a);
-        }
-        Ok(0)
     }
 
     fn ioctl(&mut self, f: u64, request: u64, arg: u64) -> Result<u64> {
@@ -980,25 +1006,54 @@ impl Linux {
         }
     }
 
-    fn sleep(&self, ts: u64) -> Result<u64> {
+    /// `nanosleep` and `clock_nanosleep`: until the time `ts` names on
+    /// `clock` (absolute or from now), or a signal that needs the program
+    /// (EINTR, the time left written to `rem` for a relative sleep).
+    fn sleep(&mut self, clock: u64, absolute: bool, ts: u64, rem: u64) -> Result<u64> {
         let b = mem::read(self.pid, ts, 16)?;
         let s = u64::from_le_bytes(b[..8].try_into().unwrap_or_default());
         let ns = u64::from_le_bytes(b[8..].try_into().unwrap_or_default());
         if ns >= 1_000_000_000 || (s as i64) < 0 {
             return Err(errno::EINVAL);
         }
-        unix::sleep_ns(s.saturating_mul(1_000_000_000).saturating_add(ns));
-        Ok(0)
+        let want_ns = s.saturating_mul(1_000_000_000).saturating_add(ns);
+        let now = self.sig.now_ns();
+        let length_ns = if absolute { want_ns.saturating_sub(clock_ns(clock)) } else { want_ns };
+        if !self.sig.interruptible() {
+            unix::sleep_ns(length_ns);
+            return Ok(0);
+        }
+        let deadline = now.saturating_add(length_ns);
+        match self.block_on(Some(deadline), |_| Ok(None::<()>)) {
+            Err(e) if e == errno::EINTR && !absolute && rem != 0 => {
+                let left = deadline.saturating_sub(self.sig.now_ns());
+                let mut r = [0u8; 16];
+                r[..8].copy_from_slice(&(left / 1_000_000_000).to_le_bytes());
+                r[8..].copy_from_slice(&(left % 1_000_000_000).to_le_bytes());
+                mem::write(self.pid, rem, &r)?;
+                Err(e)
+            }
+            r => r.map(|_| 0),
+        }
     }
 }
 
 /// Marks a call already answered with `foreign_resume_regs`.
-const ALREADY_RESUMED: Errno = Errno(u64::MAX);
+pub(crate) const ALREADY_RESUMED: Errno = Errno(u64::MAX);
 /// Marks the new server after `fork`: nothing to answer.
 const FORKED_CHILD: Errno = Errno(u64::MAX - 1);
 
+/// Calls Linux restarts after a `SA_RESTART` handler when a signal
+/// interrupted them (signal(7), "Interruption of system calls").
+fn restartable(number: u64) -> bool {
+    matches!(
+        number,
+        nr::READ | nr::READV | nr::WRITE | nr::WRITEV | nr::PREAD64 | nr::WAIT4 | nr::OPEN | nr::OPENAT
+    )
+}
+
 /// A Linux descriptor argument as a Ridgeback one.
-fn fd(raw: u64) -> Result<i32> {
+pub(crate) fn fd(raw: u64) -> Result<i32> {
     // An `int`: only the low 32 bits are the argument.
     let f = raw as i32;
     if f < 0 { Err(errno::EBADF) } else { Ok(f) }
@@ -1012,16 +1067,20 @@ fn check_range(addr: u64, len: u64) -> Result<()> {
     }
 }
 
-/// `path` relative to directory descriptor `dir` (only AT_FDCWD, or an
-/// absolute path: descriptors of directories carry no path here).
-fn at_path(dir: u64, path: &str) -> Result<alloc::string::String> {
-    if path.is_empty() {
-        return Err(errno::ENOENT);
+/// `chown(path, owner, group)`: −1 (as a 32-bit id) keeps that id.
+fn chown(path: &str, owner: u64, group: u64) -> Result<u64> {
+    let (owner, group) = (owner as u32, group as u32);
+    let (mut uid, mut gid) = (owner, group);
+    if owner == u32::MAX || group == u32::MAX {
+        let st = unix::stat(path)?;
+        if owner == u32::MAX {
+            uid = st.uid;
+        }
+        if group == u32::MAX {
+            gid = st.gid;
+        }
     }
-    if path.starts_with('/') || dir as i32 as i64 == AT_FDCWD {
-        return Ok(alloc::string::String::from(path));
-    }
-    Err(errno::ENOSYS)
+    unix::chown(path, uid, gid).map(|()| 0)
 }
 
 /// The clock `id` in nanoseconds: CLOCK_REALTIME (0) is seconds since the

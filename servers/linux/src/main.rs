@@ -13,8 +13,10 @@
 //! the answer is `foreign_resume` with the result in rax.
 //!
 //! Map: [`start`] loads the program and builds the Linux start-up stack;
-//! [`calls`] carries out the calls; [`mem`] moves bytes in and out of the
-//! program's memory.
+//! [`calls`] carries out the calls, with descriptor bookkeeping, `poll`
+//! and `statx` in [`fscalls`]; [`signals`] holds the program's signal
+//! state and [`sigcalls`] delivers signals and makes blocking calls
+//! interruptible; [`mem`] moves bytes in and out of the program's memory.
 //!
 //! What it is not: a Linux kernel. Unknown calls get ENOSYS and one log
 //! line; the supported calls and their limits are in docs/linux-abi.md.
@@ -28,7 +30,10 @@
 extern crate alloc;
 
 mod calls;
+mod fscalls;
 mod mem;
+mod sigcalls;
+mod signals;
 mod start;
 
 use abi::msg::Kind;

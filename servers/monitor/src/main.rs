@@ -253,6 +253,8 @@ impl Monitor {
             monitor::OP_SERVER_KILL => self.server_request(me, protocols::init::OP_KILL, data),
             monitor::OP_SERVER_START => self.server_request(me, protocols::init::OP_START, data),
             monitor::OP_SUPERVISOR => Answer::Words([0, self.starter.0, protocols::init::QUEUE as u64, 0]),
+            monitor::OP_SIGNAL_CATCH_SET => self.signal_catch_set(me, w[1]),
+            monitor::OP_SIGNAL_WAIT => self.signal_wait(me, reply),
             _ => err(errno::ENOSYS),
         }
     }

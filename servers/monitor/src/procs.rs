@@ -116,12 +116,23 @@ impl Monitor {
             }),
         };
         proc.zombie = Some((status, cpu_ns));
+        // Its reply handles die with it: never answer one later.
+        proc.signal_waiter = None;
         if let Some(l) = self.vm {
             let _ = msg::call(l, &[vm::OP_EXIT, kpid.0, 0, 0], &[], &mut []);
         }
         let Some(proc) = self.procs.get_mut(&p) else { return };
         let fds = core::mem::replace(&mut proc.fds, FdTable::new());
         let ppid = proc.ppid;
+        // SIGCHLD, only to a parent that catches it (a Linux program's
+        // handler, through servers/linux): its default action is to be
+        // ignored, so nobody else needs it.
+        if let Some(parent) = self.procs.get_mut(&ppid)
+            && parent.caught & (1 << signal::SIGCHLD) != 0
+        {
+            parent.pending |= 1 << signal::SIGCHLD;
+            self.signal_arrived(ppid);
+        }
         for i in fds.fds.iter().flatten() {
             self.release(*i);
         }
@@ -212,6 +223,7 @@ impl Monitor {
         }
         if sig != signal::SIGKILL && p.caught & (1 << sig) != 0 {
             p.pending |= 1 << sig;
+            self.signal_arrived(target);
             return;
         }
         p.signal_sent = Some(sig);
@@ -338,6 +350,41 @@ impl Monitor {
             p.pending &= !(1 << sig);
         }
         Ok(before as u64)
+    }
+
+    /// `OP_SIGNAL_CATCH_SET`: the whole caught set at once (SIGKILL and
+    /// numbers above `signal::MAX` left out), and the pending set taken.
+    /// Pending signals that are no longer caught are handed over too, not
+    /// dropped: the caller asked for them while it caught them.
+    pub fn signal_catch_set(&mut self, me: u64, set: u64) -> Answer {
+        let valid = ((1u64 << (signal::MAX + 1)) - 2) & !(1 << signal::SIGKILL);
+        let set = set & valid;
+        let p = self.procs.get_mut(&me).expect("caller exists");
+        let before = core::mem::replace(&mut p.caught, set);
+        p.ignored &= !set;
+        Answer::Words([before, core::mem::take(&mut p.pending), 0, 0])
+    }
+
+    /// `OP_SIGNAL_WAIT`: the pending set now, or the reply kept until a
+    /// caught signal arrives ([`Self::signal_arrived`]).
+    pub fn signal_wait(&mut self, me: u64, reply: ReplyHandle) -> Answer {
+        let p = self.procs.get_mut(&me).expect("caller exists");
+        if p.pending != 0 {
+            return ok(core::mem::take(&mut p.pending));
+        }
+        p.signal_waiter = Some(reply);
+        Answer::Later
+    }
+
+    /// A caught signal became pending for `target`: answer its
+    /// `OP_SIGNAL_WAIT`, if it is in one. (A waiter that died meanwhile
+    /// has a stale handle, and the reply fails harmlessly.)
+    fn signal_arrived(&mut self, target: u64) {
+        let Some(p) = self.procs.get_mut(&target) else { return };
+        if let Some(handle) = p.signal_waiter.take() {
+            let bits = core::mem::take(&mut p.pending);
+            let _ = msg::reply(handle, &[bits, 0, 0, 0], &[]);
+        }
     }
 
     /// The caught signals received since the last call, cleared.

@@ -53,6 +53,9 @@ pub struct Proc {
     pub zombie: Option<(u64, u64)>,
     /// A `wait` not answered yet: its reply handle and target (-1 = any).
     pub waiting: Option<(ReplyHandle, i64)>,
+    /// An `OP_SIGNAL_WAIT` not answered yet: answered when a caught
+    /// signal becomes pending.
+    pub signal_waiter: Option<ReplyHandle>,
     pub children_cpu_ns: u64,
     /// The signal that made the kernel end it, for the wait status.
     pub signal_sent: Option<u64>,
@@ -113,6 +116,7 @@ impl Proc {
             umask: UMASK,
             zombie: None,
             waiting: None,
+            signal_waiter: None,
             children_cpu_ns: 0,
             signal_sent: None,
             name,
@@ -140,6 +144,7 @@ impl Proc {
             umask: self.umask,
             zombie: None,
             waiting: None,
+            signal_waiter: None,
             children_cpu_ns: 0,
             signal_sent: None,
             name: self.name,

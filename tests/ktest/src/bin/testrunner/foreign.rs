@@ -183,3 +183,47 @@ pub fn foreign_rights() -> TestResult {
     check(attached_twice, "attaching twice")?;
     check(stopped_resume, "a result for a call never made")
 }
+
+/// `foreign_fpu`: the server reads the waiting process's x87/SSE image
+/// (xmm0 as `tforeign` set it, MXCSR's default), loads a changed one
+/// (the process sees the new xmm0 when it goes on), and a MXCSR with
+/// reserved bits is loaded without them (so the kernel's `fxrstor`
+/// cannot fault). Only the server may.
+pub fn foreign_fpu_state() -> TestResult {
+    const XMM0_AT: usize = 160;
+    const MXCSR_AT: usize = abi::foreign::FPU_MXCSR_AT;
+    let me = sys::getpid();
+    check(sys::foreign_fpu(me).err() == Some(Error::PermissionDenied), "the FPU of a non-foreign process")?;
+    let elf = module("tforeign")?;
+    let queue = msg::open_queue(4, false).map_err(|e| e.name())?;
+    let pid = start(&elf, "abc", queue)?;
+    let result = fpu_of(pid, queue, XMM0_AT, MXCSR_AT);
+    let _ = sys::kill(pid);
+    let _ = sys::wait(Some(pid));
+    msg::close_queue(queue).map_err(|e| e.name())?;
+    result
+}
+
+fn fpu_of(pid: Pid, queue: Queue, xmm0_at: usize, mxcsr_at: usize) -> TestResult {
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let mxcsr = |b: &[u8]| u32::from_le_bytes(b[mxcsr_at..mxcsr_at + 4].try_into().unwrap());
+    sys::proc_start(pid).map_err(|e| e.name())?;
+    expect_call(queue, pid, NR_ECHO)?;
+    let image = sys::foreign_fpu(pid).map_err(|e| format!("foreign_fpu: {}", e.name()))?;
+    check(word(&image, xmm0_at) == 3, "xmm0 reads as the process set it")?;
+    check(mxcsr(&image) == 0x1f80, "MXCSR reads as a new program's")?;
+    let mut changed = image;
+    changed[xmm0_at..xmm0_at + 8].copy_from_slice(&42u64.to_le_bytes());
+    changed[mxcsr_at..mxcsr_at + 4].copy_from_slice(&0xffff_0000u32.to_le_bytes());
+    sys::foreign_set_fpu(pid, &changed).map_err(|e| format!("foreign_set_fpu: {}", e.name()))?;
+    let back = sys::foreign_fpu(pid).map_err(|e| e.name())?;
+    check(mxcsr(&back) & 0xffff_0000 == 0, "reserved MXCSR bits are not loaded")?;
+    changed[mxcsr_at..mxcsr_at + 4].copy_from_slice(&0x1f80u32.to_le_bytes());
+    sys::foreign_set_fpu(pid, &changed).map_err(|e| e.name())?;
+    check(sys::foreign_set_fpu(pid, &changed[..100]) == Err(Error::InvalidArgument), "a short image")?;
+    resume(pid, ECHO_RESULT)?;
+    let words = expect_call(queue, pid, NR_REPORT)?;
+    let mut bytes = [0u8; REPORT_WORDS * 8];
+    sys::foreign_read(pid, words[1], &mut bytes).map_err(|e| e.name())?;
+    check(word(&bytes, 15 * 8) == 42, "the process goes on with the loaded xmm0")
+}
