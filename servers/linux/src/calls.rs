@@ -331,6 +331,9 @@ impl Linux {
                 }
                 Ok(0)
             }
+            // O_NONBLOCK on a socket is the network server's to keep.
+            nr::FCNTL if a1 == F_SETFL && crate::net::is_socket(a0) => crate::net::set_status_flags(a0, a2),
+            nr::FCNTL if a1 == F_GETFL && crate::net::is_socket(a0) => crate::net::status_flags(a0),
             nr::FCNTL => match a1 {
                 F_DUPFD | F_DUPFD_CLOEXEC => self.dup_from(fd(a0)?, a2),
                 F_GETFD | F_SETFD | F_SETFL => unix::fstat(fd(a0)?).map(|_| 0),
@@ -517,6 +520,8 @@ impl Linux {
                     }
                 }
             }
+            // Sockets, poll, CPU affinity: net.rs.
+            n if crate::net::handles(n) => crate::net::call(pid, n, a0, a1, a2),
             _ => {
                 crate::log!("unsupported call {number} (ENOSYS)");
                 Err(errno::ENOSYS)

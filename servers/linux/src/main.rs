@@ -13,8 +13,8 @@
 //! the answer is `foreign_resume` with the result in rax.
 //!
 //! Map: [`start`] loads the program and builds the Linux start-up stack;
-//! [`calls`] carries out the calls; [`mem`] moves bytes in and out of the
-//! program's memory.
+//! [`calls`] carries out the calls ([`net`]: sockets, `poll`, CPU
+//! affinity); [`mem`] moves bytes in and out of the program's memory.
 //!
 //! What it is not: a Linux kernel. Unknown calls get ENOSYS and one log
 //! line; the supported calls and their limits are in docs/linux-abi.md.
@@ -29,6 +29,7 @@ extern crate alloc;
 
 mod calls;
 mod mem;
+mod net;
 mod start;
 
 use abi::msg::Kind;
