@@ -1,4 +1,4 @@
-//! Foreign-process calls (`abi::Call` 80–86), made by the server of a
+//! Foreign-process calls (`abi::Call` 80–88), made by the server of a
 //! foreign process (crate::foreign): attach, resume, read and write its
 //! memory, read its registers, fork it, hand it on.
 
@@ -46,4 +46,16 @@ pub fn fork(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 pub fn give(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [pid, server_pid, queue, ..] = args(k, caller);
     done(k.foreign_give(caller, pid, server_pid, queue))
+}
+
+/// `foreign_unmap(pid, addr, len) -> pages`.
+pub fn unmap(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [pid, addr, len, ..] = args(k, caller);
+    k.foreign_unmap(caller, pid, addr, len).map(Next::Return)
+}
+
+/// `foreign_protect(pid, addr, len, writable) -> pages`.
+pub fn protect(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [pid, addr, len, writable, ..] = args(k, caller);
+    k.foreign_protect(caller, pid, addr, len, writable).map(Next::Return)
 }

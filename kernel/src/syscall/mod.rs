@@ -111,6 +111,8 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::ForeignRegs => foreign::regs(k, caller),
         Call::ForeignFork => foreign::fork(k, caller),
         Call::ForeignGive => foreign::give(k, caller),
+        Call::ForeignUnmap => foreign::unmap(k, caller),
+        Call::ForeignProtect => foreign::protect(k, caller),
     };
     match result {
         Ok(Next::AsIs) => {}

@@ -7,9 +7,10 @@
 //!
 //! Memory: `brk` grows from the start of the heap region
 //! (`abi::layout::USER_HEAP_BASE`), and `mmap` takes fresh pages from the
-//! upper half of that region; the kernel fills each page with zeros on
-//! first touch. `munmap` releases nothing (the
-//! region is 1 GiB); see docs/linux-abi.md.
+//! upper half of that region (`vmem`: addresses `munmap` gave back are
+//! used again); the kernel fills each page with zeros on first touch,
+//! takes pages back at `munmap` and makes them read-only at `mprotect`;
+//! see docs/linux-abi.md.
 
 use crate::mem;
 use crate::start::{CLOCK_TICKS_PER_S, Program};
@@ -42,6 +43,7 @@ mod nr {
     pub const READV: u64 = 19;
     pub const WRITEV: u64 = 20;
     pub const ACCESS: u64 = 21;
+    pub const MSYNC: u64 = 26;
     pub const MADVISE: u64 = 28;
     pub const DUP: u64 = 32;
     pub const DUP2: u64 = 33;
@@ -141,6 +143,10 @@ const AT_REMOVEDIR: u64 = 0x200;
 const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const MAP_FIXED: u64 = 0x10;
+/// `mmap`'s sharing type (the low bits of flags).
+const MAP_TYPE: u64 = 0x0f;
+const MAP_SHARED: u64 = 0x01;
+const MAP_SHARED_VALIDATE: u64 = 0x03;
 const MAP_ANONYMOUS: u64 = 0x20;
 const F_DUPFD: u64 = 0;
 const F_GETFD: u64 = 1;
@@ -174,7 +180,8 @@ pub struct Linux {
     /// This server's queue for the program's calls (a forked copy's too).
     queue: u32,
     brk: u64,
-    mmap_next: u64,
+    /// The mmap region's addresses and shared file mappings.
+    vm: crate::vmem::Space,
     /// `getdents64`'s position in each open directory.
     dir_index: BTreeMap<i32, u64>,
     /// Signal actions set (kept, not yet delivered: docs/linux-abi.md).
@@ -193,7 +200,7 @@ impl Linux {
             exe: alloc::string::String::from(exe),
             queue,
             brk: USER_HEAP_BASE,
-            mmap_next: BRK_LIMIT,
+            vm: crate::vmem::Space::new(BRK_LIMIT, MMAP_END),
             dir_index: BTreeMap::new(),
             sigactions: BTreeMap::new(),
             umask: 0o022,
@@ -293,7 +300,12 @@ impl Linux {
                 let [flags, file, offset] = self.more_args()?;
                 self.mmap(a0, a1, flags, file, offset)
             }
-            nr::MUNMAP | nr::MPROTECT | nr::MADVISE => Ok(0),
+            nr::MUNMAP => self.vm.unmap(pid, a0, a1),
+            nr::MPROTECT => self.vm.protect(pid, a0, a1, a2),
+            nr::MSYNC => self.vm.sync(pid, a0, a1, a2),
+            // Advice only: nothing to do (MADV_DONTNEED's zeroing is not
+            // done: docs/linux-abi.md).
+            nr::MADVISE => Ok(0),
             nr::RT_SIGACTION => self.sigaction(a0, a1, a2),
             nr::RT_SIGPROCMASK => {
                 if a2 != 0 {
@@ -353,7 +365,12 @@ impl Linux {
             }
             nr::SETPGID => unix::setpgid(a0, a1).map(|()| 0),
             nr::SETSID => Err(errno::EPERM),
-            nr::EXIT | nr::EXIT_GROUP => unix::exit((a0 & 0xff) as i32),
+            nr::EXIT | nr::EXIT_GROUP => {
+                // Shared file mappings reach their files, as Linux's page
+                // cache would write them back.
+                self.vm.sync_all(pid);
+                unix::exit((a0 & 0xff) as i32)
+            }
             nr::KILL => {
                 let target = a0 as i32 as i64;
                 if target == unix::getpid() as i64 {
@@ -814,25 +831,17 @@ impl Linux {
             if !addr.is_multiple_of(PAGE_SIZE) || addr < BRK_LIMIT || addr.saturating_add(len) > MMAP_END {
                 return Err(errno::EINVAL);
             }
-            let zeros = vec![0u8; abi::foreign::MAX_COPY_BYTES as usize];
-            let mut at = addr;
-            while at < addr + len {
-                let n = (addr + len - at).min(zeros.len() as u64);
-                mem::write(self.pid, at, &zeros[..n as usize])?;
-                at += n;
-            }
+            // What was there goes (its pages back to the system: they
+            // come back zero-filled when touched).
+            self.vm.unmap(self.pid, addr, len)?;
+            self.vm.claim(addr, len);
             addr
         } else {
-            if self.mmap_next.saturating_add(len) > MMAP_END {
-                return Err(errno::ENOMEM);
-            }
-            let at = self.mmap_next;
-            self.mmap_next += len;
-            at
+            self.vm.take(len)?
         };
         if flags & MAP_ANONYMOUS == 0 {
-            // A private copy of the file's bytes (MAP_SHARED files are
-            // copies too: writes do not reach the file).
+            // A copy of the file's bytes; a MAP_SHARED one goes back to
+            // the file at msync, munmap and exit (vmem.rs).
             let f = fd(file)?;
             let was = unix::lseek(f, 0, unix::SEEK_CUR)?;
             unix::lseek(f, offset as i64, unix::SEEK_SET)?;
@@ -856,6 +865,9 @@ impl Linux {
             };
             let _ = unix::lseek(f, was as i64, unix::SEEK_SET);
             result?;
+            if flags & MAP_TYPE == MAP_SHARED || flags & MAP_TYPE == MAP_SHARED_VALIDATE {
+                self.vm.add_shared(at, len, f, offset)?;
+            }
         }
         Ok(at)
     }

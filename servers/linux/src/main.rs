@@ -14,7 +14,8 @@
 //!
 //! Map: [`start`] loads the program and builds the Linux start-up stack;
 //! [`calls`] carries out the calls ([`net`]: sockets, `poll`, CPU
-//! affinity); [`mem`] moves bytes in and out of the program's memory.
+//! affinity; [`vmem`]: the mmap region); [`mem`] moves bytes in and out
+//! of the program's memory.
 //!
 //! What it is not: a Linux kernel. Unknown calls get ENOSYS and one log
 //! line; the supported calls and their limits are in docs/linux-abi.md.
@@ -31,6 +32,7 @@ mod calls;
 mod mem;
 mod net;
 mod start;
+mod vmem;
 
 use abi::msg::Kind;
 use alloc::string::String;
@@ -96,10 +98,30 @@ fn main(_args: Args) -> i32 {
                 log!("{} ended: {status:?}", argv[1]);
                 return match status {
                     abi::ExitStatus::Exited(code) => code as i32,
+                    abi::ExitStatus::Fault { vector, .. } => {
+                        // Die of the signal Linux would have sent, so the
+                        // parent's wait sees it (WIFSIGNALED, WTERMSIG), as
+                        // the monitor reports a Ridgeback program's fault.
+                        let _ = unix::kill(unix::getpid() as i64, fault_signal(vector));
+                        FAULT_EXIT_STATUS
+                    }
                     _ => FAULT_EXIT_STATUS,
                 };
             }
             _ => {}
         }
+    }
+}
+
+/// The signal a fault at `vector` means (the monitor's table for its
+/// own programs, servers/monitor/src/procs.rs).
+fn fault_signal(vector: u8) -> u64 {
+    use protocols::unix::signal;
+    match vector {
+        abi::vector::DIVIDE_ERROR | abi::vector::X87_FLOATING_POINT | abi::vector::SIMD_FLOATING_POINT => {
+            signal::SIGFPE
+        }
+        abi::vector::INVALID_OPCODE => signal::SIGILL,
+        _ => signal::SIGSEGV,
     }
 }
