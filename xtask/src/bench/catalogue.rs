@@ -39,6 +39,11 @@
 //! the R2 disk rows (`r2_<row>_disk`, `r2_<row>_disk_fsync`) have the same
 //! names on both systems.
 
+//!
+//! The third column ([`Row::linuxbin`]): the Linux program's figure as
+//! measured on Ridgeback, through the Linux server, on the getpid, pipe
+//! ping-pong and R2 rows (`<figure>_linuxbin`, [`LINUXBIN_SUFFIX`]).
+
 /// A group of figures: the unit of `--only`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Group {

@@ -55,6 +55,13 @@
 //! On Linux they are the `b` and `r2disk` figures of a second boot whose
 //! disk is such an image (`bench` mounts it at `/disk`).
 //!
+//! The third column (issue 14): the Linux `bench` program itself, the
+//! file the guest runs, is added to a UNIX boot of Ridgeback as
+//! `/bin/linuxbench` and run by the Linux server
+//! ([`RidgebackProgram::LinuxBin`]); its getpid, pipe and R2 figures are
+//! kept as `<figure>_linuxbin` ([`catalogue::LINUXBIN_SUFFIX`]) beside the
+//! rows' Ridgeback and Linux figures.
+//!
 //! Contract with `main.rs`: [`main`] receives every argument after `bench`
 //! unparsed, and returns the process exit code.
 
