@@ -3,13 +3,15 @@
  * unmapping 64 MiB (1 GiB in all: more than the test machine has, so the
  * loop ends only if munmap really returns the pages), a reused range
  * coming back zero-filled, mprotect(PROT_READ) making a write end the
- * process with SIGSEGV (in a forked child), and a MAP_SHARED file mapping
- * whose writes reach the file at msync and at munmap. */
+ * process with SIGSEGV (in a forked child), a MAP_SHARED file mapping
+ * whose writes reach the file at msync and at munmap, and brk shrunk
+ * giving its pages back (grown again, they read zero). */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,9 +106,27 @@ static void shared_file(void) {
     unlink("lx-mem.data");
 }
 
+/* brk shrunk gives its pages back: grown again, they read zero (the raw
+ * call: musl's brk() always fails). */
+static void shrink_brk(void) {
+    char *base = (char *)syscall(SYS_brk, 0);
+    if ((char *)syscall(SYS_brk, base + 64 * PAGE) != base + 64 * PAGE) {
+        printf("brk up failed\n");
+        return;
+    }
+    memset(base, 'z', 64 * PAGE);
+    syscall(SYS_brk, base);
+    syscall(SYS_brk, base + 64 * PAGE);
+    int zero = 1;
+    for (unsigned long at = 0; at < 64 * PAGE; at += PAGE) zero &= base[at] == 0;
+    printf("brk shrunk and grown again reads zero: %s\n", zero ? "yes" : "no");
+    syscall(SYS_brk, base);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     rounds();
+    shrink_brk();
     partial();
     protect();
     shared_file();

@@ -816,6 +816,13 @@ impl Linux {
 
     fn brk(&mut self, want: u64) -> u64 {
         if (USER_HEAP_BASE..=BRK_LIMIT).contains(&want) {
+            // Shrinking gives the whole pages above the new break back to
+            // the system; grown again, they come back zero-filled, as on
+            // Linux.
+            let (keep, had) = (want.next_multiple_of(PAGE_SIZE), self.brk.next_multiple_of(PAGE_SIZE));
+            if keep < had {
+                let _ = sys::foreign_unmap(self.pid, keep, had - keep);
+            }
             self.brk = want;
         }
         self.brk
