@@ -289,6 +289,25 @@ pub enum Call {
     /// MXCSR bits the CPU does not support are cleared, as Linux does, so
     /// the load cannot fault). A signal frame's `fpstate` (servers/linux).
     ForeignFpu = 87,
+    /// `foreign_unmap(pid, addr, len) -> pages`: take back the pages of
+    /// `addr..addr+len` (page aligned, in the user half) from the waiting
+    /// foreign process `pid` the caller serves; their frames go back to
+    /// the system (or lose one owner, if shared). Pages not mapped are
+    /// skipped; a page of the heap region touched again later comes back
+    /// zero-filled, as a fresh one. Returns the pages taken: Linux's
+    /// `munmap` (docs/linux-abi.md).
+    ForeignUnmap = 88,
+    /// `foreign_protect(pid, addr, len, writable) -> pages`: make the
+    /// pages of `addr..addr+len` (page aligned, user half) of the waiting
+    /// foreign process `pid` the caller serves read-only (`writable` 0) or
+    /// writable again (1, copy-on-write where the frame is shared). Heap
+    /// pages not touched yet are made (zero-filled) first, so that the
+    /// protection holds for them too. A write to a read-only page is a
+    /// page fault the process does not survive. A page neither mapped nor
+    /// in the heap region: [`Error::BadAddress`], nothing changed; no
+    /// memory for an untouched page: [`Error::OutOfResources`]. Linux's
+    /// `mprotect`.
+    ForeignProtect = 89,
 }
 
 impl Call {
@@ -360,6 +379,8 @@ impl Call {
             85 => ForeignFork,
             86 => ForeignGive,
             87 => ForeignFpu,
+            88 => ForeignUnmap,
+            89 => ForeignProtect,
             _ => return None,
         })
     }

@@ -193,6 +193,59 @@ impl Kernel {
         Ok(())
     }
 
+    /// The pages of `addr..addr+len` of foreign process `pid` the caller
+    /// serves, checked: page aligned, non-empty, in the user half.
+    fn foreign_range(&self, slot: usize, pid: u64, addr: u64, len: u64) -> Result<(usize, u64), Error> {
+        let target = self.served_and_waiting(slot, pid)?;
+        if len == 0 || !addr.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) {
+            return Err(Error::InvalidArgument);
+        }
+        UserSlice::new(addr, len)?;
+        Ok((target, len / PAGE_SIZE))
+    }
+
+    /// `foreign_unmap`: the pages of the range go back to the system.
+    pub fn foreign_unmap(&mut self, slot: usize, pid: u64, addr: u64, len: u64) -> Result<u64, Error> {
+        let (target, pages) = self.foreign_range(slot, pid, addr, len)?;
+        let space = self.proc_mut(target).space.as_mut().ok_or(Error::NoSuchProcess)?;
+        Ok(space.unmap_range(addr, pages))
+    }
+
+    /// `foreign_protect`: the pages of the range read-only, or writable
+    /// again. Heap pages not touched yet are made first (zero-filled, as
+    /// the first touch would), so a read-only range is read-only whole.
+    pub fn foreign_protect(
+        &mut self,
+        slot: usize,
+        pid: u64,
+        addr: u64,
+        len: u64,
+        writable: u64,
+    ) -> Result<u64, Error> {
+        let (target, pages) = self.foreign_range(slot, pid, addr, len)?;
+        if writable > 1 {
+            return Err(Error::InvalidArgument);
+        }
+        // Every page must be the process's: mapped, or a heap page its
+        // first touch would make (Linux: ENOMEM for a hole in the range).
+        for i in 0..pages {
+            let va = addr + i * PAGE_SIZE;
+            if self.space(target).translate(va).is_none() && !self.is_default_heap(target, va, 0) {
+                return Err(Error::BadAddress);
+            }
+        }
+        if writable == 0 {
+            for i in 0..pages {
+                let va = addr + i * PAGE_SIZE;
+                if self.space(target).translate(va).is_none() && !self.default_heap_fault(target, va, 0) {
+                    return Err(Error::OutOfResources);
+                }
+            }
+        }
+        let space = self.proc_mut(target).space.as_mut().ok_or(Error::NoSuchProcess)?;
+        Ok(space.protect_range(addr, pages, writable == 1))
+    }
+
     /// `foreign_fork`: a stopped copy of the waiting process, the caller's
     /// child, foreign and served by the caller on the same queue; it
     /// returns 0 from the `syscall` its original is in.

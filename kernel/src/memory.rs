@@ -284,6 +284,53 @@ impl AddressSpace {
         Ok(shared?)
     }
 
+    /// Take back the frames mapped at the `pages` pages from `va` (device
+    /// memory and unmapped pages are skipped): each goes back to the
+    /// system, or loses one owner if shared. Returns the pages taken.
+    pub fn unmap_range(&mut self, va: u64, pages: u64) -> u64 {
+        let mut taken = 0;
+        for i in 0..pages {
+            if let Some(frame) = self.table.unmap(va + i * PAGE_SIZE) {
+                drop(frame);
+                taken += 1;
+            }
+        }
+        if taken > 0 {
+            // A CPU that kept this root loaded may still translate them.
+            self.tlb_epoch += 1;
+        }
+        taken
+    }
+
+    /// Make the mapped pages of `pages` pages from `va` read-only, or
+    /// writable again: as copy-on-write, so that the first write makes
+    /// the page private if its frame is shared (after a fork) and only
+    /// gives write access back otherwise. Shared window pages and device
+    /// memory are left alone. Returns the pages changed.
+    pub fn protect_range(&mut self, va: u64, pages: u64, is_writable: bool) -> u64 {
+        let mut changed = 0;
+        for i in 0..pages {
+            let page = va + i * PAGE_SIZE;
+            let Some((_, flags)) = self.table.translate(page) else { continue };
+            if flags & USER == 0 || flags & SHARED_PAGE != 0 || crate::arch::paging::is_device(flags) {
+                continue;
+            }
+            let keep = flags & (USER | NO_EXECUTE);
+            let new = match (is_writable, flags & (WRITABLE | COPY_ON_WRITE) != 0) {
+                (false, true) => keep,
+                (true, false) => keep | COPY_ON_WRITE,
+                _ => continue,
+            };
+            if self.table.set_flags(page, new) {
+                changed += 1;
+            }
+        }
+        if changed > 0 {
+            self.tlb_epoch += 1;
+        }
+        changed
+    }
+
     /// Fill the page at `va` (mapped here, any rights) at `offset` with
     /// `bytes`: a new image's segments and arguments.
     pub fn fill(&mut self, va: u64, offset: usize, bytes: &[u8]) -> Result<(), SpaceError> {

@@ -108,6 +108,11 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
                     k.proc(slot).name(),
                     k.pid_of(slot).0,
                 );
+            } else if k.proc(slot).foreign.is_some() {
+                // A foreign (Linux) program's fault is its SIGSEGV: its
+                // server reports it on the program's standard error and
+                // ends with the signal (servers/linux), as Linux prints
+                // nothing on the console for a program's segfault.
             } else {
                 crate::kprintln!(
                     "process {} ({:#x}) killed: {} (vector {vector}) at {address:#x}, error code {:#x}\n{}",

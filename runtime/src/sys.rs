@@ -439,3 +439,17 @@ pub fn foreign_set_fpu(pid: Pid, image: &[u8]) -> Result<(), Error> {
     touch(image);
     call(Call::ForeignFpu, pid.0, image.as_ptr() as u64, 1, 0, 0).map(|_| ())
 }
+
+/// Take back the pages of `addr..addr+len` (page aligned) from the
+/// waiting foreign process `pid` this process serves: their memory goes
+/// back to the system. Returns the pages taken (`Call::ForeignUnmap`).
+pub fn foreign_unmap(pid: Pid, addr: u64, len: u64) -> Result<u64, Error> {
+    call(Call::ForeignUnmap, pid.0, addr, len, 0, 0)
+}
+
+/// Make the pages of `addr..addr+len` (page aligned) of the waiting
+/// foreign process `pid` read-only, or writable again
+/// (`Call::ForeignProtect`). Returns the pages changed.
+pub fn foreign_protect(pid: Pid, addr: u64, len: u64, is_writable: bool) -> Result<u64, Error> {
+    call(Call::ForeignProtect, pid.0, addr, len, is_writable as u64, 0)
+}

@@ -650,15 +650,22 @@ pub fn build_bench_for_linux(workspace_root: &Path, target_dir: &Path) -> Result
             .is_ok();
     let mut command = Command::new(&cargo);
     command.current_dir(workspace_root).args(["build", "--release", "--package", "bench", "--bin", "bench"]);
+    // A static executable with no run-time relocation (ET_EXEC, not the
+    // targets' default static-pie): the same file also runs on Ridgeback,
+    // whose Linux server loads only such executables (docs/linux-abi.md),
+    // as the third column of the benchmark table.
     let binary = if has_musl {
-        command.args(["--target", MUSL]);
+        command.args(["--target", MUSL]).env(
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS",
+            "-C relocation-model=static -C target-feature=+crt-static",
+        );
         target_dir.join(MUSL).join("release/bench")
     } else {
         let target_dir = target_dir.join("linux-bench-static");
-        command
-            .args(["--target", GNU, "--target-dir"])
-            .arg(&target_dir)
-            .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS", "-C target-feature=+crt-static");
+        command.args(["--target", GNU, "--target-dir"]).arg(&target_dir).env(
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+            "-C target-feature=+crt-static -C relocation-model=static",
+        );
         target_dir.join(GNU).join("release/bench")
     };
     let status = command.status().map_err(|e| format!("starting {command:?}: {e}"))?;

@@ -1,4 +1,4 @@
-//! Foreign-process calls (`abi::Call` 80–87), made by the server of a
+//! Foreign-process calls (`abi::Call` 80–89), made by the server of a
 //! foreign process (crate::foreign): attach, resume, read and write its
 //! memory, read its registers, fork it, hand it on.
 
@@ -52,4 +52,16 @@ pub fn give(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 pub fn fpu(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [pid, buf, write, ..] = args(k, caller);
     done(k.foreign_fpu(caller, pid, buf, write != 0))
+}
+
+/// `foreign_unmap(pid, addr, len) -> pages`.
+pub fn unmap(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [pid, addr, len, ..] = args(k, caller);
+    k.foreign_unmap(caller, pid, addr, len).map(Next::Return)
+}
+
+/// `foreign_protect(pid, addr, len, writable) -> pages`.
+pub fn protect(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [pid, addr, len, writable, ..] = args(k, caller);
+    k.foreign_protect(caller, pid, addr, len, writable).map(Next::Return)
 }

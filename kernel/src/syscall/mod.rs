@@ -15,7 +15,7 @@
 //! - [`message`]: init_qseg … reply_wait (32–47);
 //! - [`device`]: claim_irq … get_bootstrap (48–53);
 //! - [`memory`]: set_pager … space_copy (54–56);
-//! - [`foreign`]: foreign_attach … foreign_fpu (80–87).
+//! - [`foreign`]: foreign_attach … foreign_protect (80–89).
 //!
 //! A foreign process's `syscall` is none of these: it becomes a message
 //! to its server (crate::foreign), whatever its number.
@@ -113,6 +113,8 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::ForeignFork => foreign::fork(k, caller),
         Call::ForeignGive => foreign::give(k, caller),
         Call::ForeignFpu => foreign::fpu(k, caller),
+        Call::ForeignUnmap => foreign::unmap(k, caller),
+        Call::ForeignProtect => foreign::protect(k, caller),
     };
     match result {
         Ok(Next::AsIs) => {}

@@ -7,9 +7,10 @@
 //!
 //! Memory: `brk` grows from the start of the heap region
 //! (`abi::layout::USER_HEAP_BASE`), and `mmap` takes fresh pages from the
-//! upper half of that region; the kernel fills each page with zeros on
-//! first touch. `munmap` releases nothing (the
-//! region is 1 GiB); see docs/linux-abi.md.
+//! upper half of that region (`vmem`: addresses `munmap` gave back are
+//! used again); the kernel fills each page with zeros on first touch,
+//! takes pages back at `munmap` and makes them read-only at `mprotect`;
+//! see docs/linux-abi.md.
 
 use crate::mem;
 use crate::signals::Signals;
@@ -45,6 +46,7 @@ mod nr {
     pub const READV: u64 = 19;
     pub const WRITEV: u64 = 20;
     pub const ACCESS: u64 = 21;
+    pub const MSYNC: u64 = 26;
     pub const MADVISE: u64 = 28;
     pub const DUP: u64 = 32;
     pub const DUP2: u64 = 33;
@@ -148,6 +150,10 @@ const TIMER_ABSTIME: u64 = 1;
 const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const MAP_FIXED: u64 = 0x10;
+/// `mmap`'s sharing type (the low bits of flags).
+const MAP_TYPE: u64 = 0x0f;
+const MAP_SHARED: u64 = 0x01;
+const MAP_SHARED_VALIDATE: u64 = 0x03;
 const MAP_ANONYMOUS: u64 = 0x20;
 const F_DUPFD: u64 = 0;
 const F_GETFD: u64 = 1;
@@ -181,7 +187,8 @@ pub struct Linux {
     /// This server's queue for the program's calls (a forked copy's too).
     queue: u32,
     brk: u64,
-    mmap_next: u64,
+    /// The mmap region's addresses and shared file mappings.
+    vm: crate::vmem::Space,
     /// `getdents64`'s position in each open directory.
     pub(crate) dir_index: BTreeMap<i32, u64>,
     /// The path each descriptor was opened on (fscalls.rs: `dirfd`s).
@@ -209,7 +216,7 @@ impl Linux {
             exe: alloc::string::String::from(exe),
             queue,
             brk: USER_HEAP_BASE,
-            mmap_next: BRK_LIMIT,
+            vm: crate::vmem::Space::new(BRK_LIMIT, MMAP_END),
             dir_index: BTreeMap::new(),
             paths: BTreeMap::new(),
             cloexec: alloc::collections::BTreeSet::new(),
@@ -330,7 +337,12 @@ impl Linux {
                 let [flags, file, offset] = self.more_args()?;
                 self.mmap(a0, a1, flags, file, offset)
             }
-            nr::MUNMAP | nr::MPROTECT | nr::MADVISE => Ok(0),
+            nr::MUNMAP => self.vm.unmap(pid, a0, a1),
+            nr::MPROTECT => self.vm.protect(pid, a0, a1, a2),
+            nr::MSYNC => self.vm.sync(pid, a0, a1, a2),
+            // Advice only: nothing to do (MADV_DONTNEED's zeroing is not
+            // done: docs/linux-abi.md).
+            nr::MADVISE => Ok(0),
             nr::RT_SIGACTION => {
                 let [size, ..] = self.more_args()?;
                 if size != 8 {
@@ -380,6 +392,9 @@ impl Linux {
                 }
                 Ok(0)
             }
+            // O_NONBLOCK on a socket is the network server's to keep.
+            nr::FCNTL if a1 == F_SETFL && crate::net::is_socket(a0) => crate::net::set_status_flags(a0, a2),
+            nr::FCNTL if a1 == F_GETFL && crate::net::is_socket(a0) => crate::net::status_flags(a0),
             nr::FCNTL => match a1 {
                 F_DUPFD | F_DUPFD_CLOEXEC => {
                     let new = self.dup_from(fd(a0)?, a2)?;
@@ -412,7 +427,12 @@ impl Linux {
             }
             nr::SETPGID => unix::setpgid(a0, a1).map(|()| 0),
             nr::SETSID => Err(errno::EPERM),
-            nr::EXIT | nr::EXIT_GROUP => unix::exit((a0 & 0xff) as i32),
+            nr::EXIT | nr::EXIT_GROUP => {
+                // Shared file mappings reach their files, as Linux's page
+                // cache would write them back.
+                self.vm.sync_all(pid);
+                unix::exit((a0 & 0xff) as i32)
+            }
             nr::KILL => {
                 let target = a0 as i32 as i64;
                 if target == unix::getpid() as i64 {
@@ -638,6 +658,8 @@ impl Linux {
                     }
                 }
             }
+            // Sockets, poll, CPU affinity: net.rs.
+            n if crate::net::handles(n) => crate::net::call(pid, n, a0, a1, a2),
             _ => {
                 crate::log!("unsupported call {number} (ENOSYS)");
                 Err(errno::ENOSYS)
@@ -838,6 +860,13 @@ impl Linux {
 
     fn brk(&mut self, want: u64) -> u64 {
         if (USER_HEAP_BASE..=BRK_LIMIT).contains(&want) {
+            // Shrinking gives the whole pages above the new break back to
+            // the system; grown again, they come back zero-filled, as on
+            // Linux.
+            let (keep, had) = (want.next_multiple_of(PAGE_SIZE), self.brk.next_multiple_of(PAGE_SIZE));
+            if keep < had {
+                let _ = sys::foreign_unmap(self.pid, keep, had - keep);
+            }
             self.brk = want;
         }
         self.brk
@@ -853,25 +882,17 @@ impl Linux {
             if !addr.is_multiple_of(PAGE_SIZE) || addr < BRK_LIMIT || addr.saturating_add(len) > MMAP_END {
                 return Err(errno::EINVAL);
             }
-            let zeros = vec![0u8; abi::foreign::MAX_COPY_BYTES as usize];
-            let mut at = addr;
-            while at < addr + len {
-                let n = (addr + len - at).min(zeros.len() as u64);
-                mem::write(self.pid, at, &zeros[..n as usize])?;
-                at += n;
-            }
+            // What was there goes (its pages back to the system: they
+            // come back zero-filled when touched).
+            self.vm.unmap(self.pid, addr, len)?;
+            self.vm.claim(addr, len);
             addr
         } else {
-            if self.mmap_next.saturating_add(len) > MMAP_END {
-                return Err(errno::ENOMEM);
-            }
-            let at = self.mmap_next;
-            self.mmap_next += len;
-            at
+            self.vm.take(len)?
         };
         if flags & MAP_ANONYMOUS == 0 {
-            // A private copy of the file's bytes (MAP_SHARED files are
-            // copies too: writes do not reach the file).
+            // A copy of the file's bytes; a MAP_SHARED one goes back to
+            // the file at msync, munmap and exit (vmem.rs).
             let f = fd(file)?;
             let was = unix::lseek(f, 0, unix::SEEK_CUR)?;
             unix::lseek(f, offset as i64, unix::SEEK_SET)?;
@@ -895,6 +916,9 @@ impl Linux {
             };
             let _ = unix::lseek(f, was as i64, unix::SEEK_SET);
             result?;
+            if flags & MAP_TYPE == MAP_SHARED || flags & MAP_TYPE == MAP_SHARED_VALIDATE {
+                self.vm.add_shared(at, len, f, offset)?;
+            }
         }
         Ok(at)
     }

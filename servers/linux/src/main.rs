@@ -14,7 +14,8 @@
 //!
 //! Map: [`start`] loads the program and builds the Linux start-up stack;
 //! [`calls`] carries out the calls, with descriptor bookkeeping, `poll`
-//! and `statx` in [`fscalls`]; [`signals`] holds the program's signal
+//! and `statx` in [`fscalls`]; [`net`] the sockets and CPU affinity;
+//! [`vmem`] the mmap region; [`signals`] holds the program's signal
 //! state and [`sigcalls`] delivers signals and makes blocking calls
 //! interruptible; [`mem`] moves bytes in and out of the program's memory.
 //!
@@ -34,7 +35,9 @@ mod fscalls;
 mod mem;
 mod sigcalls;
 mod signals;
+mod net;
 mod start;
+mod vmem;
 
 use abi::msg::Kind;
 use alloc::string::String;
@@ -100,10 +103,30 @@ fn main(_args: Args) -> i32 {
                 log!("{} ended: {status:?}", argv[1]);
                 return match status {
                     abi::ExitStatus::Exited(code) => code as i32,
+                    abi::ExitStatus::Fault { vector, .. } => {
+                        // Die of the signal Linux would have sent, so the
+                        // parent's wait sees it (WIFSIGNALED, WTERMSIG), as
+                        // the monitor reports a Ridgeback program's fault.
+                        let _ = unix::kill(unix::getpid() as i64, fault_signal(vector));
+                        FAULT_EXIT_STATUS
+                    }
                     _ => FAULT_EXIT_STATUS,
                 };
             }
             _ => {}
         }
+    }
+}
+
+/// The signal a fault at `vector` means (the monitor's table for its
+/// own programs, servers/monitor/src/procs.rs).
+fn fault_signal(vector: u8) -> u64 {
+    use protocols::unix::signal;
+    match vector {
+        abi::vector::DIVIDE_ERROR | abi::vector::X87_FLOATING_POINT | abi::vector::SIMD_FLOATING_POINT => {
+            signal::SIGFPE
+        }
+        abi::vector::INVALID_OPCODE => signal::SIGILL,
+        _ => signal::SIGSEGV,
     }
 }

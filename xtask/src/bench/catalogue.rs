@@ -39,6 +39,11 @@
 //! the R2 disk rows (`r2_<row>_disk`, `r2_<row>_disk_fsync`) have the same
 //! names on both systems.
 
+//!
+//! The third column ([`Row::linuxbin`]): the Linux program's figure as
+//! measured on Ridgeback, through the Linux server, on the getpid, pipe
+//! ping-pong and R2 rows (`<figure>_linuxbin`, [`LINUXBIN_SUFFIX`]).
+
 /// A group of figures: the unit of `--only`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Group {
@@ -155,6 +160,19 @@ impl Group {
         }
     }
 
+    /// The Linux `bench` figures of this group that also run on Ridgeback,
+    /// the same executable through the Linux server (the rows' third
+    /// column, [`LINUXBIN_SUFFIX`]): seed 001's getpid, the pipe
+    /// ping-pong and Table 2's rows, the calls the Linux server carries.
+    pub fn linuxbin_figures(self) -> &'static [&'static str] {
+        match self {
+            Group::Getpid => &["getpid"],
+            Group::Send => &["pipe"],
+            Group::R2 => &["r2"],
+            _ => &[],
+        }
+    }
+
     /// Whether the group has a figure that needs both ends on one CPU,
     /// which on Ridgeback takes a boot with `cpus=1`.
     pub fn has_one_cpu_figures(self) -> bool {
@@ -213,7 +231,39 @@ pub struct Row {
     pub group: Group,
     pub ridgeback: String,
     pub linux: String,
+    /// The Linux figure measured on Ridgeback (the same `bench` executable
+    /// run by the Linux server), when the row has that third column.
+    pub linuxbin: Option<String>,
     pub seeds: Vec<Seed>,
+}
+
+/// What a figure of the Linux `bench` program is called when it was
+/// measured on Ridgeback: its name and this suffix (`getpid_linuxbin`).
+pub const LINUXBIN_SUFFIX: &str = "_linuxbin";
+
+/// The row's third column, if it has one: its Linux figure as measured on
+/// Ridgeback. The pipe ping-pong's `_1cpu` figure only on a one-CPU
+/// machine: Ridgeback cannot pin the two ends to one CPU (the Linux
+/// server accepts `sched_setaffinity` and changes nothing), so on more
+/// CPUs only the figure with the ends free to spread is the same
+/// experiment; the per-file R2 rows are Ridgeback's own variant.
+fn linuxbin_figure(row: &Row, smp: u32) -> Option<String> {
+    // The rows of the figures `Group::linuxbin_figures` names.
+    let has = match row.group {
+        Group::Getpid => row.linux == "getpid",
+        Group::Send => row.linux.starts_with("pipe_pingpong_"),
+        Group::R2 => true,
+        _ => false,
+    };
+    let is_pinned_on_many = smp > 1 && row.linux.ends_with("_1cpu");
+    let is_variant = row.key.ends_with(PER_FILE_SUFFIX);
+    (has && !is_pinned_on_many && !is_variant).then(|| format!("{}{LINUXBIN_SUFFIX}", row.linux))
+}
+
+/// Every third-column figure of a machine of `smp` CPUs (what a boot of
+/// the Linux program on Ridgeback keeps).
+pub fn linuxbin_figures(smp: u32) -> Vec<String> {
+    rows(smp).into_iter().filter_map(|r| r.linuxbin).collect()
 }
 
 /// Ridge 32 getpid, seed 001 Table 2: 52 K calls per second.
@@ -250,6 +300,7 @@ pub fn rows(smp: u32) -> Vec<Row> {
             group,
             ridgeback: ridgeback.to_string(),
             linux: linux.to_string(),
+            linuxbin: None,
             seeds: seeds.to_vec(),
         })
     };
@@ -325,6 +376,9 @@ pub fn rows(smp: u32) -> Vec<Row> {
     p_rows(&mut row, smp);
     b_rows(&mut row);
     n_rows(&mut row, smp);
+    for r in &mut rows {
+        r.linuxbin = linuxbin_figure(r, smp);
+    }
     rows
 }
 

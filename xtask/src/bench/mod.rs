@@ -55,6 +55,13 @@
 //! On Linux they are the `b` and `r2disk` figures of a second boot whose
 //! disk is such an image (`bench` mounts it at `/disk`).
 //!
+//! The third column (issue 14): the Linux `bench` program itself, the
+//! file the guest runs, is added to a UNIX boot of Ridgeback as
+//! `/bin/linuxbench` and run by the Linux server
+//! ([`RidgebackProgram::LinuxBin`]); its getpid, pipe and R2 figures are
+//! kept as `<figure>_linuxbin` ([`catalogue::LINUXBIN_SUFFIX`]) beside the
+//! rows' Ridgeback and Linux figures.
+//!
 //! Contract with `main.rs`: [`main`] receives every argument after `bench`
 //! unparsed, and returns the process exit code.
 
@@ -254,6 +261,11 @@ pub enum RidgebackProgram {
     /// `nbench`, seed 003's loopback TCP, with the network server in the
     /// given mode (`net=`, one of `catalogue::N_MODES`).
     Nbench(&'static str),
+    /// The Linux `bench` program itself, the static executable the Linux
+    /// guest runs, added to the image's `/bin` as `linuxbench` (as
+    /// `cargo xtask run --add` does) and run by the Linux server: the
+    /// rows' third column, "the same binary on both kernels" (issue 14).
+    LinuxBin,
 }
 
 impl RidgebackProgram {
@@ -266,6 +278,7 @@ impl RidgebackProgram {
             RidgebackProgram::Bbench(_) => "bbench",
             RidgebackProgram::R2Disk => "r2bench",
             RidgebackProgram::Nbench(_) => "nbench",
+            RidgebackProgram::LinuxBin => LINUXBIN_PROGRAM,
         }
     }
 
@@ -273,6 +286,12 @@ impl RidgebackProgram {
     /// host with B's sources) instead of the run's raw scratch disk.
     fn needs_ext2_disk(self) -> bool {
         matches!(self, RidgebackProgram::Bbench(_) | RidgebackProgram::R2Disk)
+    }
+
+    /// Whether the program is built into the bench image (the Linux
+    /// program is added to it as an extra boot module).
+    fn is_in_image(self) -> bool {
+        !matches!(self, RidgebackProgram::LinuxBin)
     }
 
     /// Whether a batch script under the normal init starts it.
@@ -482,6 +501,18 @@ pub fn plan(groups: &[Group], smp: u32) -> Plan {
             }
         }
     }
+    // The Linux program on Ridgeback: one UNIX boot, every CPU online, as
+    // the R2 rows (its pinning is not honoured there: see
+    // `catalogue::linuxbin_figures`).
+    let linuxbin: Vec<&'static str> = groups.iter().flat_map(|g| g.linuxbin_figures()).copied().collect();
+    if !linuxbin.is_empty() {
+        ridgeback.push(RidgebackBootPlan {
+            label: "linuxbin".to_string(),
+            cpus_option: None,
+            program: RidgebackProgram::LinuxBin,
+            figures: linuxbin,
+        });
+    }
     let (mut linux, mut linux_ext2): (Vec<&'static str>, Vec<&'static str>) = (Vec::new(), Vec::new());
     for group in groups {
         let list = if group.needs_ext2_disk() { &mut linux_ext2 } else { &mut linux };
@@ -525,7 +556,9 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             Some(cpus) => format!("{cpus} nbuf={nbuf}"),
             None => format!("nbuf={nbuf}"),
         },
-        RidgebackProgram::R2Disk => boot.cpus_option.unwrap_or_default().to_string(),
+        RidgebackProgram::R2Disk | RidgebackProgram::LinuxBin => {
+            boot.cpus_option.unwrap_or_default().to_string()
+        }
         RidgebackProgram::Nbench(mode) => match boot.cpus_option {
             Some(cpus) => format!("{cpus} net={mode}"),
             None => format!("net={mode}"),
@@ -698,7 +731,7 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     let workspace = Workspace::load()?;
     let built = image::build(&workspace, ImageKind::Bench)?;
     let plan = plan(&opts.groups, opts.smp);
-    for boot_plan in &plan.ridgeback {
+    for boot_plan in plan.ridgeback.iter().filter(|b| b.program.is_in_image()) {
         let name = boot_plan.program.name();
         if !built.has_program(name) {
             return Err(format!("the bench image has no `{name}` program (bench/ridgeback/)"));
@@ -753,12 +786,21 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     let fresh_ext2 = |image: &Path| crate::ext2::make_image(image, EXT2_DISK_BYTES, Some(&ext2_tree));
     let machine_ext2 = machine_for(&ext2_linux)?;
 
+    // The Linux program, for the Linux guest and for the third column.
+    let needs_linux_program =
+        !opts.is_ridgeback_only || plan.ridgeback.iter().any(|b| b.program == RidgebackProgram::LinuxBin);
+    let linux_program = if needs_linux_program {
+        eprintln!("xtask: bench: building the Linux benchmark program");
+        Some(linux_guest::build_bench_for_linux(&workspace.root, &workspace.target_dir)?)
+    } else {
+        None
+    };
     let linux = if opts.is_ridgeback_only {
         None
     } else {
         let linux_started = Instant::now();
-        eprintln!("xtask: bench: building the Linux benchmark program and preparing the Linux guest");
-        let program = linux_guest::build_bench_for_linux(&workspace.root, &workspace.target_dir)?;
+        eprintln!("xtask: bench: preparing the Linux guest");
+        let program = linux_program.clone().ok_or("the Linux program was not built")?;
         let guest = linux_guest::prepare(&workspace.target_dir.join("linux-guest"))?;
         eprintln!(
             "xtask: bench: Linux guest {} ready in {:.1} s",
@@ -804,7 +846,17 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
                 let script = dir.join(BATCH_MODULE);
                 fs::write(&script, batch_script(boot_plan, opts))
                     .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
-                vec![script]
+                let mut modules = vec![script];
+                if boot_plan.program == RidgebackProgram::LinuxBin {
+                    // The very file the Linux guest runs, under the name
+                    // the kernel gives the boot module (its file name).
+                    let from = linux_program.as_ref().ok_or("the Linux program was not built")?;
+                    let to = dir.join(LINUXBIN_PROGRAM);
+                    fs::copy(from, &to)
+                        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+                    modules.push(to);
+                }
+                modules
             }
         });
     }
@@ -941,12 +993,36 @@ fn snapshot(built: &image::BuiltImage, dir: &Path) -> Result<image::BuiltImage> 
     })
 }
 
+/// The Linux program's name in Ridgeback's `/bin`.
+const LINUXBIN_PROGRAM: &str = "linuxbench";
+
 /// `-icount shift=0`.
 const ICOUNT: [&str; 2] = boot::ICOUNT_ARGS;
 
 /// Adds a boot's parsed output to the results; returns the figure count.
 fn take_output(results: &mut Results, system: System, what: &str, serial: &str) -> usize {
-    let output = line::parse_output(serial);
+    take_parsed(results, system, what, line::parse_output(serial))
+}
+
+/// The Linux program's output from a Ridgeback boot: each figure named
+/// with [`catalogue::LINUXBIN_SUFFIX`], and only those a row shows (the
+/// others, the pinned ping-pong on several CPUs, are not the experiment
+/// their name says: Ridgeback does not pin).
+fn take_linuxbin_output(results: &mut Results, what: &str, serial: &str, smp: u32) -> usize {
+    let mut output = line::parse_output(serial);
+    let keep = catalogue::linuxbin_figures(smp);
+    let renamed = |name: &str| format!("{name}{}", catalogue::LINUXBIN_SUFFIX);
+    for figure in &mut output.figures {
+        figure.name = renamed(&figure.name);
+    }
+    output.figures.retain(|f| keep.contains(&f.name));
+    for (figure, _) in &mut output.failures {
+        *figure = renamed(figure);
+    }
+    take_parsed(results, System::Ridgeback, what, output)
+}
+
+fn take_parsed(results: &mut Results, system: System, what: &str, output: line::Output) -> usize {
     for (figure, reason) in &output.failures {
         results.problems.push(format!("{what}: figure {figure} failed: {reason}"));
     }
@@ -1002,7 +1078,11 @@ fn run_ridgeback(
     };
     let log_name = format!("run{run}-ridgeback-{}.log", boot_plan.label.replace('=', ""));
     write_log(log_dir, &log_name, &booted.command_line, &booted.serial_output);
-    let figures = take_output(results, System::Ridgeback, &what, &booted.serial_output);
+    let figures = if boot_plan.program == RidgebackProgram::LinuxBin {
+        take_linuxbin_output(results, &what, &booted.serial_output, results.meta.smp)
+    } else {
+        take_output(results, System::Ridgeback, &what, &booted.serial_output)
+    };
     let is_ok = booted.exit == Some(QemuExit::Success);
     if !is_ok {
         let why = match booted.exit {
@@ -1136,7 +1216,7 @@ mod tests {
     #[test]
     fn plan_splits_one_cpu_figures_into_their_own_boot() {
         let plan = plan(&DEFAULT_GROUPS, 2);
-        assert_eq!(plan.ridgeback.len(), 4);
+        assert_eq!(plan.ridgeback.len(), 5);
         assert_eq!(plan.ridgeback[0].label, "smp2");
         assert_eq!(plan.ridgeback[0].figures, ["getpid", "copy", "call", "send", "data"]);
         assert_eq!(plan.ridgeback[1].cpus_option, Some("cpus=1"));
@@ -1146,14 +1226,26 @@ mod tests {
         assert_eq!(plan.ridgeback[3].program, RidgebackProgram::R2bench(Files::PerFile));
         assert_eq!(plan.ridgeback[3].figures, ["write", "read", "copy", "creat"]);
         assert!(plan.ridgeback[..2].iter().all(|b| b.program == RidgebackProgram::Ridgebench));
+        // The Linux program on Ridgeback: a UNIX boot, every CPU online.
+        let linuxbin = &plan.ridgeback[4];
+        assert_eq!((linuxbin.label.as_str(), linuxbin.program), ("linuxbin", RidgebackProgram::LinuxBin));
+        assert_eq!((linuxbin.cpus_option, &linuxbin.figures[..]), (None, &["getpid", "pipe", "r2"][..]));
+        assert!(linuxbin.program.is_unix() && !linuxbin.program.is_in_image());
+        let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
+        assert_eq!(
+            batch_script(linuxbin, &opts),
+            "/bin/linuxbench --samples 3 --sample-ms 10 getpid pipe r2\n"
+        );
+        assert_eq!(ridgeback_cmdline(linuxbin, &opts), "");
         assert_eq!(plan.linux, ["getpid", "copy", "yield", "futex", "pipe", "unix", "pipedata", "r2"]);
 
         let single = super::plan(&DEFAULT_GROUPS, 1);
-        assert_eq!(single.ridgeback.len(), 3, "one CPU: one ridgebench boot, two UNIX boots");
+        assert_eq!(single.ridgeback.len(), 4, "one CPU: one ridgebench boot, three UNIX boots");
         assert_eq!(single.ridgeback[0].figures.len(), 6);
 
         let r2 = super::plan(&[Group::R2], 2);
-        assert_eq!(r2.ridgeback.len(), 2);
+        assert_eq!(r2.ridgeback.len(), 3);
+        assert_eq!(r2.ridgeback[2].figures, ["r2"]);
         assert_eq!(
             (r2.ridgeback[0].label.as_str(), r2.ridgeback[0].program),
             ("unix", RidgebackProgram::R2bench(Files::Shared))
@@ -1162,7 +1254,8 @@ mod tests {
         assert_eq!(r2.linux, ["r2"]);
 
         let getpid = super::plan(&[Group::Getpid], 2);
-        assert_eq!(getpid.ridgeback.len(), 1);
+        assert_eq!(getpid.ridgeback.len(), 2, "ridgebench's boot and the Linux program's");
+        assert_eq!(getpid.ridgeback[1].figures, ["getpid"]);
         assert_eq!(getpid.linux, ["getpid"]);
         let switch = super::plan(&[Group::Switch], 2);
         assert_eq!(switch.ridgeback.len(), 1);
@@ -1227,7 +1320,7 @@ mod tests {
         assert!(plan.ridgeback.iter().all(|b| b.program.is_unix() && b.program.name() == "dbench"));
         // With R2 as well: R2's two boots, then D's.
         let both = super::plan(&[Group::R2, Group::D], 2);
-        assert_eq!(both.ridgeback.len(), 4);
+        assert_eq!(both.ridgeback.len(), 5, "R2's two boots, D's, the Linux program's");
         assert_eq!(both.linux, ["r2", "d"]);
         assert_eq!(parse("--only d").unwrap().groups, [Group::D]);
     }

@@ -80,6 +80,11 @@ pub fn heading(results: &Results) -> String {
          (>1: Ridgeback faster, <1: Linux faster)"
     );
     let _ = writeln!(text, "spread = interquartile range / median, over every sample of every run");
+    let _ = writeln!(
+        text,
+        "Linux bin = the Linux program (the static executable the Linux guest runs) on Ridgeback, through the \
+         Linux server; bin ratio = ratio for it: the same binary on Ridgeback against Linux (<1: slower on Ridgeback)"
+    );
     text
 }
 
@@ -90,16 +95,16 @@ pub fn table(results: &Results) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "{:<label_width$}  {:<15}  {:>10}  {:>6}  {:>10}  {:>6}  {:>7}",
-        "benchmark", "unit", "Ridgeback", "spread", "Linux", "spread", "ratio"
+        "{:<label_width$}  {:<15}  {:>10}  {:>6}  {:>10}  {:>6}  {:>7}  {:>10}  {:>9}",
+        "benchmark", "unit", "Ridgeback", "spread", "Linux", "spread", "ratio", "Linux bin", "bin ratio"
     );
-    let _ = writeln!(text, "{}", "-".repeat(label_width + 66));
+    let _ = writeln!(text, "{}", "-".repeat(label_width + 89));
     let value = |series: Option<&Series>| series.map_or("-".to_string(), |s| number(s.median()));
     let spread = |series: Option<&Series>| series.map_or("-".to_string(), |s| percent(s.spread()));
     for row in &rows {
         let _ = writeln!(
             text,
-            "{:<label_width$}  {:<15}  {:>10}  {:>6}  {:>10}  {:>6}  {:>7}",
+            "{:<label_width$}  {:<15}  {:>10}  {:>6}  {:>10}  {:>6}  {:>7}  {:>10}  {:>9}",
             row.row.label,
             shown_unit(row.unit(), results.meta.is_icount),
             value(row.ridgeback),
@@ -107,6 +112,8 @@ pub fn table(results: &Results) -> String {
             value(row.linux),
             spread(row.linux),
             ratio(row.ratio()),
+            value(row.linuxbin),
+            ratio(row.linuxbin_ratio()),
         );
     }
     text
@@ -898,8 +905,15 @@ mod tests {
         let getpid = lines[2];
         assert!(getpid.starts_with("getpid (one kernel entry)"), "{getpid}");
         assert!(getpid.contains("ns/op") && getpid.contains(" 800 ") && getpid.contains("1000"), "{getpid}");
-        assert!(getpid.trim_end().ends_with("1.25x"), "{getpid}");
-        assert!(lines[3].trim_end().ends_with('-'), "no Linux copy figure: no ratio");
+        assert!(getpid.contains(" 1.25x ") && getpid.contains(" 4000 "), "{getpid}");
+        assert!(getpid.trim_end().ends_with(" 0.250x"), "the Linux program's column: {getpid}");
+        let copy: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(
+            copy[copy.len() - 3..],
+            ["-", "-", "-"],
+            "no Linux copy figure, no third column: {}",
+            lines[3]
+        );
     }
 
     #[test]

@@ -309,11 +309,21 @@ pub struct TableRow<'a> {
     pub row: Row,
     pub ridgeback: Option<&'a Series>,
     pub linux: Option<&'a Series>,
+    /// The Linux figure measured on Ridgeback (the row's third column).
+    pub linuxbin: Option<&'a Series>,
 }
 
 impl TableRow<'_> {
     pub fn unit(&self) -> &str {
         self.ridgeback.or(self.linux).map_or("", |s| s.unit.as_str())
+    }
+
+    /// How many times faster the Linux program runs on Linux than on
+    /// Ridgeback (the same binary on both kernels; [`speed_ratio`] with
+    /// Ridgeback's side the Linux program there).
+    pub fn linuxbin_ratio(&self) -> Option<f64> {
+        let (on_ridgeback, linux) = (self.linuxbin?, self.linux?);
+        Some(speed_ratio(&on_ridgeback.unit, on_ridgeback.median(), linux.median()))
     }
 
     /// See [`speed_ratio`]; `None` unless both figures exist.
@@ -368,6 +378,7 @@ impl Results {
             .map(|row| TableRow {
                 ridgeback: self.series(System::Ridgeback, &row.ridgeback),
                 linux: self.series(System::Linux, &row.linux),
+                linuxbin: row.linuxbin.as_ref().and_then(|name| self.series(System::Ridgeback, name)),
                 row,
             })
             .collect()
@@ -389,6 +400,15 @@ impl Results {
                 missing.push(format!(
                     "ridgeback figure {} (row {}) is missing",
                     table_row.row.ridgeback, table_row.row.key
+                ));
+            }
+            if let Some(name) = &table_row.row.linuxbin
+                && table_row.linuxbin.is_none()
+                && !has_failed(System::Ridgeback, name)
+            {
+                missing.push(format!(
+                    "ridgeback figure {name} (row {}, the Linux program) is missing",
+                    table_row.row.key
                 ));
             }
             if table_row.linux.is_none()
@@ -421,6 +441,9 @@ impl Results {
                     "linux": r.linux.map(|s| finite(s.median())),
                     "linux_spread": r.linux.map(|s| finite(s.spread())),
                     "speed_ratio": r.ratio().map(finite),
+                    "linuxbin_figure": r.row.linuxbin,
+                    "linuxbin": r.linuxbin.map(|s| finite(s.median())),
+                    "linuxbin_spread": r.linuxbin.map(|s| finite(s.spread())),
                     "seeds": r.row.seeds.iter().map(|seed| json!({
                         "source": seed.source,
                         "as_published": seed.as_published,
@@ -525,6 +548,8 @@ pub mod tests {
             vec![
                 figure("getpid", "ns/op", &[800_000, 790_000, 810_000], &counters),
                 figure("copy_4KiB", "MB/s", &[20_000, 20_000, 20_000], &[]),
+                // The Linux program on Ridgeback: the getpid row's third column.
+                figure("getpid_linuxbin", "ns/op", &[4_000_000, 4_000_000, 4_000_000], &[]),
             ],
         );
         results.add_figures(
@@ -589,10 +614,17 @@ pub mod tests {
         let keys: Vec<&str> = rows.iter().map(|r| r.row.key.as_str()).collect();
         assert_eq!(keys, ["getpid", "copy_4KiB", "copy_1MiB"], "only the groups measured");
         assert_eq!(rows[0].ratio(), Some(1000.0 / 800.0));
+        assert_eq!(rows[0].row.linuxbin.as_deref(), Some("getpid_linuxbin"));
+        assert_eq!(rows[0].linuxbin_ratio(), Some(1000.0 / 4000.0), "the same binary: Linux over Ridgeback");
+        assert_eq!((rows[1].row.linuxbin.as_deref(), rows[1].linuxbin_ratio()), (None, None));
         assert_eq!(rows[1].ratio(), None);
         assert_eq!(rows[1].unit(), "MB/s");
         let missing = results.missing_figures();
         assert_eq!(missing.len(), 3, "{missing:?}");
+        let mut without_linuxbin = results.clone();
+        without_linuxbin.series.retain(|s| s.name != "getpid_linuxbin");
+        let missing_linuxbin = without_linuxbin.missing_figures();
+        assert!(missing_linuxbin[0].contains("ridgeback figure getpid_linuxbin"), "{missing_linuxbin:?}");
         assert!(missing[0].contains("linux figure copy_4KiB"));
         // A figure that failed, with its reason, is not said to be missing too.
         let mut results = results;

@@ -31,6 +31,9 @@ const DELIMITER: &str = "@@@SCRIPT_END";
 const HOST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The mixed pipeline's directory holds this many files.
 const MIXED_FILES: usize = 5;
+/// The port of the mixed socket check: Ridgeback's `nc -l` listens on
+/// it, the Linux program `lx-net client` connects to it.
+const MIXED_SOCKET_PORT: u16 = 5710;
 
 /// Build every `tests/linux/*.c` into `out_dir`; returns the programs.
 fn build_programs(root: &Path, out_dir: &Path) -> Result<Vec<PathBuf>> {
@@ -149,6 +152,13 @@ fn driver(scripts: &[(String, String)]) -> String {
     }
     s.push_str("echo '@@@ begin mixed-pipeline'\nbusybox ls /tmp/lx.mixed | wc -l\n");
     s.push_str("busybox cat /tmp/lx.mixed/f3 | sha256sum\necho \"@@@ end mixed-pipeline $?\"\n");
+    // Ridgeback's nc and a Linux program over a loopback TCP connection,
+    // each sending a line to the other (the client retries while nc is
+    // not listening yet).
+    s.push_str(&format!(
+        "echo '@@@ begin mixed-socket'\necho 'from nc' | nc -l {MIXED_SOCKET_PORT} > /tmp/lx.nc.out &\n\
+         lx-net client {MIXED_SOCKET_PORT}\nwait\ncat /tmp/lx.nc.out\necho \"@@@ end mixed-socket $?\"\n"
+    ));
     s.push_str("echo '@@@ all scenarios ran'\n");
     s
 }
@@ -185,6 +195,8 @@ pub fn run(workspace: &Workspace, run_opts: &RunOptions, timeout_s: u64, log_dir
     let mixed = format!(
         "{MIXED_FILES:>7}\n1121cfccd5913f0a63fec40a6ffd44ea64f9dc135c66634ba001d10bcf4302a2  -\n[exit 0]\n"
     );
+    // The mixed socket check: what each end read from the other.
+    let mixed_socket = "linux program read: from nc\nfrom the linux program\n[exit 0]\n".to_string();
     let opts = RunOptions { add: programs, with_busybox: true, ..run_opts.clone() };
     let config = match batch::prepare(workspace, &opts, &driver(&scripts), ImageKind::Normal) {
         Ok(c) => c,
@@ -199,8 +211,8 @@ pub fn run(workspace: &Workspace, run_opts: &RunOptions, timeout_s: u64, log_dir
     let split = scenarios::split(&run.output);
     let mut outcome = Outcome::step(row, Ok(()));
     outcome.passed = 0;
-    let names = scripts.iter().map(|(n, _)| n.as_str()).chain(["mixed-pipeline"]);
-    for (name, want) in names.zip(expected.iter().chain([&mixed])) {
+    let names = scripts.iter().map(|(n, _)| n.as_str()).chain(["mixed-pipeline", "mixed-socket"]);
+    for (name, want) in names.zip(expected.iter().chain([&mixed, &mixed_socket])) {
         let result = match (split.results.get(name), split.unfinished.get(name)) {
             (Some(text), _) => scenarios::compare(want, text).map(|diff| (diff, text.clone())),
             (None, Some(text)) => Some(("it began but did not end".to_string(), text.clone())),
@@ -237,9 +249,10 @@ pub fn run(workspace: &Workspace, run_opts: &RunOptions, timeout_s: u64, log_dir
     println!(
         "--- Linux programs: {} of {} checks agree with the host, after {seconds} s",
         outcome.passed,
-        scripts.len() + 1
+        scripts.len() + 2
     );
-    outcome.name = format!("{row} ({} scripts and a mixed pipeline), {seconds} s", scripts.len());
+    outcome.name =
+        format!("{row} ({} scripts, a mixed pipeline and a mixed socket), {seconds} s", scripts.len());
     outcome
 }
 
@@ -253,6 +266,7 @@ mod tests {
         assert!(text.contains("cat > /tmp/lx.a.sh <<'@@@SCRIPT_END'\necho hi\n@@@SCRIPT_END\n"));
         assert!(text.contains("busybox sh /tmp/lx.a.sh </dev/null"));
         assert!(text.contains("busybox ls /tmp/lx.mixed | wc -l"));
+        assert!(text.contains("nc -l 5710 > /tmp/lx.nc.out &\nlx-net client 5710\nwait\n"));
         assert!(text.ends_with("echo '@@@ all scenarios ran'\n"));
     }
 

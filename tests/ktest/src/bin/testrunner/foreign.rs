@@ -4,7 +4,9 @@
 //! every register but rax (and rcx, r11, as `syscall` defines them) comes
 //! back as it was, x87/SSE state included, that Ridgeback kernel-call
 //! numbers reach the runner and not the kernel, and that a process that is
-//! not its server can neither touch its memory nor resume it.
+//! not its server can neither touch its memory nor resume it; and that
+//! its server can take its pages back and make them read-only
+//! (`foreign_unmap`, `foreign_protect`: Linux's munmap and mprotect).
 
 use crate::foreign_words::*;
 use crate::util::{TestResult, check, expect_status};
@@ -204,6 +206,20 @@ pub fn foreign_fpu_state() -> TestResult {
     result
 }
 
+/// `foreign_unmap` and `foreign_protect` on a stopped `tforeign`: a heap
+/// page written, taken back, reads as a fresh zero page; bad ranges and
+/// callers that are not the server are refused.
+pub fn foreign_unmap_and_protect() -> TestResult {
+    let elf = module("tforeign")?;
+    let queue = msg::open_queue(4, false).map_err(|e| e.name())?;
+    let pid = start(&elf, "", queue)?;
+    let result = unmap_and_protect(pid);
+    sys::kill(pid).map_err(|e| e.name())?;
+    sys::wait(Some(pid)).map_err(|e| e.name())?;
+    msg::close_queue(queue).map_err(|e| e.name())?;
+    result
+}
+
 fn fpu_of(pid: Pid, queue: Queue, xmm0_at: usize, mxcsr_at: usize) -> TestResult {
     let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
     let mxcsr = |b: &[u8]| u32::from_le_bytes(b[mxcsr_at..mxcsr_at + 4].try_into().unwrap());
@@ -226,4 +242,45 @@ fn fpu_of(pid: Pid, queue: Queue, xmm0_at: usize, mxcsr_at: usize) -> TestResult
     let mut bytes = [0u8; REPORT_WORDS * 8];
     sys::foreign_read(pid, words[1], &mut bytes).map_err(|e| e.name())?;
     check(word(&bytes, 15 * 8) == 42, "the process goes on with the loaded xmm0")
+}
+
+fn unmap_and_protect(pid: Pid) -> TestResult {
+    use abi::layout::{PAGE_SIZE, USER_END, USER_HEAP_BASE};
+    let page = USER_HEAP_BASE;
+    sys::foreign_write(pid, page, &[0xab; 64]).map_err(|e| format!("foreign_write: {}", e.name()))?;
+    let mut back = [0u8; 64];
+    sys::foreign_read(pid, page, &mut back).map_err(|e| e.name())?;
+    check(back == [0xab; 64], "the written page reads back")?;
+    check(sys::foreign_unmap(pid, page, 2 * PAGE_SIZE) == Ok(1), "one of the two pages was mapped")?;
+    sys::foreign_read(pid, page, &mut back).map_err(|e| e.name())?;
+    check(back == [0; 64], "a page taken back comes back zero-filled")?;
+    check(sys::foreign_unmap(pid, page + PAGE_SIZE, PAGE_SIZE) == Ok(0), "nothing mapped: nothing taken")?;
+    for (addr, len, what) in [
+        (page + 1, PAGE_SIZE, "an unaligned address"),
+        (page, PAGE_SIZE + 1, "an unaligned length"),
+        (page, 0, "an empty range"),
+    ] {
+        check(sys::foreign_unmap(pid, addr, len) == Err(Error::InvalidArgument), what)?;
+        check(sys::foreign_protect(pid, addr, len, false) == Err(Error::InvalidArgument), what)?;
+    }
+    check(
+        sys::foreign_unmap(pid, USER_END - PAGE_SIZE, 2 * PAGE_SIZE) == Err(Error::BadAddress),
+        "past the user half",
+    )?;
+    // Read-only: the untouched page is made first, so both count.
+    check(sys::foreign_protect(pid, page, 2 * PAGE_SIZE, false) == Ok(2), "two pages made read-only")?;
+    check(sys::foreign_protect(pid, page, 2 * PAGE_SIZE, true) == Ok(2), "and writable again")?;
+    check(
+        sys::foreign_protect(pid, PAGE_SIZE, PAGE_SIZE, false) == Err(Error::BadAddress),
+        "a hole in the range",
+    )?;
+    let writable_two =
+        abi::decode_return(sys::raw(Call::ForeignProtect as u64, pid.0, page, PAGE_SIZE, 2, 0).0);
+    check(writable_two == Err(Error::InvalidArgument), "writable must be 0 or 1")?;
+    let me = sys::getpid();
+    check(
+        sys::foreign_unmap(me, page, PAGE_SIZE) == Err(Error::PermissionDenied),
+        "unmap a non-foreign process",
+    )?;
+    check(sys::foreign_protect(me, page, PAGE_SIZE, false) == Err(Error::PermissionDenied), "protect one")
 }

@@ -109,6 +109,7 @@ const TESTS: &[Test] = &[
     ("foreign_calls_are_messages_and_registers_survive", foreign::foreign_calls_are_messages),
     ("foreign_rights", foreign::foreign_rights),
     ("foreign_fpu_state", foreign::foreign_fpu_state),
+    ("foreign_unmap_and_protect", foreign::foreign_unmap_and_protect),
     ("file_manager_then_memfs_killed_under_their_clients", servers::file_manager_then_memfs_killed),
     ("pipe_killed_under_a_blocked_reader", servers::pipe_killed_under_a_blocked_reader),
     ("pipe_killed_under_a_blocked_writer", servers::pipe_killed_under_a_blocked_writer),
