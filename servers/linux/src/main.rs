@@ -33,9 +33,9 @@ extern crate alloc;
 mod calls;
 mod fscalls;
 mod mem;
+mod net;
 mod sigcalls;
 mod signals;
-mod net;
 mod start;
 mod vmem;
 

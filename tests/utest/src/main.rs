@@ -45,8 +45,8 @@ mod proc;
 mod ramdisk;
 mod raw;
 mod readiness;
-mod users;
 mod restart;
+mod users;
 mod util;
 
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
