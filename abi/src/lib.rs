@@ -115,6 +115,12 @@ pub enum Call {
     ModuleInfo = 21,
     /// `module_read(index, offset, buf, len) -> bytes copied`.
     ModuleRead = 22,
+    /// `proc_memory(slot, buf_ptr, buf_len) -> pid`: the frames held by
+    /// the process in process-table slot `slot`, as [`proc_memory`]'s
+    /// words and name, copied to the buffer (at most `buf_len` bytes);
+    /// returns its pid, or 0 for a free slot. A slot past the table:
+    /// [`Error::InvalidArgument`]. For leak accounting (the soak).
+    ProcMemory = 31,
     // --- messages (Ridge OS §5; see the `msg` module for registers) ---
     /// `init_qseg(num_links, num_queues, num_messages, num_pages) -> 0`:
     /// make the caller's queue segment, or grow it (no maximum may shrink).
@@ -339,6 +345,7 @@ impl Call {
             20 => Counters,
             21 => ModuleInfo,
             22 => ModuleRead,
+            31 => ProcMemory,
             32 => InitQSeg,
             33 => OpenQueue,
             34 => CloseQueue,
@@ -384,6 +391,28 @@ impl Call {
             _ => return None,
         })
     }
+}
+
+/// What [`Call::ProcMemory`] writes: [`proc_memory::WORDS`] little-endian
+/// `u64`s, then the process's name in [`proc_memory::NAME_BYTES`] bytes,
+/// NUL-padded.
+pub mod proc_memory {
+    /// Page-table frames, the root included.
+    pub const TABLES: usize = 0;
+    /// User pages whose frame has no other owner.
+    pub const PRIVATE: usize = 1;
+    /// User pages whose frame has other owners (counted in each).
+    pub const SHARED: usize = 2;
+    /// Device memory pages (not RAM).
+    pub const DEVICE: usize = 3;
+    /// Of the private and shared pages, those in the heap region
+    /// ([`super::layout::USER_HEAP_BASE`]).
+    pub const HEAP: usize = 4;
+    /// Number of words before the name.
+    pub const WORDS: usize = 5;
+    pub const NAME_BYTES: usize = 32;
+    /// The whole record, in bytes.
+    pub const RECORD_BYTES: usize = WORDS * 8 + NAME_BYTES;
 }
 
 /// Bootstrap connections a process inherits (see [`Call::SetBootstrap`]).
@@ -695,6 +724,10 @@ pub enum InfoKey {
     /// real-time clock read at boot (0: no calendar clock). The calendar
     /// time (`CLOCK_REALTIME`) is this plus [`InfoKey::UptimeNs`].
     BootRealtimeNs = 10,
+    /// Page-table roots of ended processes not yet freed because a CPU
+    /// still has them loaded (at most one per CPU): frames no process
+    /// holds, for leak accounting.
+    RetiredRoots = 11,
 }
 
 impl InfoKey {
@@ -712,6 +745,7 @@ impl InfoKey {
             8 => CpuTimeNs,
             9 => BootTsc,
             10 => BootRealtimeNs,
+            11 => RetiredRoots,
             _ => return None,
         })
     }

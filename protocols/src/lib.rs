@@ -111,6 +111,18 @@ pub mod pager {
     /// Word 0 of the pager's "ready" message to the process that started it.
     pub const READY: u64 = 0x0050_4147_4552;
 }
+/// Memory accounting, answered by the long-lived servers whose memory
+/// grows as caches (memfs, the monitor, virtio-blk): the soak subtracts
+/// each cache by its owner's own counter instead of a slack
+/// (docs/reliability.md, "Soak"). A call on the server's request queue,
+/// to anyone: the figures say how much, never what.
+pub mod heap {
+    /// Reply words: [heap bytes in use (the allocator's live blocks), heap
+    /// bytes (the break: every heap page the process may have touched),
+    /// bytes of bounded caches outside the heap (virtio-blk's DMA
+    /// buffers), 0]. A number no protocol's operations reach.
+    pub const OP_HEAP_STATS: u64 = 0x4845_4150;
+}
 pub mod net;
 pub mod unix;
 

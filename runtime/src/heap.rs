@@ -42,6 +42,13 @@ pub fn sbrk(increment: i64) -> Option<u64> {
     }
 }
 
+/// The heap's figures: (bytes in use by live allocations, bytes of the
+/// heap region taken: the break). For `protocols::heap::OP_HEAP_STATS`.
+pub fn stats() -> (u64, u64) {
+    let used = HEAP.0.lock().used() as u64;
+    (used, BRK_BYTES.load(Ordering::Relaxed))
+}
+
 struct Heap(LockedHeap);
 
 #[global_allocator]

@@ -40,6 +40,7 @@ pub mod unix;
 #[doc(hidden)]
 pub use abi as __abi;
 pub use args::Args;
+pub use heap::stats as heap_stats;
 
 /// Exit status used when a program panics.
 pub const PANIC_EXIT_STATUS: u32 = 101;

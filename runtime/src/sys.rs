@@ -260,6 +260,16 @@ pub fn shutdown(status: u32) -> Result<(), Error> {
     call(Call::Shutdown, status as u64, 0, 0, 0, 0).map(|_| ())
 }
 
+/// The frames the process in process-table slot `slot` holds
+/// (`abi::proc_memory`): `Ok(None)` for a free slot, an error past the
+/// table.
+pub fn proc_memory(slot: u64) -> Result<Option<(Pid, [u8; abi::proc_memory::RECORD_BYTES])>, Error> {
+    let mut record = [0u8; abi::proc_memory::RECORD_BYTES];
+    touch(&record);
+    let pid = call(Call::ProcMemory, slot, record.as_mut_ptr() as u64, record.len() as u64, 0, 0)?;
+    Ok((pid != 0).then_some((Pid(pid), record)))
+}
+
 /// Read the kernel's event counters (`abi::Counter`) into `out`.
 pub fn counters(out: &mut [u64]) -> Result<usize, Error> {
     call(Call::Counters, out.as_mut_ptr() as u64, out.len() as u64, 0, 0, 0).map(|n| n as usize)

@@ -338,6 +338,12 @@ fn reap_retired_roots_now() {
     }
 }
 
+/// Roots of dropped tables not yet freed (a CPU still has them loaded):
+/// at most one per CPU. For the memory accounting (`proc_memory`).
+pub fn retired_root_count() -> u64 {
+    RETIRED_COUNT.load(Ordering::Relaxed)
+}
+
 /// Whether this CPU has the root of a dropped page table loaded.
 pub fn holds_retired_root() -> bool {
     if RETIRED_COUNT.load(Ordering::Relaxed) == 0 {
@@ -357,6 +363,23 @@ pub struct KernelImage {
     pub text_end: u64,
     pub rodata_end: u64,
     pub virt_end: u64,
+}
+
+/// The frames one [`PageTable`] holds, by kind ([`PageTable::usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Page-table frames, the root included.
+    pub tables: u64,
+    /// User pages whose frame has no other owner.
+    pub private: u64,
+    /// User pages whose frame has other owners (copy-on-write after a
+    /// fork or a loan, a shared window): counted in every owner.
+    pub shared: u64,
+    /// Device memory (BARs): not RAM, never freed.
+    pub device: u64,
+    /// Of `private` and `shared`, the pages in the heap region
+    /// (`abi::layout::USER_HEAP_BASE`, `USER_HEAP_MAX_BYTES`).
+    pub heap: u64,
 }
 
 /// A user copy failed: the address is not mapped for the access asked.
@@ -400,6 +423,46 @@ impl PageTable {
     /// loaded), never for access.
     pub fn root_pa(&self) -> u64 {
         self.root
+    }
+
+    /// Count the frames these tables hold, by kind (a walk of the user
+    /// half; nothing changes). For the soak's accounting of memory.
+    pub fn usage(&self) -> Usage {
+        fn walk(table: u64, level: u32, va_base: u64, usage: &mut Usage) {
+            use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
+            usage.tables += 1;
+            for i in 0..ENTRIES_PER_TABLE {
+                // SAFETY: a table of this hierarchy, read only.
+                let e = unsafe { read_entry(table, i) };
+                if e & PRESENT == 0 {
+                    continue;
+                }
+                let va = va_base | ((i as u64) << (PAGE_SHIFT + INDEX_BITS * level));
+                if level > 0 {
+                    walk(e & ADDRESS_MASK, level - 1, va, usage);
+                    continue;
+                } else if e & DEVICE != 0 {
+                    usage.device += 1;
+                    continue;
+                } else if frames::owners(e & ADDRESS_MASK) > 1 {
+                    usage.shared += 1;
+                } else {
+                    usage.private += 1;
+                }
+                if (USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&va) {
+                    usage.heap += 1;
+                }
+            }
+        }
+        let mut usage = Usage { tables: 1, ..Usage::default() };
+        for slot in 0..KERNEL_PML4_FIRST {
+            // SAFETY: `self.root` is this table's root, read only.
+            let e = unsafe { read_entry(self.root, slot) };
+            if e & PRESENT != 0 {
+                walk(e & ADDRESS_MASK, 2, (slot as u64) << 39, &mut usage);
+            }
+        }
+        usage
     }
 
     /// Load these tables on this CPU (a TLB flush of its user entries).

@@ -73,6 +73,7 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::Counters => system::counters(k, caller),
         Call::ModuleInfo => system::module_info(k, caller),
         Call::ModuleRead => system::module_read(k, caller),
+        Call::ProcMemory => system::proc_memory(k, caller),
         Call::InitQSeg => message::init_qseg(k, caller),
         Call::OpenQueue => message::open_queue(k, caller),
         Call::CloseQueue => message::close_queue(k, caller),

@@ -49,6 +49,7 @@ pub fn info(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
         InfoKey::UptimeNs => apic::uptime_ns(),
         InfoKey::BootTsc => apic::boot_tsc(),
         InfoKey::BootRealtimeNs => crate::arch::rtc::boot_realtime_ns(),
+        InfoKey::RetiredRoots => crate::arch::paging::retired_root_count(),
         InfoKey::Priority => k.proc(caller).priority as u64,
         InfoKey::ProcessCount => k.live_processes() as u64,
         InfoKey::FreeMemoryBytes => crate::memory::free_bytes(),
@@ -59,6 +60,46 @@ pub fn info(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
         }
     };
     Ok(Next::Return(value))
+}
+
+/// `proc_memory(slot, buf, buf_len) -> pid` (0: a free slot): the frames
+/// the process in `slot` holds, by kind (`abi::proc_memory`), and its
+/// name. A read-only walk of its tables: the soak accounts for every frame
+/// with it (docs/reliability.md, "Soak").
+pub fn proc_memory(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    use abi::proc_memory as pm;
+    let [slot, buf, buf_len, ..] = args(k, caller);
+    if slot >= k.slots().end as u64 {
+        return Err(Error::InvalidArgument);
+    }
+    let slot = slot as usize;
+    let p = k.proc(slot);
+    if p.state == crate::process::State::Free {
+        return Ok(Next::Return(0));
+    }
+    // A zombie, or a process between images, holds no address space.
+    let usage = p.space.as_ref().map(|s| s.table().usage()).unwrap_or_default();
+    let mut record = [0u8; pm::RECORD_BYTES];
+    let words = [
+        (pm::TABLES, usage.tables),
+        (pm::PRIVATE, usage.private),
+        (pm::SHARED, usage.shared),
+        (pm::DEVICE, usage.device),
+        (pm::HEAP, usage.heap),
+    ];
+    for (i, v) in words {
+        record[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    copy_name(&mut record, p.name());
+    let pid = k.pid_of(slot).0;
+    copy_out(k, caller, buf, buf_len, &record)?;
+    Ok(Next::Return(pid))
+}
+
+fn copy_name(record: &mut [u8; abi::proc_memory::RECORD_BYTES], name: &str) {
+    let at = abi::proc_memory::WORDS * 8;
+    let n = name.len().min(abi::proc_memory::NAME_BYTES);
+    record[at..at + n].copy_from_slice(&name.as_bytes()[..n]);
 }
 
 /// `kernel_options(buf, buf_len) -> length of the whole command line`.

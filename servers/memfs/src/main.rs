@@ -189,7 +189,10 @@ fn serve(service: &mut Service, clock: &Clock, queue: Queue, _io_queue: Queue) -
             continue;
         }
         let data = &rx.0[..r.len.min(rx.0.len())];
-        let (words, len) = if r.message[0] < fs::OP_LOOKUP {
+        let (words, len) = if r.message[0] == protocols::heap::OP_HEAP_STATS {
+            let (in_use, heap) = runtime::heap_stats();
+            ([in_use, heap, 0, 0], 0)
+        } else if r.message[0] < fs::OP_LOOKUP {
             let mut lent = CallLease(r.reply);
             service.io_request(r.sender.0, r.message, data, clock.realtime_ns(), &mut tx.0, &mut lent)
         } else {

@@ -239,6 +239,10 @@ impl Monitor {
             monitor::OP_CHOWN => answer(self.chown(me, data, w[1], w[2])),
             monitor::OP_START => self.start(sender, me, w[1], data),
             monitor::OP_STATS => self.stats(),
+            protocols::heap::OP_HEAP_STATS => {
+                let (in_use, heap) = runtime::heap_stats();
+                Answer::Words([in_use, heap, 0, 0])
+            }
             monitor::OP_SET_LIMIT => self.set_limit(me, data),
             monitor::OP_LIMITS => self.limits_text(),
             monitor::OP_MOUNT => answer(self.mount(me, data)),

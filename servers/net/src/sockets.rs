@@ -135,6 +135,12 @@ impl Net {
                     self.close(m[1])
                 }
             }
+            protocols::heap::OP_HEAP_STATS => {
+                // Socket buffers live in the heap: its break is their cache.
+                let (in_use, heap) = runtime::heap_stats();
+                answer(reply, [in_use, heap, 0, 0], &[]);
+                return;
+            }
             n::OP_STATS => {
                 // The socket the question came on is not counted.
                 let asking = self.socks.contains_key(&m[1]) as usize;

@@ -55,7 +55,7 @@ use abi::Counter;
 use abi::test_protocol::{FAIL, OK, START, SUMMARY};
 use alloc::format;
 use alloc::string::String;
-use protocols::unix::{open_flags as of, signal};
+use protocols::unix::{errno, open_flags as of, signal};
 use report::{DONE, Report};
 use runtime::msg::{self, Queue};
 use runtime::unix::{self, socket};
@@ -244,7 +244,7 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
     let worker = match unix::fork() {
         Ok(0) => unix::exit(worker::run(o.seed, b, o.size, &fds, report, dir)),
         Ok(pid) => pid,
-        Err(e) => return Err(format!("fork of the worker: {}", protocols::unix::errno::name(e))),
+        Err(e) => return Err(format!("fork of the worker: {}", errno::name(e))),
     };
     let (from, sent, counts) = match watch(worker, report.queue, STALL_NS) {
         Watched::Ended(status, last) => {
@@ -281,7 +281,7 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
         Ok(0) => unix::exit(check::run(present, report)),
         Ok(pid) => pid,
         Err(e) => {
-            return Err(format!("fork of the checker after batch {b}: {}", protocols::unix::errno::name(e)));
+            return Err(format!("fork of the checker after batch {b}: {}", errno::name(e)));
         }
     };
     let failed = match watch(checker, report.queue, CHECK_TIMEOUT_NS) {
@@ -314,8 +314,9 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
     }
 }
 
-/// (processes, open-file descriptions, memfs handles, sockets).
-type Counts = (usize, u64, u64, u64);
+/// (UNIX processes, the monitor's open-file descriptions, memfs's
+/// handles, the network server's sockets, memfs's files and directories).
+type Counts = (usize, u64, u64, u64, u64);
 
 /// The [`Counts`] once they equal `target` (pipe managers and killed
 /// children end asynchronously, later on a loaded host; a TCP socket
@@ -333,9 +334,9 @@ fn settled_counts(target: Option<Counts>) -> Counts {
         };
         let descriptions =
             stats(abi::bootstrap::MONITOR, protocols::unix::monitor::OP_STATS).map_or(0, |w| w[3]);
-        let handles = stats(abi::bootstrap::FS, protocols::unix::fs::OP_STATS).map_or(0, |w| w[3]);
+        let memfs = stats(abi::bootstrap::FS, protocols::unix::fs::OP_STATS).unwrap_or_default();
         let sockets = socket::net_stats().map_or(u64::MAX, |(w, _)| w[0]);
-        (procs, descriptions, handles, sockets)
+        (procs, descriptions, memfs[3], sockets, memfs[0] + memfs[1])
     };
     let mut last = counts();
     let mut same = 0;
@@ -351,6 +352,25 @@ fn settled_counts(target: Option<Counts>) -> Counts {
     last
 }
 
+/// Remove `path` and everything below it (at most 64 levels: the fuzzer's
+/// deepest paths stay far above that).
+fn remove_tree(path: &str, depth: u32) -> Result<(), alloc::string::String> {
+    use protocols::unix::mode::{S_IFDIR, S_IFMT};
+    let entries = unix::read_dir(path).map_err(|e| format!("{path}: {}", errno::name(e)))?;
+    for e in entries.iter().filter(|e| e.name != "." && e.name != "..") {
+        let child = format!("{path}/{}", e.name);
+        if e.mode & S_IFMT == S_IFDIR {
+            if depth >= 64 {
+                return Err(format!("{child}: deeper than 64 levels"));
+            }
+            remove_tree(&child, depth + 1)?;
+        } else {
+            unix::unlink(&child).map_err(|err| format!("{child}: {}", errno::name(err)))?;
+        }
+    }
+    unix::rmdir(path).map_err(|e| format!("{path}: {}", errno::name(e)))
+}
+
 fn main(args: Args) -> i32 {
     let mut o = match parse(&args) {
         Ok(o) => o,
@@ -364,6 +384,8 @@ fn main(args: Args) -> i32 {
     };
     let name = "sfuzz::servers_survive_random_messages";
     println!("{START}{name}");
+    // Before the run's directory is made: it must be gone at the end.
+    let before = if o.leak_check { settled_counts(None) } else { (0, 0, 0, 0, 0) };
     let dir = format!("/tmp/sfuzz.{}", unix::getpid());
     let _ = unix::mkdir(&dir, 0o777);
     let _ = unix::chmod(&dir, 0o777);
@@ -380,7 +402,6 @@ fn main(args: Args) -> i32 {
         "sfuzz: seed {}, batches of {} messages; checks not run here (absent before fuzzing): {absent:?}",
         o.seed, o.size
     );
-    let before = if o.leak_check { settled_counts(None) } else { (0, 0, 0, 0) };
     let calls_before = kernel_calls();
     let started = unix::clock_ns();
     let mut totals = Totals::default();
@@ -434,6 +455,11 @@ fn main(args: Args) -> i32 {
         }
     }
     let _ = unix::unlink(&format!("/disk/sfuzz.{}", unix::getpid()));
+    // The run's directory, with whatever the workers made in it (it is
+    // theirs: mode 0777). Left behind, every run kept a file in /tmp.
+    if let Err(why) = remove_tree(o.dir, 0) {
+        println!("sfuzz: {} not removed: {why}", o.dir);
+    }
     let leak = "sfuzz::nothing_left_over";
     if !o.leak_check {
         println!("{SUMMARY}{passed} passed, {failed} failed");
@@ -447,7 +473,7 @@ fn main(args: Args) -> i32 {
     } else {
         failed += 1;
         println!(
-            "{FAIL}{leak}: (processes, open-file descriptions, memfs handles, sockets) {before:?} before, {after:?} after"
+            "{FAIL}{leak}: (processes, open-file descriptions, memfs handles, sockets, memfs files and directories) {before:?} before, {after:?} after"
         );
     }
     println!("{SUMMARY}{passed} passed, {failed} failed");

@@ -73,6 +73,14 @@ pub fn random_kernel_calls() -> TestResult {
     Ok(())
 }
 
+/// `proc_memory` (the soak's accounting) counts what a process touches:
+/// a child touches 8 heap pages and checks its own counts grew by
+/// exactly 8, and that the call refuses a slot past the table and a
+/// buffer it cannot write.
+pub fn proc_memory_counts_frames() -> TestResult {
+    expect_status("proc-memory 8", ExitStatus::Exited(0))
+}
+
 /// Helpers each `fuzz-blocking` child starts and kills.
 const BLOCKING_ROUNDS: u64 = 40;
 

@@ -117,6 +117,7 @@ const TESTS: &[Test] = &[
     ("vm_killed_under_a_heap_fault_ends_the_faulter", servers::vm_killed_under_a_heap_fault),
     ("heap_of_a_dead_pager_is_not_zero_filled", servers::heap_of_a_dead_pager),
     ("tty_killed_under_a_blocked_reader", servers::tty_killed_under_a_blocked_reader),
+    ("proc_memory_counts_frames_by_kind", health::proc_memory_counts_frames),
     ("random_kernel_calls_get_answers", health::random_kernel_calls),
     ("kernel_healthy_and_no_memory_leaked", health::kernel_healthy),
 ];
