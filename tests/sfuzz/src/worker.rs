@@ -106,7 +106,25 @@ impl Memory {
         let path = |i: usize| PATHS[i % PATHS.len()];
         match fill {
             Fill::Path(i) => self.path_into(path(i), 0, usize::MAX),
-            Fill::PathCut(i, n) => self.path_into(path(i), 0, n),
+            Fill::PathCut(i, n) => {
+                // A path of the worker's own is cut only after its
+                // directory and at a character boundary: a cut inside
+                // `/tmp/sfuzz.PID` named (and made) entries of the shared
+                // `/tmp` (`/tmp/s`, `/tmp/sfuz`: the 60-minute soak found
+                // them left over), and a name cut inside a character could
+                // not be removed by name at the end.
+                let p = path(i);
+                match p.strip_prefix('%') {
+                    Some(tail) => {
+                        let mut cut = n.min(tail.len());
+                        while !tail.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        self.path_into(&p[..1 + cut], 0, usize::MAX)
+                    }
+                    None => self.path_into(p, 0, n),
+                }
+            }
             Fill::PathPair(a, b) => {
                 let end = self.path_into(path(a), 0, usize::MAX);
                 let end = if end < OWN_BYTES {
