@@ -5,6 +5,8 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
 
 /// A count with the sign it was written with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +16,37 @@ pub struct Count {
     pub plus: bool,
     /// Written with a leading `-`.
     pub minus: bool,
+}
+
+/// What `head` or `tail` was asked, from its options (`-n N`, `-c N`,
+/// `-q`, `-v`; the obsolete `-N` already rewritten as `-n N` by the caller,
+/// since head and tail read it differently).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// `-c`: bytes, not lines.
+    pub bytes_mode: bool,
+    pub count: Count,
+    /// The operands, or `-` (standard input) when there are none.
+    pub files: Vec<&'a str>,
+    /// `==> name <==` before each file.
+    pub headers: bool,
+}
+
+/// Parse head's or tail's options; the error is GNU's wording after
+/// `prog: `. The last of `-n`/`-c` wins, as in GNU.
+pub fn parse_request<'a>(ops: &[&'a str]) -> Result<Request<'a>, String> {
+    let p = crate::getopt::parse(ops, "n:c:qv", true)?;
+    let mut bytes_mode = false;
+    let mut count = Count { n: 10, plus: false, minus: false };
+    for &(c, v) in &p.opts {
+        if c == 'n' || c == 'c' {
+            count = parse_count(v.unwrap_or(""), if c == 'n' { "lines" } else { "bytes" })?;
+            bytes_mode = c == 'c';
+        }
+    }
+    let files = if p.operands.is_empty() { vec!["-"] } else { p.operands.clone() };
+    let headers = p.has('v') || (files.len() > 1 && !p.has('q'));
+    Ok(Request { bytes_mode, count, files, headers })
 }
 
 /// Parse a count; the error is GNU's wording after `prog: `.
@@ -84,6 +117,18 @@ pub fn last_lines(input: &[u8], n: u64) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn requests_of_head_and_tail() {
+        let r = super::parse_request(&["-c", "5", "-n", "3", "a", "b"]).unwrap();
+        assert!(!r.bytes_mode && r.count.n == 3 && r.files == ["a", "b"] && r.headers);
+        let r = super::parse_request(&["-q", "-c", "2k", "a", "b"]).unwrap();
+        assert!(r.bytes_mode && r.count.n == 2048 && !r.headers);
+        let r = super::parse_request(&["-v"]).unwrap();
+        assert!(r.files == ["-"] && r.headers && r.count.n == 10);
+        assert!(super::parse_request(&["-n", "x"]).is_err());
+        assert!(super::parse_request(&["-z"]).is_err());
+    }
+
     use super::*;
 
     #[test]

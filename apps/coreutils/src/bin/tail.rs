@@ -11,11 +11,9 @@
 extern crate alloc;
 
 use alloc::string::String;
-use alloc::vec;
 use alloc::vec::Vec;
-use coreutils::getopt;
 use coreutils::io::{self, Out};
-use coreutils::lines::{self, Count};
+use coreutils::lines;
 
 runtime::entry!(main);
 
@@ -35,30 +33,13 @@ fn main(args: runtime::Args) -> i32 {
         ops.insert(0, obsolete.as_str());
         ops.insert(0, "-n");
     }
-    let p = match getopt::parse(&ops, "n:c:qv", true) {
-        Ok(p) => p,
+    let lines::Request { bytes_mode, count, files, headers } = match lines::parse_request(&ops) {
+        Ok(r) => r,
         Err(e) => {
             io::complain(PROG, &e);
             return io::FAILURE;
         }
     };
-    let mut bytes_mode = false;
-    let mut count = Count { n: 10, plus: false, minus: false };
-    for &(c, v) in &p.opts {
-        if c == 'n' || c == 'c' {
-            let what = if c == 'n' { "lines" } else { "bytes" };
-            match lines::parse_count(v.unwrap_or(""), what) {
-                Ok(n) => count = n,
-                Err(e) => {
-                    io::complain(PROG, &e);
-                    return io::FAILURE;
-                }
-            }
-            bytes_mode = c == 'c';
-        }
-    }
-    let files = if p.operands.is_empty() { vec!["-"] } else { p.operands.clone() };
-    let headers = p.has('v') || (files.len() > 1 && !p.has('q'));
     let mut out = Out::new();
     let mut status = 0;
     let mut first_header = true;
