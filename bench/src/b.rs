@@ -141,11 +141,17 @@ pub enum Disk {
     Rk,
 }
 
-/// The `rk` disk's time per access (read or write, any length), in ms.
-/// About eight times the guest's CPU work per 1 KiB block under TCG on a
-/// quiet host (0.26 ms, `docs/filesystem.md`), so that the disk, whose
-/// time does not depend on the host's load, is most of every job.
-pub const RK_ACCESS_MS: u32 = 2;
+/// The `rk` disk's time per access (read or write, any length), in ms:
+/// the order of a disk of V1's era, without seeks (V1's fixed-head RS11
+/// on its RF11 controller turned at 1800 rpm and averaged 16.9 ms an
+/// access; 10 ms keeps a run of eight boots near ten minutes). It is about forty
+/// times the job's CPU work per 1 KiB block under TCG on a quiet host
+/// (0.26 ms, `docs/filesystem.md`) and some ten times the guest's own
+/// path per transfer on a loaded one, so that the disk, whose time does
+/// not depend on the host's load, is most of every job. (2 ms was tried
+/// first: at a host load of 15, the path's 0.5 to 1.5 ms per transfer
+/// still moved whole rows by 30 %.)
+pub const RK_ACCESS_MS: u32 = 10;
 
 impl Disk {
     /// As `bbench --disk` and the figure names spell it.

@@ -257,10 +257,10 @@ const RIDGEBACK_COSTS: Costs =
     Costs { cpu_per_block_us: 100, request_us: 30, transfer_us: 300, transfer_per_kib_us: 4 };
 
 /// The `rk` disk of `cargo xtask bench --only brk` (`bench::b::RK_ACCESS_MS`:
-/// 2 ms per access, one at a time, whatever its length), with the CPU
+/// 10 ms per access, one at a time, whatever its length), with the CPU
 /// work per 512 bytes measured under TCG on a quiet host (130 µs).
 const RK_COSTS: Costs =
-    Costs { cpu_per_block_us: 130, request_us: 30, transfer_us: 2000, transfer_per_kib_us: 0 };
+    Costs { cpu_per_block_us: 130, request_us: 30, transfer_us: 10_000, transfer_per_kib_us: 0 };
 
 /// The buffer counts B measures.
 const NBUFS: [usize; 8] = [1, 2, 3, 4, 5, 6, 8, 12];
