@@ -75,21 +75,25 @@ pub fn eoi() {
     lapic_write(REG_EOI, 0);
 }
 
-/// Measure the TSC and the LAPIC timer against PIT channel 2 over 50 ms.
-/// Done once, on the boot CPU; every CPU's timer runs at the same rate.
+/// Measure the TSC and the LAPIC timer against PIT channel 2 over a 10 ms
+/// window. Done once, on the boot CPU; every CPU's timer runs at the same
+/// rate.
 ///
-/// The window is measured [`CALIBRATION_TRIES`] times and the shortest
+/// The window is measured `CALIBRATION_TRIES` times and the shortest
 /// kept: the loop sees the PIT's output only when it runs, so a vCPU that
-/// the host deschedules near the window's end (QEMU under TCG on a busy
-/// host) measures a window longer than 50 ms, never a shorter one. With
-/// one try, boots of the same machine on a host loaded 15 on 2 cores read
-/// 2.60 to 3.79 GHz for the host's 2.596 GHz TSC, and every time a
-/// benchmark converted from ticks was short by that much
-/// (`docs/benchmarks.md`, "B results").
+/// the host deschedules inside the window (QEMU under TCG on a busy host)
+/// measures it long; the TSC is read as soon as the gate opens, so only a
+/// pause of a few instructions could make it short. With one 50 ms try,
+/// boots of the same machine on a host loaded 15 on 2 cores read 2.60 to
+/// 3.79 GHz for the host's 2.596 GHz TSC, and every time a benchmark
+/// converted from ticks was short by that much; with three, still up to
+/// 2.91 GHz (`docs/benchmarks.md`, "B results"). Short windows are less
+/// often hit, and ten of them cost less boot time than the one 50 ms
+/// window did with three tries.
 pub fn calibrate() {
     const PIT_HZ: u64 = 1_193_182;
-    const WINDOW_MS: u64 = 50;
-    const CALIBRATION_TRIES: usize = 3;
+    const WINDOW_MS: u64 = 10;
+    const CALIBRATION_TRIES: usize = 10;
     let pit_count = (PIT_HZ * WINDOW_MS / 1000) as u16;
     lapic_write(REG_TIMER_DIVIDE, 0x3); // divide by 16
     lapic_write(REG_LVT_TIMER, 1 << 16); // masked, one-shot
@@ -104,8 +108,8 @@ pub fn calibrate() {
             let gate = inb(0x61) & !0x01;
             outb(0x61, gate);
             outb(0x61, gate | 0x01);
-            lapic_write(REG_TIMER_INITIAL, u32::MAX);
             let t0 = rdtsc();
+            lapic_write(REG_TIMER_INITIAL, u32::MAX);
             while inb(0x61) & 0x20 == 0 {
                 core::hint::spin_loop();
             }
