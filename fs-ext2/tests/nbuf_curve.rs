@@ -28,6 +28,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Command;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// B's sources (`bench::b::SOURCES`): name and size in bytes.
 const SOURCES: [(&str, usize); 20] = [
@@ -137,7 +138,10 @@ fn mke2fs() -> Option<PathBuf> {
 /// B's image as xtask makes it: 64 MiB, 1 KiB blocks, the sources in `b/`.
 fn b_image(mke2fs: &PathBuf) -> Vec<u8> {
     let scale: usize = std::env::var("NBUF_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let dir = std::env::temp_dir().join(format!("fs-ext2-nbuf-curve-{}", std::process::id()));
+    // One directory per call: the tests run on threads of one process.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("fs-ext2-nbuf-curve-{}-{call}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("tree/b")).unwrap();
     for (index, (name, size)) in SOURCES.iter().enumerate() {
