@@ -82,6 +82,8 @@ pub struct Child {
     /// Whether its line says `restart`.
     restart: bool,
     pid: Option<Pid>,
+    /// The last instance that was ready (the one the monitor knows).
+    last_pid: Option<Pid>,
     state: u64,
     started_ns: u64,
     /// When the next start is due (state `WAITING`).
@@ -118,6 +120,7 @@ impl Supervisor {
             slot,
             restart: restart.is_some(),
             pid: Some(pid),
+            last_pid: Some(pid),
             state: state::RUNNING,
             started_ns: self.clock.now_ns(),
             due_ns: 0,
@@ -146,6 +149,7 @@ impl Supervisor {
             slot: None,
             restart,
             pid: None,
+            last_pid: None,
             state: state::STOPPED,
             started_ns: 0,
             due_ns: 0,
@@ -173,6 +177,7 @@ impl Supervisor {
         let m = wait_ready_or_end(pid, self.ready)?;
         let c = &mut self.children[i];
         c.pid = Some(pid);
+        c.last_pid = Some(pid);
         c.state = state::RUNNING;
         c.started_ns = self.clock.now_ns();
         c.kill_asked = false;
@@ -199,8 +204,13 @@ impl Supervisor {
             return;
         }
         let decision = c.record.died(&INIT_POLICY, ran_ns);
-        if let Some(pid) = ended {
-            tell_the_monitor(pid, matches!(decision, Decision::GiveUp(_)));
+        let given_up = matches!(decision, Decision::GiveUp(_));
+        match (ended, c.last_pid) {
+            (Some(pid), _) => tell_the_monitor(pid, given_up),
+            // A start that failed: the monitor knew the instance before,
+            // and now that none will follow.
+            (None, Some(pid)) if given_up => tell_the_monitor(pid, true),
+            _ => {}
         }
         match decision {
             Decision::RestartIn(ns) => {

@@ -11,7 +11,9 @@
 //! ([`PLAN`]), so every line is typed to the new instance. The third kill
 //! comes from a background job while the shell waits in `read`: that read
 //! was in flight on the old terminal manager and must be carried to the
-//! new one. It passes when every line typed was read by the same shell
+//! new one. Then `/bin/ttyhold` (tests/ttyhold, so the test image) makes
+//! the terminal manager die at every start until init gives it up, says
+//! so through the kernel's log, and has it started again. It passes when every line typed was read by the same shell
 //! (its pid unchanged), the output after each restart appeared, and the
 //! session ended with status 0 ([`judge`]).
 //!
@@ -30,7 +32,8 @@ use crate::image::{ImageKind, Workspace};
 use crate::qemu::{self, AccelChoice, DiskChoice, NetChoice};
 use crate::run::RunOptions;
 
-/// The session: three reads from the terminal, each after a kill.
+/// The session: four reads from the terminal, each after a kill (the
+/// last after the terminal was given up and started again).
 const SCRIPT: &str = "\
 echo \"restart-test: shell $$\"
 service kill tty
@@ -46,6 +49,11 @@ echo 'restart-test: type 3'
 read three
 echo \"restart-test: read 3 [$three]\"
 wait
+/bin/ttyhold
+echo \"restart-test: ttyhold status $?\"
+echo 'restart-test: type 4'
+read four
+echo \"restart-test: read 4 [$four]\"
 service status tty
 service status console
 echo \"restart-test: shell $$ done\"
@@ -63,10 +71,16 @@ pub struct Step {
 const TTY_AGAIN: &str = "init: tty started again";
 const CONSOLE_AGAIN: &str = "init: console started again";
 
-pub const PLAN: [Step; 3] = [
+/// ttyhold's line once init has started the terminal manager it had given up.
+const GIVEN_UP_AND_STARTED: &str = "ttyhold: tty started again";
+/// init's words when it gives a program up (`apps/init/src/supervise.rs`).
+const GIVES_UP: &str = "init gives up on it";
+
+pub const PLAN: [Step; 4] = [
     Step { marker: "restart-test: type 1", restarted: TTY_AGAIN, times: 1, line: "first line" },
     Step { marker: "restart-test: type 2", restarted: CONSOLE_AGAIN, times: 1, line: "second line" },
     Step { marker: "restart-test: type 3", restarted: TTY_AGAIN, times: 2, line: "third line" },
+    Step { marker: "restart-test: type 4", restarted: GIVEN_UP_AND_STARTED, times: 1, line: "fourth line" },
 ];
 
 /// Whether step `step` of [`PLAN`] may be typed, given the lines seen so
@@ -94,11 +108,24 @@ pub fn judge(lines: &[String], status: Option<u32>) -> Vec<String> {
             problems.push(format!("no `{want}`: the line typed after the restart was not read"));
         }
     }
-    for (what, want) in [("tty", "tty running pid 0x"), ("console", "console running pid 0x")] {
-        let restarts = if what == "tty" { "restarts 2" } else { "restarts 1" };
-        if !lines.iter().any(|l| l.starts_with(want) && l.contains(restarts)) {
-            problems.push(format!("`service status {what}` did not say running with {restarts}"));
-        }
+    // A terminal manager that died at every start was given up, and the
+    // kernel's log still reached the serial port meanwhile.
+    if !lines.iter().any(|l| l.starts_with("init: tty ") && l.contains(GIVES_UP)) {
+        problems.push("init never gave up the terminal manager that died at every start".to_string());
+    }
+    if !lines.iter().any(|l| l.starts_with("ttyhold: init gave the terminal manager up")) {
+        problems.push(
+            "no line from ttyhold through the kernel's log while the terminal was given up".to_string(),
+        );
+    }
+    if !lines.iter().any(|l| l.trim_end() == "restart-test: ttyhold status 0") {
+        problems.push("ttyhold did not end with status 0 (its own line in the log says why)".to_string());
+    }
+    if !lines.iter().any(|l| l.starts_with("tty running pid 0x")) {
+        problems.push("`service status tty` did not say running at the end".to_string());
+    }
+    if !lines.iter().any(|l| l.starts_with("console running pid 0x") && l.contains("restarts 1 ")) {
+        problems.push("`service status console` did not say running with restarts 1".to_string());
     }
     if status != Some(0) {
         problems.push(format!("the session ended with status {status:?}, not 0"));
@@ -129,7 +156,8 @@ fn boot(
 ) -> Result<Vec<String>, String> {
     let run_opts =
         RunOptions { smp, accel, disk: DiskChoice::None, net: NetChoice::None, ..RunOptions::default() };
-    let config = batch::prepare(workspace, &run_opts, SCRIPT, ImageKind::Normal)?;
+    // The test image: it has /bin/ttyhold (tests/ttyhold).
+    let config = batch::prepare(workspace, &run_opts, SCRIPT, ImageKind::Test)?;
     let mut command = config.to_command()?;
     command.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::piped());
     let mut child = command.spawn().map_err(|e| format!("cannot start QEMU: {e}"))?;
@@ -219,7 +247,17 @@ restart-test: read 2 [second line]
 restart-test: type 3
 init: tty started again (0x300000002)
 restart-test: read 3 [third line]
-tty running pid 0x300000002 restarts 2 quick-deaths 0
+init: tty (0x300000002) was killed (root asked); starting it again in 100 ms
+ttyhold: holding the console's input; every new terminal manager will fail at its start
+init: tty did not start again: it ended before it was ready; it ended 6 times in a row within 2000 ms of its start: init gives up on it
+ttyhold: init gave the terminal manager up; this line reached the serial port through the kernel's log
+init: tty started again (0x900000002)
+ttyhold: tty started again
+restart-test: ttyhold status 0
+restart-test: type 4
+fourth line
+restart-test: read 4 [fourth line]
+tty running pid 0x900000002 restarts 8 quick-deaths 0
 console running pid 0x200000001 restarts 1 quick-deaths 0
 restart-test: shell 7 done
 ";
@@ -234,6 +272,8 @@ restart-test: shell 7 done
         assert!(ready(&PLAN[0], &seen));
         let seen = lines("init: tty started again (0x2)\nrestart-test: type 3\n");
         assert!(!ready(&PLAN[2], &seen), "the third line waits for the second restart of the tty");
+        let seen = lines("init: tty started again (0x3)\nrestart-test: type 4\n");
+        assert!(!ready(&PLAN[3], &seen), "the fourth line waits for ttyhold's start after the give-up");
     }
 
     #[test]
@@ -251,7 +291,8 @@ restart-test: shell 7 done
         let problems = judge(&lines(ended), Some(1));
         assert!(problems.iter().any(|p| p.contains("did not reach the end")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("status Some(1)")), "{problems:?}");
-        assert!(problems.iter().any(|p| p.contains("restarts 2")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("gave up") || p.contains("given up")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("console")), "{problems:?}");
     }
 
     /// This step's boot alone (slow: `cargo test -p xtask -- --ignored
