@@ -121,12 +121,12 @@ impl Monitor {
         let Ok(l) = self.link(new, queue) else { return };
         for i in self.files.naming(old.0) {
             let Some(info) = self.files.get(i).map(|f| f.info) else { continue };
-            if let Ok((w, _)) = self.call(l, [device::OP_OPEN, info.flags as u64, 0, 0], &[], &mut []) {
-                if let Some(f) = self.files.get_mut(i) {
-                    f.info.manager_pid = new.0;
-                    f.info.manager_queue = queue;
-                    f.info.handle = w[0];
-                }
+            if let Ok((w, _)) = self.call(l, [device::OP_OPEN, info.flags as u64, 0, 0], &[], &mut [])
+                && let Some(f) = self.files.get_mut(i)
+            {
+                f.info.manager_pid = new.0;
+                f.info.manager_queue = queue;
+                f.info.handle = w[0];
             }
         }
     }
