@@ -635,7 +635,8 @@ pub mod monitor {
     pub const OP_SERVER_ENDED: u64 = 73;
     /// Word 2 of [`OP_SERVER_ENDED`]: init will not start it again (its
     /// line does not say `restart`, it exited with status 0, or init gave
-    /// it up). 0: a new instance may follow ([`OP_SERVER_STARTED`]).
+    /// it up). 0: a new instance may follow ([`OP_SERVER_STARTED`] for a driver,
+    /// [`OP_SLOT_SERVER_STARTED`] for a server of a bootstrap slot).
     pub const ENDED_FOR_GOOD: u64 = 1;
     /// A one-way `send` from init only: the server of bootstrap slot word
     /// 1 (`abi::bootstrap`) was started again, as kernel pid word 2 with
@@ -646,7 +647,7 @@ pub mod monitor {
     /// gives the session's process group the terminal again and answers
     /// the [`OP_FD_RELINK`] calls waiting for it (docs/reliability.md,
     /// "The console and the terminal").
-    pub const OP_SERVER_STARTED: u64 = 76;
+    pub const OP_SLOT_SERVER_STARTED: u64 = 76;
     /// After a call on descriptor word 1 failed because its manager (kernel
     /// pid word 2) has ended: where its requests go now. Reply as
     /// [`OP_FD_INFO`]. The terminal's manager is restarted by init, so the
@@ -655,6 +656,11 @@ pub mod monitor {
     /// no longer names word 2, the answer is at once (`EIO` when it still
     /// names the ended one: a driver's handles die with it).
     pub const OP_FD_RELINK: u64 = 77;
+    /// A one-way `send` from init only: a driver init restarted is ready
+    /// (kernel pid word 1) and its device entry names it. The monitor
+    /// mounts again what it had to drop when the driver's last instance
+    /// ended (docs/reliability.md, "Restarting dead servers and drivers").
+    pub const OP_SERVER_STARTED: u64 = 74;
     /// `getrlimit(word 1)`: word 1 = a [`super::rlimit`] resource. Reply:
     /// word 1 = soft limit, word 2 = hard limit ([`super::rlimit::INFINITY`]
     /// for none). `EINVAL` for an unknown resource.

@@ -23,7 +23,7 @@
 //! A `server` line that says `restart` (the console driver and the
 //! terminal manager) is restarted the same way; instead of a device entry
 //! the new instance takes its bootstrap slot in init, and init tells the
-//! monitor (`monitor::OP_SERVER_STARTED`: it moves the terminal's open
+//! monitor (`monitor::OP_SLOT_SERVER_STARTED`: it moves the terminal's open
 //! descriptions to the new manager and takes the slot for the processes
 //! it makes) and, for a new console driver, the terminal manager
 //! (`tty::OP_SET_CONSOLE`). The monitor hears of every end with whether a
@@ -248,6 +248,7 @@ impl Supervisor {
                         }
                         None => println!("init: {} started again ({pid:#x})", c.program),
                     }
+                    tell_the_monitor_started(Pid(pid));
                 }
                 Err(why) => self.died(i, &format!("did not start again: {why}"), 0),
             }
@@ -421,7 +422,7 @@ fn send_to_slot(slot: u64, not: Pid, message: [u64; 4]) {
 }
 
 /// A restarted server (`pid`, serving `queue`) takes its bootstrap `slot`
-/// in init; the monitor is told (`monitor::OP_SERVER_STARTED`), and for a
+/// in init; the monitor is told (`monitor::OP_SLOT_SERVER_STARTED`), and for a
 /// console driver the terminal manager too (`tty::OP_SET_CONSOLE`). At
 /// boot (the first start) `main` does this for every server, before any
 /// of them could be told.
@@ -432,8 +433,20 @@ fn take_slot(slot: u64, pid: Pid, queue: u32) -> Result<(), String> {
         runtime::io::reset_console();
         send_to_slot(bootstrap::TTY, pid, [ux::tty::OP_SET_CONSOLE, pid.0, queue as u64, 0]);
     }
-    send_to_slot(bootstrap::MONITOR, pid, [monitor::OP_SERVER_STARTED, slot, pid.0, queue as u64]);
+    send_to_slot(bootstrap::MONITOR, pid, [monitor::OP_SLOT_SERVER_STARTED, slot, pid.0, queue as u64]);
     Ok(())
+}
+
+/// Tell the monitor that a restarted driver, `pid`, is ready and named by
+/// its entry (`monitor::OP_SERVER_STARTED`): a volume it dropped when the
+/// last instance ended is mounted again. One-way, as [`tell_the_monitor`].
+fn tell_the_monitor_started(pid: Pid) {
+    if let Some((monitor_pid, queue)) = sys::bootstrap(bootstrap::MONITOR)
+        && let Ok(l) = msg::open_link(monitor_pid, Queue(queue))
+    {
+        let _ = msg::send(l, &[monitor::OP_SERVER_STARTED, pid.0, 0, 0]);
+        let _ = msg::close_link(l);
+    }
 }
 
 /// Wait for `pid`'s ready message, or notice that it ended without one

@@ -125,6 +125,7 @@ fn main(args: Args) -> i32 {
             link: fs_link,
             inner: String::from("/"),
             device_handles: Vec::new(),
+            remount: false,
         }],
         vm,
         tty,
@@ -180,8 +181,11 @@ fn main(args: Args) -> i32 {
                 m.server_ended(Pid(r.message[1]));
                 m.terminal_ended(Pid(r.message[1]), r.message[2] == monitor::ENDED_FOR_GOOD);
             }
+            Kind::Short if r.message[0] == monitor::OP_SLOT_SERVER_STARTED && r.sender == m.starter => {
+                m.slot_server_started(r.message[1], Pid(r.message[2]), r.message[3] as u32);
+            }
             Kind::Short if r.message[0] == monitor::OP_SERVER_STARTED && r.sender == m.starter => {
-                m.server_started(r.message[1], Pid(r.message[2]), r.message[3] as u32);
+                m.remount_pending();
             }
             Kind::Short if r.message[0] == monitor::OP_PIPE_LOAN => {
                 m.pipe_loan(r.sender, r.message[1], r.message[2]);

@@ -4,7 +4,7 @@
 //!
 //! init restarts the terminal manager (`servers/tty`) and the console
 //! driver when they end (`etc/inittab`: `restart`). The monitor's part:
-//! - init's `OP_SERVER_STARTED` for the `TTY` slot: register with the new
+//! - init's `OP_SLOT_SERVER_STARTED` for the `TTY` slot: register with the new
 //!   manager (`tty::OP_SET_MONITOR`), give every open-file description
 //!   that named the old manager a new handle at the new one (same open
 //!   flags), make `/dev/console` and `/dev/tty` name it, give the
@@ -74,9 +74,9 @@ impl Monitor {
         }
     }
 
-    /// init's `OP_SERVER_STARTED`: the server of bootstrap `slot` was
+    /// init's `OP_SLOT_SERVER_STARTED`: the server of bootstrap `slot` was
     /// started again as `pid`, serving `queue`.
-    pub fn server_started(&mut self, slot: u64, pid: Pid, queue: u32) {
+    pub fn slot_server_started(&mut self, slot: u64, pid: Pid, queue: u32) {
         if slot != abi::bootstrap::TTY && slot != abi::bootstrap::CONSOLE {
             return;
         }
