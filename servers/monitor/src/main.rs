@@ -42,6 +42,8 @@
 //!   times, ps.
 //! - `exec`: loading a program into a process; the program-image cache.
 //! - `sessions`: init's `OP_START` and the console's device entries.
+//! - `terminal`: POSIX sessions (`setsid`) and who may set the console's
+//!   foreground group (`tcsetpgrp`).
 //! - `supervised`: root's requests to end or start a server, forwarded
 //!   to init (the supervisor), and finding a restarted driver again.
 //! - here: start-up, the loop, and [`Monitor::handle`], one arm per
@@ -68,6 +70,7 @@ mod sessions;
 mod state;
 mod supervised;
 mod tables;
+mod terminal;
 
 use abi::Pid;
 use abi::msg::Kind;
@@ -259,6 +262,9 @@ impl Monitor {
             monitor::OP_SUPERVISOR => Answer::Words([0, self.starter.0, protocols::init::QUEUE as u64, 0]),
             monitor::OP_SIGNAL_CATCH_SET => self.signal_catch_set(me, w[1]),
             monitor::OP_SIGNAL_WAIT => self.signal_wait(me, reply),
+            monitor::OP_SETSID => answer(self.setsid(me)),
+            monitor::OP_TCSETPGRP => answer(self.tcsetpgrp(me, w[1], w[2])),
+            monitor::OP_SET_PRIORITY => answer(self.set_priority(me, w[1])),
             _ => err(errno::ENOSYS),
         }
     }
