@@ -561,10 +561,10 @@ pub fn login_starts_the_users_shell() -> TestResult {
 
 /// The kernel's `spawn` (and `proc_create`) from a user's process makes
 /// processes the monitor never sees, so they are charged to the process
-/// in the kernel (kernel/src/charges.rs): at most
-/// `abi::MAX_CHARGED_PROCESSES` at once, then `OutOfResources`, and they
-/// end with it, so none outlives what `RLIMIT_NPROC` counted (a fork bomb
-/// by `spawn` was possible before).
+/// in the kernel (kernel/src/charges.rs), and so is what they make: at
+/// most `abi::MAX_CHARGED_PROCESSES` at once, then `OutOfResources`, and
+/// they end with it, so none outlives what `RLIMIT_NPROC` counted (a fork
+/// bomb by `spawn` was possible before).
 pub fn kernel_children_are_charged_and_end_with_it() -> TestResult {
     let (r, w) = unix::pipe().ctx("pipe")?;
     let (hold_r, hold_w) = unix::pipe().ctx("pipe")?;
@@ -575,8 +575,20 @@ pub fn kernel_children_are_charged_and_end_with_it() -> TestResult {
             return 2;
         }
         let mut words: Vec<u64> = Vec::new();
+        for _ in 0..abi::MAX_CHARGED_PROCESSES - 1 {
+            match sys::spawn("tchild", "sleep-forever") {
+                Ok(p) => words.push(p.0),
+                Err(_) => break,
+            }
+        }
+        // The last place: a child that tries to spawn one of its own
+        // (exit 99 when refused); what it makes is charged here too.
+        let grandchild = match sys::spawn("tchild", "grandchild exit 7").and_then(|p| sys::wait(Some(p))) {
+            Ok((_, abi::ExitStatus::Exited(code))) => u64::from(code),
+            _ => 1000,
+        };
         let mut refused = None;
-        for _ in 0..abi::MAX_CHARGED_PROCESSES + 4 {
+        for _ in 0..4 {
             match sys::spawn("tchild", "sleep-forever") {
                 Ok(p) => words.push(p.0),
                 Err(e) => {
@@ -586,7 +598,7 @@ pub fn kernel_children_are_charged_and_end_with_it() -> TestResult {
             }
         }
         let created = sys::proc_create("charged");
-        let head = [refused.map_or(0, |e| e as u64), created.map_or_else(|e| e as u64, |_| 0)];
+        let head = [refused.map_or(0, |e| e as u64), created.map_or_else(|e| e as u64, |_| 0), grandchild];
         let text: Vec<String> = head.iter().chain(words.iter()).map(|w| format!("{w}")).collect();
         if write_all(w, text.join(" ").as_bytes()).is_err() {
             return 3;
@@ -606,11 +618,11 @@ pub fn kernel_children_are_charged_and_end_with_it() -> TestResult {
     // The kernel pids spawned, alive while their process lives: the
     // kernel's kill from here (not their parent) is refused, not ESRCH.
     let alive_before: Vec<bool> =
-        words.iter().skip(2).map(|&k| sys::kill(abi::Pid(k)) == Err(Error::PermissionDenied)).collect();
+        words.iter().skip(3).map(|&k| sys::kill(abi::Pid(k)) == Err(Error::PermissionDenied)).collect();
     let _ = unix::close(hold_w);
     expect_exit(user, 0)?;
-    ensure!(words.len() >= 2, "the user's process said {said:?}");
-    let spawned = &words[2..];
+    ensure!(words.len() >= 3, "the user's process said {said:?}");
+    let spawned = &words[3..];
     ensure!(
         spawned.len() == abi::MAX_CHARGED_PROCESSES,
         "{} spawns succeeded, expected {}",
@@ -619,6 +631,11 @@ pub fn kernel_children_are_charged_and_end_with_it() -> TestResult {
     );
     ensure!(words[0] == Error::OutOfResources as u64, "the spawn past the limit gave error {}", words[0]);
     ensure!(words[1] == Error::OutOfResources as u64, "proc_create past the limit gave error {}", words[1]);
+    ensure!(
+        words[2] == 99,
+        "a charged child's own spawn past the limit: it exited with {}, not 99",
+        words[2]
+    );
     ensure!(alive_before.iter().all(|&a| a), "a spawned process was not alive: {alive_before:?}");
     // They end with their process (at once, or at the next kernel exit
     // of a CPU that ran one): none is left.
