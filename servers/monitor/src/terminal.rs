@@ -1,71 +1,162 @@
-//! Sessions and the console's foreground group (POSIX.1, "General
-//! Terminal Interface": the controlling terminal, `setsid`, `tcsetpgrp`).
+//! The terminal across restarts of its manager and of the console driver
+//! (docs/reliability.md, "The console and the terminal"; issue 16: "the
+//! console and tty restart without ending the session").
 //!
-//! ^C signals the console's foreground group, whoever owns it, so who may
-//! set that group is a matter of security (docs/reliability.md, "Users and
-//! limits"). The console manager (tty) takes the setting from the monitor
-//! alone, and the monitor applies POSIX's rule: the caller's controlling
-//! terminal must be the console (its session is one init started, not one
-//! of its own from `setsid`), and the group must be one of its session.
-//! `setpgid` keeps groups inside sessions ([`Monitor::may_join_group`]),
-//! so a process cannot lend itself a group of another session either.
+//! init restarts the terminal manager (`servers/tty`) and the console
+//! driver when they end (`etc/inittab`: `restart`). The monitor's part:
+//! - init's `OP_SLOT_SERVER_STARTED` for the `TTY` slot: register with the new
+//!   manager (`tty::OP_SET_MONITOR`), give every open-file description
+//!   that named the old manager a new handle at the new one (same open
+//!   flags), make `/dev/console` and `/dev/tty` name it, give the
+//!   session's process group (init's `OP_START`) the terminal again, and
+//!   answer the `OP_FD_RELINK` calls that waited for it. For either slot
+//!   the monitor takes the new server into its own bootstrap slot, which
+//!   the UNIX processes it makes from then on inherit.
+//! - `OP_FD_RELINK`: a process whose call on a descriptor got `DeadPeer`
+//!   asks where it goes now (`runtime::unix`). For the terminal the
+//!   answer waits for the new manager; init's `OP_SERVER_ENDED` with
+//!   `ENDED_FOR_GOOD` (given up, or not restarted) fails the waiting calls
+//!   with `EIO` instead.
 //!
-//! What it is not: more than one terminal (the console is the only one),
-//! or `TIOCSCTTY` (a new session never gets a terminal back).
+//! What it is not: the supervisor (init), or the terminal's state: the
+//! half-typed line, the no-echo line and the foreground group lived in
+//! the old manager and are gone; only the session's group is given the
+//! terminal again (the shell gives it to each foreground job anyway).
 //!
-//! Invariants: a process group's live members are all of one session;
-//! a session made by `setsid` has no controlling terminal.
+//! Invariants: a call waits here only while the terminal manager it names
+//! has ended and init may start another; at most [`MAX_WAITING`] wait
+//! (then `EAGAIN`), and every one is answered when the next instance
+//! registers or init gives up.
 
-use crate::state::Monitor;
-use protocols::unix::{Errno, errno, io};
+use crate::state::{Answer, Monitor, err};
+use abi::Pid;
+use protocols::unix::{device, encode_result, errno, fs, io, monitor, tty};
+use runtime::msg::{self, Queue, ReplyHandle};
+use runtime::sys;
+
+/// Calls that may wait for a new terminal manager at once: every UNIX
+/// process's one call in flight on it, with room for a full table.
+pub const MAX_WAITING: usize = 256;
 
 impl Monitor {
-    /// `OP_SETSID`: a new session and group led by the caller, with no
-    /// controlling terminal. `EPERM` for a group leader (POSIX: its group
-    /// would then straddle two sessions).
-    pub fn setsid(&mut self, me: u64) -> Result<u64, Errno> {
-        if self.procs.values().any(|q| q.pgid == me) {
-            return Err(errno::EPERM);
+    /// `OP_FD_RELINK`: descriptor `fd` of `me` got `DeadPeer` from the
+    /// manager with kernel pid `dead`.
+    pub fn fd_relink(&mut self, me: u64, reply: ReplyHandle, fd: u64, dead: u64) -> Answer {
+        let Some(info) = self.procs[&me].fds.get(fd).and_then(|i| self.files.get(i)).map(|f| f.info) else {
+            return err(errno::EBADF);
+        };
+        if info.manager_pid != dead {
+            // Moved already: the caller uses the new manager.
+            return self.fd_info(me, fd);
         }
-        let p = self.procs.get_mut(&me).expect("caller exists");
-        p.sid = me;
-        p.pgid = me;
-        p.has_terminal = false;
-        Ok(me)
+        let is_terminal = self.tty.is_some_and(|(p, _)| p.0 == dead);
+        if !is_terminal || self.terminal.gone_for_good {
+            return err(errno::EIO);
+        }
+        if let Ok(l) = msg::open_link(Pid(dead), Queue(info.manager_queue)) {
+            // It still runs: whatever failed, it was not its end.
+            let _ = msg::close_link(l);
+            return self.fd_info(me, fd);
+        }
+        if self.terminal.waiting.len() >= MAX_WAITING {
+            return err(errno::EAGAIN);
+        }
+        self.terminal.waiting.push((reply, me, fd));
+        Answer::Later
     }
 
-    /// May `target` (the caller `me` or its child) join group `pgid`? Both
-    /// must be of one session, and a group that has members must be of
-    /// that session (POSIX `setpgid`: `EPERM`). A group with no member
-    /// left is let be, as before: a pipeline's first stage may have been
-    /// reaped before the last joins its group.
-    pub fn may_join_group(&self, me: u64, target: u64, pgid: u64) -> Result<(), Errno> {
-        let sid = self.procs.get(&me).ok_or(errno::ESRCH)?.sid;
-        let target_sid = self.procs.get(&target).ok_or(errno::ESRCH)?.sid;
-        let other_session = self.procs.values().any(|q| q.pgid == pgid && q.zombie.is_none() && q.sid != sid);
-        if target_sid != sid || other_session {
-            return Err(errno::EPERM);
+    /// init's `OP_SERVER_ENDED` (after [`Monitor::server_ended`]): if the
+    /// terminal manager ended for good, the calls waiting for it fail.
+    pub fn terminal_ended(&mut self, pid: Pid, for_good: bool) {
+        if self.tty.is_some_and(|(p, _)| p == pid) && for_good {
+            self.terminal.gone_for_good = true;
+            self.answer_waiting();
         }
-        Ok(())
     }
 
-    /// `OP_TCSETPGRP`: see `protocols::unix::monitor::OP_TCSETPGRP`.
-    pub fn tcsetpgrp(&mut self, me: u64, fd: u64, pgid: u64) -> Result<u64, Errno> {
-        let caller = &self.procs[&me];
-        let file = caller.fds.get(fd).and_then(|i| self.files.get(i)).ok_or(errno::EBADF)?;
-        let tty = self.tty.ok_or(errno::ENOTTY)?;
-        if file.info.manager_pid != tty.0.0 || !caller.has_terminal {
-            return Err(errno::ENOTTY);
+    /// init's `OP_SLOT_SERVER_STARTED`: the server of bootstrap `slot` was
+    /// started again as `pid`, serving `queue`.
+    pub fn slot_server_started(&mut self, slot: u64, pid: Pid, queue: u32) {
+        if slot != abi::bootstrap::TTY && slot != abi::bootstrap::CONSOLE {
+            return;
         }
-        let sid = caller.sid;
-        let in_session = self.procs.values().any(|q| q.pgid == pgid && q.sid == sid);
-        let elsewhere = self.procs.values().any(|q| q.pgid == pgid && q.zombie.is_none() && q.sid != sid);
-        if pgid == 0 || !in_session || elsewhere {
-            return Err(errno::EPERM);
+        // The UNIX processes made from now on inherit the new one.
+        let _ = sys::set_bootstrap(slot, pid, queue);
+        if slot == abi::bootstrap::CONSOLE {
+            // The monitor's own log goes to the new driver again.
+            runtime::io::reset_console();
+            return;
         }
-        let handle = file.info.handle;
-        let link = self.link(tty.0, tty.1)?;
-        self.call(link, [io::OP_FOREGROUND, handle, 1, pgid], &[], &mut [])?;
-        Ok(0)
+        let old = self.tty.replace((pid, queue));
+        if let Some((old_pid, _)) = old
+            && old_pid != pid
+        {
+            self.drop_link(old_pid);
+        }
+        self.terminal.gone_for_good = false;
+        if let Ok(l) = self.link(pid, queue) {
+            let me = self.me.0;
+            let _ = self.call(l, [tty::OP_SET_MONITOR, me, monitor::QUEUE as u64, 0], &[], &mut []);
+            if let Some((old_pid, _)) = old {
+                self.move_descriptions(old_pid, pid, queue);
+            }
+            self.give_the_session_the_terminal(pid);
+        }
+        // `/dev/console` and `/dev/tty` name the new manager.
+        for name in ["/dev/console", "/dev/tty"] {
+            let _ = self.fs_call([fs::OP_UNLINK, 0, 0, 0], name.as_bytes(), &mut []);
+            if let Err(e) = self.fs_call([fs::OP_MKDEV, pid.0, queue as u64, 0o620], name.as_bytes(), &mut [])
+            {
+                runtime::println!("monitor: cannot make {name} again: {}", errno::name(e));
+            }
+        }
+        self.forget_lookups();
+        self.answer_waiting();
+    }
+
+    /// Every open-file description of the old manager gets a handle at
+    /// the new one, with its open flags (a description the new manager
+    /// refuses keeps the old, dead one: its calls get `EIO`).
+    fn move_descriptions(&mut self, old: Pid, new: Pid, queue: u32) {
+        let Ok(l) = self.link(new, queue) else { return };
+        for i in self.files.naming(old.0) {
+            let Some(info) = self.files.get(i).map(|f| f.info) else { continue };
+            if let Ok((w, _)) = self.call(l, [device::OP_OPEN, info.flags as u64, 0, 0], &[], &mut [])
+                && let Some(f) = self.files.get_mut(i)
+            {
+                f.info.manager_pid = new.0;
+                f.info.manager_queue = queue;
+                f.info.handle = w[0];
+            }
+        }
+    }
+
+    /// The session's process group is the new terminal's foreground, if
+    /// it still has a member.
+    fn give_the_session_the_terminal(&mut self, tty_pid: Pid) {
+        let pgid = self.terminal.session_pgid;
+        let alive = pgid != 0 && self.procs.values().any(|p| p.pgid == pgid && p.zombie.is_none());
+        let handle = self.files.naming(tty_pid.0).first().and_then(|&i| self.files.get(i)).map(|f| f.info);
+        if let (true, Some(info)) = (alive, handle)
+            && let Ok(l) = self.link(tty_pid, info.manager_queue)
+        {
+            let _ = self.call(l, [io::OP_FOREGROUND, info.handle, 1, pgid], &[], &mut []);
+        }
+    }
+
+    /// Answer every waiting `OP_FD_RELINK` with where its descriptor goes
+    /// now (`EIO` if it still names a manager that has ended).
+    fn answer_waiting(&mut self) {
+        for (reply, me, fd) in core::mem::take(&mut self.terminal.waiting) {
+            if !self.procs.contains_key(&me) {
+                continue;
+            }
+            let words = match self.fd_info(me, fd) {
+                _ if self.terminal.gone_for_good => [encode_result(Err(errno::EIO)), 0, 0, 0],
+                Answer::Words(w) => w,
+                _ => [encode_result(Err(errno::EIO)), 0, 0, 0],
+            };
+            let _ = msg::reply(reply, &words, &[]);
+        }
     }
 }
