@@ -56,7 +56,7 @@ use abi::test_protocol::{FAIL, OK, START, SUMMARY};
 use alloc::format;
 use alloc::string::String;
 use protocols::unix::{errno, open_flags as of, signal};
-use report::{DONE, Report};
+use report::{DETAILS, DONE, DOOMED, DOOMED_ENDS, Report, TIMING};
 use runtime::msg::{self, Queue};
 use runtime::unix::{self, socket};
 use runtime::{Args, println, sys};
@@ -79,6 +79,9 @@ struct Options {
     seconds: Option<u64>,
     size: u64,
     kernel: bool,
+    /// `--check-every K`: the health check after every K batches (and
+    /// after the last), not after each.
+    check_every: u64,
     /// `--no-leak-check`: skip the final check (another load runs beside).
     leak_check: bool,
     /// The worker's directory (`%` in [`plan::PATHS`]): made by the
@@ -93,6 +96,7 @@ fn parse(args: &Args) -> Result<Options, String> {
         seconds: None,
         size: 400,
         kernel: false,
+        check_every: 1,
         leak_check: true,
         dir: "/tmp",
     };
@@ -109,10 +113,14 @@ fn parse(args: &Args) -> Result<Options, String> {
             "--seconds" => o.seconds = Some(value()?),
             "--size" => o.size = value()?,
             "--kernel" => o.kernel = true,
+            "--check-every" => o.check_every = value()?,
             "--no-leak-check" => o.leak_check = false,
             other => return Err(format!("unknown argument {other:?}")),
         }
         i += 1;
+    }
+    if o.check_every == 0 {
+        return Err(String::from("--check-every needs a number above 0"));
     }
     if o.batches.is_none() && o.seconds.is_none() {
         o.batches = Some(20);
@@ -173,7 +181,8 @@ fn close_batch(fds: &worker::Fds) {
 
 /// How a child the coordinator watched ended.
 enum Watched {
-    /// It exited or was killed; its status, and the last report's words.
+    /// It exited or was killed; its status, and the last report's words
+    /// (other than the details from [`TIMING`] on, which go to `details`).
     Ended(Option<unix::WaitStatus>, [u64; 4]),
     /// No report for the allowed time: killed, with its process group.
     Stalled([u64; 4]),
@@ -181,19 +190,26 @@ enum Watched {
 
 /// Wait for `child`, reading its reports from `queue`; kill it (and its
 /// group) when no report came for `quiet_ns`.
-fn watch(child: u64, queue: Queue, quiet_ns: u64) -> Watched {
+fn watch(child: u64, queue: Queue, quiet_ns: u64, details: &mut [[u64; 4]; DETAILS]) -> Watched {
     let mut last = [0u64; 4];
     let mut last_at = unix::clock_ns();
     let mut buf = [0u8; 64];
+    let mut take = |m: [u64; 4], last: &mut [u64; 4]| {
+        if let Some(d) = details.get_mut((m[0] as usize).wrapping_sub(TIMING as usize)) {
+            *d = m;
+        } else {
+            *last = m;
+        }
+    };
     loop {
         while let Ok(Some(r)) = msg::try_receive(queue, &mut buf) {
-            last = r.message;
+            take(r.message, &mut last);
             last_at = unix::clock_ns();
         }
         match unix::waitpid(child as i64, true) {
             Ok(Some((_, status))) => {
                 while let Ok(Some(r)) = msg::try_receive(queue, &mut buf) {
-                    last = r.message;
+                    take(r.message, &mut last);
                 }
                 return Watched::Ended(Some(status), last);
             }
@@ -220,11 +236,30 @@ struct Totals {
     stalled: u64,
     kernel_fuzz_calls: u64,
     reachable: u64,
+    /// Where the time went, in ns (printed with the totals): opening the
+    /// batch's objects and starting the kernel fuzzers, the worker (of
+    /// which: finding its targets, doomed messages, the other messages),
+    /// waiting for the kernel fuzzers after the worker, the checks.
+    open_ns: u64,
+    worker_ns: u64,
+    resolve_ns: u64,
+    doomed_ns: u64,
+    other_ns: u64,
+    kernel_wait_ns: u64,
+    check_ns: u64,
+    /// Health checks run (one after every `--check-every` batches, and
+    /// one after the last).
+    checks: u64,
+    /// Doomed children: ns forking, ns letting them call, ns killing and
+    /// reaping; how many were killed, how many had exited first.
+    doomed_detail: [u64; 5],
 }
 
-/// One batch and its check; Err(the failure's report).
-fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals) -> Result<(), String> {
+/// One batch, without its check; Ok(the index of the worker's last
+/// progress report), Err(the failure's report).
+fn batch(o: &Options, b: u64, report: &Report, totals: &mut Totals) -> Result<u64, String> {
     let dir = o.dir;
+    let t0 = unix::clock_ns();
     let fds = open_batch(dir);
     let kernel_children = if o.kernel {
         let seed = o.seed ^ b.wrapping_mul(0x9e37_79b9);
@@ -246,7 +281,21 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
         Ok(pid) => pid,
         Err(e) => return Err(format!("fork of the worker: {}", errno::name(e))),
     };
-    let (from, sent, counts) = match watch(worker, report.queue, STALL_NS) {
+    let t1 = unix::clock_ns();
+    let mut details = [[0u64; 4]; DETAILS];
+    let watched = watch(worker, report.queue, STALL_NS, &mut details);
+    let at = |tag: u64| details[(tag - TIMING) as usize];
+    let timing = at(TIMING);
+    for (i, v) in at(DOOMED)[1..].iter().chain(&at(DOOMED_ENDS)[1..3]).enumerate() {
+        totals.doomed_detail[i] += v;
+    }
+    let t2 = unix::clock_ns();
+    totals.open_ns += t1.saturating_sub(t0);
+    totals.worker_ns += t2.saturating_sub(t1);
+    totals.resolve_ns += timing[1];
+    totals.doomed_ns += timing[2];
+    totals.other_ns += timing[3];
+    let (from, sent, counts) = match watched {
         Watched::Ended(status, last) => {
             if status.as_ref().and_then(|s| s.exit_code()).is_some_and(|c| c != 0) {
                 return Err(format!(
@@ -276,6 +325,25 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
         }
     }
     close_batch(&fds);
+    let t3 = unix::clock_ns();
+    totals.kernel_wait_ns += t3.saturating_sub(t2);
+    totals.batches += 1;
+    Ok(from)
+}
+
+/// The health check after batches `first..=last` (`from`: where the last
+/// worker's last progress report was); Err(the failure's report).
+fn check_after(
+    o: &Options,
+    first: u64,
+    last: u64,
+    from: u64,
+    report: &Report,
+    present: u64,
+    totals: &mut Totals,
+) -> Result<(), String> {
+    let t3 = unix::clock_ns();
+    let b = last;
     // The check, in a child: a hung server hangs it, not us.
     let checker = match unix::fork() {
         Ok(0) => unix::exit(check::run(present, report)),
@@ -284,7 +352,9 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
             return Err(format!("fork of the checker after batch {b}: {}", errno::name(e)));
         }
     };
-    let failed = match watch(checker, report.queue, CHECK_TIMEOUT_NS) {
+    let checked = watch(checker, report.queue, CHECK_TIMEOUT_NS, &mut [[0; 4]; DETAILS]);
+    totals.check_ns += unix::clock_ns().saturating_sub(t3);
+    let failed = match checked {
         Watched::Ended(Some(status), _) if status.exit_code() == Some(0) => None,
         Watched::Ended(status, last) => {
             let which = status
@@ -298,12 +368,17 @@ fn batch(o: &Options, b: u64, report: &Report, present: u64, totals: &mut Totals
             check::CHECKS.get(last[1] as usize).map_or("?", |c| c.0)
         )),
     };
-    totals.batches += 1;
+    totals.checks += 1;
     match failed {
         None => Ok(()),
         Some(what) => {
-            let mut why =
-                format!("seed {} batch {b}: health check {what}; the worker's last messages:", o.seed);
+            // With checks every K batches, any of them may have done it:
+            // `--check-every 1` with the same seed names the batch.
+            let batches = if first == last { format!("batch {b}") } else { format!("batches {first}..={b}") };
+            let mut why = format!(
+                "seed {} {batches}: health check {what}; the last worker's (batch {b}) last messages:",
+                o.seed
+            );
             let last = from.min(o.size);
             for index in last.saturating_sub(8)..(last + 8).min(o.size) {
                 let m = plan::message(o.seed, b, index);
@@ -377,7 +452,7 @@ fn main(args: Args) -> i32 {
         Err(why) => {
             println!("sfuzz: {why}");
             println!(
-                "usage: sfuzz [--seed S] [--batches N | --seconds T] [--size M] [--kernel] [--no-leak-check]"
+                "usage: sfuzz [--seed S] [--batches N | --seconds T] [--size M] [--check-every K] [--kernel] [--no-leak-check]"
             );
             return 2;
         }
@@ -399,23 +474,36 @@ fn main(args: Args) -> i32 {
     let absent: alloc::vec::Vec<&str> =
         check::CHECKS.iter().enumerate().filter(|(i, _)| present & (1 << i) == 0).map(|(_, c)| c.0).collect();
     println!(
-        "sfuzz: seed {}, batches of {} messages; checks not run here (absent before fuzzing): {absent:?}",
-        o.seed, o.size
+        "sfuzz: seed {}, batches of {} messages, a health check after every {} and after the last; checks not run here (absent before fuzzing): {absent:?}",
+        o.seed, o.size, o.check_every
     );
     let calls_before = kernel_calls();
     let started = unix::clock_ns();
     let mut totals = Totals::default();
     let mut result = Ok(());
     let mut last_print = started;
+    // (the first batch not checked yet, the last worker's progress).
+    let mut unchecked: Option<(u64, u64)> = None;
+    let mut last_batch = 0;
     for b in 0.. {
         let elapsed_s = unix::clock_ns().saturating_sub(started) / 1_000_000_000;
         if o.batches.is_some_and(|n| b >= n) || o.seconds.is_some_and(|s| elapsed_s >= s) {
             break;
         }
-        result = batch(&o, b, &report, present, &mut totals);
+        result = batch(&o, b, &report, &mut totals).and_then(|from| {
+            unchecked = Some((unchecked.map_or(b, |(first, _)| first), from));
+            match unchecked {
+                Some((first, from)) if (b + 1).is_multiple_of(o.check_every) => {
+                    unchecked = None;
+                    check_after(&o, first, b, from, &report, present, &mut totals)
+                }
+                _ => Ok(()),
+            }
+        });
         if result.is_err() {
             break;
         }
+        last_batch = b;
         if unix::clock_ns().saturating_sub(last_print) > 30_000_000_000 {
             last_print = unix::clock_ns();
             println!(
@@ -424,6 +512,12 @@ fn main(args: Args) -> i32 {
             );
         }
     }
+    // The last batches' check, when the run ended between two.
+    if result.is_ok()
+        && let Some((first, from)) = unchecked
+    {
+        result = check_after(&o, first, last_batch, from, &report, present, &mut totals);
+    }
     let reached: alloc::vec::Vec<&str> = plan::TARGETS
         .iter()
         .enumerate()
@@ -431,16 +525,37 @@ fn main(args: Args) -> i32 {
         .map(|(_, t)| t.name)
         .collect();
     println!(
-        "sfuzz: seed {}: {} batches, {} server messages ({} delivered, the others refused by the kernel; {} from children killed mid-call), {} workers killed when stalled, {} kernel fuzz calls, {} kernel calls by every process, {} s; targets reached: {reached:?}",
+        "sfuzz: seed {}: {} batches, {} server messages ({} delivered, the others refused by the kernel; {} from children killed mid-call), {} workers killed when stalled, {} health checks, {} kernel fuzz calls, {} kernel calls by every process, {} s; targets reached: {reached:?}",
         o.seed,
         totals.batches,
         totals.sent,
         totals.delivered,
         totals.doomed,
         totals.stalled,
+        totals.checks,
         totals.kernel_fuzz_calls,
         kernel_calls().saturating_sub(calls_before),
         unix::clock_ns().saturating_sub(started) / 1_000_000_000
+    );
+    let ms = |ns: u64| ns / 1_000_000;
+    println!(
+        "sfuzz: time (ms): opening and starting the kernel fuzzers {}, workers {} (finding targets {}, doomed messages {}, other messages {}), waiting for the kernel fuzzers {}, checks {}",
+        ms(totals.open_ns),
+        ms(totals.worker_ns),
+        ms(totals.resolve_ns),
+        ms(totals.doomed_ns),
+        ms(totals.other_ns),
+        ms(totals.kernel_wait_ns),
+        ms(totals.check_ns)
+    );
+    let d = totals.doomed_detail;
+    println!(
+        "sfuzz: doomed children: {} killed, {} answered before the kill; time (ms): forking {}, letting them call {}, killing and reaping {}",
+        d[3],
+        d[4],
+        ms(d[0]),
+        ms(d[1]),
+        ms(d[2])
     );
     let (mut passed, mut failed) = (0, 0);
     match result {
