@@ -33,6 +33,11 @@ pub struct Proc {
     pub kpid: Pid,
     pub ppid: u64,
     pub pgid: u64,
+    /// Its session (`setsid`; POSIX): the pid of the session's leader.
+    pub sid: u64,
+    /// Its session has the console as its controlling terminal (a
+    /// session init started does; one made by `setsid` has none).
+    pub has_terminal: bool,
     /// The effective uid: every permission check uses it.
     pub uid: u32,
     pub gid: u32,
@@ -105,6 +110,8 @@ impl Proc {
             kpid,
             ppid: 0,
             pgid: pid,
+            sid: pid,
+            has_terminal: true,
             uid: 0,
             gid: 0,
             real_uid: 0,
@@ -133,6 +140,8 @@ impl Proc {
             kpid,
             ppid: parent,
             pgid: self.pgid,
+            sid: self.sid,
+            has_terminal: self.has_terminal,
             uid: self.uid,
             gid: self.gid,
             real_uid: self.real_uid,
@@ -194,6 +203,17 @@ impl OpenFiles {
         let f = self.slots.get_mut(i)?.as_mut()?;
         f.refs -= 1;
         if f.refs == 0 { self.slots[i].take() } else { None }
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut OpenFile> {
+        self.slots.get_mut(i).and_then(Option::as_mut)
+    }
+
+    /// The descriptions whose manager is the process `manager_pid` (the
+    /// terminal's, moved to a restarted manager: `terminal`).
+    pub fn naming(&self, manager_pid: u64) -> Vec<usize> {
+        let names = |f: &OpenFile| f.info.manager_pid == manager_pid;
+        self.slots.iter().enumerate().filter(|(_, f)| f.as_ref().is_some_and(names)).map(|(i, _)| i).collect()
     }
 
     pub fn in_use(&self) -> u64 {
@@ -272,4 +292,17 @@ impl Pipes {
         }
         Pipes { settings, budget: LoanBudget::default() }
     }
+}
+
+/// The monitor's record of the terminal (a field of the monitor; its logic is in `terminal`).
+#[derive(Default)]
+pub struct Terminal {
+    /// The terminal manager ended and init will not start another.
+    pub gone_for_good: bool,
+    /// `OP_FD_RELINK` calls waiting for the new manager: (reply, UNIX
+    /// pid, fd).
+    pub waiting: Vec<(ReplyHandle, u64, u64)>,
+    /// The session's process group (init's `OP_START`), given the
+    /// terminal again after a restart.
+    pub session_pgid: u64,
 }
