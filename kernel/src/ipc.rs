@@ -382,6 +382,15 @@ impl Kernel {
         }
         // Calls it made that still wait elsewhere.
         for r in 0..self.slots().end {
+            // Or that a server took and keeps (a read of an empty pipe, a
+            // poll with no deadline): its reply-table entry, which counts
+            // against the server's limit (`accept_call`), is freed with its
+            // caller, as its leases are; the handle still answers
+            // `DeadPeer`. Kept, a server that parks calls took no more
+            // calls once enough of its callers had died in them (sfuzz
+            // seed 7: `socket()` failed with EIO; utest
+            // net::polls_of_dead_callers_leave_room).
+            self.proc_mut(r).replies.caller_died(pid);
             if let Some(mut qseg) = self.proc_mut(r).qseg.take() {
                 let mut pages = 0;
                 qseg.remove_messages(

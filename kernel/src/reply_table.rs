@@ -30,9 +30,14 @@ pub struct ReplyTable {
 struct ReplyEntry {
     caller: Option<Pid>,
     generation: u32,
+    /// The generation of the handle whose caller died while the server
+    /// held it ([`ReplyTable::caller_died`]), 0 for none: that handle is
+    /// answered `DeadPeer`, as it was while the entry still held it,
+    /// until the entry is reused.
+    gone: u32,
 }
 
-const FRESH_ENTRY: ReplyEntry = ReplyEntry { caller: None, generation: 1 };
+const FRESH_ENTRY: ReplyEntry = ReplyEntry { caller: None, generation: 1, gone: 0 };
 
 impl ReplyTable {
     pub const fn new() -> ReplyTable {
@@ -74,6 +79,7 @@ impl ReplyTable {
         };
         let entry = self.entry_mut(index)?;
         entry.caller = Some(caller);
+        entry.gone = 0;
         let generation = entry.generation;
         self.outstanding += 1;
         Some(index as u64 | (generation as u64) << 32)
@@ -84,8 +90,13 @@ impl ReplyTable {
         let index = (handle & 0xffff_ffff) as usize;
         let entry = if index == 0 { Some(&self.first) } else { self.rest.get(index - 1) };
         match entry {
-            Some(&ReplyEntry { caller: Some(caller), generation }) if generation as u64 == handle >> 32 => {
+            Some(&ReplyEntry { caller: Some(caller), generation, .. })
+                if generation as u64 == handle >> 32 =>
+            {
                 Ok(caller)
+            }
+            Some(&ReplyEntry { caller: None, gone, .. }) if gone != 0 && gone as u64 == handle >> 32 => {
+                Err(Error::DeadPeer)
             }
             _ => Err(Error::BadReplyHandle),
         }
@@ -103,6 +114,23 @@ impl ReplyTable {
         for e in self.entries_mut() {
             if e.caller == Some(caller) {
                 e.caller = None;
+                e.generation = e.generation.wrapping_add(1).max(1);
+                dropped += 1;
+            }
+        }
+        self.outstanding -= dropped;
+    }
+
+    /// `caller` has ended: free the entries of its calls, so that they no
+    /// longer count against the server's limit, and remember their handles
+    /// so that an answer or a lease on one is still refused with
+    /// `DeadPeer` (until the entry is reused: then `BadReplyHandle`).
+    pub fn caller_died(&mut self, caller: Pid) {
+        let mut dropped = 0;
+        for e in self.entries_mut() {
+            if e.caller == Some(caller) {
+                e.caller = None;
+                e.gone = e.generation;
                 e.generation = e.generation.wrapping_add(1).max(1);
                 dropped += 1;
             }

@@ -1,6 +1,7 @@
 //! `cargo xtask fuzz --minutes N [--seed S] [--smp N]` (or `--seconds S`): a long run of the
 //! fuzzers, outside CI (issue 16). One batch boot of the test image whose
-//! command is `/bin/sfuzz --seconds (N × 60) --seed S --kernel`: the server
+//! command is `/bin/sfuzz --seconds (N × 60) --seed S --check-every 4
+//! --lanes W --kernel` (W: one lane per CPU unless `--lanes` says): the server
 //! fuzzer (`tests/sfuzz`) with the kernel fuzzer (`tchild fuzz` and
 //! `tchild fuzz-blocking`) beside each of its batches, on a fresh ext2
 //! disk (mounted at `/disk`, so the disk file system is fuzzed too) and
@@ -30,18 +31,53 @@ pub struct FuzzOptions {
     pub seconds: u64,
     pub seed: u64,
     pub smp: u32,
+    /// `--lanes W`: sfuzz's coordinators at once (default: [`lanes_for`]).
+    pub lanes: Option<u64>,
     pub accel: AccelChoice,
 }
 
 impl Default for FuzzOptions {
     fn default() -> Self {
-        FuzzOptions { seconds: 600, seed: 1, smp: crate::qemu::DEFAULT_SMP, accel: AccelChoice::Auto }
+        FuzzOptions {
+            seconds: 600,
+            seed: 1,
+            smp: crate::qemu::DEFAULT_SMP,
+            lanes: None,
+            accel: AccelChoice::Auto,
+        }
+    }
+}
+
+/// Batches between two health checks in a long run. A check (a fork
+/// and exec, a file written on each file system, a call to every server)
+/// took a fifth of a run's time when it followed every batch; a failure
+/// then names up to this many batches, and `--check-every 1` with the
+/// same seed names the one.
+pub const CHECK_EVERY: u64 = 4;
+
+/// The most lanes sfuzz takes (its `MAX_LANES`).
+pub const MAX_LANES: u64 = 8;
+
+/// The lanes of a run on `smp` CPUs when `--lanes` is not given: one per
+/// CPU (a worker keeps about one CPU busy: it waits for one server at a
+/// time).
+pub fn lanes_for(smp: u32) -> u64 {
+    u64::from(smp).clamp(1, MAX_LANES)
+}
+
+/// `--lanes W`: 1 to [`MAX_LANES`].
+pub fn parse_lanes(text: &str) -> Result<u64> {
+    match text.parse::<u64>() {
+        Ok(n) if (1..=MAX_LANES).contains(&n) => Ok(n),
+        _ => Err(format!("--lanes wants a number from 1 to {MAX_LANES}, got `{text}`")),
     }
 }
 
 /// The guest command of a run.
-pub fn command(seed: u64, seconds: u64) -> String {
-    format!("/bin/sfuzz --seed {seed} --seconds {seconds} --kernel")
+pub fn command(seed: u64, seconds: u64, lanes: u64) -> String {
+    format!(
+        "/bin/sfuzz --seed {seed} --seconds {seconds} --check-every {CHECK_EVERY} --lanes {lanes} --kernel"
+    )
 }
 
 /// What the guest's summary line (`sfuzz: seed S: B batches, M server
@@ -85,8 +121,9 @@ pub fn run(opts: &FuzzOptions) -> Result<ExitCode> {
         disk: DiskChoice::Image(disk),
         ..RunOptions::default()
     };
-    let config = batch::prepare(&workspace, &run_opts, &command(opts.seed, seconds), ImageKind::Test)?;
-    println!("xtask: fuzzing for {seconds} s with seed {} on {} CPUs", opts.seed, opts.smp);
+    let lanes = opts.lanes.unwrap_or_else(|| lanes_for(opts.smp));
+    let config = batch::prepare(&workspace, &run_opts, &command(opts.seed, seconds, lanes), ImageKind::Test)?;
+    println!("xtask: fuzzing for {seconds} s with seed {} on {} CPUs, {lanes} lane(s)", opts.seed, opts.smp);
     // The run stops itself after `seconds`; the rest is boot, the last
     // batch and its check, and the leak check, on a loaded host.
     let run = batch::boot(&config, Duration::from_secs(seconds + 900), true)?;
@@ -137,6 +174,13 @@ mod tests {
 
     #[test]
     fn the_command_names_the_seed_and_the_time() {
-        assert_eq!(command(5, 600), "/bin/sfuzz --seed 5 --seconds 600 --kernel");
+        assert_eq!(
+            command(5, 600, 2),
+            "/bin/sfuzz --seed 5 --seconds 600 --check-every 4 --lanes 2 --kernel"
+        );
+        assert_eq!(lanes_for(2), 2);
+        assert_eq!(lanes_for(64), MAX_LANES);
+        assert!(parse_lanes("0").is_err() && parse_lanes("9").is_err() && parse_lanes("x").is_err());
+        assert_eq!(parse_lanes("3"), Ok(3));
     }
 }

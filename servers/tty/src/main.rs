@@ -266,7 +266,10 @@ impl Tty {
                 Read::Bytes(n) => n,
                 Read::EndOfFile | Read::Nothing => 0,
             };
-            if msg::reply(p.reply, &[n as u64, 0, 0, 0], &scratch[..n]) != Err(Error::DeadPeer) {
+            // A reader that died is `DeadPeer`, or `BadReplyHandle` once
+            // the kernel has given its freed entry to another call.
+            let sent = msg::reply(p.reply, &[n as u64, 0, 0, 0], &scratch[..n]);
+            if !matches!(sent, Err(Error::DeadPeer | Error::BadReplyHandle)) {
                 self.ldisc.consume(peeked);
             }
         }

@@ -164,6 +164,7 @@ const TESTS: &[Test] = &[
     ("signal::sigpipe_on_a_pipe", readiness::sigpipe_on_a_pipe),
     ("signal::sigpipe_on_a_socket", readiness::sigpipe_on_a_socket),
     ("net::open_only_from_the_monitor", net::open_only_from_the_monitor),
+    ("net::polls_of_dead_callers_leave_room", net::polls_of_dead_callers_leave_room),
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),

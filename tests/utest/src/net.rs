@@ -515,3 +515,45 @@ pub fn open_only_from_the_monitor() -> TestResult {
     }
     expect_no_leaks()
 }
+
+/// Polls of no socket and no time limit (`OP_POLL` straight to the
+/// server), each from a caller killed while it waits, more of them than
+/// the server's queue holds (`servers/net/src/main.rs`, `QUEUE_CAPACITY`
+/// 512): the server must still open sockets afterwards. sfuzz's seed 7
+/// (2 CPUs, batches 1,276–1,279) ended with every `socket()` failing with
+/// `EIO`; such polls, parked until a deadline that never comes, are what
+/// its doomed children send.
+pub fn polls_of_dead_callers_leave_room() -> TestResult {
+    use protocols::unix::{FdInfo, monitor};
+    use runtime::msg::{self, Queue};
+    const CALLERS: u32 = 700;
+    let fd = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket")?;
+    let (pid, queue) = runtime::sys::bootstrap(abi::bootstrap::MONITOR).ok_or("no monitor")?;
+    let to_monitor = msg::open_link(pid, Queue(queue)).map_err(|e| e.name())?;
+    let info = msg::call(to_monitor, &[monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []);
+    let _ = msg::close_link(to_monitor);
+    let (w, _) = info.map_err(|e| e.name())?;
+    let info = FdInfo::decode([w[1], w[2], w[3]]);
+    unix::close(fd).ctx("close")?;
+    for i in 0..CALLERS {
+        match unix::fork() {
+            Ok(0) => {
+                let Ok(net) = msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue)) else {
+                    unix::exit(2)
+                };
+                let _ = msg::call(net, &[protocols::net::OP_POLL, 0, u64::MAX, 0], &[], &mut []);
+                unix::exit(0);
+            }
+            Ok(child) => {
+                // To the next tick: the call reaches the server, which parks it.
+                unix::sleep_ns(1);
+                let _ = unix::kill(child as i64, SIGKILL);
+                let _ = unix::waitpid(child as i64, false);
+            }
+            Err(e) => return Err(format!("fork {i}: {}", protocols::unix::errno::name(e))),
+        }
+    }
+    let fd = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket after the dead callers' polls")?;
+    unix::close(fd).ctx("close")?;
+    expect_no_leaks()
+}
