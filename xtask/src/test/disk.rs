@@ -324,7 +324,11 @@ fn corrupt(boots: &Boots) -> Result<(), String> {
 /// Test 5: the disk's driver killed while `disktest cuts` writes and
 /// `fsync`s on `/disk/p` (a second after it starts: wherever the kill
 /// falls, what is checked holds); once the monitor has mounted `/disk`
-/// again, `disktest cuts /disk/q` must write all its files.
+/// again, `disktest cuts /disk/q` must write all its files. The shell
+/// knows the new mount by an `fsync` that succeeds: a write alone may
+/// still land in the old manager's cache before the monitor has heard of
+/// the driver's end, and then `/disk/q` failed half-way when the monitor
+/// dropped that manager (a session status 1, seen twice under load).
 fn driver_restart(boots: &Boots) -> Result<(), String> {
     let image = boots.log_dir.join("disk-restart.img");
     ext2::make_image(&image, 16 << 20, None)?;
@@ -333,7 +337,7 @@ fn driver_restart(boots: &Boots) -> Result<(), String> {
          sleep 1\n\
          service kill virtio-blk\n\
          wait\n\
-         n=0; until echo after > /disk/after; do n=$((n+1)); [ $n -lt 120 ] || break; sleep 1; done\n\
+         n=0; until echo after > /disk/after && sync /disk/after; do n=$((n+1)); [ $n -lt 120 ] || break; sleep 1; done\n\
          /bin/{PROGRAM} cuts /disk/q\n"
     );
     let run = boots.batch("restart", &image, "", &commands)?;
