@@ -89,6 +89,9 @@ impl Net {
             close_after: Vec::new(),
             queued_writes: 0,
             queued_write_bytes: 0,
+            rings: Vec::new(),
+            ring_stats: crate::rings::RingStats::default(),
+            ring_retry_ns: None,
         };
         n.attach_card();
         n
@@ -230,7 +233,16 @@ impl Net {
                 self.queued_write(r.message[1], &data[..len]);
                 self.rxbuf = data;
             }
-            Kind::PageFault => self.page_fault(r.message),
+            Kind::PageFault => {
+                let m = r.message;
+                if !self.ring_fault(abi::Pid(m[0]), m[1], m[3]) {
+                    self.page_fault(m);
+                }
+            }
+            Kind::Short if r.message[0] == protocols::net::OP_RING_DRAINED => {
+                // The stack's pass after this batch refills the ring.
+                self.ring_stats.drained += 1;
+            }
             Kind::Call => {
                 let data = core::mem::take(&mut self.rxbuf);
                 self.request(r.sender, r.reply, r.message, &data[..r.len.min(data.len())]);
@@ -248,7 +260,9 @@ impl Net {
             self.drain_queued();
             let changed = self.poll_interfaces();
             self.dhcp_events();
-            let progressed = self.service();
+            let mut progressed = self.service();
+            // Reads take what the rings hold without the stack (rings.rs).
+            progressed |= self.fill_rings();
             if !changed && !progressed && !self.eth.as_ref().is_some_and(EthLink::has_frames) {
                 break;
             }
