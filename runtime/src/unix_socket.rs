@@ -246,8 +246,12 @@ struct Rings {
     refused: Vec<u64>,
 }
 
-static RINGS: Mutex<Rings> =
-    Mutex::new(Rings { pager_set: false, mapped: 0, handles: [0; ring::WINDOWS as usize], refused: Vec::new() });
+static RINGS: Mutex<Rings> = Mutex::new(Rings {
+    pager_set: false,
+    mapped: 0,
+    handles: [0; ring::WINDOWS as usize],
+    refused: Vec::new(),
+});
 /// Sockets remembered as refused; the oldest is asked again.
 const REFUSED_SOCKETS: usize = 32;
 /// Reads this process took from rings, and reads it made by calls.

@@ -268,8 +268,13 @@ impl Net {
         );
         let _ = writeln!(
             t,
-            "receive rings: {} bytes in, {} taken by read calls, {} refills asked, {} broken",
-            s.bytes_in, s.bytes_by_calls, s.drained, s.broken
+            "receive rings {}: {} now, {} bytes in, {} taken by read calls, {} refills asked, {} broken",
+            if self.rings_on && self.mode == locks::MODE_SCALABLE { "on" } else { "off" },
+            self.rings.len(),
+            s.bytes_in,
+            s.bytes_by_calls,
+            s.drained,
+            s.broken
         );
         t
     }

@@ -34,7 +34,7 @@ use core::sync::atomic::Ordering;
 use protocols::net::locks::{self, MODE_SCALABLE};
 use protocols::net::ring::{self, FLAG_CLOSED, RingSlot};
 use protocols::unix::encode_result;
-use protocols::unix::errno::{EBUSY, EOPNOTSUPP, ENOSPC};
+use protocols::unix::errno::{EBUSY, ENOSPC, EOPNOTSUPP};
 use runtime::msg::ReplyHandle;
 use runtime::sys;
 use smoltcp::socket::tcp;
@@ -139,7 +139,7 @@ impl Net {
     }
 
     fn ring_map_inner(&mut self, pid: u64, handle: u64, mapped: u64) -> Result<u64, protocols::unix::Errno> {
-        if self.mode != MODE_SCALABLE {
+        if self.mode != MODE_SCALABLE || !self.rings_on {
             return Err(EOPNOTSUPP);
         }
         let Some(sock) = self.socks.get(&handle) else { return Err(protocols::unix::errno::EBADF) };
@@ -162,7 +162,11 @@ impl Net {
         self.sweep_rings();
         // One of its own free rings that only it maps, at a window it maps.
         let reuse = self.rings.iter().position(|r| {
-            r.pid == pid && !r.retired && r.socket.is_none() && mapped & (1 << r.index) != 0 && r.owners() == 2
+            r.pid == pid
+                && !r.retired
+                && r.socket.is_none()
+                && mapped & (1 << r.index) != 0
+                && r.owners() == 2
         });
         if let Some(i) = reuse {
             self.rings[i].give_to(handle);
@@ -177,8 +181,15 @@ impl Net {
         let Some(index) = (0..ring::WINDOWS).find(|&i| mapped & (1 << i) == 0 && !taken(i)) else {
             return Err(ENOSPC);
         };
-        let mut r =
-            Ring { pid, index, retired: false, socket: None, head: 0, tail: 0, mem: Box::<RingSlot>::default() };
+        let mut r = Ring {
+            pid,
+            index,
+            retired: false,
+            socket: None,
+            head: 0,
+            tail: 0,
+            mem: Box::<RingSlot>::default(),
+        };
         r.give_to(handle);
         self.rings.push(r);
         Ok(index)
@@ -338,7 +349,12 @@ impl Net {
     /// ring). The bytes taken, or `None` when the ring is broken (the
     /// caller answers `EIO`) or its mini lock is held by a reader (the
     /// call waits for the next pass): [`RingTake`].
-    pub fn take_from_ring(&mut self, handle: u64, len: usize, mut sink: impl FnMut(usize, &[u8]) -> bool) -> RingTake {
+    pub fn take_from_ring(
+        &mut self,
+        handle: u64,
+        len: usize,
+        mut sink: impl FnMut(usize, &[u8]) -> bool,
+    ) -> RingTake {
         let Some(i) = self.ring_of(handle) else { return RingTake::Bytes(0) };
         match self.ring_check(i) {
             None if self.socks.get(&handle).is_some_and(|s| s.ring_broken) => return RingTake::Broken,

@@ -759,7 +759,8 @@ impl Net {
             match self.take_from_ring(handle, len, sink) {
                 RingTake::Bytes(0) => {}
                 RingTake::Bytes(k) => {
-                    let peer = self.sets[set].get::<tcp::Socket>(sh).remote_endpoint().map_or(0, endpoint_word);
+                    let peer =
+                        self.sets[set].get::<tcp::Socket>(sh).remote_endpoint().map_or(0, endpoint_word);
                     return Outcome::Done([k as u64, if from { peer } else { 0 }, 0, 0]);
                 }
                 RingTake::Busy if nonblock => return err(EAGAIN),

@@ -90,6 +90,7 @@ impl Net {
             queued_writes: 0,
             queued_write_bytes: 0,
             rings: Vec::new(),
+            rings_on: rings_option(&kernel_options()),
             ring_stats: crate::rings::RingStats::default(),
             ring_retry_ns: None,
         };
@@ -405,6 +406,21 @@ fn find_driver() -> Option<(abi::Pid, u32)> {
     protocols::unix::result(w[0]).ok()?;
     let st = Stat::decode(&reply)?;
     (st.device_pid != 0).then_some((abi::Pid(st.device_pid), st.device_queue))
+}
+
+/// `net.rings=on|off` (default on): whether `net=scalable` gives readers
+/// receive rings (off: every read is a call, as before them; for
+/// measuring the difference in one build). Another value is reported
+/// and the default used.
+fn rings_option(options: &str) -> bool {
+    match protocols::options::lookup(options, "net.rings") {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(other) => {
+            println!("net: net.rings={other} is not on or off; using on");
+            true
+        }
+    }
 }
 
 fn kernel_options() -> String {

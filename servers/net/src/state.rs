@@ -92,6 +92,8 @@ pub struct Net {
     pub(crate) next_serial: u64,
     /// `scalable`: the receive rings lent to readers (rings.rs).
     pub rings: Vec<crate::rings::Ring>,
+    /// `net.rings=` (default on).
+    pub rings_on: bool,
     pub ring_stats: crate::rings::RingStats,
     /// A read call found a ring's mini lock held: the stack runs again by
     /// then, so it is retried.

@@ -608,7 +608,11 @@ pub fn reads_take_queued_data_from_the_ring() -> TestResult {
             calls_after - calls_before,
             BYTES / PIECE
         );
-        ensure!(ring_after - ring_before == (BYTES / PIECE) as u64, "{} ring reads", ring_after - ring_before);
+        ensure!(
+            ring_after - ring_before == (BYTES / PIECE) as u64,
+            "{} ring reads",
+            ring_after - ring_before
+        );
         let server_after = server_ring_reads()?;
         ensure!(
             server_after >= server_before + (BYTES / PIECE) as u64,
