@@ -122,7 +122,8 @@ pub const OP_WRITE_QUEUED: u64 = 143;
 /// word 1 ([`ring`]): word 2 = the caller's mask of ring windows it has
 /// mapped already (bit `i`: window `i` of [`ring::BASE`]; a `fork` child
 /// inherits its parent's). Reply: word 0 = 0 or an errno (`EOPNOTSUPP`:
-/// not a TCP connection or not `scalable`; `ENOSPC`: no ring free;
+/// not a TCP connection or not `scalable`; `EAGAIN`: still connecting;
+/// `ENOSPC`: no ring free;
 /// `EBUSY`: another process's ring serves the socket), word 1 = the
 /// window index. The caller makes the server the pager of
 /// [`ring::BASE`]`..+`[`ring::REGION_BYTES`] and touches the window's

@@ -296,6 +296,8 @@ fn ring_for(link: Link, info: &FdInfo) -> Option<&'static RingSlot> {
     };
     let index = match asked {
         Ok((w, _)) if w[0] == 0 && w[1] < ring::WINDOWS => w[1],
+        // Still connecting: asked again at the next read.
+        Ok((w, _)) if ux::result(w[0]) == Err(errno::EAGAIN) => return None,
         _ => {
             refuse(&mut r);
             return None;
@@ -330,11 +332,25 @@ fn ring_for(link: Link, info: &FdInfo) -> Option<&'static RingSlot> {
     Some(ring_at(index))
 }
 
+/// The mini lock's owner word for this process, and the TSC ticks after
+/// which a hold is stale: read once, so that a read from the ring makes
+/// no kernel call at all. A `fork` child keeps its parent's word: the
+/// lock still admits one holder at a time (its compare-and-swap from 0),
+/// and only a holder releases it.
+static RING_WHO: AtomicU64 = AtomicU64::new(0);
+static RING_STALE_TSC: AtomicU64 = AtomicU64::new(0);
+
 /// Take bytes of `handle` from its ring: what [`ring::take`] found.
 fn take_ring(slot: &RingSlot, handle: u64, buf: &mut [u8]) -> ring::Take {
-    let me = sys::getpid().0;
+    let mut me = RING_WHO.load(Ordering::Relaxed);
+    if me == 0 {
+        me = sys::getpid().0;
+        RING_WHO.store(me, Ordering::Relaxed);
+        let hz = sys::info(abi::InfoKey::TscHz);
+        RING_STALE_TSC.store(hz.saturating_mul(locks::STALE_HOLD_NS / 1_000_000) / 1000, Ordering::Relaxed);
+    }
+    let stale_tsc = RING_STALE_TSC.load(Ordering::Relaxed);
     let lock = &slot.header.h.lock;
-    let stale_tsc = sys::info(abi::InfoKey::TscHz).saturating_mul(locks::STALE_HOLD_NS / 1_000_000) / 1000;
     ring::take(
         slot,
         handle,

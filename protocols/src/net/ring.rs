@@ -75,8 +75,10 @@ pub struct RingHeader {
     /// 1: the server found the ring full with bytes left in the stack;
     /// the reader that then takes bytes sends [`super::OP_RING_DRAINED`].
     pub wake: AtomicU64,
-    /// Reads served from the ring (readers count them; `netstat -l`).
+    /// Reads served from the ring, and their bytes (readers count them;
+    /// `netstat -l`).
     pub reads: AtomicU64,
+    pub read_bytes: AtomicU64,
 }
 
 /// The header page.
@@ -96,11 +98,11 @@ pub struct RingSlot {
 const _: () = assert!(core::mem::size_of::<HeaderPage>() as u64 == abi::layout::PAGE_SIZE);
 const _: () = assert!(core::mem::size_of::<RingSlot>() as u64 == SLOT_BYTES);
 const _: () = assert!(BASE.is_multiple_of(abi::layout::PAGE_SIZE));
+const _: () = assert!(BASE + REGION_BYTES < super::locks::WINDOW);
 
 impl Default for RingSlot {
     fn default() -> RingSlot {
-        const ZERO: AtomicU64 = AtomicU64::new(0);
-        RingSlot { header: HeaderPage::default(), data: [ZERO; DATA_WORDS] }
+        RingSlot { header: HeaderPage::default(), data: [const { AtomicU64::new(0) }; DATA_WORDS] }
     }
 }
 
@@ -231,6 +233,7 @@ pub fn take_locked(slot: &RingSlot, handle: u64, out: &mut [u8]) -> Take {
     read_at(&slot.data, tail, &mut out[..n]);
     h.tail.store(tail + n as u64, Ordering::Release);
     h.reads.fetch_add(1, Ordering::Relaxed);
+    h.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
     let wake = h.wake.swap(0, Ordering::AcqRel) != 0;
     Take::Got { bytes: n, wake }
 }
@@ -274,7 +277,6 @@ mod tests {
         assert_eq!(window_of(window(3) + 2 * abi::layout::PAGE_SIZE + 5), Some((3, 2)));
         assert_eq!(window_of(BASE - 1), None);
         assert_eq!(window_of(BASE + REGION_BYTES), None);
-        assert!(BASE + REGION_BYTES < crate::net::locks::WINDOW);
     }
 
     #[test]

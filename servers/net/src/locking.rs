@@ -259,19 +259,19 @@ impl Net {
             ns(hold) / 1000
         );
         let s = &self.ring_stats;
+        let (ring_reads, ring_bytes) = self.ring_reads();
         let _ = writeln!(
             t,
             "reads: {} calls; from receive rings without a call: {} reads {} bytes since boot",
-            s.read_calls,
-            self.ring_reads(),
-            s.bytes_taken
+            s.read_calls, ring_reads, ring_bytes
         );
         let _ = writeln!(
             t,
-            "receive rings {}: {} now, {} bytes in, {} taken by read calls, {} refills asked, {} broken",
+            "receive rings {}: {} now, {} bytes in, {} taken by readers (checked), {} by read calls, {} refills asked, {} broken",
             if self.rings_on && self.mode == locks::MODE_SCALABLE { "on" } else { "off" },
             self.rings.len(),
             s.bytes_in,
+            s.bytes_taken,
             s.bytes_by_calls,
             s.drained,
             s.broken

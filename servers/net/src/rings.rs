@@ -34,7 +34,7 @@ use core::sync::atomic::Ordering;
 use protocols::net::locks::{self, MODE_SCALABLE};
 use protocols::net::ring::{self, FLAG_CLOSED, RingSlot};
 use protocols::unix::encode_result;
-use protocols::unix::errno::{EBUSY, ENOSPC, EOPNOTSUPP};
+use protocols::unix::errno::{EAGAIN, EBUSY, ENOSPC, EOPNOTSUPP};
 use runtime::msg::ReplyHandle;
 use runtime::sys;
 use smoltcp::socket::tcp;
@@ -94,6 +94,7 @@ impl Ring {
         h.tail.store(0, Ordering::SeqCst);
         h.wake.store(0, Ordering::SeqCst);
         h.reads.store(0, Ordering::SeqCst);
+        h.read_bytes.store(0, Ordering::SeqCst);
         h.handle.store(handle, Ordering::SeqCst);
         h.flags.store(0, Ordering::SeqCst);
         self.socket = Some(handle);
@@ -120,6 +121,7 @@ pub struct RingStats {
     /// Reads served from rings given back since (the live rings count
     /// their own).
     pub reads_closed: u64,
+    pub read_bytes_closed: u64,
 }
 
 impl Net {
@@ -143,7 +145,11 @@ impl Net {
             return Err(EOPNOTSUPP);
         }
         let Some(sock) = self.socks.get(&handle) else { return Err(protocols::unix::errno::EBADF) };
-        if !matches!(sock.state, State::Conn { connecting: false, .. }) || sock.shut_rd {
+        if matches!(sock.state, State::Conn { connecting: true, .. }) {
+            // Not yet: ask again once connected.
+            return Err(EAGAIN);
+        }
+        if !matches!(sock.state, State::Conn { .. }) || sock.shut_rd {
             return Err(EOPNOTSUPP);
         }
         if let Some(i) = self.ring_of(handle) {
@@ -174,7 +180,10 @@ impl Net {
         }
         // A new ring at a window it maps nothing at, that no ring of its
         // uses.
-        if self.rings.len() >= MAX_RINGS {
+        // Rings it no longer uses but still maps count too: a process
+        // that keeps claiming it maps nothing gets no more than this.
+        let its_own = self.rings.iter().filter(|r| r.pid == pid).count() as u64;
+        if self.rings.len() >= MAX_RINGS || its_own >= 2 * ring::WINDOWS {
             return Err(ENOSPC);
         }
         let taken = |i: u64| self.rings.iter().any(|r| r.pid == pid && !r.retired && r.index == i);
@@ -237,6 +246,7 @@ impl Net {
             r.mem.header.h.handle.store(0, Ordering::SeqCst);
             r.socket = None;
             self.ring_stats.reads_closed += r.mem.header.h.reads.load(Ordering::Relaxed);
+            self.ring_stats.read_bytes_closed += r.mem.header.h.read_bytes.load(Ordering::Relaxed);
         }
         self.sweep_rings();
     }
@@ -425,15 +435,22 @@ impl Net {
         }
     }
 
-    /// Reads served from rings since boot (the readers' own count).
-    pub fn ring_reads(&self) -> u64 {
-        let live: u64 = self
-            .rings
-            .iter()
-            .filter(|r| r.socket.is_some())
-            .map(|r| r.mem.header.h.reads.load(Ordering::Relaxed))
-            .sum();
-        self.ring_stats.reads_closed.saturating_add(live)
+    /// Reads served from rings since boot, and their bytes (the
+    /// readers' own counts: a reader may lie in them, as in any count
+    /// it keeps of itself).
+    pub fn ring_reads(&self) -> (u64, u64) {
+        let (reads, bytes) =
+            self.rings.iter().filter(|r| r.socket.is_some()).fold((0u64, 0u64), |(n, b), r| {
+                let h = &r.mem.header.h;
+                (
+                    n.saturating_add(h.reads.load(Ordering::Relaxed)),
+                    b.saturating_add(h.read_bytes.load(Ordering::Relaxed)),
+                )
+            });
+        (
+            self.ring_stats.reads_closed.saturating_add(reads),
+            self.ring_stats.read_bytes_closed.saturating_add(bytes),
+        )
     }
 
     /// Whether `handle`'s ring holds bytes for its readers (nothing is
