@@ -314,6 +314,15 @@ pub enum Call {
     /// memory for an untouched page: [`Error::OutOfResources`]. Linux's
     /// `mprotect`.
     ForeignProtect = 89,
+    /// `page_owners(addr, len) -> owners`: the most owners any frame the
+    /// caller maps in `addr..addr+len` (page aligned, user half, every
+    /// page mapped) has: 1 when none is shared with another mapping, a
+    /// message or a loan. How a server that lent pages (`pager::SHARED`)
+    /// learns that no process, nor any `fork` child of one, maps them any
+    /// more before it reuses them (docs/network.md, receive rings). Not
+    /// mapped: [`Error::BadAddress`]; a bad range:
+    /// [`Error::InvalidArgument`].
+    PageOwners = 90,
 }
 
 impl Call {
@@ -388,6 +397,7 @@ impl Call {
             87 => ForeignFpu,
             88 => ForeignUnmap,
             89 => ForeignProtect,
+            90 => PageOwners,
             _ => return None,
         })
     }

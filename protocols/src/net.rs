@@ -118,6 +118,23 @@ pub const OP_MAP_LOCKS: u64 = 142;
 /// drops them, and the socket's next call fails (`EPIPE`, `ECONNRESET`).
 pub const OP_WRITE_QUEUED: u64 = 143;
 
+/// `net=scalable`: give the caller a receive ring for the TCP socket in
+/// word 1 ([`ring`]): word 2 = the caller's mask of ring windows it has
+/// mapped already (bit `i`: window `i` of [`ring::BASE`]; a `fork` child
+/// inherits its parent's). Reply: word 0 = 0 or an errno (`EOPNOTSUPP`:
+/// not a TCP connection or not `scalable`; `EAGAIN`: still connecting;
+/// `ENOSPC`: no ring free;
+/// `EBUSY`: another process's ring serves the socket), word 1 = the
+/// window index. The caller makes the server the pager of
+/// [`ring::BASE`]`..+`[`ring::REGION_BYTES`] and touches the window's
+/// pages; the server answers with the ring's own pages, shared.
+pub const OP_RING_MAP: u64 = 144;
+/// A one-way `send` from a reader that took bytes from a ring the server
+/// had found full ([`ring::RingHeader::wake`]): word 1 = the handle. The
+/// server moves what the stack holds for the socket into the ring at its
+/// next pass, so the TCP window reopens.
+pub const OP_RING_DRAINED: u64 = 145;
+
 /// `shutdown`'s `how`.
 pub const SHUT_RD: u64 = 0;
 pub const SHUT_WR: u64 = 1;
@@ -172,6 +189,7 @@ pub fn split_endpoint(word: u64) -> ([u8; 4], u16) {
 }
 
 pub mod locks;
+pub mod ring;
 
 /// The link between the server and the network card's driver.
 ///

@@ -457,6 +457,14 @@ pub fn foreign_unmap(pid: Pid, addr: u64, len: u64) -> Result<u64, Error> {
     call(Call::ForeignUnmap, pid.0, addr, len, 0, 0)
 }
 
+/// The most owners any frame this process maps in `addr..addr+len` (page
+/// aligned, all mapped) has: 1 when no other mapping, message or loan
+/// shares any of them (`Call::PageOwners`). A server that lent its pages
+/// with `pager::SHARED` reuses them only at 1.
+pub fn page_owners(addr: u64, len: u64) -> Result<u64, Error> {
+    call(Call::PageOwners, addr, len, 0, 0, 0)
+}
+
 /// Make the pages of `addr..addr+len` (page aligned) of the waiting
 /// foreign process `pid` read-only, or writable again
 /// (`Call::ForeignProtect`). Returns the pages changed.

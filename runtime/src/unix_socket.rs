@@ -28,6 +28,17 @@
 //! lets it go for the caller, and the caller's own release then finds it
 //! no longer the owner and does nothing. `net=scalable`: no lock here.
 //!
+//! `net=scalable`'s receive rings (`protocols::net::ring`): the first
+//! `recv`/`read` of a TCP socket asks the server for a ring
+//! (`OP_RING_MAP`), makes the server the pager of the ring windows and
+//! touches the window's pages, which the server answers with the ring's
+//! own memory, shared. From then on a read takes what the ring holds
+//! under the socket's mini lock, with no kernel entry; only with the ring
+//! empty (or closed, or its lock held) is it the call, which takes what
+//! the ring holds first, then what the stack holds. A `fork` child
+//! inherits the windows and this table, and reads through the same ring.
+//! `recvfrom` (which reports the sender) is always the call.
+//!
 //! What it is not: the BSD `sockaddr` ABI. Addresses are [`SockAddr`]
 //! (IPv4 only); options are `(level, name)` pairs with Linux's numbers.
 //! `SIGPIPE` is not raised: a write after the peer went gets `EPIPE`.
@@ -37,7 +48,9 @@ use crate::msg::{self, Link};
 use crate::sys;
 use abi::Pid;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 use protocols::net::locks::{self, LockPage};
+use protocols::net::ring::{self, RingSlot};
 use protocols::net::{self as n, endpoint, split_endpoint};
 use protocols::unix::FdInfo;
 use protocols::unix::{self as ux, open_flags};
@@ -222,6 +235,162 @@ fn queue_write(link: Link, info: &FdInfo, bytes: &[u8]) -> usize {
     done
 }
 
+/// `net=scalable`'s receive rings of this process: the socket (handle)
+/// each window serves (0: none), the windows mapped, and the sockets the
+/// server gave no ring (they read by calls). Kept over `fork` (the
+/// windows are shared mappings, and a child reads the same rings).
+struct Rings {
+    pager_set: bool,
+    mapped: u64,
+    handles: [u64; ring::WINDOWS as usize],
+    refused: Vec<u64>,
+}
+
+static RINGS: Mutex<Rings> = Mutex::new(Rings {
+    pager_set: false,
+    mapped: 0,
+    handles: [0; ring::WINDOWS as usize],
+    refused: Vec::new(),
+});
+/// Sockets remembered as refused; the oldest is asked again.
+const REFUSED_SOCKETS: usize = 32;
+/// Reads this process took from rings, and reads it made by calls.
+static RING_READS: AtomicU64 = AtomicU64::new(0);
+static CALL_READS: AtomicU64 = AtomicU64::new(0);
+
+/// Ring window `index`, once mapped.
+fn ring_at(index: u64) -> &'static RingSlot {
+    // SAFETY: called only for a window this process mapped (`ring_for`
+    // touched every page of it after the server gave it the window and was
+    // made the pager of the region); the server maps its ring there,
+    // shared, and a pager region is never given back, so the pages stay
+    // for the life of the process (a `fork` child inherits them). The
+    // ring is atomics only, written by other processes at the same time
+    // by design; the data pages are read-only here and only read.
+    unsafe { &*(ring::window(index) as *const RingSlot) }
+}
+
+/// The receive ring of a TCP socket, asking for one the first time.
+fn ring_for(link: Link, info: &FdInfo) -> Option<&'static RingSlot> {
+    if classic_locks(link, info).is_some() || !matches!(*LOCKS.lock(), Locks::Scalable) {
+        return None;
+    }
+    let mapped = {
+        let r = RINGS.lock();
+        if let Some(i) = r.handles.iter().position(|&h| h == info.handle) {
+            return Some(ring_at(i as u64));
+        }
+        if r.refused.contains(&info.handle) {
+            return None;
+        }
+        r.mapped
+    };
+    // Not under the table's lock: the call waits at the server.
+    let asked = msg::call(link, &[n::OP_RING_MAP, info.handle, mapped, 0], &[], &mut []);
+    let mut r = RINGS.lock();
+    let refuse = |r: &mut Rings| {
+        if r.refused.len() >= REFUSED_SOCKETS {
+            r.refused.remove(0);
+        }
+        r.refused.push(info.handle);
+    };
+    let index = match asked {
+        Ok((w, _)) if w[0] == 0 && w[1] < ring::WINDOWS => w[1],
+        // Still connecting: asked again at the next read.
+        Ok((w, _)) if ux::result(w[0]) == Err(errno::EAGAIN) => return None,
+        _ => {
+            refuse(&mut r);
+            return None;
+        }
+    };
+    if !r.pager_set {
+        let set = sys::set_pager(
+            sys::getpid(),
+            ring::BASE,
+            ring::REGION_BYTES,
+            Pid(info.manager_pid),
+            info.manager_queue,
+        );
+        if set.is_err() {
+            refuse(&mut r);
+            return None;
+        }
+        r.pager_set = true;
+    }
+    if r.mapped & (1 << index) == 0 {
+        for page in 0..ring::SLOT_PAGES {
+            let at = ring::window(index) + page * abi::layout::PAGE_SIZE;
+            // SAFETY: `at` is a page of the ring region whose pager is
+            // the network server, which answers the fault with a page of
+            // the ring it gave us (or ends us, if it gave none). Read
+            // only, to make the mapping.
+            unsafe { core::ptr::read_volatile(at as *const u64) };
+        }
+        r.mapped |= 1 << index;
+    }
+    r.handles[index as usize] = info.handle;
+    Some(ring_at(index))
+}
+
+/// The mini lock's owner word for this process, and the TSC ticks after
+/// which a hold is stale: read once, so that a read from the ring makes
+/// no kernel call at all. A `fork` child keeps its parent's word: the
+/// lock still admits one holder at a time (its compare-and-swap from 0),
+/// and only a holder releases it.
+static RING_WHO: AtomicU64 = AtomicU64::new(0);
+static RING_STALE_TSC: AtomicU64 = AtomicU64::new(0);
+
+/// Take bytes of `handle` from its ring: what [`ring::take`] found.
+fn take_ring(slot: &RingSlot, handle: u64, buf: &mut [u8]) -> ring::Take {
+    let mut me = RING_WHO.load(Ordering::Relaxed);
+    if me == 0 {
+        me = sys::getpid().0;
+        RING_WHO.store(me, Ordering::Relaxed);
+        let hz = sys::info(abi::InfoKey::TscHz);
+        RING_STALE_TSC.store(hz.saturating_mul(locks::STALE_HOLD_NS / 1_000_000) / 1000, Ordering::Relaxed);
+    }
+    let stale_tsc = RING_STALE_TSC.load(Ordering::Relaxed);
+    let lock = &slot.header.h.lock;
+    ring::take(
+        slot,
+        handle,
+        me,
+        sys::rdtsc,
+        |attempts| {
+            if attempts % 64 == 0 {
+                // A holder that died holding it (killed mid-copy) lets go.
+                let holder = lock.owner();
+                if holder != 0 && sys::rdtsc().saturating_sub(lock.held_since_tsc()) > stale_tsc {
+                    lock.break_from(holder, sys::rdtsc());
+                }
+                // A holder pre-empted on this CPU gets to run.
+                sys::yield_now();
+            } else {
+                core::hint::spin_loop();
+            }
+            attempts < 64 * 64
+        },
+        buf,
+    )
+}
+
+/// Reads this process took from receive rings without a call, and reads
+/// it made by calls (`recv`/`read` on sockets), since it started.
+pub fn read_counts() -> (u64, u64) {
+    (RING_READS.load(Ordering::Relaxed), CALL_READS.load(Ordering::Relaxed))
+}
+
+/// The header of `fd`'s receive ring, if it has one mapped here: what it
+/// holds (`head - tail`) for tools and tests. The header is writable by
+/// this process; writing it can only break this socket (the server then
+/// answers its reads with `EIO`).
+pub fn ring_header(fd: Fd) -> Option<&'static ring::RingHeader> {
+    let (_, info) = fd_entry(fd).ok()?;
+    let r = RINGS.lock();
+    let i = r.handles.iter().position(|&h| h == info.handle)?;
+    Some(&ring_at(i as u64).header.h)
+}
+
 /// A call to the network server: under the global lock in `classic`.
 fn io_call(
     link: Link,
@@ -311,6 +480,23 @@ pub fn connect(fd: Fd, addr: SockAddr) -> Result<(), Errno> {
 /// what the socket holds, up to `buf.len()`, in one call; 0 at the end of
 /// the stream.
 pub fn recv(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
+    let (link, info) = fd_entry(fd)?;
+    if !ux::mode::is_sock(info.file_type) {
+        return Err(errno::ENOTSOCK);
+    }
+    if !buf.is_empty()
+        && let Some(slot) = ring_for(link, &info)
+        && let ring::Take::Got { bytes, wake } = take_ring(slot, info.handle, buf)
+    {
+        RING_READS.fetch_add(1, Ordering::Relaxed);
+        if wake {
+            // The ring was full with more in the stack: one one-way
+            // message, so the server refills it and the window reopens.
+            let _ = msg::send(link, &[n::OP_RING_DRAINED, info.handle, 0, 0]);
+        }
+        return Ok(bytes);
+    }
+    CALL_READS.fetch_add(1, Ordering::Relaxed);
     recvfrom(fd, buf).map(|(n, _)| n)
 }
 

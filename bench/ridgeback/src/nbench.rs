@@ -146,6 +146,7 @@ fn main(args: Args) -> i32 {
     ));
     let mut failures = 0;
     for (name, workload, clients) in &names {
+        let reads_before = server_reads();
         let before = KernelCounts::now();
         failures += usize::from(!n::report_figure::<UnixProcess>(name, *workload, *clients, &config));
         // What the figure cost the kernel, per second (divide by the
@@ -165,6 +166,16 @@ fn main(args: Args) -> i32 {
             d(abi::Counter::DirectHandoffs),
             d(abi::Counter::BytesCopied)
         ));
+        // Reads by call against reads that took queued bytes from a
+        // receive ring with no kernel entry (`net=scalable`).
+        if let (Some(b), Some(a)) = (reads_before, server_reads()) {
+            harness::comment::<UnixProcess>(format_args!(
+                "reads {name}: calls={} ring_reads={} ring_bytes={}",
+                a.0.saturating_sub(b.0),
+                a.1.saturating_sub(b.1),
+                a.2.saturating_sub(b.2)
+            ));
+        }
         if let Some(f) = UnixProcess::lock_stats(false) {
             let pct = |c: u64| format!("{}.{:02}%", c / 100, c % 100);
             harness::comment::<UnixProcess>(format_args!(
@@ -179,6 +190,18 @@ fn main(args: Args) -> i32 {
         }
     }
     i32::from(failures > 0)
+}
+
+/// The network server's read counts since boot (`netstat -l`): read
+/// calls, reads served from receive rings, and their bytes.
+fn server_reads() -> Option<(u64, u64, u64)> {
+    let (_, text) = socket::lock_stats(false).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("reads: "))?;
+    let mut numbers = line.split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty());
+    let calls = numbers.next()?.parse().ok()?;
+    let ring_reads = numbers.next()?.parse().ok()?;
+    let ring_bytes = numbers.next()?.parse().ok()?;
+    Some((calls, ring_reads, ring_bytes))
 }
 
 /// The kernel's event counters (all CPUs) and the time they were read.

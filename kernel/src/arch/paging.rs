@@ -643,6 +643,17 @@ impl PageTable {
         Some((unsafe { Frame::share_entry(pa) }, flags))
     }
 
+    /// How many owners the frame mapped at user page `va` has (1 when this
+    /// mapping is its only one); `None` if no user frame is mapped there
+    /// (device memory included). Nothing changes.
+    pub fn owners_at(&self, va: u64) -> Option<u32> {
+        let (pa, flags) = self.translate(va & !(PAGE_SIZE - 1))?;
+        if is_device(flags) || flags & USER == 0 {
+            return None;
+        }
+        Some(frames::owners(pa))
+    }
+
     /// Give this table the page at `va` for itself with access `flags`: a
     /// frame shared with other owners is replaced by a private copy, a
     /// frame it alone holds keeps its place and gets the new flags (the

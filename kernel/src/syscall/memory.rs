@@ -1,5 +1,6 @@
-//! Memory calls (`abi::Call` 54–56): user-level pagers (Ridge OS §3's
-//! virtual-memory manager) and address-space copies for `fork`.
+//! Memory calls (`abi::Call` 54–56, 90): user-level pagers (Ridge OS §3's
+//! virtual-memory manager), address-space copies for `fork`, and how
+//! many owners the caller's frames have (`page_owners`).
 
 use super::{args, done};
 use crate::pager::Resolved;
@@ -25,4 +26,21 @@ pub fn page_resolve(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 pub fn space_copy(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [src, dst, ..] = args(k, caller);
     k.space_copy(caller, src, dst).map(Next::Return)
+}
+
+/// `page_owners(addr, len) -> the most owners of any frame in the range`.
+pub fn page_owners(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [addr, len, ..] = args(k, caller);
+    let page = abi::layout::PAGE_SIZE;
+    if len == 0 || !addr.is_multiple_of(page) || !len.is_multiple_of(page) {
+        return Err(Error::InvalidArgument);
+    }
+    crate::usermem::UserSlice::new(addr, len)?;
+    let table = k.space(caller).table();
+    let mut most = 0u64;
+    for i in 0..len / page {
+        let owners = table.owners_at(addr + i * page).ok_or(Error::BadAddress)?;
+        most = most.max(owners as u64);
+    }
+    Ok(Next::Return(most))
 }

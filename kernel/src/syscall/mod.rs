@@ -116,6 +116,7 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::ForeignFpu => foreign::fpu(k, caller),
         Call::ForeignUnmap => foreign::unmap(k, caller),
         Call::ForeignProtect => foreign::protect(k, caller),
+        Call::PageOwners => memory::page_owners(k, caller),
     };
     match result {
         Ok(Next::AsIs) => {}

@@ -115,6 +115,15 @@ impl StatLock {
         self.release(holder, now_tsc)
     }
 
+    /// Make the lock free whoever holds it, and zero its counters: for a
+    /// lock in memory given to a new user (a receive ring handed to
+    /// another socket), where the last user may have left anything.
+    pub fn clear(&self) {
+        self.owner.store(0, Ordering::Release);
+        self.held_since_tsc.store(0, Ordering::Release);
+        self.reset();
+    }
+
     /// Zero the counters (not the lock itself).
     pub fn reset(&self) {
         for c in [&self.acquisitions, &self.contended, &self.spin_tsc, &self.hold_tsc] {

@@ -202,6 +202,7 @@ impl Net {
     pub fn lockstat(&mut self, reply: ReplyHandle, reset: bool) {
         if reset {
             self.locks.global.reset();
+            self.reset_ring_locks();
             self.lock_epoch_tsc = sys::rdtsc();
         }
         let f = self.lock_figures();
@@ -245,6 +246,35 @@ impl Net {
             t,
             "writes completed once queued: {} ({} bytes) since boot",
             self.queued_writes, self.queued_write_bytes
+        );
+        // Seed 003's per-socket locks: the receive rings' mini locks.
+        let (acq, contended, spin, hold) = self.ring_lock_ticks();
+        let ns = |tsc: u64| (tsc as u128 * 1_000_000_000 / self.tsc_hz.max(1) as u128) as u64;
+        let _ = writeln!(
+            t,
+            "socket locks (receive rings): acquisitions {} contended {} spin {} us hold {} us",
+            acq,
+            contended,
+            ns(spin) / 1000,
+            ns(hold) / 1000
+        );
+        let s = &self.ring_stats;
+        let (ring_reads, ring_bytes) = self.ring_reads();
+        let _ = writeln!(
+            t,
+            "reads: {} calls; from receive rings without a call: {} reads {} bytes since boot",
+            s.read_calls, ring_reads, ring_bytes
+        );
+        let _ = writeln!(
+            t,
+            "receive rings {}: {} now, {} bytes in, {} taken by readers (checked), {} by read calls, {} refills asked, {} broken",
+            if self.rings_on && self.mode == locks::MODE_SCALABLE { "on" } else { "off" },
+            self.rings.len(),
+            s.bytes_in,
+            s.bytes_taken,
+            s.bytes_by_calls,
+            s.drained,
+            s.broken
         );
         t
     }

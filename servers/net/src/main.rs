@@ -54,6 +54,7 @@ mod link;
 mod locking;
 mod ports;
 mod queued;
+mod rings;
 mod sockets;
 mod stack;
 mod state;

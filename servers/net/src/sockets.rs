@@ -30,6 +30,7 @@
 
 use crate::locking::answer;
 use crate::ports::{DEFAULT_EPHEMERAL, Proto};
+use crate::rings::RingTake;
 use crate::state::{ETH, LO, Net};
 use crate::table::{Claim, Op, Orphan, Parked, Sock, State};
 use abi::Error;
@@ -58,6 +59,9 @@ const CONNECT_TIMEOUT_NS: u64 = 20_000_000_000;
 const TCP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest a closed socket's connection is kept to finish sending.
 const ORPHAN_LINGER_NS: u64 = 60_000_000_000;
+/// How soon a read call that found its socket's ring lock held tries
+/// again (the holder is a reader on another CPU, copying).
+const RING_RETRY_NS: u64 = 1_000_000;
 /// Linux's `IP_LOCAL_PORT_RANGE` (level `IPPROTO_IP`): low port in the
 /// low 16 bits, high in the next 16.
 pub const OPT_PORT_RANGE: u64 = 51;
@@ -142,6 +146,8 @@ impl Net {
                 return;
             }
             n::OP_STATS => {
+                // Rings of processes that are gone go first.
+                self.sweep_rings();
                 // The socket the question came on is not counted.
                 let asking = self.socks.contains_key(&m[1]) as usize;
                 let text = self.stats_text(m[1]);
@@ -171,8 +177,14 @@ impl Net {
             io::OP_SEEK => err(ESPIPE),
             io::OP_READDIR => err(ENOTDIR),
             io::OP_FOREGROUND => err(ENOTTY),
-            io::OP_READ => self.read(reply, m[1], m[2] as usize, false),
-            n::OP_RECVFROM => self.read(reply, m[1], m[2] as usize, true),
+            io::OP_READ | n::OP_RECVFROM => {
+                self.ring_stats.read_calls += 1;
+                self.read(reply, m[1], m[2] as usize, m[0] == n::OP_RECVFROM)
+            }
+            n::OP_RING_MAP => {
+                self.ring_map(reply, sender, m[1], m[2]);
+                return;
+            }
             io::OP_WRITE => {
                 let outcome = self.write(reply, m[1], m[2] as usize, data, None);
                 self.with_credit(m[1], outcome)
@@ -244,6 +256,9 @@ impl Net {
     /// `io::OP_CLOSE` from the monitor: the last descriptor went (also
     /// when its process died).
     fn close(&mut self, handle: u64) -> Outcome {
+        // Bytes its receive ring still held are unread data too.
+        let unread_in_ring = self.ring_queued(handle) > 0;
+        self.release_ring(handle);
         let Some(sock) = self.socks.remove(&handle) else { return err(EBADF) };
         // Requests still waiting on it (their callers have gone, or
         // share a descriptor that no longer exists) are answered.
@@ -294,7 +309,7 @@ impl Net {
                         self.ports.release(sock.proto, p);
                     }
                 } else {
-                    if s.recv_queue() > 0 {
+                    if s.recv_queue() > 0 || unread_in_ring {
                         // Unread data: tell the peer it is lost (BSD's rule).
                         s.abort();
                     } else if self.queued.contains_key(&(set, sh)) {
@@ -604,7 +619,10 @@ impl Net {
         };
         if how != n::SHUT_WR {
             sock.shut_rd = true;
+            // The ring's bytes are not to be read any more (rings.rs).
+            self.close_ring(handle);
         }
+        let sock = self.socks.get_mut(&handle).expect("checked");
         if how != n::SHUT_RD {
             sock.shut_wr = true;
             if self.queued.contains_key(&(set, sh)) {
@@ -728,6 +746,32 @@ impl Net {
         let len = len.min(abi::lease::MAX_LEASE_BYTES as usize);
         let Some(sock) = self.socks.get_mut(&handle) else { return err(EBADF) };
         let nonblock = sock.nonblock;
+        if let State::Conn { set, sh, .. } = sock.state
+            && !sock.shut_rd
+            && len > 0
+        {
+            if sock.ring_broken {
+                return err(EIO);
+            }
+            // What the socket's receive ring holds comes before what the
+            // stack holds (rings.rs): the stream stays in order.
+            let sink = |at: usize, bytes: &[u8]| msg::lease_write(reply, at as u64, bytes, 0).is_ok();
+            match self.take_from_ring(handle, len, sink) {
+                RingTake::Bytes(0) => {}
+                RingTake::Bytes(k) => {
+                    let peer =
+                        self.sets[set].get::<tcp::Socket>(sh).remote_endpoint().map_or(0, endpoint_word);
+                    return Outcome::Done([k as u64, if from { peer } else { 0 }, 0, 0]);
+                }
+                RingTake::Busy if nonblock => return err(EAGAIN),
+                RingTake::Busy => {
+                    self.ring_retry_ns = Some(self.now_ns() + RING_RETRY_NS);
+                    return Outcome::Wait;
+                }
+                RingTake::Broken => return err(EIO),
+            }
+        }
+        let Some(sock) = self.socks.get_mut(&handle) else { return err(EBADF) };
         match sock.state {
             State::Conn { set, sh, was_established, peer_fin, .. } => {
                 if sock.shut_rd || len == 0 {
@@ -1025,7 +1069,7 @@ impl Net {
                 if *connecting {
                     return r;
                 }
-                if s.can_recv() || !s.may_recv() || sock.shut_rd {
+                if s.can_recv() || !s.may_recv() || sock.shut_rd || self.ring_holds(handle) {
                     r |= n::POLLIN;
                 }
                 if s.can_send() || !s.may_send() {
@@ -1059,6 +1103,8 @@ impl Net {
     /// Whether anything was done that the stack must see.
     pub fn service(&mut self) -> bool {
         let now = self.now_ns();
+        // A parked read that still finds a ring's lock held sets it again.
+        self.ring_retry_ns = None;
         self.tend_listeners();
         self.tend_connections(now);
         let mut progressed = false;
@@ -1265,6 +1311,7 @@ impl Net {
             })
             .collect();
         d.extend(self.claims.values().map(|c| c.deadline_ns));
+        d.extend(self.ring_retry_ns);
         d.extend(self.orphans.iter().map(|o| o.deadline_ns));
         for sock in self.socks.values() {
             if let State::Conn { connecting: true, started_ns, .. } = sock.state {
@@ -1302,6 +1349,15 @@ impl Net {
             self.claims.len(),
             self.buffer_bytes,
             self.ports.count()
+        );
+        // Ring memory is not socket buffers: a ring stays with its live
+        // process after its socket closed (rings.rs).
+        let _ = writeln!(
+            t,
+            "receive rings {} (serving sockets {}, {} bytes)",
+            self.rings.len(),
+            self.rings.iter().filter(|r| r.socket.is_some()).count(),
+            self.rings.len() as u64 * protocols::net::ring::SLOT_BYTES
         );
         for (_, sock) in self.socks.iter().filter(|(h, _)| **h != asking_handle) {
             let proto = match sock.proto {

@@ -89,6 +89,10 @@ impl Net {
             close_after: Vec::new(),
             queued_writes: 0,
             queued_write_bytes: 0,
+            rings: Vec::new(),
+            rings_on: rings_option(&kernel_options()),
+            ring_stats: crate::rings::RingStats::default(),
+            ring_retry_ns: None,
         };
         n.attach_card();
         n
@@ -230,7 +234,16 @@ impl Net {
                 self.queued_write(r.message[1], &data[..len]);
                 self.rxbuf = data;
             }
-            Kind::PageFault => self.page_fault(r.message),
+            Kind::PageFault => {
+                let m = r.message;
+                if !self.ring_fault(abi::Pid(m[0]), m[1], m[3]) {
+                    self.page_fault(m);
+                }
+            }
+            Kind::Short if r.message[0] == protocols::net::OP_RING_DRAINED => {
+                // The stack's pass after this batch refills the ring.
+                self.ring_stats.drained += 1;
+            }
             Kind::Call => {
                 let data = core::mem::take(&mut self.rxbuf);
                 self.request(r.sender, r.reply, r.message, &data[..r.len.min(data.len())]);
@@ -249,7 +262,9 @@ impl Net {
             self.drain_queued();
             let changed = self.poll_interfaces();
             self.dhcp_events();
-            let progressed = self.service();
+            let mut progressed = self.service();
+            // Reads take what the rings hold without the stack (rings.rs).
+            progressed |= self.fill_rings();
             if !changed && !progressed && !self.eth.as_ref().is_some_and(EthLink::has_frames) {
                 break;
             }
@@ -400,6 +415,21 @@ pub(crate) fn find_driver() -> Option<(abi::Pid, u32)> {
     protocols::unix::result(w[0]).ok()?;
     let st = Stat::decode(&reply)?;
     (st.device_pid != 0).then_some((abi::Pid(st.device_pid), st.device_queue))
+}
+
+/// `net.rings=on|off` (default on): whether `net=scalable` gives readers
+/// receive rings (off: every read is a call, as before them; for
+/// measuring the difference in one build). Another value is reported
+/// and the default used.
+fn rings_option(options: &str) -> bool {
+    match protocols::options::lookup(options, "net.rings") {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(other) => {
+            println!("net: net.rings={other} is not on or off; using on");
+            true
+        }
+    }
 }
 
 fn kernel_options() -> String {

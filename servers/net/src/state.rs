@@ -2,7 +2,8 @@
 //! socket sets), the socket table, the ports, the lock page and the
 //! queues of work, for the loop (stack.rs), the socket calls
 //! (sockets.rs), the two modes' locking (locking.rs) and queued writes
-//! (queued.rs), which each add their own `impl Net`.
+//! (queued.rs) and the receive rings (rings.rs), which each add their
+//! own `impl Net`.
 //!
 //! What this is not: behaviour. It is the one definition those files
 //! share, kept apart so that none of them imports another's state
@@ -89,4 +90,12 @@ pub struct Net {
     /// message or a short timer before it tries again.
     pub retry_lock: bool,
     pub(crate) next_serial: u64,
+    /// `scalable`: the receive rings lent to readers (rings.rs).
+    pub rings: Vec<crate::rings::Ring>,
+    /// `net.rings=` (default on).
+    pub rings_on: bool,
+    pub ring_stats: crate::rings::RingStats,
+    /// A read call found a ring's mini lock held: the stack runs again by
+    /// then, so it is retried.
+    pub ring_retry_ns: Option<u64>,
 }

@@ -66,6 +66,8 @@ pub struct Sock {
     pub error: Option<Errno>,
     pub shut_rd: bool,
     pub shut_wr: bool,
+    /// Its receive ring was scribbled on: reads fail with `EIO`.
+    pub ring_broken: bool,
 }
 
 impl Sock {
@@ -86,6 +88,7 @@ impl Sock {
             error: None,
             shut_rd: false,
             shut_wr: false,
+            ring_broken: false,
         }
     }
 }

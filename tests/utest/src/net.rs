@@ -557,3 +557,228 @@ pub fn polls_of_dead_callers_leave_room() -> TestResult {
     unix::close(fd).ctx("close")?;
     expect_no_leaks()
 }
+
+// --- receive rings (`net=scalable`, docs/network.md) ---
+
+/// Whether the network server runs `net=scalable`.
+fn scalable() -> Result<bool, String> {
+    let (_, text) = socket::lock_stats(false).ctx("lock stats")?;
+    Ok(text.starts_with("mode scalable"))
+}
+
+/// The server's count of reads served from receive rings since boot.
+fn server_ring_reads() -> Result<u64, String> {
+    let (_, text) = socket::lock_stats(false).ctx("lock stats")?;
+    text.lines()
+        .find_map(|l| l.split_once("from receive rings without a call: "))
+        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .ok_or_else(|| format!("no ring read count in:\n{text}"))
+}
+
+/// Bytes `fd`'s receive ring holds now (None: no ring mapped here).
+fn ring_holds(fd: Fd) -> Option<u64> {
+    use core::sync::atomic::Ordering::Acquire;
+    socket::ring_header(fd).map(|h| h.head.load(Acquire).saturating_sub(h.tail.load(Acquire)))
+}
+
+/// A connected pair on loopback: (our end, the accepted end).
+fn pair() -> Result<(Fd, Fd, Fd), String> {
+    let (l, port) = listener()?;
+    let c = tcp()?;
+    socket::connect(c, SockAddr::new(LOOPBACK, port)).ctx("connect")?;
+    let (s, _) = socket::accept(l).ctx("accept")?;
+    Ok((l, c, s))
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+/// The first read maps the socket's ring (by a call: nothing is there
+/// yet); `byte` is what the peer sent for it.
+fn first_read_maps_the_ring(c: Fd, s: Fd, byte: u8) -> TestResult {
+    crate::util::write_all(s, &[byte]).ctx("write the first byte")?;
+    let mut one = [0u8; 1];
+    crate::util::read_exact(c, &mut one)?;
+    ensure!(one[0] == byte, "first byte {} (sent {byte})", one[0]);
+    Ok(())
+}
+
+/// Wait until `fd`'s ring holds `bytes` (the server moves what arrived
+/// into it after its pass of the stack).
+fn wait_for_ring(fd: Fd, bytes: u64) -> TestResult {
+    let full = crate::util::poll_until(500, 10, || Ok(ring_holds(fd) == Some(bytes)))?;
+    ensure!(full, "the ring holds {:?} bytes, expected {bytes}", ring_holds(fd));
+    Ok(())
+}
+
+/// `net=scalable`: bytes already queued for a socket are read with no
+/// call at all: the reader's own counts show every read served from the
+/// ring and none by a call, and the server counts the ring reads too.
+/// Under `net=classic` no ring is given and every read is a call.
+pub fn reads_take_queued_data_from_the_ring() -> TestResult {
+    const BYTES: usize = 8000;
+    const PIECE: usize = 100;
+    let scalable = scalable()?;
+    let (l, c, s) = pair()?;
+    first_read_maps_the_ring(c, s, 0x42)?;
+    let data = pattern(BYTES, 3);
+    crate::util::write_all(s, &data).ctx("write")?;
+    if !scalable {
+        ensure!(socket::ring_header(c).is_none(), "a receive ring under net=classic");
+        let (ring_before, _) = socket::read_counts();
+        let mut got = alloc::vec![0u8; BYTES];
+        crate::util::read_exact(c, &mut got)?;
+        ensure!(got == data, "the bytes read differ from those sent");
+        ensure!(socket::read_counts().0 == ring_before, "reads from a ring under net=classic");
+    } else {
+        wait_for_ring(c, BYTES as u64)?;
+        let (ring_before, calls_before) = socket::read_counts();
+        let server_before = server_ring_reads()?;
+        let mut got = Vec::new();
+        let mut piece = [0u8; PIECE];
+        while got.len() < BYTES {
+            let n = socket::recv(c, &mut piece).ctx("recv")?;
+            ensure!(n > 0, "end of stream after {} bytes", got.len());
+            got.extend_from_slice(&piece[..n]);
+        }
+        let (ring_after, calls_after) = socket::read_counts();
+        ensure!(got == data, "the bytes read from the ring differ from those sent");
+        ensure!(
+            calls_after == calls_before,
+            "{} of {} reads were calls with every byte already in the ring",
+            calls_after - calls_before,
+            BYTES / PIECE
+        );
+        ensure!(
+            ring_after - ring_before == (BYTES / PIECE) as u64,
+            "{} ring reads",
+            ring_after - ring_before
+        );
+        let server_after = server_ring_reads()?;
+        ensure!(
+            server_after >= server_before + (BYTES / PIECE) as u64,
+            "the server counts {} ring reads, expected {}",
+            server_after - server_before,
+            BYTES / PIECE
+        );
+        ensure!(ring_holds(c) == Some(0), "the ring still holds {:?} bytes", ring_holds(c));
+    }
+    // More than a ring holds, in one go: the rest comes by refills (the
+    // reader that empties a full ring says so) and calls, in order.
+    let big = pattern(200 * 1024, 9);
+    let writer = spawn(move || if crate::util::write_all(s, &big).is_err() { 1 } else { 0 })?;
+    let mut got = alloc::vec![0u8; 200 * 1024];
+    let mut at = 0;
+    while at < got.len() {
+        let n = socket::recv(c, &mut got[at..(at + 3000).min(200 * 1024)]).ctx("recv")?;
+        ensure!(n > 0, "end of stream after {at} bytes");
+        at += n;
+    }
+    expect_exit(writer, 0)?;
+    ensure!(got == pattern(200 * 1024, 9), "200 KiB through the ring arrived changed");
+    // The end of the stream, after what the ring held.
+    crate::util::write_all(s, b"last").ctx("write")?;
+    unix::close(s).ctx("close")?;
+    let rest = read_all(c)?;
+    ensure!(rest == b"last", "after the peer's close: {:?}", rest);
+    unix::close(c).ctx("close")?;
+    unix::close(l).ctx("close")?;
+    expect_no_leaks()
+}
+
+/// A reader that scribbles on its ring's header breaks its own socket
+/// only: its reads fail with `EIO` (and the connection is reset); the
+/// server and another socket go on; nothing leaks.
+pub fn a_scribbled_ring_breaks_only_its_socket() -> TestResult {
+    if !scalable()? {
+        return Ok(());
+    }
+    let (l, c, s) = pair()?;
+    let (l2, c2, s2) = pair()?;
+    first_read_maps_the_ring(c, s, 1)?;
+    first_read_maps_the_ring(c2, s2, 2)?;
+    crate::util::write_all(s, &[5u8; 500]).ctx("write")?;
+    wait_for_ring(c, 500)?;
+    let h = socket::ring_header(c).ok_or("no ring")?;
+    let head = h.head.load(core::sync::atomic::Ordering::Acquire);
+    // Past what the server put in: no reader may have taken that.
+    h.tail.store(head + 1000, core::sync::atomic::Ordering::Release);
+    let mut buf = [0u8; 100];
+    expect_errno(unix::read(c, &mut buf), EIO, "read from a scribbled ring")?;
+    expect_errno(unix::read(c, &mut buf), EIO, "the next read")?;
+    // The other socket, both ways, through its own ring.
+    let data = pattern(3000, 7);
+    crate::util::write_all(s2, &data).ctx("write to the other socket")?;
+    let mut got = alloc::vec![0u8; 3000];
+    crate::util::read_exact(c2, &mut got)?;
+    ensure!(got == data, "the other socket's bytes changed");
+    crate::util::write_all(c2, b"back").ctx("write back")?;
+    let mut back = [0u8; 4];
+    crate::util::read_exact(s2, &mut back)?;
+    ensure!(&back == b"back", "the other socket's answer");
+    for fd in [c, s, c2, s2, l, l2] {
+        unix::close(fd).ctx("close")?;
+    }
+    expect_no_leaks()
+}
+
+/// A `fork` child reads the socket it shares with its parent through the
+/// ring it inherited (no call), then the parent reads on through it;
+/// then a reader blocked in a read on the shared socket is killed, and
+/// the parent still reads everything after it. Nothing leaks, and the
+/// rings of the children are let go.
+pub fn fork_and_killed_readers_share_the_ring() -> TestResult {
+    let scalable = scalable()?;
+    let (l, c, s) = pair()?;
+    first_read_maps_the_ring(c, s, 9)?;
+    let first = pattern(4000, 1);
+    crate::util::write_all(s, &first).ctx("write")?;
+    if scalable {
+        wait_for_ring(c, 4000)?;
+    }
+    let child = spawn(move || {
+        let (ring_before, calls_before) = socket::read_counts();
+        let mut got = alloc::vec![0u8; 4000];
+        if crate::util::read_exact(c, &mut got).is_err() {
+            return 1;
+        }
+        if got != pattern(4000, 1) {
+            return 2;
+        }
+        let (ring_after, calls_after) = socket::read_counts();
+        if scalable && (ring_after == ring_before || calls_after != calls_before) {
+            return 3;
+        }
+        0
+    })?;
+    expect_exit(child, 0)?;
+    let second = pattern(5000, 2);
+    crate::util::write_all(s, &second).ctx("write")?;
+    let mut got = alloc::vec![0u8; 5000];
+    crate::util::read_exact(c, &mut got)?;
+    ensure!(got == second, "the parent's bytes after the child's read changed");
+    // A reader blocked in a read (nothing to read) is killed.
+    let blocked = spawn(move || {
+        let mut buf = [0u8; 64];
+        match unix::read(c, &mut buf) {
+            Ok(_) => 1,
+            Err(_) => 2,
+        }
+    })?;
+    // Most likely parked at the server by then; killed either way (nothing
+    // is sent before the kill, so its read cannot end first).
+    unix::sleep_ns(50_000_000);
+    unix::kill(blocked as i64, SIGKILL).ctx("kill")?;
+    let status = wait_for(blocked)?;
+    ensure!(status.signal() == Some(SIGKILL), "the blocked reader {}", crate::util::describe(&status));
+    let third = pattern(6000, 3);
+    crate::util::write_all(s, &third).ctx("write")?;
+    let mut got = alloc::vec![0u8; 6000];
+    crate::util::read_exact(c, &mut got)?;
+    ensure!(got == third, "the bytes after the killed reader changed");
+    for fd in [c, s, l] {
+        unix::close(fd).ctx("close")?;
+    }
+    expect_no_leaks()
+}

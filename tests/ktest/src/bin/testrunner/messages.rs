@@ -582,3 +582,36 @@ pub fn a_kept_call_lends_no_priority() -> TestResult {
     sys::wait(Some(sender)).map_err(|e| e.name())?;
     Ok(())
 }
+
+/// `page_owners` (call 90): a page of ours has one owner; lent in a
+/// message (a page-aligned page sent to our own queue) it has two until
+/// the message is taken; bad ranges are refused. The network server uses
+/// it before it reuses a receive ring it lent (docs/network.md).
+pub fn page_owners_counts_every_sharer() -> TestResult {
+    let ps = abi::layout::PAGE_SIZE;
+    let mut page = Page::zeroed();
+    page.0[0] = 1;
+    let at = page.0.as_ptr() as u64;
+    check(sys::page_owners(at, ps) == Ok(1), "a private page has one owner")?;
+    let me = sys::getpid();
+    let link = msg::open_link(me, MAIN_QUEUE).map_err(|e| format!("link to ourselves: {}", e.name()))?;
+    msg::send_data(link, &[7, 0, 0, 0], &page.0).map_err(|e| e.name())?;
+    let lent = sys::page_owners(at, ps);
+    check(lent == Ok(2), &format!("lent in a message, the page has two owners (got {lent:?})"))?;
+    // Taken into a buffer that is not page-aligned: copied, so the
+    // message's owner goes with it.
+    let mut copy = alloc::vec![0u8; ps as usize + 1];
+    let r = msg::receive_data(MAIN_QUEUE, &mut copy[1..]).map_err(|e| e.name())?;
+    check(r.message[0] == 7 && copy[1] == 1, "the lent page arrives")?;
+    let back = sys::page_owners(at, ps);
+    check(back == Ok(1), &format!("taken, the message gives its owner back (got {back:?})"))?;
+    check(sys::page_owners(at + 1, ps) == Err(Error::InvalidArgument), "an unaligned address")?;
+    check(sys::page_owners(at, 0) == Err(Error::InvalidArgument), "an empty range")?;
+    check(sys::page_owners(at, ps + 1) == Err(Error::InvalidArgument), "a length not in pages")?;
+    check(sys::page_owners(abi::layout::PAGE_SIZE, ps) == Err(Error::BadAddress), "an unmapped page")?;
+    check(
+        sys::page_owners(0xffff_ffff_8010_0000, ps) == Err(Error::BadAddress),
+        "a kernel address is not the caller's",
+    )?;
+    msg::close_link(link).map_err(|e| e.name().into())
+}
