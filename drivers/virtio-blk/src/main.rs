@@ -4,7 +4,8 @@
 //! drives it through the `virtio-drivers` crate (virtqueues, the PCI
 //! transport) and serves the block-device protocol
 //! (`protocols::unix::block`) on [`block::QUEUE`]: `device::OP_OPEN`,
-//! `io` READ, WRITE, SEEK, FSTAT, FSYNC and CLOSE, and `block::OP_STATS`.
+//! `io` READ, WRITE, PREAD, PWRITE, SEEK, FSTAT, FSYNC and CLOSE, and
+//! `block::OP_STATS`.
 //!
 //! How a request moves (seed 000's real disk: the driver starts the
 //! transfer and waits for the device's interrupt, while everything else
@@ -171,6 +172,9 @@ struct Waiting {
     handle: u64,
     transfer: Transfer,
     is_write: bool,
+    /// `OP_PREAD`/`OP_PWRITE`: the handle's offset was not moved, so the
+    /// end gives nothing back to it.
+    is_positional: bool,
 }
 
 /// A request the device holds. The header and status live on the heap
@@ -252,12 +256,19 @@ impl Driver {
             device::OP_OPEN => self.opens.open(m[1], data),
             io::OP_CLOSE if !trusted => Err(EPERM),
             io::OP_CLOSE => self.opens.close(m[1]).map(|()| 0),
-            io::OP_READ | io::OP_WRITE => {
-                let is_write = m[0] == io::OP_WRITE;
-                match self.opens.start(m[1], m[2], is_write) {
+            io::OP_READ | io::OP_WRITE | io::OP_PREAD | io::OP_PWRITE => {
+                let is_write = matches!(m[0], io::OP_WRITE | io::OP_PWRITE);
+                let is_positional = matches!(m[0], io::OP_PREAD | io::OP_PWRITE);
+                let started = if is_positional {
+                    self.opens.start_at(m[1], m[3], m[2], is_write)
+                } else {
+                    self.opens.start(m[1], m[2], is_write)
+                };
+                match started {
                     Ok(Some(transfer)) => {
                         self.stats.requests += 1;
-                        self.waiting.push_back(Waiting { reply, handle: m[1], transfer, is_write });
+                        let handle = m[1];
+                        self.waiting.push_back(Waiting { reply, handle, transfer, is_write, is_positional });
                         return;
                     }
                     Ok(None) => {
@@ -357,7 +368,9 @@ impl Driver {
                 Err(e) => lease_errno(e).map(Err),
             }
         };
-        self.opens.finish(w.handle, w.transfer, matches!(result, Some(Ok(_))));
+        if !w.is_positional {
+            self.opens.finish(w.handle, w.transfer, matches!(result, Some(Ok(_))));
+        }
         if let Some(r) = result {
             answer(w.reply, r);
         }
@@ -498,7 +511,9 @@ impl Driver {
 
     /// A request that ends before reaching the device.
     fn fail(&mut self, w: Waiting, errno: Option<Errno>, buffer: &'static mut [u8]) {
-        self.opens.finish(w.handle, w.transfer, false);
+        if !w.is_positional {
+            self.opens.finish(w.handle, w.transfer, false);
+        }
         if let Some(e) = errno {
             answer(w.reply, Err(e));
         }
