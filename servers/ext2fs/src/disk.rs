@@ -247,22 +247,39 @@ impl Disk {
     }
 }
 
-/// The bytes of a finished read, from the worker's lent send buffer.
+/// Buffers one lease call moves (`abi::lease::MAX_SEGMENTS`).
+const SEGMENTS: usize = abi::lease::MAX_SEGMENTS as usize;
+
+/// The bytes of a finished read, from the worker's lent send buffer
+/// straight into the cache's buffers: one lease call per
+/// [`SEGMENTS`] buffers (one for a worker's whole transfer of 1 KiB
+/// blocks), not one per block.
 fn read_lent(handle: ReplyHandle, t: &mut Transfer) -> Result<(), Errno> {
     let mut at = 0u64;
-    for buffer in &mut t.buffers {
-        msg::lease_read(handle, at, buffer, 0).map_err(|_| EIO)?;
-        at += buffer.len() as u64;
+    for group in t.buffers.chunks_mut(SEGMENTS) {
+        let mut bufs: Vec<&mut [u8]> = group.iter_mut().map(|b| &mut b[..]).collect();
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        let n = msg::lease_read_segments(handle, at, &mut bufs).map_err(|_| EIO)?;
+        if n != want {
+            return Err(EIO);
+        }
+        at += n as u64;
     }
     Ok(())
 }
 
-/// A write's bytes into the worker's lent receive buffer.
+/// A write's bytes from the cache's buffers into the worker's lent
+/// receive buffer, as [`read_lent`].
 fn write_lent(handle: ReplyHandle, t: &Transfer) -> Result<(), Errno> {
     let mut at = 0u64;
-    for buffer in &t.buffers {
-        msg::lease_write(handle, at, buffer, 0).map_err(|_| EIO)?;
-        at += buffer.len() as u64;
+    for group in t.buffers.chunks(SEGMENTS) {
+        let bufs: Vec<&[u8]> = group.iter().map(|b| &b[..]).collect();
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        let n = msg::lease_write_segments(handle, at, &bufs).map_err(|_| EIO)?;
+        if n != want {
+            return Err(EIO);
+        }
+        at += n as u64;
     }
     Ok(())
 }
