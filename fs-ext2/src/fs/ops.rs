@@ -30,6 +30,10 @@ pub const LINK_MAX: u16 = 32000;
 /// call moves (`abi::lease::MAX_SEGMENTS`).
 pub const READ_SEGMENTS: usize = abi::lease::MAX_SEGMENTS as usize;
 
+/// Where [`Fs::read_into`] hands a run of blocks' bytes.
+trait SegmentSink: FnMut(&[&[u8]]) -> Result<(), Errno> {}
+impl<F: FnMut(&[&[u8]]) -> Result<(), Errno>> SegmentSink for F {}
+
 /// A hole's bytes (blocks are at most 4 KiB: `Fs::mount` refuses larger).
 static ZEROS: [u8; 4096] = [0; 4096];
 
@@ -760,7 +764,7 @@ impl<D: BlockDevice> Fs<D> {
         for (g, group) in map.chunks(READ_SEGMENTS).enumerate() {
             let base = g * READ_SEGMENTS;
             let blocks: Vec<u64> = group.iter().filter(|&&b| b != 0).map(|&b| b as u64).collect();
-            let give = |datas: &[&[u8]], sink: &mut dyn FnMut(&[&[u8]]) -> Result<(), Errno>| {
+            let give = |datas: &[&[u8]], sink: &mut dyn SegmentSink| {
                 let mut data = datas.iter();
                 let mut segments: Vec<&[u8]> = Vec::with_capacity(group.len());
                 for (k, &b) in group.iter().enumerate() {
