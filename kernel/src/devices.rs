@@ -190,8 +190,12 @@ impl Kernel {
         Ok(())
     }
 
-    /// A process ended: free its lines and ports.
+    /// A process ended: stop its PCI functions, free its lines and ports.
+    /// Called before its address space (and so its DMA frames) is retired
+    /// (`Kernel::finish`), so that no device it programmed can still write
+    /// into frames that another process may get next.
     pub fn devices_cleanup(&mut self, slot: usize, pid: Pid) {
+        self.stop_dma_of(pid);
         for line in 0..IRQ_LINES {
             if self.irqs().lines[line].owner.is_some_and(|(p, _)| p == pid) {
                 self.release_line(line as u32);
@@ -201,6 +205,19 @@ impl Kernel {
         for claim in self.irqs_mut().pci_claims.iter_mut() {
             if claim.is_some_and(|(_, p)| p == pid) {
                 *claim = None;
+            }
+        }
+    }
+
+    /// Turn off bus mastering, INTx and MSI/MSI-X of every PCI function
+    /// `pid` has claimed ([`pci::stop_function`]): its DMA memory is about
+    /// to be freed (it ended, or its image is being replaced). Without an
+    /// IOMMU this is the only thing between a dead driver's device and
+    /// the free list (docs/reliability.md).
+    pub fn stop_dma_of(&mut self, pid: Pid) {
+        for (raw, _) in self.irqs().pci_claims.iter().flatten().filter(|(_, p)| *p == pid) {
+            if let Some(address) = PciAddress::from_raw(*raw as u64) {
+                pci::stop_function(address);
             }
         }
     }

@@ -361,6 +361,10 @@ impl Kernel {
         self.ipc_cleanup(slot, pid);
         self.proc_mut(from).replies.forget_caller(pid);
         self.proc_mut(slot).regions = [None; abi::pager::MAX_REGIONS];
+        // Its old image's DMA frames go with that image: a device it
+        // programmed must stop first (its claims stay; the new image
+        // turns bus mastering on again if it drives the device).
+        self.stop_dma_of(pid);
         let old = self.proc_mut(slot).space.replace(space);
         if let Some(old) = old {
             self.retire_space(old);

@@ -633,6 +633,11 @@ pub mod monitor {
     /// monitor closes its links to it and forgets the cached lookups of
     /// the device entries that named it.
     pub const OP_SERVER_ENDED: u64 = 73;
+    /// A one-way `send` from init only: a driver init restarted is ready
+    /// (kernel pid word 1) and its device entry names it. The monitor
+    /// mounts again what it had to drop when the driver's last instance
+    /// ended (docs/reliability.md, "Restarting dead servers and drivers").
+    pub const OP_SERVER_STARTED: u64 = 74;
     /// `getrlimit(word 1)`: word 1 = a [`super::rlimit`] resource. Reply:
     /// word 1 = soft limit, word 2 = hard limit ([`super::rlimit::INFINITY`]
     /// for none). `EINVAL` for an unknown resource.

@@ -27,7 +27,8 @@
 //!    server, whose output must be the host's ([`linux`]);
 //! 6. the disk file system's tests ([`disk`]): ext2 images made and
 //!    checked on the host with e2fsprogs around batch boots of
-//!    `/bin/disktest` (a workload, `nbuf=1`, a corrupt image, power cuts);
+//!    `/bin/disktest` (a workload, `nbuf=1`, a corrupt image, the disk's
+//!    driver killed under writes, power cuts);
 //! 7. the benchmark smoke test, `cargo xtask bench --quick` (Ridgeback and
 //!    the Linux guest; it checks that every figure is measured, never a
 //!    figure's value).

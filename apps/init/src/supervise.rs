@@ -214,6 +214,7 @@ impl Supervisor {
                         }
                         None => println!("init: {} started again ({pid:#x})", c.program),
                     }
+                    tell_the_monitor_started(Pid(pid));
                 }
                 Err(why) => self.died(i, &format!("did not start again: {why}"), 0),
             }
@@ -374,6 +375,18 @@ fn tell_the_monitor(pid: Pid) {
         && let Ok(l) = msg::open_link(monitor_pid, Queue(queue))
     {
         let _ = msg::send(l, &[monitor::OP_SERVER_ENDED, pid.0, 0, 0]);
+        let _ = msg::close_link(l);
+    }
+}
+
+/// Tell the monitor that a restarted driver, `pid`, is ready and named by
+/// its entry (`monitor::OP_SERVER_STARTED`): a volume it dropped when the
+/// last instance ended is mounted again. One-way, as [`tell_the_monitor`].
+fn tell_the_monitor_started(pid: Pid) {
+    if let Some((monitor_pid, queue)) = sys::bootstrap(bootstrap::MONITOR)
+        && let Ok(l) = msg::open_link(monitor_pid, Queue(queue))
+    {
+        let _ = msg::send(l, &[monitor::OP_SERVER_STARTED, pid.0, 0, 0]);
         let _ = msg::close_link(l);
     }
 }

@@ -27,6 +27,27 @@ static PORTS: Mutex<()> = Mutex::new(());
 
 /// Command register bit: the function answers memory accesses to its BARs.
 const COMMAND_MEMORY_SPACE: u32 = 1 << 1;
+/// Command register bit: the function may master the bus, that is do DMA
+/// (and send MSI messages, which are memory writes; PCI Local Bus 3.0
+/// §6.2.2, §6.8).
+const COMMAND_BUS_MASTER: u32 = 1 << 2;
+/// Command register bit: the function may not assert its INTx pin (§6.2.2).
+const COMMAND_INTERRUPT_DISABLE: u32 = 1 << 10;
+/// Status register bit (bit 20 of the dword at 0x04): the function has a
+/// capabilities list, whose first pointer is at 0x34 (§6.7).
+const STATUS_CAPABILITIES_LIST: u32 = 1 << 20;
+const CAPABILITIES_POINTER: u8 = 0x34;
+/// Capability ids (§6.8.1, §6.8.2) and their enable bits in the dword of
+/// the capability's header (message control is its upper half).
+const CAPABILITY_MSI: u32 = 0x05;
+const MSI_ENABLE: u32 = 1 << 16;
+const CAPABILITY_MSI_X: u32 = 0x11;
+const MSI_X_ENABLE: u32 = 1 << 31;
+/// Class code (the top byte of the dword at 0x08) of bridges (§D).
+const CLASS_BRIDGE: u32 = 0x06;
+/// The most capabilities 192 bytes of device-specific space can hold (4
+/// bytes each at least): bounds the walk of a list that loops.
+const MAX_CAPABILITIES: usize = 48;
 
 /// A function's address: bus << 8 | device << 3 | function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,6 +150,48 @@ pub fn is_device(address: PciAddress) -> bool {
     let id = read_dword(address, 0);
     let header_type = (read_dword(address, 0x0c) >> 16) & 0x7f;
     id & 0xffff != 0xffff && header_type == 0
+}
+
+/// Stop the ordinary device at `address` from reaching memory or the CPU:
+/// Bus Master Enable off (no new DMA, no MSI message, which is a DMA
+/// write), INTx disabled, and MSI and MSI-X off. The kernel calls it when
+/// the function's driver ends, before that driver's DMA frames go back to
+/// the free list (docs/reliability.md, "A dead driver's device"). The
+/// next driver turns on what it needs (`drivers/virtio-hal` sets bus
+/// mastering and clears INTx-disable). Configuration writes are not
+/// posted (§3.2.2.3.2), so the device holds the new command when the
+/// write completes; a transfer it had already put on the bus still lands,
+/// which only an IOMMU could stop.
+pub fn stop_function(address: PciAddress) {
+    // A host bridge (class 0x06, header type 0, the ktests claim one)
+    // does no DMA of its own, and its command register can gate the
+    // CPU's path to memory on some chipsets: leave bridges alone.
+    let class = read_dword(address, 0x08) >> 24;
+    if !is_device(address) || class == CLASS_BRIDGE {
+        return;
+    }
+    let command_status = read_dword(address, 0x04);
+    // The status half is write-one-to-clear: write it as zeros.
+    let command = (command_status & 0xffff & !COMMAND_BUS_MASTER) | COMMAND_INTERRUPT_DISABLE;
+    write_dword(address, 0x04, command);
+    if command_status & STATUS_CAPABILITIES_LIST == 0 {
+        return;
+    }
+    let mut pointer = (read_dword(address, CAPABILITIES_POINTER) & 0xfc) as u8;
+    for _ in 0..MAX_CAPABILITIES {
+        if pointer < 0x40 {
+            break; // the end of the list (0), or a pointer into the header
+        }
+        let header = read_dword(address, pointer);
+        match header & 0xff {
+            CAPABILITY_MSI if header & MSI_ENABLE != 0 => write_dword(address, pointer, header & !MSI_ENABLE),
+            CAPABILITY_MSI_X if header & MSI_X_ENABLE != 0 => {
+                write_dword(address, pointer, header & !MSI_X_ENABLE)
+            }
+            _ => {}
+        }
+        pointer = ((header >> 8) & 0xfc) as u8;
+    }
 }
 
 /// A memory BAR: where it is and how long.

@@ -121,6 +121,7 @@ fn main(args: Args) -> i32 {
             link: fs_link,
             inner: String::from("/"),
             device_handles: Vec::new(),
+            remount: false,
         }],
         vm,
         tty,
@@ -173,6 +174,9 @@ fn main(args: Args) -> i32 {
             }
             Kind::Short if r.message[0] == monitor::OP_SERVER_ENDED && r.sender == m.starter => {
                 m.server_ended(Pid(r.message[1]));
+            }
+            Kind::Short if r.message[0] == monitor::OP_SERVER_STARTED && r.sender == m.starter => {
+                m.remount_pending();
             }
             Kind::Short if r.message[0] == monitor::OP_PIPE_LOAN => {
                 m.pipe_loan(r.sender, r.message[1], r.message[2]);

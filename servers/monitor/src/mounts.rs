@@ -19,7 +19,11 @@
 //! Invariants: the table always has a mount at `/`, first; a mount point
 //! is never removed or renamed (`EBUSY`), and nothing is renamed between
 //! mounts (`EXDEV`). A disk manager that ends takes its mount away (its
-//! names then fall to the mount below, and its clients get `EIO`).
+//! names then fall to the mount below, and its clients get `EIO`), except
+//! one the monitor ended because its block driver died (issue 16): that
+//! mount stays, failing with `EIO`, until the restarted driver is ready
+//! and the volume is mounted again (`block_driver_ended`,
+//! `remount_pending`).
 
 use crate::state::{Answer, Monitor, err};
 use crate::tables::Mount;
@@ -28,6 +32,13 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use protocols::unix::{Errno, Stat, device, errno, ext2fs, fs, io, mode, open_flags};
+
+/// An ext2 manager started on a block device, mounted and ready.
+struct DiskManager {
+    pid: Pid,
+    queue: u32,
+    device_handles: Vec<(Pid, u32, u64)>,
+}
 
 /// `abs` is `point` or below it.
 fn is_under(abs: &str, point: &str) -> bool {
@@ -105,75 +116,25 @@ impl Monitor {
         if self.is_mount_point(&target) || (target == "/" && root_is_disk) {
             return Err(errno::EBUSY);
         }
-        self.forget_lookups();
-        let (dev, rest) = self.lookup(&source).map_err(|(e, _)| e)?;
-        if !mode::is_blk(dev.mode) || rest.as_deref() != Some("") {
-            return Err(errno::EINVAL); // Linux says ENOTBLK
-        }
+        let dev = self.block_device(&source)?;
         // The directory must be there, or be makeable (made once the
         // volume is mounted: a refused mount leaves no trace).
         let make_point = target != "/" && self.mount_point_missing(&target)?;
-        let read_only = options.split(',').any(|o| o == "ro");
-        let flags = if read_only { open_flags::O_RDONLY } else { open_flags::O_RDWR };
-        let driver = Pid(dev.device_pid);
-        let link = self.link(driver, dev.device_queue)?;
-        let mut handles = Vec::new();
-        let mut device_bytes = 0;
-        let opened: Result<(), Errno> = (|| {
-            for _ in 0..=ext2fs::WORKERS {
-                let (w, _) = self.call(link, [device::OP_OPEN, flags, dev.ino, 0], &[], &mut [])?;
-                handles.push(w[0]);
-            }
-            let mut st = [0u8; Stat::BYTES];
-            self.call(link, [io::OP_FSTAT, handles[0], 0, 0], &[], &mut st)?;
-            device_bytes = Stat::decode(&st).ok_or(errno::EIO)?.size_bytes;
-            Ok(())
-        })();
-        let close_all = |m: &mut Monitor, handles: &[u64]| {
-            for &h in handles {
-                let _ = m.call(link, [io::OP_CLOSE, h, 0, 0], &[], &mut []);
-            }
-        };
-        if let Err(e) = opened {
-            close_all(self, &handles);
-            return Err(e);
-        }
-        let mut args = format!(
-            "{} {} {} {device_bytes} {target} {}",
-            self.me.0,
-            driver.0,
-            dev.device_queue,
-            if options.is_empty() { "-" } else { options }
-        );
-        for h in &handles {
-            args.push_str(&format!(" {h}"));
-        }
-        let started = self.start_helper("ext2fs", &args, ext2fs::READY);
-        let (pid, queue) = match started {
-            Ok((pid, queue, 0, _)) => (pid, queue),
-            Ok((_, _, code, _)) => {
-                // The manager refused the volume (and ended): say why.
-                close_all(self, &handles);
-                return Err(Errno(code));
-            }
-            Err(e) => {
-                close_all(self, &handles);
-                return Err(e);
-            }
-        };
+        let started = self.start_disk_manager(&dev, &target, options)?;
         let made = if make_point {
             self.path_call(&target, [fs::OP_MKDIR, 0o755, 0, fs::owner_word(0, 0)], &mut []).map(|_| ())
         } else {
             Ok(())
         };
-        let manager_link = match made.and_then(|()| self.link(pid, queue)) {
+        let manager_link = match made.and_then(|()| self.link(started.pid, started.queue)) {
             Ok(l) => l,
             Err(e) => {
-                let _ = runtime::sys::kill(pid);
-                close_all(self, &handles);
+                let _ = runtime::sys::kill(started.pid);
+                self.close_device_handles(&started.device_handles);
                 return Err(e);
             }
         };
+        let (pid, queue, device_handles) = (started.pid, started.queue, started.device_handles);
         let disk = Mount {
             point: target.clone(),
             source,
@@ -183,7 +144,8 @@ impl Monitor {
             queue,
             link: manager_link,
             inner: String::from("/"),
-            device_handles: handles.iter().map(|&h| (driver, dev.device_queue, h)).collect(),
+            device_handles,
+            remount: false,
         };
         if target == "/" {
             // The disk is the root; memfs keeps /dev and /tmp.
@@ -199,6 +161,7 @@ impl Monitor {
                     link: memfs.link,
                     inner: String::from(dir),
                     device_handles: Vec::new(),
+                    remount: false,
                 });
             }
             self.mounts.insert(0, disk);
@@ -207,6 +170,75 @@ impl Monitor {
         }
         self.forget_lookups();
         Ok(0)
+    }
+
+    /// The block device entry at `source` (freshly looked up).
+    fn block_device(&mut self, source: &str) -> Result<Stat, Errno> {
+        self.forget_lookups();
+        let (dev, rest) = self.lookup(source).map_err(|(e, _)| e)?;
+        if !mode::is_blk(dev.mode) || rest.as_deref() != Some("") {
+            return Err(errno::EINVAL); // Linux says ENOTBLK
+        }
+        Ok(dev)
+    }
+
+    /// Open the block device `dev` once for an ext2 manager and once for
+    /// each of its I/O workers (`O_RDONLY` with `ro`), start `ext2fs` on
+    /// them for `target` and wait until it has mounted the volume. On any
+    /// failure the handles are closed and the manager's errno returned.
+    fn start_disk_manager(&mut self, dev: &Stat, target: &str, options: &str) -> Result<DiskManager, Errno> {
+        let read_only = options.split(',').any(|o| o == "ro");
+        let flags = if read_only { open_flags::O_RDONLY } else { open_flags::O_RDWR };
+        let driver = Pid(dev.device_pid);
+        let link = self.link(driver, dev.device_queue)?;
+        let mut handles = Vec::new();
+        let mut device_bytes = 0;
+        let opened: Result<(), Errno> = (|| {
+            for _ in 0..=ext2fs::WORKERS {
+                let (w, _) = self.call(link, [device::OP_OPEN, flags, dev.ino, 0], &[], &mut [])?;
+                handles.push((driver, dev.device_queue, w[0]));
+            }
+            let mut st = [0u8; Stat::BYTES];
+            self.call(link, [io::OP_FSTAT, handles[0].2, 0, 0], &[], &mut st)?;
+            device_bytes = Stat::decode(&st).ok_or(errno::EIO)?.size_bytes;
+            Ok(())
+        })();
+        if let Err(e) = opened {
+            self.close_device_handles(&handles);
+            return Err(e);
+        }
+        let mut args = format!(
+            "{} {} {} {device_bytes} {target} {}",
+            self.me.0,
+            driver.0,
+            dev.device_queue,
+            if options.is_empty() { "-" } else { options }
+        );
+        for (_, _, h) in &handles {
+            args.push_str(&format!(" {h}"));
+        }
+        match self.start_helper("ext2fs", &args, ext2fs::READY) {
+            Ok((pid, queue, 0, _)) => Ok(DiskManager { pid, queue, device_handles: handles }),
+            // The manager refused the volume (and ended): say why.
+            Ok((_, _, code, _)) => {
+                self.close_device_handles(&handles);
+                Err(Errno(code))
+            }
+            Err(e) => {
+                self.close_device_handles(&handles);
+                Err(e)
+            }
+        }
+    }
+
+    /// Close handles at block drivers (those of a dead driver fail: they
+    /// died with it).
+    fn close_device_handles(&mut self, handles: &[(Pid, u32, u64)]) {
+        for &(driver, queue, h) in handles {
+            if let Ok(l) = self.link(driver, queue) {
+                let _ = self.call(l, [io::OP_CLOSE, h, 0, 0], &[], &mut []);
+            }
+        }
     }
 
     /// Is the directory a mount goes on missing (to be made, mode 0755,
@@ -224,6 +256,14 @@ impl Monitor {
     /// held). Returns whether `kpid` was one.
     pub fn mount_manager_ended(&mut self, kpid: Pid) -> bool {
         let Some(i) = self.mounts.iter().position(|m| m.manager == kpid) else { return false };
+        if self.mounts[i].remount {
+            // Ended by `block_driver_ended`: the entry stays (its names
+            // must not fall to the mount below, where a write would land
+            // in memory) until `remount_pending` replaces its manager;
+            // the link stays open meanwhile, so that its number cannot
+            // name another process while the entry holds it.
+            return true;
+        }
         let gone = self.mounts.remove(i);
         if i == 0 {
             // The root's manager died: names fall back to memfs.
@@ -241,18 +281,89 @@ impl Monitor {
                     link,
                     inner: String::from("/"),
                     device_handles: Vec::new(),
+                    remount: false,
                 },
             );
         }
-        for (driver, queue, h) in gone.device_handles {
-            if let Ok(l) = self.link(driver, queue) {
-                let _ = self.call(l, [io::OP_CLOSE, h, 0, 0], &[], &mut []);
-            }
-        }
+        self.close_device_handles(&gone.device_handles);
         self.drop_link(kpid);
         self.forget_lookups();
         runtime::println!("monitor: the manager of {} ended; it is no longer mounted", gone.point);
         true
+    }
+
+    /// A block driver ended (init's `OP_SERVER_ENDED`; issue 16): every
+    /// ext2 volume on it is dropped and mounted again cleanly once init
+    /// has started the driver again ([`Monitor::remount_pending`]). Its
+    /// manager is ended now: its handles and its workers' died with the
+    /// driver, so it could only answer `EIO` from here on. What it had
+    /// not written is lost, as in a power cut (fs-ext2's write order keeps
+    /// the volume sound; `fsync`ed data is on the disk); its clients' calls
+    /// in flight and their descriptors get `EIO` (a dead manager), and so
+    /// do new calls under the mount point (the entry keeps the dead
+    /// manager's link) until the new manager serves it. Writing the lost buffers to the new driver instead
+    /// would need the cache to survive a device change (not built).
+    /// A volume at `/` is left as it was (its programs page from it).
+    pub fn block_driver_ended(&mut self, driver: Pid) {
+        for i in 0..self.mounts.len() {
+            let m = &self.mounts[i];
+            if m.fstype != "ext2" || m.remount || !m.device_handles.iter().any(|(d, ..)| *d == driver) {
+                continue;
+            }
+            if m.point == "/" {
+                runtime::println!(
+                    "monitor: the block driver of / ended; the root volume is not mounted again"
+                );
+                continue;
+            }
+            let manager = m.manager;
+            runtime::println!(
+                "monitor: the block driver of {} ended; its manager is ended (what it had not written is lost) and {} is mounted again from {} when the driver is back",
+                m.point,
+                m.point,
+                m.source
+            );
+            let m = &mut self.mounts[i];
+            m.remount = true;
+            m.device_handles.clear(); // they died with the driver
+            let _ = runtime::sys::kill(manager);
+        }
+    }
+
+    /// A driver init restarted is ready (`OP_SERVER_STARTED`): mount
+    /// again every volume [`Monitor::block_driver_ended`] dropped, from its
+    /// device entry, at its point, with its options. One whose device
+    /// cannot be opened yet (another driver was restarted) stays pending.
+    pub fn remount_pending(&mut self) {
+        for i in 0..self.mounts.len() {
+            if !self.mounts[i].remount {
+                continue;
+            }
+            let (source, point, options) =
+                (self.mounts[i].source.clone(), self.mounts[i].point.clone(), self.mounts[i].options.clone());
+            let started =
+                self.block_device(&source).and_then(|dev| self.start_disk_manager(&dev, &point, &options));
+            let started = started.and_then(|d| match self.link(d.pid, d.queue) {
+                Ok(link) => Ok((d, link)),
+                Err(e) => {
+                    let _ = runtime::sys::kill(d.pid);
+                    self.close_device_handles(&d.device_handles);
+                    Err(e)
+                }
+            });
+            match started {
+                Ok((d, link)) => {
+                    let old = self.mounts[i].manager;
+                    let m = &mut self.mounts[i];
+                    (m.manager, m.queue, m.link, m.device_handles, m.remount) =
+                        (d.pid, d.queue, link, d.device_handles, false);
+                    self.drop_link(old);
+                    runtime::println!("monitor: {point} mounted again from {source}");
+                }
+                Err(e) => runtime::println!("monitor: {point} is not mounted again yet: {}", e.name()),
+            }
+        }
+        self.forget_lookups();
     }
 
     /// `OP_MOUNTS`: `source target type options` lines.

@@ -11,7 +11,10 @@
 //!   the cached lookups naming it go; an open that raced that message and
 //!   failed on a device entry whose driver has ended is looked up once
 //!   more (init has made the entry name the new driver by then, or the
-//!   open fails as before).
+//!   open fails as before);
+//! - drops an ext2 volume whose block driver ended and mounts it again
+//!   when init says a restarted driver is ready
+//!   (`monitor::OP_SERVER_STARTED`; mounts.rs).
 //!
 //! What it is not: the supervisor. It keeps no list of servers and never
 //! starts or ends one itself (only init may end init's children).
@@ -44,6 +47,7 @@ impl Monitor {
     /// up), and so do the cached lookups of the device entries naming it,
     /// so that the next open finds the entry init makes for the new one.
     pub fn server_ended(&mut self, pid: Pid) {
+        self.block_driver_ended(pid);
         self.drop_link(pid);
         self.lookups.retain(|_, (st, rest)| rest.is_none() || st.device_pid != pid.0);
     }

@@ -108,7 +108,7 @@ impl Net {
                 return;
             }
         };
-        let mut dev = EthLink::new(link, mac, self.pool.clone());
+        let mut dev = EthLink::new(link, driver.0, mac, self.pool.clone());
         let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
         config.random_seed = self.seed.rotate_left(17);
         let mut iface = Interface::new(config, &mut dev, now_of(&self.clock));
@@ -244,6 +244,7 @@ impl Net {
     /// nothing changes (bounded: a busy stack is polled again after the
     /// next batch of messages).
     pub fn run_stack(&mut self) {
+        self.tend_link();
         for _ in 0..8 {
             self.drain_queued();
             let changed = self.poll_interfaces();
@@ -312,6 +313,9 @@ impl Net {
             consider(d.total_micros() * 1000);
         }
         let now_ns = self.clock.now_ns();
+        if let Some(dev) = self.eth.as_ref() {
+            consider(dev.due_in_ns(now_ns)); // link.rs: the driver's probe or re-attach
+        }
         for deadline in self.deadlines() {
             consider(deadline.saturating_sub(now_ns));
         }
@@ -368,8 +372,13 @@ impl Net {
                 let s = dev.stats;
                 let _ = writeln!(
                     t,
-                    "\n  rx frames {} dropped {}  tx frames {} dropped {}",
-                    s.rx_frames, s.rx_dropped, s.tx_frames, s.tx_dropped
+                    "\n  rx frames {} dropped {}  tx frames {} dropped {}  relinks {}{}",
+                    s.rx_frames,
+                    s.rx_dropped,
+                    s.tx_frames,
+                    s.tx_dropped,
+                    s.relinks,
+                    if dev.is_down() { " (down: the driver ended)" } else { "" }
                 );
             }
             _ => {
@@ -381,7 +390,7 @@ impl Net {
 }
 
 /// The card's driver, from its device entry at the directory manager.
-fn find_driver() -> Option<(abi::Pid, u32)> {
+pub(crate) fn find_driver() -> Option<(abi::Pid, u32)> {
     let (fs_pid, fs_queue) = sys::bootstrap(abi::bootstrap::FS)?;
     let link = msg::open_link(fs_pid, Queue(fs_queue)).ok()?;
     let mut reply = [0u8; Stat::BYTES];

@@ -11,6 +11,14 @@
 //!   Ridgeback's `fetch` downloads as `http://10.0.2.2:PORT/` (QEMU's
 //!   user network maps 10.0.2.2 to the host's 127.0.0.1).
 //!
+//! - then kills the card's driver (`service kill virtio-net`, issue 16)
+//!   while the guest's `fetch` downloads the file again: the download must
+//!   finish whole through the driver init starts again (the network server
+//!   re-attaches `/dev/eth0`; TCP retransmits what was lost), a loopback
+//!   `fetch` from the guest's own `httpd` must work, the host's `curl`
+//!   must reach that `httpd` through the forwarded port, and `ifconfig`
+//!   must show the link attached again (`relinks 1`).
+//!
 //! Every host end binds 127.0.0.1 only; every wait is bounded (the
 //! boot's timeout, [`RETRY_FOR`] for the guest's servers to listen).
 //! The guest's network server must hold no socket at the end (`netstat
@@ -44,6 +52,12 @@ const KEEP_ALIVE_REQUESTS: usize = 100;
 /// The guest's big file is made of its programs (the shell has no glob);
 /// at least this long.
 const BIG_FILE_MIN_BYTES: u64 = 2 << 20;
+
+/// What the guest prints when its loopback fetch after the driver's
+/// restart got `/etc/inittab` whole, and when its `httpd` serves again
+/// (the host's cue for its `curl` through the restarted driver).
+const LOOPBACK_SAME: &str = "loopback-after-restart-same";
+const NET_AGAIN: &str = "net-again";
 
 /// A free port on the host's loopback (bound, read, let go).
 fn free_port() -> Result<u16, String> {
@@ -159,7 +173,17 @@ fn run_inner(
          fetch http://10.0.2.2:{py_port}/big.bin -o /tmp/py.bin\n\
          sha256sum /tmp/py.bin\n\
          sleep 1\n\
-         netstat -s\n"
+         netstat -s\n\
+         fetch http://10.0.2.2:{py_port}/big.bin -o /tmp/py2.bin &\n\
+         service kill virtio-net\n\
+         wait\n\
+         sha256sum /tmp/py2.bin\n\
+         httpd -n 2 / &\n\
+         n=0; until fetch http://127.0.0.1:{GUEST_HTTP_PORT}/etc/inittab -o /tmp/lo.txt; do n=$((n+1)); [ $n -lt 60 ] || break; sleep 1; done\n\
+         cmp /etc/inittab /tmp/lo.txt && echo {LOOPBACK_SAME}\n\
+         echo {NET_AGAIN}\n\
+         wait\n\
+         ifconfig\n"
     );
     let mut forwards = NetChoice::default();
     forwards.add_forward(&format!("{http_port}:{GUEST_HTTP_PORT}"))?;
@@ -189,6 +213,7 @@ fn run_inner(
     let deadline = Instant::now() + Duration::from_secs(timeout_s);
     let mut transcript = String::new();
     let mut host_side: Option<std::thread::JoinHandle<HostResults>> = None;
+    let mut host_again: Option<std::thread::JoinHandle<Result<(), String>>> = None;
     let mut status = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -198,6 +223,10 @@ fn run_inner(
         if line.trim() == "net-ready" && host_side.is_none() {
             let h = host.clone();
             host_side = Some(std::thread::spawn(move || h.exercise()));
+        }
+        if line.trim() == NET_AGAIN && host_again.is_none() {
+            let h = host.clone();
+            host_again = Some(std::thread::spawn(move || h.curl_inittab_again()));
         }
         if let Some(at) = line.find(abi::session::EXIT) {
             status = line[at + abi::session::EXIT.len()..].trim().parse::<u32>().ok();
@@ -266,6 +295,41 @@ fn run_inner(
             }
             Ok(())
         })(),
+    );
+    check(
+        outcome,
+        "fetch across a restart of virtio-net",
+        (|| {
+            let want = sha256_of_file(&py_file)?;
+            let got = guest_hash(&transcript, "/tmp/py2.bin")
+                .ok_or("the guest printed no hash of the file fetched across the restart")?;
+            if got != want {
+                return Err(format!("fetched file hashes to {got}, the served one to {want}"));
+            }
+            Ok(())
+        })(),
+    );
+    check(outcome, "the link attached again to the new driver", {
+        if transcript.lines().any(|l| l.contains("relinks 1")) {
+            Ok(())
+        } else {
+            Err("ifconfig never says `relinks 1`".to_string())
+        }
+    });
+    check(outcome, "loopback after the restart", {
+        if transcript.lines().any(|l| l.trim() == LOOPBACK_SAME) {
+            Ok(())
+        } else {
+            Err(format!("the guest never said {LOOPBACK_SAME}"))
+        }
+    });
+    check(
+        outcome,
+        "curl through the restarted driver",
+        match host_again {
+            Some(h) => h.join().unwrap_or_else(|_| Err("the host side panicked".to_string())),
+            None => Err(format!("the guest never said {NET_AGAIN}")),
+        },
     );
     check(outcome, "no sockets or buffers left in the guest", {
         match transcript.lines().find(|l| l.starts_with("sockets ")) {
@@ -349,6 +413,31 @@ impl Host {
             return Err("the last response's body is not /etc/inittab".to_string());
         }
         Ok(())
+    }
+
+    /// `/etc/inittab` from the guest's `httpd` once its card's driver was
+    /// restarted (retried while the guest is not listening yet).
+    fn curl_inittab_again(&self) -> Result<(), String> {
+        let out = self.dir.join("inittab-again.got");
+        let url = format!("http://127.0.0.1:{}/etc/inittab", self.http_port);
+        let want = fs::read(&self.inittab).map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        loop {
+            let status = Command::new("curl")
+                .args(["-s", "-f", "-m", "60", "-o"])
+                .arg(&out)
+                .arg(&url)
+                .status()
+                .map_err(|e| format!("cannot run curl: {e}"))?;
+            if status.success() {
+                let got = fs::read(&out).map_err(|e| e.to_string())?;
+                return if got == want { Ok(()) } else { Err("the body is not /etc/inittab".to_string()) };
+            }
+            if started.elapsed() > RETRY_FOR {
+                return Err(format!("curl {url} kept failing ({status})"));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
     }
 
     /// Send the payload to the guest's `nc -l`, shut the sending side,
@@ -451,6 +540,6 @@ mod tests {
         fs::create_dir_all(&log_dir).unwrap();
         let outcome = run(&workspace, 2, qemu::AccelChoice::Auto, 300, &log_dir);
         assert!(outcome.is_ok(), "{:?}", outcome.problems);
-        assert_eq!(outcome.passed, 5);
+        assert_eq!(outcome.passed, 9);
     }
 }

@@ -161,6 +161,21 @@ fn main(args: Args) -> i32 {
             Ok(()) => 0,
             Err(e) => e as i32,
         },
+        // A driver that turns bus mastering on and then ends (`exit` or
+        // `fault`); the runner checks that the kernel turned it off.
+        "bus-master" => match bus_master(arg(1) as u8, arg(2) as u8) {
+            Ok(()) if args.get(3) == Some("fault") => {
+                // SAFETY: deliberately writes to an unmapped address: the
+                // runner expects a driver that dies by a fault.
+                unsafe { (0xdead_0000 as *mut u64).write_volatile(1) };
+                2
+            }
+            Ok(()) => 0,
+            Err(why) => {
+                println!("tchild bus-master: {why}");
+                1
+            }
+        },
         "read-expect" => read_expect(&args),
         "heap-touch" => heap_touch(),
         "proc-memory" => proc_memory_counts(arg(1)),
@@ -1008,6 +1023,29 @@ fn device_calls() -> Result<(), alloc::string::String> {
     memory.fill(0x5a);
     e(sys::dma_alloc(base, PAGE_SIZE), Error::InvalidArgument, "over memory already mapped")?;
     Ok(())
+}
+
+/// PCI command register bits (PCI Local Bus 3.0 §6.2.2), as the runner's
+/// test reads them.
+const PCI_COMMAND: u16 = 0x04;
+const PCI_BUS_MASTER: u32 = 1 << 2;
+const PCI_INTERRUPT_DISABLE: u32 = 1 << 10;
+
+/// Claim function `device.function` of bus 0, take a page of DMA memory
+/// (what the kernel must not free while the device may still write it)
+/// and turn bus mastering on, INTx on; check that the function holds it.
+fn bus_master(device: u8, function: u8) -> Result<(), alloc::string::String> {
+    use alloc::format;
+    let address = sys::pci_address(0, device, function);
+    sys::pci_claim(address).map_err(|e| format!("claim 0:{device}.{function}: {}", e.name()))?;
+    sys::dma_alloc(abi::layout::USER_DEVICE_MAP_BASE, PAGE_SIZE)
+        .map_err(|e| format!("dma_alloc: {}", e.name()))?;
+    let command = sys::pci_config_read(address, PCI_COMMAND, 2).map_err(|e| e.name())?;
+    let on = (command | PCI_BUS_MASTER) & !PCI_INTERRUPT_DISABLE;
+    sys::pci_config_write(address, PCI_COMMAND, 2, on).map_err(|e| format!("write command: {}", e.name()))?;
+    let now = sys::pci_config_read(address, PCI_COMMAND, 2).map_err(|e| e.name())?;
+    check(now & PCI_BUS_MASTER != 0, "bus mastering is on after the driver turned it on")?;
+    check(now & PCI_INTERRUPT_DISABLE == 0, "INTx is on after the driver turned it on")
 }
 
 /// Not the server of foreign process `pid`: every foreign call on it is

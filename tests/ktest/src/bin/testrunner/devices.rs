@@ -57,6 +57,73 @@ pub fn pci_and_dma_calls() -> TestResult {
     expect_status_with_rights("pci-claim 0", DEVICES, ExitStatus::Exited(0))
 }
 
+/// PCI command register bits (PCI Local Bus 3.0 §6.2.2).
+const PCI_COMMAND: u16 = 0x04;
+const PCI_BUS_MASTER: u32 = 1 << 2;
+const PCI_INTERRUPT_DISABLE: u32 = 1 << 10;
+/// Class code of bridges (the top byte at 0x08): the kernel leaves them alone.
+const PCI_CLASS_BRIDGE: u32 = 0x06;
+
+/// Ordinary functions (header type 0) on bus 0 that are not bridges: the
+/// `pc` machine's IDE controller, VGA and NIC, whatever this QEMU has.
+fn ordinary_functions() -> alloc::vec::Vec<(u8, u8)> {
+    let mut found = alloc::vec::Vec::new();
+    for device in 0..32u8 {
+        for function in 0..8u8 {
+            let address = sys::pci_address(0, device, function);
+            let read = |offset| sys::pci_config_read(address, offset, 4).unwrap_or(u32::MAX);
+            let (id, header, class) = (read(0), (read(0x0c) >> 16) & 0x7f, read(0x08) >> 24);
+            if id & 0xffff != 0xffff && header == 0 && class != PCI_CLASS_BRIDGE {
+                found.push((device, function));
+            }
+        }
+    }
+    found
+}
+
+/// Issue 16: when a driver ends, by `exit` or by a fault, the kernel turns
+/// off bus mastering (and INTx) of the function it held, before its DMA
+/// frames are freed; the next driver turns it on again; a function another
+/// process holds is left as it is.
+pub fn dead_drivers_device_stops_dma() -> TestResult {
+    let functions = ordinary_functions();
+    let Some(&(device, function)) = functions.first() else {
+        return Err(alloc::string::String::from("no ordinary PCI function on bus 0 to drive"));
+    };
+    let address = sys::pci_address(0, device, function);
+    let command = || sys::pci_config_read(address, PCI_COMMAND, 2).map_err(|e| e.name());
+    // A bystander held by the runner, bus mastering on through the test.
+    let bystander = functions.get(1).map(|&(d, f)| sys::pci_address(0, d, f));
+    let mut bystander_was = 0;
+    if let Some(b) = bystander {
+        sys::pci_claim(b).map_err(|e| format!("claim the bystander: {}", e.name()))?;
+        bystander_was = sys::pci_config_read(b, PCI_COMMAND, 2).map_err(|e| e.name())?;
+        sys::pci_config_write(b, PCI_COMMAND, 2, bystander_was | PCI_BUS_MASTER).map_err(|e| e.name())?;
+    }
+    let result = (|| -> TestResult {
+        let args = format!("bus-master {device} {function} exit");
+        expect_status_with_rights(&args, DEVICES, ExitStatus::Exited(0))?;
+        let after_exit = command()?;
+        check(after_exit & PCI_BUS_MASTER == 0, "bus mastering is off once the driver has exited")?;
+        check(after_exit & PCI_INTERRUPT_DISABLE != 0, "INTx is disabled once the driver has exited")?;
+        // A driver that dies by a fault; its restart (a new driver of the
+        // same function) could turn bus mastering on again (it checks).
+        let args = format!("bus-master {device} {function} fault");
+        let want = ExitStatus::Fault { vector: abi::vector::PAGE_FAULT, address: 0xdead_0000 };
+        expect_status_with_rights(&args, DEVICES, want)?;
+        check(command()? & PCI_BUS_MASTER == 0, "bus mastering is off once the driver has faulted")?;
+        if let Some(b) = bystander {
+            let now = sys::pci_config_read(b, PCI_COMMAND, 2).map_err(|e| e.name())?;
+            check(now & PCI_BUS_MASTER != 0, "a function the dead driver did not hold keeps bus mastering")?;
+        }
+        Ok(())
+    })();
+    if let Some(b) = bystander {
+        let _ = sys::pci_config_write(b, PCI_COMMAND, 2, bystander_was);
+    }
+    result
+}
+
 pub fn console_driver() -> TestResult {
     let me = sys::getpid();
     let driver =

@@ -104,6 +104,7 @@ const TESTS: &[Test] = &[
     ("interrupts_arrive_as_messages", devices::interrupts_as_messages),
     ("console_driver_serves_programs", devices::console_driver),
     ("pci_dma_and_device_memory_calls", devices::pci_and_dma_calls),
+    ("a_dead_drivers_device_stops_dma", devices::dead_drivers_device_stops_dma),
     ("pager_serves_zero_and_copy_on_write_pages", pagers::pager_serves),
     ("pager_refusing_or_dying_ends_the_faulter", pagers::pager_refuses_and_dies),
     ("pager_rights", pagers::pager_rights),
