@@ -633,6 +633,29 @@ pub mod monitor {
     /// monitor closes its links to it and forgets the cached lookups of
     /// the device entries that named it.
     pub const OP_SERVER_ENDED: u64 = 73;
+    /// Word 2 of [`OP_SERVER_ENDED`]: init will not start it again (its
+    /// line does not say `restart`, it exited with status 0, or init gave
+    /// it up). 0: a new instance may follow ([`OP_SERVER_STARTED`] for a driver,
+    /// [`OP_SLOT_SERVER_STARTED`] for a server of a bootstrap slot).
+    pub const ENDED_FOR_GOOD: u64 = 1;
+    /// A one-way `send` from init only: the server of bootstrap slot word
+    /// 1 (`abi::bootstrap`) was started again, as kernel pid word 2 with
+    /// queue word 3. The monitor takes the slot for the UNIX processes it
+    /// makes from then on; for the terminal (`TTY`) it registers with the
+    /// new manager, moves the open-file descriptions that named the old
+    /// one to new handles there, remakes `/dev/console` and `/dev/tty`,
+    /// gives the session's process group the terminal again and answers
+    /// the [`OP_FD_RELINK`] calls waiting for it (docs/reliability.md,
+    /// "The console and the terminal").
+    pub const OP_SLOT_SERVER_STARTED: u64 = 76;
+    /// After a call on descriptor word 1 failed because its manager (kernel
+    /// pid word 2) has ended: where its requests go now. Reply as
+    /// [`OP_FD_INFO`]. The terminal's manager is restarted by init, so the
+    /// reply waits until the description names the new one (or init gives
+    /// it up: `EIO`); for any other ended manager, or when the description
+    /// no longer names word 2, the answer is at once (`EIO` when it still
+    /// names the ended one: a driver's handles die with it).
+    pub const OP_FD_RELINK: u64 = 77;
     /// A one-way `send` from init only: a driver init restarted is ready
     /// (kernel pid word 1) and its device entry names it. The monitor
     /// mounts again what it had to drop when the driver's last instance
@@ -1342,6 +1365,15 @@ pub mod tty {
     /// terminal silent. What `termios` `ECHO` off and back on does for
     /// `getpass(3)`.
     pub const OP_NO_ECHO_LINE: u64 = 66;
+    /// A one-way `send` from the terminal manager's starter (init) only:
+    /// the console driver was started again, as kernel pid word 1 with
+    /// queue word 2. The manager subscribes to its input and writes
+    /// through it from then on (output written while no driver answered
+    /// is kept up to [`DOWN_OUTPUT_BYTES`], then dropped).
+    pub const OP_SET_CONSOLE: u64 = 67;
+    /// Most bytes of output the terminal manager keeps while its console
+    /// driver is gone, written to the new driver once it subscribes.
+    pub const DOWN_OUTPUT_BYTES: usize = 4096;
 }
 
 #[cfg(test)]

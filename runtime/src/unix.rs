@@ -13,6 +13,16 @@
 //! `fork` copies it with the rest of memory, and the kernel copies the
 //! links it names.
 //!
+//! A manager that ends is not always the end of its descriptors: init
+//! restarts the terminal manager (docs/reliability.md, "The console and
+//! the terminal"). A call on a character device that gets `DeadPeer`
+//! asks the monitor where the descriptor goes now (`OP_FD_RELINK`: for the
+//! terminal the answer waits until the new manager runs), forgets every
+//! cached descriptor of the ended manager, and makes the call once more.
+//! A call that the old manager had half done is thus made again: a read
+//! in flight reads the next line from the new manager, and a write in
+//! flight may show twice.
+//!
 //! Errors are POSIX error numbers ([`Errno`]).
 
 #[path = "unix_block.rs"]
@@ -193,7 +203,15 @@ fn fd_entry(fd: Fd) -> Result<(Link, FdInfo), Errno> {
         Slot::Open { link, info } => Ok((link, info)),
         Slot::Closed => Err(errno::EBADF),
         Slot::Unknown => match monitor_call([monitor_ops::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []) {
-            Ok((w, _)) => remember(fd as u64, FdInfo::decode([w[1], w[2], w[3]])),
+            Ok((w, _)) => {
+                let info = FdInfo::decode([w[1], w[2], w[3]]);
+                match remember(fd as u64, info) {
+                    // No link to its manager: a terminal manager that ended
+                    // and that the monitor has not replaced yet.
+                    Err(_) if ux::mode::is_chr(info.file_type) => relink(fd, info.manager_pid),
+                    other => other,
+                }
+            }
             Err(e) => {
                 if e == errno::EBADF {
                     STATE.lock().fds[fd as usize] = Slot::Closed;
@@ -220,9 +238,47 @@ fn manager_call(
     let (link, info) = fd_entry(fd)?;
     let mut req = request;
     req[1] = info.handle;
-    let (words, len) = msg::call(link, &req, data, reply).map_err(from_kernel)?;
+    let answered = match msg::call(link, &req, data, reply) {
+        // Its manager ended: a terminal's is restarted (see the top).
+        Err(abi::Error::DeadPeer) if ux::mode::is_chr(info.file_type) => {
+            let (link, info) = relink(fd, info.manager_pid)?;
+            req[1] = info.handle;
+            msg::call(link, &req, data, reply)
+        }
+        other => other,
+    };
+    let (words, len) = answered.map_err(from_kernel)?;
     ux::result(words[0])?;
     Ok((words, len))
+}
+
+/// `fd`'s manager (kernel pid `ended`) has ended: forget every cached
+/// descriptor it served and ask the monitor where `fd` goes now
+/// (`OP_FD_RELINK`, which for the terminal waits for its new manager).
+/// `EIO` when it still names the ended one (a driver's handles died with
+/// it).
+fn relink(fd: Fd, ended: u64) -> Result<(Link, FdInfo), Errno> {
+    forget_manager(ended);
+    let (w, _) = monitor_call([monitor_ops::OP_FD_RELINK, fd as u64, ended, 0], &[], &mut [])?;
+    // The monitor answers `EIO` itself when `fd` still names the ended
+    // manager (and the same manager only when it found it running).
+    remember(fd as u64, FdInfo::decode([w[1], w[2], w[3]]))
+}
+
+/// Forget the cached descriptors served by `manager` and close the link
+/// to it: the next use of each asks the monitor again.
+fn forget_manager(manager: u64) {
+    let mut st = STATE.lock();
+    for slot in st.fds.iter_mut() {
+        if matches!(slot, Slot::Open { info, .. } if info.manager_pid == manager) {
+            *slot = Slot::Unknown;
+        }
+    }
+    let (gone, kept): (Vec<_>, Vec<_>) = st.links.iter().partition(|(p, _, _)| *p == manager);
+    st.links = kept;
+    for (_, _, l) in gone {
+        let _ = msg::close_link(Link(l));
+    }
 }
 
 // --- processes ---

@@ -24,8 +24,7 @@
 //! What it is not: `select`, or edge-triggered.
 
 use super::socket::{self, PollFd};
-use super::{Errno, errno, fd_entry, from_kernel};
-use crate::msg;
+use super::{Errno, errno, fd_entry};
 use protocols::net::{POLLIN, POLLNVAL, POLLOUT};
 use protocols::unix::{self as ux, io};
 
@@ -102,12 +101,12 @@ pub fn poll(fds: &mut [PollFd], timeout_ms: Option<u64>) -> Result<usize, Errno>
 }
 
 /// One pipe's or terminal's events now (`io::OP_POLL`); a manager that
-/// does not know the request has an object that is always ready.
+/// does not know the request has an object that is always ready. Through
+/// `manager_call`, so a terminal whose manager was restarted is asked at
+/// the new one.
 fn ask(fd: super::Fd, events: u16) -> u16 {
-    let Ok((link, info)) = fd_entry(fd) else { return POLLNVAL };
-    let request = [io::OP_POLL, info.handle, u64::from(events), 0];
-    match msg::call(link, &request, &[], &mut []).map_err(from_kernel).and_then(|(w, _)| ux::result(w[0])) {
-        Ok(bits) => bits as u16,
+    match super::manager_call(fd, [io::OP_POLL, 0, u64::from(events), 0], &[], &mut []) {
+        Ok((w, _)) => w[0] as u16,
         Err(e) if e == errno::ENOSYS => events & (POLLIN | POLLOUT),
         Err(_) => POLLNVAL,
     }

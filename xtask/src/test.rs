@@ -79,6 +79,7 @@ mod net;
 mod outcome;
 mod scenarios;
 mod shcorpus;
+mod terminal;
 mod verdict;
 mod wire;
 
@@ -408,6 +409,9 @@ fn unix_steps(
     outcomes.push(shcorpus::run(workspace, &oracle_opts, opts.timeout_s, log_dir));
     // The low-memory boot (issue 16): shown under the step above.
     outcomes.push(memory::run(workspace, oracle_opts.smp, &oracle_opts, opts.timeout_s, log_dir));
+    // The console and the terminal restarted mid-session (issue 16): shown
+    // under the same step.
+    outcomes.push(terminal::run(workspace, oracle_opts.smp, opts.accel, opts.timeout_s, log_dir));
     headers.next(&format!(
         "Linux programs: {} (musl-gcc -static) and Debian's busybox-static under the Linux server, against the host (one boot)",
         linux::DIR

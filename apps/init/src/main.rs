@@ -28,6 +28,10 @@
 //!   volume is reported and the boot goes on. With the boot option
 //!   `root=disk` the device of the first `mount` line goes on `/` instead
 //!   (the memory file system keeps `/dev` and `/tmp`);
+//! - a `server` line may end with the word `restart` too (the console
+//!   driver and the terminal manager: their slot is set again to the new
+//!   instance, and the monitor and the terminal manager are told;
+//!   docs/reliability.md, "The console and the terminal");
 //! - a `driver` line may end with the word `restart`: init supervises it
 //!   and starts it again when it ends by a fault or is killed (see
 //!   [`supervise`]: back-off, giving up, the device entry made again);
@@ -91,11 +95,24 @@ fn main(args: Args) -> i32 {
         match words.as_slice() {
             [] => {}
             [w, ..] if w.starts_with('#') => {}
-            ["server", program, priority, rights, slot] => {
+            ["server", program, priority, rights, slot, more @ ..] if matches!(more, [] | ["restart"]) => {
                 match start_server(program, priority, rights, slot, ready_queue) {
                     Ok(pid) => {
                         servers.push((String::from(*program), pid));
-                        supervisor.add_server(program, pid);
+                        // It started, so its priority, rights and slot parse.
+                        let restart =
+                            match (more, priority.parse::<u64>(), rights_mask(rights), slot_number(slot)) {
+                                ([], ..) => None,
+                                (_, Ok(p), Ok(r), Ok(Some(s))) => Some((p, r, s)),
+                                _ => {
+                                    println!(
+                                        "init: line {}: {program}: `restart` needs a bootstrap slot",
+                                        number + 1
+                                    );
+                                    None
+                                }
+                            };
+                        supervisor.add_server(program, pid, restart);
                     }
                     Err(why) => {
                         println!("init: line {}: cannot start {program}: {why}", number + 1);
@@ -185,6 +202,19 @@ fn start_and_wait(
     }
 }
 
+/// The bootstrap slot a `server` line names (`-`: none).
+fn slot_number(slot: &str) -> Result<Option<u64>, String> {
+    Ok(match slot {
+        "-" => None,
+        "console" => Some(bootstrap::CONSOLE),
+        "monitor" => Some(bootstrap::MONITOR),
+        "vm" => Some(bootstrap::VM),
+        "fs" => Some(bootstrap::FS),
+        "tty" => Some(bootstrap::TTY),
+        other => return Err(alloc::format!("unknown bootstrap slot `{other}`")),
+    })
+}
+
 /// Start one server and wait for its ready message (`[READY, queue, ..]`).
 fn start_server(
     program: &str,
@@ -193,15 +223,7 @@ fn start_server(
     slot: &str,
     ready: Queue,
 ) -> Result<Pid, String> {
-    let slot = match slot {
-        "-" => None,
-        "console" => Some(bootstrap::CONSOLE),
-        "monitor" => Some(bootstrap::MONITOR),
-        "vm" => Some(bootstrap::VM),
-        "fs" => Some(bootstrap::FS),
-        "tty" => Some(bootstrap::TTY),
-        other => return Err(alloc::format!("unknown bootstrap slot `{other}`")),
-    };
+    let slot = slot_number(slot)?;
     let (pid, m) = start_and_wait(program, priority, rights, ready)?;
     let queue = m[1] as u32;
     if let Some(slot) = slot {

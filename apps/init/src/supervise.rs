@@ -20,10 +20,20 @@
 //! children's ends, so the drivers must stay init's children and their
 //! supervisor must be init.
 //!
-//! What it is not: a restarter of servers with state. A `server` line may
-//! not say `restart` (the console, tty, memfs, VM manager and monitor hold
-//! the system's state, and processes reach them through bootstrap slots
-//! fixed at their creation); their ends are logged and they stay down.
+//! A `server` line that says `restart` (the console driver and the
+//! terminal manager) is restarted the same way; instead of a device entry
+//! the new instance takes its bootstrap slot in init, and init tells the
+//! monitor (`monitor::OP_SLOT_SERVER_STARTED`: it moves the terminal's open
+//! descriptions to the new manager and takes the slot for the processes
+//! it makes) and, for a new console driver, the terminal manager
+//! (`tty::OP_SET_CONSOLE`). The monitor hears of every end with whether a
+//! new instance may follow (`monitor::ENDED_FOR_GOOD`), so that calls
+//! waiting for a new terminal fail rather than wait for ever.
+//!
+//! What it is not: a restarter of servers with state. memfs, the VM
+//! manager and the monitor hold the system's state, and processes reach
+//! them through bootstrap slots fixed at their creation: their lines do
+//! not say `restart`, their ends are logged and they stay down.
 //! A supervised program that neither ends nor reports ready hangs its
 //! start, as at boot.
 //!
@@ -67,9 +77,13 @@ pub struct Child {
     rights: u64,
     /// The device entry a driver gets (`None`: a server, or no entry).
     path: Option<String>,
+    /// The bootstrap slot a restartable server takes (`abi::bootstrap`).
+    slot: Option<u64>,
     /// Whether its line says `restart`.
     restart: bool,
     pid: Option<Pid>,
+    /// The last instance that was ready (the one the monitor knows).
+    last_pid: Option<Pid>,
     state: u64,
     started_ns: u64,
     /// When the next start is due (state `WAITING`).
@@ -94,15 +108,19 @@ impl Supervisor {
         Supervisor { children: Vec::new(), clock: Clock::new(), ready, queue }
     }
 
-    /// A server init started and waited for at boot (never restarted).
-    pub fn add_server(&mut self, program: &str, pid: Pid) {
+    /// A server init started and waited for at boot; `restart`: its line
+    /// says `restart`, with its (priority, rights, bootstrap slot).
+    pub fn add_server(&mut self, program: &str, pid: Pid, restart: Option<(u64, u64, u64)>) {
+        let (priority, rights, slot) = restart.map_or((0, 0, None), |(p, r, s)| (p, r, Some(s)));
         self.children.push(Child {
             program: String::from(program),
-            priority: 0,
-            rights: 0,
+            priority,
+            rights,
             path: None,
-            restart: false,
+            slot,
+            restart: restart.is_some(),
             pid: Some(pid),
+            last_pid: Some(pid),
             state: state::RUNNING,
             started_ns: self.clock.now_ns(),
             due_ns: 0,
@@ -128,8 +146,10 @@ impl Supervisor {
             priority,
             rights,
             path: path.map(String::from),
+            slot: None,
             restart,
             pid: None,
+            last_pid: None,
             state: state::STOPPED,
             started_ns: 0,
             due_ns: 0,
@@ -157,9 +177,13 @@ impl Supervisor {
         let m = wait_ready_or_end(pid, self.ready)?;
         let c = &mut self.children[i];
         c.pid = Some(pid);
+        c.last_pid = Some(pid);
         c.state = state::RUNNING;
         c.started_ns = self.clock.now_ns();
         c.kill_asked = false;
+        if let Some(slot) = c.slot {
+            return take_slot(slot, pid, m[1] as u32);
+        }
         match &c.path {
             Some(path) => make_entry(path, pid, m, again),
             None => Ok(()),
@@ -170,15 +194,25 @@ impl Supervisor {
     fn died(&mut self, i: usize, how: &str, ran_ns: u64) {
         let now = self.clock.now_ns();
         let c = &mut self.children[i];
-        if let Some(pid) = c.pid.take() {
-            tell_the_monitor(pid);
-        }
+        let ended = c.pid.take();
         if !c.restart {
             c.state = state::STOPPED;
             println!("init: {} {how}; its line does not say `restart`, so it stays down", c.program);
+            if let Some(pid) = ended {
+                tell_the_monitor(pid, true);
+            }
             return;
         }
-        match c.record.died(&INIT_POLICY, ran_ns) {
+        let decision = c.record.died(&INIT_POLICY, ran_ns);
+        let given_up = matches!(decision, Decision::GiveUp(_));
+        match (ended, c.last_pid) {
+            (Some(pid), _) => tell_the_monitor(pid, given_up),
+            // A start that failed: the monitor knew the instance before,
+            // and now that none will follow.
+            (None, Some(pid)) if given_up => tell_the_monitor(pid, true),
+            _ => {}
+        }
+        match decision {
             Decision::RestartIn(ns) => {
                 c.state = state::WAITING;
                 c.due_ns = now.saturating_add(ns);
@@ -232,7 +266,7 @@ impl Supervisor {
                 let ran_ns = self.clock.now_ns().saturating_sub(self.children[i].started_ns);
                 let how = match status {
                     ExitStatus::Exited(0) => {
-                        tell_the_monitor(pid);
+                        tell_the_monitor(pid, true);
                         let c = &mut self.children[i];
                         c.pid = None;
                         c.state = state::STOPPED;
@@ -367,16 +401,40 @@ fn is_boot_module(name: &str) -> bool {
 }
 
 /// Tell the monitor that `pid` ended (`monitor::OP_SERVER_ENDED`): it
-/// drops its links to it and its cached lookups naming it. A one-way
-/// `send`: init never waits for the monitor here.
-fn tell_the_monitor(pid: Pid) {
-    if let Some((monitor_pid, queue)) = sys::bootstrap(bootstrap::MONITOR)
-        && monitor_pid != pid
-        && let Ok(l) = msg::open_link(monitor_pid, Queue(queue))
+/// drops its links to it and its cached lookups naming it; `for_good`:
+/// no new instance will follow. A one-way `send`: init never waits for
+/// the monitor here.
+fn tell_the_monitor(pid: Pid, for_good: bool) {
+    let word2 = if for_good { monitor::ENDED_FOR_GOOD } else { 0 };
+    send_to_slot(bootstrap::MONITOR, pid, [monitor::OP_SERVER_ENDED, pid.0, word2, 0]);
+}
+
+/// A one-way message to the server in init's bootstrap `slot`, unless
+/// that server is `not` (the one that ended or started).
+fn send_to_slot(slot: u64, not: Pid, message: [u64; 4]) {
+    if let Some((to, queue)) = sys::bootstrap(slot)
+        && to != not
+        && let Ok(l) = msg::open_link(to, Queue(queue))
     {
-        let _ = msg::send(l, &[monitor::OP_SERVER_ENDED, pid.0, 0, 0]);
+        let _ = msg::send(l, &message);
         let _ = msg::close_link(l);
     }
+}
+
+/// A restarted server (`pid`, serving `queue`) takes its bootstrap `slot`
+/// in init; the monitor is told (`monitor::OP_SLOT_SERVER_STARTED`), and for a
+/// console driver the terminal manager too (`tty::OP_SET_CONSOLE`). At
+/// boot (the first start) `main` does this for every server, before any
+/// of them could be told.
+fn take_slot(slot: u64, pid: Pid, queue: u32) -> Result<(), String> {
+    sys::set_bootstrap(slot, pid, queue).map_err(|e| String::from(e.name()))?;
+    if slot == bootstrap::CONSOLE {
+        // init's own output goes to the new driver again.
+        runtime::io::reset_console();
+        send_to_slot(bootstrap::TTY, pid, [ux::tty::OP_SET_CONSOLE, pid.0, queue as u64, 0]);
+    }
+    send_to_slot(bootstrap::MONITOR, pid, [monitor::OP_SLOT_SERVER_STARTED, slot, pid.0, queue as u64]);
+    Ok(())
 }
 
 /// Tell the monitor that a restarted driver, `pid`, is ready and named by

@@ -22,6 +22,14 @@
 //! UART overrun would; a subscriber that has ended is forgotten, and the
 //! driver goes back to echoing and buffering until another subscribes.
 //!
+//! Restarts (docs/reliability.md, "The console and the terminal"): init
+//! starts the driver again when it ends (`etc/inittab`: `restart`). The
+//! kernel frees COM1's ports and interrupt line with the dead process, so
+//! the new one takes them as at boot; the console device manager, told
+//! by init (`tty::OP_SET_CONSOLE`), subscribes to it. Nothing of the old
+//! driver's state is kept: bytes typed while no driver ran wait in the
+//! UART and QEMU's serial back end.
+//!
 //! Arguments: the pid of the process to tell when it is ready (its queue 0
 //! gets a `READY` message).
 

@@ -44,6 +44,9 @@
 //! - `sessions`: init's `OP_START` and the console's device entries.
 //! - `supervised`: root's requests to end or start a server, forwarded
 //!   to init (the supervisor), and finding a restarted driver again.
+//! - `terminal`: the terminal across restarts of its manager and of the
+//!   console driver: descriptions moved to the new manager, descriptors
+//!   re-linked after `DeadPeer`.
 //! - here: start-up, the loop, and [`Monitor::handle`], one arm per
 //!   `monitor::OP_*`.
 //!
@@ -68,6 +71,7 @@ mod sessions;
 mod state;
 mod supervised;
 mod tables;
+mod terminal;
 
 use abi::Pid;
 use abi::msg::Kind;
@@ -136,6 +140,7 @@ fn main(args: Args) -> i32 {
         devices_made: false,
         stats: [0; 3],
         child_ended: Monitor::child_exit,
+        terminal: tables::Terminal::default(),
     };
     m.procs.insert(pid::from_kernel(starter), Proc::init(starter));
     if let Some((tp, tq)) = tty
@@ -174,6 +179,10 @@ fn main(args: Args) -> i32 {
             }
             Kind::Short if r.message[0] == monitor::OP_SERVER_ENDED && r.sender == m.starter => {
                 m.server_ended(Pid(r.message[1]));
+                m.terminal_ended(Pid(r.message[1]), r.message[2] == monitor::ENDED_FOR_GOOD);
+            }
+            Kind::Short if r.message[0] == monitor::OP_SLOT_SERVER_STARTED && r.sender == m.starter => {
+                m.slot_server_started(r.message[1], Pid(r.message[2]), r.message[3] as u32);
             }
             Kind::Short if r.message[0] == monitor::OP_SERVER_STARTED && r.sender == m.starter => {
                 m.remount_pending();
@@ -263,6 +272,7 @@ impl Monitor {
             monitor::OP_SUPERVISOR => Answer::Words([0, self.starter.0, protocols::init::QUEUE as u64, 0]),
             monitor::OP_SIGNAL_CATCH_SET => self.signal_catch_set(me, w[1]),
             monitor::OP_SIGNAL_WAIT => self.signal_wait(me, reply),
+            monitor::OP_FD_RELINK => self.fd_relink(me, reply, w[1], w[2]),
             _ => err(errno::ENOSYS),
         }
     }

@@ -44,6 +44,8 @@ impl Monitor {
         proc.ppid = me;
         proc.pgid = p;
         self.procs.insert(p, proc);
+        // The group given the terminal again after its manager restarts.
+        self.terminal.session_pgid = p;
         // Standard input, output and error: the console, if there is one.
         let console = self.open_object(p, "/dev/console", open_flags::O_RDWR, 0);
         if let Err(e) = console {

@@ -68,6 +68,8 @@ pub struct Monitor {
     /// Requests served, forks, execs.
     pub stats: [u64; 3],
     pub child_ended: ChildEnded,
+    /// The terminal across restarts (`terminal`).
+    pub terminal: crate::tables::Terminal,
 }
 
 pub fn err(e: Errno) -> Answer {

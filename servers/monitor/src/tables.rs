@@ -196,6 +196,17 @@ impl OpenFiles {
         if f.refs == 0 { self.slots[i].take() } else { None }
     }
 
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut OpenFile> {
+        self.slots.get_mut(i).and_then(Option::as_mut)
+    }
+
+    /// The descriptions whose manager is the process `manager_pid` (the
+    /// terminal's, moved to a restarted manager: `terminal`).
+    pub fn naming(&self, manager_pid: u64) -> Vec<usize> {
+        let names = |f: &OpenFile| f.info.manager_pid == manager_pid;
+        self.slots.iter().enumerate().filter(|(_, f)| f.as_ref().is_some_and(names)).map(|(i, _)| i).collect()
+    }
+
     pub fn in_use(&self) -> u64 {
         self.slots.iter().flatten().count() as u64
     }
@@ -272,4 +283,17 @@ impl Pipes {
         }
         Pipes { settings, budget: LoanBudget::default() }
     }
+}
+
+/// The monitor's record of the terminal (a field of the monitor; its logic is in `terminal`).
+#[derive(Default)]
+pub struct Terminal {
+    /// The terminal manager ended and init will not start another.
+    pub gone_for_good: bool,
+    /// `OP_FD_RELINK` calls waiting for the new manager: (reply, UNIX
+    /// pid, fd).
+    pub waiting: Vec<(ReplyHandle, u64, u64)>,
+    /// The session's process group (init's `OP_START`), given the
+    /// terminal again after a restart.
+    pub session_pgid: u64,
 }

@@ -21,6 +21,19 @@
 //! `monitor::OP_SIGNAL_GROUP`, never a `call`: the monitor calls this
 //! manager, so a call back could deadlock them.
 //!
+//! Restarts (docs/reliability.md, "The console and the terminal"): init
+//! starts this manager again when it ends (`etc/inittab`: `restart`). A
+//! new instance subscribes to the console driver, which hands the input
+//! over from a subscriber that has ended; the monitor registers with it
+//! and moves the open descriptions to new handles here. Lost with the old
+//! instance: the half-typed line, reads in flight (their callers ask the
+//! monitor where the terminal went and read again), the no-echo line and
+//! the foreground group (the monitor gives it back to the session's
+//! group). When the console driver ends, writes are kept (up to
+//! `tty::DOWN_OUTPUT_BYTES`, the rest dropped) until init names the new
+//! driver (`tty::OP_SET_CONSOLE`, a one-way message from the starter
+//! only); then this manager subscribes to it and writes what it kept.
+//!
 //! Trust: the monitor registers itself once (`tty::OP_SET_MONITOR`); from
 //! then on only it may open and close handles. Handles are sparse (slot
 //! and a random check), so a process cannot use one it was not given.
@@ -108,6 +121,9 @@ fn start(starter: Option<Pid>) -> Result<Tty, &'static str> {
         queue,
         driver,
         driver_pid,
+        starter,
+        down_output: Vec::new(),
+        driver_gone: false,
         ldisc: LineDiscipline::new(),
         handles: Handles::new(),
         readers: VecDeque::new(),
@@ -147,6 +163,13 @@ struct Tty {
     queue: Queue,
     driver: Link,
     driver_pid: Pid,
+    /// init, which names a restarted console driver (`OP_SET_CONSOLE`).
+    starter: Option<Pid>,
+    /// Output written while the driver did not answer (it ended): kept,
+    /// up to `tty::DOWN_OUTPUT_BYTES`, for the next driver.
+    down_output: Vec<u8>,
+    /// The driver did not answer a write: it has ended.
+    driver_gone: bool,
     ldisc: LineDiscipline,
     handles: Handles,
     readers: VecDeque<PendingRead>,
@@ -176,6 +199,9 @@ impl Tty {
             match r.kind {
                 Kind::Short if r.sender == self.driver_pid && r.message[0] == console::INPUT => {
                     self.input(&r.message, &mut reply_data.0);
+                }
+                Kind::Short if Some(r.sender) == self.starter && r.message[0] == tty::OP_SET_CONSOLE => {
+                    self.set_console(Pid(r.message[1]), r.message[2] as u32);
                 }
                 Kind::Call => {
                     let data = &request.0[..r.len.min(MAX_DATA_BYTES)];
@@ -384,13 +410,51 @@ impl Tty {
     }
 
     fn write_to_driver(&mut self, bytes: &[u8]) -> Result<(), Errno> {
-        for chunk in bytes.chunks(MAX_DATA_BYTES) {
+        if self.driver_gone {
+            // Keep the order: wait for the next driver.
+            self.keep_while_down(bytes);
+            return Ok(());
+        }
+        for (i, chunk) in bytes.chunks(MAX_DATA_BYTES).enumerate() {
             match msg::call(self.driver, &[console::OP_WRITE, 0, 0, 0], chunk, &mut []) {
                 Ok((reply, _)) if reply[0] == chunk.len() as u64 => {}
+                // The driver has ended (init starts another): what was not
+                // written waits for it, and the writer carries on.
+                Err(Error::DeadPeer | Error::NoSuchProcess | Error::BadLink) => {
+                    self.driver_gone = true;
+                    self.keep_while_down(&bytes[i * MAX_DATA_BYTES..]);
+                    return Ok(());
+                }
                 _ => return Err(EIO),
             }
         }
         Ok(())
+    }
+
+    /// Keep output for the next driver, up to `tty::DOWN_OUTPUT_BYTES`;
+    /// the rest is dropped (as a serial line with nobody at it drops it).
+    fn keep_while_down(&mut self, bytes: &[u8]) {
+        let room = tty::DOWN_OUTPUT_BYTES.saturating_sub(self.down_output.len());
+        self.down_output.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// init's `tty::OP_SET_CONSOLE`: the console driver was started again.
+    /// Subscribe to its input, write through it, and write what was kept.
+    fn set_console(&mut self, pid: Pid, queue: u32) {
+        let Ok(link) = msg::open_link(pid, Queue(queue)) else { return };
+        match msg::call(link, &[console::OP_SUBSCRIBE, self.queue.0 as u64, 0, 0], &[], &mut []) {
+            Ok((reply, _)) if reply[0] == 0 => {}
+            _ => {
+                let _ = msg::close_link(link);
+                return;
+            }
+        }
+        let _ = msg::close_link(self.driver);
+        self.driver = link;
+        self.driver_pid = pid;
+        self.driver_gone = false;
+        let kept = core::mem::take(&mut self.down_output);
+        let _ = self.write_to_driver(&kept);
     }
 
     /// The monitor closed `handle`: reads kept on it fail.
