@@ -706,6 +706,16 @@ pub const ANY_CPU: u64 = u64::MAX;
 pub const MAX_PRIORITY: u8 = 31;
 /// The priority of init and, by inheritance, of ordinary programs.
 pub const DEFAULT_PRIORITY: u8 = 8;
+/// Processes a built process (a UNIX process: made by `proc_create`,
+/// `proc_fork` or `foreign_fork`, and counted by its maker) and what it
+/// made may have made with the kernel's own calls (`spawn`,
+/// `proc_create`, `proc_fork`, `foreign_fork`) at once; past it the call
+/// fails with `OutOfResources`, and they all end with it (kernel
+/// charges.rs). Its maker never sees them, so without a bound they would
+/// escape the monitor's `RLIMIT_NPROC` (a fork bomb by `spawn`). The
+/// server fuzzer's kernel children and the Linux server's program (two
+/// during a `fork`) fit well inside it.
+pub const MAX_CHARGED_PROCESSES: usize = 16;
 
 /// Keys for [`Call::Info`].
 #[repr(u64)]

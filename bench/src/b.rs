@@ -120,6 +120,62 @@ pub fn figure_name(nbuf: Option<u32>) -> String {
     }
 }
 
+/// The disk under B's volume. The figures of each keep their own names,
+/// so a published `b_nbuf<N>` always means the plain disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disk {
+    /// QEMU's virtio-blk on the image file: a transfer costs QEMU's
+    /// request path and the host's page cache, a few tens of
+    /// microseconds, far less than the guest's own path through `ext2fs`,
+    /// an I/O worker and the driver.
+    Plain,
+    /// The same virtio-blk disk served by `nbdkit` with its `delay` filter
+    /// ([`RK_ACCESS_MS`] before every read and write) under its
+    /// `noparallel` filter (one request at a time): a single-arm disk
+    /// whose every access costs a fixed time, spent asleep on the host,
+    /// during which the guest's vCPU is free. Seed 004's point is a disk
+    /// slow against the CPU (V1 on an RK05-era disk); this is that, and
+    /// not QEMU's own `throttling.*` options, which are a rate limit (a
+    /// leaky bucket holding a tenth of a second of requests, served at
+    /// once) rather than a time per access (`docs/benchmarks.md`, "B").
+    Rk,
+}
+
+/// The `rk` disk's time per access (read or write, any length), in ms:
+/// the order of a disk of V1's era, without seeks (V1's fixed-head RS11
+/// on its RF11 controller turned at 1800 rpm and averaged 16.9 ms an
+/// access; 10 ms keeps a run of eight boots near ten minutes). It is about forty
+/// times the job's CPU work per 1 KiB block under TCG on a quiet host
+/// (0.26 ms, `docs/filesystem.md`) and some ten times the guest's own
+/// path per transfer on a loaded one, so that the disk, whose time does
+/// not depend on the host's load, is most of every job. (2 ms was tried
+/// first: at a host load of 15, the path's 0.5 to 1.5 ms per transfer
+/// still moved whole rows by 30 %.)
+pub const RK_ACCESS_MS: u32 = 10;
+
+impl Disk {
+    /// As `bbench --disk` and the figure names spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Disk::Plain => "plain",
+            Disk::Rk => "rk",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Disk> {
+        [Disk::Plain, Disk::Rk].into_iter().find(|d| d.name() == word)
+    }
+
+    /// Ridgeback's figure with `nbuf` buffers on this disk: `b_nbuf<N>`
+    /// on the plain disk (the published name), `b_rk_nbuf<N>` on `rk`.
+    pub fn figure_name(self, nbuf: u32) -> String {
+        match self {
+            Disk::Plain => figure_name(Some(nbuf)),
+            Disk::Rk => format!("b_rk_nbuf{nbuf}"),
+        }
+    }
+}
+
 /// Byte `offset` of source file `index`: assembly-like text (lines of
 /// printable characters ending in newlines), a pure function of the two,
 /// so the host writes the files and the job checks them without a table.
@@ -387,6 +443,16 @@ mod tests {
         assert!(SOURCES.iter().all(|(_, size)| (2 << 10..=28 << 10).contains(size)));
         assert_eq!(figure_name(Some(12)), "b_nbuf12");
         assert_eq!(figure_name(None), "b_linux");
+    }
+
+    #[test]
+    fn each_disk_has_its_own_figures_and_plain_keeps_the_published_ones() {
+        assert_eq!(Disk::Plain.figure_name(3), "b_nbuf3");
+        assert_eq!(Disk::Rk.figure_name(3), "b_rk_nbuf3");
+        assert_eq!(Disk::parse("rk"), Some(Disk::Rk));
+        assert_eq!(Disk::parse("plain"), Some(Disk::Plain));
+        assert_eq!(Disk::parse("RK"), None);
+        assert_eq!(Disk::parse(""), None);
     }
 
     #[test]

@@ -57,6 +57,7 @@ pub const MAX_DMA_BYTES: u64 = 4 * 1024 * 1024;
 
 // ---- limits on what a program asks for, defined in `abi` ----
 
+pub use abi::MAX_CHARGED_PROCESSES;
 pub use abi::MAX_PRIORITY;
 pub use abi::foreign::MAX_COPY_BYTES;
 pub use abi::layout::{

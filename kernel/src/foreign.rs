@@ -254,6 +254,7 @@ impl Kernel {
         if self.proc(src).state != State::Blocked(Blocked::Foreign) {
             return Err(Error::InUse);
         }
+        self.check_may_make(slot)?;
         let child = self.free_slot_index().ok_or(Error::OutOfResources)?;
         let mut space = AddressSpace::new().ok_or(Error::OutOfResources)?;
         self.space_mut(src).copy_on_write_into(&mut space)?;
@@ -269,6 +270,8 @@ impl Kernel {
             priority,
             core::str::from_utf8(&name[..name_len]).unwrap_or("?"),
         );
+        let ceiling = self.proc(src).priority_ceiling;
+        self.settle_new(Some(slot), child, Some(ceiling));
         let s = self.proc(src);
         let mut frame = s.frame;
         frame.set_foreign_result(0);
@@ -298,6 +301,7 @@ impl Kernel {
             return Err(Error::NoSuchProcess);
         }
         self.proc(server).qseg.as_ref().ok_or(Error::NoQueueSegment)?.len(queue)?;
+        self.recharge(target, server);
         let t = self.proc_mut(target);
         t.parent = Some(Pid(server_pid));
         if let Some(f) = t.foreign.as_mut() {

@@ -54,10 +54,12 @@ impl Kernel {
     pub fn proc_create(&mut self, slot: usize, name_ptr: u64, name_len: u64) -> Result<Pid, Error> {
         let (name, n) = self.read_name(slot, name_ptr, name_len)?;
         let name = core::str::from_utf8(&name[..n]).map_err(|_| Error::InvalidArgument)?;
+        self.check_may_make(slot)?;
         let child = self.free_slot_index().ok_or(Error::OutOfResources)?;
         let space = AddressSpace::new().ok_or(Error::OutOfResources)?;
         let priority = self.proc(slot).base_priority;
         self.claim_slot(child, Some(slot), space, priority, name);
+        self.settle_new(Some(slot), child, Some(priority));
         Ok(self.pid_of(child))
     }
 
@@ -70,6 +72,7 @@ impl Kernel {
         if !matches!(self.proc(src).state, State::Blocked(Blocked::Call { server, .. }) if server == me) {
             return Err(Error::BadReplyHandle);
         }
+        self.check_may_make(slot)?;
         let child = self.free_slot_index().ok_or(Error::OutOfResources)?;
         let qseg = match self.proc(src).qseg.as_ref() {
             Some(q) => Some(q.fork_copy()?),
@@ -90,6 +93,7 @@ impl Kernel {
             priority,
             core::str::from_utf8(&name[..name_len]).unwrap_or("?"),
         );
+        self.settle_new(Some(slot), child, Some(self.proc(src).priority_ceiling));
         let s = self.proc(src);
         let (bootstrap, mut frame) = (s.bootstrap, s.frame);
         // The copy returns from its `call` with no data and `reply`.
@@ -165,6 +169,13 @@ impl Kernel {
         let target = if pid == self.pid_of(slot).0 { slot } else { self.child_slot(slot, pid)? };
         let priority =
             u8::try_from(priority).ok().filter(|&p| p <= abi::MAX_PRIORITY).ok_or(Error::InvalidArgument)?;
+        // Not above what the caller may give (charges.rs); a child raised
+        // by its parent may go back up to it later.
+        self.check_priority_given(slot, priority)?;
+        if target != slot {
+            let c = self.proc_mut(target);
+            c.priority_ceiling = c.priority_ceiling.max(priority);
+        }
         let p = self.proc_mut(target);
         // Serving a call at a caller's priority: the new base applies after.
         if p.priority == p.base_priority {
@@ -247,6 +258,7 @@ impl Kernel {
         let mut space = build_space(&file, &program, args, build_pool)?;
         space.set_pool(if is_ordinary_parent { Pool::Ordinary } else { Pool::Reserve });
         self.claim_slot(slot, parent, space, priority, module.name());
+        self.settle_new(parent, slot, None);
         let p = self.proc_mut(slot);
         p.rights = rights;
         p.frame = first_frame(program.entry, args.len());
@@ -288,6 +300,10 @@ impl Kernel {
         p.rights = 0;
         p.exit_queue = None;
         p.foreign = None;
+        // Until the maker settles them (charges.rs): charged to nobody, no
+        // higher than it starts.
+        p.account = None;
+        p.priority_ceiling = priority;
         p.state = State::Stopped;
     }
 
@@ -419,6 +435,9 @@ impl Kernel {
         }
         // Foreign processes it served: nobody will answer them now.
         self.foreign_cleanup(pid);
+        // What it made with the kernel's calls, if it is a UNIX process:
+        // they end with it (charges.rs).
+        self.end_charged(pid);
         // Orphans: nobody will wait for them any more. A child still
         // stopped (made by proc_create or proc_fork and never started) can
         // never run now: it ends with its parent, or it would leak.

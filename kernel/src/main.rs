@@ -30,7 +30,10 @@
 //!   [`foreign`]: foreign (Linux) processes, whose `syscall` is a
 //!   message to their server;
 //!   [`fastpath`]: `call` and `reply_wait` when the peer waits;
-//! - [`lifecycle`]: how processes begin and end;
+//! - [`lifecycle`]: how processes begin and end; [`charges`]: what a
+//!   UNIX process may make and ask for (charges, priority ceilings; it
+//!   ends charged processes with lifecycle's `kill`, and lifecycle asks
+//!   it before making one);
 //! - [`syscall`]: one function per kernel call, dispatched in number order;
 //! - [`trap`]: what each kernel entry does.
 //!
@@ -46,6 +49,7 @@ extern crate alloc;
 
 #[allow(unsafe_code)]
 mod arch;
+mod charges;
 mod console;
 mod devices;
 mod fastpath;

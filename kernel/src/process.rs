@@ -127,6 +127,13 @@ pub struct Process {
     pub foreign: Option<Foreign>,
     /// The one CPU this process may run on (`set_affinity`), or any.
     pub pinned_cpu: Option<usize>,
+    /// The built process (a UNIX process) this one is charged to, itself
+    /// if it is one; `None` for init, the servers and what they spawned
+    /// (charges.rs).
+    pub account: Option<Pid>,
+    /// The highest priority this process may give itself or a process it
+    /// makes (charges.rs); a parent may raise a child's up to its own.
+    pub priority_ceiling: u8,
 }
 
 impl Process {
@@ -156,6 +163,8 @@ impl Process {
             name_len: 0,
             foreign: None,
             pinned_cpu: None,
+            account: None,
+            priority_ceiling: 0,
         }
     }
 

@@ -670,6 +670,26 @@ pub mod monitor {
     /// `RLIMIT_NOFILE`, above [`MAX_FDS`]); `EPERM` when a non-root
     /// process raises its hard limit. Inherited by `fork`, kept by `exec`.
     pub const OP_SETRLIMIT: u64 = 81;
+    /// `setsid()`: the caller leads a new session and a new process group
+    /// (both its pid) and has no controlling terminal, so it may no longer
+    /// set the console's foreground group. `EPERM` when it already leads a
+    /// process group (POSIX). Reply: word 0 = the session id.
+    pub const OP_SETSID: u64 = 85;
+    /// `tcsetpgrp(word 1 = fd, word 2 = pgid)`: make `pgid` the foreground
+    /// group of the terminal open on `fd` (the group ^C signals). POSIX's
+    /// rules: `EBADF` for a descriptor not open; `ENOTTY` when it is not
+    /// the console or the console is not the caller's controlling terminal
+    /// (a session of its own, `OP_SETSID`); `EPERM` when `pgid` is no
+    /// process group of the caller's session. Only the monitor sets the
+    /// console's group (`io::OP_FOREGROUND` from anyone else is `EPERM`).
+    pub const OP_TCSETPGRP: u64 = 86;
+    /// Set the caller's kernel scheduling priority to word 1 (0..=
+    /// `abi::MAX_PRIORITY`; `EINVAL` above). Root only (`EPERM` for anyone
+    /// else): a process may lower its own priority, and raise it back up
+    /// to where it started, with the kernel's `set_priority`; above that
+    /// it needs root, as Linux's `nice` (docs/reliability.md, "Users and
+    /// limits").
+    pub const OP_SET_PRIORITY: u64 = 87;
 }
 
 /// Resource limits (`getrlimit`/`setrlimit`, the shell's `ulimit`), kept
@@ -856,7 +876,9 @@ pub mod io {
     /// is closed: word 1 = handle.
     pub const OP_CLOSE: u64 = 6;
     /// Console only: set (word 2 = 1, word 3 = group) or get (word 2 = 0)
-    /// the foreground process group.
+    /// the foreground process group. Setting it is the monitor's alone
+    /// (`EPERM` for anyone else): a process asks the monitor
+    /// (`monitor::OP_TCSETPGRP`), which checks its session.
     pub const OP_FOREGROUND: u64 = 7;
     /// Regular files only, from a file manager writing back: set the
     /// file's length to word 2 (cut, or grow with zeros).

@@ -433,9 +433,28 @@ pub fn getpgrp() -> Result<u64, Errno> {
     monitor_word([monitor_ops::OP_GETPGRP, 0, 0, 0], &[])
 }
 
-/// Make `pgid` the foreground group of the terminal open on `fd`.
+/// Make `pgid` the foreground group of the terminal open on `fd`, through
+/// the monitor, which checks that the terminal is the caller's and the
+/// group of its session (POSIX; `monitor::OP_TCSETPGRP`).
 pub fn tcsetpgrp(fd: Fd, pgid: u64) -> Result<(), Errno> {
-    manager_call(fd, [io::OP_FOREGROUND, 0, 1, pgid], &[], &mut []).map(|_| ())
+    monitor_word([monitor_ops::OP_TCSETPGRP, fd as u64, pgid, 0], &[]).map(|_| ())
+}
+
+/// The foreground group of the terminal open on `fd` (`tcgetpgrp`).
+pub fn tcgetpgrp(fd: Fd) -> Result<u64, Errno> {
+    manager_call(fd, [io::OP_FOREGROUND, 0, 0, 0], &[], &mut []).map(|(w, _)| w[0])
+}
+
+/// `setsid()`: a new session (and group) led by the caller, with no
+/// controlling terminal. Returns the session id.
+pub fn setsid() -> Result<u64, Errno> {
+    monitor_word([monitor_ops::OP_SETSID, 0, 0, 0], &[])
+}
+
+/// Set the caller's kernel priority above where it started: root only
+/// (`monitor::OP_SET_PRIORITY`); lowering needs no one (`sys::set_priority`).
+pub fn set_priority(priority: u8) -> Result<(), Errno> {
+    monitor_word([monitor_ops::OP_SET_PRIORITY, u64::from(priority), 0, 0], &[]).map(|_| ())
 }
 
 /// The next line typed on the terminal open on `fd` is not echoed (a

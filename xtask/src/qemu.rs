@@ -51,7 +51,7 @@ pub const GDB_PORT: u16 = 1234;
 /// and its drive's id. Ridgeback's virtio-blk driver and Linux's
 /// `virtio_blk` find it on the PCI bus.
 pub const DISK_DEVICE: &str = "virtio-blk-pci";
-const DISK_DRIVE_ID: &str = "disk0";
+pub const DISK_DRIVE_ID: &str = "disk0";
 /// Size of the scratch image `run` makes on first use (and `bench` per
 /// run): sparse, so it costs only the blocks written.
 pub const SCRATCH_DISK_BYTES: u64 = 64 << 20;

@@ -1,10 +1,13 @@
 //! bbench: seed 004's job (`bench::b`: V1's `as u*.s`, twenty sources
 //! read in 512-byte pieces with CPU work per piece, one `a.out` written) as
-//! a UNIX program on Ridgeback: `bbench --nbuf N [--samples N]
-//! [--sample-ms N]`. It prints `b_nbuf<N>` (ms per job, one sample per
-//! job, each from a cold cache) as a `BENCH {json}` line with the kernel
-//! counters over the timed jobs, or `# FAILED b_nbuf<N>: <reason>`; the
-//! exit status is 1 if it failed.
+//! a UNIX program on Ridgeback: `bbench --nbuf N [--disk plain|rk]
+//! [--samples N] [--sample-ms N]`. It prints `b_nbuf<N>` (ms per job, one
+//! sample per job, each from a cold cache; `b_rk_nbuf<N>` with `--disk rk`,
+//! the disk `cargo xtask bench --only brk` attaches, `bench::b::Disk`) as a
+//! `BENCH {json}` line with the kernel counters over the timed jobs, or
+//! `# FAILED <figure>: <reason>`; the exit status is 1 if it failed.
+//! `--disk` only names the figure: the disk is the machine's, and bbench
+//! cannot tell one from the other.
 //!
 //! What it is: the Ridgeback build of the job the Linux build runs (`bench
 //! b`), on `/disk/b`, the ext2 volume the driver attaches (made on the host
@@ -54,7 +57,14 @@ fn main(args: Args) -> i32 {
             return 2;
         }
     };
-    let name = b::figure_name(Some(nbuf));
+    let disk = match take_disk(&mut words) {
+        Ok(disk) => disk,
+        Err(message) => {
+            harness::failure::<UnixProcess>("options", &message);
+            return 2;
+        }
+    };
+    let name = disk.figure_name(nbuf);
     let (config, _) = match harness::parse_options(words.into_iter(), &["b"]) {
         Ok(parsed) => parsed,
         Err(message) => {
@@ -82,11 +92,12 @@ fn main(args: Args) -> i32 {
         return 1;
     }
     harness::comment::<UnixProcess>(format_args!(
-        "bbench on ridgeback: tsc_hz={} online_cpus={} samples={} nbuf={nbuf} block_bytes={} sources={} \
-         source_bytes={} output_bytes={} cpu_passes_per_block={}",
+        "bbench on ridgeback: tsc_hz={} online_cpus={} samples={} nbuf={nbuf} disk={} block_bytes={} \
+         sources={} source_bytes={} output_bytes={} cpu_passes_per_block={}",
         UnixProcess::tsc_hz(),
         sys::info(InfoKey::CpusOnline),
         config.sample_count.min(MAX_SAMPLES),
+        disk.name(),
         stat(&before, "block_bytes").unwrap_or(0),
         b::SOURCES.len(),
         b::SOURCE_BYTES,
@@ -121,4 +132,16 @@ fn take_nbuf(words: &mut Vec<&str>) -> Result<u32, String> {
     let nbuf = value.parse().map_err(|_| format!("--nbuf: {value:?} is not a number"))?;
     words.drain(at..at + 2);
     Ok(nbuf)
+}
+
+/// Removes `--disk NAME` from `words` and returns the disk it names
+/// (`plain` when absent).
+fn take_disk(words: &mut Vec<&str>) -> Result<b::Disk, String> {
+    let Some(at) = words.iter().position(|w| *w == "--disk") else {
+        return Ok(b::Disk::Plain);
+    };
+    let value = words.get(at + 1).copied().ok_or("--disk needs a value (plain or rk)")?;
+    let disk = b::Disk::parse(value).ok_or_else(|| format!("--disk: {value:?} is not plain or rk"))?;
+    words.drain(at..at + 2);
+    Ok(disk)
 }

@@ -24,10 +24,14 @@ pub fn spawn(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
         return Err(Error::InvalidArgument);
     }
     let priority = match prio {
-        PRIORITY_INHERIT => k.proc(caller).priority,
+        // Its own, but never above its ceiling (it may be serving a call
+        // at a higher caller's priority): charges.rs.
+        PRIORITY_INHERIT => k.proc(caller).priority.min(k.proc(caller).priority_ceiling),
         p if p <= abi::MAX_PRIORITY as u64 => p as u8,
         _ => return Err(Error::InvalidArgument),
     };
+    k.check_priority_given(caller, priority)?;
+    k.check_may_make(caller)?;
     let space = k.space(caller);
     let mut name = [0u8; MAX_PROGRAM_NAME_BYTES as usize];
     UserSlice::new(name_ptr, name_len)?.read(space, &mut name[..name_len as usize])?;

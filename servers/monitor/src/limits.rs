@@ -54,6 +54,21 @@ impl Monitor {
         Ok(0)
     }
 
+    /// `OP_SET_PRIORITY`: root's way above the priority a process started
+    /// at. The monitor made every UNIX process, so the kernel lets it give
+    /// them up to its own ceiling (kernel/src/charges.rs); anyone else
+    /// only lowers its own with the kernel's `set_priority`.
+    pub fn set_priority(&mut self, me: u64, priority: u64) -> Result<u64, Errno> {
+        let priority =
+            u8::try_from(priority).ok().filter(|&p| p <= abi::MAX_PRIORITY).ok_or(errno::EINVAL)?;
+        let p = &self.procs[&me];
+        if p.uid != 0 {
+            return Err(errno::EPERM);
+        }
+        runtime::sys::set_priority(p.kpid, priority).map_err(crate::state::kernel_errno)?;
+        Ok(0)
+    }
+
     /// A process of `me`'s uid may start (`fork`): `EAGAIN` when its uid
     /// already has `RLIMIT_NPROC` live processes.
     pub fn may_fork(&self, me: u64) -> Result<(), Errno> {

@@ -42,6 +42,8 @@
 //!   times, ps.
 //! - `exec`: loading a program into a process; the program-image cache.
 //! - `sessions`: init's `OP_START` and the console's device entries.
+//! - `ctty`: POSIX sessions (`setsid`) and who may set the console's
+//!   foreground group (`tcsetpgrp`).
 //! - `supervised`: root's requests to end or start a server, forwarded
 //!   to init (the supervisor), and finding a restarted driver again.
 //! - `terminal`: the terminal across restarts of its manager and of the
@@ -60,6 +62,7 @@
 
 extern crate alloc;
 
+mod ctty;
 mod exec;
 mod files;
 mod limits;
@@ -273,6 +276,9 @@ impl Monitor {
             monitor::OP_SIGNAL_CATCH_SET => self.signal_catch_set(me, w[1]),
             monitor::OP_SIGNAL_WAIT => self.signal_wait(me, reply),
             monitor::OP_FD_RELINK => self.fd_relink(me, reply, w[1], w[2]),
+            monitor::OP_SETSID => answer(self.setsid(me)),
+            monitor::OP_TCSETPGRP => answer(self.tcsetpgrp(me, w[1], w[2])),
+            monitor::OP_SET_PRIORITY => answer(self.set_priority(me, w[1])),
             _ => err(errno::ENOSYS),
         }
     }

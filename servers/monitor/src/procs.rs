@@ -309,6 +309,7 @@ impl Monitor {
             return Err(errno::ESRCH);
         }
         let pgid = if pgid == 0 { target } else { pgid };
+        self.may_join_group(me, target, pgid)?;
         self.procs.get_mut(&target).ok_or(errno::ESRCH)?.pgid = pgid;
         Ok(0)
     }

@@ -33,6 +33,11 @@ pub struct Proc {
     pub kpid: Pid,
     pub ppid: u64,
     pub pgid: u64,
+    /// Its session (`setsid`; POSIX): the pid of the session's leader.
+    pub sid: u64,
+    /// Its session has the console as its controlling terminal (a
+    /// session init started does; one made by `setsid` has none).
+    pub has_terminal: bool,
     /// The effective uid: every permission check uses it.
     pub uid: u32,
     pub gid: u32,
@@ -105,6 +110,8 @@ impl Proc {
             kpid,
             ppid: 0,
             pgid: pid,
+            sid: pid,
+            has_terminal: true,
             uid: 0,
             gid: 0,
             real_uid: 0,
@@ -133,6 +140,8 @@ impl Proc {
             kpid,
             ppid: parent,
             pgid: self.pgid,
+            sid: self.sid,
+            has_terminal: self.has_terminal,
             uid: self.uid,
             gid: self.gid,
             real_uid: self.real_uid,

@@ -12,7 +12,8 @@
 //!   `POLLOUT` always (writes never wait);
 //! - `io::OP_FSTAT` (a character device, `rw--w----`), `io::OP_SEEK`
 //!   (`ESPIPE`), `io::OP_READDIR` (`ENOTDIR`), `io::OP_FOREGROUND` (the
-//!   foreground process group, which ^C signals), `tty::OP_NO_ECHO_LINE`
+//!   foreground process group, which ^C signals: anyone with a handle
+//!   reads it, only the monitor sets it), `tty::OP_NO_ECHO_LINE`
 //!   (the next line typed is not echoed: a password);
 //! - `io::OP_CLOSE` from the monitor only; reads kept on the handle fail
 //!   with `EBADF`.
@@ -271,6 +272,15 @@ impl Tty {
         }
     }
 
+    /// May the sender of an `io::OP_FOREGROUND` set change the foreground
+    /// group (which ^C signals, whoever owns it)? Only the monitor, which
+    /// checked the caller's session as POSIX's `tcsetpgrp` does
+    /// (`monitor::OP_TCSETPGRP`); before a monitor registers (a test
+    /// image), anyone, as for opens.
+    fn may_set_foreground(&self, from_monitor: bool) -> Result<(), protocols::unix::Errno> {
+        if self.monitor.is_some() && !from_monitor { Err(EPERM) } else { Ok(()) }
+    }
+
     /// A call. `None`: the call is kept and answered later.
     fn request(
         &mut self,
@@ -336,10 +346,10 @@ impl Tty {
             io::OP_FOREGROUND => match (self.handles.get(m[1]), m[2]) {
                 (None, _) => Err(EBADF),
                 (Some(_), 0) => Ok(self.foreground),
-                (Some(_), 1) => {
+                (Some(_), 1) => self.may_set_foreground(from_monitor).map(|()| {
                     self.foreground = m[3];
-                    Ok(0)
-                }
+                    0
+                }),
                 (Some(_), _) => Err(EINVAL),
             },
             tty::OP_NO_ECHO_LINE => match self.handles.get(m[1]) {

@@ -210,6 +210,12 @@ const TESTS: &[Test] = &[
     ("users::non_root_cannot_open_private_queues", users::non_root_cannot_open_private_queues),
     ("users::su_checks_the_password", users::su_checks_the_password),
     ("users::login_starts_the_users_shell", users::login_starts_the_users_shell),
+    (
+        "users::kernel_children_are_charged_and_end_with_it",
+        users::kernel_children_are_charged_and_end_with_it,
+    ),
+    ("users::non_root_cannot_raise_its_priority", users::non_root_cannot_raise_its_priority),
+    ("users::foreground_group_only_from_the_session", users::foreground_group_only_from_the_session),
     // Last: they end and restart the drivers the tests above use.
     (
         "restart::only_root_may_end_a_server_and_stateful_ones_stay",

@@ -558,3 +558,206 @@ pub fn login_starts_the_users_shell() -> TestResult {
     ensure!(mode::is_dir(st.mode) && st.uid == USER, "/home/user is {:o} owned by {}", st.mode, st.uid);
     Ok(())
 }
+
+/// The kernel's `spawn` (and `proc_create`) from a user's process makes
+/// processes the monitor never sees, so they are charged to the process
+/// in the kernel (kernel/src/charges.rs), and so is what they make: at
+/// most `abi::MAX_CHARGED_PROCESSES` at once, then `OutOfResources`, and
+/// they end with it, so none outlives what `RLIMIT_NPROC` counted (a fork
+/// bomb by `spawn` was possible before).
+pub fn kernel_children_are_charged_and_end_with_it() -> TestResult {
+    let (r, w) = unix::pipe().ctx("pipe")?;
+    let (hold_r, hold_w) = unix::pipe().ctx("pipe")?;
+    let user = spawn(move || {
+        let _ = unix::close(r);
+        let _ = unix::close(hold_w);
+        if become_user().is_err() {
+            return 2;
+        }
+        let mut words: Vec<u64> = Vec::new();
+        for _ in 0..abi::MAX_CHARGED_PROCESSES - 1 {
+            match sys::spawn("tchild", "sleep-forever") {
+                Ok(p) => words.push(p.0),
+                Err(_) => break,
+            }
+        }
+        // The last place: a child that tries to spawn one of its own
+        // (exit 99 when refused); what it makes is charged here too.
+        let grandchild = match sys::spawn("tchild", "grandchild exit 7").and_then(|p| sys::wait(Some(p))) {
+            Ok((_, abi::ExitStatus::Exited(code))) => u64::from(code),
+            _ => 1000,
+        };
+        let mut refused = None;
+        for _ in 0..4 {
+            match sys::spawn("tchild", "sleep-forever") {
+                Ok(p) => words.push(p.0),
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        let created = sys::proc_create("charged");
+        let head = [refused.map_or(0, |e| e as u64), created.map_or_else(|e| e as u64, |_| 0), grandchild];
+        let text: Vec<String> = head.iter().chain(words.iter()).map(|w| format!("{w}")).collect();
+        if write_all(w, text.join(" ").as_bytes()).is_err() {
+            return 3;
+        }
+        let _ = unix::close(w);
+        let _ = read_some(hold_r, 1);
+        0
+    })?;
+    let _ = unix::close(w);
+    let _ = unix::close(hold_r);
+    let said = read_to_end(r).ctx("read the report");
+    let _ = unix::close(r);
+    let words: Vec<u64> = said
+        .as_deref()
+        .map(|b| String::from_utf8_lossy(b).split(' ').filter_map(|s| s.parse().ok()).collect())
+        .unwrap_or_default();
+    // The kernel pids spawned, alive while their process lives: the
+    // kernel's kill from here (not their parent) is refused, not ESRCH.
+    let alive_before: Vec<bool> =
+        words.iter().skip(3).map(|&k| sys::kill(abi::Pid(k)) == Err(Error::PermissionDenied)).collect();
+    let _ = unix::close(hold_w);
+    expect_exit(user, 0)?;
+    ensure!(words.len() >= 3, "the user's process said {said:?}");
+    let spawned = &words[3..];
+    ensure!(
+        spawned.len() == abi::MAX_CHARGED_PROCESSES,
+        "{} spawns succeeded, expected {}",
+        spawned.len(),
+        abi::MAX_CHARGED_PROCESSES
+    );
+    ensure!(words[0] == Error::OutOfResources as u64, "the spawn past the limit gave error {}", words[0]);
+    ensure!(words[1] == Error::OutOfResources as u64, "proc_create past the limit gave error {}", words[1]);
+    ensure!(
+        words[2] == 99,
+        "a charged child's own spawn past the limit: it exited with {}, not 99",
+        words[2]
+    );
+    ensure!(alive_before.iter().all(|&a| a), "a spawned process was not alive: {alive_before:?}");
+    // They end with their process (at once, or at the next kernel exit
+    // of a CPU that ran one): none is left.
+    let deadline = unix::clock_ns() + 10_000_000_000;
+    loop {
+        let left: Vec<u64> = spawned
+            .iter()
+            .copied()
+            .filter(|&k| sys::kill(abi::Pid(k)) != Err(Error::NoSuchProcess))
+            .collect();
+        if left.is_empty() {
+            return Ok(());
+        }
+        if unix::clock_ns() > deadline {
+            return Err(format!("{} charged processes outlived their process: {left:x?}", left.len()));
+        }
+        sys::sleep_ns(1_000_000);
+    }
+}
+
+/// A user's process cannot raise its kernel priority above where it
+/// started, nor start a child above it: lowering and going back up is
+/// free, as Linux's `nice` (kernel/src/charges.rs); raising further is
+/// root's, through the monitor (`unix::set_priority`).
+pub fn non_root_cannot_raise_its_priority() -> TestResult {
+    in_child(|| {
+        become_user()?;
+        let me = sys::getpid();
+        let start = sys::info(abi::InfoKey::Priority) as u8;
+        ensure!(start < abi::MAX_PRIORITY, "a user's process starts at the top priority {start}");
+        expect_denied(sys::set_priority(me, abi::MAX_PRIORITY), "set_priority to MAX_PRIORITY")?;
+        expect_denied(sys::set_priority(me, start + 1), "set_priority one above the start")?;
+        expect_denied(
+            sys::spawn_with_priority("tchild", "exit 0", u64::from(abi::MAX_PRIORITY)),
+            "spawn at MAX_PRIORITY",
+        )?;
+        expect_errno(unix::set_priority(abi::MAX_PRIORITY), EPERM, "the monitor's set_priority as a user")?;
+        if start > 0 {
+            sys::set_priority(me, start - 1).map_err(|e| format!("lowering: {}", e.name()))?;
+            ensure!(sys::info(abi::InfoKey::Priority) == u64::from(start - 1), "lowering did not take");
+            sys::set_priority(me, start).map_err(|e| format!("back to the start: {}", e.name()))?;
+        }
+        ensure!(sys::info(abi::InfoKey::Priority) == u64::from(start), "the priority moved");
+        Ok(())
+    })?;
+    // Root may, through the monitor.
+    in_child(|| {
+        unix::set_priority(abi::MAX_PRIORITY).ctx("the monitor's set_priority as root")?;
+        let now = sys::info(abi::InfoKey::Priority);
+        ensure!(now == u64::from(abi::MAX_PRIORITY), "root's raise gave priority {now}");
+        Ok(())
+    })
+}
+
+/// Who may set the console's foreground group (the group ^C signals,
+/// whoever owns it): only the monitor at the console manager, and through
+/// it only a process whose controlling terminal is the console, to a
+/// group of its session (POSIX `tcsetpgrp`). A user's process that holds
+/// a console descriptor and left the session (`setsid`) cannot.
+pub fn foreground_group_only_from_the_session() -> TestResult {
+    let console =
+        unix::open("/dev/console", protocols::unix::open_flags::O_RDWR, 0).ctx("open /dev/console")?;
+    let before = unix::tcgetpgrp(console).ctx("tcgetpgrp")?;
+    let result = in_child(|| {
+        become_user()?;
+        let me = unix::getpid();
+        // In the session: its own group (made here) is fine; no group
+        // (a pid that is no process) is not.
+        unix::setpgid(0, 0).ctx("setpgid")?;
+        unix::tcsetpgrp(console, me).ctx("tcsetpgrp to its own group")?;
+        ensure!(unix::tcgetpgrp(console) == Ok(me), "the foreground did not move to its group");
+        expect_errno(unix::tcsetpgrp(console, 0x7fff_fff0), EPERM, "tcsetpgrp to no group")?;
+        let (pr, pw) = unix::pipe().ctx("pipe")?;
+        expect_errno(unix::tcsetpgrp(pr, me), protocols::unix::errno::ENOTTY, "tcsetpgrp on a pipe")?;
+        let _ = (unix::close(pr), unix::close(pw));
+        expect_errno(unix::tcsetpgrp(60, me), EBADF, "tcsetpgrp on a closed descriptor")?;
+        unix::tcsetpgrp(console, before).ctx("tcsetpgrp back")?;
+        Ok(())
+    });
+    let outside = in_child(|| {
+        become_user()?;
+        let me = unix::getpid();
+        ensure!(unix::setsid() == Ok(me), "setsid");
+        expect_errno(unix::setsid(), EPERM, "setsid of a session leader")?;
+        // Outside the console's session the console is no controlling
+        // terminal: neither its own group nor the session's.
+        expect_errno(unix::tcsetpgrp(console, me), protocols::unix::errno::ENOTTY, "tcsetpgrp after setsid")?;
+        expect_errno(
+            unix::tcsetpgrp(console, before),
+            protocols::unix::errno::ENOTTY,
+            "tcsetpgrp of the old group",
+        )?;
+        // Nor may it join a group of the console's session.
+        expect_errno(unix::setpgid(0, before), EPERM, "setpgid into another session's group")?;
+        // The console manager takes the setting from the monitor alone.
+        let answer = set_foreground_directly(console, me)?;
+        ensure!(answer == Err(EPERM), "a direct io::OP_FOREGROUND set gave {answer:?}");
+        Ok(())
+    });
+    let after = unix::tcgetpgrp(console);
+    let _ = unix::tcsetpgrp(console, before);
+    let _ = unix::close(console);
+    result?;
+    outside?;
+    ensure!(after == Ok(before), "the foreground group is {after:?}, was {before}");
+    Ok(())
+}
+
+/// `io::OP_FOREGROUND` set sent straight to the manager of `fd`, as any
+/// holder of its handle could: the manager's answer.
+fn set_foreground_directly(fd: Fd, pgid: u64) -> Result<Result<u64, protocols::unix::Errno>, String> {
+    use protocols::unix::{FdInfo, io, monitor};
+    let (mon, q) = sys::bootstrap(abi::bootstrap::MONITOR).ok_or("no monitor")?;
+    let link = msg::open_link(mon, Queue(q)).map_err(|e| format!("link to the monitor: {}", e.name()))?;
+    let (w, _) = msg::call(link, &[monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut [])
+        .map_err(|e| format!("OP_FD_INFO: {}", e.name()))?;
+    let _ = msg::close_link(link);
+    let info = FdInfo::decode([w[1], w[2], w[3]]);
+    let link = msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue))
+        .map_err(|e| format!("link to the console manager: {}", e.name()))?;
+    let (w, _) = msg::call(link, &[io::OP_FOREGROUND, info.handle, 1, pgid], &[], &mut [])
+        .map_err(|e| format!("OP_FOREGROUND: {}", e.name()))?;
+    let _ = msg::close_link(link);
+    Ok(protocols::unix::result(w[0]))
+}

@@ -61,6 +61,10 @@ pub enum Group {
     P,
     /// Seed 004: V1's `as u*.s` against the number of I/O buffers, on ext2.
     B,
+    /// Seed 004's job again, on a disk with a time per access
+    /// (`bench::b::Disk::Rk`: `nbdkit`'s delay, one request at a time):
+    /// the `b_rk_nbuf<N>` figures.
+    BRk,
     /// Seed 001's Table 2 file rows on ext2 on the virtio-blk disk, without
     /// and with `fsync`.
     R2Disk,
@@ -69,7 +73,7 @@ pub enum Group {
     N,
 }
 
-pub const ALL_GROUPS: [Group; 12] = [
+pub const ALL_GROUPS: [Group; 13] = [
     Group::Getpid,
     Group::Copy,
     Group::Switch,
@@ -80,6 +84,7 @@ pub const ALL_GROUPS: [Group; 12] = [
     Group::D,
     Group::P,
     Group::B,
+    Group::BRk,
     Group::R2Disk,
     Group::N,
 ];
@@ -109,6 +114,7 @@ impl Group {
             Group::D => "d",
             Group::P => "p",
             Group::B => "b",
+            Group::BRk => "brk",
             Group::R2Disk => "r2disk",
             Group::N => "n",
         }
@@ -121,7 +127,7 @@ impl Group {
             Group::Switch => "yield",
             Group::R2 | Group::D => "all",
             Group::P => "pipe",
-            Group::B => "b",
+            Group::B | Group::BRk => "b",
             Group::R2Disk => "r2disk",
             Group::N => "rr",
             other => other.name(),
@@ -132,14 +138,14 @@ impl Group {
     /// (`r2bench`, `dbench` or `pbench`, started by a batch script on the
     /// booted UNIX system) rather than with `ridgebench` booted as init.
     pub fn is_unix(self) -> bool {
-        matches!(self, Group::R2 | Group::D | Group::P | Group::B | Group::R2Disk | Group::N)
+        matches!(self, Group::R2 | Group::D | Group::P | Group::B | Group::BRk | Group::R2Disk | Group::N)
     }
 
     /// Whether the group runs on an ext2 volume on the virtio-blk disk: its
     /// boots get a fresh ext2 image (made on the host with the job's files)
     /// instead of the raw scratch disk, on both systems.
     pub fn needs_ext2_disk(self) -> bool {
-        matches!(self, Group::B | Group::R2Disk)
+        matches!(self, Group::B | Group::BRk | Group::R2Disk)
     }
 
     /// The Linux `bench` figures of this group's rows.
@@ -154,7 +160,11 @@ impl Group {
             Group::R2 => &["r2"],
             Group::D => &["d"],
             Group::P => &["p"],
-            Group::B => &["b"],
+            // Linux's one B figure, on the plain disk: its page cache and
+            // read-ahead make it one or two requests per source whatever
+            // the disk, and the rk rows compare with it only as the plain
+            // rows do.
+            Group::B | Group::BRk => &["b"],
             Group::R2Disk => &["r2disk"],
             Group::N => &["n"],
         }
@@ -442,6 +452,10 @@ const V1: &str = "UNIX V1 (SIMH), 2026";
 pub fn b_figure(nbuf: u32) -> String {
     bench::b::figure_name(Some(nbuf))
 }
+/// A B figure's name on Ridgeback on the `rk` disk (`b_rk_nbuf<N>`).
+pub fn b_rk_figure(nbuf: u32) -> String {
+    bench::b::Disk::Rk.figure_name(nbuf)
+}
 pub fn b_linux_figure() -> String {
     bench::b::figure_name(None)
 }
@@ -456,6 +470,17 @@ fn b_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
             &format!("B as u*.s on ext2, nbuf={nbuf} vs Linux cold"),
             Group::B,
             &b_figure(nbuf),
+            &b_linux_figure(),
+            &seeds,
+        );
+    }
+    for (nbuf, seed) in SEED_004 {
+        let seeds: Vec<Seed> = seed.into_iter().collect();
+        row(
+            &b_rk_figure(nbuf),
+            &format!("B as u*.s, rk disk ({} ms/access), nbuf={nbuf} vs Linux cold", bench::b::RK_ACCESS_MS),
+            Group::BRk,
+            &b_rk_figure(nbuf),
             &b_linux_figure(),
             &seeds,
         );
@@ -784,7 +809,11 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), rows.len());
-        assert_eq!(rows.len(), 43 + 12 + 15 + 12, "... + 8 B rows + 7 R2 disk rows + 12 N rows on 2 CPUs");
+        assert_eq!(
+            rows.len(),
+            43 + 12 + 15 + 8 + 12,
+            "... + 8 B rows + 7 R2 disk rows + 8 B rk rows + 12 N rows on 2 CPUs"
+        );
         // N: 2 workloads x 3 client counts x 2 modes per CPU count (2, and 4 when the machine has them).
         assert_eq!(super::rows(4).iter().filter(|r| r.group == Group::N).count(), 24);
         let n = rows.iter().find(|r| r.key == "n_rr_2c_2cpu_scalable").expect("an N row");
@@ -797,7 +826,7 @@ mod tests {
         }
         let one_cpu_rows = super::rows(1);
         assert!(one_cpu_rows.iter().all(|r| !r.key.ends_with("2cpu")));
-        assert_eq!(one_cpu_rows.len(), 38 + 7 + 15);
+        assert_eq!(one_cpu_rows.len(), 38 + 7 + 15 + 8);
         // Four CPUs: Ridgeback's figure says 4, Linux's peer still uses 2.
         let four = super::rows(4);
         let call = four.iter().find(|r| r.key == "r1_call_2cpu").unwrap();
@@ -910,6 +939,24 @@ mod tests {
         assert_eq!(parse_groups(&words("b,r2disk")).unwrap(), [Group::B, Group::R2Disk]);
         assert!(!DEFAULT_GROUPS.contains(&Group::B) && !DEFAULT_GROUPS.contains(&Group::R2Disk));
         assert!(Group::B.needs_ext2_disk() && !Group::R2.needs_ext2_disk());
+    }
+
+    #[test]
+    fn brk_rows_are_new_names_beside_b_and_carry_v1_too() {
+        let rows = rows(2);
+        let rk: Vec<&Row> = rows.iter().filter(|r| r.group == Group::BRk).collect();
+        assert_eq!(rk.len(), 8);
+        assert_eq!(rk[0].ridgeback, "b_rk_nbuf1");
+        assert_eq!(rk[7].ridgeback, "b_rk_nbuf12");
+        assert!(rk.iter().all(|r| r.linux == "b_linux" && r.ridgeback == r.key));
+        assert_eq!(rk[1].seeds[0].as_published, "1.309 s");
+        // The plain disk's published names are untouched by the new group.
+        assert!(rows.iter().filter(|r| r.group == Group::B).all(|r| r.key.starts_with("b_nbuf")));
+        assert_eq!(parse_groups(&words("brk")).unwrap(), [Group::BRk]);
+        assert_eq!(parse_groups(&words("b,brk")).unwrap(), [Group::B, Group::BRk]);
+        assert!(
+            Group::BRk.needs_ext2_disk() && Group::BRk.is_unix() && !DEFAULT_GROUPS.contains(&Group::BRk)
+        );
     }
 
     #[test]

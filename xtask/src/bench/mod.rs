@@ -70,6 +70,7 @@ mod catalogue;
 mod line;
 mod report;
 mod results;
+mod rk;
 mod svg;
 
 use std::fs;
@@ -107,7 +108,9 @@ options:
                         has its block drivers), p (seed 002's bw_pipe: three pipe
                         designs, 1 and all CPUs, six boots; not in the default set),
                         b (seed 004's nbuf curve on ext2: a boot per nbuf; not in the
-                        default set), r2disk (R2's file rows on ext2 on virtio-blk,
+                        default set), brk (the same on a disk with a time per access,
+                        nbdkit's delay filter, figures b_rk_nbufN; not in the default
+                        set), r2disk (R2's file rows on ext2 on virtio-blk,
                         without and with fsync; not in the default set), n (seed 003's
                         loopback TCP, net=classic and net=scalable on 2 and 4 CPUs with
                         the lock statistics: four boots; --smp 4 for the 4-CPU rows;
@@ -253,8 +256,9 @@ pub enum RidgebackProgram {
     /// `pbench`, a UNIX process started the same way, with the pipe design
     /// (`pipe=`, one of `catalogue::SEED_002`'s).
     Pbench(&'static str),
-    /// `bbench`, seed 004's job on the ext2 disk, with `nbuf=` buffers.
-    Bbench(u32),
+    /// `bbench`, seed 004's job on the ext2 disk, with `nbuf=` buffers,
+    /// on the plain disk or the `rk` one ([`rk`]).
+    Bbench(u32, bench::b::Disk),
     /// `r2bench` on the ext2 disk (`--dir /disk/r2`): R2's file rows,
     /// then the same with `fsync`.
     R2Disk,
@@ -275,7 +279,7 @@ impl RidgebackProgram {
             RidgebackProgram::R2bench(_) => "r2bench",
             RidgebackProgram::Dbench(_) => "dbench",
             RidgebackProgram::Pbench(_) => "pbench",
-            RidgebackProgram::Bbench(_) => "bbench",
+            RidgebackProgram::Bbench(..) => "bbench",
             RidgebackProgram::R2Disk => "r2bench",
             RidgebackProgram::Nbench(_) => "nbench",
             RidgebackProgram::LinuxBin => LINUXBIN_PROGRAM,
@@ -285,7 +289,7 @@ impl RidgebackProgram {
     /// Whether the boot gets a fresh ext2 image as its disk (made on the
     /// host with B's sources) instead of the run's raw scratch disk.
     fn needs_ext2_disk(self) -> bool {
-        matches!(self, RidgebackProgram::Bbench(_) | RidgebackProgram::R2Disk)
+        matches!(self, RidgebackProgram::Bbench(..) | RidgebackProgram::R2Disk)
     }
 
     /// Whether the program is built into the bench image (the Linux
@@ -471,16 +475,21 @@ pub fn plan(groups: &[Group], smp: u32) -> Plan {
             figures: bench::r2::DISK_FIGURES.to_vec(),
         });
     }
-    if groups.contains(&Group::B) {
-        // A boot per buffer count, as the seed booted a kernel per nbuf:
-        // the first job of each boot is cold by the boot.
-        for (nbuf, _) in catalogue::SEED_004 {
-            ridgeback.push(RidgebackBootPlan {
-                label: format!("b-nbuf{nbuf}"),
-                cpus_option: None,
-                program: RidgebackProgram::Bbench(nbuf),
-                figures: vec!["b"],
-            });
+    // A boot per buffer count, as the seed booted a kernel per nbuf: the
+    // first job of each boot is cold by the boot. Per disk: the plain one
+    // (`b`) and the one with a time per access (`brk`, [`rk`]).
+    for (group, disk, prefix) in
+        [(Group::B, bench::b::Disk::Plain, "b"), (Group::BRk, bench::b::Disk::Rk, "brk")]
+    {
+        if groups.contains(&group) {
+            for (nbuf, _) in catalogue::SEED_004 {
+                ridgeback.push(RidgebackBootPlan {
+                    label: format!("{prefix}-nbuf{nbuf}"),
+                    cpus_option: None,
+                    program: RidgebackProgram::Bbench(nbuf, disk),
+                    figures: vec!["b"],
+                });
+            }
         }
     }
     if groups.contains(&Group::N) {
@@ -552,7 +561,7 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             Some(cpus) => format!("{cpus} pipe={design}"),
             None => format!("pipe={design}"),
         },
-        RidgebackProgram::Bbench(nbuf) => match boot.cpus_option {
+        RidgebackProgram::Bbench(nbuf, _) => match boot.cpus_option {
             Some(cpus) => format!("{cpus} nbuf={nbuf}"),
             None => format!("nbuf={nbuf}"),
         },
@@ -574,7 +583,8 @@ fn batch_script(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             format!(" --suffix {}", files.suffix())
         }
         RidgebackProgram::Pbench(design) => format!(" --design {design}"),
-        RidgebackProgram::Bbench(nbuf) => format!(" --nbuf {nbuf}"),
+        RidgebackProgram::Bbench(nbuf, bench::b::Disk::Plain) => format!(" --nbuf {nbuf}"),
+        RidgebackProgram::Bbench(nbuf, disk) => format!(" --nbuf {nbuf} --disk {}", disk.name()),
         RidgebackProgram::Nbench(mode) => format!(" --mode {mode}"),
         RidgebackProgram::R2Disk => {
             // Two runs of r2bench: the rows, then the rows with fsync.
@@ -880,7 +890,29 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
                         }
                         let boot_disk = if is_ext2 { &ext2_ridgeback } else { &disk };
                         let config = config_for(ridgeback_cmdline(boot_plan, opts), modules, boot_disk);
-                        run_ridgeback(&mut results, run, boot_plan, &config, &extra_args, timeout, &log_dir);
+                        // The rk disk: the same image behind nbdkit, for
+                        // this boot only (dropped, it ends).
+                        let mut boot_args = extra_args.clone();
+                        let rk_server = match boot_plan.program {
+                            RidgebackProgram::Bbench(_, bench::b::Disk::Rk) => {
+                                let log = log_dir.join(format!("run{run}-nbdkit-{}.log", boot_plan.label));
+                                match rk::Server::start(&ext2_ridgeback, &log).and_then(|s| {
+                                    boot_args.extend(s.qemu_args()?);
+                                    Ok(s)
+                                }) {
+                                    Ok(server) => Some(server),
+                                    Err(e) => {
+                                        results
+                                            .problems
+                                            .push(format!("run {run} ridgeback {}: {e}", boot_plan.label));
+                                        continue;
+                                    }
+                                }
+                            }
+                            _ => None,
+                        };
+                        run_ridgeback(&mut results, run, boot_plan, &config, &boot_args, timeout, &log_dir);
+                        drop(rk_server);
                         if is_ext2 {
                             // What Ridgeback wrote must be a clean ext2
                             // volume (init syncs before powering off).
@@ -1383,6 +1415,22 @@ mod tests {
         let mixed = super::plan(&[Group::R2, Group::B], 2);
         assert_eq!((mixed.linux, mixed.linux_ext2), (vec!["r2"], vec!["b"]));
         assert!(!super::plan(&DEFAULT_GROUPS, 2).ridgeback.iter().any(|b| b.program.needs_ext2_disk()));
+    }
+
+    #[test]
+    fn brk_boots_once_per_nbuf_on_the_rk_disk_and_shares_linuxs_b_boot() {
+        let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
+        let plan = super::plan(&[Group::B, Group::BRk], 2);
+        assert_eq!(plan.linux_ext2, ["b"], "one Linux figure for both disks");
+        let labels: Vec<&str> = plan.ridgeback.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(labels.len(), 16);
+        assert_eq!((labels[7], labels[8], labels[15]), ("b-nbuf12", "brk-nbuf1", "brk-nbuf12"));
+        let rk2 = &plan.ridgeback[9];
+        assert_eq!(rk2.program, RidgebackProgram::Bbench(2, bench::b::Disk::Rk));
+        assert!(rk2.program.needs_ext2_disk());
+        assert_eq!(ridgeback_cmdline(rk2, &opts), "nbuf=2");
+        assert_eq!(batch_script(rk2, &opts), "/bin/bbench --nbuf 2 --disk rk --samples 3 --sample-ms 10 b\n");
+        assert_eq!(parse("--only brk").unwrap().groups, [Group::BRk]);
     }
 
     #[test]

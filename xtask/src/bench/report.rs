@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::catalogue::{
     D_LINUX_DEVICES, Group, N_MODES, P_COPY, P_COPY_CHECKSUM, SEED_000, SEED_002, SEED_003, SEED_004,
-    b_figure, b_linux_figure, d_figure, n_cpu_counts, p_figure,
+    b_figure, b_linux_figure, b_rk_figure, d_figure, n_cpu_counts, p_figure,
 };
 use super::line::{Better, better_for};
 use super::results::{self, Results, Series, System};
@@ -234,7 +234,7 @@ pub fn full(results: &Results) -> String {
         text.push('\n');
         text.push_str(&seed_002);
     }
-    for section in [seed_004(results), r2_disk(results), seed_003(results)] {
+    for section in [seed_004(results), seed_004_rk(results), r2_disk(results), seed_003(results)] {
         if !section.is_empty() {
             text.push('\n');
             text.push_str(&section);
@@ -248,7 +248,23 @@ pub fn full(results: &Results) -> String {
 /// Ridgeback's the same, Linux's one figure; the shape the issue asks for
 /// as measured facts.
 pub fn seed_004(results: &Results) -> String {
-    if !results.meta.groups.iter().any(|g| g == Group::B.name()) {
+    b_curve(results, Group::B, b_figure, "")
+}
+
+/// The same for the `rk` disk's figures (`--only brk`).
+pub fn seed_004_rk(results: &Results) -> String {
+    let disk = format!(
+        "On the rk disk: nbdkit serves the image one request at a time, each after {} ms \
+         (--only brk, figures b_rk_nbufN)\n",
+        bench::b::RK_ACCESS_MS
+    );
+    b_curve(results, Group::BRk, b_rk_figure, &disk)
+}
+
+/// Seed 004's table beside `group`'s figures (`figure(nbuf)`), with `disk`
+/// (a line saying which disk, or nothing) after the heading.
+fn b_curve(results: &Results, group: Group, figure: fn(u32) -> String, disk: &str) -> String {
+    if !results.meta.groups.iter().any(|g| g == group.name()) {
         return String::new();
     }
     let median = |system: System, name: &str| results.series(system, name).map(Series::median);
@@ -262,6 +278,7 @@ pub fn seed_004(results: &Results) -> String {
          read in 1 KiB block reads with CPU work per 512 bytes, a 36,432-byte a.out written) against nbuf,\n\
          each job from a cold cache; speedup = faster than one row up\n",
     );
+    text.push_str(disk);
     let _ = writeln!(
         text,
         "{:>5}  {:>12}  {:>8}  {:>12}  {:>7}  {:>8}",
@@ -271,7 +288,7 @@ pub fn seed_004(results: &Results) -> String {
     let mut ours = Vec::new();
     for (nbuf, seed) in SEED_004 {
         let seed_ms = seed.map(|s| s.value);
-        let now = median(System::Ridgeback, &b_figure(nbuf));
+        let now = median(System::Ridgeback, &figure(nbuf));
         ours.push((nbuf, now));
         let _ = writeln!(
             text,
@@ -279,7 +296,7 @@ pub fn seed_004(results: &Results) -> String {
             ms(seed_ms),
             gain(seed_before, seed_ms),
             ms(now),
-            spread(&b_figure(nbuf)).map_or("-".to_string(), percent),
+            spread(&figure(nbuf)).map_or("-".to_string(), percent),
             gain(ours_before, now),
         );
         (seed_before, ours_before) = (seed_ms, now);
@@ -878,6 +895,21 @@ pub fn seed_003(results: &Results) -> String {
 mod tests {
     use super::super::results::tests::{figure, sample_results};
     use super::*;
+
+    #[test]
+    fn the_rk_curve_is_its_own_section_from_its_own_figures() {
+        let mut results = Results::new(super::super::results::tests::meta());
+        results.meta.groups = vec!["brk".to_string()];
+        let job = |name: &str, ms: u64| figure(name, "ms/job", &[ms * 1_000_000; 3], &[]);
+        results.add_figures(System::Ridgeback, vec![job("b_rk_nbuf1", 3000), job("b_rk_nbuf2", 1000)]);
+        assert_eq!(seed_004(&results), "", "no plain B figures were asked for");
+        let text = seed_004_rk(&results);
+        assert!(text.contains("On the rk disk"), "{text}");
+        let row = |nbuf: &str| text.lines().find(|l| l.trim_start().starts_with(nbuf)).unwrap().to_string();
+        assert!(row("1 ").contains("3215 ms") && !row("1 ").trim_end().ends_with('-'), "{text}");
+        assert!(row("3 ").trim_end().ends_with('-'), "nbuf=3 was not measured: {text}");
+        assert!(text.contains("nbuf=1 more than 2x slower than nbuf=2 (V1: 2.46x)"), "{text}");
+    }
 
     #[test]
     fn numbers_keep_three_or_four_digits() {
