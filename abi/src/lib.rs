@@ -509,6 +509,20 @@ pub mod lease {
     pub const LOAN_MIN_BYTES: u64 = 16 * 1024;
     /// Longest send or receive buffer a call may lend.
     pub const MAX_LEASE_BYTES: u64 = 16 * 1024 * 1024;
+    /// The server's side is several buffers (`lease_read` and
+    /// `lease_write` only, no other flag): `buf` is a list of `len`
+    /// segments in the caller's memory, each two `u64`s (address, length),
+    /// and their bytes are copied in order to (or from) the lent buffer
+    /// from `offset` on, contiguously; the call returns their total. One
+    /// kernel entry and one copy for data that lies in several buffers (a
+    /// disk cache's blocks, `fs-ext2`): without it, a copy into one buffer
+    /// first or a kernel entry per buffer. At most [`MAX_SEGMENTS`]
+    /// segments, else [`crate::Error::InvalidArgument`]; every segment is
+    /// checked before a byte moves.
+    pub const SEGMENTS: u64 = 4;
+    /// Most segments one [`SEGMENTS`] call takes: a 64 KiB transfer of
+    /// 1 KiB blocks (`ext2fs`'s I/O workers').
+    pub const MAX_SEGMENTS: u64 = 64;
 }
 
 /// Foreign processes: programs of another system (Linux) whose `syscall`

@@ -55,6 +55,17 @@ pub trait Lent {
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Errno>;
     /// Copy `bytes` into the caller's receive buffer at `offset`.
     fn write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno>;
+    /// Copy `segments`, one after another, into the caller's receive
+    /// buffer from `offset` on (a file's blocks straight from the cache:
+    /// the server makes it one lease call, `abi::lease::SEGMENTS`).
+    fn write_segments(&mut self, offset: u64, segments: &[&[u8]]) -> Result<(), Errno> {
+        let mut at = offset;
+        for s in segments {
+            self.write(at, s)?;
+            at += s.len() as u64;
+        }
+        Ok(())
+    }
 }
 
 /// One open of a file or directory.
@@ -442,28 +453,23 @@ impl<D: BlockDevice> Service<D> {
             self.advance(handle, n)?;
             return Ok(([n as u64, 0, 0, 0], n));
         } else {
+            // Straight from the cache's buffers into the lent buffer, one
+            // lease call per run of blocks (`Fs::read_into`): one copy.
             let mut done = 0;
-            let mut piece = core::mem::take(&mut self.scratch);
             let result = (|| {
-                if piece.len() < PIECE_BYTES {
-                    piece.try_reserve_exact(PIECE_BYTES - piece.len()).map_err(|_| ENOMEM)?;
-                    piece.resize(PIECE_BYTES, 0);
-                }
                 while done < want {
                     let len = (want - done).min(PIECE_BYTES);
-                    let n = self.fs.read(ino, offset + done as u64, &mut piece[..len])?;
-                    if n == 0 {
-                        break;
-                    }
-                    lent.write(done as u64, &piece[..n])?;
-                    done += n;
+                    let n = self.fs.read_into(ino, offset + done as u64, len, |segments| {
+                        lent.write_segments(done as u64, segments)?;
+                        done += segments.iter().map(|s| s.len()).sum::<usize>();
+                        Ok(())
+                    })?;
                     if n < len {
                         break;
                     }
                 }
-                Ok(())
+                Ok::<(), Errno>(())
             })();
-            self.scratch = piece;
             match result {
                 Err(e) if done == 0 => return Err(e),
                 _ => done,
@@ -577,11 +583,21 @@ impl<D: BlockDevice> Service<D> {
 pub struct VecLent {
     pub send: Vec<u8>,
     pub receive: Vec<u8>,
+    /// Calls that wrote into `receive` (a server's `lease_write`s; one
+    /// for a whole [`Lent::write_segments`]).
+    pub write_calls: usize,
 }
 
 impl VecLent {
     pub fn new(send: Vec<u8>, receive_bytes: usize) -> VecLent {
-        VecLent { send, receive: vec![0; receive_bytes] }
+        VecLent { send, receive: vec![0; receive_bytes], write_calls: 0 }
+    }
+
+    fn put(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
+        let start = usize::try_from(offset).map_err(|_| EFAULT)?;
+        let dst = self.receive.get_mut(start..start + bytes.len()).ok_or(EFAULT)?;
+        dst.copy_from_slice(bytes);
+        Ok(())
     }
 }
 
@@ -594,9 +610,23 @@ impl Lent for VecLent {
     }
 
     fn write(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
+        self.write_calls += 1;
+        self.put(offset, bytes)
+    }
+
+    /// All or nothing, as the kernel's `lease::SEGMENTS`.
+    fn write_segments(&mut self, offset: u64, segments: &[&[u8]]) -> Result<(), Errno> {
+        self.write_calls += 1;
+        let total: usize = segments.iter().map(|s| s.len()).sum();
         let start = usize::try_from(offset).map_err(|_| EFAULT)?;
-        let dst = self.receive.get_mut(start..start + bytes.len()).ok_or(EFAULT)?;
-        dst.copy_from_slice(bytes);
+        if segments.len() > abi::lease::MAX_SEGMENTS as usize || start + total > self.receive.len() {
+            return Err(EFAULT);
+        }
+        let mut at = offset;
+        for s in segments {
+            self.put(at, s)?;
+            at += s.len() as u64;
+        }
         Ok(())
     }
 }

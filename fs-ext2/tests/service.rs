@@ -92,6 +92,35 @@ impl Client {
     }
 }
 
+/// A read of cached data is one copy, from the cache's buffers into the
+/// lent buffer, one lease call per 64 blocks (`abi::lease::SEGMENTS`);
+/// with one buffer it goes a block at a time, and reads the same bytes.
+#[test]
+fn cached_reads_go_to_the_lent_buffer_in_runs_of_blocks() {
+    let Some((bytes, _img)) = image("segments") else { return };
+    let data: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 13 % 253) as u8).collect();
+    for (nbuf, calls) in [(1024, 4), (1, 256)] {
+        let mut c = Client::new(bytes.clone(), nbuf);
+        let h = c.open("/f", O_CREAT | O_EXCL | O_RDWR);
+        let mut lent = VecLent::new(data.clone(), 0);
+        let (r, _, _) =
+            c.ask(STRANGER, [io::OP_WRITE, h, data.len() as u64, 0], &data[..MESSAGE_DATA_BYTES], &mut lent);
+        assert_eq!(r, Ok(data.len() as u64));
+        assert_eq!(c.io([io::OP_SEEK, h, 0, io::SEEK_SET], b"").0, Ok(0));
+        let mut lent = VecLent::new(Vec::new(), data.len());
+        let (r, _, _) = c.ask(STRANGER, [io::OP_READ, h, data.len() as u64, 0], b"", &mut lent);
+        assert_eq!(r, Ok(data.len() as u64), "nbuf {nbuf}");
+        assert!(lent.receive == data, "nbuf {nbuf}: the bytes read are the bytes written");
+        assert_eq!(lent.write_calls, calls, "nbuf {nbuf}: lease calls for 256 blocks");
+        // An offset inside a block: the first and last runs are parts of blocks.
+        assert_eq!(c.io([io::OP_SEEK, h, 1000, io::SEEK_SET], b"").0, Ok(1000));
+        let mut lent = VecLent::new(Vec::new(), 70_000);
+        let (r, _, _) = c.ask(STRANGER, [io::OP_READ, h, 70_000, 0], b"", &mut lent);
+        assert_eq!(r, Ok(70_000));
+        assert!(lent.receive[..] == data[1000..71_000], "nbuf {nbuf}: a read across blocks");
+    }
+}
+
 #[test]
 fn requests_over_an_image() {
     let Some((bytes, img)) = image("requests") else { return };

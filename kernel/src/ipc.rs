@@ -701,6 +701,9 @@ impl Kernel {
         flags: u64,
         is_write: bool,
     ) -> Result<u64, Error> {
+        if flags == lease::SEGMENTS {
+            return self.lease_segments(slot, handle, offset, buf, len, is_write);
+        }
         let how = CopyHow::from_flags(flags, len)?;
         let (c, lent, lent_len) = self.lent_buffer(slot, handle, is_write)?;
         if offset.checked_add(len).is_none_or(|end| end > lent_len) {
@@ -709,6 +712,66 @@ impl Kernel {
         let (from, src, to, dst) =
             if is_write { (slot, buf, c, lent + offset) } else { (c, lent + offset, slot, buf) };
         self.move_bytes(from, src, to, dst, len, how)
+    }
+
+    /// `lease_read`/`lease_write` with [`lease::SEGMENTS`]: the server's
+    /// side is the `count` segments (address, length) listed at `list`,
+    /// the lent side one range from `offset`. Every segment and the lent
+    /// range are checked before the first byte moves, so bad input changes
+    /// nothing.
+    fn lease_segments(
+        &mut self,
+        slot: usize,
+        handle: u64,
+        offset: u64,
+        list: u64,
+        count: u64,
+        is_write: bool,
+    ) -> Result<u64, Error> {
+        const SEGMENT_BYTES: usize = 16;
+        if count > lease::MAX_SEGMENTS {
+            return Err(Error::InvalidArgument);
+        }
+        let mut raw = [0u8; lease::MAX_SEGMENTS as usize * SEGMENT_BYTES];
+        let raw = &mut raw[..count as usize * SEGMENT_BYTES];
+        {
+            let space = self.proc(slot).space.as_ref().ok_or(Error::DeadPeer)?;
+            UserSlice::new(list, raw.len() as u64)?.read(space, raw)?;
+        }
+        let segment = |i: usize| {
+            let word = |w: usize| {
+                let at = i * SEGMENT_BYTES + w * 8;
+                u64::from_le_bytes(raw[at..at + 8].try_into().expect("8 bytes"))
+            };
+            (word(0), word(1))
+        };
+        let (c, lent, lent_len) = self.lent_buffer(slot, handle, is_write)?;
+        let mut total = 0u64;
+        {
+            let space = self.proc(slot).space.as_ref().ok_or(Error::DeadPeer)?;
+            for i in 0..count as usize {
+                let (addr, len) = segment(i);
+                // The server's side: written by a lease_read.
+                UserSlice::new(addr, len)?.check(space, !is_write)?;
+                total = total.checked_add(len).ok_or(Error::InvalidArgument)?;
+            }
+        }
+        if offset.checked_add(total).is_none_or(|end| end > lent_len) {
+            return Err(Error::InvalidArgument);
+        }
+        {
+            // The lender's side: written by a lease_write.
+            let space = self.proc(c).space.as_ref().ok_or(Error::DeadPeer)?;
+            UserSlice::new(lent + offset, total)?.check(space, is_write)?;
+        }
+        let mut at = lent + offset;
+        for i in 0..count as usize {
+            let (addr, len) = segment(i);
+            let (from, src, to, dst) = if is_write { (slot, addr, c, at) } else { (c, at, slot, addr) };
+            self.move_bytes(from, src, to, dst, len, CopyHow::Bulk)?;
+            at += len;
+        }
+        Ok(total)
     }
 
     /// `lease_copy`: from the send buffer lent by call `src_handle` to the

@@ -899,6 +899,15 @@ pub mod io {
     /// asked or not. Other managers answer `ENOSYS`: the runtime then
     /// takes the object as always ready (a regular file).
     pub const OP_POLL: u64 = 10;
+    /// POSIX `pread`: [`OP_READ`] at an offset, word 3 = the offset in
+    /// bytes; the handle's own offset is neither used nor moved, so one
+    /// call does what [`OP_SEEK`] and [`OP_READ`] did in two. Block
+    /// drivers (`drivers/virtio-blk`) answer it, for the disk file
+    /// system's I/O workers; other managers answer `ENOSYS`.
+    pub const OP_PREAD: u64 = 11;
+    /// POSIX `pwrite`: [`OP_WRITE`] at word 3's offset, the handle's
+    /// offset neither used nor moved. As [`OP_PREAD`].
+    pub const OP_PWRITE: u64 = 12;
 }
 
 /// One directory entry in an `OP_READDIR` reply's data: ino (u64 LE),

@@ -210,6 +210,39 @@ pub fn lease_write(handle: ReplyHandle, offset: u64, buf: &[u8], flags: u64) -> 
     simple(Call::LeaseWrite, args, [0; 4]).map(|n| n as usize)
 }
 
+/// As a server holding `handle`: copy `bufs`, one after another, into
+/// the caller's lent receive buffer from `offset` on, in one kernel entry
+/// (`abi::lease::SEGMENTS`; at most `abi::lease::MAX_SEGMENTS` buffers,
+/// else `InvalidArgument`). Returns bytes copied.
+pub fn lease_write_segments(handle: ReplyHandle, offset: u64, bufs: &[&[u8]]) -> Result<usize, Error> {
+    let mut list = [[0u64; 2]; abi::lease::MAX_SEGMENTS as usize];
+    if bufs.len() > list.len() {
+        return Err(Error::InvalidArgument);
+    }
+    for (segment, buf) in list.iter_mut().zip(bufs) {
+        touch(buf);
+        *segment = [buf.as_ptr() as u64, buf.len() as u64];
+    }
+    let args = [handle.0, offset, list.as_ptr() as u64, bufs.len() as u64, abi::lease::SEGMENTS, 0];
+    simple(Call::LeaseWrite, args, [0; 4]).map(|n| n as usize)
+}
+
+/// As a server holding `handle`: fill `bufs`, one after another, from the
+/// caller's lent send buffer from `offset` on, in one kernel entry (as
+/// [`lease_write_segments`]). Returns bytes copied.
+pub fn lease_read_segments(handle: ReplyHandle, offset: u64, bufs: &mut [&mut [u8]]) -> Result<usize, Error> {
+    let mut list = [[0u64; 2]; abi::lease::MAX_SEGMENTS as usize];
+    if bufs.len() > list.len() {
+        return Err(Error::InvalidArgument);
+    }
+    for (segment, buf) in list.iter_mut().zip(bufs.iter_mut()) {
+        touch(buf);
+        *segment = [buf.as_mut_ptr() as u64, buf.len() as u64];
+    }
+    let args = [handle.0, offset, list.as_ptr() as u64, bufs.len() as u64, abi::lease::SEGMENTS, 0];
+    simple(Call::LeaseRead, args, [0; 4]).map(|n| n as usize)
+}
+
 /// As a server holding both handles: copy `len` bytes from the send
 /// buffer lent by call `src` (at `src_offset`) to the receive buffer lent
 /// by call `dst` (at `dst_offset`), in one copy (flags: `abi::lease`).

@@ -134,6 +134,25 @@ impl Opens {
         Ok(transfer)
     }
 
+    /// Start a positional READ or WRITE (`io::OP_PREAD`, `OP_PWRITE`) of
+    /// `len_bytes` at `offset_bytes` on `handle`: checked as [`Opens::start`]
+    /// checks, but the handle's offset is neither used nor moved, so the
+    /// transfer's end needs no [`Opens::finish`].
+    pub fn start_at(
+        &self,
+        handle: u64,
+        offset_bytes: u64,
+        len_bytes: u64,
+        is_write: bool,
+    ) -> Result<Option<Transfer>, Errno> {
+        let open = self.table.get(handle)?;
+        let allowed = if is_write { open.writable } else { open.readable };
+        if !allowed {
+            return Err(EBADF);
+        }
+        check(offset_bytes, len_bytes, self.size_bytes, is_write)
+    }
+
     /// A transfer [`Opens::start`] gave ended; when it failed, the offset
     /// goes back to where it began unless something moved it since (a
     /// seek, another transfer). A handle closed meanwhile is ignored.
@@ -234,6 +253,26 @@ mod tests {
         assert_eq!(o.fstat(w, 9, 0), Err(EBADF));
         assert_eq!(o.close(w), Err(EBADF));
         assert_eq!(o.check_handle(r ^ (1 << 40)), Err(EBADF), "a guessed handle");
+    }
+
+    #[test]
+    fn positional_transfers_leave_the_offset_alone() {
+        let mut o = Opens::new(3, MIB, false);
+        let r = o.open(O_RDONLY, b"").unwrap();
+        let w = o.open(O_WRONLY, b"").unwrap();
+        assert_eq!(o.seek(r, 2048, crate::seek::SEEK_SET), Ok(2048));
+        let t = o.start_at(r, 4096, 1024, false).unwrap().unwrap();
+        assert_eq!((t.offset_bytes, t.len_bytes, t.first_block()), (4096, 1024, 8));
+        assert_eq!(o.get(r).unwrap().offset_bytes, 2048, "the handle's offset is not moved");
+        assert_eq!(o.start_at(r, 0, 512, true), Err(EBADF), "pwrite on a read-only open");
+        assert_eq!(o.start_at(w, 0, 512, false), Err(EBADF), "pread on a write-only open");
+        assert_eq!(o.start_at(w, 100, 512, true), Err(EINVAL), "unaligned offset");
+        assert_eq!(o.start_at(w, 0, 100, true), Err(EINVAL), "partial block");
+        assert_eq!(o.start_at(w, MIB - 512, 1024, true), Err(EINVAL), "past the end");
+        assert_eq!(o.start_at(w, u64::MAX - 511, 512, true), Err(EINVAL), "overflow");
+        assert_eq!(o.start_at(r, MIB, 512, false), Ok(None), "a pread at the end is end of file");
+        assert_eq!(o.start_at(r ^ (1 << 40), 0, 512, false), Err(EBADF), "a guessed handle");
+        assert_eq!(o.get(w).unwrap().offset_bytes, 0, "refused requests move nothing");
     }
 
     #[test]

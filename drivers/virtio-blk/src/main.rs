@@ -4,7 +4,8 @@
 //! drives it through the `virtio-drivers` crate (virtqueues, the PCI
 //! transport) and serves the block-device protocol
 //! (`protocols::unix::block`) on [`block::QUEUE`]: `device::OP_OPEN`,
-//! `io` READ, WRITE, SEEK, FSTAT, FSYNC and CLOSE, and `block::OP_STATS`.
+//! `io` READ, WRITE, PREAD, PWRITE, SEEK, FSTAT, FSYNC and CLOSE, and
+//! `block::OP_STATS`.
 //!
 //! How a request moves (seed 000's real disk: the driver starts the
 //! transfer and waits for the device's interrupt, while everything else
@@ -21,11 +22,19 @@
 //! - Several requests are in flight at once, one per client call (up to
 //!   [`MAX_BUFFERS`] DMA buffers and the 16-entry virtqueue; more wait in
 //!   order). No polling while requests are in flight.
-//! - FSYNC: a virtio flush. The crate's flush waits for the device
-//!   itself, and must be the only request in the queue; so new requests
-//!   wait while an FSYNC is pending, the requests in flight finish, and
-//!   then the flush runs alone. Every WRITE a client has been answered
-//!   for has reached the device by then, which is what `fsync` promises.
+//! - FSYNC: a virtio flush, a request on the queue answered at the
+//!   interrupt like a READ or WRITE (`flush_nb`, added to the crate by
+//!   `third_party/virtio-drivers`: its own `flush` spins until the device
+//!   answers, and a spinning vCPU competes with QEMU's I/O thread doing
+//!   the host's `fdatasync`). A flush covers the writes the device has
+//!   completed when it takes it (the virtio spec, block device
+//!   operation: writes completed before the flush), so new requests
+//!   wait while an FSYNC is pending until the requests in flight finish;
+//!   then the flush is sent, and requests flow again while it is in
+//!   flight. Every WRITE a client has been answered for has been
+//!   completed by then, which is what `fsync` promises. FSYNCs that come
+//!   while a flush is in flight wait for the next one (their writes may
+//!   have completed after the device took it).
 //!
 //! A client that dies in the middle of a request: its lease and reply
 //! calls fail (`DeadPeer`, `BadReplyHandle`); the driver drops the
@@ -136,6 +145,7 @@ fn main(args: Args) -> i32 {
         waiting: VecDeque::new(),
         in_flight: Vec::with_capacity(MAX_BUFFERS),
         fsyncs: Vec::new(),
+        flushing: None,
         stats: Stats::default(),
     };
     tell_starter(starter, queue.0, size_bytes);
@@ -162,6 +172,9 @@ struct Waiting {
     handle: u64,
     transfer: Transfer,
     is_write: bool,
+    /// `OP_PREAD`/`OP_PWRITE`: the handle's offset was not moved, so the
+    /// end gives nothing back to it.
+    is_positional: bool,
 }
 
 /// A request the device holds. The header and status live on the heap
@@ -173,6 +186,14 @@ struct InFlight {
     buffer: &'static mut [u8],
     header: Box<BlkReq>,
     status: Box<BlkResp>,
+}
+
+/// A flush the device holds: header and status boxed as for [`InFlight`].
+struct Flushing {
+    token: u16,
+    header: Box<BlkReq>,
+    status: Box<BlkResp>,
+    replies: Vec<ReplyHandle>,
 }
 
 struct Driver {
@@ -190,6 +211,8 @@ struct Driver {
     in_flight: Vec<InFlight>,
     /// FSYNC calls waiting for the requests in flight to finish.
     fsyncs: Vec<ReplyHandle>,
+    /// The flush the device holds, and the FSYNC calls it answers.
+    flushing: Option<Flushing>,
     stats: Stats,
 }
 
@@ -233,12 +256,19 @@ impl Driver {
             device::OP_OPEN => self.opens.open(m[1], data),
             io::OP_CLOSE if !trusted => Err(EPERM),
             io::OP_CLOSE => self.opens.close(m[1]).map(|()| 0),
-            io::OP_READ | io::OP_WRITE => {
-                let is_write = m[0] == io::OP_WRITE;
-                match self.opens.start(m[1], m[2], is_write) {
+            io::OP_READ | io::OP_WRITE | io::OP_PREAD | io::OP_PWRITE => {
+                let is_write = matches!(m[0], io::OP_WRITE | io::OP_PWRITE);
+                let is_positional = matches!(m[0], io::OP_PREAD | io::OP_PWRITE);
+                let started = if is_positional {
+                    self.opens.start_at(m[1], m[3], m[2], is_write)
+                } else {
+                    self.opens.start(m[1], m[2], is_write)
+                };
+                match started {
                     Ok(Some(transfer)) => {
                         self.stats.requests += 1;
-                        self.waiting.push_back(Waiting { reply, handle: m[1], transfer, is_write });
+                        let handle = m[1];
+                        self.waiting.push_back(Waiting { reply, handle, transfer, is_write, is_positional });
                         return;
                     }
                     Ok(None) => {
@@ -290,6 +320,11 @@ impl Driver {
         // Reading the ISR status lowers the (level-triggered) line.
         let _ = self.disk.ack_interrupt();
         while let Some(token) = self.disk.peek_used() {
+            if self.flushing.as_ref().is_some_and(|f| f.token == token) {
+                let f = self.flushing.take().expect("checked");
+                self.flushed(f);
+                continue;
+            }
             let Some(i) = self.in_flight.iter().position(|f| f.token == token) else {
                 println!("virtio-blk: the device finished request {token}, which it was not given");
                 break;
@@ -333,7 +368,9 @@ impl Driver {
                 Err(e) => lease_errno(e).map(Err),
             }
         };
-        self.opens.finish(w.handle, w.transfer, matches!(result, Some(Ok(_))));
+        if !w.is_positional {
+            self.opens.finish(w.handle, w.transfer, matches!(result, Some(Ok(_))));
+        }
         if let Some(r) = result {
             answer(w.reply, r);
         }
@@ -367,14 +404,13 @@ impl Driver {
     /// nothing is in flight.
     fn pump(&mut self) {
         if !self.fsyncs.is_empty() {
-            if self.in_flight.is_empty() {
-                let r = self.disk.flush().map(|()| 0).map_err(|_| EIO);
-                for reply in core::mem::take(&mut self.fsyncs) {
-                    answer(reply, r);
-                }
-            } else {
+            if !self.in_flight.is_empty() || self.flushing.is_some() {
+                // The pending FSYNCs' writes are not all complete yet, or
+                // the flush in flight may have been taken before they
+                // were: hold new requests until this flush can be sent.
                 return;
             }
+            self.start_flush();
         }
         while !self.waiting.is_empty() {
             let Some(buffer) = self.take_buffer() else { return };
@@ -442,9 +478,42 @@ impl Driver {
         }
     }
 
+    /// Send the flush for every pending FSYNC (nothing is in flight).
+    /// Without the device's flush feature (a disk with no write cache)
+    /// they are answered at once, as the crate's `flush` did.
+    fn start_flush(&mut self) {
+        let replies = core::mem::take(&mut self.fsyncs);
+        let mut header = Box::new(BlkReq::default());
+        let mut status = Box::new(BlkResp::default());
+        // SAFETY: `header` and `status` are boxed (moved into `flushing`
+        // without their contents moving) and not touched until `flushed`
+        // passes them back once the device has finished with them.
+        #[allow(unsafe_code)]
+        let sent = unsafe { self.disk.flush_nb(&mut header, &mut status) };
+        match sent {
+            Ok(Some(token)) => self.flushing = Some(Flushing { token, header, status, replies }),
+            Ok(None) => replies.into_iter().for_each(|r| answer(r, Ok(0))),
+            Err(_) => replies.into_iter().for_each(|r| answer(r, Err(EIO))),
+        }
+    }
+
+    /// The device has finished the flush: answer its FSYNCs.
+    fn flushed(&mut self, mut f: Flushing) {
+        // SAFETY: the token, header and status `flush_nb` gave the device;
+        // it is done with them (`peek_used` named it).
+        #[allow(unsafe_code)]
+        let done = unsafe { self.disk.complete_flush(f.token, &f.header, &mut f.status) };
+        let r = if done.is_ok() { Ok(0) } else { Err(EIO) };
+        for reply in f.replies {
+            answer(reply, r);
+        }
+    }
+
     /// A request that ends before reaching the device.
     fn fail(&mut self, w: Waiting, errno: Option<Errno>, buffer: &'static mut [u8]) {
-        self.opens.finish(w.handle, w.transfer, false);
+        if !w.is_positional {
+            self.opens.finish(w.handle, w.transfer, false);
+        }
         if let Some(e) = errno {
             answer(w.reply, Err(e));
         }

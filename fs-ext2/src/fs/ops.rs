@@ -26,6 +26,17 @@ use protocols::unix::{Errno, Stat};
 /// Most links an inode may have (ext2's `EXT2_LINK_MAX`).
 pub const LINK_MAX: u16 = 32000;
 
+/// Most blocks [`Fs::read_into`] hands its sink at once: what one lease
+/// call moves (`abi::lease::MAX_SEGMENTS`).
+pub const READ_SEGMENTS: usize = abi::lease::MAX_SEGMENTS as usize;
+
+/// Where [`Fs::read_into`] hands a run of blocks' bytes.
+trait SegmentSink: FnMut(&[&[u8]]) -> Result<(), Errno> {}
+impl<F: FnMut(&[&[u8]]) -> Result<(), Errno>> SegmentSink for F {}
+
+/// A hole's bytes (blocks are at most 4 KiB: `Fs::mount` refuses larger).
+static ZEROS: [u8; 4096] = [0; 4096];
+
 /// An inode's attributes (`stat`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Attr {
@@ -698,13 +709,38 @@ impl<D: BlockDevice> Fs<D> {
     /// Reads from a regular file at `offset`; 0 at or past the end. A
     /// sequential reader gets the next 16 pages read ahead.
     pub fn read(&mut self, ino: u32, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let mut at = 0;
+        self.read_into(ino, offset, buf.len(), |segments| {
+            for s in segments {
+                buf[at..at + s.len()].copy_from_slice(s);
+                at += s.len();
+            }
+            Ok(())
+        })
+    }
+
+    /// [`Fs::read`] of up to `len` bytes handed to `sink` straight from the
+    /// cache's buffers, in order, as lists of byte slices (parts of
+    /// blocks; zeros for holes) of up to [`READ_SEGMENTS`] blocks each: a
+    /// server copies each list to its caller in one lease call
+    /// (`abi::lease::SEGMENTS`), so cached data is copied once, from the
+    /// buffer to the caller. A run whose blocks cannot all be in the cache
+    /// at once (fewer buffers than blocks) goes a block at a time. Returns
+    /// the bytes given; an error of `sink` ends the read with it.
+    pub fn read_into(
+        &mut self,
+        ino: u32,
+        offset: u64,
+        len: usize,
+        mut sink: impl FnMut(&[&[u8]]) -> Result<(), Errno>,
+    ) -> Result<usize, Errno> {
         self.cache.begin_request();
         let i = self.data_inode(ino)?;
         let size = i.size();
-        if offset >= size || buf.is_empty() {
+        if offset >= size || len == 0 {
             return Ok(0);
         }
-        let n = (buf.len() as u64).min(size - offset) as usize;
+        let n = (len as u64).min(size - offset) as usize;
         let bs = self.block_bytes as u64;
         let first = offset / bs;
         let last = (offset + n as u64 - 1) / bs;
@@ -715,19 +751,44 @@ impl<D: BlockDevice> Fs<D> {
             let wanted: Vec<u64> = map.iter().filter(|&&b| b != 0).map(|&b| b as u64).collect();
             self.cache.prefetch(&wanted, false)?;
         }
-        let mut done = 0;
-        while done < n {
-            let pos = offset + done as u64;
-            let in_block = (pos % bs) as usize;
-            let len = (bs as usize - in_block).min(n - done);
-            let block = map[(pos / bs - first) as usize];
-            let out = &mut buf[done..done + len];
-            if block == 0 {
-                out.fill(0);
+        // The part of logical block `first + k` the request covers.
+        let range = |k: usize| {
+            let start = if k == 0 { (offset % bs) as usize } else { 0 };
+            let end = if first + k as u64 == last {
+                ((offset + n as u64 - 1) % bs) as usize + 1
             } else {
-                self.cache.read(block as u64, |b| out.copy_from_slice(&b[in_block..in_block + len]))?;
+                bs as usize
+            };
+            start..end
+        };
+        for (g, group) in map.chunks(READ_SEGMENTS).enumerate() {
+            let base = g * READ_SEGMENTS;
+            let blocks: Vec<u64> = group.iter().filter(|&&b| b != 0).map(|&b| b as u64).collect();
+            let give = |datas: &[&[u8]], sink: &mut dyn SegmentSink| {
+                let mut data = datas.iter();
+                let mut segments: Vec<&[u8]> = Vec::with_capacity(group.len());
+                for (k, &b) in group.iter().enumerate() {
+                    let r = range(base + k);
+                    let bytes: &[u8] = if b == 0 { &ZEROS[..] } else { data.next().ok_or(EIO)? };
+                    segments.push(&bytes[r]);
+                }
+                sink(&segments)
+            };
+            // Blocks a read-ahead brought (or is bringing) are all here.
+            match self.cache.read_cached(&blocks, |d| give(d, &mut sink))? {
+                Some(r) => r?,
+                None => {
+                    // A miss: one block at a time, each read as needed.
+                    for (k, &b) in group.iter().enumerate() {
+                        let r = range(base + k);
+                        if b == 0 {
+                            sink(&[&ZEROS[r]])?;
+                        } else {
+                            self.cache.read(b as u64, |d| sink(&[&d[r]]))??;
+                        }
+                    }
+                }
             }
-            done += len;
         }
         if is_sequential {
             // After the copy, so that read-ahead never takes the buffer of

@@ -10,7 +10,9 @@
 //! that reply; a read's come back in the worker's next call, from its
 //! lent send buffer (`lease_read`). Transfers wait in order when every
 //! worker is busy. Transfers larger than a worker's buffer, and the
-//! device flush, the manager makes itself on its own handle.
+//! device flush, the manager makes itself on its own handle. Workers and
+//! manager name the offset in each request (`io::OP_PREAD`, `OP_PWRITE`:
+//! one call per transfer, no seek).
 //!
 //! The manager serves clients and workers on one queue. While the cache
 //! waits for a transfer ([`BlockDevice::complete`]) the requests of
@@ -31,7 +33,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use fs_ext2::BlockDevice;
 use fs_ext2::device::{Direction, SECTOR_BYTES, Transfer};
-use protocols::unix::errno::{EINVAL, EIO};
+use protocols::unix::errno::{EINVAL, EIO, ENOSYS};
 use protocols::unix::{Errno, ext2fs, io, result};
 use runtime::msg::{self, Link, Page, Queue, Received, ReplyHandle};
 
@@ -64,6 +66,9 @@ pub struct Disk {
     pub transfers: u64,
     /// Ticks waiting for transfers and for flushes ([`BlockDevice::wait_ticks`]).
     ticks: [u64; 2],
+    /// The driver answers `io::OP_PREAD` and `OP_PWRITE` (until it says
+    /// `ENOSYS`).
+    has_pread: bool,
 }
 
 impl Disk {
@@ -80,6 +85,7 @@ impl Disk {
             rx: Page::zeroed(),
             transfers: 0,
             ticks: [0, 0],
+            has_pread: true,
         }
     }
 
@@ -183,27 +189,50 @@ impl Disk {
         }
     }
 
-    /// Make a transfer with the manager's own handle (no worker can).
+    /// Make a transfer with the manager's own handle (no worker can): one
+    /// `OP_PREAD` or `OP_PWRITE` per buffer (a driver without them: a
+    /// seek, then `OP_READ` or `OP_WRITE`).
     fn transfer_here(&mut self, t: &mut Transfer) -> Result<(), Errno> {
         self.transfers += 1;
-        let offset = t.first_sector.checked_mul(SECTOR_BYTES as u64).ok_or(EINVAL)?;
-        let (w, _) = msg::call(self.driver, &[io::OP_SEEK, self.handle, offset, io::SEEK_SET], &[], &mut [])
-            .map_err(|_| EIO)?;
-        result(w[0])?;
+        let mut offset = t.first_sector.checked_mul(SECTOR_BYTES as u64).ok_or(EINVAL)?;
+        if !self.has_pread {
+            let (w, _) =
+                msg::call(self.driver, &[io::OP_SEEK, self.handle, offset, io::SEEK_SET], &[], &mut [])
+                    .map_err(|_| EIO)?;
+            result(w[0])?;
+        }
         for buffer in &mut t.buffers {
             let bytes = buffer.len() as u64;
-            let (w, _) = match t.direction {
-                Direction::Read => msg::call(self.driver, &[io::OP_READ, self.handle, bytes, 0], &[], buffer),
-                Direction::Write => {
-                    msg::call(self.driver, &[io::OP_WRITE, self.handle, bytes, 0], buffer, &mut [])
+            let moved = match self.move_here(t.direction, offset, buffer) {
+                Err(ENOSYS) if self.has_pread => {
+                    self.has_pread = false;
+                    let seek = [io::OP_SEEK, self.handle, offset, io::SEEK_SET];
+                    let (w, _) = msg::call(self.driver, &seek, &[], &mut []).map_err(|_| EIO)?;
+                    result(w[0])?;
+                    self.move_here(t.direction, offset, buffer)
                 }
-            }
-            .map_err(|_| EIO)?;
-            if result(w[0])? != bytes {
+                other => other,
+            };
+            if moved? != bytes {
                 return Err(EIO);
             }
+            offset += bytes;
         }
         Ok(())
+    }
+
+    /// One call to the driver moving `buffer` at `offset` (positional, or
+    /// at the handle's offset once the driver has refused positional ones).
+    fn move_here(&mut self, direction: Direction, offset: u64, buffer: &mut [u8]) -> Result<u64, Errno> {
+        let bytes = buffer.len() as u64;
+        let (read, write) =
+            if self.has_pread { (io::OP_PREAD, io::OP_PWRITE) } else { (io::OP_READ, io::OP_WRITE) };
+        let (w, _) = match direction {
+            Direction::Read => msg::call(self.driver, &[read, self.handle, bytes, offset], &[], buffer),
+            Direction::Write => msg::call(self.driver, &[write, self.handle, bytes, offset], buffer, &mut []),
+        }
+        .map_err(|_| EIO)?;
+        result(w[0])
     }
 
     /// Wait for one message on the queue and deal with it: a worker's or
@@ -218,22 +247,39 @@ impl Disk {
     }
 }
 
-/// The bytes of a finished read, from the worker's lent send buffer.
+/// Buffers one lease call moves (`abi::lease::MAX_SEGMENTS`).
+const SEGMENTS: usize = abi::lease::MAX_SEGMENTS as usize;
+
+/// The bytes of a finished read, from the worker's lent send buffer
+/// straight into the cache's buffers: one lease call per
+/// [`SEGMENTS`] buffers (one for a worker's whole transfer of 1 KiB
+/// blocks), not one per block.
 fn read_lent(handle: ReplyHandle, t: &mut Transfer) -> Result<(), Errno> {
     let mut at = 0u64;
-    for buffer in &mut t.buffers {
-        msg::lease_read(handle, at, buffer, 0).map_err(|_| EIO)?;
-        at += buffer.len() as u64;
+    for group in t.buffers.chunks_mut(SEGMENTS) {
+        let mut bufs: Vec<&mut [u8]> = group.iter_mut().map(|b| &mut b[..]).collect();
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        let n = msg::lease_read_segments(handle, at, &mut bufs).map_err(|_| EIO)?;
+        if n != want {
+            return Err(EIO);
+        }
+        at += n as u64;
     }
     Ok(())
 }
 
-/// A write's bytes into the worker's lent receive buffer.
+/// A write's bytes from the cache's buffers into the worker's lent
+/// receive buffer, as [`read_lent`].
 fn write_lent(handle: ReplyHandle, t: &Transfer) -> Result<(), Errno> {
     let mut at = 0u64;
-    for buffer in &t.buffers {
-        msg::lease_write(handle, at, buffer, 0).map_err(|_| EIO)?;
-        at += buffer.len() as u64;
+    for group in t.buffers.chunks(SEGMENTS) {
+        let bufs: Vec<&[u8]> = group.iter().map(|b| &b[..]).collect();
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        let n = msg::lease_write_segments(handle, at, &bufs).map_err(|_| EIO)?;
+        if n != want {
+            return Err(EIO);
+        }
+        at += n as u64;
     }
     Ok(())
 }

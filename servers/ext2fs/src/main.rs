@@ -260,6 +260,14 @@ impl Lent for Leases {
             _ => Err(EFAULT),
         }
     }
+
+    fn write_segments(&mut self, offset: u64, segments: &[&[u8]]) -> Result<(), Errno> {
+        let want: usize = segments.iter().map(|s| s.len()).sum();
+        match msg::lease_write_segments(self.0, offset, segments) {
+            Ok(n) if n == want => Ok(()),
+            _ => Err(EFAULT),
+        }
+    }
 }
 
 /// Receive, answer, repeat. Requests kept while the cache waited for the

@@ -324,11 +324,14 @@ fn corrupt(boots: &Boots) -> Result<(), String> {
 /// Test 5: the disk's driver killed while `disktest cuts` writes and
 /// `fsync`s on `/disk/p` (a second after it starts: wherever the kill
 /// falls, what is checked holds); once the monitor has mounted `/disk`
-/// again, `disktest cuts /disk/q` must write all its files. The shell
-/// knows the new mount by an `fsync` that succeeds: a write alone may
-/// still land in the old manager's cache before the monitor has heard of
-/// the driver's end, and then `/disk/q` failed half-way when the monitor
-/// dropped that manager (a session status 1, seen twice under load).
+/// again, `disktest cuts /disk/q` must write all its files. "Mounted
+/// again" is the driver running again (`service kill` returns once init
+/// is asked, and with a quick `fsync` the first `disktest` can end, and
+/// the check below pass, before the driver is killed) and then a file
+/// written and `fsync`ed: a write alone can land in the cache of the old
+/// manager before the monitor has seen its driver end, its `fsync`
+/// needs the device. (Both races were met on a loaded host: `disktest`
+/// then failed with `EIO`.)
 fn driver_restart(boots: &Boots) -> Result<(), String> {
     let image = boots.log_dir.join("disk-restart.img");
     ext2::make_image(&image, 16 << 20, None)?;
@@ -337,6 +340,7 @@ fn driver_restart(boots: &Boots) -> Result<(), String> {
          sleep 1\n\
          service kill virtio-blk\n\
          wait\n\
+         n=0; until service status virtio-blk | grep -q 'running pid .* restarts [1-9]'; do n=$((n+1)); [ $n -lt 120 ] || break; sleep 1; done\n\
          n=0; until echo after > /disk/after && sync /disk/after; do n=$((n+1)); [ $n -lt 120 ] || break; sleep 1; done\n\
          /bin/{PROGRAM} cuts /disk/q\n"
     );

@@ -8,10 +8,11 @@
 //! The loop: call the manager (`ext2fs::OP_WORK`) with the outcome of the
 //! last transfer (a read's bytes in the lent send buffer); the reply names
 //! the next transfer (a write's bytes were put in the lent receive buffer
-//! by the manager before it replied); make it with one `io::OP_READ` or
-//! `io::OP_WRITE` call to the block driver on the worker's own handle
-//! (after an `io::OP_SEEK` when the handle's offset is not already
-//! there); repeat.
+//! by the manager before it replied); make it with one `io::OP_PREAD` or
+//! `io::OP_PWRITE` call to the block driver on the worker's own handle,
+//! the offset in the request (a driver that answers those `ENOSYS` gets an
+//! `io::OP_SEEK`, when the handle's offset is not already there, and an
+//! `io::OP_READ` or `io::OP_WRITE`); repeat.
 //!
 //! What it is not: a cache or a scheduler. It moves what it is told, in
 //! the order it is told, and keeps nothing between transfers.
@@ -31,7 +32,7 @@ extern crate alloc;
 
 use abi::Pid;
 use alloc::vec;
-use protocols::unix::errno::{EINVAL, EIO};
+use protocols::unix::errno::{EINVAL, EIO, ENOSYS};
 use protocols::unix::{Errno, encode_result, ext2fs, io, result};
 use runtime::msg::{self, Link, Queue};
 use runtime::{Args, println};
@@ -54,8 +55,10 @@ fn main(args: Args) -> i32 {
     let mut inbound = vec![0u8; ext2fs::WORKER_TRANSFER_BYTES];
     let mut outbound = vec![0u8; ext2fs::WORKER_TRANSFER_BYTES];
     let (mut tag, mut outcome, mut out_bytes) = (0u64, 0u64, 0usize);
-    // The driver handle's offset, when known.
+    // The driver handle's offset, when known (for a driver without
+    // `OP_PREAD`).
     let mut position: Option<u64> = None;
+    let mut has_pread = true;
     loop {
         let asked =
             msg::call(to_manager, &[ext2fs::OP_WORK, tag, outcome, 0], &outbound[..out_bytes], &mut inbound);
@@ -71,28 +74,35 @@ fn main(args: Args) -> i32 {
         let moved = if len > ext2fs::WORKER_TRANSFER_BYTES {
             Err(EINVAL)
         } else {
-            seek(to_driver, handle, offset, &mut position).and_then(|()| match what {
-                ext2fs::WORK_READ => {
-                    let r =
-                        driver_call(to_driver, [io::OP_READ, handle, bytes, 0], &[], &mut outbound[..len]);
-                    if r.is_ok() {
-                        out_bytes = len;
+            let mut transfer = |positional: bool| {
+                let (read, write) =
+                    if positional { (io::OP_PREAD, io::OP_PWRITE) } else { (io::OP_READ, io::OP_WRITE) };
+                match what {
+                    ext2fs::WORK_READ => {
+                        let r =
+                            driver_call(to_driver, [read, handle, bytes, offset], &[], &mut outbound[..len]);
+                        if r.is_ok() {
+                            out_bytes = len;
+                        }
+                        r
                     }
-                    r
+                    ext2fs::WORK_WRITE => {
+                        driver_call(to_driver, [write, handle, bytes, offset], &inbound[..len], &mut [])
+                    }
+                    _ => Err(EINVAL),
                 }
-                ext2fs::WORK_WRITE => {
-                    driver_call(to_driver, [io::OP_WRITE, handle, bytes, 0], &inbound[..len], &mut [])
-                }
-                _ => Err(EINVAL),
-            })
+            };
+            let mut moved = if has_pread { transfer(true) } else { Err(ENOSYS) };
+            if moved == Err(ENOSYS) && what != ext2fs::WORK_EXIT {
+                has_pread = false;
+                moved = seek(to_driver, handle, offset, &mut position).and_then(|()| transfer(false));
+                position = moved.map(|()| offset + bytes).ok();
+            }
+            moved
         };
         if what == ext2fs::WORK_EXIT {
             return 0;
         }
-        position = match moved {
-            Ok(()) => Some(offset + bytes),
-            Err(_) => None,
-        };
         outcome = encode_result(moved.map(|()| bytes));
     }
 }

@@ -95,6 +95,7 @@ const TESTS: &[Test] = &[
     ("a_bad_receive_buffer_is_reported_not_hung", messages::bad_receive_buffer_reported),
     ("empty_buffers_need_no_memory", messages::empty_buffers_need_no_memory),
     ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
+    ("leases_in_segments", messages::leases_in_segments),
     ("runtime_clock_agrees_with_the_kernel", processes::runtime_clock_agrees_with_the_kernel),
     ("affinity_pins_a_process", affinity::affinity_pins_a_process),
     ("leases_between_two_callers", messages::leases_between_two_callers),

@@ -515,6 +515,69 @@ pub fn leases_lend_call_buffers() -> TestResult {
     check(abi::decode_return(raw) == Err(Error::InvalidArgument), "a lease over the limit is refused")
 }
 
+/// Leases in segments (`abi::lease::SEGMENTS`, a disk cache's blocks):
+/// the lent buffer read into several buffers and filled from several, in
+/// one call each; too many segments, a list or a segment in unmapped
+/// memory, segments running past the lease and another flag with it are
+/// refused, and a refused call moves nothing.
+pub fn leases_in_segments() -> TestResult {
+    let me = sys::getpid();
+    let e = |r: Result<usize, Error>, want: Error, what: &str| -> TestResult {
+        if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
+    };
+    let (send_len, recv_len) = (10_000usize, 20_000usize);
+    let child = sys::spawn("tchild", &format!("lease-call {} 0 {send_len} {recv_len}", me.0))
+        .map_err(|e| e.name())?;
+    let r = msg::receive_data(MAIN_QUEUE, &mut []).map_err(|e| e.name())?;
+    check(r.kind == Kind::Call && r.sender == child, "the lending call arrives")?;
+    let h = r.reply;
+    // The send buffer into three uneven buffers, in one call.
+    let (mut a, mut b, mut c) = (alloc::vec![0u8; 1024], alloc::vec![0u8; 3333], alloc::vec![0u8; 5643]);
+    let n =
+        msg::lease_read_segments(h, 0, &mut [&mut a[..], &mut b[..], &mut c[..]]).map_err(|e| e.name())?;
+    check(n == send_len, "a segmented lease read moves every segment's bytes")?;
+    let got: Vec<u8> = [a, b, c].concat();
+    check(
+        got.iter().enumerate().all(|(i, &x)| x == lease_pattern(i)),
+        "the segments hold the send buffer in order",
+    )?;
+    // The receive buffer but its last three bytes, from 1 KiB blocks and a tail.
+    let written = recv_len - 3;
+    let data: Vec<u8> = (0..written).map(|i| !lease_pattern(i)).collect();
+    let segments: Vec<&[u8]> = data.chunks(1024).collect();
+    let n = msg::lease_write_segments(h, 0, &segments).map_err(|e| e.name())?;
+    check(n == written, "a segmented lease write moves every segment's bytes")?;
+    // Refused, each with zeros that would show in the caller's buffer.
+    let zeros = alloc::vec![0u8; 2048];
+    let many: Vec<&[u8]> = (0..abi::lease::MAX_SEGMENTS + 1).map(|_| &zeros[..1]).collect();
+    e(msg::lease_write_segments(h, 0, &many), Error::InvalidArgument, "more segments than MAX_SEGMENTS")?;
+    let past = [&zeros[..100], &data[..]];
+    e(msg::lease_write_segments(h, 0, &past), Error::InvalidArgument, "segments past the lease")?;
+    let mut list = [zeros.as_ptr() as u64, 100, 0x10, 100];
+    let raw = |list: u64, count: u64, flags: u64| {
+        let args = [h.0, 0, list, count, flags, 0];
+        abi::decode_return(msg::raw(abi::Call::LeaseWrite as u64, args, [0; 4]).rax).map(|n| n as usize)
+    };
+    e(raw(list.as_ptr() as u64, 2, abi::lease::SEGMENTS), Error::BadAddress, "a segment in unmapped memory")?;
+    e(raw(0x10, 1, abi::lease::SEGMENTS), Error::BadAddress, "a list in unmapped memory")?;
+    list[3] = u64::MAX;
+    e(raw(list.as_ptr() as u64, 2, abi::lease::SEGMENTS), Error::BadAddress, "a segment that wraps")?;
+    let flags = abi::lease::SEGMENTS | abi::lease::MAY_LOAN;
+    e(raw(list.as_ptr() as u64, 1, flags), Error::InvalidArgument, "segments with another flag")?;
+    let mut one = [0u8; 1];
+    e(
+        msg::lease_read_segments(h, send_len as u64, &mut [&mut one[..]]),
+        Error::InvalidArgument,
+        "a read past the lease",
+    )?;
+    msg::reply(h, &[written as u64, 0, 0, 0], &[]).map_err(|e| e.name())?;
+    let (_, status) = sys::wait(Some(child)).map_err(|e| e.name())?;
+    check(
+        status == ExitStatus::Exited(0),
+        "the caller's buffer holds the segments' bytes and nothing refused",
+    )
+}
+
 /// `lease_copy`: one caller's send buffer straight into another's receive
 /// buffer, in bulk and with whole pages lent copy-on-write (`MAY_LOAN`);
 /// bad offsets, one caller's own buffers and bad flags are refused.
