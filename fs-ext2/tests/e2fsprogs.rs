@@ -412,6 +412,7 @@ fn images_written_here_pass_e2fsck_and_read_back_with_debugfs() {
     }
     for (block_bytes, nbuf, order) in [
         (1024, 64, CompletionOrder::Fifo),
+        (1024, 512, CompletionOrder::Lifo),
         (1024, 1, CompletionOrder::Fifo),
         (1024, 2, CompletionOrder::Lifo),
         (4096, 16, CompletionOrder::Lifo),
@@ -431,6 +432,10 @@ fn images_written_here_pass_e2fsck_and_read_back_with_debugfs() {
         check_with_debugfs(&scratch, &image, &model);
         if nbuf >= 16 {
             assert!(stats.write_behind_transfers > 0, "{what}: {stats:?}");
+        }
+        if nbuf >= 512 {
+            // Held dirty, then truncated: freed without being written.
+            assert!(stats.discarded_blocks > 0, "{what}: {stats:?}");
         }
         // Mounted again, it reads the same.
         let mut fs = mount(image, 8);
@@ -747,7 +752,11 @@ fn every_prefix_of_the_writes_is_consistent_and_keeps_fsynced_files() {
     }
     let scratch = Scratch::new("power");
     let original = mkfs(&scratch, 16384, 1024, None);
-    for (nbuf, order) in [(8, CompletionOrder::Lifo), (1, CompletionOrder::Fifo)] {
+    // 512 buffers hold dirty data (`cache::HOLD_MIN_RUNS`): the 1.5 MB
+    // file passes both thresholds and its truncate discards dirty blocks.
+    for (nbuf, order) in
+        [(8, CompletionOrder::Lifo), (1, CompletionOrder::Fifo), (512, CompletionOrder::Lifo)]
+    {
         let disk = MemDisk::new(original.clone()).with_order(order).recording();
         let mut fs =
             Fs::mount(disk, MountOptions { nbuf, ..MountOptions::default() }).map_err(|(e, _)| e).unwrap();

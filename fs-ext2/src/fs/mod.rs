@@ -535,10 +535,28 @@ impl<D: BlockDevice> Fs<D> {
         Ok(())
     }
 
+    /// Whether a block has been dirty too long at `now_ms` (the server's
+    /// clock, milliseconds; [`Cache::has_expired`]): the server then calls
+    /// [`Fs::write_expired`] once it has answered its request.
+    pub fn has_expired(&mut self, now_ms: u64) -> bool {
+        self.cache.has_expired(now_ms)
+    }
+
+    /// Writes the blocks dirty for `cache::DIRTY_EXPIRE_MS` or more
+    /// ([`Cache::write_expired`]); how many were due.
+    pub fn write_expired(&mut self, now_ms: u64) -> Result<usize, Errno> {
+        self.cache.write_expired(now_ms)
+    }
+
     /// Takes back the buffers of transfers the device has finished, without
     /// waiting ([`Cache::reap`]).
     pub fn reap(&mut self) -> Result<(), Errno> {
         self.cache.reap()
+    }
+
+    /// Buffers dirty now ([`Cache::dirty_blocks`]).
+    pub fn dirty_blocks(&self) -> usize {
+        self.cache.dirty_blocks()
     }
 
     /// Buffers in the cache (`nbuf`).
