@@ -363,6 +363,7 @@ impl<D: BlockDevice> Cache<D> {
 
     /// Reads block `block`, lets `f` change it, and marks it dirty.
     pub fn modify<R>(&mut self, block: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Errno> {
+        self.check_thresholds()?;
         let i = self.acquire(block, true)?;
         self.mark_dirty(i);
         Ok(f(self.data_mut(i)?))
@@ -372,9 +373,22 @@ impl<D: BlockDevice> Cache<D> {
     /// it was not cached): for a block written whole (V1's `dskw`: "don't
     /// have to read block"). Marks it dirty.
     pub fn overwrite<R>(&mut self, block: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Errno> {
+        self.check_thresholds()?;
         let i = self.acquire(block, false)?;
         self.mark_dirty(i);
         Ok(f(self.data_mut(i)?))
+    }
+
+    /// Before a change: write-behind if a cache that holds dirty data is
+    /// past its background threshold (also for writes of part of a block,
+    /// which never call [`Cache::write_behind`]). Before, not after, so
+    /// that an error leaves nothing changed. Writing other blocks here
+    /// keeps every order: a block is written only after what it waits for.
+    fn check_thresholds(&mut self) -> Result<(), Errno> {
+        if self.dirty > self.background_blocks() && self.holds_dirty() {
+            self.write_back_over_threshold()?;
+        }
+        Ok(())
     }
 
     /// Buffer `i` (clean or dirty) is about to change.
