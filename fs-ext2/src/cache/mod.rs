@@ -87,6 +87,10 @@ pub const DIRTY_LIMIT_PERCENT: usize = 75;
 /// (`dirty_expire_centisecs`), looking every 5 s
 /// (`dirty_writeback_centisecs`); 5 s here loses less at a power cut.
 pub const DIRTY_EXPIRE_MS: u64 = 5000;
+/// Expired blocks are looked for at most this often ([`Cache::has_expired`];
+/// Linux's `dirty_writeback_centisecs` is 5 s): a pass looks at every
+/// expired block, and a chain of waits goes one level per pass.
+pub const WRITEBACK_INTERVAL_MS: u64 = 1000;
 /// A cache holds dirty data only if its background threshold leaves room
 /// for this many whole transfers; a smaller one (V1's `nbuf` of 1 to 12,
 /// benchmark B) writes a run as soon as it is complete, as before.
@@ -198,6 +202,8 @@ pub struct Cache<D: BlockDevice> {
     next_dirty_seq: u64,
     /// The server's clock, as last told ([`Cache::write_expired`]).
     now_ms: u64,
+    /// When [`Cache::write_expired`] last looked (its clock).
+    last_writeback_ms: u64,
     stats: CacheStats,
     /// A write failed since the last [`Cache::sync`] (reported there, like
     /// Linux's `AS_EIO`).
@@ -251,6 +257,7 @@ impl<D: BlockDevice> Cache<D> {
             dirty_queue: VecDeque::new(),
             next_dirty_seq: 1,
             now_ms: 0,
+            last_writeback_ms: 0,
             stats: CacheStats::default(),
             has_write_error: false,
             has_unflushed_writes: false,
@@ -885,24 +892,34 @@ impl<D: BlockDevice> Cache<D> {
     }
 
     /// Whether a block has been dirty [`DIRTY_EXPIRE_MS`] at `now_ms` (the
-    /// server's clock; it also dates the blocks dirtied from now on).
+    /// server's clock; it also dates the blocks dirtied from now on) and
+    /// the last pass of [`Cache::write_expired`] was
+    /// [`WRITEBACK_INTERVAL_MS`] ago or more.
     pub fn has_expired(&mut self, now_ms: u64) -> bool {
         self.now_ms = self.now_ms.max(now_ms);
+        if self.now_ms < self.last_writeback_ms.saturating_add(WRITEBACK_INTERVAL_MS) {
+            return false;
+        }
         self.oldest_dirty();
         self.dirty_queue
             .front()
             .is_some_and(|&(_, _, since)| since.saturating_add(DIRTY_EXPIRE_MS) <= self.now_ms)
     }
 
-    /// Writes every block dirty for [`DIRTY_EXPIRE_MS`] or more at `now_ms`
-    /// (and, first, what they wait for), as many at once as the order
-    /// allows, and waits until they are on the disk (no device flush: as
-    /// Linux's periodic write-back, it bounds what a power cut loses
-    /// without promising it). Returns how many blocks were due.
+    /// Starts writing the blocks dirty for [`DIRTY_EXPIRE_MS`] or more at
+    /// `now_ms` (each after what it waits for: a block whose waits are
+    /// not on the disk starts those instead, and goes at a later call),
+    /// without waiting for anything: as Linux's periodic write-back, it
+    /// bounds what a power cut loses without promising anything (no
+    /// device flush). Runs at most once per [`WRITEBACK_INTERVAL_MS`]
+    /// (the server calls it after a request when [`Cache::has_expired`]);
+    /// the cost of a pass is the number of expired blocks. Returns how many
+    /// due blocks it looked at.
     pub fn write_expired(&mut self, now_ms: u64) -> Result<usize, Errno> {
         if !self.has_expired(now_ms) {
             return Ok(0);
         }
+        self.last_writeback_ms = self.now_ms;
         let mut due = Vec::new();
         for &(seq, block, since) in &self.dirty_queue {
             if since.saturating_add(DIRTY_EXPIRE_MS) > self.now_ms {
@@ -913,7 +930,9 @@ impl<D: BlockDevice> Cache<D> {
             }
         }
         let transfers = self.stats.write_transfers;
-        self.write_together(due.clone())?;
+        for &block in &due {
+            self.start_ready(block)?;
+        }
         self.stats.expired_transfers += self.stats.write_transfers - transfers;
         Ok(due.len())
     }
@@ -1065,16 +1084,18 @@ impl<D: BlockDevice> Cache<D> {
                     is_dirty_left |= self.bufs[i].state == State::Dirty;
                 }
             }
-            // Only the blocks still on their way are looked at again.
-            targets.retain(|b| self.is_pending(*b));
-            if targets.is_empty() {
-                return Ok(());
-            }
-            if !is_dirty_left {
-                // Everything is in flight: wait for it all at once rather
-                // than look over the set after each completion.
+            // Only the blocks not yet started are looked at again: those
+            // in flight are waited for at the end, all at once. (Looking
+            // over the whole set after each completion cost, with 8 MiB
+            // held dirty and written at `fsync`, 170 completions times
+            // 8200 blocks.)
+            targets.retain(|b| self.map.get(b).is_some_and(|&i| self.bufs[i].state == State::Dirty));
+            if targets.is_empty() || !is_dirty_left {
                 while !self.in_flight.is_empty() {
                     self.wait_one()?;
+                }
+                if targets.is_empty() {
+                    return Ok(());
                 }
                 continue;
             }
@@ -1317,6 +1338,13 @@ mod tests {
         c
     }
 
+    /// Lets every transfer in flight finish (a server's completions).
+    fn settle(c: &mut Cache<MemDisk>) {
+        while !c.in_flight.is_empty() {
+            c.wait_one().unwrap();
+        }
+    }
+
     #[test]
     fn a_large_cache_holds_dirty_data_until_its_background_threshold() {
         let mut c = holding_cache(4096);
@@ -1371,13 +1399,25 @@ mod tests {
         assert!(!c.has_expired(1000 + DIRTY_EXPIRE_MS - 1));
         assert_eq!(c.write_expired(1000 + DIRTY_EXPIRE_MS - 1).unwrap(), 0);
         assert!(c.device().log.as_ref().unwrap().is_empty());
+        // Due: 20 and 5. The first call starts 20 only (5 waits for it)
+        // and waits for nothing; the next, once 20 is on the disk, 5.
         assert!(c.has_expired(1000 + DIRTY_EXPIRE_MS));
-        assert_eq!(c.write_expired(1000 + DIRTY_EXPIRE_MS).unwrap(), 2);
+        let waits = c.stats().waits; // the reads of `modify`
+        let t = 1000 + DIRTY_EXPIRE_MS;
+        assert_eq!(c.write_expired(t).unwrap(), 2);
+        assert_eq!(c.stats().waits, waits);
+        assert_eq!(c.stats().write_transfers, 1);
+        settle(&mut c);
+        // Not again before the interval.
+        assert_eq!(c.write_expired(t + WRITEBACK_INTERVAL_MS - 1).unwrap(), 0);
+        assert_eq!(c.write_expired(t + WRITEBACK_INTERVAL_MS).unwrap(), 1);
+        settle(&mut c);
         let log: Vec<u64> = c.device().log.as_ref().unwrap().iter().map(|w| w.first_sector / 2).collect();
         assert_eq!(log, vec![20, 5], "in the declared order; 9 is younger");
         assert_eq!(c.stats().expired_transfers, 2);
-        assert!(!c.has_expired(1000 + DIRTY_EXPIRE_MS));
+        assert!(!c.has_expired(3000 + DIRTY_EXPIRE_MS - 1));
         assert_eq!(c.write_expired(3000 + DIRTY_EXPIRE_MS).unwrap(), 1);
+        settle(&mut c);
         assert_eq!(c.dirty_blocks(), 0);
     }
 

@@ -535,14 +535,9 @@ impl<D: BlockDevice> Fs<D> {
         Ok(())
     }
 
-    /// Whether a block has been dirty too long at `now_ms` (the server's
-    /// clock, milliseconds; [`Cache::has_expired`]): the server then calls
-    /// [`Fs::write_expired`] once it has answered its request.
-    pub fn has_expired(&mut self, now_ms: u64) -> bool {
-        self.cache.has_expired(now_ms)
-    }
-
-    /// Writes the blocks dirty for `cache::DIRTY_EXPIRE_MS` or more
+    /// Starts writing the blocks dirty for `cache::DIRTY_EXPIRE_MS` or
+    /// more at `now_ms` (the server's clock, milliseconds), waiting for
+    /// nothing, at most once per `cache::WRITEBACK_INTERVAL_MS`
     /// ([`Cache::write_expired`]); how many were due.
     pub fn write_expired(&mut self, now_ms: u64) -> Result<usize, Errno> {
         self.cache.write_expired(now_ms)
