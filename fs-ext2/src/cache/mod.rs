@@ -1065,6 +1065,10 @@ impl<D: BlockDevice> Cache<D> {
     /// block (`fsync_sends_what_it_can_together` counts them).
     fn write_together(&mut self, mut targets: Vec<u64>) -> Result<(), Errno> {
         let mut seen: BTreeSet<u64> = targets.iter().copied().collect();
+        // Blocks whose waits have joined the set: once is enough (an
+        // indirect block waits for 256 data blocks; looking through them
+        // after every completion cost more than the writes, host time).
+        let mut expanded: BTreeSet<u64> = BTreeSet::new();
         loop {
             let mut k = 0;
             let mut is_dirty_left = false;
@@ -1074,10 +1078,12 @@ impl<D: BlockDevice> Cache<D> {
                 let Some(&i) = self.map.get(&block) else { continue };
                 if self.bufs[i].state == State::Dirty {
                     // What it waits for joins the set, to go first.
-                    let firsts: Vec<u64> = self.order.waits(block).collect();
-                    for first in firsts {
-                        if self.is_pending(first) && seen.insert(first) {
-                            targets.push(first);
+                    if expanded.insert(block) {
+                        let firsts: Vec<u64> = self.order.waits(block).collect();
+                        for first in firsts {
+                            if self.is_pending(first) && seen.insert(first) {
+                                targets.push(first);
+                            }
                         }
                     }
                     self.write_run(i, true)?;
