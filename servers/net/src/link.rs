@@ -24,7 +24,7 @@
 //! [`MAX_RETRY_NS`] while the entry still names the dead driver or the
 //! new one refuses. Once attached, the interface keeps its address when
 //! the card's MAC is the same, and starts DHCP over when it is not
-//! ([`crate::state::Net::tend_link`]); sockets are not touched: TCP
+//! (`Net::tend_link` in stack.rs); sockets are not touched: TCP
 //! retransmits what the dead driver lost.
 
 use abi::{Error, Pid};
@@ -209,7 +209,7 @@ fn is_alive(pid: Pid) -> bool {
 /// Look `/dev/eth0` up and attach to the driver it names, frames to
 /// `queue`: the link, the driver's pid and the card's MAC address.
 pub fn attach(queue: Queue) -> Result<(Link, Pid, [u8; 6]), Error> {
-    let (pid, driver_queue) = crate::stack::find_driver().ok_or(Error::NoSuchDevice)?;
+    let (pid, driver_queue) = crate::device::find_driver().ok_or(Error::NoSuchDevice)?;
     let link = msg::open_link(pid, Queue(driver_queue))?;
     match msg::call(link, &[eth::OP_ATTACH, queue.0 as u64, 0, 0], &[], &mut []) {
         Ok((w, _)) if protocols::unix::result(w[0]).is_ok() => Ok((link, pid, eth::mac_of(w[1]))),
@@ -286,34 +286,6 @@ impl EthLink {
             stats: &mut self.stats,
             down: self.down.is_some(),
             saw_dead_peer: &mut self.saw_dead_peer,
-        }
-    }
-}
-
-impl crate::state::Net {
-    /// The stack's hook (`run_stack`, both modes): tend the card's link,
-    /// and when it was attached to a new driver, check the card's MAC
-    /// address. The same card (the same MAC, as a restarted driver of
-    /// the same function reads it) keeps its address: a DHCP lease or
-    /// `net.addr=` is the card's, not the driver's, and the DHCP client
-    /// renews the lease when it is due; a different MAC is a different
-    /// card: the interface takes it and DHCP starts over (smoltcp's
-    /// `reset`, which drops the address until the new lease). Sockets
-    /// stay as they are. (Starting DHCP over on every restart drops the
-    /// address until the new lease: in the first run of the network
-    /// test, a connection made across the restart was then refused.)
-    pub fn tend_link(&mut self) {
-        let now_ns = self.clock.now_ns();
-        let Some(dev) = self.eth.as_mut() else { return };
-        let Some(mac) = dev.tend(now_ns, self.queue) else { return };
-        let hw = smoltcp::wire::HardwareAddress::Ethernet(smoltcp::wire::EthernetAddress(mac));
-        let Some(iface) = self.ifaces.get_mut(crate::state::ETH) else { return };
-        if iface.hardware_addr() == hw {
-            return;
-        }
-        iface.set_hardware_addr(hw);
-        if let Some(h) = self.dhcp {
-            self.sets[crate::state::ETH].get_mut::<smoltcp::socket::dhcpv4::Socket>(h).reset();
         }
     }
 }
