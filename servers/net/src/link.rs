@@ -59,6 +59,9 @@ pub const FIRST_RETRY_NS: u64 = 100_000_000;
 /// The longest wait between two tries (init's own back-off is capped at
 /// 5 s; a try costs a lookup at memfs).
 pub const MAX_RETRY_NS: u64 = 2_000_000_000;
+/// The interface's address before the driver first accepts the server
+/// (a locally administered unicast address, IEEE 802 §8.2.2).
+pub const STAND_IN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0];
 
 #[derive(Default, Clone, Copy)]
 pub struct LinkStats {
@@ -92,6 +95,9 @@ pub struct EthLink {
     down: Option<Down>,
     /// When the driver's pid is probed next (ns on the server's clock).
     next_probe_ns: u64,
+    /// Not attached yet: the driver refused the first attach (see
+    /// [`EthLink::refused`]); its first success is no re-attach.
+    never_attached: bool,
 }
 
 impl EthLink {
@@ -107,7 +113,22 @@ impl EthLink {
             saw_dead_peer: false,
             down: None,
             next_probe_ns: 0,
+            never_attached: false,
         }
+    }
+
+    /// The driver refused this server's first attach with `EPERM`: init
+    /// names the server to the driver (`eth::OP_SET_CLIENT`) right after
+    /// starting it, and the server may ask first. The link starts down
+    /// and is tried again as after a driver's end ([`EthLink::tend`]),
+    /// with a stand-in MAC address (locally administered) until the
+    /// driver gives the card's. `driver` stays open until then: its
+    /// number is not freed while the link may still be named.
+    pub fn refused(driver: Link, pool: Pool, now_ns: u64) -> EthLink {
+        let mut l = EthLink::new(driver, Pid(0), STAND_IN_MAC, pool);
+        l.down = Some(Down { next_try_ns: now_ns.saturating_add(FIRST_RETRY_NS), wait_ns: FIRST_RETRY_NS });
+        l.never_attached = true;
+        l
     }
 
     /// Whether the driver has ended and no new one is attached yet.
@@ -162,8 +183,12 @@ impl EthLink {
                 self.down = None;
                 self.saw_dead_peer = false;
                 self.next_probe_ns = now_ns.saturating_add(PROBE_NS);
-                self.stats.relinks += 1;
-                println!("net: eth0 attached again to the card's new driver ({:#x})", pid.0);
+                if core::mem::take(&mut self.never_attached) {
+                    println!("net: eth0 attached to the card's driver ({:#x})", pid.0);
+                } else {
+                    self.stats.relinks += 1;
+                    println!("net: eth0 attached again to the card's new driver ({:#x})", pid.0);
+                }
                 Some(mac)
             }
             other => {

@@ -104,14 +104,23 @@ impl Net {
         let Some(driver) = crate::device::find_driver() else { return };
         let Ok(link) = msg::open_link(driver.0, Queue(driver.1)) else { return };
         let attached = msg::call(link, &[eth::OP_ATTACH, self.queue.0 as u64, 0, 0], &[], &mut []);
-        let mac = match attached {
-            Ok((w, _)) if protocols::unix::result(w[0]).is_ok() => eth::mac_of(w[1]),
+        let (mut dev, mac) = match attached.map(|(w, _)| (protocols::unix::result(w[0]), w[1])) {
+            Ok((Ok(_), mac_word)) => {
+                let mac = eth::mac_of(mac_word);
+                (EthLink::new(link, driver.0, mac, self.pool.clone()), mac)
+            }
+            // Not yet named to the driver by init (it does so right after
+            // starting this server): down, tried again shortly.
+            Ok((Err(protocols::unix::errno::EPERM), _)) => {
+                let now_ns = self.clock.now_ns();
+                (EthLink::refused(link, self.pool.clone(), now_ns), link::STAND_IN_MAC)
+            }
             _ => {
                 println!("net: the card's driver refused the link");
+                let _ = msg::close_link(link);
                 return;
             }
         };
-        let mut dev = EthLink::new(link, driver.0, mac, self.pool.clone());
         let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
         config.random_seed = self.seed.rotate_left(17);
         let mut iface = Interface::new(config, &mut dev, now_of(&self.clock));
