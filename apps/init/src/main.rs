@@ -168,10 +168,14 @@ fn main(args: Args) -> i32 {
         println!("init: the init file has no `run` line");
         halt(1);
     };
-    println!("{}", abi::session::START);
+    // The host's per-boot secret ends both lines, so that a program that
+    // prints them cannot end or fake the session (abi::session).
+    let key =
+        module_text(abi::session::KEY_MODULE).map(|k| alloc::format!(" {}", k.trim())).unwrap_or_default();
+    println!("{}{key}", abi::session::START);
     let status = run_session(&command, &mut supervisor);
     sync_disks();
-    println!("{}{status}", abi::session::EXIT);
+    println!("{}{status}{key}", abi::session::EXIT);
     halt(status)
 }
 
