@@ -33,7 +33,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write;
 use protocols::unix::errno::{
-    EBADF, EBUSY, EEXIST, EFAULT, EINVAL, EISDIR, ENODEV, ENOENT, ENOMEM, ENOSYS, ENOTDIR, ENOTTY, EPERM,
+    EBADF, EBUSY, EEXIST, EFAULT, EINVAL, EISDIR, ENAMETOOLONG, ENODEV, ENOENT, ENOMEM, ENOSYS, ENOTDIR,
+    ENOTTY, EPERM,
 };
 use protocols::unix::{DirEntry, Errno, Stat, encode_result, fs, io, mode, open_flags};
 use unix_core::handles::HandleTable;
@@ -341,17 +342,28 @@ impl<D: BlockDevice> Service<D> {
         }
         let path = absolute(path)?;
         let writable = open_flags::writable(flags);
-        let ino = match self.fs.resolve(path) {
-            Ok(_) if flags & open_flags::O_CREAT != 0 && flags & open_flags::O_EXCL != 0 => {
-                return Err(EEXIST);
-            }
-            Ok(ino) => ino,
-            Err(ENOENT) if flags & open_flags::O_CREAT != 0 => {
-                let (parent, name) = split_last(path)?;
+        let is_exclusive = flags & open_flags::O_EXCL != 0;
+        let ino = match split_last(path) {
+            // `O_CREAT`: the parent once, then one pass over it that finds
+            // the name or makes it (`Fs::lookup_or_create`), where
+            // resolving the path and then the parent to create in walked
+            // the parent twice and scanned the directory three times.
+            Ok((parent, name)) if flags & open_flags::O_CREAT != 0 => {
+                if path.len() > protocols::unix::MAX_PATH_BYTES {
+                    return Err(ENAMETOOLONG);
+                }
                 let dir = self.fs.resolve(parent)?;
-                self.fs.create(dir, name, create_perm, uid, gid)?
+                match self.fs.lookup_or_create(dir, name, create_perm, uid, gid)? {
+                    (_, false) if is_exclusive => return Err(EEXIST),
+                    (ino, _) => ino,
+                }
             }
-            Err(e) => return Err(e),
+            // `/` itself, or no `O_CREAT`.
+            _ => match self.fs.resolve(path) {
+                Ok(_) if flags & open_flags::O_CREAT != 0 && is_exclusive => return Err(EEXIST),
+                Ok(ino) => ino,
+                Err(e) => return Err(e),
+            },
         };
         let attr = self.fs.stat(ino)?;
         let m = attr.mode as u32;

@@ -672,6 +672,19 @@ impl<D: BlockDevice> Cache<D> {
         Ok(())
     }
 
+    /// Does `then` already wait for `first`'s present contents (the wait
+    /// [`Cache::order`] would record)? Then `order(first, then)` would
+    /// change nothing: while `first` is pending, `then` is not written
+    /// (so it is not in flight), and the graph of waits has no cycle (so
+    /// the search for one would find none). `creat` asks it before
+    /// ordering the inode bitmap and the inode's block before the entry's
+    /// block, which most creates find already ordered, and skips the
+    /// search of every pending wait that `order` makes
+    /// (`docs/filesystem.md`, "The request path").
+    pub fn is_ordered(&self, first: u64, then: u64) -> bool {
+        self.is_pending(first) && self.waits_for.get(&then).is_some_and(|list| list.contains(&first))
+    }
+
     /// Write-behind: `block` was just written whole; if it ends a run of
     /// dirty blocks as long as a transfer may be (or half the buffers,
     /// when there are few), start writing the run now.

@@ -9,7 +9,7 @@
 
 use super::Fs;
 use crate::device::BlockDevice;
-use crate::layout::{self, Dirent, INDEX_FL, Inode, dirent_len, put16, put32, write_dirent};
+use crate::layout::{self, Dirent, INDEX_FL, Inode, dirent_len, put16, put32, walk_dir_block, write_dirent};
 use alloc::format;
 use alloc::vec::Vec;
 use protocols::unix::Errno;
@@ -33,9 +33,86 @@ pub(crate) struct Found {
     pub prev: Option<usize>,
 }
 
+/// Where a new entry fits: into the free space of `entry` (after its own
+/// name, or all of it when unused) in block `block`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Room {
+    pub block: u64,
+    pub entry: Dirent,
+}
+
+/// What one pass over a directory found ([`Fs::scan_dir`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Scan {
+    /// The name's entry.
+    Found(Found),
+    /// The name is not there; the first place an entry of the size asked
+    /// for fits (`None`: none does, a new block is needed).
+    Absent(Option<Room>),
+}
+
 impl<D: BlockDevice> Fs<D> {
     pub(crate) fn dir_blocks(&self, dir: &Inode) -> u64 {
         dir.size() / self.block_bytes as u64
+    }
+
+    /// The block number of logical block `lblk` of directory `dir_ino`
+    /// (a hole is damage: a directory has none).
+    fn dir_block_number(&mut self, dir_ino: u32, dir: &Inode, lblk: u64) -> Result<u64, Errno> {
+        let block = self.bmap(dir, lblk)?;
+        if block == 0 {
+            return Err(self.damage(format!("directory {dir_ino}: hole at block {lblk}")));
+        }
+        Ok(block as u64)
+    }
+
+    /// One pass over directory `dir_ino`, each block checked whole before
+    /// anything in it counts (`layout::walk_dir_block`): the entry naming
+    /// `name`, scanning only as far as it; or, when it is not there, the
+    /// first entry with `need` bytes free (what [`Fs::add_entry`] would
+    /// take), so that `creat` scans the directory once where a lookup, a
+    /// check that the name is free and the search for room scanned it
+    /// three times (`docs/filesystem.md`, "The request path").
+    pub(crate) fn scan_dir(
+        &mut self,
+        dir_ino: u32,
+        dir: &Inode,
+        name: &[u8],
+        need: Option<usize>,
+    ) -> Result<Scan, Errno> {
+        let has_filetype = self.has_filetype;
+        let mut room: Option<Room> = None;
+        for lblk in 0..self.dir_blocks(dir) {
+            let block = self.dir_block_number(dir_ino, dir, lblk)?;
+            let want_room = if room.is_none() { need } else { None };
+            let walked = self.cache.read(block, |b| {
+                let mut prev = None;
+                let mut fits = None;
+                let hit = walk_dir_block(b, has_filetype, |e| {
+                    if e.ino != 0 && e.name(b) == name {
+                        return true;
+                    }
+                    if fits.is_none() && want_room.is_some_and(|need| e.rec_len - e.used_len() >= need) {
+                        fits = Some(e);
+                    }
+                    prev = Some(e.offset);
+                    false
+                });
+                hit.map(|hit| (hit.map(|h| (h, prev)), fits))
+            })?;
+            match walked {
+                Err(what) => return Err(self.damage(format!("directory {dir_ino}, block {block}: {what}"))),
+                Ok((Some((hit, prev)), _)) => {
+                    return Ok(Scan::Found(Found { ino: hit.ino, block, offset: hit.offset, prev }));
+                }
+                Ok((None, fits)) => {
+                    if room.is_none() {
+                        room = fits.map(|entry| Room { block, entry });
+                    }
+                }
+            }
+        }
+        Ok(Scan::Absent(room))
     }
 
     /// The entries of logical block `lblk` of directory `dir_ino`, checked,
@@ -46,13 +123,10 @@ impl<D: BlockDevice> Fs<D> {
         dir: &Inode,
         lblk: u64,
     ) -> Result<(u64, Vec<Dirent>), Errno> {
-        let block = self.bmap(dir, lblk)?;
-        if block == 0 {
-            return Err(self.damage(format!("directory {dir_ino}: hole at block {lblk}")));
-        }
+        let block = self.dir_block_number(dir_ino, dir, lblk)?;
         let has_filetype = self.has_filetype;
-        match self.cache.read(block as u64, |b| layout::parse_dir_block(b, has_filetype))? {
-            Ok(entries) => Ok((block as u64, entries)),
+        match self.cache.read(block, |b| layout::parse_dir_block(b, has_filetype))? {
+            Ok(entries) => Ok((block, entries)),
             Err(what) => Err(self.damage(format!("directory {dir_ino}, block {block}: {what}"))),
         }
     }
@@ -65,23 +139,10 @@ impl<D: BlockDevice> Fs<D> {
         dir: &Inode,
         name: &[u8],
     ) -> Result<Option<Found>, Errno> {
-        for lblk in 0..self.dir_blocks(dir) {
-            let (block, entries) = self.dir_block(dir_ino, dir, lblk)?;
-            let hit = self.cache.read(block, |b| {
-                let mut prev = None;
-                for e in &entries {
-                    if e.ino != 0 && e.name(b) == name {
-                        return Some(Found { ino: e.ino, block, offset: e.offset, prev });
-                    }
-                    prev = Some(e.offset);
-                }
-                None
-            })?;
-            if hit.is_some() {
-                return Ok(hit);
-            }
+        match self.scan_dir(dir_ino, dir, name, None)? {
+            Scan::Found(found) => Ok(Some(found)),
+            Scan::Absent(_) => Ok(None),
         }
-        Ok(None)
     }
 
     /// Does the directory hold nothing but `.` and `..`?
@@ -113,20 +174,52 @@ impl<D: BlockDevice> Fs<D> {
         file_type: u8,
         child_blocks: &[u64],
     ) -> Result<u64, Errno> {
+        let room = self.find_room(dir_ino, dir, dirent_len(name.len()))?;
+        self.add_entry_at(dir_ino, dir, name, child, file_type, child_blocks, room)
+    }
+
+    /// The first entry of directory `dir_ino` with `need` bytes free
+    /// (`None`: a new block is needed).
+    fn find_room(&mut self, dir_ino: u32, dir: &Inode, need: usize) -> Result<Option<Room>, Errno> {
+        let has_filetype = self.has_filetype;
+        for lblk in 0..self.dir_blocks(dir) {
+            let block = self.dir_block_number(dir_ino, dir, lblk)?;
+            let walked = self
+                .cache
+                .read(block, |b| walk_dir_block(b, has_filetype, |e| e.rec_len - e.used_len() >= need))?;
+            match walked {
+                Err(what) => return Err(self.damage(format!("directory {dir_ino}, block {block}: {what}"))),
+                Ok(Some(entry)) => return Ok(Some(Room { block, entry })),
+                Ok(None) => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Fs::add_entry`] at a place found before ([`Fs::find_room`] or
+    /// [`Fs::scan_dir`], with nothing changed in the directory since).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn add_entry_at(
+        &mut self,
+        dir_ino: u32,
+        dir: &mut Inode,
+        name: &[u8],
+        child: u32,
+        file_type: u8,
+        child_blocks: &[u64],
+        room: Option<Room>,
+    ) -> Result<u64, Errno> {
         let file_type = if self.has_filetype { file_type } else { 0 };
-        let need = dirent_len(name.len());
         // ext2 keeps no hash index: a directory changed here is linear.
         if dir.flags() & INDEX_FL != 0 {
             dir.set_flags(dir.flags() & !INDEX_FL);
         }
         let nblocks = self.dir_blocks(dir);
-        for lblk in 0..nblocks {
-            let (block, entries) = self.dir_block(dir_ino, dir, lblk)?;
-            let Some(e) = entries.iter().find(|e| e.rec_len - e.used_len() >= need).copied() else {
-                continue;
-            };
+        if let Some(Room { block, entry: e }) = room {
             for &first in child_blocks {
-                self.cache.order(first, block)?;
+                if !self.cache.is_ordered(first, block) {
+                    self.cache.order(first, block)?;
+                }
             }
             self.cache.modify(block, |b| {
                 if e.ino == 0 {

@@ -11,10 +11,10 @@
 //!   (a count too high only leaks; too low would lose a file).
 
 use super::Fs;
-use super::dir::DirEntry;
+use super::dir::{DirEntry, Room, Scan};
 use crate::cache::MAX_TRANSFER_PAGES;
 use crate::device::BlockDevice;
-use crate::layout::{self, Inode, MAX_NAME, ROOT_INO, ftype, write_dirent};
+use crate::layout::{self, Inode, MAX_NAME, ROOT_INO, dirent_len, ftype, write_dirent};
 use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -156,18 +156,56 @@ impl<D: BlockDevice> Fs<D> {
         }
         let d = self.dir_inode(dir)?;
         let found = self.find_entry(dir, &d, name)?.ok_or(ENOENT)?;
-        let child = self.inode(found.ino)?;
+        self.checked_child(dir, name, found.ino)
+    }
+
+    /// The inode `ino` that `name` names in directory `dir`, checked: a
+    /// directory must name `dir` as its `..`.
+    fn checked_child(&mut self, dir: u32, name: &[u8], ino: u32) -> Result<u32, Errno> {
+        let child = self.inode(ino)?;
         if child.is_dir() && !is_dot(name) {
-            let parent = self.find_entry(found.ino, &child, b"..")?.map(|f| f.ino);
+            let parent = self.find_entry(ino, &child, b"..")?.map(|f| f.ino);
             if parent != Some(dir) {
                 return Err(self.damage(format!(
-                    "directory {} (\"{}\" in {dir}) names {parent:?} as its parent: a loop or a second parent",
-                    found.ino,
+                    "directory {ino} (\"{}\" in {dir}) names {parent:?} as its parent: a loop or a second parent",
                     alloc::string::String::from_utf8_lossy(name)
                 )));
             }
         }
-        Ok(found.ino)
+        Ok(ino)
+    }
+
+    /// `open` with `O_CREAT` of `name` in directory `dir`: the inode the
+    /// name has (and `false`), else a new file made as [`Fs::create`]
+    /// makes it (and `true`). One pass over the directory finds the name
+    /// or, when it is free, the place for its entry: a lookup and then
+    /// `create` scanned it three times (`docs/filesystem.md`, "The
+    /// request path"). The answers are theirs, error for error.
+    pub fn lookup_or_create(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        mode: u16,
+        uid: u32,
+        gid: u32,
+    ) -> Result<(u32, bool), Errno> {
+        if name.len() > MAX_NAME {
+            return Err(ENAMETOOLONG);
+        }
+        let mut d = self.dir_inode(dir)?;
+        let room = match self.scan_dir(dir, &d, name, Some(dirent_len(name.len())))? {
+            Scan::Found(found) => return self.checked_child(dir, name, found.ino).map(|ino| (ino, false)),
+            Scan::Absent(room) => room,
+        };
+        self.check_writable()?;
+        check_name(name)?;
+        if d.links() == 0 {
+            return Err(ENOENT); // removed, still open
+        }
+        if is_dot(name) {
+            return Err(EEXIST);
+        }
+        self.create_at(dir, &mut d, name, mode, uid, gid, room).map(|ino| (ino, true))
     }
 
     /// The inode of an absolute path (`/`-separated; `.` and `..` are the
@@ -221,7 +259,36 @@ impl<D: BlockDevice> Fs<D> {
     /// permissions; a type of 0 means a regular file).
     /// Order: inode bit and inode (either first) -> entry.
     pub fn create(&mut self, dir: u32, name: &[u8], mode: u16, uid: u32, gid: u32) -> Result<u32, Errno> {
-        let mut d = self.prepare_new_name(dir, name)?;
+        self.check_writable()?;
+        check_name(name)?;
+        let mut d = self.dir_inode(dir)?;
+        if d.links() == 0 {
+            return Err(ENOENT); // removed, still open
+        }
+        if is_dot(name) {
+            return Err(EEXIST);
+        }
+        // One pass: the name must be free, and where its entry goes.
+        let room = match self.scan_dir(dir, &d, name, Some(dirent_len(name.len())))? {
+            Scan::Found(_) => return Err(EEXIST),
+            Scan::Absent(room) => room,
+        };
+        self.create_at(dir, &mut d, name, mode, uid, gid, room)
+    }
+
+    /// [`Fs::create`] once the name is known to be free in `dir` (whose
+    /// inode is `d`) and its entry's place is found (`room`).
+    #[allow(clippy::too_many_arguments)]
+    fn create_at(
+        &mut self,
+        dir: u32,
+        d: &mut Inode,
+        name: &[u8],
+        mode: u16,
+        uid: u32,
+        gid: u32,
+        room: Option<Room>,
+    ) -> Result<u32, Errno> {
         let mode = if mode & ftype::S_IFMT == 0 { mode | ftype::S_IFREG } else { mode };
         let file_type = match mode & ftype::S_IFMT {
             ftype::S_IFDIR | ftype::S_IFLNK => return Err(EINVAL),
@@ -237,12 +304,12 @@ impl<D: BlockDevice> Fs<D> {
         // given out again); the entry waits for both. So an `fsync` of a
         // new file sends the bitmap and the inode block together, then
         // the entry: two round trips to the device, not three.
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, &[iblock, bitmap]) {
+        if let Err(e) = self.add_entry_at(dir, d, name, ino, file_type, &[iblock, bitmap], room) {
             // Nothing names the inode: give it back.
             self.discard_new_inode(ino, inode, false)?;
             return Err(e);
         }
-        self.touch_dir(dir, &mut d)?;
+        self.touch_dir(dir, d)?;
         self.end_op()?;
         Ok(ino)
     }
