@@ -151,6 +151,9 @@ pub struct Fs<D: BlockDevice> {
     /// up to which its read-ahead window was last found whole), most
     /// recent last.
     readers: Vec<(u32, u64, u64)>,
+    /// The names of recently scanned directories (`dir::DirNames`): a
+    /// `creat` of a new name finds it absent without scanning.
+    dir_names: BTreeMap<u32, dir::DirNames>,
     last_damage: Option<String>,
 }
 
@@ -213,6 +216,7 @@ impl<D: BlockDevice> Fs<D> {
             new_entries: Some(BTreeMap::new()),
             inode_deps: BTreeMap::new(),
             readers: Vec::new(),
+            dir_names: BTreeMap::new(),
             last_damage: None,
             groups: Vec::new(),
             sb,
