@@ -167,6 +167,7 @@ impl<D: BlockDevice> Fs<D> {
         self.inode_deps.remove(&ino);
         // Its number may name a new directory next.
         self.dir_names.remove(&ino);
+        self.parents.remove(&ino);
         let ipg = self.sb.inodes_per_group;
         let group = (ino - 1) / ipg;
         let bit = ((ino - 1) % ipg) as usize;

@@ -377,6 +377,7 @@ impl<D: BlockDevice> Fs<D> {
             }
             hash
         })?;
+        self.parents.remove(&found.dir);
         if let Some(known) = self.dir_names.get_mut(&found.dir) {
             known.remove(hash);
             // The block gained room: the search for room starts over.
@@ -390,6 +391,9 @@ impl<D: BlockDevice> Fs<D> {
     pub(crate) fn set_entry(&mut self, found: &Found, ino: u32, file_type: u8) -> Result<(), Errno> {
         let file_type = if self.has_filetype { file_type } else { 0 };
         let has_filetype = self.has_filetype;
+        // It may be the directory's `..` (a directory moved to another
+        // parent): its checked parent is forgotten.
+        self.parents.remove(&found.dir);
         self.cache.modify(found.block, |b| {
             put32(b, found.offset, ino);
             if has_filetype {

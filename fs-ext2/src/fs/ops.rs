@@ -163,7 +163,9 @@ impl<D: BlockDevice> Fs<D> {
     /// directory must name `dir` as its `..`.
     fn checked_child(&mut self, dir: u32, name: &[u8], ino: u32) -> Result<u32, Errno> {
         let child = self.inode(ino)?;
-        if child.is_dir() && !is_dot(name) {
+        // A parent checked before needs no second look at the child's
+        // first block (every path walk checks each directory on it).
+        if child.is_dir() && !is_dot(name) && self.parents.get(&ino) != Some(&dir) {
             let parent = self.find_entry(ino, &child, b"..")?.map(|f| f.ino);
             if parent != Some(dir) {
                 return Err(self.damage(format!(
@@ -171,6 +173,10 @@ impl<D: BlockDevice> Fs<D> {
                     alloc::string::String::from_utf8_lossy(name)
                 )));
             }
+            if self.parents.len() >= super::MAX_KNOWN_PARENTS {
+                self.parents.clear();
+            }
+            self.parents.insert(ino, dir);
         }
         Ok(ino)
     }
