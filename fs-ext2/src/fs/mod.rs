@@ -37,7 +37,7 @@ mod dir;
 mod ops;
 
 pub use dir::DirEntry;
-pub use ops::{Attr, FsStats};
+pub use ops::{Attr, FsStats, WRITE_SEGMENTS};
 
 use crate::cache::{Cache, CacheStats};
 use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};

@@ -268,6 +268,14 @@ impl Lent for Leases {
             _ => Err(EFAULT),
         }
     }
+
+    fn read_segments(&mut self, offset: u64, segments: &mut [&mut [u8]]) -> Result<(), Errno> {
+        let want: usize = segments.iter().map(|s| s.len()).sum();
+        match msg::lease_read_segments(self.0, offset, segments) {
+            Ok(n) if n == want => Ok(()),
+            _ => Err(EFAULT),
+        }
+    }
 }
 
 /// No buffers lent: a one-way message's.
