@@ -209,6 +209,24 @@ impl Disk {
         [Disk::Plain, Disk::Rk].into_iter().find(|d| d.name() == word)
     }
 
+    /// Linux's figure on this disk: `b_linux` on the plain disk (the
+    /// published name), `b_rk_linux` on `rk` (the same image behind the
+    /// same `nbdkit` delay, `drop_caches` before each job).
+    pub fn linux_figure_name(self) -> String {
+        match self {
+            Disk::Plain => figure_name(None),
+            Disk::Rk => String::from("b_rk_linux"),
+        }
+    }
+
+    /// As the Linux `bench` program's figure list names it.
+    pub fn linux_figure(self) -> &'static str {
+        match self {
+            Disk::Plain => "b",
+            Disk::Rk => "brk",
+        }
+    }
+
     /// Ridgeback's figure with `nbuf` buffers on this disk: `b_nbuf<N>`
     /// on the plain disk (the published name), `b_rk_nbuf<N>` on `rk`.
     pub fn figure_name(self, nbuf: u32) -> String {
@@ -563,6 +581,9 @@ mod tests {
         assert_eq!(Disk::parse("rk"), Some(Disk::Rk));
         assert_eq!(Disk::parse("plain"), Some(Disk::Plain));
         assert_eq!(Disk::parse("RK"), None);
+        assert_eq!(Disk::Plain.linux_figure_name(), "b_linux");
+        assert_eq!(Disk::Rk.linux_figure_name(), "b_rk_linux");
+        assert_eq!((Disk::Plain.linux_figure(), Disk::Rk.linux_figure()), ("b", "brk"));
         assert_eq!(Disk::parse(""), None);
     }
 
