@@ -35,7 +35,9 @@
 //!
 //! The B rows (seed 004, UNIX V1's buffer count, `bench/src/b.rs`) pair
 //! each `b_nbuf<N>` (ms per job, `bbench`, one boot per `nbuf`) with
-//! Linux's one figure `b_linux` ([`SEED_004`] holds the seed's curve);
+//! Linux's `b_linux`, and each `b_rk_nbuf<N>` (the `rk` disk) with
+//! Linux's `b_rk_linux` on the same disk ([`SEED_004`] holds the seed's
+//! curve);
 //! the R2 disk rows (`r2_<row>_disk`, `r2_<row>_disk_fsync`) have the same
 //! names on both systems.
 
@@ -63,7 +65,7 @@ pub enum Group {
     B,
     /// Seed 004's job again, on a disk with a time per access
     /// (`bench::b::Disk::Rk`: `nbdkit`'s delay, one request at a time):
-    /// the `b_rk_nbuf<N>` figures.
+    /// the `b_rk_nbuf<N>` figures, and Linux's `b_rk_linux`.
     BRk,
     /// Seed 001's Table 2 file rows on ext2 on the virtio-blk disk, without
     /// and with `fsync`.

@@ -109,8 +109,8 @@ options:
                         designs, 1 and all CPUs, six boots; not in the default set),
                         b (seed 004's nbuf curve on ext2: a boot per nbuf; not in the
                         default set), brk (the same on a disk with a time per access,
-                        nbdkit's delay filter, figures b_rk_nbufN; not in the default
-                        set), r2disk (R2's file rows on ext2 on virtio-blk,
+                        nbdkit's delay filter, figures b_rk_nbufN and Linux's
+                        b_rk_linux; not in the default set), r2disk (R2's file rows on ext2 on virtio-blk,
                         without and with fsync; not in the default set), n (seed 003's
                         loopback TCP, net=classic and net=scalable on 2 and 4 CPUs with
                         the lock statistics: four boots; --smp 4 for the 4-CPU rows;
