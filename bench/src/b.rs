@@ -6,10 +6,10 @@
 //! The seed timed V1's two-pass assembler reading the kernel's sources and
 //! writing `a.out` (36,432 bytes) with `nbuf` = 1 to 6 block buffers of
 //! 512 bytes, each on a freshly booted kernel. One *job* here does what
-//! that assembler did, call for call, as the assembler of V1's time shows
-//! it (`cmd/a1.s`, pass 1, and `cmd/as8.s`, pass 2, in the Unix history
-//! repository's V1-era `cmd/`; the V6 assembler, `as1?.s`/`as2?.s`, is
-//! the same design):
+//! that assembler did, call for call, as the early assembler's sources
+//! show it (`cmd/a1.s`, pass 1, and `cmd/as8.s`, pass 2, in the Unix
+//! history repository's first-edition-era `cmd/`; the V6 assembler,
+//! `as1?.s`/`as2?.s`, is the same design):
 //!
 //! - **Pass 1** reads [`SOURCES`] (twenty files, 2 to 28 KiB, 200 KiB in
 //!   all) in order, in `read`s of [`RECORD_BYTES`] (512: V1's `as` read
@@ -28,9 +28,9 @@
 //!   are the same size, [`TEXT_BYTES`]), each through its own 512-byte
 //!   buffer (`txtp`, `relp`) written with a `seek` to the stream's
 //!   position and a `write` of 512. The text starts after the 16-byte
-//!   header (`txtseek: 20`, octal), so every record ends 16 bytes into a
-//!   block and the next record completes it: a partial write of a block
-//!   written before, which V1's `dskw` could only do by reading the
+//!   header (`txtseek: 20`, octal), so every record ends partway into a
+//!   block (16 bytes into one of V1's; 16 or 528 into ext2's 1 KiB) that
+//!   the next record continues: a partial write of a block written before, which V1's `dskw` could only do by reading the
 //!   block again if it had left the buffers (`dskw`, seed 004's listing:
 //!   "if there is not enough data to fill an entire block ... read
 //!   block"). Then the symbol table is read and copied to the end of
