@@ -83,6 +83,11 @@ impl Order {
         self.after.range((block, 0)..=(block, u64::MAX)).map(|&(_, t)| t)
     }
 
+    /// Is the edge `first -> then` in the graph?
+    pub fn contains(&self, first: u64, then: u64) -> bool {
+        self.before.contains(&(then, first))
+    }
+
     pub fn has_waits(&self, block: u64) -> bool {
         self.waits(block).next().is_some()
     }
@@ -108,7 +113,7 @@ impl Order {
         if first == then {
             return Added::Cycle;
         }
-        if self.before.contains(&(then, first)) {
+        if self.contains(first, then) {
             return Added::Added;
         }
         match (self.rank.get(&first).copied(), self.rank.get(&then).copied()) {
