@@ -29,7 +29,10 @@
 //! cache waits for the disk are served afterwards, in order.
 //!
 //! Arguments: `MONITOR_PID DRIVER_PID DRIVER_QUEUE DEVICE_BYTES TARGET
-//! OPTIONS HANDLE…` (decimal numbers; `OPTIONS` is `-` for none).
+//! OPTIONS HANDLE…` (decimal numbers; `OPTIONS` is `-` for none); or
+//! `timer MANAGER_PID` for the manager's write-back clock (`timer.rs`),
+//! which a writable mount starts so that dirty blocks expire on an idle
+//! volume too.
 
 #![no_std]
 #![no_main]
@@ -38,6 +41,7 @@
 extern crate alloc;
 
 mod disk;
+mod timer;
 
 use abi::msg::Kind;
 use abi::{InfoKey, Pid};
@@ -100,6 +104,12 @@ fn parse_args(args: &Args) -> Option<Start> {
 }
 
 fn main(args: Args) -> i32 {
+    if args.get(0) == Some("timer") {
+        return match args.get(1).and_then(|p| p.parse::<u64>().ok()) {
+            Some(manager) => timer::run(Pid(manager)),
+            None => 2,
+        };
+    }
     let queue = msg::init_qseg(16, 4, QUEUE_MESSAGES + 8, QUEUE_PAGES)
         .and_then(|()| msg::open_queue(QUEUE_MESSAGES, true));
     let Some(a) = parse_args(&args) else {
@@ -151,8 +161,10 @@ fn main(args: Args) -> i32 {
         stats.map_or(0, |s| s.free_blocks),
         stats.map_or(0, |s| s.blocks),
     );
+    // A read-only volume never holds dirty blocks: no clock.
+    let clock = if service.fs.is_read_only() { None } else { start_timer() };
     tell_monitor(a.monitor, Ok(()));
-    serve(&mut service, queue)
+    serve(&mut service, queue, clock)
 }
 
 fn tell_monitor(monitor_pid: Pid, outcome: Result<(), Errno>) {
@@ -186,6 +198,49 @@ fn start_workers(disk: &mut Disk, a: &Start) {
         }
     }
 }
+
+/// The write-back clock (`timer.rs`); `None` when it cannot be started
+/// (the volume then works as before it existed: dirty blocks age only
+/// when requests arrive, and `sync` writes them).
+fn start_timer() -> Option<Pid> {
+    let me = sys::getpid().0;
+    match sys::spawn("ext2fs", &alloc::format!("timer {me}")) {
+        Ok(pid) => Some(pid),
+        Err(e) => {
+            println!("ext2fs: cannot start its write-back timer: {}", e.name());
+            None
+        }
+    }
+}
+
+/// The manager's side of its timer: the child's pid and, while nothing is
+/// dirty, its `TICK` call held unanswered (the timer unarmed).
+struct Timer {
+    pid: Option<Pid>,
+    parked: Option<ReplyHandle>,
+}
+
+impl Timer {
+    /// Whether `r` is this manager's timer's tick (the kernel stamps the
+    /// sender: no one else's `TICK` is).
+    fn is_tick(&self, r: &msg::Received) -> bool {
+        r.kind == Kind::Call && r.message[0] == timer::TICK && self.pid == Some(r.sender)
+    }
+
+    /// Arms a parked timer when blocks are dirty: the next tick comes one
+    /// write-back interval from now (`write_expired` runs at most that
+    /// often, and checks every block's age itself).
+    fn arm_if_dirty(&mut self, dirty_blocks: usize) {
+        if dirty_blocks > 0
+            && let Some(h) = self.parked.take()
+        {
+            let _ = msg::reply(h, &[timer::ARM, WRITEBACK_DELAY_NS, 0, 0], &[]);
+        }
+    }
+}
+
+/// The timer's sleep between ticks while blocks are dirty.
+const WRITEBACK_DELAY_NS: u64 = fs_ext2::cache::WRITEBACK_INTERVAL_MS * 1_000_000;
 
 /// The mount's options, then the kernel command line's `nbuf=`, then the
 /// default sized from memory for the volume's block size.
@@ -293,8 +348,9 @@ impl Lent for NoLent {
 
 /// Receive, answer, repeat. Requests kept while the cache waited for the
 /// disk come first; workers' calls and their ends go to the device side.
-fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
+fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i32 {
     let clock = Clock::new();
+    let mut timer = Timer { pid: timer_pid, parked: None };
     let mut rx = Page::zeroed();
     let mut tx = Page::zeroed();
     let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
@@ -316,6 +372,24 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
                 (r, None)
             }
         };
+        if r.kind == Kind::ChildExit && timer.pid == Some(Pid(r.message[0])) {
+            // The timer ended (it should not while this runs): its held
+            // call went with it; dirty blocks age at requests again.
+            timer = Timer { pid: None, parked: None };
+        }
+        if timer.is_tick(&r) {
+            // A write-back pass on an idle volume; re-armed at once while
+            // anything is dirty (a block whose waits were not on the disk
+            // goes at a later pass), else held until a request dirties one.
+            let _ = service.fs.reap();
+            let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
+            if service.fs.dirty_blocks() > 0 {
+                answer = Some((r.reply, [timer::ARM, WRITEBACK_DELAY_NS, 0, 0], 0));
+            } else {
+                timer.parked = Some(r.reply);
+            }
+            continue;
+        }
         let Some(r) = service.fs.device_mut().take(r) else {
             let _ = service.fs.reap();
             continue;
@@ -343,10 +417,11 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
         let _ = service.fs.reap();
         // Blocks dirty too long (`fs_ext2::cache::DIRTY_EXPIRE_MS`) start
         // on their way to the disk (nothing is waited for), at most once
-        // per `WRITEBACK_INTERVAL_MS`. The check runs after each request:
-        // with no requests nothing ages further (`sync`, `fsync` and
-        // eviction still write).
+        // per `WRITEBACK_INTERVAL_MS`. The check runs after each request,
+        // and at the timer's ticks while anything is dirty (`timer.rs`):
+        // an idle volume's blocks expire too.
         let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
+        timer.arm_if_dirty(service.fs.dirty_blocks());
         answer = Some((r.reply, words, len));
     }
 }

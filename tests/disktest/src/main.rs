@@ -16,6 +16,10 @@
 //!   and `fsync`'d (`disktest: fsynced PATH SIZE SHA256` once `fsync`
 //!   returned), with names made, renamed and removed in between without
 //!   any sync. The host kills the machine after some `fsynced` line.
+//! - `disktest procs`: the kernel's count of live processes
+//!   (`disktest: processes N`), so the host can see that a volume's
+//!   manager leaves nothing behind when it ends (its I/O workers and its
+//!   write-back timer, `servers/ext2fs/src/timer.rs`).
 //!
 //! Paths printed are absolute (the host strips the mount point). Every line this program prints
 //! starts with `disktest: `; a failure prints `disktest: FAIL …` and exits
@@ -45,7 +49,11 @@ fn main(args: runtime::Args) -> i32 {
         ["workload", dir] => workload(dir, 1),
         ["workload", dir, "small"] => workload(dir, 4),
         ["cuts", dir] => cuts(dir),
-        _ => Err(String::from("usage: disktest sums DIR | workload DIR [small] | cuts DIR")),
+        ["procs"] => {
+            println!("disktest: processes {}", runtime::sys::info(abi::InfoKey::ProcessCount));
+            Ok(())
+        }
+        _ => Err(String::from("usage: disktest sums DIR | workload DIR [small] | cuts DIR | procs")),
     };
     match outcome {
         Ok(()) => {
