@@ -78,6 +78,7 @@ impl Monitor {
         let handle = file.info.handle;
         let link = self.link(tty.0, tty.1)?;
         self.call(link, [io::OP_FOREGROUND, handle, 1, pgid], &[], &mut [])?;
+        self.terminal.foreground = pgid;
         Ok(0)
     }
 
