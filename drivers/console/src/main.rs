@@ -25,7 +25,7 @@
 //! driver must not wait on its client), 16 bytes a message. When a send
 //! fails the bytes are dropped and counted: a full queue loses input as a
 //! UART overrun would; a subscriber that has ended is forgotten, and the
-//! driver goes back to echoing and buffering until another subscribes.
+//! driver goes back to echoing and buffering until the owner subscribes.
 //!
 //! Restarts (docs/reliability.md, "The console and the terminal"): init
 //! starts the driver again when it ends (`etc/inittab`: `restart`). The
@@ -166,8 +166,8 @@ fn subscribe(current: Option<Subscriber>, caller: Pid, queue: u32) -> Option<Sub
     if let Some(old) = current
         && old.pid != caller
     {
-        // Taken over only from a subscriber that has ended (a console
-        // device manager restarted), so no process can steal the input.
+        // The owner (checked by the caller) takes over only from a
+        // subscriber that has ended, or that init named before it.
         if let Ok(probe) = msg::open_link(old.pid, Queue(old.queue)) {
             let _ = msg::close_link(probe);
             return None;

@@ -41,13 +41,13 @@
 //!
 //! Restarts (docs/reliability.md, "The console and the terminal"): init
 //! starts this manager again when it ends (`etc/inittab`: `restart`). A
-//! new instance subscribes to the console driver, which hands the input
-//! over from a subscriber that has ended; the monitor registers with it
+//! new instance subscribes to the console driver, which gives the input
+//! only to the manager init named to it; the monitor registers with it
 //! and moves the open descriptions to new handles here. Lost with the old
 //! instance: the half-typed line, reads in flight (their callers ask the
 //! monitor where the terminal went and read again), the no-echo line and
-//! the foreground group (the monitor gives it back to the session's
-//! group). When the console driver ends, writes are kept (up to
+//! the foreground group (the monitor gives it back to the last group
+//! `tcsetpgrp` set, or the session's). When the console driver ends, writes are kept (up to
 //! `tty::DOWN_OUTPUT_BYTES`, the rest dropped) until init names the new
 //! driver (`tty::OP_SET_CONSOLE`, a one-way message from the starter
 //! only); then this manager subscribes to it and writes what it kept.
@@ -57,8 +57,9 @@
 //! who a reader is and type (`tty::OP_TYPE`, root's `TIOCSTI`). The
 //! console driver hands its input to the manager init named to it, so
 //! this manager tries its subscription again while it is refused
-//! (`console::NOT_THE_OWNER`: init names it just after starting it). Handles are sparse (slot
-//! and a random check), so a process cannot use one it was not given.
+//! (`console::NOT_THE_OWNER`: init names it just after starting it).
+//! Handles are sparse (slot and a random check), so a process cannot use
+//! one it was not given.
 //! Bad requests get a POSIX errno; nothing a client sends ends this
 //! process.
 //!
