@@ -25,7 +25,7 @@ use crate::util::{
     Context, TestResult, expect_errno, expect_exit, in_child, poll_until, read_to_end, spawn, write_all,
 };
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use protocols::console;
 use protocols::unix::errno::{EBADF, EINTR, EIO, ENOTTY, EPERM};
@@ -276,7 +276,7 @@ pub fn no_terminal_or_orphaned_group_gets_eio() -> TestResult {
                 let adopted = poll_until(3000, 10, || Ok(unix::getppid() != me));
                 let said = match adopted {
                     Ok(true) => match read_line(console) {
-                        Err(e) => format!("{}", e.name()),
+                        Err(e) => e.name().to_string(),
                         Ok(line) => format!("read {:?}", String::from_utf8_lossy(&line)),
                     },
                     _ => String::from("never adopted"),
