@@ -183,6 +183,9 @@ impl Supervisor {
         let c = &self.children[i];
         let pid = sys::spawn_with_rights(&c.program, &me, c.priority, c.rights)
             .map_err(|e| String::from(e.name()))?;
+        if c.slot == Some(bootstrap::TTY) {
+            name_the_input_owner(pid);
+        }
         // Drivers that serve only this program learn its new pid before
         // it is ready (it attaches while it starts).
         self.name_client_to_drivers(i, pid);
@@ -496,10 +499,24 @@ fn take_slot(slot: u64, pid: Pid, queue: u32) -> Result<(), String> {
     if slot == bootstrap::CONSOLE {
         // init's own output goes to the new driver again.
         runtime::io::reset_console();
+        // The new driver hands typed input to the terminal manager only
+        // (told before the manager is told to subscribe).
+        if let Some((tty, _)) = sys::bootstrap(bootstrap::TTY) {
+            send_to_slot(bootstrap::CONSOLE, tty, [protocols::console::OP_SET_INPUT_OWNER, tty.0, 0, 0]);
+        }
         send_to_slot(bootstrap::TTY, pid, [ux::tty::OP_SET_CONSOLE, pid.0, queue as u64, 0]);
     }
     send_to_slot(bootstrap::MONITOR, pid, [monitor::OP_SLOT_SERVER_STARTED, slot, pid.0, queue as u64]);
     Ok(())
+}
+
+/// Name `pid`, a terminal manager init just started, to the console
+/// driver as the one process that may take its typed input
+/// (`console::OP_SET_INPUT_OWNER`; docs/reliability.md, "Console input
+/// goes only to the terminal manager"). One-way, and sent right after
+/// the spawn: the manager tries its subscription again while refused.
+pub fn name_the_input_owner(pid: Pid) {
+    send_to_slot(bootstrap::CONSOLE, pid, [protocols::console::OP_SET_INPUT_OWNER, pid.0, 0, 0]);
 }
 
 /// Tell the monitor that a restarted driver, `pid`, is ready and named by
