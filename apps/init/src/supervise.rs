@@ -337,7 +337,10 @@ impl Supervisor {
                         c.pid = None;
                         c.state = state::STOPPED;
                         if !c.no_device {
-                            println!("init: {} ({:#x}) exited with status 0; not restarted", c.program, pid.0);
+                            println!(
+                                "init: {} ({:#x}) exited with status 0; not restarted",
+                                c.program, pid.0
+                            );
                         }
                         return;
                     }
