@@ -97,6 +97,10 @@ pub struct Child {
     client: Option<String>,
     /// The queue its ready message named (where a client is named to it).
     queue: u32,
+    /// Its ready message said it found no device: it ends at once with
+    /// status 0, which init said at its start (before the first process
+    /// runs), so the end is not logged again in the middle of a session.
+    no_device: bool,
 }
 
 pub struct Supervisor {
@@ -134,6 +138,7 @@ impl Supervisor {
             kill_asked: false,
             client: None,
             queue: 0,
+            no_device: false,
         });
     }
 
@@ -165,6 +170,7 @@ impl Supervisor {
             kill_asked: false,
             client: None,
             queue: 0,
+            no_device: false,
         });
         let i = self.children.len() - 1;
         let started = self.start(i, false);
@@ -191,6 +197,10 @@ impl Supervisor {
         self.name_client_to_drivers(i, pid);
         let m = wait_ready_or_end(pid, self.ready)?;
         self.children[i].queue = m[1] as u32;
+        self.children[i].no_device = !device_found(m);
+        if self.children[i].no_device {
+            println!("init: {}: no device; it ends", self.children[i].program);
+        }
         // A driver with a client is told who it is before its entry
         // names it: nobody can reach it through the entry before then.
         if let Some(client) = self.children[i].client.clone() {
@@ -326,7 +336,12 @@ impl Supervisor {
                         let c = &mut self.children[i];
                         c.pid = None;
                         c.state = state::STOPPED;
-                        println!("init: {} ({:#x}) exited with status 0; not restarted", c.program, pid.0);
+                        if !c.no_device {
+                            println!(
+                                "init: {} ({:#x}) exited with status 0; not restarted",
+                                c.program, pid.0
+                            );
+                        }
                         return;
                     }
                     ExitStatus::Exited(code) => format!("({:#x}) exited with status {code}", pid.0),
@@ -560,19 +575,25 @@ fn wait_ready_or_end(pid: Pid, ready: Queue) -> Result<[u64; 4], String> {
 
 /// Make the device entry `path` naming the driver `pid`, from its ready
 /// message `m`; `again`: an entry of its last instance is there, replaced.
+/// Whether a driver's ready message `m` says it found its device (a
+/// block driver's size, the card's flag); any other ready message: yes.
+fn device_found(m: [u64; 4]) -> bool {
+    !matches!(m[0], ux::block::READY | net::eth::READY) || m[2] != 0
+}
+
 fn make_entry(path: &str, pid: Pid, m: [u64; 4], again: bool) -> Result<(), String> {
     // Which kind of driver it is, from its ready message: the mode of its
     // entry, and whether it found its device (no device: no entry).
-    let (entry_mode, present) = match m[0] {
-        ux::block::READY => (ux::mode::S_IFBLK | 0o660, m[2] != 0),
+    let entry_mode = match m[0] {
+        ux::block::READY => ux::mode::S_IFBLK | 0o660,
         // The network card: only the network server talks to it.
-        net::eth::READY => (ux::mode::S_IFCHR | 0o600, m[2] != 0),
+        net::eth::READY => ux::mode::S_IFCHR | 0o600,
         // The network server: anyone may open a socket.
-        net::READY => (ux::mode::S_IFCHR | 0o666, true),
+        net::READY => ux::mode::S_IFCHR | 0o666,
         _ => return Err(String::from("its ready message is not a driver's")),
     };
     let queue = m[1];
-    if !present {
+    if !device_found(m) {
         return Ok(());
     }
     let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;
