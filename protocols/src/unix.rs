@@ -1043,6 +1043,23 @@ pub mod ext2fs {
     pub const WORK_WRITE: u64 = 2;
     /// Word 0 of a [`OP_WORK`] reply that tells the worker to end.
     pub const WORK_EXIT: u64 = 3;
+    /// Word 0 of a [`OP_WORK`] reply after the block driver was restarted
+    /// (issue 16): word 1 = the new driver's kernel pid, word 2 = its
+    /// queue, word 3 = the worker's handle there. The worker links to it,
+    /// forgets its old link and offset, and calls [`OP_WORK`] again
+    /// (tag 0: no transfer).
+    pub const WORK_RELINK: u64 = 4;
+    /// From the monitor only (issue 16, docs/reliability.md): the volume's
+    /// block driver ended and init started it again. Word 1 = the new
+    /// driver's kernel pid, word 2 = its queue, word 3 = the device's
+    /// bytes (as at mount: another size is `EINVAL`); data = handles at
+    /// the new driver, 8 bytes little-endian each, the manager's first
+    /// then one per worker (as the mount's arguments). The manager keeps
+    /// its cache, moves to the new driver and sends again what failed
+    /// when the old one died, in the order it was first sent. Reply:
+    /// word 0 = 0 or an errno. Answered at once, even while the manager
+    /// waits for the device (the monitor must not wait for it).
+    pub const OP_DEVICE: u64 = 121;
 }
 
 /// The device-open request every device manager serves (the console

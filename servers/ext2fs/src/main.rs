@@ -118,7 +118,8 @@ fn main(args: Args) -> i32 {
         return 2;
     };
     let _ = sys::set_exit_queue(queue.0);
-    let mut disk = Disk::new(queue, driver, a.handles[0], a.device_bytes);
+    let mut disk =
+        Disk::new(queue, a.monitor, (a.driver, a.driver_queue, driver), &a.handles, a.device_bytes);
     start_workers(&mut disk, &a);
     let opts = match mount_options(&a.options, &mut disk) {
         Ok(o) => o,
@@ -168,10 +169,10 @@ fn tell_monitor(monitor_pid: Pid, outcome: Result<(), Errno>) {
 /// first call (or its end).
 fn start_workers(disk: &mut Disk, a: &Start) {
     let me = sys::getpid().0;
-    for &h in &a.handles[1..] {
+    for (slot, &h) in a.handles[1..].iter().enumerate() {
         let args = alloc::format!("{me} {} {} {h}", a.driver.0, a.driver_queue);
         match sys::spawn("ext2io", &args) {
-            Ok(pid) => disk.add_worker(pid),
+            Ok(pid) => disk.add_worker(pid, slot),
             Err(e) => println!("ext2fs: cannot start an I/O worker: {}", e.name()),
         }
     }
@@ -180,7 +181,7 @@ fn start_workers(disk: &mut Disk, a: &Start) {
         match msg::receive_data(Queue(ext2fs::QUEUE), &mut rx.0) {
             // Only workers and the kernel know this manager yet.
             Ok(r) => {
-                let _ = disk.take(r);
+                let _ = disk.take(r, &[]);
             }
             Err(_) => break,
         }
@@ -295,22 +296,30 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
                 (r, None)
             }
         };
-        let Some(r) = service.fs.device_mut().take(r) else {
+        let data = match &kept {
+            Some(d) => &d[..],
+            None => &rx.0[..r.len.min(rx.0.len())],
+        };
+        let Some(r) = service.fs.device_mut().take(r, data) else {
             let _ = service.fs.reap();
             continue;
         };
         if r.kind != Kind::Call {
             continue;
         }
-        let data = match &kept {
-            Some(d) => &d[..],
-            None => &rx.0[..r.len.min(rx.0.len())],
-        };
         let mut lent = Leases(r.reply);
         let tx_bytes: &mut [u8; MESSAGE_DATA_BYTES] = &mut tx.0;
+        // The device side answers the monitor's call early if it must
+        // wait for a restarted driver (disk.rs, `wait_for_device`).
+        let dev = service.fs.device_mut();
+        (dev.serving, dev.answered_early) = (Some((r.sender, r.reply)), false);
         let (words, len) =
             service.request(r.sender.0, r.message, data, clock.realtime_ns(), tx_bytes, &mut lent);
         let _ = service.fs.reap();
-        answer = Some((r.reply, words, len));
+        let dev = service.fs.device_mut();
+        dev.serving = None;
+        if !core::mem::take(&mut dev.answered_early) {
+            answer = Some((r.reply, words, len));
+        }
     }
 }

@@ -181,7 +181,7 @@ fn main(args: Args) -> i32 {
                 m.signal_group(r.message[1], r.message[2]);
             }
             Kind::Short if r.message[0] == monitor::OP_SERVER_ENDED && r.sender == m.starter => {
-                m.server_ended(Pid(r.message[1]));
+                m.server_ended(Pid(r.message[1]), r.message[2] == monitor::ENDED_FOR_GOOD);
                 m.terminal_ended(Pid(r.message[1]), r.message[2] == monitor::ENDED_FOR_GOOD);
             }
             Kind::Short if r.message[0] == monitor::OP_SLOT_SERVER_STARTED && r.sender == m.starter => {
