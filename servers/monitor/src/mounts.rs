@@ -41,6 +41,9 @@ use alloc::vec::Vec;
 use protocols::unix::{Errno, Stat, device, errno, ext2fs, fs, io, mode, open_flags};
 use runtime::msg::{self, Queue};
 
+/// Handles at a block driver: (driver, its queue, handle).
+type DeviceHandles = Vec<(Pid, u32, u64)>;
+
 /// An ext2 manager started on a block device, mounted and ready.
 struct DiskManager {
     pid: Pid,
@@ -224,11 +227,7 @@ impl Monitor {
     /// Open the block device `dev` once for an ext2 manager and once for
     /// each of its I/O workers (`O_RDONLY` with `ro`); with the device's
     /// size. On a failure the handles opened are closed.
-    fn open_device_handles(
-        &mut self,
-        dev: &Stat,
-        options: &str,
-    ) -> Result<(Vec<(Pid, u32, u64)>, u64), Errno> {
+    fn open_device_handles(&mut self, dev: &Stat, options: &str) -> Result<(DeviceHandles, u64), Errno> {
         let read_only = options.split(',').any(|o| o == "ro");
         let flags = if read_only { open_flags::O_RDONLY } else { open_flags::O_RDWR };
         let driver = Pid(dev.device_pid);
