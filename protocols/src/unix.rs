@@ -91,6 +91,13 @@ pub mod errno {
     // Sockets (Linux's numbers, as the other values here are).
     pub const ENOTSOCK: Errno = Errno(88);
     pub const EDESTADDRREQ: Errno = Errno(89);
+    /// Not for programs (Linux's in-kernel `ERESTART`): a disk manager's
+    /// answer to a monitor call that arrives while the volume's block
+    /// driver is being restarted (issue 16; servers/ext2fs/src/disk.rs).
+    /// Nothing was done; the monitor passes it on, and the runtime's
+    /// monitor call sends the request again after a pause
+    /// (`runtime::unix`, `RESTART_RETRY_NS`).
+    pub const ERESTART: Errno = Errno(85);
     pub const EMSGSIZE: Errno = Errno(90);
     pub const ENOPROTOOPT: Errno = Errno(92);
     pub const EPROTONOSUPPORT: Errno = Errno(93);
@@ -148,6 +155,7 @@ pub mod errno {
             ENOTEMPTY => "ENOTEMPTY (directory not empty)",
             ENOTSOCK => "ENOTSOCK (not a socket)",
             EDESTADDRREQ => "EDESTADDRREQ (destination address required)",
+            ERESTART => "ERESTART (a device is being restarted: try again)",
             EMSGSIZE => "EMSGSIZE (message too long)",
             ENOPROTOOPT => "ENOPROTOOPT (protocol not available)",
             EPROTONOSUPPORT => "EPROTONOSUPPORT (protocol not supported)",

@@ -41,12 +41,15 @@
 //! device). An operation that must wait, waits for the new driver (client
 //! calls on handles: `read`, `write`, `fsync`), with one exception: the
 //! monitor's calls, which bring the new driver's handles, cannot wait (the
-//! monitor would wait for the manager and the manager for the monitor),
-//! so a monitor call that arrives then, or is in progress, is answered
-//! `EIO` at once ([`Disk::wait_for_device`]). An operation in progress so
-//! answered still completes once the device is back (its changes are
-//! kept). The wait's bound is init's: when it gives the driver up, the
-//! monitor ends the manager, and every call waiting gets `EIO`.
+//! monitor would wait for the manager and the manager for the monitor):
+//! a monitor call that arrives then is answered `ERESTART` at once,
+//! nothing done, and the caller's runtime sends it again after a pause (a
+//! close is answered `0` and served afterwards); one already in progress
+//! is answered `ERESTART` early, still completes once the device is back,
+//! and its outcome answers the request when it comes again (a `Replay`,
+//! [`Disk::wait_for_device`]). The wait's bound is init's: when it gives
+//! the driver up, the monitor ends the manager, and every call waiting
+//! gets `EIO`.
 //!
 //! Invariants: each transfer is returned by [`BlockDevice::complete`] or
 //! [`BlockDevice::poll`] exactly once, whatever happens to its worker (a
@@ -62,7 +65,7 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use fs_ext2::BlockDevice;
 use fs_ext2::device::{Direction, SECTOR_BYTES, Transfer};
-use protocols::unix::errno::{EINVAL, EIO, ENOSYS, EPERM};
+use protocols::unix::errno::{EINVAL, EIO, ENOSYS, EPERM, ERESTART};
 use protocols::unix::{Errno, encode_result, ext2fs, io, result};
 use runtime::msg::{self, Link, Page, Queue, Received, ReplyHandle};
 
@@ -70,6 +73,9 @@ use runtime::msg::{self, Link, Page, Queue, Received, ReplyHandle};
 pub struct Stashed {
     pub received: Received,
     pub data: Vec<u8>,
+    /// Answered already (the monitor's close while the device was down):
+    /// served, but not answered again.
+    pub answered: bool,
 }
 
 struct Worker {
@@ -119,12 +125,33 @@ pub struct Disk {
     /// among transfers in flight), to send held ones again in that order.
     order: BTreeMap<u64, u64>,
     next_order: u64,
-    /// The request being served (sender, reply handle), set by the
-    /// server around each request, and whether it was answered early
-    /// ([`Disk::wait_for_device`]): the server then does not answer it.
-    pub serving: Option<(Pid, ReplyHandle)>,
+    /// The request being served (sender, reply handle, operation), set
+    /// by the server around each request, and whether it was answered
+    /// early ([`Disk::wait_for_device`]): the server then does not answer
+    /// it.
+    pub serving: Option<(Pid, ReplyHandle, u64)>,
     pub answered_early: bool,
+    /// The request being served was the monitor's, answered `ERESTART`
+    /// early: its outcome is kept ([`Disk::keep_for_replay`]).
+    replay_wanted: bool,
+    replay: Option<Replay>,
 }
+
+/// The outcome of a monitor request that was answered `ERESTART` while
+/// it was in progress (it waited for a restarted driver) and then
+/// completed: the same request sent again gets this answer instead of
+/// being done twice (an `unlink` would say `ENOENT`, a `mkdir` `EEXIST`).
+struct Replay {
+    message: [u64; 4],
+    data: Vec<u8>,
+    words: [u64; 4],
+    reply: Vec<u8>,
+    done_ns: u64,
+}
+
+/// How long a [`Replay`] waits for its request to come again (the
+/// runtime sends it every 10 ms).
+const REPLAY_NS: u64 = 5_000_000_000;
 
 impl Disk {
     pub fn new(
@@ -158,6 +185,8 @@ impl Disk {
             next_order: 0,
             serving: None,
             answered_early: false,
+            replay_wanted: false,
+            replay: None,
         }
     }
 
@@ -429,40 +458,99 @@ impl Disk {
         let r = msg::receive_data(self.queue, &mut self.rx.0).map_err(|_| EIO)?;
         let data = self.rx.0[..r.len.min(self.rx.0.len())].to_vec();
         if let Some(client) = self.take(r, &data) {
-            if self.down && client.sender == self.monitor && client.kind == Kind::Call {
-                let _ = msg::reply(client.reply, &[encode_result(Err(EIO)), 0, 0, 0], &[]);
+            let mut s = Stashed { received: client, data, answered: false };
+            if self.down && !self.answer_monitor_now(&mut s) {
                 return Ok(());
             }
-            self.stash.push_back(Stashed { received: client, data });
+            self.stash.push_back(s);
         }
         Ok(())
     }
 
+    /// While the device is down, a monitor call is answered at once (the
+    /// monitor brings the new driver and must not wait here): a close
+    /// `0`, to be served later without an answer (the monitor ignores a
+    /// close's answer, and the handle must go), anything else `ERESTART`
+    /// (nothing done; the caller's runtime sends it again). Returns
+    /// whether `s` is still to be served.
+    fn answer_monitor_now(&self, s: &mut Stashed) -> bool {
+        let r = &s.received;
+        if r.sender != self.monitor || r.kind != Kind::Call || s.answered {
+            return true;
+        }
+        if r.message[0] == io::OP_CLOSE {
+            let _ = msg::reply(r.reply, &[0; 4], &[]);
+            s.answered = true;
+            return true;
+        }
+        let _ = msg::reply(r.reply, &[encode_result(Err(ERESTART)), 0, 0, 0], &[]);
+        false
+    }
+
     /// The device is down and an operation needs it: wait for the
-    /// monitor's `OP_DEVICE`. The monitor's own call in progress and those
-    /// kept in the stash are answered `EIO` first: the monitor brings the
-    /// new driver, so it must not wait here (the operation in progress
-    /// still completes afterwards; only its answer was given early).
+    /// monitor's `OP_DEVICE`. The monitor's own calls are answered first
+    /// (the monitor brings the new driver, so it must not wait here): the
+    /// one in progress `ERESTART` (a close `0`); it still completes once
+    /// the device is back, and its outcome answers the same request sent
+    /// again ([`Replay`]); those kept in the stash as
+    /// [`Disk::answer_monitor_now`] says.
     fn wait_for_device(&mut self) -> Result<(), Errno> {
-        if let Some((sender, h)) = self.serving
+        if let Some((sender, h, op)) = self.serving
             && sender == self.monitor
             && !self.answered_early
         {
-            let _ = msg::reply(h, &[encode_result(Err(EIO)), 0, 0, 0], &[]);
+            let word = if op == io::OP_CLOSE { 0 } else { encode_result(Err(ERESTART)) };
+            let _ = msg::reply(h, &[word, 0, 0, 0], &[]);
             self.answered_early = true;
+            self.replay_wanted = op != io::OP_CLOSE;
         }
-        let monitor = self.monitor;
-        self.stash.retain(|s| {
-            let theirs = s.received.sender == monitor && s.received.kind == Kind::Call;
-            if theirs {
-                let _ = msg::reply(s.received.reply, &[encode_result(Err(EIO)), 0, 0, 0], &[]);
-            }
-            !theirs
-        });
+        let mut stash = core::mem::take(&mut self.stash);
+        stash.retain_mut(|s| self.answer_monitor_now(s));
+        self.stash = stash;
         while self.down {
             self.receive_one()?;
         }
         Ok(())
+    }
+
+    /// After a request: if it was the monitor's, answered `ERESTART`
+    /// while in progress, keep its outcome for when it comes again.
+    pub fn keep_for_replay(
+        &mut self,
+        message: [u64; 4],
+        data: &[u8],
+        answer: ([u64; 4], &[u8]),
+        now_ns: u64,
+    ) {
+        if core::mem::take(&mut self.replay_wanted) {
+            self.replay = Some(Replay {
+                message,
+                data: data.to_vec(),
+                words: answer.0,
+                reply: answer.1.to_vec(),
+                done_ns: now_ns,
+            });
+        }
+    }
+
+    /// The kept outcome of the monitor's request `message` + `data`, if
+    /// this is it coming again (within [`REPLAY_NS`]).
+    pub fn replay_for(
+        &mut self,
+        sender: Pid,
+        message: &[u64; 4],
+        data: &[u8],
+        now_ns: u64,
+    ) -> Option<([u64; 4], Vec<u8>)> {
+        let r = self.replay.as_ref()?;
+        if now_ns.saturating_sub(r.done_ns) > REPLAY_NS {
+            self.replay = None;
+            return None;
+        }
+        if sender != self.monitor || r.message != *message || r.data != data {
+            return None;
+        }
+        self.replay.take().map(|r| (r.words, r.reply))
     }
 
     /// Start a transfer: now on the manager's own handle when no worker

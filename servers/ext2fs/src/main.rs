@@ -141,13 +141,14 @@ fn main(args: Args) -> i32 {
     let workers = service.fs.device().workers();
     let stats = service.fs.statfs();
     println!(
-        "ext2fs: {} mounted: nbuf={} ({} KiB of {}-byte blocks){}{}, {} I/O workers, {} of {} blocks free",
+        "ext2fs: {} mounted: nbuf={} ({} KiB of {}-byte blocks){}{}{}, {} I/O workers, {} of {} blocks free",
         a.target,
         opts.nbuf,
         opts.nbuf * service.fs.block_bytes() / 1024,
         service.fs.block_bytes(),
         if service.fs.is_read_only() { ", read-only" } else { "" },
         if opts.sync_metadata { ", sync" } else { "" },
+        if service.fs.mounted_unclean() { ", not cleanly unmounted: free counts recounted" } else { "" },
         workers,
         stats.map_or(0, |s| s.free_blocks),
         stats.map_or(0, |s| s.blocks),
@@ -280,12 +281,12 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
     let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
     loop {
         let stashed = service.fs.device_mut().stash.pop_front();
-        let (r, kept) = match stashed {
+        let (r, kept, answered) = match stashed {
             Some(s) => {
                 if let Some((h, words, len)) = answer.take() {
                     let _ = msg::reply(h, &words, &tx.0[..len]);
                 }
-                (s.received, Some(s.data))
+                (s.received, Some(s.data), s.answered)
             }
             None => {
                 let received = match answer.take() {
@@ -293,7 +294,7 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
                     None => msg::reply_wait(None, &[0; 4], &[], queue, &mut rx.0),
                 };
                 let Ok(r) = received else { continue };
-                (r, None)
+                (r, None, false)
             }
         };
         let data = match &kept {
@@ -307,17 +308,25 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
         if r.kind != Kind::Call {
             continue;
         }
+        let now_ns = clock.realtime_ns();
+        if let Some((words, reply)) = service.fs.device_mut().replay_for(r.sender, &r.message, data, now_ns) {
+            // Done already, while the device was restarted (disk.rs).
+            let len = reply.len().min(tx.0.len());
+            tx.0[..len].copy_from_slice(&reply[..len]);
+            answer = Some((r.reply, words, len));
+            continue;
+        }
         let mut lent = Leases(r.reply);
         let tx_bytes: &mut [u8; MESSAGE_DATA_BYTES] = &mut tx.0;
         // The device side answers the monitor's call early if it must
         // wait for a restarted driver (disk.rs, `wait_for_device`).
         let dev = service.fs.device_mut();
-        (dev.serving, dev.answered_early) = (Some((r.sender, r.reply)), false);
-        let (words, len) =
-            service.request(r.sender.0, r.message, data, clock.realtime_ns(), tx_bytes, &mut lent);
+        (dev.serving, dev.answered_early) = (Some((r.sender, r.reply, r.message[0])), answered);
+        let (words, len) = service.request(r.sender.0, r.message, data, now_ns, tx_bytes, &mut lent);
         let _ = service.fs.reap();
         let dev = service.fs.device_mut();
         dev.serving = None;
+        dev.keep_for_replay(r.message, data, (words, &tx.0[..len.min(tx.0.len())]), clock.realtime_ns());
         if !core::mem::take(&mut dev.answered_early) {
             answer = Some((r.reply, words, len));
         }
