@@ -15,7 +15,8 @@
 //! ends without writing), prints its buffer count, sends the monitor
 //! `[ext2fs::READY, queue, 0 or errno, 0]` on its queue 1, and serves:
 //! `fs` requests from the monitor, `io` requests from anyone holding a
-//! handle, one queue. The requests themselves are `fs_ext2::service`
+//! handle, one queue; and, from the monitor, `ext2fs::OP_DEVICE` when its
+//! block driver was restarted (the cache is kept: `disk.rs`). The requests themselves are `fs_ext2::service`
 //! (host-tested); this file holds the kernel calls: arguments, options,
 //! the workers, the clock, leases and the receive-reply loop.
 //!
