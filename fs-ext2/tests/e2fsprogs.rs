@@ -927,9 +927,10 @@ fn fsync_sends_what_it_can_together_and_nothing_when_clean() {
 /// `VALID`), with free counts behind its bitmaps (as a power cut or a
 /// killed manager leaves them), mounts with the counts recounted; a
 /// read-write mount marks the volume not clean on the disk at once, and
-/// a clean unmount marks it clean, with `e2fsck -fn` clean.
+/// a clean unmount or the sync before the power goes marks it clean, with
+/// `e2fsck -fn` clean.
 #[test]
-fn an_unclean_volume_gets_its_counts_recounted_and_a_clean_unmount_marks_it_clean() {
+fn an_unclean_volume_gets_its_counts_recounted_and_a_clean_unmount_or_final_sync_marks_it_clean() {
     if e2fsprogs().is_none() {
         return;
     }
@@ -967,9 +968,19 @@ fn an_unclean_volume_gets_its_counts_recounted_and_a_clean_unmount_marks_it_clea
 
     // A clean volume: marked not clean on the disk while mounted, and
     // not recounted.
-    let fs = mount(good, 16);
+    let mut fs = mount(good, 16);
     assert!(!fs.mounted_unclean());
     assert_eq!(le16(fs.device().bytes(), sb + 58) & 1, 0, "mounted read-write: not clean on the disk");
+    // The sync before the power goes (no unmount) marks it clean.
+    let ino = fs.create(ROOT_INO, b"g", 0o644, 0, 0).unwrap();
+    fs.write(ino, 0, &pattern(4, 3000)).unwrap();
+    fs.sync().unwrap();
+    assert_eq!(le16(fs.device().bytes(), sb + 58) & 1, 0, "an ordinary sync leaves it not clean");
+    fs.sync_final().unwrap();
+    let image = fs.device().bytes().to_vec();
+    assert_eq!(le16(&image, sb + 58) & 1, 1, "the final sync marks it clean");
+    let (status, text) = e2fsck(&scratch, &image);
+    assert!(status == 0 && !text.contains("wrong"), "e2fsck -fn after the final sync:\n{text}");
     let image = fs.unmount().unwrap().bytes().to_vec();
     assert_eq!(le16(&image, sb + 58) & 1, 1);
     assert_clean(&scratch, &image, "a mount and an unmount");

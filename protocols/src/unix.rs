@@ -591,8 +591,13 @@ pub mod monitor {
     pub const OP_MOUNTS: u64 = 44;
     /// `sync()`: every mounted disk file system writes what it holds and
     /// flushes its device (`fs::OP_SYNC` to each manager). Reply: word 0
-    /// = 0, or the first error.
+    /// = 0, or the first error. Word 1 = [`SYNC_FINAL`] from init only,
+    /// before the power goes: each disk manager also marks its volume
+    /// clean (`fs::SYNC_FINAL`); from anyone else it is an ordinary sync.
     pub const OP_SYNC: u64 = 45;
+    /// Word 1 of [`OP_SYNC`] and of `fs::OP_SYNC`: the last sync before
+    /// the power goes (issue 16, docs/filesystem.md).
+    pub const SYNC_FINAL: u64 = 1;
     /// The disk file systems' counters, to anyone (for `kinfo`). Reply
     /// data: `name=value` lines from each manager's `fs::OP_STATS_TEXT`,
     /// each name prefixed with the mount point and `:`.
@@ -1005,8 +1010,11 @@ pub mod fs {
     pub const IO_QUEUE: u32 = QUEUE;
     /// Everything the file system holds goes to its disk, then a device
     /// flush (`sync`). A manager with no disk (memfs) answers `ENOSYS`,
-    /// which the monitor passes over.
+    /// which the monitor passes over. Word 1 = [`SYNC_FINAL`] (from the
+    /// monitor, for init's sync before the power goes): an ext2 manager
+    /// then also marks its volume clean (`s_state`), as an unmount does.
     pub const OP_SYNC: u64 = 44;
+    pub const SYNC_FINAL: u64 = super::monitor::SYNC_FINAL;
     /// Counters as text, to anyone: reply data = `name=value` lines (a
     /// disk file system's buffer cache: hits, misses, read-ahead hits,
     /// write-behind transfers, …). memfs answers `ENOSYS`.

@@ -63,6 +63,21 @@ impl<D: BlockDevice> Fs<D> {
         })
     }
 
+    /// The last sync before the power goes (init's, through the
+    /// monitor): everything written, then the volume marked clean, as
+    /// [`Fs::unmount`] does. A change made after it would reach the disk
+    /// with the volume marked clean (the power goes right after, so there
+    /// is none); a later sync does not mark it not clean again.
+    pub fn sync_final(&mut self) -> Result<(), Errno> {
+        self.sync()?;
+        if self.read_only {
+            return Ok(());
+        }
+        self.mark_clean()?;
+        self.cache.write_block_now(self.sb_block)?;
+        self.cache.flush()
+    }
+
     /// The group descriptors' and the superblock's free block and inode
     /// counts, from the bitmaps.
     fn recount_free(&mut self) -> Result<(), Errno> {

@@ -263,7 +263,7 @@ impl Monitor {
             monitor::OP_LIMITS => self.limits_text(),
             monitor::OP_MOUNT => answer(self.mount(me, data)),
             monitor::OP_MOUNTS => self.mounts_text(),
-            monitor::OP_SYNC => answer(self.sync()),
+            monitor::OP_SYNC => answer(self.sync(w[1] == monitor::SYNC_FINAL && sender == self.starter)),
             monitor::OP_FS_STATS => self.fs_stats(),
             monitor::OP_SIGNAL_CATCH => answer(self.signal_catch(me, w[1], w[2] != 0)),
             monitor::OP_SIGNAL_PENDING => ok(self.signal_pending(me)),

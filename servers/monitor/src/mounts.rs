@@ -482,14 +482,16 @@ impl Monitor {
         Answer::WordsData([0; 4], text.into_bytes())
     }
 
-    /// `OP_SYNC`: every disk file system to its disk.
-    pub fn sync(&mut self) -> Result<u64, Errno> {
+    /// `OP_SYNC`: every disk file system to its disk; `last`: init's
+    /// sync before the power goes, which marks each volume clean.
+    pub fn sync(&mut self, last: bool) -> Result<u64, Errno> {
         let mut first_error = None;
+        let word = if last { fs::SYNC_FINAL } else { 0 };
         for i in 0..self.mounts.len() {
             if self.mounts[i].fstype == "memfs" {
                 continue;
             }
-            if let Err(e) = self.mount_call(i, [fs::OP_SYNC, 0, 0, 0], &mut []) {
+            if let Err(e) = self.mount_call(i, [fs::OP_SYNC, word, 0, 0], &mut []) {
                 first_error.get_or_insert(e);
             }
         }

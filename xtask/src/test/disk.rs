@@ -284,6 +284,11 @@ fn workload(boots: &Boots, cmdline: &str) -> Result<(), String> {
         }
     }
     ext2::check(&image)?;
+    // init's last sync marked the volume clean (`s_state`, issue 16).
+    let bytes = fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
+    if bytes[1024 + 58] & 1 == 0 {
+        return Err("the volume is not marked clean after the session's last sync".to_string());
+    }
     // The workload's own listing (the second `sums`, of /disk/w): its
     // files are those not under host/.
     let written: BTreeMap<String, (u64, String)> =
