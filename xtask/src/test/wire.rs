@@ -147,6 +147,7 @@ fn run_inner(
         ..RunOptions::default()
     };
     let config = batch::prepare(workspace, &run_opts, &script, ImageKind::Test)?;
+    let key = batch::SessionKey::of(&config);
     let mut command = config.to_command()?;
     command.args([
         "-netdev".to_string(),
@@ -218,8 +219,9 @@ fn run_inner(
                 peer.stats()
             }));
         }
-        if let Some(at) = line.find(abi::session::EXIT) {
-            status = line[at + abi::session::EXIT.len()..].trim().parse::<u32>().ok();
+        // Only init's line, with this boot's key (batch::SessionKey).
+        if let Some((_, code)) = key.exit(&line) {
+            status = Some(code);
             break;
         }
     }
