@@ -358,7 +358,14 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
         let dev = service.fs.device_mut();
         dev.serving = None;
         dev.keep_for_replay(r.message, data, (words, &tx.0[..len.min(tx.0.len())]), clock.realtime_ns());
-        if !core::mem::take(&mut dev.answered_early) {
+        let answered_early = core::mem::take(&mut dev.answered_early);
+        // Blocks dirty too long (`fs_ext2::cache::DIRTY_EXPIRE_MS`) start
+        // on their way to the disk (nothing is waited for), at most once
+        // per `WRITEBACK_INTERVAL_MS`. The check runs after each request:
+        // with no requests nothing ages further (`sync`, `fsync` and
+        // eviction still write).
+        let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
+        if !answered_early {
             answer = Some((r.reply, words, len));
         }
     }
