@@ -119,7 +119,18 @@ pub struct Superblock {
 pub mod sb {
     pub const FREE_BLOCKS_COUNT: usize = 12;
     pub const FREE_INODES_COUNT: usize = 16;
+    /// `s_state`, 16 bits: [`super::state`].
+    pub const STATE: usize = 58;
     pub const FEATURE_RO_COMPAT: usize = 100;
+}
+
+/// Bits of `s_state` (ext2's `EXT2_VALID_FS`, `EXT2_ERROR_FS`).
+pub mod state {
+    /// Cleanly unmounted: the counts agree with the bitmaps. Cleared while
+    /// a volume is mounted read-write.
+    pub const VALID: u16 = 1;
+    /// Errors were detected (kept as it is).
+    pub const ERROR: u16 = 2;
 }
 
 impl Superblock {

@@ -262,7 +262,10 @@ impl<D: BlockDevice> Service<D> {
             }
             fs::OP_SYNC => {
                 self.stats.syncs += 1;
-                self.fs.sync().map(|()| value(0))
+                // The last sync before the power goes also marks the
+                // volume clean (issue 16; fs/state.rs).
+                let synced = if w1 == fs::SYNC_FINAL { self.fs.sync_final() } else { self.fs.sync() };
+                synced.map(|()| value(0))
             }
             fs::OP_STATS_TEXT => {
                 let text = self.stats_text();

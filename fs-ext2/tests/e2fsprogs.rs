@@ -630,12 +630,14 @@ fn corrupt_superblocks_and_descriptors_are_refused_at_mount() {
     assert!(refused(bad).contains("block size"));
 }
 
-/// Mounts `image`, runs `f`, and checks that nothing was written.
+/// Mounts `image`, runs `f`, and checks that nothing was written but the
+/// superblock's state (marked not clean at mount, clean at unmount).
 fn without_writes(image: Vec<u8>, f: impl FnOnce(&mut Fs<MemDisk>)) {
     let mut fs = mount(image.clone(), 4);
+    fs.device_mut().writes = 0;
     f(&mut fs);
     let disk = fs.unmount().unwrap();
-    assert_eq!(disk.writes, 0, "an operation on a damaged object wrote");
+    assert_eq!(disk.writes, 1, "an operation on a damaged object wrote");
     assert!(disk.bytes() == image.as_slice());
 }
 
@@ -974,4 +976,67 @@ fn fsync_sends_what_it_can_together_and_nothing_when_clean() {
     assert!(fs.device().max_in_flight >= 2, "never two writes in flight");
     let disk = fs.unmount().unwrap();
     assert_clean(&scratch, &disk.into_bytes(), "after the fsyncs");
+}
+
+/// Issue 16: a volume not cleanly unmounted (`s_state` without
+/// `VALID`), with free counts behind its bitmaps (as a power cut or a
+/// killed manager leaves them), mounts with the counts recounted; a
+/// read-write mount marks the volume not clean on the disk at once, and
+/// a clean unmount or the sync before the power goes marks it clean, with
+/// `e2fsck -fn` clean.
+#[test]
+fn an_unclean_volume_gets_its_counts_recounted_and_a_clean_unmount_or_final_sync_marks_it_clean() {
+    if e2fsprogs().is_none() {
+        return;
+    }
+    let scratch = Scratch::new("unclean");
+    let good = mkfs(&scratch, 4096, 1024, None);
+    let (sb, gd0) = (1024, 2048);
+    let le32 = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let le16 = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap());
+    assert_eq!(le16(&good, sb + 58) & 1, 1, "mke2fs leaves the volume clean");
+    let (free_blocks, free_inodes) = (le32(&good, sb + 12), le32(&good, sb + 16));
+
+    // Counts too low, in the superblock and group 0; not clean.
+    let mut bad = good.clone();
+    patch32(&mut bad, sb + 12, free_blocks - 100);
+    patch32(&mut bad, sb + 16, free_inodes - 7);
+    let g0_blocks = le16(&bad, gd0 + 12);
+    bad[gd0 + 12..gd0 + 14].copy_from_slice(&(g0_blocks - 100).to_le_bytes());
+    bad[sb + 58..sb + 60].copy_from_slice(&0u16.to_le_bytes());
+    let (_, text) = e2fsck(&scratch, &bad);
+    assert!(text.contains("count wrong"), "the damage is what e2fsck would report:\n{text}");
+
+    let mut fs = mount(bad, 16);
+    assert!(fs.mounted_unclean());
+    let st = fs.statfs().unwrap();
+    assert_eq!((st.free_blocks, st.free_inodes), (free_blocks, free_inodes));
+    // Allocation goes on from the right counts.
+    let ino = fs.create(ROOT_INO, b"f", 0o644, 0, 0).unwrap();
+    fs.write(ino, 0, &pattern(3, 5000)).unwrap();
+    let st = fs.statfs().unwrap();
+    assert_eq!((st.free_blocks, st.free_inodes), (free_blocks - 5, free_inodes - 1));
+    let image = fs.unmount().unwrap().bytes().to_vec();
+    assert_eq!(le16(&image, sb + 58) & 1, 1, "a clean unmount marks the volume clean");
+    let (status, text) = e2fsck(&scratch, &image);
+    assert!(status == 0 && !text.contains("wrong"), "e2fsck -fn after the recount:\n{text}");
+
+    // A clean volume: marked not clean on the disk while mounted, and
+    // not recounted.
+    let mut fs = mount(good, 16);
+    assert!(!fs.mounted_unclean());
+    assert_eq!(le16(fs.device().bytes(), sb + 58) & 1, 0, "mounted read-write: not clean on the disk");
+    // The sync before the power goes (no unmount) marks it clean.
+    let ino = fs.create(ROOT_INO, b"g", 0o644, 0, 0).unwrap();
+    fs.write(ino, 0, &pattern(4, 3000)).unwrap();
+    fs.sync().unwrap();
+    assert_eq!(le16(fs.device().bytes(), sb + 58) & 1, 0, "an ordinary sync leaves it not clean");
+    fs.sync_final().unwrap();
+    let image = fs.device().bytes().to_vec();
+    assert_eq!(le16(&image, sb + 58) & 1, 1, "the final sync marks it clean");
+    let (status, text) = e2fsck(&scratch, &image);
+    assert!(status == 0 && !text.contains("wrong"), "e2fsck -fn after the final sync:\n{text}");
+    let image = fs.unmount().unwrap().bytes().to_vec();
+    assert_eq!(le16(&image, sb + 58) & 1, 1);
+    assert_clean(&scratch, &image, "a mount and an unmount");
 }

@@ -91,6 +91,13 @@ pub mod errno {
     // Sockets (Linux's numbers, as the other values here are).
     pub const ENOTSOCK: Errno = Errno(88);
     pub const EDESTADDRREQ: Errno = Errno(89);
+    /// Not for programs (Linux's in-kernel `ERESTART`): a disk manager's
+    /// answer to a monitor call that arrives while the volume's block
+    /// driver is being restarted (issue 16; servers/ext2fs/src/disk.rs).
+    /// Nothing was done; the monitor passes it on, and the runtime's
+    /// monitor call sends the request again after a pause
+    /// (`runtime::unix`, `RESTART_RETRY_NS`).
+    pub const ERESTART: Errno = Errno(85);
     pub const EMSGSIZE: Errno = Errno(90);
     pub const ENOPROTOOPT: Errno = Errno(92);
     pub const EPROTONOSUPPORT: Errno = Errno(93);
@@ -148,6 +155,7 @@ pub mod errno {
             ENOTEMPTY => "ENOTEMPTY (directory not empty)",
             ENOTSOCK => "ENOTSOCK (not a socket)",
             EDESTADDRREQ => "EDESTADDRREQ (destination address required)",
+            ERESTART => "ERESTART (a device is being restarted: try again)",
             EMSGSIZE => "EMSGSIZE (message too long)",
             ENOPROTOOPT => "ENOPROTOOPT (protocol not available)",
             EPROTONOSUPPORT => "EPROTONOSUPPORT (protocol not supported)",
@@ -596,8 +604,13 @@ pub mod monitor {
     pub const OP_MOUNTS: u64 = 44;
     /// `sync()`: every mounted disk file system writes what it holds and
     /// flushes its device (`fs::OP_SYNC` to each manager). Reply: word 0
-    /// = 0, or the first error.
+    /// = 0, or the first error. Word 1 = [`SYNC_FINAL`] from init only,
+    /// before the power goes: each disk manager also marks its volume
+    /// clean (`fs::SYNC_FINAL`); from anyone else it is an ordinary sync.
     pub const OP_SYNC: u64 = 45;
+    /// Word 1 of [`OP_SYNC`] and of `fs::OP_SYNC`: the last sync before
+    /// the power goes (issue 16, docs/filesystem.md).
+    pub const SYNC_FINAL: u64 = 1;
     /// The disk file systems' counters, to anyone (for `kinfo`). Reply
     /// data: `name=value` lines from each manager's `fs::OP_STATS_TEXT`,
     /// each name prefixed with the mount point and `:`.
@@ -1042,8 +1055,11 @@ pub mod fs {
     pub const IO_QUEUE: u32 = QUEUE;
     /// Everything the file system holds goes to its disk, then a device
     /// flush (`sync`). A manager with no disk (memfs) answers `ENOSYS`,
-    /// which the monitor passes over.
+    /// which the monitor passes over. Word 1 = [`SYNC_FINAL`] (from the
+    /// monitor, for init's sync before the power goes): an ext2 manager
+    /// then also marks its volume clean (`s_state`), as an unmount does.
     pub const OP_SYNC: u64 = 44;
+    pub const SYNC_FINAL: u64 = super::monitor::SYNC_FINAL;
     /// Counters as text, to anyone: reply data = `name=value` lines (a
     /// disk file system's buffer cache: hits, misses, read-ahead hits,
     /// write-behind transfers, …). memfs answers `ENOSYS`.
@@ -1088,6 +1104,23 @@ pub mod ext2fs {
     pub const WORK_WRITE: u64 = 2;
     /// Word 0 of a [`OP_WORK`] reply that tells the worker to end.
     pub const WORK_EXIT: u64 = 3;
+    /// Word 0 of a [`OP_WORK`] reply after the block driver was restarted
+    /// (issue 16): word 1 = the new driver's kernel pid, word 2 = its
+    /// queue, word 3 = the worker's handle there. The worker links to it,
+    /// forgets its old link and offset, and calls [`OP_WORK`] again
+    /// (tag 0: no transfer).
+    pub const WORK_RELINK: u64 = 4;
+    /// From the monitor only (issue 16, docs/reliability.md): the volume's
+    /// block driver ended and init started it again. Word 1 = the new
+    /// driver's kernel pid, word 2 = its queue, word 3 = the device's
+    /// bytes (as at mount: another size is `EINVAL`); data = handles at
+    /// the new driver, 8 bytes little-endian each, the manager's first
+    /// then one per worker (as the mount's arguments). The manager keeps
+    /// its cache, moves to the new driver and sends again what failed
+    /// when the old one died, in the order it was first sent. Reply:
+    /// word 0 = 0 or an errno. Answered at once, even while the manager
+    /// waits for the device (the monitor must not wait for it).
+    pub const OP_DEVICE: u64 = 121;
 }
 
 /// The device-open request every device manager serves (the console

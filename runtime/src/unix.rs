@@ -151,12 +151,28 @@ fn monitor_link() -> Result<Link, Errno> {
     Ok(l)
 }
 
-/// One request to the monitor: the reply's words and data length.
+/// The pause before a request the monitor answered `ERESTART` is sent
+/// again (a disk's block driver being restarted; issue 16).
+const RESTART_RETRY_NS: u64 = 10_000_000;
+/// Most times a request is sent again for `ERESTART` (60 s of pauses):
+/// past it, `EIO`. The wait ends sooner when init gives the driver up
+/// (the monitor ends the disk's manager, and calls get `EIO`).
+const RESTART_RETRIES: u32 = 6_000;
+
+/// One request to the monitor: the reply's words and data length. A
+/// request answered `ERESTART` (nothing done: the disk it needs is
+/// waiting for its restarted driver) is sent again after a pause.
 fn monitor_call(request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
     let link = monitor_link()?;
-    let (words, len) = msg::call(link, &request, data, reply).map_err(from_kernel)?;
-    ux::result(words[0])?;
-    Ok((words, len))
+    for _ in 0..RESTART_RETRIES {
+        let (words, len) = msg::call(link, &request, data, reply).map_err(from_kernel)?;
+        match ux::result(words[0]) {
+            Err(errno::ERESTART) => crate::sys::sleep_ns(RESTART_RETRY_NS),
+            Err(e) => return Err(e),
+            Ok(_) => return Ok((words, len)),
+        }
+    }
+    Err(errno::EIO)
 }
 
 fn monitor_word(request: [u64; 4], data: &[u8]) -> Result<u64, Errno> {

@@ -302,9 +302,10 @@ fn mount_volumes(mounts: &[(String, String, String)]) -> bool {
     root_mounted
 }
 
-/// Every mounted disk written and flushed before the power goes.
+/// Every mounted disk written and flushed before the power goes, and
+/// marked clean (`monitor::SYNC_FINAL`).
 fn sync_disks() {
-    if let Err(e) = monitor_request(&[monitor::OP_SYNC, 0, 0, 0], &[]) {
+    if let Err(e) = monitor_request(&[monitor::OP_SYNC, monitor::SYNC_FINAL, 0, 0], &[]) {
         println!("init: sync failed: {}", ux::errno::name(e));
     }
 }

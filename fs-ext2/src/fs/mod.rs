@@ -22,7 +22,11 @@
 //!   is `EIO` for the operation that met it (and [`Fs::last_damage`]
 //!   says what), never a panic. Operations check what they will touch
 //!   before they change anything, so a damaged object is not written to.
-//! - Mounting never writes. Nothing is written on a read-only mount.
+//! - Mounting a volume read-only never writes, nor does a refused mount.
+//!   A read-write mount writes one block, the superblock, to mark the
+//!   volume not clean (`s_state`) before any change reaches the disk
+//!   (after recounting the free counts, if it was not clean: `state.rs`);
+//!   [`Fs::unmount`] marks it clean again.
 //! - Changes go to the disk in an order that keeps the file system
 //!   consistent at every instant ([`crate::cache::Cache::order`]; the rules
 //!   are in `docs/filesystem.md` and at each operation): a block's bitmap
@@ -35,6 +39,7 @@ mod alloc;
 mod bmap;
 mod dir;
 mod ops;
+mod state;
 
 pub use dir::DirEntry;
 pub use ops::{Attr, FsStats, WRITE_SEGMENTS};
@@ -160,6 +165,9 @@ pub struct Fs<D: BlockDevice> {
     /// its inode freed.
     parents: BTreeMap<u32, u32>,
     last_damage: Option<String>,
+    /// The volume was mounted read-write while marked not clean (a power
+    /// cut, a killed manager): its free counts were recounted at mount.
+    mounted_unclean: bool,
 }
 
 /// Most checked parents kept (`Fs::parents`): a lookup walking a path
@@ -228,6 +236,7 @@ impl<D: BlockDevice> Fs<D> {
             dir_names: BTreeMap::new(),
             parents: BTreeMap::new(),
             last_damage: None,
+            mounted_unclean: false,
             groups: Vec::new(),
             sb,
         };
@@ -240,6 +249,14 @@ impl<D: BlockDevice> Fs<D> {
         if let Err(e) = fs.check_groups().and_then(|()| fs.check_root()) {
             // The cache has written nothing: mounting only reads.
             return Err((e, fs.cache.into_device_unwritten()));
+        }
+        if !fs.read_only
+            && let Err(e) = fs.mark_mounted()
+        {
+            return Err((
+                refuse(e, String::from("cannot mark the volume mounted")),
+                fs.cache.into_device_unwritten(),
+            ));
         }
         Ok(fs)
     }
@@ -404,9 +421,13 @@ impl<D: BlockDevice> Fs<D> {
         Ok(())
     }
 
-    /// Writes everything and gives the device back.
+    /// Writes everything, marks the volume clean (a read-write mount) and
+    /// gives the device back.
     pub fn unmount(mut self) -> Result<D, Errno> {
         self.flush_inodes()?;
+        if !self.read_only {
+            self.mark_clean()?;
+        }
         self.cache.into_device()
     }
 

@@ -22,25 +22,60 @@
 //!
 //! What it is not: a cache (`fs_ext2::Cache` is) nor a driver.
 //!
+//! A driver that dies (issue 16; docs/reliability.md, "Restarting dead
+//! servers and drivers") loses nothing: the disk holds no state in the
+//! driver, so a transfer that failed because its driver ended (its call
+//! failed and the driver is gone, or it went to an older driver) is not
+//! given back to the cache: it is held, as is every transfer submitted
+//! while the device is down, and the cache keeps its buffers (dirty ones
+//! included) as in flight. When the monitor says a restarted driver is
+//! ready (`ext2fs::OP_DEVICE`, with handles there) the manager links to it,
+//! relinks its workers (`ext2fs::WORK_RELINK`) and sends the held
+//! transfers again in the order they were first submitted (the cache
+//! submits a write only once what it must follow is on the disk, so that
+//! order is the declared write order). MINIX 3's file server does the same
+//! for a restarted block driver.
+//!
+//! While the device is down, requests the cache can serve are served
+//! (the manager is only blocked when an operation must wait for the
+//! device). An operation that must wait, waits for the new driver (client
+//! calls on handles: `read`, `write`, `fsync`), with one exception: the
+//! monitor's calls, which bring the new driver's handles, cannot wait (the
+//! monitor would wait for the manager and the manager for the monitor):
+//! a monitor call that arrives then is answered `ERESTART` at once,
+//! nothing done, and the caller's runtime sends it again after a pause (a
+//! close is answered `0` and served afterwards); one already in progress
+//! is answered `ERESTART` early, still completes once the device is back,
+//! and its outcome answers the request when it comes again (a `Replay`,
+//! [`Disk::wait_for_device`]). The wait's bound is init's: when it gives
+//! the driver up, the monitor ends the manager, and every call waiting
+//! gets `EIO`.
+//!
 //! Invariants: each transfer is returned by [`BlockDevice::complete`] or
 //! [`BlockDevice::poll`] exactly once, whatever happens to its worker (a
 //! worker that dies fails its transfer with `EIO` and the others go on;
-//! with none left the manager makes the transfers itself).
+//! with none left the manager makes the transfers itself), or held while
+//! its driver is down and returned once a new one has made it. A failure
+//! the live driver reports (`EIO` from the device, `EINVAL`) is the
+//! cache's, as before: only a driver's end is retried.
 
 use abi::Pid;
 use abi::msg::Kind;
-use alloc::collections::VecDeque;
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use fs_ext2::BlockDevice;
 use fs_ext2::device::{Direction, SECTOR_BYTES, Transfer};
-use protocols::unix::errno::{EINVAL, EIO, ENOSYS};
-use protocols::unix::{Errno, ext2fs, io, result};
+use protocols::unix::errno::{EINVAL, EIO, ENOSYS, EPERM, ERESTART};
+use protocols::unix::{Errno, encode_result, ext2fs, io, result};
 use runtime::msg::{self, Link, Page, Queue, Received, ReplyHandle};
 
 /// A client request that came while the cache waited.
 pub struct Stashed {
     pub received: Received,
     pub data: Vec<u8>,
+    /// Answered already (the monitor's close while the device was down):
+    /// served, but not answered again.
+    pub answered: bool,
 }
 
 struct Worker {
@@ -48,6 +83,10 @@ struct Worker {
     /// Its `OP_WORK` call, held while it has nothing to do.
     idle: Option<ReplyHandle>,
     busy: Option<Transfer>,
+    /// Which handle of the monitor's it takes (`handles[1 + slot]`).
+    slot: usize,
+    /// The driver it is linked to ([`Disk::generation`] then).
+    generation: u64,
 }
 
 /// `/dev/vda` as the cache sees it.
@@ -69,14 +108,63 @@ pub struct Disk {
     /// The driver answers `io::OP_PREAD` and `OP_PWRITE` (until it says
     /// `ENOSYS`).
     has_pread: bool,
+    /// The monitor: the only sender of `ext2fs::OP_DEVICE`.
+    monitor: Pid,
+    driver_pid: Pid,
+    driver_queue: u32,
+    /// Drivers this manager has been linked to, less one: 0 at mount, +1
+    /// at each `OP_DEVICE`.
+    generation: u64,
+    /// The workers' handles at the current driver, by slot.
+    worker_handles: Vec<u64>,
+    /// The driver has ended and no new one has been given yet.
+    down: bool,
+    /// Transfers whose driver ended under them, to be sent again.
+    held: Vec<Transfer>,
+    /// Each transfer's place in submission order, by tag (tags are unique
+    /// among transfers in flight), to send held ones again in that order.
+    order: BTreeMap<u64, u64>,
+    next_order: u64,
+    /// The request being served (sender, reply handle, operation), set
+    /// by the server around each request, and whether it was answered
+    /// early ([`Disk::wait_for_device`]): the server then does not answer
+    /// it.
+    pub serving: Option<(Pid, ReplyHandle, u64)>,
+    pub answered_early: bool,
+    /// The request being served was the monitor's, answered `ERESTART`
+    /// early: its outcome is kept ([`Disk::keep_for_replay`]).
+    replay_wanted: bool,
+    replay: Option<Replay>,
 }
 
+/// The outcome of a monitor request that was answered `ERESTART` while
+/// it was in progress (it waited for a restarted driver) and then
+/// completed: the same request sent again gets this answer instead of
+/// being done twice (an `unlink` would say `ENOENT`, a `mkdir` `EEXIST`).
+struct Replay {
+    message: [u64; 4],
+    data: Vec<u8>,
+    words: [u64; 4],
+    reply: Vec<u8>,
+    done_ns: u64,
+}
+
+/// How long a [`Replay`] waits for its request to come again (the
+/// runtime sends it every 10 ms).
+const REPLAY_NS: u64 = 5_000_000_000;
+
 impl Disk {
-    pub fn new(queue: Queue, driver: Link, handle: u64, device_bytes: u64) -> Disk {
+    pub fn new(
+        queue: Queue,
+        monitor: Pid,
+        (driver_pid, driver_queue, driver): (Pid, u32, Link),
+        handles: &[u64],
+        device_bytes: u64,
+    ) -> Disk {
         Disk {
             queue,
             driver,
-            handle,
+            handle: handles.first().copied().unwrap_or(0),
             sectors: device_bytes / SECTOR_BYTES as u64,
             workers: Vec::new(),
             waiting: VecDeque::new(),
@@ -86,12 +174,26 @@ impl Disk {
             transfers: 0,
             ticks: [0, 0],
             has_pread: true,
+            monitor,
+            driver_pid,
+            driver_queue,
+            generation: 0,
+            worker_handles: handles.get(1..).unwrap_or(&[]).to_vec(),
+            down: false,
+            held: Vec::new(),
+            order: BTreeMap::new(),
+            next_order: 0,
+            serving: None,
+            answered_early: false,
+            replay_wanted: false,
+            replay: None,
         }
     }
 
-    /// A worker started: its first `OP_WORK` call will make it idle.
-    pub fn add_worker(&mut self, pid: Pid) {
-        self.workers.push(Worker { pid, idle: None, busy: None });
+    /// A worker started on handle `handles[1 + slot]`: its first
+    /// `OP_WORK` call will make it idle.
+    pub fn add_worker(&mut self, pid: Pid, slot: usize) {
+        self.workers.push(Worker { pid, idle: None, busy: None, slot, generation: self.generation });
     }
 
     pub fn workers(&self) -> usize {
@@ -107,9 +209,10 @@ impl Disk {
         self.workers.iter().any(|w| w.pid == pid)
     }
 
-    /// A message for the device side: a worker's call, or a child's end.
-    /// Returns the message back when it is neither (a client's).
-    pub fn take(&mut self, r: Received) -> Option<Received> {
+    /// A message for the device side: a worker's call, a child's end, or
+    /// the monitor's `OP_DEVICE` (`data`: the message's bytes). Returns
+    /// the message back when it is none of these (a client's).
+    pub fn take(&mut self, r: Received, data: &[u8]) -> Option<Received> {
         match r.kind {
             Kind::ChildExit => {
                 self.worker_ended(Pid(r.message[0]));
@@ -117,6 +220,12 @@ impl Disk {
             }
             Kind::Call if r.message[0] == ext2fs::OP_WORK && self.is_worker(r.sender) => {
                 self.work_done(r);
+                None
+            }
+            Kind::Call if r.message[0] == ext2fs::OP_DEVICE => {
+                let outcome =
+                    if r.sender == self.monitor { self.device_back(r.message, data) } else { Err(EPERM) };
+                let _ = msg::reply(r.reply, &[encode_result(outcome.map(|()| 0)), 0, 0, 0], &[]);
                 None
             }
             _ => Some(r),
@@ -128,8 +237,106 @@ impl Disk {
         if let Some(i) = self.workers.iter().position(|w| w.pid == pid) {
             let w = self.workers.swap_remove(i);
             if let Some(t) = w.busy {
-                self.finished.push_back((t, Err(EIO)));
+                self.settle(t, Err(EIO), w.generation);
             }
+        }
+    }
+
+    /// Is the driver of generation `generation` still there? An older
+    /// one has ended (the monitor gives a new one only then).
+    fn driver_alive(&self, generation: u64) -> bool {
+        if generation != self.generation {
+            return false;
+        }
+        match msg::open_link(self.driver_pid, Queue(self.driver_queue)) {
+            Ok(l) => {
+                let _ = msg::close_link(l);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// A transfer sent to the driver of `generation` has ended with
+    /// `outcome`: the cache's, unless its driver ended under it (then it
+    /// is held and sent again to the next driver).
+    fn settle(&mut self, t: Transfer, outcome: Result<(), Errno>, generation: u64) {
+        if outcome.is_err() && !self.driver_alive(generation) {
+            if generation == self.generation && !self.down {
+                runtime::println!("ext2fs: the block driver has ended; writes are held until it is back");
+                self.down = true;
+            }
+            self.held.push(t);
+            if !self.down {
+                // It went to an older driver; the current one is here.
+                self.send_held();
+            }
+            return;
+        }
+        self.order.remove(&t.tag);
+        self.finished.push_back((t, outcome));
+    }
+
+    /// Send again every held transfer, and those that waited while the
+    /// device was down, in the order they were first submitted.
+    fn send_held(&mut self) {
+        let mut all: Vec<Transfer> = self.held.drain(..).chain(self.waiting.drain(..)).collect();
+        all.sort_by_key(|t| self.order.get(&t.tag).copied().unwrap_or(u64::MAX));
+        for t in all {
+            self.start(t);
+        }
+    }
+
+    /// `ext2fs::OP_DEVICE` from the monitor: the new driver and handles.
+    fn device_back(&mut self, m: [u64; 4], data: &[u8]) -> Result<(), Errno> {
+        let [_, pid, queue, bytes] = m;
+        if bytes / SECTOR_BYTES as u64 != self.sectors || data.is_empty() || !data.len().is_multiple_of(8) {
+            return Err(EINVAL);
+        }
+        let queue = u32::try_from(queue).map_err(|_| EINVAL)?;
+        let handles: Vec<u64> =
+            data.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+        let link = msg::open_link(Pid(pid), Queue(queue)).map_err(|_| EIO)?;
+        let _ = msg::close_link(self.driver);
+        self.driver = link;
+        (self.driver_pid, self.driver_queue, self.handle) = (Pid(pid), queue, handles[0]);
+        self.worker_handles = handles[1..].to_vec();
+        self.generation += 1;
+        self.has_pread = true;
+        self.down = false;
+        let held = self.held.len();
+        runtime::println!(
+            "ext2fs: the block driver is back ({pid:#x}); {held} transfers are sent again, the cache is kept"
+        );
+        // Idle workers move now; busy ones when their transfer ends.
+        for i in (0..self.workers.len()).rev() {
+            if let Some(h) = self.workers[i].idle.take() {
+                self.relink(i, h);
+            }
+        }
+        self.send_held();
+        Ok(())
+    }
+
+    /// Tell worker `i` (whose `OP_WORK` call is `h`) the current driver
+    /// and its handle there; a worker with no handle there ends.
+    fn relink(&mut self, i: usize, h: ReplyHandle) {
+        let w = &mut self.workers[i];
+        w.generation = self.generation;
+        let told = match self.worker_handles.get(w.slot) {
+            Some(&handle) => msg::reply(
+                h,
+                &[ext2fs::WORK_RELINK, self.driver_pid.0, self.driver_queue as u64, handle],
+                &[],
+            ),
+            None => {
+                let _ = msg::reply(h, &[ext2fs::WORK_EXIT, 0, 0, 0], &[]);
+                self.workers.swap_remove(i);
+                return;
+            }
+        };
+        if told.is_err() {
+            self.workers.swap_remove(i);
         }
     }
 
@@ -137,6 +344,7 @@ impl Disk {
     fn work_done(&mut self, r: Received) {
         let Some(i) = self.workers.iter().position(|w| w.pid == r.sender) else { return };
         let [_, tag, outcome, _] = r.message;
+        let generation = self.workers[i].generation;
         if let Some(mut t) = self.workers[i].busy.take() {
             let moved = if t.tag != tag {
                 Err(EIO)
@@ -151,15 +359,22 @@ impl Disk {
                 (Ok(()), Direction::Read) => read_lent(r.reply, &mut t),
                 (other, _) => other,
             };
-            self.finished.push_back((t, moved));
+            self.settle(t, moved, generation);
         }
-        self.workers[i].idle = Some(r.reply);
+        // `settle` may have changed the list (a transfer sent again).
+        let Some(i) = self.workers.iter().position(|w| w.pid == r.sender) else { return };
+        if self.workers[i].generation != self.generation {
+            self.relink(i, r.reply);
+        } else {
+            self.workers[i].idle = Some(r.reply);
+        }
         self.dispatch();
     }
 
-    /// Give waiting transfers to idle workers.
+    /// Give waiting transfers to idle workers (none while the device is
+    /// down: they wait for the new driver).
     fn dispatch(&mut self) {
-        while !self.waiting.is_empty() {
+        while !self.waiting.is_empty() && !self.down {
             let Some(i) = self.workers.iter().position(|w| w.idle.is_some()) else { return };
             let Some(t) = self.waiting.pop_front() else { return };
             let handle = self.workers[i].idle.take().expect("idle");
@@ -236,14 +451,124 @@ impl Disk {
     }
 
     /// Wait for one message on the queue and deal with it: a worker's or
-    /// a child's goes to the device side, a client's to the stash.
+    /// a child's goes to the device side, a client's to the stash (the
+    /// monitor's, while the device is down, is answered `EIO`: see
+    /// [`Disk::wait_for_device`]).
     fn receive_one(&mut self) -> Result<(), Errno> {
         let r = msg::receive_data(self.queue, &mut self.rx.0).map_err(|_| EIO)?;
-        if let Some(client) = self.take(r) {
-            let data = self.rx.0[..client.len.min(self.rx.0.len())].to_vec();
-            self.stash.push_back(Stashed { received: client, data });
+        let data = self.rx.0[..r.len.min(self.rx.0.len())].to_vec();
+        if let Some(client) = self.take(r, &data) {
+            let mut s = Stashed { received: client, data, answered: false };
+            if self.down && !self.answer_monitor_now(&mut s) {
+                return Ok(());
+            }
+            self.stash.push_back(s);
         }
         Ok(())
+    }
+
+    /// While the device is down, a monitor call is answered at once (the
+    /// monitor brings the new driver and must not wait here): a close
+    /// `0`, to be served later without an answer (the monitor ignores a
+    /// close's answer, and the handle must go), anything else `ERESTART`
+    /// (nothing done; the caller's runtime sends it again). Returns
+    /// whether `s` is still to be served.
+    fn answer_monitor_now(&self, s: &mut Stashed) -> bool {
+        let r = &s.received;
+        if r.sender != self.monitor || r.kind != Kind::Call || s.answered {
+            return true;
+        }
+        if r.message[0] == io::OP_CLOSE {
+            let _ = msg::reply(r.reply, &[0; 4], &[]);
+            s.answered = true;
+            return true;
+        }
+        let _ = msg::reply(r.reply, &[encode_result(Err(ERESTART)), 0, 0, 0], &[]);
+        false
+    }
+
+    /// The device is down and an operation needs it: wait for the
+    /// monitor's `OP_DEVICE`. The monitor's own calls are answered first
+    /// (the monitor brings the new driver, so it must not wait here): the
+    /// one in progress `ERESTART` (a close `0`); it still completes once
+    /// the device is back, and its outcome answers the same request sent
+    /// again ([`Replay`]); those kept in the stash as
+    /// [`Disk::answer_monitor_now`] says.
+    fn wait_for_device(&mut self) -> Result<(), Errno> {
+        if let Some((sender, h, op)) = self.serving
+            && sender == self.monitor
+            && !self.answered_early
+        {
+            let word = if op == io::OP_CLOSE { 0 } else { encode_result(Err(ERESTART)) };
+            let _ = msg::reply(h, &[word, 0, 0, 0], &[]);
+            self.answered_early = true;
+            self.replay_wanted = op != io::OP_CLOSE;
+        }
+        let mut stash = core::mem::take(&mut self.stash);
+        stash.retain_mut(|s| self.answer_monitor_now(s));
+        self.stash = stash;
+        while self.down {
+            self.receive_one()?;
+        }
+        Ok(())
+    }
+
+    /// After a request: if it was the monitor's, answered `ERESTART`
+    /// while in progress, keep its outcome for when it comes again.
+    pub fn keep_for_replay(
+        &mut self,
+        message: [u64; 4],
+        data: &[u8],
+        answer: ([u64; 4], &[u8]),
+        now_ns: u64,
+    ) {
+        if core::mem::take(&mut self.replay_wanted) {
+            self.replay = Some(Replay {
+                message,
+                data: data.to_vec(),
+                words: answer.0,
+                reply: answer.1.to_vec(),
+                done_ns: now_ns,
+            });
+        }
+    }
+
+    /// The kept outcome of the monitor's request `message` + `data`, if
+    /// this is it coming again (within [`REPLAY_NS`]).
+    pub fn replay_for(
+        &mut self,
+        sender: Pid,
+        message: &[u64; 4],
+        data: &[u8],
+        now_ns: u64,
+    ) -> Option<([u64; 4], Vec<u8>)> {
+        let r = self.replay.as_ref()?;
+        if now_ns.saturating_sub(r.done_ns) > REPLAY_NS {
+            self.replay = None;
+            return None;
+        }
+        if sender != self.monitor || r.message != *message || r.data != data {
+            return None;
+        }
+        self.replay.take().map(|r| (r.words, r.reply))
+    }
+
+    /// Start a transfer: now on the manager's own handle when no worker
+    /// can take it, else in order to the workers; held while the device
+    /// is down.
+    fn start(&mut self, mut transfer: Transfer) {
+        if self.down {
+            self.waiting.push_back(transfer);
+            return;
+        }
+        if transfer.bytes() > ext2fs::WORKER_TRANSFER_BYTES || self.workers.is_empty() {
+            let outcome = self.transfer_here(&mut transfer);
+            let generation = self.generation;
+            self.settle(transfer, outcome, generation);
+            return;
+        }
+        self.waiting.push_back(transfer);
+        self.dispatch();
     }
 }
 
@@ -289,14 +614,10 @@ impl BlockDevice for Disk {
         self.sectors
     }
 
-    fn submit(&mut self, mut transfer: Transfer) {
-        if transfer.bytes() > ext2fs::WORKER_TRANSFER_BYTES || self.workers.is_empty() {
-            let outcome = self.transfer_here(&mut transfer);
-            self.finished.push_back((transfer, outcome));
-            return;
-        }
-        self.waiting.push_back(transfer);
-        self.dispatch();
+    fn submit(&mut self, transfer: Transfer) {
+        self.order.insert(transfer.tag, self.next_order);
+        self.next_order += 1;
+        self.start(transfer);
     }
 
     fn complete(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
@@ -312,9 +633,22 @@ impl BlockDevice for Disk {
 
     fn flush(&mut self) -> Result<(), Errno> {
         let start = runtime::sys::rdtsc();
-        let r = msg::call(self.driver, &[io::OP_FSYNC, self.handle, 0, 0], &[], &mut []).map_err(|_| EIO);
+        let r = loop {
+            if self.down
+                && let Err(e) = self.wait_for_device()
+            {
+                break Err(e);
+            }
+            match msg::call(self.driver, &[io::OP_FSYNC, self.handle, 0, 0], &[], &mut []) {
+                Ok((w, _)) => break result(w[0]).map(|_| ()),
+                // The driver ended: flush the next one (the writes it took
+                // reached the device, which has no cache in the driver).
+                Err(_) if !self.driver_alive(self.generation) => self.down = true,
+                Err(_) => break Err(EIO),
+            }
+        };
         self.ticks[1] += runtime::sys::rdtsc().wrapping_sub(start);
-        result(r?.0[0]).map(|_| ())
+        r
     }
 
     fn wait_ticks(&self) -> [u64; 2] {
@@ -328,6 +662,15 @@ impl Disk {
             if let Some(done) = self.finished.pop_front() {
                 return Some(done);
             }
+            if self.down && !(self.held.is_empty() && self.waiting.is_empty()) {
+                if self.wait_for_device().is_err() {
+                    // The queue itself failed: nothing will ever finish.
+                    let t = self.held.pop().or_else(|| self.waiting.pop_front())?;
+                    self.order.remove(&t.tag);
+                    return Some((t, Err(EIO)));
+                }
+                continue;
+            }
             let busy = self.workers.iter().any(|w| w.busy.is_some());
             if !busy && self.waiting.is_empty() {
                 return None;
@@ -336,7 +679,9 @@ impl Disk {
                 // Every worker is gone: the manager moves what waits.
                 let mut t = self.waiting.pop_front()?;
                 let outcome = self.transfer_here(&mut t);
-                return Some((t, outcome));
+                let generation = self.generation;
+                self.settle(t, outcome, generation);
+                continue;
             }
             if self.receive_one().is_err() {
                 // The queue itself failed: nothing will ever finish.
@@ -344,6 +689,7 @@ impl Disk {
                     .waiting
                     .pop_front()
                     .or_else(|| self.workers.iter_mut().find_map(|w| w.busy.take()))?;
+                self.order.remove(&t.tag);
                 return Some((t, Err(EIO)));
             }
         }

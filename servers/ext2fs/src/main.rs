@@ -15,7 +15,8 @@
 //! ends without writing), prints its buffer count, sends the monitor
 //! `[ext2fs::READY, queue, 0 or errno, 0]` on its queue 1, and serves:
 //! `fs` requests from the monitor, `io` requests from anyone holding a
-//! handle, one queue. The requests themselves are `fs_ext2::service`
+//! handle, one queue; and, from the monitor, `ext2fs::OP_DEVICE` when its
+//! block driver was restarted (the cache is kept: `disk.rs`). The requests themselves are `fs_ext2::service`
 //! (host-tested); this file holds the kernel calls: arguments, options,
 //! the workers, the clock, leases and the receive-reply loop.
 //!
@@ -128,7 +129,8 @@ fn main(args: Args) -> i32 {
         return 2;
     };
     let _ = sys::set_exit_queue(queue.0);
-    let mut disk = Disk::new(queue, driver, a.handles[0], a.device_bytes);
+    let mut disk =
+        Disk::new(queue, a.monitor, (a.driver, a.driver_queue, driver), &a.handles, a.device_bytes);
     start_workers(&mut disk, &a);
     let opts = match mount_options(&a.options, &mut disk) {
         Ok(o) => o,
@@ -150,13 +152,14 @@ fn main(args: Args) -> i32 {
     let workers = service.fs.device().workers();
     let stats = service.fs.statfs();
     println!(
-        "ext2fs: {} mounted: nbuf={} ({} KiB of {}-byte blocks){}{}, {} I/O workers, {} of {} blocks free",
+        "ext2fs: {} mounted: nbuf={} ({} KiB of {}-byte blocks){}{}{}, {} I/O workers, {} of {} blocks free",
         a.target,
         opts.nbuf,
         opts.nbuf * service.fs.block_bytes() / 1024,
         service.fs.block_bytes(),
         if service.fs.is_read_only() { ", read-only" } else { "" },
         if opts.sync_metadata { ", sync" } else { "" },
+        if service.fs.mounted_unclean() { ", not cleanly unmounted: free counts recounted" } else { "" },
         workers,
         stats.map_or(0, |s| s.free_blocks),
         stats.map_or(0, |s| s.blocks),
@@ -180,10 +183,10 @@ fn tell_monitor(monitor_pid: Pid, outcome: Result<(), Errno>) {
 /// first call (or its end).
 fn start_workers(disk: &mut Disk, a: &Start) {
     let me = sys::getpid().0;
-    for &h in &a.handles[1..] {
+    for (slot, &h) in a.handles[1..].iter().enumerate() {
         let args = alloc::format!("{me} {} {} {h}", a.driver.0, a.driver_queue);
         match sys::spawn("ext2io", &args) {
-            Ok(pid) => disk.add_worker(pid),
+            Ok(pid) => disk.add_worker(pid, slot),
             Err(e) => println!("ext2fs: cannot start an I/O worker: {}", e.name()),
         }
     }
@@ -192,7 +195,7 @@ fn start_workers(disk: &mut Disk, a: &Start) {
         match msg::receive_data(Queue(ext2fs::QUEUE), &mut rx.0) {
             // Only workers and the kernel know this manager yet.
             Ok(r) => {
-                let _ = disk.take(r);
+                let _ = disk.take(r, &[]);
             }
             Err(_) => break,
         }
@@ -356,12 +359,12 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
     let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
     loop {
         let stashed = service.fs.device_mut().stash.pop_front();
-        let (r, kept) = match stashed {
+        let (r, kept, answered) = match stashed {
             Some(s) => {
                 if let Some((h, words, len)) = answer.take() {
                     let _ = msg::reply(h, &words, &tx.0[..len]);
                 }
-                (s.received, Some(s.data))
+                (s.received, Some(s.data), s.answered)
             }
             None => {
                 let received = match answer.take() {
@@ -369,7 +372,7 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
                     None => msg::reply_wait(None, &[0; 4], &[], queue, &mut rx.0),
                 };
                 let Ok(r) = received else { continue };
-                (r, None)
+                (r, None, false)
             }
         };
         if r.kind == Kind::ChildExit && timer.pid == Some(Pid(r.message[0])) {
@@ -390,7 +393,11 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
             }
             continue;
         }
-        let Some(r) = service.fs.device_mut().take(r) else {
+        let data = match &kept {
+            Some(d) => &d[..],
+            None => &rx.0[..r.len.min(rx.0.len())],
+        };
+        let Some(r) = service.fs.device_mut().take(r, data) else {
             let _ = service.fs.reap();
             continue;
         };
@@ -406,15 +413,26 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
             }
             continue;
         }
-        let data = match &kept {
-            Some(d) => &d[..],
-            None => &rx.0[..r.len.min(rx.0.len())],
-        };
+        let now_ns = clock.realtime_ns();
+        if let Some((words, reply)) = service.fs.device_mut().replay_for(r.sender, &r.message, data, now_ns) {
+            // Done already, while the device was restarted (disk.rs).
+            let len = reply.len().min(tx.0.len());
+            tx.0[..len].copy_from_slice(&reply[..len]);
+            answer = Some((r.reply, words, len));
+            continue;
+        }
         let mut lent = Leases(r.reply);
         let tx_bytes: &mut [u8; MESSAGE_DATA_BYTES] = &mut tx.0;
-        let (words, len) =
-            service.request(r.sender.0, r.message, data, clock.realtime_ns(), tx_bytes, &mut lent);
+        // The device side answers the monitor's call early if it must
+        // wait for a restarted driver (disk.rs, `wait_for_device`).
+        let dev = service.fs.device_mut();
+        (dev.serving, dev.answered_early) = (Some((r.sender, r.reply, r.message[0])), answered);
+        let (words, len) = service.request(r.sender.0, r.message, data, now_ns, tx_bytes, &mut lent);
         let _ = service.fs.reap();
+        let dev = service.fs.device_mut();
+        dev.serving = None;
+        dev.keep_for_replay(r.message, data, (words, &tx.0[..len.min(tx.0.len())]), clock.realtime_ns());
+        let answered_early = core::mem::take(&mut dev.answered_early);
         // Blocks dirty too long (`fs_ext2::cache::DIRTY_EXPIRE_MS`) start
         // on their way to the disk (nothing is waited for), at most once
         // per `WRITEBACK_INTERVAL_MS`. The check runs after each request,
@@ -422,6 +440,8 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
         // an idle volume's blocks expire too.
         let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
         timer.arm_if_dirty(service.fs.dirty_blocks());
-        answer = Some((r.reply, words, len));
+        if !answered_early {
+            answer = Some((r.reply, words, len));
+        }
     }
 }

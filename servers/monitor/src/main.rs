@@ -184,7 +184,7 @@ fn main(args: Args) -> i32 {
                 m.tty_reader(Pid(r.message[1]), r.message[2]);
             }
             Kind::Short if r.message[0] == monitor::OP_SERVER_ENDED && r.sender == m.starter => {
-                m.server_ended(Pid(r.message[1]));
+                m.server_ended(Pid(r.message[1]), r.message[2] == monitor::ENDED_FOR_GOOD);
                 m.terminal_ended(Pid(r.message[1]), r.message[2] == monitor::ENDED_FOR_GOOD);
             }
             Kind::Short if r.message[0] == monitor::OP_SLOT_SERVER_STARTED && r.sender == m.starter => {
@@ -266,7 +266,7 @@ impl Monitor {
             monitor::OP_LIMITS => self.limits_text(),
             monitor::OP_MOUNT => answer(self.mount(me, data)),
             monitor::OP_MOUNTS => self.mounts_text(),
-            monitor::OP_SYNC => answer(self.sync()),
+            monitor::OP_SYNC => answer(self.sync(w[1] == monitor::SYNC_FINAL && sender == self.starter)),
             monitor::OP_FS_STATS => self.fs_stats(),
             monitor::OP_SIGNAL_CATCH => answer(self.signal_catch(me, w[1], w[2] != 0)),
             monitor::OP_SIGNAL_PENDING => ok(self.signal_pending(me)),

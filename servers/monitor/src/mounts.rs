@@ -20,10 +20,17 @@
 //! is never removed or renamed (`EBUSY`), and nothing is renamed between
 //! mounts (`EXDEV`). A disk manager that ends takes its mount away (its
 //! names then fall to the mount below, and its clients get `EIO`), except
-//! one the monitor ended because its block driver died (issue 16): that
-//! mount stays, failing with `EIO`, until the restarted driver is ready
-//! and the volume is mounted again (`block_driver_ended`,
+//! one the monitor ended because its block driver was given up (issue
+//! 16): that mount stays, failing with `EIO`, until a driver is started
+//! again and the volume is mounted again (`block_driver_ended`,
 //! `remount_pending`).
+//!
+//! A block driver that ends and is restarted loses nothing (issue 16):
+//! its volumes' managers keep running with their caches, and when init
+//! says the new driver is ready the monitor opens the device again and
+//! gives the managers the new handles (`ext2fs::OP_DEVICE`); each sends
+//! again what failed (servers/ext2fs/src/disk.rs). An ext2 mount whose
+//! device handles name an ended driver is one waiting for its driver.
 
 use crate::state::{Answer, Monitor, err};
 use crate::tables::Mount;
@@ -32,6 +39,10 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use protocols::unix::{Errno, Stat, device, errno, ext2fs, fs, io, mode, open_flags};
+use runtime::msg::{self, Queue};
+
+/// Handles at a block driver: (driver, its queue, handle).
+type DeviceHandles = Vec<(Pid, u32, u64)>;
 
 /// An ext2 manager started on a block device, mounted and ready.
 struct DiskManager {
@@ -187,26 +198,8 @@ impl Monitor {
     /// them for `target` and wait until it has mounted the volume. On any
     /// failure the handles are closed and the manager's errno returned.
     fn start_disk_manager(&mut self, dev: &Stat, target: &str, options: &str) -> Result<DiskManager, Errno> {
-        let read_only = options.split(',').any(|o| o == "ro");
-        let flags = if read_only { open_flags::O_RDONLY } else { open_flags::O_RDWR };
         let driver = Pid(dev.device_pid);
-        let link = self.link(driver, dev.device_queue)?;
-        let mut handles = Vec::new();
-        let mut device_bytes = 0;
-        let opened: Result<(), Errno> = (|| {
-            for _ in 0..=ext2fs::WORKERS {
-                let (w, _) = self.call(link, [device::OP_OPEN, flags, dev.ino, 0], &[], &mut [])?;
-                handles.push((driver, dev.device_queue, w[0]));
-            }
-            let mut st = [0u8; Stat::BYTES];
-            self.call(link, [io::OP_FSTAT, handles[0].2, 0, 0], &[], &mut st)?;
-            device_bytes = Stat::decode(&st).ok_or(errno::EIO)?.size_bytes;
-            Ok(())
-        })();
-        if let Err(e) = opened {
-            self.close_device_handles(&handles);
-            return Err(e);
-        }
+        let (handles, device_bytes) = self.open_device_handles(dev, options)?;
         let mut args = format!(
             "{} {} {} {device_bytes} {target} {}",
             self.me.0,
@@ -224,6 +217,35 @@ impl Monitor {
                 self.close_device_handles(&handles);
                 Err(Errno(code))
             }
+            Err(e) => {
+                self.close_device_handles(&handles);
+                Err(e)
+            }
+        }
+    }
+
+    /// Open the block device `dev` once for an ext2 manager and once for
+    /// each of its I/O workers (`O_RDONLY` with `ro`); with the device's
+    /// size. On a failure the handles opened are closed.
+    fn open_device_handles(&mut self, dev: &Stat, options: &str) -> Result<(DeviceHandles, u64), Errno> {
+        let read_only = options.split(',').any(|o| o == "ro");
+        let flags = if read_only { open_flags::O_RDONLY } else { open_flags::O_RDWR };
+        let driver = Pid(dev.device_pid);
+        let link = self.link(driver, dev.device_queue)?;
+        let mut handles = Vec::new();
+        let mut device_bytes = 0;
+        let opened: Result<(), Errno> = (|| {
+            for _ in 0..=ext2fs::WORKERS {
+                let (w, _) = self.call(link, [device::OP_OPEN, flags, dev.ino, 0], &[], &mut [])?;
+                handles.push((driver, dev.device_queue, w[0]));
+            }
+            let mut st = [0u8; Stat::BYTES];
+            self.call(link, [io::OP_FSTAT, handles[0].2, 0, 0], &[], &mut st)?;
+            device_bytes = Stat::decode(&st).ok_or(errno::EIO)?.size_bytes;
+            Ok(())
+        })();
+        match opened {
+            Ok(()) => Ok((handles, device_bytes)),
             Err(e) => {
                 self.close_device_handles(&handles);
                 Err(e)
@@ -292,50 +314,135 @@ impl Monitor {
         true
     }
 
-    /// A block driver ended (init's `OP_SERVER_ENDED`; issue 16): every
-    /// ext2 volume on it is dropped and mounted again cleanly once init
-    /// has started the driver again ([`Monitor::remount_pending`]). Its
-    /// manager is ended now: its handles and its workers' died with the
-    /// driver, so it could only answer `EIO` from here on. What it had
-    /// not written is lost, as in a power cut (fs-ext2's write order keeps
-    /// the volume sound; `fsync`ed data is on the disk); its clients' calls
-    /// in flight and their descriptors get `EIO` (a dead manager), and so
-    /// do new calls under the mount point (the entry keeps the dead
-    /// manager's link) until the new manager serves it. Writing the lost buffers to the new driver instead
-    /// would need the cache to survive a device change (not built).
-    /// A volume at `/` is left as it was (its programs page from it).
-    pub fn block_driver_ended(&mut self, driver: Pid) {
+    /// A block driver ended (init's `OP_SERVER_ENDED`; issue 16). When
+    /// init will start it again (`for_good` false) its volumes' managers
+    /// are left as they are: they keep their caches (unwritten changes
+    /// included), serve what the cache holds, hold what needs the device
+    /// and get the new driver at [`Monitor::remount_pending`]. When init
+    /// has given it up, every volume waiting for a driver that is not
+    /// back is dropped as before: its manager is ended (what it had not
+    /// written is lost, as in a power cut: fs-ext2's write order keeps the
+    /// volume sound, and `fsync`ed data is on the disk), calls under the
+    /// mount point get `EIO` (the entry keeps the dead manager's link so
+    /// that names do not fall to the mount below), and the volume is
+    /// mounted afresh if a driver for its device is started again. A
+    /// volume at `/` is left as it was (its programs page from it).
+    pub fn block_driver_ended(&mut self, driver: Pid, for_good: bool) {
         for i in 0..self.mounts.len() {
             let m = &self.mounts[i];
-            if m.fstype != "ext2" || m.remount || !m.device_handles.iter().any(|(d, ..)| *d == driver) {
+            if m.fstype != "ext2" || m.remount {
                 continue;
             }
+            if !for_good {
+                if m.device_handles.iter().any(|(d, ..)| *d == driver) {
+                    runtime::println!(
+                        "monitor: the block driver of {} ended; its manager keeps its cache and waits for the driver to be back",
+                        m.point
+                    );
+                }
+                continue;
+            }
+            // Given up: every mount still waiting for a driver, unless its
+            // device entry names a driver that runs (another one).
+            if !self.is_waiting_for_driver(i) || self.device_is_back(i) {
+                continue;
+            }
+            let m = &self.mounts[i];
             if m.point == "/" {
                 runtime::println!(
-                    "monitor: the block driver of / ended; the root volume is not mounted again"
+                    "monitor: the block driver of / was given up; the root volume stays as it is"
                 );
                 continue;
             }
-            let manager = m.manager;
-            runtime::println!(
-                "monitor: the block driver of {} ended; its manager is ended (what it had not written is lost) and {} is mounted again from {} when the driver is back",
-                m.point,
-                m.point,
-                m.source
-            );
-            let m = &mut self.mounts[i];
-            m.remount = true;
-            m.device_handles.clear(); // they died with the driver
-            let _ = runtime::sys::kill(manager);
+            self.give_up_manager(i);
         }
     }
 
-    /// A driver init restarted is ready (`OP_SERVER_STARTED`): mount
-    /// again every volume [`Monitor::block_driver_ended`] dropped, from its
-    /// device entry, at its point, with its options. One whose device
-    /// cannot be opened yet (another driver was restarted) stays pending.
+    /// Mount `i` is an ext2 volume whose manager holds handles at a
+    /// driver that has ended.
+    fn is_waiting_for_driver(&self, i: usize) -> bool {
+        let m = &self.mounts[i];
+        m.fstype == "ext2"
+            && !m.remount
+            && m.device_handles.first().is_some_and(|&(driver, queue, _)| !is_alive(driver, queue))
+    }
+
+    /// The device entry of mount `i` names a driver that runs.
+    fn device_is_back(&mut self, i: usize) -> bool {
+        let source = self.mounts[i].source.clone();
+        self.block_device(&source).is_ok_and(|dev| is_alive(Pid(dev.device_pid), dev.device_queue))
+    }
+
+    /// End the manager of mount `i` (its driver is not coming back, or
+    /// the manager would not take the new one): the mount stays, failing
+    /// with `EIO`, and is mounted afresh when a driver is ready.
+    fn give_up_manager(&mut self, i: usize) {
+        let m = &mut self.mounts[i];
+        runtime::println!(
+            "monitor: the block driver of {} is not back; its manager is ended (what it had not written is lost) and {} is mounted again from {} when a driver is",
+            m.point,
+            m.point,
+            m.source
+        );
+        m.remount = true;
+        let handles = core::mem::take(&mut m.device_handles);
+        let manager = m.manager;
+        let _ = runtime::sys::kill(manager);
+        self.close_device_handles(&handles);
+    }
+
+    /// Give the manager of mount `i` handles at the driver its device
+    /// entry now names (`ext2fs::OP_DEVICE`). `Err((true, e))`: the
+    /// manager refused them or is gone; `Err((false, e))`: the device
+    /// cannot be opened (yet).
+    fn reattach(&mut self, i: usize) -> Result<(), (bool, Errno)> {
+        let (source, options, link) =
+            (self.mounts[i].source.clone(), self.mounts[i].options.clone(), self.mounts[i].link);
+        let dev = self.block_device(&source).map_err(|e| (false, e))?;
+        let (handles, device_bytes) = self.open_device_handles(&dev, &options).map_err(|e| (false, e))?;
+        let mut data = Vec::with_capacity(handles.len() * 8);
+        for (_, _, h) in &handles {
+            data.extend_from_slice(&h.to_le_bytes());
+        }
+        let req = [ext2fs::OP_DEVICE, dev.device_pid, dev.device_queue as u64, device_bytes];
+        match self.call(link, req, &data, &mut []) {
+            Ok(_) => {
+                self.mounts[i].device_handles = handles;
+                Ok(())
+            }
+            Err(e) => {
+                self.close_device_handles(&handles);
+                Err((true, e))
+            }
+        }
+    }
+
+    /// A driver init restarted is ready (`OP_SERVER_STARTED`): every
+    /// manager waiting for its driver gets handles at the new one
+    /// ([`Monitor::reattach`]; one whose device cannot be opened yet, as
+    /// when another driver was restarted, keeps waiting), and every
+    /// volume [`Monitor::give_up_manager`] dropped is mounted again, from
+    /// its device entry, at its point, with its options.
     pub fn remount_pending(&mut self) {
         for i in 0..self.mounts.len() {
+            if self.is_waiting_for_driver(i) {
+                let (point, source) = (self.mounts[i].point.clone(), self.mounts[i].source.clone());
+                match self.reattach(i) {
+                    Ok(()) => runtime::println!(
+                        "monitor: {point}: its manager has the restarted driver of {source}; nothing was lost"
+                    ),
+                    Err((false, e)) => {
+                        runtime::println!("monitor: {point}: {source} cannot be opened yet: {}", e.name())
+                    }
+                    Err((true, e)) => {
+                        runtime::println!(
+                            "monitor: {point}: the manager refused the new driver: {}",
+                            e.name()
+                        );
+                        self.give_up_manager(i);
+                    }
+                }
+            }
             if !self.mounts[i].remount {
                 continue;
             }
@@ -375,14 +482,16 @@ impl Monitor {
         Answer::WordsData([0; 4], text.into_bytes())
     }
 
-    /// `OP_SYNC`: every disk file system to its disk.
-    pub fn sync(&mut self) -> Result<u64, Errno> {
+    /// `OP_SYNC`: every disk file system to its disk; `last`: init's
+    /// sync before the power goes, which marks each volume clean.
+    pub fn sync(&mut self, last: bool) -> Result<u64, Errno> {
         let mut first_error = None;
+        let word = if last { fs::SYNC_FINAL } else { 0 };
         for i in 0..self.mounts.len() {
             if self.mounts[i].fstype == "memfs" {
                 continue;
             }
-            if let Err(e) = self.mount_call(i, [fs::OP_SYNC, 0, 0, 0], &mut []) {
+            if let Err(e) = self.mount_call(i, [fs::OP_SYNC, word, 0, 0], &mut []) {
                 first_error.get_or_insert(e);
             }
         }
@@ -407,5 +516,16 @@ impl Monitor {
             return err(errno::ERANGE);
         }
         Answer::WordsData([0; 4], text.into_bytes())
+    }
+}
+
+/// A process serves `queue` (a link to it can be opened).
+fn is_alive(pid: Pid, queue: u32) -> bool {
+    match msg::open_link(pid, Queue(queue)) {
+        Ok(l) => {
+            let _ = msg::close_link(l);
+            true
+        }
+        Err(_) => false,
     }
 }

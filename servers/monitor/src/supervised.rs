@@ -12,9 +12,10 @@
 //!   failed on a device entry whose driver has ended is looked up once
 //!   more (init has made the entry name the new driver by then, or the
 //!   open fails as before);
-//! - drops an ext2 volume whose block driver ended and mounts it again
-//!   when init says a restarted driver is ready
-//!   (`monitor::OP_SERVER_STARTED`; mounts.rs).
+//! - gives an ext2 volume's manager handles at its restarted block
+//!   driver when init says it is ready (`monitor::OP_SERVER_STARTED`;
+//!   the manager kept its cache meanwhile), and drops the volume when
+//!   init gives the driver up (mounts.rs).
 //!
 //! What it is not: the supervisor. It keeps no list of servers and never
 //! starts or ends one itself (only init may end init's children).
@@ -46,8 +47,8 @@ impl Monitor {
     /// slot each, which a driver restarted many times would otherwise use
     /// up), and so do the cached lookups of the device entries naming it,
     /// so that the next open finds the entry init makes for the new one.
-    pub fn server_ended(&mut self, pid: Pid) {
-        self.block_driver_ended(pid);
+    pub fn server_ended(&mut self, pid: Pid, for_good: bool) {
+        self.block_driver_ended(pid, for_good);
         self.drop_link(pid);
         self.lookups.retain(|_, (st, rest)| rest.is_none() || st.device_pid != pid.0);
     }

@@ -269,7 +269,7 @@ pub struct Mount {
     pub inner: String,
     /// Handles at the block driver the manager holds, closed when it ends.
     pub device_handles: Vec<(Pid, u32, u64)>,
-    /// Its block driver ended (issue 16): the manager was ended, and the
+    /// Its block driver was given up (issue 16): the manager was ended, and the
     /// volume is mounted again from `source` when the driver is back
     /// (`Monitor::remount_pending`); meanwhile its calls fail.
     pub remount: bool,

@@ -20,7 +20,8 @@
 //! Invariants: at most [`ext2fs::WORKER_TRANSFER_BYTES`] a transfer (a
 //! longer one is answered `EINVAL`, never half done); a transfer the
 //! driver cut short is `EIO`. It ends when its manager ends (its call
-//! fails) or says `WORK_EXIT`.
+//! fails) or says `WORK_EXIT`. `WORK_RELINK` moves it to a restarted
+//! driver (issue 16): a new link and handle, nothing else kept.
 //!
 //! Arguments: `MANAGER_PID DRIVER_PID DRIVER_QUEUE HANDLE` (decimal).
 
@@ -41,11 +42,11 @@ runtime::entry!(main);
 
 fn main(args: Args) -> i32 {
     let numbers: alloc::vec::Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    let [manager, driver, driver_queue, handle] = numbers[..] else {
+    let [manager, driver, driver_queue, mut handle] = numbers[..] else {
         println!("ext2io: arguments: MANAGER_PID DRIVER_PID DRIVER_QUEUE HANDLE");
         return 2;
     };
-    let (Ok(to_manager), Ok(to_driver)) = (
+    let (Ok(to_manager), Ok(mut to_driver)) = (
         msg::open_link(Pid(manager), Queue(ext2fs::QUEUE)),
         msg::open_link(Pid(driver), Queue(driver_queue as u32)),
     ) else {
@@ -64,8 +65,19 @@ fn main(args: Args) -> i32 {
             msg::call(to_manager, &[ext2fs::OP_WORK, tag, outcome, 0], &outbound[..out_bytes], &mut inbound);
         let Ok((w, _)) = asked else { return 0 };
         let [what, first_sector, bytes, next_tag] = w;
-        tag = next_tag;
         out_bytes = 0;
+        if what == ext2fs::WORK_RELINK {
+            // The driver was restarted (issue 16): link to the new one.
+            let Ok(l) = msg::open_link(Pid(first_sector), Queue(bytes as u32)) else {
+                println!("ext2io: cannot reach the restarted driver");
+                return 3;
+            };
+            let _ = msg::close_link(to_driver);
+            (to_driver, handle, position, has_pread) = (l, next_tag, None, true);
+            (tag, outcome) = (0, 0);
+            continue;
+        }
+        tag = next_tag;
         let Some(offset) = first_sector.checked_mul(protocols::unix::block::BLOCK_BYTES) else {
             outcome = encode_result(Err(EINVAL));
             continue;
