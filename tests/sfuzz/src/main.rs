@@ -90,6 +90,18 @@ const MAX_LANES: u64 = 8;
 /// Kernel calls each `tchild fuzz` beside a worker makes.
 const KERNEL_CALLS_PER_BATCH: u64 = 2000;
 
+/// Batches that once made a failure, sent again at the end of every run
+/// (one lane, without the kernel fuzzer, a health check after each), so
+/// that the CI run repeats them and the final leak check judges them too:
+/// (seed, batch, what it did).
+const REGRESSIONS: &[(u64, u64, &str)] = &[(
+    44015,
+    0,
+    "message 59 moves the worker to /tmp (`chdir`), message 321 makes the directory `x` there (a relative \
+     path): /tmp/x outlived the run until the worker kept its working directory inside its own",
+)];
+
+#[derive(Clone, Copy)]
 struct Options {
     seed: u64,
     batches: Option<u64>,
@@ -660,8 +672,30 @@ fn main(args: Args) -> i32 {
     );
     let calls_before = kernel_calls();
     let started = unix::clock_ns();
-    let (totals, is_ok) =
+    let (mut totals, mut is_ok) =
         if o.lanes == 1 { run_lane(&o, 0, present, started) } else { run_lanes(&o, present, started) };
+    for &(seed, batch, what) in REGRESSIONS {
+        // Lane `batch` of a one-lane run of one batch is that batch alone.
+        let r = Options {
+            seed,
+            batches: Some(batch + 1),
+            seconds: None,
+            kernel: false,
+            check_every: 1,
+            lanes: 1,
+            ..o
+        };
+        let (counts, passed) = run_lane(&r, batch, present, unix::clock_ns());
+        totals.add(&counts);
+        is_ok &= passed;
+        println!(
+            "sfuzz: regression batch {batch} of seed {seed}: {}",
+            if passed { "passed" } else { "FAILED" }
+        );
+        if !passed {
+            println!("sfuzz:   (it once found: {what})");
+        }
+    }
     let reached: alloc::vec::Vec<&str> = plan::TARGETS
         .iter()
         .enumerate()
