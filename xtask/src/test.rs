@@ -78,6 +78,7 @@ mod memory;
 mod net;
 mod outcome;
 mod scenarios;
+mod serial;
 mod shcorpus;
 mod terminal;
 mod verdict;
