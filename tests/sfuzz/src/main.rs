@@ -90,16 +90,43 @@ const MAX_LANES: u64 = 8;
 /// Kernel calls each `tchild fuzz` beside a worker makes.
 const KERNEL_CALLS_PER_BATCH: u64 = 2000;
 
-/// Batches that once made a failure, sent again at the end of every run
-/// (one lane, without the kernel fuzzer, a health check after each), so
-/// that the CI run repeats them and the final leak check judges them too:
-/// (seed, batch, what it did).
-const REGRESSIONS: &[(u64, u64, &str)] = &[(
-    44015,
-    0,
-    "message 59 moves the worker to /tmp (`chdir`), message 321 makes the directory `x` there (a relative \
-     path): /tmp/x outlived the run until the worker kept its working directory inside its own",
-)];
+/// A batch that once made a failure, sent again at the end of every run
+/// (one lane, without the kernel fuzzer, a health check after it), so
+/// that the CI run repeats it and the final leak check judges it too.
+struct Regression {
+    seed: u64,
+    batch: u64,
+    /// The messages that made it, as (index, target, operation): checked
+    /// against [`plan::message`] before the batch is sent, so that a change
+    /// of the plan cannot turn the regression into a batch that no longer
+    /// does what it did (a test that cannot fail).
+    messages: &'static [(u64, usize, u64)],
+    what: &'static str,
+}
+
+const REGRESSIONS: &[Regression] = &[Regression {
+    seed: 44015,
+    batch: 0,
+    messages: &[(59, 0, protocols::unix::monitor::OP_CHDIR), (321, 0, protocols::unix::monitor::OP_MKDIR)],
+    what: "message 59 moves the worker to /tmp (`chdir`), message 321 makes the directory `x` there (a relative \
+           path): /tmp/x outlived the run until the worker kept its working directory inside its own",
+}];
+
+impl Regression {
+    /// Ok, or which of its messages the plan no longer sends.
+    fn still_sends_its_messages(&self) -> Result<(), String> {
+        for &(index, target, op) in self.messages {
+            let m = plan::message(self.seed, self.batch, index);
+            if (m.target, m.op) != (target, op) {
+                return Err(format!(
+                    "message {index} is now {m:?}, not operation {op} to {}",
+                    plan::TARGETS[target].name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
 
 #[derive(Clone, Copy)]
 struct Options {
@@ -674,7 +701,13 @@ fn main(args: Args) -> i32 {
     let started = unix::clock_ns();
     let (mut totals, mut is_ok) =
         if o.lanes == 1 { run_lane(&o, 0, present, started) } else { run_lanes(&o, present, started) };
-    for &(seed, batch, what) in REGRESSIONS {
+    for reg in REGRESSIONS {
+        let (seed, batch) = (reg.seed, reg.batch);
+        if let Err(why) = reg.still_sends_its_messages() {
+            println!("sfuzz: FAIL regression batch {batch} of seed {seed} is stale: {why}");
+            is_ok = false;
+            continue;
+        }
         // Lane `batch` of a one-lane run of one batch is that batch alone.
         let r = Options {
             seed,
@@ -693,7 +726,7 @@ fn main(args: Args) -> i32 {
             if passed { "passed" } else { "FAILED" }
         );
         if !passed {
-            println!("sfuzz:   (it once found: {what})");
+            println!("sfuzz:   (it once found: {})", reg.what);
         }
     }
     let reached: alloc::vec::Vec<&str> = plan::TARGETS
