@@ -369,6 +369,26 @@ pub const fn dirent_len(name_len: usize) -> usize {
 /// directory: `Err` with what is wrong.
 pub fn parse_dir_block(block: &[u8], has_filetype: bool) -> Result<alloc::vec::Vec<Dirent>, String> {
     let mut out = alloc::vec::Vec::new();
+    walk_dir_block(block, has_filetype, |e| {
+        out.push(e);
+        false
+    })?;
+    Ok(out)
+}
+
+/// Visits the entries of one directory block in order, checking the
+/// whole block by [`parse_dir_block`]'s rules, without gathering them
+/// (a lookup or a `creat` scans every block of a directory: a vector
+/// per block was most of its cost, `docs/filesystem.md`, "The request
+/// path"). The first entry for which `visit` says `true` is returned,
+/// but only once the rest of the block has been checked too: nothing is
+/// found in a broken block.
+pub fn walk_dir_block(
+    block: &[u8],
+    has_filetype: bool,
+    mut visit: impl FnMut(Dirent) -> bool,
+) -> Result<Option<Dirent>, String> {
+    let mut hit = None;
     let mut offset = 0;
     while offset < block.len() {
         if offset + DIRENT_HEADER > block.len() {
@@ -395,10 +415,13 @@ pub fn parse_dir_block(block: &[u8], has_filetype: bool) -> Result<alloc::vec::V
         if ino != 0 && name_len == 0 {
             return Err(format!("entry at byte {offset}: empty name"));
         }
-        out.push(Dirent { offset, ino, rec_len, name_len, file_type });
+        let entry = Dirent { offset, ino, rec_len, name_len, file_type };
+        if hit.is_none() && visit(entry) {
+            hit = Some(entry);
+        }
         offset += rec_len;
     }
-    Ok(out)
+    Ok(hit)
 }
 
 /// Writes an entry header and name at `offset` of `block`.

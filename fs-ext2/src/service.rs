@@ -28,12 +28,14 @@
 
 use crate::device::BlockDevice;
 use crate::fs::Fs;
+use crate::fs::WRITE_SEGMENTS;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write;
 use protocols::unix::errno::{
-    EBADF, EBUSY, EEXIST, EFAULT, EINVAL, EISDIR, ENODEV, ENOENT, ENOMEM, ENOSYS, ENOTDIR, ENOTTY, EPERM,
+    EBADF, EBUSY, EEXIST, EFAULT, EINVAL, EISDIR, ENAMETOOLONG, ENODEV, ENOENT, ENOMEM, ENOSYS, ENOTDIR,
+    ENOTTY, EPERM,
 };
 use protocols::unix::{DirEntry, Errno, Stat, encode_result, fs, io, mode, open_flags};
 use unix_core::handles::HandleTable;
@@ -62,6 +64,17 @@ pub trait Lent {
         let mut at = offset;
         for s in segments {
             self.write(at, s)?;
+            at += s.len() as u64;
+        }
+        Ok(())
+    }
+    /// Fill `segments`, one after another, from the caller's send buffer
+    /// from `offset` on (a write's bytes straight into the cache's
+    /// blocks: the server makes it one lease call, all or nothing).
+    fn read_segments(&mut self, offset: u64, segments: &mut [&mut [u8]]) -> Result<(), Errno> {
+        let mut at = offset;
+        for s in segments.iter_mut() {
+            self.read(at, s)?;
             at += s.len() as u64;
         }
         Ok(())
@@ -341,17 +354,28 @@ impl<D: BlockDevice> Service<D> {
         }
         let path = absolute(path)?;
         let writable = open_flags::writable(flags);
-        let ino = match self.fs.resolve(path) {
-            Ok(_) if flags & open_flags::O_CREAT != 0 && flags & open_flags::O_EXCL != 0 => {
-                return Err(EEXIST);
-            }
-            Ok(ino) => ino,
-            Err(ENOENT) if flags & open_flags::O_CREAT != 0 => {
-                let (parent, name) = split_last(path)?;
+        let is_exclusive = flags & open_flags::O_EXCL != 0;
+        let ino = match split_last(path) {
+            // `O_CREAT`: the parent once, then one pass over it that finds
+            // the name or makes it (`Fs::lookup_or_create`), where
+            // resolving the path and then the parent to create in walked
+            // the parent twice and scanned the directory three times.
+            Ok((parent, name)) if flags & open_flags::O_CREAT != 0 => {
+                if path.len() > protocols::unix::MAX_PATH_BYTES {
+                    return Err(ENAMETOOLONG);
+                }
                 let dir = self.fs.resolve(parent)?;
-                self.fs.create(dir, name, create_perm, uid, gid)?
+                match self.fs.lookup_or_create(dir, name, create_perm, uid, gid)? {
+                    (_, false) if is_exclusive => return Err(EEXIST),
+                    (ino, _) => ino,
+                }
             }
-            Err(e) => return Err(e),
+            // `/` itself, or no `O_CREAT`.
+            _ => match self.fs.resolve(path) {
+                Ok(_) if flags & open_flags::O_CREAT != 0 && is_exclusive => return Err(EEXIST),
+                Ok(ino) => ino,
+                Err(e) => return Err(e),
+            },
         };
         let attr = self.fs.stat(ino)?;
         let m = attr.mode as u32;
@@ -515,10 +539,26 @@ impl<D: BlockDevice> Service<D> {
                     piece.try_reserve_exact(PIECE_BYTES - piece.len()).map_err(|_| ENOMEM)?;
                     piece.resize(PIECE_BYTES, 0);
                 }
+                let bs = self.fs.block_bytes() as u64;
                 while done < len {
-                    let n = (len - done).min(PIECE_BYTES);
-                    lent.read(done as u64, &mut piece[..n]).map_err(|_| EFAULT)?;
-                    let wrote = self.fs.write(ino, offset + done as u64, &piece[..n])?;
+                    // A run of at most `WRITE_SEGMENTS` blocks (and a piece).
+                    let pos = offset + done as u64;
+                    let run_end = (pos / bs + WRITE_SEGMENTS as u64) * bs;
+                    let n = ((len - done) as u64).min(run_end - pos).min(PIECE_BYTES as u64) as usize;
+                    let at = done as u64;
+                    // Straight from the lent buffer into the cache's
+                    // buffers, one lease call per run: one copy.
+                    let direct = self
+                        .fs
+                        .write_from(ino, pos, n, |parts| lent.read_segments(at, parts).map_err(|_| EFAULT))?;
+                    if let Some(wrote) = direct {
+                        done += wrote;
+                        continue;
+                    }
+                    // Through the piece, a block at a time as found or
+                    // allocated (few buffers, a damaged map, a full disk).
+                    lent.read(at, &mut piece[..n]).map_err(|_| EFAULT)?;
+                    let wrote = self.fs.write(ino, pos, &piece[..n])?;
                     done += wrote;
                     if wrote < n {
                         break;
@@ -586,11 +626,15 @@ pub struct VecLent {
     /// Calls that wrote into `receive` (a server's `lease_write`s; one
     /// for a whole [`Lent::write_segments`]).
     pub write_calls: usize,
+    /// The calls that read from `send` (a server's `lease_read`s), each
+    /// with the number of buffers it filled (more than one: a
+    /// [`Lent::read_segments`] straight into the cache's blocks).
+    pub read_calls: Vec<usize>,
 }
 
 impl VecLent {
     pub fn new(send: Vec<u8>, receive_bytes: usize) -> VecLent {
-        VecLent { send, receive: vec![0; receive_bytes], write_calls: 0 }
+        VecLent { send, receive: vec![0; receive_bytes], write_calls: 0, read_calls: Vec::new() }
     }
 
     fn put(&mut self, offset: u64, bytes: &[u8]) -> Result<(), Errno> {
@@ -603,9 +647,26 @@ impl VecLent {
 
 impl Lent for VecLent {
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        self.read_calls.push(1);
         let start = usize::try_from(offset).map_err(|_| EFAULT)?;
         let src = self.send.get(start..start + buf.len()).ok_or(EFAULT)?;
         buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// All or nothing, as the kernel's `lease::SEGMENTS`.
+    fn read_segments(&mut self, offset: u64, segments: &mut [&mut [u8]]) -> Result<(), Errno> {
+        self.read_calls.push(segments.len());
+        let total: usize = segments.iter().map(|s| s.len()).sum();
+        let start = usize::try_from(offset).map_err(|_| EFAULT)?;
+        if segments.len() > abi::lease::MAX_SEGMENTS as usize || start + total > self.send.len() {
+            return Err(EFAULT);
+        }
+        let mut at = start;
+        for s in segments.iter_mut() {
+            s.copy_from_slice(&self.send[at..at + s.len()]);
+            at += s.len();
+        }
         Ok(())
     }
 

@@ -8,7 +8,9 @@
 use fs_ext2::device::MemDisk;
 use fs_ext2::service::{MESSAGE_DATA_BYTES, Service, VecLent};
 use fs_ext2::{Fs, MountOptions};
-use protocols::unix::errno::{EBADF, EEXIST, EINVAL, EISDIR, ENOENT, ENOSYS, ENOTDIR, ENOTEMPTY, EPERM};
+use protocols::unix::errno::{
+    EBADF, EEXIST, EFAULT, EINVAL, EISDIR, ENOENT, ENOSYS, ENOTDIR, ENOTEMPTY, EPERM,
+};
 use protocols::unix::open_flags::{
     O_APPEND, O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY,
 };
@@ -119,6 +121,53 @@ fn cached_reads_go_to_the_lent_buffer_in_runs_of_blocks() {
         assert_eq!(r, Ok(70_000));
         assert!(lent.receive[..] == data[1000..71_000], "nbuf {nbuf}: a read across blocks");
     }
+}
+
+/// A write through a lent buffer goes straight into the cache's blocks:
+/// one lease call per run of up to 64 blocks, each filling the blocks'
+/// buffers (64 segments), where the server's scratch piece took the bytes
+/// first (one segment) and copied them on. With one buffer the blocks of
+/// a run cannot all be in buffers at once: the piece, as before. A lent
+/// buffer shorter than the write asks for gives `EFAULT` with nothing
+/// written and the volume clean.
+#[test]
+fn writes_come_from_the_lent_buffer_in_runs_of_blocks() {
+    let Some((bytes, img)) = image("write-segments") else { return };
+    let data: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 31 % 251) as u8).collect();
+    for (nbuf, segments) in [(1024, 64), (1, 1)] {
+        let mut c = Client::new(bytes.clone(), nbuf);
+        let h = c.open("/f", O_CREAT | O_EXCL | O_RDWR);
+        let mut lent = VecLent::new(data.clone(), 0);
+        let (r, _, _) =
+            c.ask(STRANGER, [io::OP_WRITE, h, data.len() as u64, 0], &data[..MESSAGE_DATA_BYTES], &mut lent);
+        assert_eq!(r, Ok(data.len() as u64), "nbuf {nbuf}");
+        assert_eq!(lent.read_calls, vec![segments; 4], "nbuf {nbuf}: lease calls for 256 blocks");
+        // Over what is there, at an offset inside a block: the first and
+        // last runs are parts of blocks, kept around the bytes written.
+        assert_eq!(c.io([io::OP_SEEK, h, 1000, io::SEEK_SET], b"").0, Ok(1000));
+        let patch: Vec<u8> = (0..70_000u32).map(|i| (i % 7) as u8).collect();
+        let mut lent = VecLent::new(patch.clone(), 0);
+        let (r, _, _) =
+            c.ask(STRANGER, [io::OP_WRITE, h, 70_000, 0], &patch[..MESSAGE_DATA_BYTES], &mut lent);
+        assert_eq!(r, Ok(70_000));
+        let mut want = data.clone();
+        want[1000..71_000].copy_from_slice(&patch);
+        assert!(c.read_all(h) == want, "nbuf {nbuf}: the file reads back as written");
+        // Past the end, from a lent buffer shorter than the write says.
+        assert_eq!(c.io([io::OP_SEEK, h, 0, io::SEEK_END], b"").0, Ok(data.len() as u64));
+        let mut lent = VecLent::new(vec![9; 10_000], 0);
+        let (r, _, _) = c.ask(STRANGER, [io::OP_WRITE, h, 20_000, 0], &[9; MESSAGE_DATA_BYTES], &mut lent);
+        assert_eq!(r, Err(EFAULT), "nbuf {nbuf}");
+        let (r, _, st) = c.io([io::OP_FSTAT, h, 0, 0], b"");
+        assert_eq!(r, Ok(0));
+        assert_eq!(Stat::decode(&st).unwrap().size_bytes, data.len() as u64, "nbuf {nbuf}: nothing written");
+        assert_eq!(c.fs([io::OP_CLOSE, h, 0, 0], b"").0, Ok(0));
+        let disk = c.s.into_fs().unmount().unwrap();
+        std::fs::write(&img, disk.bytes()).unwrap();
+        let out = Command::new(tool("e2fsck").unwrap()).arg("-fn").arg(&img).output().unwrap();
+        assert!(out.status.success(), "nbuf {nbuf}: e2fsck -fn: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    let _ = std::fs::remove_file(&img);
 }
 
 #[test]

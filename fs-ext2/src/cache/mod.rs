@@ -304,6 +304,56 @@ impl<D: BlockDevice> Cache<D> {
         Ok(Some(f(&slices)))
     }
 
+    /// Gives `f` the bytes of every block of `blocks` at once, in order,
+    /// to change, when each is in a buffer (waiting for those in flight;
+    /// each a hit), and marks them dirty; `None`, with nothing counted or
+    /// changed, when one is not cached (or a block is named twice). A
+    /// writer then moves a run of blocks' bytes in one piece
+    /// (`Fs::write_from`: one lease call from the caller's buffer into
+    /// the buffers), the write side of [`Cache::read_cached`].
+    pub fn modify_cached<R>(
+        &mut self,
+        blocks: &[u64],
+        f: impl FnOnce(&mut [&mut [u8]]) -> R,
+    ) -> Result<Option<R>, Errno> {
+        let mut indices = Vec::with_capacity(blocks.len());
+        for &block in blocks {
+            self.check_block(block)?;
+            match self.find_ready(block)? {
+                Some(i) => indices.push(i),
+                None => return Ok(None),
+            }
+        }
+        if indices.iter().zip(blocks).any(|(&i, &b)| {
+            self.bufs[i].block != b || !matches!(self.bufs[i].state, State::Clean | State::Dirty)
+        }) {
+            return Ok(None);
+        }
+        // Buffers in index order, to lend each once.
+        let mut by_index: Vec<(usize, usize)> = indices.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+        by_index.sort_unstable();
+        if by_index.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Ok(None);
+        }
+        for &i in &indices {
+            self.stats.hits += 1;
+            self.bufs[i].is_read_ahead = false;
+            self.bufs[i].state = State::Dirty;
+            self.touch(i);
+        }
+        let mut slots: Vec<Option<&mut [u8]>> = (0..indices.len()).map(|_| None).collect();
+        let mut wanted = by_index.iter().peekable();
+        for (i, buf) in self.bufs.iter_mut().enumerate() {
+            let Some(&&(want, k)) = wanted.peek() else { break };
+            if i == want {
+                slots[k] = Some(buf.data.as_deref_mut().ok_or(EIO)?);
+                wanted.next();
+            }
+        }
+        let mut slices: Vec<&mut [u8]> = slots.into_iter().map(|s| s.ok_or(EIO)).collect::<Result<_, _>>()?;
+        Ok(Some(f(&mut slices)))
+    }
+
     /// Reads block `block`, lets `f` change it, and marks it dirty.
     pub fn modify<R>(&mut self, block: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Errno> {
         let i = self.acquire(block, true)?;
@@ -670,6 +720,19 @@ impl<D: BlockDevice> Cache<D> {
             self.waited_by.entry(first).or_default().push(then);
         }
         Ok(())
+    }
+
+    /// Does `then` already wait for `first`'s present contents (the wait
+    /// [`Cache::order`] would record)? Then `order(first, then)` would
+    /// change nothing: while `first` is pending, `then` is not written
+    /// (so it is not in flight), and the graph of waits has no cycle (so
+    /// the search for one would find none). `creat` asks it before
+    /// ordering the inode bitmap and the inode's block before the entry's
+    /// block, which most creates find already ordered, and skips the
+    /// search of every pending wait that `order` makes
+    /// (`docs/filesystem.md`, "The request path").
+    pub fn is_ordered(&self, first: u64, then: u64) -> bool {
+        self.is_pending(first) && self.waits_for.get(&then).is_some_and(|list| list.contains(&first))
     }
 
     /// Write-behind: `block` was just written whole; if it ends a run of

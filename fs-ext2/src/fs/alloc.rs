@@ -165,6 +165,9 @@ impl<D: BlockDevice> Fs<D> {
     /// Gives inode `ino` back; the caller ordered the inode's block first.
     pub(crate) fn free_inode(&mut self, ino: u32, was_dir: bool) -> Result<(), Errno> {
         self.inode_deps.remove(&ino);
+        // Its number may name a new directory next.
+        self.dir_names.remove(&ino);
+        self.parents.remove(&ino);
         let ipg = self.sb.inodes_per_group;
         let group = (ino - 1) / ipg;
         let bit = ((ino - 1) % ipg) as usize;

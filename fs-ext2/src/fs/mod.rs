@@ -37,7 +37,7 @@ mod dir;
 mod ops;
 
 pub use dir::DirEntry;
-pub use ops::{Attr, FsStats};
+pub use ops::{Attr, FsStats, WRITE_SEGMENTS};
 
 use crate::cache::{Cache, CacheStats};
 use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};
@@ -151,8 +151,20 @@ pub struct Fs<D: BlockDevice> {
     /// up to which its read-ahead window was last found whole), most
     /// recent last.
     readers: Vec<(u32, u64, u64)>,
+    /// The names of recently scanned directories (`dir::DirNames`): a
+    /// `creat` of a new name finds it absent without scanning.
+    dir_names: BTreeMap<u32, dir::DirNames>,
+    /// Directory -> the parent its `..` was checked to name
+    /// (`Fs::lookup`'s loop check), at most [`MAX_KNOWN_PARENTS`];
+    /// forgotten when an entry of the directory is changed or removed, or
+    /// its inode freed.
+    parents: BTreeMap<u32, u32>,
     last_damage: Option<String>,
 }
+
+/// Most checked parents kept (`Fs::parents`): a lookup walking a path
+/// reads each directory's first block only the first time.
+pub(crate) const MAX_KNOWN_PARENTS: usize = 256;
 
 /// Reads `bytes` at byte `offset` of `dev` directly (before the cache
 /// exists: the block size is not known yet).
@@ -213,6 +225,8 @@ impl<D: BlockDevice> Fs<D> {
             new_entries: Some(BTreeMap::new()),
             inode_deps: BTreeMap::new(),
             readers: Vec::new(),
+            dir_names: BTreeMap::new(),
+            parents: BTreeMap::new(),
             last_damage: None,
             groups: Vec::new(),
             sb,

@@ -11,10 +11,10 @@
 //!   (a count too high only leaks; too low would lose a file).
 
 use super::Fs;
-use super::dir::DirEntry;
+use super::dir::{DirEntry, Room, Scan};
 use crate::cache::MAX_TRANSFER_PAGES;
 use crate::device::BlockDevice;
-use crate::layout::{self, Inode, MAX_NAME, ROOT_INO, ftype, write_dirent};
+use crate::layout::{self, Inode, MAX_NAME, ROOT_INO, dirent_len, ftype, write_dirent};
 use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -29,6 +29,10 @@ pub const LINK_MAX: u16 = 32000;
 /// Most blocks [`Fs::read_into`] hands its sink at once: what one lease
 /// call moves (`abi::lease::MAX_SEGMENTS`).
 pub const READ_SEGMENTS: usize = abi::lease::MAX_SEGMENTS as usize;
+
+/// Most blocks [`Fs::write_from`] fills with one call of its source:
+/// what one lease call moves (`abi::lease::MAX_SEGMENTS`).
+pub const WRITE_SEGMENTS: usize = abi::lease::MAX_SEGMENTS as usize;
 
 /// Where [`Fs::read_into`] hands a run of blocks' bytes.
 trait SegmentSink: FnMut(&[&[u8]]) -> Result<(), Errno> {}
@@ -156,18 +160,62 @@ impl<D: BlockDevice> Fs<D> {
         }
         let d = self.dir_inode(dir)?;
         let found = self.find_entry(dir, &d, name)?.ok_or(ENOENT)?;
-        let child = self.inode(found.ino)?;
-        if child.is_dir() && !is_dot(name) {
-            let parent = self.find_entry(found.ino, &child, b"..")?.map(|f| f.ino);
+        self.checked_child(dir, name, found.ino)
+    }
+
+    /// The inode `ino` that `name` names in directory `dir`, checked: a
+    /// directory must name `dir` as its `..`.
+    fn checked_child(&mut self, dir: u32, name: &[u8], ino: u32) -> Result<u32, Errno> {
+        let child = self.inode(ino)?;
+        // A parent checked before needs no second look at the child's
+        // first block (every path walk checks each directory on it).
+        if child.is_dir() && !is_dot(name) && self.parents.get(&ino) != Some(&dir) {
+            let parent = self.find_entry(ino, &child, b"..")?.map(|f| f.ino);
             if parent != Some(dir) {
                 return Err(self.damage(format!(
-                    "directory {} (\"{}\" in {dir}) names {parent:?} as its parent: a loop or a second parent",
-                    found.ino,
+                    "directory {ino} (\"{}\" in {dir}) names {parent:?} as its parent: a loop or a second parent",
                     alloc::string::String::from_utf8_lossy(name)
                 )));
             }
+            if self.parents.len() >= super::MAX_KNOWN_PARENTS {
+                self.parents.clear();
+            }
+            self.parents.insert(ino, dir);
         }
-        Ok(found.ino)
+        Ok(ino)
+    }
+
+    /// `open` with `O_CREAT` of `name` in directory `dir`: the inode the
+    /// name has (and `false`), else a new file made as [`Fs::create`]
+    /// makes it (and `true`). One pass over the directory finds the name
+    /// or, when it is free, the place for its entry: a lookup and then
+    /// `create` scanned it three times (`docs/filesystem.md`, "The
+    /// request path"). The answers are theirs, error for error.
+    pub fn lookup_or_create(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        mode: u16,
+        uid: u32,
+        gid: u32,
+    ) -> Result<(u32, bool), Errno> {
+        if name.len() > MAX_NAME {
+            return Err(ENAMETOOLONG);
+        }
+        let mut d = self.dir_inode(dir)?;
+        let room = match self.scan_dir(dir, &d, name, Some(dirent_len(name.len())))? {
+            Scan::Found(found) => return self.checked_child(dir, name, found.ino).map(|ino| (ino, false)),
+            Scan::Absent(room) => room,
+        };
+        self.check_writable()?;
+        check_name(name)?;
+        if d.links() == 0 {
+            return Err(ENOENT); // removed, still open
+        }
+        if is_dot(name) {
+            return Err(EEXIST);
+        }
+        self.create_at(dir, &mut d, name, mode, uid, gid, room).map(|ino| (ino, true))
     }
 
     /// The inode of an absolute path (`/`-separated; `.` and `..` are the
@@ -221,7 +269,36 @@ impl<D: BlockDevice> Fs<D> {
     /// permissions; a type of 0 means a regular file).
     /// Order: inode bit and inode (either first) -> entry.
     pub fn create(&mut self, dir: u32, name: &[u8], mode: u16, uid: u32, gid: u32) -> Result<u32, Errno> {
-        let mut d = self.prepare_new_name(dir, name)?;
+        self.check_writable()?;
+        check_name(name)?;
+        let mut d = self.dir_inode(dir)?;
+        if d.links() == 0 {
+            return Err(ENOENT); // removed, still open
+        }
+        if is_dot(name) {
+            return Err(EEXIST);
+        }
+        // One pass: the name must be free, and where its entry goes.
+        let room = match self.scan_dir(dir, &d, name, Some(dirent_len(name.len())))? {
+            Scan::Found(_) => return Err(EEXIST),
+            Scan::Absent(room) => room,
+        };
+        self.create_at(dir, &mut d, name, mode, uid, gid, room)
+    }
+
+    /// [`Fs::create`] once the name is known to be free in `dir` (whose
+    /// inode is `d`) and its entry's place is found (`room`).
+    #[allow(clippy::too_many_arguments)]
+    fn create_at(
+        &mut self,
+        dir: u32,
+        d: &mut Inode,
+        name: &[u8],
+        mode: u16,
+        uid: u32,
+        gid: u32,
+        room: Option<Room>,
+    ) -> Result<u32, Errno> {
         let mode = if mode & ftype::S_IFMT == 0 { mode | ftype::S_IFREG } else { mode };
         let file_type = match mode & ftype::S_IFMT {
             ftype::S_IFDIR | ftype::S_IFLNK => return Err(EINVAL),
@@ -237,12 +314,12 @@ impl<D: BlockDevice> Fs<D> {
         // given out again); the entry waits for both. So an `fsync` of a
         // new file sends the bitmap and the inode block together, then
         // the entry: two round trips to the device, not three.
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, &[iblock, bitmap]) {
+        if let Err(e) = self.add_entry_at(dir, d, name, ino, file_type, &[iblock, bitmap], room) {
             // Nothing names the inode: give it back.
             self.discard_new_inode(ino, inode, false)?;
             return Err(e);
         }
-        self.touch_dir(dir, &mut d)?;
+        self.touch_dir(dir, d)?;
         self.end_op()?;
         Ok(ino)
     }
@@ -825,6 +902,130 @@ impl<D: BlockDevice> Fs<D> {
     fn set_window_end(&mut self, ino: u32, lblk: u64) {
         if let Some(r) = self.readers.iter_mut().find(|r| r.0 == ino) {
             r.2 = lblk;
+        }
+    }
+
+    /// [`Fs::write_from`] wrote nothing after allocating: blocks it took
+    /// past the end of the file (`old_size`) go again, so that the inode's
+    /// size still covers every block it has (e2fsck's rule); those it took
+    /// inside the file stay, zeroed (a hole's bytes).
+    fn give_back(&mut self, ino: u32, i: &mut Inode, allocated: bool, old_size: u64) -> Result<(), Errno> {
+        if allocated {
+            self.cut(ino, i, old_size.div_ceil(self.block_bytes as u64))?;
+        }
+        Ok(())
+    }
+
+    /// [`Fs::write`] of `len` bytes at `offset`, with the bytes brought
+    /// straight into the cache's buffers: the blocks are found, or
+    /// allocated (zeroed), first, then `source` fills their parts in one
+    /// call (the server's one `lease_read` with `abi::lease::SEGMENTS`,
+    /// at most [`WRITE_SEGMENTS`] blocks): one copy of each byte, where
+    /// the server's scratch piece made two. `Ok(None)`, with no byte of
+    /// the file changed, when it cannot: the blocks not all in buffers at
+    /// once (fewer buffers than blocks), a block the write covers whole
+    /// that is not cached (reading it only to overwrite it would cost a
+    /// transfer), a damaged map, a full disk; the caller then writes
+    /// through its piece ([`Fs::write`]), which says how far it got.
+    /// Blocks it allocated inside the file stay, zeroed and pointed at;
+    /// past the end of the file they go again when nothing is written.
+    pub fn write_from(
+        &mut self,
+        ino: u32,
+        offset: u64,
+        len: usize,
+        source: impl FnOnce(&mut [&mut [u8]]) -> Result<(), Errno>,
+    ) -> Result<Option<usize>, Errno> {
+        self.check_writable()?;
+        let mut i = self.inode(ino)?;
+        if i.is_dir() {
+            return Err(EISDIR);
+        }
+        if !i.is_reg() {
+            return Err(EINVAL);
+        }
+        if len == 0 {
+            return Ok(Some(0));
+        }
+        let end = offset.checked_add(len as u64).ok_or(EFBIG)?;
+        self.check_size(end)?;
+        let bs = self.block_bytes as u64;
+        let (first, last) = (offset / bs, (end - 1) / bs);
+        if last - first >= WRITE_SEGMENTS as u64 {
+            return Err(EINVAL);
+        }
+        let Ok(mut map) = self.map_blocks(&i, first..last + 1) else { return Ok(None) };
+        // The part of logical block `first + k` the write covers.
+        let range = |k: usize| {
+            let start = if k == 0 { (offset % bs) as usize } else { 0 };
+            let stop = if first + k as u64 == last { ((end - 1) % bs) as usize + 1 } else { bs as usize };
+            start..stop
+        };
+        // Nothing is changed before this check.
+        for (k, &b) in map.iter().enumerate() {
+            if b != 0 && range(k).len() == bs as usize && self.cache.cached(&[b as u64]) == 0 {
+                return Ok(None);
+            }
+        }
+        let mut goal = match first {
+            0 => self.group_first_block((ino - 1) / self.sb.inodes_per_group),
+            l => match self.bmap(&i, l - 1)? {
+                0 => self.group_first_block((ino - 1) / self.sb.inodes_per_group),
+                b => b as u64 + 1,
+            },
+        };
+        let old_size = i.size();
+        let mut allocated = false;
+        for (k, slot) in map.iter_mut().enumerate() {
+            if *slot == 0 {
+                match self.bmap_alloc(ino, &mut i, first + k as u64, goal, &[], &mut |b| b.fill(0)) {
+                    Ok((b, _)) => {
+                        *slot = b;
+                        allocated = true;
+                    }
+                    Err(_) => {
+                        // ENOSPC or damage: `Fs::write` finds it again and
+                        // counts what fits.
+                        self.give_back(ino, &mut i, allocated, old_size)?;
+                        return Ok(None);
+                    }
+                }
+            } else if range(k).len() != bs as usize {
+                // A part of a block that is there: its other bytes stay.
+                self.cache.read(*slot as u64, |_| ())?;
+            }
+            goal = *slot as u64 + 1;
+        }
+        let blocks: Vec<u64> = map.iter().map(|&b| b as u64).collect();
+        let copied = self.cache.modify_cached(&blocks, |buffers| {
+            let mut parts: Vec<&mut [u8]> =
+                buffers.iter_mut().enumerate().map(|(k, b)| &mut b[range(k)]).collect();
+            source(&mut parts)
+        })?;
+        match copied {
+            None => {
+                self.give_back(ino, &mut i, allocated, old_size)?;
+                Ok(None)
+            }
+            Some(Err(e)) => {
+                // Nothing was copied (a lease moves all or nothing).
+                self.give_back(ino, &mut i, allocated, old_size)?;
+                Err(e)
+            }
+            Some(Ok(())) => {
+                for (k, &b) in blocks.iter().enumerate() {
+                    if range(k).end == bs as usize {
+                        self.cache.write_behind(b)?;
+                    }
+                }
+                if end > i.size() {
+                    i.set_size(end);
+                }
+                let now = self.now_s;
+                i.set_times(None, Some(now), Some(now));
+                self.write_inode_lazy(ino, &i)?;
+                Ok(Some(len))
+            }
         }
     }
 

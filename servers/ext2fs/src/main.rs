@@ -50,7 +50,7 @@ use fs_ext2::layout::{SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock};
 use fs_ext2::service::{Lent, MESSAGE_DATA_BYTES, Service};
 use fs_ext2::{BlockDevice, Fs, MountOptions};
 use protocols::unix::errno::{EFAULT, EINVAL, EIO};
-use protocols::unix::{Errno, ext2fs, monitor};
+use protocols::unix::{Errno, ext2fs, io, monitor};
 use runtime::clock::Clock;
 use runtime::msg::{self, Page, Queue, ReplyHandle};
 use runtime::{Args, println, sys};
@@ -268,6 +268,27 @@ impl Lent for Leases {
             _ => Err(EFAULT),
         }
     }
+
+    fn read_segments(&mut self, offset: u64, segments: &mut [&mut [u8]]) -> Result<(), Errno> {
+        let want: usize = segments.iter().map(|s| s.len()).sum();
+        match msg::lease_read_segments(self.0, offset, segments) {
+            Ok(n) if n == want => Ok(()),
+            _ => Err(EFAULT),
+        }
+    }
+}
+
+/// No buffers lent: a one-way message's.
+struct NoLent;
+
+impl Lent for NoLent {
+    fn read(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<(), Errno> {
+        Err(EFAULT)
+    }
+
+    fn write(&mut self, _offset: u64, _bytes: &[u8]) -> Result<(), Errno> {
+        Err(EFAULT)
+    }
 }
 
 /// Receive, answer, repeat. Requests kept while the cache waited for the
@@ -300,6 +321,15 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
             continue;
         };
         if r.kind != Kind::Call {
+            // The monitor closes disk files with a one-way message (no
+            // answer is waited for); `Service::request` checks that it is
+            // the monitor's. Nothing else comes one way from clients.
+            if r.kind == Kind::Short && r.message[0] == io::OP_CLOSE {
+                let tx_bytes: &mut [u8; MESSAGE_DATA_BYTES] = &mut tx.0;
+                let _ =
+                    service.request(r.sender.0, r.message, &[], clock.realtime_ns(), tx_bytes, &mut NoLent);
+                let _ = service.fs.reap();
+            }
             continue;
         }
         let data = match &kept {
