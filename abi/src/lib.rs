@@ -1140,11 +1140,21 @@ pub mod qemu_exit {
 /// Lines init prints around the first UNIX process, so that a host tool
 /// (`cargo xtask run --batch`) can tell its output from boot messages and
 /// learn its exit status.
+///
+/// Every process's output reaches the same serial line, so a program can
+/// print these lines too (issue 16). When the boot image carries the
+/// module [`KEY_MODULE`] (a per-boot secret the host made), init ends
+/// both lines with a space and its text, and the host believes only the
+/// lines that carry it: only processes with `rights::MODULES` (init and
+/// memfs, which leaves this module out of the file tree) can read it, and
+/// no UNIX process, root's included, holds that right.
 pub mod session {
     /// Printed before the session starts.
     pub const START: &str = "ridgeback: session start";
     /// `ridgeback: session exit N`, printed when it ended with status N.
     pub const EXIT: &str = "ridgeback: session exit ";
+    /// The boot module holding the session key (one line of hex digits).
+    pub const KEY_MODULE: &str = "session.key";
 }
 
 /// The serial-line protocol of in-QEMU test runs: the test runner prints one

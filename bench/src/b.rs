@@ -5,31 +5,52 @@
 //!
 //! The seed timed V1's two-pass assembler reading the kernel's sources and
 //! writing `a.out` (36,432 bytes) with `nbuf` = 1 to 6 block buffers of
-//! 512 bytes, each on a freshly booted kernel. One *job* here is:
+//! 512 bytes, each on a freshly booted kernel. One *job* here does what
+//! that assembler did, call for call, as the early assembler's sources
+//! show it (`cmd/a1.s`, pass 1, and `cmd/as8.s`, pass 2, in the Unix
+//! history repository's first-edition-era `cmd/`; the V6 assembler,
+//! `as1?.s`/`as2?.s`, is the same design):
 //!
-//! - read [`SOURCES`] (twenty files, 2 to 28 KiB, 200 KiB in all) in
-//!   order, each in `read`s of one file-system block ([`READ_BYTES`], 1 KiB,
-//!   ext2's smallest): V1's `as` refilled its input one disk block (512
-//!   bytes) at a time, so every `read` is one block, as in V1;
-//! - after each 512-byte half, CPU work on it ([`assemble_block`]:
-//!   [`CPU_PASSES_PER_BLOCK`] passes of a byte-at-a-time hash over it, the
-//!   assembler's scanning and symbol lookups);
-//! - write one output file, `a.out`, of [`OUTPUT_BYTES`] (the seed's
-//!   `a.out`) in whole-block `write`s, interleaved with the reading in
-//!   proportion: after each source block the output grows to its share of
-//!   the input read so far, so reads of one file and writes of another
-//!   alternate through the buffers as they did in V1 (`as` wrote its
-//!   temporary files while reading its sources);
-//! - `close` the output. Not `fsync`: the seed's clock stopped when `as`
-//!   returned, with whatever V1's buffers still held unwritten.
+//! - **Pass 1** reads [`SOURCES`] (twenty files, 2 to 28 KiB, 200 KiB in
+//!   all) in order, in `read`s of [`RECORD_BYTES`] (512: V1's `as` read
+//!   through a 512-byte `inbuf`), does CPU work on each record
+//!   ([`assemble_block`]: [`CPU_PASSES_PER_BLOCK`] passes of a
+//!   byte-at-a-time hash, the scanning and symbol lookups), and writes
+//!   its token file ([`TOKENS_NAME`], V1's `/tmp/atm1a`) in writes of 512
+//!   (`sys write; outbuf; 512.`) as the tokens of the input read so far
+//!   fill them ([`TOKEN_BYTES`], 40 % of the input). At its end it writes
+//!   the symbol table file ([`SYMBOLS_NAME`], V1's `atm3a`: one `write`
+//!   of [`SYMBOL_BYTES`]).
+//! - **Pass 2** reads the token file back, 512 bytes a `read` (`as8.s`'s
+//!   `inbuf`), with the same CPU work per 512 bytes, and writes `a.out`
+//!   as V1's pass 2 did: two streams, the text and its relocation bits
+//!   (V1's `a.out` carries a relocation word per text word, so the two
+//!   are the same size, [`TEXT_BYTES`]), each through its own 512-byte
+//!   buffer (`txtp`, `relp`) written with a `seek` to the stream's
+//!   position and a `write` of 512. The text starts after the 16-byte
+//!   header (`txtseek: 20`, octal), so every record ends partway into a
+//!   block (16 bytes into one of V1's; 16 or 528 into ext2's 1 KiB) that
+//!   the next record continues: a partial write of a block written before, which V1's `dskw` could only do by reading the
+//!   block again if it had left the buffers (`dskw`, seed 004's listing:
+//!   "if there is not enough data to fill an entire block ... read
+//!   block"). Then the symbol table is read and copied to the end of
+//!   `a.out`, and the header written at offset 0.
+//! - `close`, no `fsync` (the seed's clock stopped when `as` returned).
 //!
-//! Why these proportions ([`SOURCES`]): V1's kernel sources are eleven
-//! files (`u0.s` ... `u9.s`, `ux.s`) of a few to some tens of KiB; the
-//! issue asks for about twenty files of a few KiB to tens of KiB, and the
-//! sizes below spread 200 KiB over twenty files the same way, a few large
-//! and many small, so that opening files (directory and inode blocks)
-//! costs buffers as in V1. The output is the seed's `a.out` size, about
-//! 18 % of the input.
+//! What differs from V1, and why: the file system's block is 1 KiB
+//! (ext2's smallest), two of V1's, so a 512-byte `read` or `write` is half
+//! a block and a block's two halves are two calls, between which, with
+//! one buffer, another file's block can take the buffer (what V1's
+//! one-buffer kernel did to the pair of blocks a large file's data and
+//! its indirect block were). ext2 maps a file's first 12 KiB directly
+//! where V1 put every block of a file over 4 KiB behind an indirect
+//! block; the token file (80 KiB), `a.out` and the larger sources are
+//! past 12 KiB, so their reads and writes need the indirect block too.
+//! V1's pass 1 also wrote a file of forward references (`atm2a`); its
+//! records are not known here, so it is left out. The sizes of the token
+//! file (40 % of the source) and of the text are chosen, not V1's (not
+//! known): the text and relocation with the header and the symbol table
+//! make the seed's `a.out` exactly.
 //!
 //! Cold cache (the seed booted a new kernel for each run): every job is
 //! preceded, untimed, by the previous job's `a.out` removed, `sync`, and
@@ -91,13 +112,27 @@ pub const SOURCE_BYTES: usize = {
 /// The output: the seed's `a.out` (`ls -l`: 36432).
 pub const OUTPUT_NAME: &str = "a.out";
 pub const OUTPUT_BYTES: usize = 36_432;
-/// V1's buffer: the unit of CPU work.
+/// V1's buffer: the unit of CPU work, and of every `read` and `write`
+/// of the job (`as`'s `inbuf`, `outbuf`, `txtp` and `relp` are 512
+/// bytes).
 pub const BLOCK_BYTES: usize = 512;
-/// One `read` or `write`: one block of the volume (xtask makes it with
-/// 1 KiB blocks), as V1's `as` moved one of its disk blocks per refill.
-/// Reads of half a block would put two requests on each buffer and let
-/// the second find its block evicted, which V1's never did.
-pub const READ_BYTES: usize = 1024;
+pub const RECORD_BYTES: usize = BLOCK_BYTES;
+/// Pass 1's token file (V1's `/tmp/atm1a`), read back by pass 2: 40 % of
+/// the sources, in whole records.
+pub const TOKENS_NAME: &str = "atm1a";
+pub const TOKEN_BYTES: usize = SOURCE_BYTES * 2 / 5 / RECORD_BYTES * RECORD_BYTES;
+/// Pass 1's symbol table (V1's `/tmp/atm3a`), written once at the end of
+/// pass 1 and copied to the end of `a.out` by pass 2.
+pub const SYMBOLS_NAME: &str = "atm3a";
+/// `a.out`: its header (V1's `txtseek: 20`, octal), its text and data,
+/// the same size again of relocation bits, and the symbol table.
+pub const HEADER_BYTES: usize = 16;
+pub const TEXT_BYTES: usize = 16 << 10;
+pub const SYMBOL_BYTES: usize = OUTPUT_BYTES - HEADER_BYTES - 2 * TEXT_BYTES;
+/// The contents of the token file and the symbol table, as [`source_byte`]
+/// of these indexes, so that pass 2 checks what it reads back.
+pub const TOKENS_INDEX: usize = 100;
+pub const SYMBOLS_INDEX: usize = 101;
 /// Passes of the per-byte hash over each 512-byte block: the CPU share of
 /// the job. Chosen so that a disk transfer costs about three blocks' CPU
 /// work, so that with one buffer the job is mostly waiting (as V1's:
@@ -109,8 +144,16 @@ pub const CPU_PASSES_PER_BLOCK: u32 = 8;
 pub const EVICT_NAME: &str = "evict";
 pub const EVICT_BYTES: usize = 256 << 10;
 // The output is about a fifth of the input, as V1's a.out was; the
-// eviction file is far larger than 12 buffers and their read-ahead.
-const _: () = assert!(OUTPUT_BYTES < SOURCE_BYTES / 5 && EVICT_BYTES / 1024 > 12 * 16);
+// eviction file is far larger than 12 buffers and their read-ahead; the
+// token file is in whole records; a.out's relocation is past its 12
+// direct blocks, behind its indirect block.
+const _: () = assert!(
+    OUTPUT_BYTES < SOURCE_BYTES / 5
+        && EVICT_BYTES / 1024 > 12 * 16
+        && SYMBOL_BYTES < OUTPUT_BYTES
+        && TOKEN_BYTES.is_multiple_of(RECORD_BYTES)
+        && TEXT_BYTES > 12 << 10
+);
 
 /// A figure's name: `b_nbuf<N>` (Ridgeback), `b_linux` (Linux, its own cache).
 pub fn figure_name(nbuf: Option<u32>) -> String {
@@ -164,6 +207,24 @@ impl Disk {
 
     pub fn parse(word: &str) -> Option<Disk> {
         [Disk::Plain, Disk::Rk].into_iter().find(|d| d.name() == word)
+    }
+
+    /// Linux's figure on this disk: `b_linux` on the plain disk (the
+    /// published name), `b_rk_linux` on `rk` (the same image behind the
+    /// same `nbdkit` delay, `drop_caches` before each job).
+    pub fn linux_figure_name(self) -> String {
+        match self {
+            Disk::Plain => figure_name(None),
+            Disk::Rk => String::from("b_rk_linux"),
+        }
+    }
+
+    /// As the Linux `bench` program's figure list names it.
+    pub fn linux_figure(self) -> &'static str {
+        match self {
+            Disk::Plain => "b",
+            Disk::Rk => "brk",
+        }
     }
 
     /// Ridgeback's figure with `nbuf` buffers on this disk: `b_nbuf<N>`
@@ -233,6 +294,9 @@ pub trait DiskFs: Unix {
     /// the next job reads from the device; `dir` is the job's directory.
     /// Says how, for the log.
     fn make_cold(dir: &str) -> Result<&'static str, String>;
+    /// Moves `fd`'s offset to `offset` bytes from the start (`lseek` with
+    /// `SEEK_SET`, V1's `sys seek`): pass 2 writes `a.out`'s two streams.
+    fn seek(fd: Fd, offset: u64) -> Result<(), Errno>;
 }
 
 /// Reads the eviction file in `dir` through (Ridgeback's way of emptying
@@ -261,66 +325,128 @@ fn describe(what: &str, errno: Errno) -> String {
     format!("{what}: {} (errno {errno})", errno.name())
 }
 
-/// One job, timed from the first `open` to the output's `close`: returns
-/// the hash of the work (kept alive) or why it failed.
-fn job<P: Unix>(
-    dir: &str,
-    block: &mut [u8; READ_BYTES],
-    out_block: &mut [u8; READ_BYTES],
-) -> Result<u64, String> {
-    let out_path = format!("{dir}/{OUTPUT_NAME}");
-    let out = P::create(&out_path).map_err(|e| describe(&format!("creat {out_path}"), e))?;
+/// Reads `fd` (file `path`, whose content is [`source_byte`] of `index`)
+/// to its end in records, checking and hashing each ([`assemble_block`]),
+/// and calls `after(bytes read so far)` after each record. Returns the
+/// bytes read.
+fn read_checked<P: Unix>(
+    fd: Fd,
+    path: &str,
+    index: usize,
+    record: &mut [u8; RECORD_BYTES],
+    hash: &mut u64,
+    mut after: impl FnMut(usize, u64) -> Result<(), String>,
+) -> Result<usize, String> {
+    let mut offset = 0;
+    loop {
+        let got = read_full::<P>(fd, record).map_err(|e| describe(&format!("read {path}"), e))?;
+        if got == 0 {
+            return Ok(offset);
+        }
+        *hash = assemble_block(index, offset, &record[..got], *hash)
+            .map_err(|at| format!("{path}: byte {at} is not what was written"))?;
+        offset += got;
+        after(got, *hash)?;
+    }
+}
+
+/// Writes `bytes` at `offset` of `fd`: V1's `sys seek` and `sys write`.
+fn write_at<P: DiskFs>(fd: Fd, offset: usize, bytes: &[u8], what: &str) -> Result<(), String> {
+    P::seek(fd, offset as u64).map_err(|e| describe(&format!("seek {what}"), e))?;
+    write_all::<P>(fd, bytes, what)
+}
+
+/// One job (module doc: V1's two passes), timed from the first `creat` to
+/// `a.out`'s `close`: returns the hash of the work (kept alive) or why it
+/// failed.
+fn job<P: DiskFs>(dir: &str, record: &mut [u8; RECORD_BYTES]) -> Result<u64, String> {
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    // Pass 1: the sources in, the token file out as it fills.
+    let tokens_path = format!("{dir}/{TOKENS_NAME}");
+    let tokens = P::create(&tokens_path).map_err(|e| describe(&format!("creat {tokens_path}"), e))?;
+    let mut tokens_written = 0usize;
     let mut read_total = 0usize;
-    let mut written = 0usize;
-    let result = (|| {
+    let mut out_record = [0u8; RECORD_BYTES];
+    let pass1 = (|| {
         for (index, (name, size)) in SOURCES.iter().enumerate() {
             let path = format!("{dir}/{name}");
             let fd = P::open_read(&path).map_err(|e| describe(&format!("open {path}"), e))?;
-            let mut offset = 0;
-            let done = loop {
-                let got = match read_full::<P>(fd, block) {
-                    Ok(got) => got,
-                    Err(e) => break Err(describe(&format!("read {path}"), e)),
-                };
-                if got == 0 {
-                    break Ok(());
-                }
-                let mut failed = None;
-                for (half, chunk) in block[..got].chunks(BLOCK_BYTES).enumerate() {
-                    match assemble_block(index, offset + half * BLOCK_BYTES, chunk, hash) {
-                        Ok(h) => hash = h,
-                        Err(at) => {
-                            failed = Some(at);
-                            break;
-                        }
-                    }
-                }
-                if let Some(at) = failed {
-                    break Err(format!("{path}: byte {at} is not the source's"));
-                }
-                offset += got;
+            let read = read_checked::<P>(fd, &path, index, record, &mut hash, |got, _| {
                 read_total += got;
-                // The output's share of the input read so far, in whole blocks.
-                let due = OUTPUT_BYTES * read_total / SOURCE_BYTES;
-                while written + READ_BYTES <= due {
-                    out_block[..8].copy_from_slice(&hash.to_le_bytes());
-                    write_all::<P>(out, &out_block[..])?;
-                    written += READ_BYTES;
+                // The tokens of the input read so far, in whole records.
+                while tokens_written + RECORD_BYTES <= TOKEN_BYTES * read_total / SOURCE_BYTES {
+                    for (i, byte) in out_record.iter_mut().enumerate() {
+                        *byte = source_byte(TOKENS_INDEX, tokens_written + i);
+                    }
+                    write_all::<P>(tokens, &out_record, "write the token file")?;
+                    tokens_written += RECORD_BYTES;
                 }
-            };
+                Ok(())
+            });
             let _ = P::close(fd);
-            done?;
-            if offset != *size {
-                return Err(format!("{path} has {offset} bytes, not {size}"));
+            if read? != *size {
+                return Err(format!("{path} does not have {size} bytes"));
             }
         }
-        // The tail: what is left of the output (its last, partial block).
-        write_all::<P>(out, &out_block[..OUTPUT_BYTES - written])?;
         Ok(())
     })();
+    let closed = P::close(tokens).map_err(|e| describe("close the token file", e));
+    pass1?;
+    closed?;
+    if tokens_written != TOKEN_BYTES {
+        return Err(format!("the token file has {tokens_written} bytes, not {TOKEN_BYTES}"));
+    }
+    let symbols_path = format!("{dir}/{SYMBOLS_NAME}");
+    let symbols = P::create(&symbols_path).map_err(|e| describe(&format!("creat {symbols_path}"), e))?;
+    let table: alloc::vec::Vec<u8> = (0..SYMBOL_BYTES).map(|o| source_byte(SYMBOLS_INDEX, o)).collect();
+    let wrote = write_all::<P>(symbols, &table, "write the symbol table");
+    let closed = P::close(symbols).map_err(|e| describe("close the symbol table", e));
+    wrote?;
+    closed?;
+
+    // Pass 2: the tokens back in, a.out's text and relocation out.
+    let out_path = format!("{dir}/{OUTPUT_NAME}");
+    let out = P::create(&out_path).map_err(|e| describe(&format!("creat {out_path}"), e))?;
+    let pass2 = (|| {
+        let tokens = P::open_read(&tokens_path).map_err(|e| describe(&format!("open {tokens_path}"), e))?;
+        let mut back = 0usize;
+        let mut text_written = 0usize;
+        let read = read_checked::<P>(tokens, &tokens_path, TOKENS_INDEX, record, &mut hash, |got, hash| {
+            back += got;
+            while text_written < TEXT_BYTES * back / TOKEN_BYTES {
+                let n = RECORD_BYTES.min(TEXT_BYTES - text_written);
+                out_record[..8].copy_from_slice(&hash.to_le_bytes());
+                write_at::<P>(out, HEADER_BYTES + text_written, &out_record[..n], "write a.out's text")?;
+                write_at::<P>(
+                    out,
+                    HEADER_BYTES + TEXT_BYTES + text_written,
+                    &out_record[..n],
+                    "write a.out's relocation",
+                )?;
+                text_written += n;
+            }
+            Ok(())
+        });
+        let _ = P::close(tokens);
+        if read? != TOKEN_BYTES {
+            return Err(format!("{tokens_path} does not have {TOKEN_BYTES} bytes"));
+        }
+        let symbols =
+            P::open_read(&symbols_path).map_err(|e| describe(&format!("open {symbols_path}"), e))?;
+        let mut table = vec![0u8; SYMBOL_BYTES + 1];
+        let got = read_full::<P>(symbols, &mut table);
+        let _ = P::close(symbols);
+        let got = got.map_err(|e| describe(&format!("read {symbols_path}"), e))?;
+        if got != SYMBOL_BYTES
+            || table[..got].iter().enumerate().any(|(o, &b)| b != source_byte(SYMBOLS_INDEX, o))
+        {
+            return Err(format!("{symbols_path} is not the {SYMBOL_BYTES} bytes written"));
+        }
+        write_at::<P>(out, HEADER_BYTES + 2 * TEXT_BYTES, &table[..got], "write a.out's symbols")?;
+        write_at::<P>(out, 0, &[0x07; HEADER_BYTES], "write a.out's header")
+    })();
     let closed = P::close(out).map_err(|e| describe("close a.out", e));
-    result?;
+    pass2?;
     closed?;
     Ok(hash)
 }
@@ -336,10 +462,10 @@ fn read_full<P: Unix>(fd: Fd, buffer: &mut [u8]) -> Result<usize, Errno> {
     Ok(filled)
 }
 
-fn write_all<P: Unix>(fd: Fd, mut bytes: &[u8]) -> Result<(), String> {
+fn write_all<P: Unix>(fd: Fd, mut bytes: &[u8], what: &str) -> Result<(), String> {
     while !bytes.is_empty() {
-        match P::write(fd, bytes).map_err(|e| describe("write a.out", e))? {
-            0 => return Err(String::from("write a.out: wrote nothing")),
+        match P::write(fd, bytes).map_err(|e| describe(what, e))? {
+            0 => return Err(format!("{what}: wrote nothing")),
             n => bytes = &bytes[n.min(bytes.len())..],
         }
     }
@@ -361,12 +487,13 @@ pub fn measure<P: DiskFs>(
 ) -> Result<Measurement, String> {
     let samples = config.sample_count.clamp(1, harness::MAX_SAMPLES);
     let mut ticks = [0u64; harness::MAX_SAMPLES];
-    let mut block = [0u8; READ_BYTES];
-    let mut out_block = [0x5au8; READ_BYTES];
+    let mut record = [0u8; RECORD_BYTES];
     let mut increase = [0u64; MAX_COUNTERS];
     let mut names: &'static [&'static str] = &[];
     for (sample, sample_ticks) in ticks[..samples].iter_mut().enumerate() {
-        let _ = P::unlink(&format!("{dir}/{OUTPUT_NAME}"));
+        for name in [OUTPUT_NAME, TOKENS_NAME, SYMBOLS_NAME] {
+            let _ = P::unlink(&format!("{dir}/{name}"));
+        }
         P::sync().map_err(|e| describe("sync", e))?;
         if sample > 0 || !is_cold_at_start {
             P::make_cold(dir)?;
@@ -375,7 +502,7 @@ pub fn measure<P: DiskFs>(
         let mut before = [0u64; MAX_COUNTERS];
         P::read_counters(&mut before);
         let start = now_ticks();
-        let hash = job::<P>(dir, &mut block, &mut out_block)?;
+        let hash = job::<P>(dir, &mut record)?;
         *sample_ticks = now_ticks().wrapping_sub(start).max(1);
         let mut after = [0u64; MAX_COUNTERS];
         names = P::read_counters(&mut after);
@@ -440,6 +567,8 @@ mod tests {
     #[test]
     fn proportions() {
         assert_eq!(SOURCE_BYTES, 204_800, "200 KiB of sources");
+        assert_eq!(TOKEN_BYTES, 81_920, "a token file of 80 KiB, past ext2's 12 direct blocks");
+        assert_eq!(HEADER_BYTES + 2 * TEXT_BYTES + SYMBOL_BYTES, 36_432, "the seed's a.out");
         assert!(SOURCES.iter().all(|(_, size)| (2 << 10..=28 << 10).contains(size)));
         assert_eq!(figure_name(Some(12)), "b_nbuf12");
         assert_eq!(figure_name(None), "b_linux");
@@ -452,6 +581,9 @@ mod tests {
         assert_eq!(Disk::parse("rk"), Some(Disk::Rk));
         assert_eq!(Disk::parse("plain"), Some(Disk::Plain));
         assert_eq!(Disk::parse("RK"), None);
+        assert_eq!(Disk::Plain.linux_figure_name(), "b_linux");
+        assert_eq!(Disk::Rk.linux_figure_name(), "b_rk_linux");
+        assert_eq!((Disk::Plain.linux_figure(), Disk::Rk.linux_figure()), ("b", "brk"));
         assert_eq!(Disk::parse(""), None);
     }
 

@@ -313,6 +313,12 @@ impl DiskFs for Linux {
         written.map_err(|e| alloc::format!("write /proc/sys/vm/drop_caches: {}", e.name()))?;
         Ok("sync; echo 3 > /proc/sys/vm/drop_caches")
     }
+
+    fn seek(fd: Fd, offset: u64) -> Result<(), Errno> {
+        let offset = libc::off_t::try_from(offset).map_err(|_| Errno(libc::EINVAL as u64))?;
+        // SAFETY: lseek takes no pointers; a bad descriptor is an error.
+        checked(unsafe { libc::lseek(fd, offset, libc::SEEK_SET) } as isize).map(|_| ())
+    }
 }
 
 /// `mkdir(path, 0755)`; one that exists already is fine.

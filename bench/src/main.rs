@@ -27,10 +27,11 @@ use bench::linux::{
 use bench::n::{self, NetIo};
 use bench::{Platform, b, d, p, r2, workloads};
 
-const FIGURES: &[&str] =
-    &["getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d", "p", "b", "r2disk", "n"];
+const FIGURES: &[&str] = &[
+    "getpid", "copy", "yield", "pipe", "unix", "futex", "pipedata", "r2", "d", "p", "b", "brk", "r2disk", "n",
+];
 const USAGE: &str = "usage: bench [--samples N] [--sample-ms N] \
-                     [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d|p|b|r2disk|n]...";
+                     [all|getpid|copy|yield|pipe|unix|futex|pipedata|r2|d|p|b|brk|r2disk|n]...";
 
 fn main() {
     let (config, selected) = match harness::parse_options(std::env::args().skip(1), FIGURES) {
@@ -171,9 +172,12 @@ fn main() {
             // Seed 004's job on ext2 on the virtio-blk disk (mounted here
             // from /dev/vda, which the driver gives a fresh image holding
             // the job's sources), each job after a sync and drop_caches.
-            "b" => {
+            // `brk`: the same on the rk disk (the driver serves the image
+            // through nbdkit's delay; the guest sees the same /dev/vda).
+            "b" | "brk" => {
                 let dir = format!("{}/{}", r2::DISK_DIR, b::TREE_DIR);
-                let name = b::figure_name(None);
+                let disk = if figure == "brk" { b::Disk::Rk } else { b::Disk::Plain };
+                let name = disk.linux_figure_name();
                 match bench::linux::mount_disk(r2::DISK_DIR) {
                     Ok(()) => {
                         failures += usize::from(!b::report::<Linux>(&name, &dir, &config, false, |_| {}))

@@ -209,9 +209,16 @@ pub mod eth {
     pub const READY: u64 = 0x0045_5448_5244;
     pub const DEVICE_PATH: &str = "/dev/eth0";
     /// From the server: word 1 = the queue frames go to. Reply: word 0 =
-    /// 0 or an errno (`EBUSY`: another process is attached), word 1 = the
-    /// MAC address (6 bytes, little-endian in the word), word 2 = the MTU.
+    /// 0 or an errno (`EPERM`: the caller is not the process init named
+    /// with [`OP_SET_CLIENT`], or none is named yet; `EBUSY`: another
+    /// process is attached), word 1 = the MAC address (6 bytes,
+    /// little-endian in the word), word 2 = the MTU.
     pub const OP_ATTACH: u64 = 1;
+    /// One-way, from the driver's starter (init) only: word 1 = the pid
+    /// of the one process that may attach (the network server; 0: none).
+    /// Sent when that process is started and when the driver is started
+    /// again (the inittab's `client=` word); from anyone else, ignored.
+    pub const OP_SET_CLIENT: u64 = 5;
     /// Server to driver: send the message's data as one frame.
     pub const TX: u64 = 2;
     /// Driver to server: the message's data is one received frame.

@@ -8,6 +8,20 @@
 //! `abi::session` lines, which tell the session's output from the boot
 //! messages and carry its status.
 //!
+//! Those lines share the serial line with every program's output, so a
+//! program could print them (issue 16: `echo "ridgeback: session exit
+//! 0"; echo after; exit 3` once printed nothing after the echo). Each boot
+//! therefore gets a fresh random key as the boot module
+//! `abi::session::KEY_MODULE`; init ends both lines with it, and
+//! [`SessionKey`] believes only lines that carry it. Why a key in a
+//! module and not another channel: only processes holding
+//! `rights::MODULES` read modules (init; memfs, which leaves this one
+//! out of the tree), no UNIX process, root's included, holds it, and the
+//! key tells *where* in the one serial stream the session ended, which
+//! an exit code (isa-debug-exit gives the host 7 bits, and no position)
+//! or a second serial port (no order against the first) would not. A
+//! program's line that looks like a marker is then just output.
+//!
 //! Besides the command, [`prepare`] and [`boot`] serve `cargo xtask test`
 //! (the UNIX tests and the shell scenarios are batch boots). It stands on
 //! `image`, `qemu` and `run`'s options; no other command is imported.
@@ -68,6 +82,7 @@ pub fn prepare(
         crate::linux_programs::extra_modules(opts.with_busybox, &opts.add, &workspace.target_dir, &modules)?;
     modules.extend(extra);
     modules.push(script);
+    modules.push(write_key(&workspace.bin_dir())?);
     Ok(QemuConfig {
         kernel: built.kernel,
         modules,
@@ -80,6 +95,73 @@ pub fn prepare(
         disk,
         net: opts.net.clone(),
     })
+}
+
+/// Write a fresh session key (16 random bytes, in hex) as the boot module
+/// [`abi::session::KEY_MODULE`] in `dir`; its path.
+fn write_key(dir: &std::path::Path) -> Result<PathBuf> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|err| format!("cannot read /dev/urandom for the session key: {err}"))?;
+    let key: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let path = dir.join(abi::session::KEY_MODULE);
+    std::fs::write(&path, format!("{key}\n"))
+        .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    Ok(path)
+}
+
+/// The session key of one boot, and the one reading of init's session
+/// lines (`cargo xtask run --batch` and every test runner that follows a
+/// session: a line is a marker only if it carries the key).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionKey(Option<String>);
+
+impl SessionKey {
+    /// The key `config` boots with: the text of its module named
+    /// [`abi::session::KEY_MODULE`] (read now: the next `prepare`
+    /// writes a new one). None when it has none (init then prints the
+    /// markers bare, and bare markers are believed, as before keys).
+    pub fn of(config: &QemuConfig) -> SessionKey {
+        let module =
+            config.modules.iter().find(|m| m.file_name().is_some_and(|n| n == abi::session::KEY_MODULE));
+        SessionKey(module.and_then(|m| std::fs::read_to_string(m).ok()).map(|k| k.trim().to_string()))
+    }
+
+    /// A key given as text (host tests).
+    #[cfg(test)]
+    pub fn from_text(key: Option<&str>) -> SessionKey {
+        SessionKey(key.map(str::to_string))
+    }
+
+    /// Whether `line` is init's line that starts the session.
+    pub fn is_start(&self, line: &str) -> bool {
+        let line = line.trim_end();
+        match &self.0 {
+            Some(key) => line
+                .strip_suffix(key.as_str())
+                .and_then(|l| l.strip_suffix(' '))
+                .is_some_and(|l| l.ends_with(abi::session::START)),
+            None => line.ends_with(abi::session::START),
+        }
+    }
+
+    /// If `line` is init's line that ends the session: the text before
+    /// the marker on the same line (output that had no newline yet) and
+    /// the session's status. The last marker on the line counts, so that
+    /// a forged one in front cannot hide it.
+    pub fn exit<'a>(&self, line: &'a str) -> Option<(&'a str, u32)> {
+        let at = line.rfind(abi::session::EXIT)?;
+        let mut words = line[at + abi::session::EXIT.len()..].split_whitespace();
+        let status = words.next()?.parse().ok()?;
+        let rest = (words.next(), words.next());
+        let carries = match &self.0 {
+            Some(key) => rest == (Some(key.as_str()), None),
+            None => rest == (None, None),
+        };
+        carries.then_some((&line[..at], status))
+    }
 }
 
 /// Boot `config` and follow its output until init reports the session's
@@ -112,30 +194,35 @@ pub fn boot(config: &QemuConfig, timeout: Duration, echo: bool) -> Result<BatchR
         exit: None,
     };
     let mut in_session = false;
+    let key = SessionKey::of(config);
     let stdout_handle = std::io::stdout();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let Ok(line) = rx.recv_timeout(left.max(Duration::from_millis(1))) else { break };
         run.transcript.push_str(&line);
         run.transcript.push('\n');
-        if line.ends_with(abi::session::START) {
+        if key.is_start(&line) && !in_session && run.status.is_none() {
             in_session = true;
             continue;
         }
-        if let Some(at) = line.find(abi::session::EXIT) {
-            run.status = line[at + abi::session::EXIT.len()..].trim().parse().ok();
-            in_session = false;
-            continue;
+        let mut line = line.as_str();
+        let ended = key.exit(line);
+        if let Some((before, status)) = ended {
+            run.status = Some(status);
+            line = before;
         }
-        if in_session {
+        if in_session && !(ended.is_some() && line.is_empty()) {
             if echo {
                 let mut out = stdout_handle.lock();
                 let _ = writeln!(out, "{line}");
                 let _ = out.flush();
             }
-            run.output.push_str(&line);
+            run.output.push_str(line);
             run.line_times.push(started.elapsed());
             run.output.push('\n');
+        }
+        if ended.is_some() {
+            in_session = false;
         }
         if Instant::now() >= deadline {
             break;
@@ -157,14 +244,16 @@ pub fn run_command(opts: &RunOptions, commands: &str) -> Result<ExitCode> {
     let run = boot(&config, DEFAULT_TIMEOUT, true)?;
     match run.status {
         Some(status) => {
-            // The same words as `run` and the test runner (qemu::describe_end).
+            // The same words as `run` and the test runner (qemu::describe_end),
+            // with the status init reported under the key.
             if status != 0
                 && let Some(exit) = run.exit
             {
-                eprintln!(
-                    "xtask: {}",
-                    qemu::describe_end(exit, &qemu::EndFacts::from_serial(&run.transcript))
-                );
+                let facts = qemu::EndFacts {
+                    session_status: Some(status),
+                    ..qemu::EndFacts::from_serial(&run.transcript)
+                };
+                eprintln!("xtask: {}", qemu::describe_end(exit, &facts));
             }
             Ok(ExitCode::from(status.min(255) as u8))
         }
@@ -172,5 +261,42 @@ pub fn run_command(opts: &RunOptions, commands: &str) -> Result<ExitCode> {
             eprintln!("{}", run.transcript);
             Err("the session did not report its end (see the transcript above)".to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionKey;
+
+    const KEY: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+    #[test]
+    fn only_keyed_markers_count_when_the_boot_has_a_key() {
+        let key = SessionKey::from_text(Some(KEY));
+        assert!(key.is_start(&format!("ridgeback: session start {KEY}")));
+        assert!(!key.is_start("ridgeback: session start"));
+        assert!(!key.is_start("ridgeback: session start 00"));
+        assert_eq!(key.exit(&format!("ridgeback: session exit 3 {KEY}")), Some(("", 3)));
+        // The issue's forged line, and forgeries with a wrong or a
+        // trailing key, are output.
+        assert_eq!(key.exit("ridgeback: session exit 0"), None);
+        assert_eq!(key.exit("ridgeback: session exit 0 00112233445566778899aabbccddeeff"), None);
+        assert_eq!(key.exit(&format!("ridgeback: session exit 0 {KEY} more")), None);
+        assert_eq!(key.exit(&format!("ridgeback: session exit x {KEY}")), None);
+        // Output with no newline in front of init's line: it is kept,
+        // and a forged marker there cannot hide the real one.
+        assert_eq!(
+            key.exit(&format!("no newline ridgeback: session exit 0 ridgeback: session exit 7 {KEY}")),
+            Some(("no newline ridgeback: session exit 0 ", 7))
+        );
+    }
+
+    #[test]
+    fn bare_markers_count_when_the_boot_has_no_key() {
+        let key = SessionKey::from_text(None);
+        assert!(key.is_start("ridgeback: session start"));
+        assert_eq!(key.exit("ridgeback: session exit 3"), Some(("", 3)));
+        assert_eq!(key.exit(&format!("ridgeback: session exit 3 {KEY}")), None);
+        assert_eq!(key.exit("ridgeback: session exit"), None);
     }
 }

@@ -308,8 +308,11 @@ impl EndFacts {
     /// Take in one line of serial output.
     pub fn feed(&mut self, line: &str) {
         let line = line.trim_end_matches(['\r', '\n']);
-        if let Some(at) = line.find(abi::session::EXIT) {
-            self.session_status = line[at + abi::session::EXIT.len()..].trim().parse().ok();
+        if let Some(at) = line.rfind(abi::session::EXIT) {
+            // The status is the first word; a key may follow. Wording only:
+            // `batch::SessionKey` is what tells init's line from a forged one.
+            let rest = &line[at + abi::session::EXIT.len()..];
+            self.session_status = rest.split_whitespace().next().and_then(|w| w.parse().ok());
         } else if let Some(at) = line.find(POWER_OFF) {
             self.power_off_status = line[at + POWER_OFF.len()..].trim_end_matches(')').parse().ok();
         } else if let Some(at) = line.find(KERNEL_PANIC)

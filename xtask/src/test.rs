@@ -72,6 +72,7 @@ use crate::tools::{self, Result};
 
 mod boot;
 mod disk;
+mod forged;
 mod fuzz;
 mod linux;
 mod memory;
@@ -413,6 +414,8 @@ fn unix_steps(
     // The console and the terminal restarted mid-session (issue 16): shown
     // under the same step.
     outcomes.push(terminal::run(workspace, oracle_opts.smp, opts.accel, opts.timeout_s, log_dir));
+    // Forged session markers (issue 16): shown under the same step.
+    outcomes.push(forged::run(workspace, &oracle_opts, opts.timeout_s, log_dir));
     headers.next(&format!(
         "Linux programs: {} (musl-gcc -static) and Debian's busybox-static under the Linux server, against the host (one boot)",
         linux::DIR

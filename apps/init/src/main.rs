@@ -35,6 +35,12 @@
 //! - a `driver` line may end with the word `restart`: init supervises it
 //!   and starts it again when it ends by a fault or is killed (see
 //!   [`supervise`]: back-off, giving up, the device entry made again);
+//! - a `driver` line may also end with `client=<program>` (the network
+//!   card's: `client=net`): only the process init started from that
+//!   program's line may attach to the driver; init names its pid to the
+//!   driver (`protocols::net::eth::OP_SET_CLIENT`) when it starts the
+//!   client and when it starts the driver again (issue 16; a user's
+//!   process that opens a link to the driver's queue is refused);
 //! - `run <path> [args…]`: the first UNIX process, started through the
 //!   monitor with the console as standard input, output and error.
 //!
@@ -120,16 +126,20 @@ fn main(args: Args) -> i32 {
                     }
                 }
             }
-            ["driver", program, priority, rights, path, more @ ..] if matches!(more, [] | ["restart"]) => {
+            ["driver", program, priority, rights, path, more @ ..] if driver_words(more).is_some() => {
+                let (restart, client) = driver_words(more).unwrap_or_default();
                 let started = priority
                     .parse::<u64>()
                     .map_err(|_| String::from("bad priority"))
                     .and_then(|p| Ok((p, rights_mask(rights)?)))
-                    .and_then(|(p, mask)| {
-                        supervisor.add_driver(program, p, mask, Some(*path), !more.is_empty())
-                    });
+                    .and_then(|(p, mask)| supervisor.add_driver(program, p, mask, Some(*path), restart));
                 if let Err(why) = started {
                     println!("init: line {}: driver {program}: {why}", number + 1);
+                }
+                // Named even when the first start failed: a restarted
+                // instance is told its client too.
+                if let Some(client) = client {
+                    supervisor.set_client_of(program, client);
                 }
             }
             ["mount", device, dir, options @ ..] if options.len() <= 1 => mounts.push((
@@ -158,10 +168,14 @@ fn main(args: Args) -> i32 {
         println!("init: the init file has no `run` line");
         halt(1);
     };
-    println!("{}", abi::session::START);
+    // The host's per-boot secret ends both lines, so that a program that
+    // prints them cannot end or fake the session (abi::session).
+    let key =
+        module_text(abi::session::KEY_MODULE).map(|k| alloc::format!(" {}", k.trim())).unwrap_or_default();
+    println!("{}{key}", abi::session::START);
     let status = run_session(&command, &mut supervisor);
     sync_disks();
-    println!("{}{status}", abi::session::EXIT);
+    println!("{}{status}{key}", abi::session::EXIT);
     halt(status)
 }
 
@@ -365,4 +379,19 @@ fn module_text(wanted: &str) -> Option<String> {
 fn halt(status: u32) -> ! {
     let _ = sys::shutdown(status);
     sys::exit(status)
+}
+
+/// The words after a `driver` line's path: `restart` and `client=<program>`,
+/// each at most once, in any order: (restart, client). `None`: a word
+/// that is neither.
+fn driver_words<'a>(more: &[&'a str]) -> Option<(bool, Option<&'a str>)> {
+    let (mut restart, mut client) = (false, None);
+    for word in more {
+        match (*word, word.strip_prefix("client=")) {
+            ("restart", _) if !restart => restart = true,
+            (_, Some(name)) if client.is_none() && !name.is_empty() => client = Some(name),
+            _ => return None,
+        }
+    }
+    Some((restart, client))
 }

@@ -92,6 +92,11 @@ pub struct Child {
     restarts: u64,
     /// Root asked init to end it (`monitor::OP_SERVER_KILL`).
     kill_asked: bool,
+    /// A driver's `client=<program>`: the only program whose process
+    /// may attach to it (`protocols::net::eth::OP_SET_CLIENT`).
+    client: Option<String>,
+    /// The queue its ready message named (where a client is named to it).
+    queue: u32,
 }
 
 pub struct Supervisor {
@@ -127,6 +132,8 @@ impl Supervisor {
             record: Record::default(),
             restarts: 0,
             kill_asked: false,
+            client: None,
+            queue: 0,
         });
     }
 
@@ -156,6 +163,8 @@ impl Supervisor {
             record: Record::default(),
             restarts: 0,
             kill_asked: false,
+            client: None,
+            queue: 0,
         });
         let i = self.children.len() - 1;
         let started = self.start(i, false);
@@ -174,7 +183,16 @@ impl Supervisor {
         let c = &self.children[i];
         let pid = sys::spawn_with_rights(&c.program, &me, c.priority, c.rights)
             .map_err(|e| String::from(e.name()))?;
+        // Drivers that serve only this program learn its new pid before
+        // it is ready (it attaches while it starts).
+        self.name_client_to_drivers(i, pid);
         let m = wait_ready_or_end(pid, self.ready)?;
+        self.children[i].queue = m[1] as u32;
+        // A driver with a client is told who it is before its entry
+        // names it: nobody can reach it through the entry before then.
+        if let Some(client) = self.children[i].client.clone() {
+            self.name_client_to(pid, m[1] as u32, Some(&client));
+        }
         let c = &mut self.children[i];
         c.pid = Some(pid);
         c.last_pid = Some(pid);
@@ -188,6 +206,41 @@ impl Supervisor {
             Some(path) => make_entry(path, pid, m, again),
             None => Ok(()),
         }
+    }
+
+    /// The inittab's `client=<program>` on `driver`'s line.
+    pub fn set_client_of(&mut self, driver: &str, client: &str) {
+        if let Some(i) = self.find(driver.as_bytes()) {
+            self.children[i].client = Some(String::from(client));
+            if let Some(pid) = self.children[i].pid {
+                let queue = self.children[i].queue;
+                self.name_client_to(pid, queue, Some(client));
+            }
+        }
+    }
+
+    /// Child `i` was started as `pid`: every running driver whose client
+    /// is its program is told (`eth::OP_SET_CLIENT`).
+    fn name_client_to_drivers(&self, i: usize, pid: Pid) {
+        let program = self.children[i].program.as_str();
+        for (j, d) in self.children.iter().enumerate() {
+            if j != i
+                && d.client.as_deref() == Some(program)
+                && let Some(driver) = d.pid
+            {
+                send_client(driver, d.queue, pid);
+            }
+        }
+    }
+
+    /// Tell the driver `driver` (serving `queue`) the pid of the running
+    /// instance of `client`, or that there is none.
+    fn name_client_to(&self, driver: Pid, queue: u32, client: Option<&str>) {
+        let running = client
+            .and_then(|name| self.find(name.as_bytes()))
+            .and_then(|k| self.children[k].pid)
+            .filter(|&p| p != driver);
+        send_client(driver, queue, running.unwrap_or(Pid(0)));
     }
 
     /// Child `i` ended (`how`, after running `ran_ns`): log it and decide.
@@ -398,6 +451,18 @@ fn is_boot_module(name: &str) -> bool {
         }
     }
     false
+}
+
+/// `eth::OP_SET_CLIENT` to `driver`'s `queue`: `client` (0: nobody) is
+/// the one process it may let attach. One-way: init never waits for a
+/// driver; the driver takes it only from its starter, init.
+fn send_client(driver: Pid, queue: u32, client: Pid) {
+    if let Ok(l) = msg::open_link(driver, Queue(queue)) {
+        if let Err(e) = msg::send(l, &[net::eth::OP_SET_CLIENT, client.0, 0, 0]) {
+            println!("init: cannot name the client of {:#x}: {}", driver.0, e.name());
+        }
+        let _ = msg::close_link(l);
+    }
 }
 
 /// Tell the monitor that `pid` ended (`monitor::OP_SERVER_ENDED`): it

@@ -93,7 +93,7 @@ fn main(args: Args) -> i32 {
     }
     harness::comment::<UnixProcess>(format_args!(
         "bbench on ridgeback: tsc_hz={} online_cpus={} samples={} nbuf={nbuf} disk={} block_bytes={} \
-         sources={} source_bytes={} output_bytes={} cpu_passes_per_block={}",
+         sources={} source_bytes={} token_bytes={} output_bytes={} record_bytes={} cpu_passes_per_block={}",
         UnixProcess::tsc_hz(),
         sys::info(InfoKey::CpusOnline),
         config.sample_count.min(MAX_SAMPLES),
@@ -101,7 +101,9 @@ fn main(args: Args) -> i32 {
         stat(&before, "block_bytes").unwrap_or(0),
         b::SOURCES.len(),
         b::SOURCE_BYTES,
+        b::TOKEN_BYTES,
         b::OUTPUT_BYTES,
+        b::RECORD_BYTES,
         b::CPU_PASSES_PER_BLOCK,
     ));
     let dir = format!("{}/{}", r2::DISK_DIR, b::TREE_DIR);

@@ -162,6 +162,11 @@ impl DiskFs for UnixProcess {
         b::read_evict_file::<UnixProcess>(dir)?;
         Ok("sync; read the 256 KiB eviction file")
     }
+
+    fn seek(fd: Fd, offset: u64) -> Result<(), Errno> {
+        let offset = i64::try_from(offset).map_err(|_| errno::EINVAL)?;
+        unix::lseek(fd, offset, unix::SEEK_SET).map(|_| ())
+    }
 }
 
 /// Ridgeback cannot pin a process to a CPU: each `pbench` boot has the

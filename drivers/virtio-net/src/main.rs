@@ -33,6 +33,16 @@
 //! its device entry (`/dev/eth0`, mode 0600) is how the network server
 //! finds it, and an open of it is refused (`ENODEV`).
 //!
+//! Who may attach (issue 16): only the process its starter, init, names
+//! with `eth::OP_SET_CLIENT` (the network server: the inittab's `client=`
+//! word), a pid the kernel stamps on every message and never reuses.
+//! Anyone else gets `EPERM` for `eth::OP_ATTACH` at every moment: before
+//! a client is named, while it lives, after it ends, and after this
+//! driver is started again (init names the client to the new instance
+//! before it makes `/dev/eth0` name it). Frames to send are taken only
+//! from the attached client. The device entry's mode keeps UNIX opens
+//! out; this keeps out a process that opens a link to the queue itself.
+//!
 //! Invariants: a buffer is either free, or the card's (posted or in
 //! flight), never both; the driver touches a buffer the card holds only
 //! after the crate's `*_complete` hands it back. Nothing a client sends
@@ -40,7 +50,8 @@
 //!
 //! Arguments: the starter's pid. At start it sends the starter
 //! `[eth::READY, queue, present, 0]`; with no card (`cargo xtask run
-//! --net none`) `present` is 0 and the driver ends.
+//! --net none`) `present` is 0 and the driver ends. Only the starter may
+//! name the client.
 
 #![no_std]
 #![no_main]
@@ -52,7 +63,7 @@ use abi::msg::Kind;
 use abi::{Error, Pid};
 use alloc::vec::Vec;
 use protocols::net::eth;
-use protocols::unix::errno::{EBUSY, ENODEV, ENOSYS};
+use protocols::unix::errno::{EBUSY, ENODEV, ENOSYS, EPERM};
 use protocols::unix::{device, encode_result, io};
 use runtime::msg::{self, Link, Queue, ReplyHandle};
 use runtime::{Args, println, sys};
@@ -118,7 +129,7 @@ fn main(args: Args) -> i32 {
             return 2;
         }
     };
-    let mut driver = match Driver::new(card, queue, irq) {
+    let mut driver = match Driver::new(card, queue, irq, starter) {
         Ok(d) => d,
         Err(e) => {
             println!("virtio-net: no DMA memory for its buffers: {}", e.name());
@@ -151,6 +162,11 @@ struct Driver {
     irq: u64,
     /// The attached server: its pid and the link to its frame queue.
     client: Option<(Pid, Link)>,
+    /// The starter (init): the only sender of `eth::OP_SET_CLIENT`.
+    starter: Option<Pid>,
+    /// The one process the starter named as the client: the only one
+    /// `eth::OP_ATTACH` accepts (None: nobody yet).
+    meant: Option<Pid>,
     rx: Vec<&'static mut [u8]>,
     /// Per receive buffer: its token while posted.
     rx_token: Vec<Option<u16>>,
@@ -172,7 +188,7 @@ fn errno_words(e: protocols::unix::Errno) -> [u64; 4] {
 }
 
 impl Driver {
-    fn new(card: Card, queue: Queue, irq: u64) -> Result<Driver, Error> {
+    fn new(card: Card, queue: Queue, irq: u64, starter: Option<Pid>) -> Result<Driver, Error> {
         let mut rx = Vec::with_capacity(RX_BUFFERS);
         let rx_area = hal::dma_buffer(RX_BUFFERS * RX_BUFFER_BYTES)?;
         for chunk in rx_area.chunks_exact_mut(RX_BUFFER_BYTES) {
@@ -188,6 +204,8 @@ impl Driver {
             queue,
             irq,
             client: None,
+            starter,
+            meant: None,
             rx,
             rx_token: alloc::vec![None; RX_BUFFERS],
             tx,
@@ -241,6 +259,10 @@ impl Driver {
                         Some(i) => self.transmit(i, r.len),
                         None => self.stats.tx_dropped += 1,
                     }
+                }
+                Kind::Short if r.message[0] == eth::OP_SET_CLIENT && self.starter == Some(r.sender) => {
+                    self.tx_free.extend(slot);
+                    self.set_client(r.message[1]);
                 }
                 Kind::Interrupt => {
                     self.tx_free.extend(slot);
@@ -340,9 +362,24 @@ impl Driver {
         let _ = sys::ack_irq(self.irq);
     }
 
+    /// The starter named the client (`pid`, 0: none). An attached
+    /// process that is no longer the one named is let go at once.
+    fn set_client(&mut self, pid: u64) {
+        self.meant = (pid != 0).then_some(Pid(pid));
+        if let Some((attached, link)) = self.client
+            && Some(attached) != self.meant
+        {
+            let _ = msg::close_link(link);
+            self.client = None;
+        }
+    }
+
     fn request(&mut self, sender: Pid, reply: ReplyHandle, m: [u64; 4]) {
         match m[0] {
             eth::OP_ATTACH => {
+                if self.meant != Some(sender) {
+                    return answer(reply, errno_words(EPERM));
+                }
                 if let Some((pid, _)) = self.client
                     && pid != sender
                     && is_alive(pid)

@@ -867,7 +867,12 @@ impl<D: BlockDevice> Fs<D> {
                 }
             }
         }
-        if is_sequential {
+        // With one buffer there is none to read ahead into (`Cache::prefetch`
+        // takes at most half the buffers): mapping the window would only
+        // read the file's indirect block into the one buffer, evicting
+        // the block the next read wants (benchmark B: 302 of one buffer's
+        // 1959 transfers a job in `nbuf_curve.rs`'s model).
+        if is_sequential && self.cache.nbuf() >= 2 {
             // After the copy, so that read-ahead never takes the buffer of
             // a block this read still needs (with two buffers it would).
             let end_of_file = size.div_ceil(bs);

@@ -24,7 +24,8 @@
 //!
 //! At start it makes `/bin`, `/etc`, `/dev`, `/tmp` (01777), `/home`,
 //! `/root` (0700), copies every boot module into the tree (`etc.<name>`
-//! becomes `/etc/<name>`, mode 0644; any other `/bin/<name>`, mode 0755),
+//! becomes `/etc/<name>`, mode 0644; any other `/bin/<name>`, mode 0755;
+//! not `abi::session::KEY_MODULE`, init's secret),
 //! makes `/dev/null`, and sends its starter `[fs::READY, fs::QUEUE, 0, 0]`.
 //!
 //! Invariants: one reply per call; bad input (unknown operations, bad
@@ -130,6 +131,9 @@ fn load_modules(fs: &mut Fs, buf: &mut [u8; MESSAGE_DATA_BYTES]) {
     while let Ok((size_bytes, name_len)) = sys::module_info(index, &mut name_buf) {
         let name = name_buf.get(..name_len).and_then(|n| core::str::from_utf8(n).ok());
         match name {
+            // init's secret (abi::session), never a file: a UNIX process
+            // could read it there and forge the session's end.
+            Some(abi::session::KEY_MODULE) => {}
             Some(name) if name_len <= MAX_MODULE_NAME_BYTES => {
                 if let Err(e) = copy_module(fs, index, name, size_bytes, buf) {
                     println!("memfs: boot module {name} not copied: {}", errno::name(e));

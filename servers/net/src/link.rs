@@ -24,7 +24,7 @@
 //! [`MAX_RETRY_NS`] while the entry still names the dead driver or the
 //! new one refuses. Once attached, the interface keeps its address when
 //! the card's MAC is the same, and starts DHCP over when it is not
-//! ([`crate::state::Net::tend_link`]); sockets are not touched: TCP
+//! (`Net::tend_link` in stack.rs); sockets are not touched: TCP
 //! retransmits what the dead driver lost.
 
 use abi::{Error, Pid};
@@ -59,6 +59,9 @@ pub const FIRST_RETRY_NS: u64 = 100_000_000;
 /// The longest wait between two tries (init's own back-off is capped at
 /// 5 s; a try costs a lookup at memfs).
 pub const MAX_RETRY_NS: u64 = 2_000_000_000;
+/// The interface's address before the driver first accepts the server
+/// (a locally administered unicast address, IEEE 802 §8.2.2).
+pub const STAND_IN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0];
 
 #[derive(Default, Clone, Copy)]
 pub struct LinkStats {
@@ -92,6 +95,9 @@ pub struct EthLink {
     down: Option<Down>,
     /// When the driver's pid is probed next (ns on the server's clock).
     next_probe_ns: u64,
+    /// Not attached yet: the driver refused the first attach (see
+    /// [`EthLink::refused`]); its first success is no re-attach.
+    never_attached: bool,
 }
 
 impl EthLink {
@@ -107,7 +113,22 @@ impl EthLink {
             saw_dead_peer: false,
             down: None,
             next_probe_ns: 0,
+            never_attached: false,
         }
+    }
+
+    /// The driver refused this server's first attach with `EPERM`: init
+    /// names the server to the driver (`eth::OP_SET_CLIENT`) right after
+    /// starting it, and the server may ask first. The link starts down
+    /// and is tried again as after a driver's end ([`EthLink::tend`]),
+    /// with a stand-in MAC address (locally administered) until the
+    /// driver gives the card's. `driver` stays open until then: its
+    /// number is not freed while the link may still be named.
+    pub fn refused(driver: Link, pool: Pool, now_ns: u64) -> EthLink {
+        let mut l = EthLink::new(driver, Pid(0), STAND_IN_MAC, pool);
+        l.down = Some(Down { next_try_ns: now_ns.saturating_add(FIRST_RETRY_NS), wait_ns: FIRST_RETRY_NS });
+        l.never_attached = true;
+        l
     }
 
     /// Whether the driver has ended and no new one is attached yet.
@@ -162,8 +183,12 @@ impl EthLink {
                 self.down = None;
                 self.saw_dead_peer = false;
                 self.next_probe_ns = now_ns.saturating_add(PROBE_NS);
-                self.stats.relinks += 1;
-                println!("net: eth0 attached again to the card's new driver ({:#x})", pid.0);
+                if core::mem::take(&mut self.never_attached) {
+                    println!("net: eth0 attached to the card's driver ({:#x})", pid.0);
+                } else {
+                    self.stats.relinks += 1;
+                    println!("net: eth0 attached again to the card's new driver ({:#x})", pid.0);
+                }
                 Some(mac)
             }
             other => {
@@ -209,7 +234,7 @@ fn is_alive(pid: Pid) -> bool {
 /// Look `/dev/eth0` up and attach to the driver it names, frames to
 /// `queue`: the link, the driver's pid and the card's MAC address.
 pub fn attach(queue: Queue) -> Result<(Link, Pid, [u8; 6]), Error> {
-    let (pid, driver_queue) = crate::stack::find_driver().ok_or(Error::NoSuchDevice)?;
+    let (pid, driver_queue) = crate::device::find_driver().ok_or(Error::NoSuchDevice)?;
     let link = msg::open_link(pid, Queue(driver_queue))?;
     match msg::call(link, &[eth::OP_ATTACH, queue.0 as u64, 0, 0], &[], &mut []) {
         Ok((w, _)) if protocols::unix::result(w[0]).is_ok() => Ok((link, pid, eth::mac_of(w[1]))),
@@ -286,34 +311,6 @@ impl EthLink {
             stats: &mut self.stats,
             down: self.down.is_some(),
             saw_dead_peer: &mut self.saw_dead_peer,
-        }
-    }
-}
-
-impl crate::state::Net {
-    /// The stack's hook (`run_stack`, both modes): tend the card's link,
-    /// and when it was attached to a new driver, check the card's MAC
-    /// address. The same card (the same MAC, as a restarted driver of
-    /// the same function reads it) keeps its address: a DHCP lease or
-    /// `net.addr=` is the card's, not the driver's, and the DHCP client
-    /// renews the lease when it is due; a different MAC is a different
-    /// card: the interface takes it and DHCP starts over (smoltcp's
-    /// `reset`, which drops the address until the new lease). Sockets
-    /// stay as they are. (Starting DHCP over on every restart drops the
-    /// address until the new lease: in the first run of the network
-    /// test, a connection made across the restart was then refused.)
-    pub fn tend_link(&mut self) {
-        let now_ns = self.clock.now_ns();
-        let Some(dev) = self.eth.as_mut() else { return };
-        let Some(mac) = dev.tend(now_ns, self.queue) else { return };
-        let hw = smoltcp::wire::HardwareAddress::Ethernet(smoltcp::wire::EthernetAddress(mac));
-        let Some(iface) = self.ifaces.get_mut(crate::state::ETH) else { return };
-        if iface.hardware_addr() == hw {
-            return;
-        }
-        iface.set_hardware_addr(hw);
-        if let Some(h) = self.dhcp {
-            self.sets[crate::state::ETH].get_mut::<smoltcp::socket::dhcpv4::Socket>(h).reset();
         }
     }
 }

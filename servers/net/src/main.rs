@@ -50,10 +50,12 @@
 
 extern crate alloc;
 
+mod device;
 mod link;
 mod locking;
 mod ports;
 mod queued;
+mod ring_state;
 mod rings;
 mod sockets;
 mod stack;

@@ -21,7 +21,6 @@ use core::cell::RefCell;
 use core::fmt::Write;
 use protocols::net::eth;
 use protocols::net::locks::LockPage;
-use protocols::unix::{Stat, fs};
 use runtime::clock::Clock;
 use runtime::msg::{self, Link, Queue};
 use runtime::{println, sys};
@@ -91,7 +90,7 @@ impl Net {
             queued_write_bytes: 0,
             rings: Vec::new(),
             rings_on: rings_option(&kernel_options()),
-            ring_stats: crate::rings::RingStats::default(),
+            ring_stats: crate::ring_state::RingStats::default(),
             ring_retry_ns: None,
         };
         n.attach_card();
@@ -102,17 +101,26 @@ impl Net {
     /// success the card's interface exists, configured by DHCP or by
     /// `net.addr=`.
     fn attach_card(&mut self) {
-        let Some(driver) = find_driver() else { return };
+        let Some(driver) = crate::device::find_driver() else { return };
         let Ok(link) = msg::open_link(driver.0, Queue(driver.1)) else { return };
         let attached = msg::call(link, &[eth::OP_ATTACH, self.queue.0 as u64, 0, 0], &[], &mut []);
-        let mac = match attached {
-            Ok((w, _)) if protocols::unix::result(w[0]).is_ok() => eth::mac_of(w[1]),
+        let (mut dev, mac) = match attached.map(|(w, _)| (protocols::unix::result(w[0]), w[1])) {
+            Ok((Ok(_), mac_word)) => {
+                let mac = eth::mac_of(mac_word);
+                (EthLink::new(link, driver.0, mac, self.pool.clone()), mac)
+            }
+            // Not yet named to the driver by init (it does so right after
+            // starting this server): down, tried again shortly.
+            Ok((Err(protocols::unix::errno::EPERM), _)) => {
+                let now_ns = self.clock.now_ns();
+                (EthLink::refused(link, self.pool.clone(), now_ns), link::STAND_IN_MAC)
+            }
             _ => {
                 println!("net: the card's driver refused the link");
+                let _ = msg::close_link(link);
                 return;
             }
         };
-        let mut dev = EthLink::new(link, driver.0, mac, self.pool.clone());
         let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
         config.random_seed = self.seed.rotate_left(17);
         let mut iface = Interface::new(config, &mut dev, now_of(&self.clock));
@@ -404,19 +412,6 @@ impl Net {
     }
 }
 
-/// The card's driver, from its device entry at the directory manager.
-pub(crate) fn find_driver() -> Option<(abi::Pid, u32)> {
-    let (fs_pid, fs_queue) = sys::bootstrap(abi::bootstrap::FS)?;
-    let link = msg::open_link(fs_pid, Queue(fs_queue)).ok()?;
-    let mut reply = [0u8; Stat::BYTES];
-    let found = msg::call(link, &[fs::OP_LOOKUP, 0, 0, 0], eth::DEVICE_PATH.as_bytes(), &mut reply);
-    let _ = msg::close_link(link);
-    let (w, _) = found.ok()?;
-    protocols::unix::result(w[0]).ok()?;
-    let st = Stat::decode(&reply)?;
-    (st.device_pid != 0).then_some((abi::Pid(st.device_pid), st.device_queue))
-}
-
 /// `net.rings=on|off` (default on): whether `net=scalable` gives readers
 /// receive rings (off: every read is a call, as before them; for
 /// measuring the difference in one build). Another value is reported
@@ -451,4 +446,32 @@ fn parse_cidr(text: &str) -> Option<Ipv4Cidr> {
     let (addr, prefix) = text.split_once('/')?;
     let prefix: u8 = prefix.parse().ok().filter(|p| *p <= 32)?;
     Some(Ipv4Cidr::new(parse_ipv4(addr)?, prefix))
+}
+
+impl Net {
+    /// The stack's hook (`run_stack`, both modes): tend the card's link,
+    /// and when it was attached to a new driver, check the card's MAC
+    /// address. The same card (the same MAC, as a restarted driver of
+    /// the same function reads it) keeps its address: a DHCP lease or
+    /// `net.addr=` is the card's, not the driver's, and the DHCP client
+    /// renews the lease when it is due; a different MAC is a different
+    /// card: the interface takes it and DHCP starts over (smoltcp's
+    /// `reset`, which drops the address until the new lease). Sockets
+    /// stay as they are. (Starting DHCP over on every restart drops the
+    /// address until the new lease: in the first run of the network
+    /// test, a connection made across the restart was then refused.)
+    pub fn tend_link(&mut self) {
+        let now_ns = self.clock.now_ns();
+        let Some(dev) = self.eth.as_mut() else { return };
+        let Some(mac) = dev.tend(now_ns, self.queue) else { return };
+        let hw = smoltcp::wire::HardwareAddress::Ethernet(smoltcp::wire::EthernetAddress(mac));
+        let Some(iface) = self.ifaces.get_mut(ETH) else { return };
+        if iface.hardware_addr() == hw {
+            return;
+        }
+        iface.set_hardware_addr(hw);
+        if let Some(h) = self.dhcp {
+            self.sets[ETH].get_mut::<smoltcp::socket::dhcpv4::Socket>(h).reset();
+        }
+    }
 }

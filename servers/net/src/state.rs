@@ -8,6 +8,12 @@
 //! What this is not: behaviour. It is the one definition those files
 //! share, kept apart so that none of them imports another's state
 //! (locking.rs and stack.rs once imported each other for it).
+//!
+//! Invariant (the module graph has no circle, `farm-studio look`): this
+//! file imports only data types from modules that import nothing of the
+//! files that add an `impl Net`: the link (link.rs, which finds the
+//! driver through the leaf device.rs), the rings' data (ring_state.rs),
+//! the ports and the socket table.
 
 use crate::link::{EthLink, Pool};
 use crate::ports::Ports;
@@ -91,10 +97,10 @@ pub struct Net {
     pub retry_lock: bool,
     pub(crate) next_serial: u64,
     /// `scalable`: the receive rings lent to readers (rings.rs).
-    pub rings: Vec<crate::rings::Ring>,
+    pub rings: Vec<crate::ring_state::Ring>,
     /// `net.rings=` (default on).
     pub rings_on: bool,
-    pub ring_stats: crate::rings::RingStats,
+    pub ring_stats: crate::ring_state::RingStats,
     /// A read call found a ring's mini lock held: the stack runs again by
     /// then, so it is retried.
     pub ring_retry_ns: Option<u64>,

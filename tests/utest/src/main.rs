@@ -40,6 +40,7 @@ mod fs;
 mod leak;
 mod mem;
 mod net;
+mod netcard;
 mod pipe;
 mod proc;
 mod ramdisk;
@@ -220,6 +221,7 @@ const TESTS: &[Test] = &[
     ),
     ("users::non_root_cannot_raise_its_priority", users::non_root_cannot_raise_its_priority),
     ("users::foreground_group_only_from_the_session", users::foreground_group_only_from_the_session),
+    ("netcard::only_the_network_server_may_attach", netcard::only_the_network_server_may_attach),
     // Last: they end and restart the drivers the tests above use.
     (
         "restart::only_root_may_end_a_server_and_stateful_ones_stay",
@@ -231,6 +233,7 @@ const TESTS: &[Test] = &[
     ),
     ("restart::vda_killed_under_a_reader_keeps_its_data", restart::vda_killed_under_a_reader_keeps_its_data),
     ("restart::a_driver_that_dies_at_once_is_given_up", restart::a_driver_that_dies_at_once_is_given_up),
+    ("netcard::a_restarted_driver_refuses_users", netcard::a_restarted_driver_refuses_users),
 ];
 
 fn main(args: Args) -> i32 {

@@ -35,7 +35,9 @@
 //!
 //! The B rows (seed 004, UNIX V1's buffer count, `bench/src/b.rs`) pair
 //! each `b_nbuf<N>` (ms per job, `bbench`, one boot per `nbuf`) with
-//! Linux's one figure `b_linux` ([`SEED_004`] holds the seed's curve);
+//! Linux's `b_linux`, and each `b_rk_nbuf<N>` (the `rk` disk) with
+//! Linux's `b_rk_linux` on the same disk ([`SEED_004`] holds the seed's
+//! curve);
 //! the R2 disk rows (`r2_<row>_disk`, `r2_<row>_disk_fsync`) have the same
 //! names on both systems.
 
@@ -63,7 +65,7 @@ pub enum Group {
     B,
     /// Seed 004's job again, on a disk with a time per access
     /// (`bench::b::Disk::Rk`: `nbdkit`'s delay, one request at a time):
-    /// the `b_rk_nbuf<N>` figures.
+    /// the `b_rk_nbuf<N>` figures, and Linux's `b_rk_linux`.
     BRk,
     /// Seed 001's Table 2 file rows on ext2 on the virtio-blk disk, without
     /// and with `fsync`.
@@ -160,11 +162,10 @@ impl Group {
             Group::R2 => &["r2"],
             Group::D => &["d"],
             Group::P => &["p"],
-            // Linux's one B figure, on the plain disk: its page cache and
-            // read-ahead make it one or two requests per source whatever
-            // the disk, and the rk rows compare with it only as the plain
-            // rows do.
-            Group::B | Group::BRk => &["b"],
+            // Linux's B figure on each disk: the plain one, and the same
+            // image behind the rk disk's delay (its own boot).
+            Group::B => &["b"],
+            Group::BRk => &["brk"],
             Group::R2Disk => &["r2disk"],
             Group::N => &["n"],
         }
@@ -457,7 +458,11 @@ pub fn b_rk_figure(nbuf: u32) -> String {
     bench::b::Disk::Rk.figure_name(nbuf)
 }
 pub fn b_linux_figure() -> String {
-    bench::b::figure_name(None)
+    bench::b::Disk::Plain.linux_figure_name()
+}
+/// Linux's B figure on the `rk` disk (`b_rk_linux`).
+pub fn b_rk_linux_figure() -> String {
+    bench::b::Disk::Rk.linux_figure_name()
 }
 
 /// Seed 004's rows: each buffer count against Linux's one figure (its own
@@ -481,7 +486,7 @@ fn b_rows(row: &mut impl FnMut(&str, &str, Group, &str, &str, &[Seed])) {
             &format!("B as u*.s, rk disk ({} ms/access), nbuf={nbuf} vs Linux cold", bench::b::RK_ACCESS_MS),
             Group::BRk,
             &b_rk_figure(nbuf),
-            &b_linux_figure(),
+            &b_rk_linux_figure(),
             &seeds,
         );
     }
@@ -948,7 +953,9 @@ mod tests {
         assert_eq!(rk.len(), 8);
         assert_eq!(rk[0].ridgeback, "b_rk_nbuf1");
         assert_eq!(rk[7].ridgeback, "b_rk_nbuf12");
-        assert!(rk.iter().all(|r| r.linux == "b_linux" && r.ridgeback == r.key));
+        // Linux on the same rk disk, its own figure beside the plain one.
+        assert!(rk.iter().all(|r| r.linux == "b_rk_linux" && r.ridgeback == r.key));
+        assert_eq!(Group::BRk.linux_figures(), ["brk"]);
         assert_eq!(rk[1].seeds[0].as_published, "1.309 s");
         // The plain disk's published names are untouched by the new group.
         assert!(rows.iter().filter(|r| r.group == Group::B).all(|r| r.key.starts_with("b_nbuf")));

@@ -109,8 +109,8 @@ options:
                         designs, 1 and all CPUs, six boots; not in the default set),
                         b (seed 004's nbuf curve on ext2: a boot per nbuf; not in the
                         default set), brk (the same on a disk with a time per access,
-                        nbdkit's delay filter, figures b_rk_nbufN; not in the default
-                        set), r2disk (R2's file rows on ext2 on virtio-blk,
+                        nbdkit's delay filter, figures b_rk_nbufN and Linux's
+                        b_rk_linux; not in the default set), r2disk (R2's file rows on ext2 on virtio-blk,
                         without and with fsync; not in the default set), n (seed 003's
                         loopback TCP, net=classic and net=scalable on 2 and 4 CPUs with
                         the lock statistics: four boots; --smp 4 for the 4-CPU rows;
@@ -929,23 +929,40 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
                         let args = program_args(opts, &plan.linux);
                         run_linux(&mut results, run, side, &machine, "", &args, timeout, &log_dir);
                     }
-                    if !plan.linux_ext2.is_empty() {
-                        match fresh_ext2(&ext2_linux) {
-                            Ok(()) => {
-                                let args = program_args(opts, &plan.linux_ext2);
-                                run_linux(
-                                    &mut results,
-                                    run,
-                                    side,
-                                    &machine_ext2,
-                                    "ext2",
-                                    &args,
-                                    timeout,
-                                    &log_dir,
-                                );
-                            }
-                            Err(e) => results.problems.push(format!("run {run} linux ext2: {e}")),
+                    // The plain disk's figures in one boot; B on the rk
+                    // disk (`brk`) in a boot of its own, its image behind
+                    // the same nbdkit delay as Ridgeback's rk boots.
+                    let rk_figure = bench::b::Disk::Rk.linux_figure();
+                    let (rk_figures, plain_figures): (Vec<&str>, Vec<&str>) =
+                        plan.linux_ext2.iter().partition(|f| **f == rk_figure);
+                    for (figures, is_rk) in [(plain_figures, false), (rk_figures, true)] {
+                        if figures.is_empty() {
+                            continue;
                         }
+                        let label = if is_rk { "ext2-rk" } else { "ext2" };
+                        if let Err(e) = fresh_ext2(&ext2_linux) {
+                            results.problems.push(format!("run {run} linux {label}: {e}"));
+                            continue;
+                        }
+                        let mut machine = machine_ext2.clone();
+                        let rk_server = if is_rk {
+                            let log = log_dir.join(format!("run{run}-nbdkit-linux.log"));
+                            match rk::Server::start(&ext2_linux, &log).and_then(|s| {
+                                machine.extend(s.qemu_args()?);
+                                Ok(s)
+                            }) {
+                                Ok(server) => Some(server),
+                                Err(e) => {
+                                    results.problems.push(format!("run {run} linux {label}: {e}"));
+                                    continue;
+                                }
+                            }
+                        } else {
+                            None
+                        };
+                        let args = program_args(opts, &figures);
+                        run_linux(&mut results, run, side, &machine, label, &args, timeout, &log_dir);
+                        drop(rk_server);
                     }
                 }
                 (System::Linux, None) => {}
@@ -1418,10 +1435,11 @@ mod tests {
     }
 
     #[test]
-    fn brk_boots_once_per_nbuf_on_the_rk_disk_and_shares_linuxs_b_boot() {
+    fn brk_boots_once_per_nbuf_on_the_rk_disk_and_linux_measures_it_too() {
         let opts = BenchOptions { samples: 3, sample_ms: 10, ..BenchOptions::default() };
         let plan = super::plan(&[Group::B, Group::BRk], 2);
-        assert_eq!(plan.linux_ext2, ["b"], "one Linux figure for both disks");
+        // Linux: `b` on the plain disk, `brk` in a boot on the rk disk.
+        assert_eq!(plan.linux_ext2, ["b", "brk"]);
         let labels: Vec<&str> = plan.ridgeback.iter().map(|b| b.label.as_str()).collect();
         assert_eq!(labels.len(), 16);
         assert_eq!((labels[7], labels[8], labels[15]), ("b-nbuf12", "brk-nbuf1", "brk-nbuf12"));

@@ -191,6 +191,7 @@ fn run_inner(
     let run_opts =
         RunOptions { smp, accel, disk: qemu::DiskChoice::None, net: forwards, ..RunOptions::default() };
     let config = batch::prepare(workspace, &run_opts, &script, ImageKind::Test)?;
+    let key = batch::SessionKey::of(&config);
     let host = Host { http_port, nc_port, dir: dir.clone(), inittab: workspace.root.join("etc/inittab") };
 
     let mut command = config.to_command()?;
@@ -216,8 +217,9 @@ fn run_inner(
             let h = host.clone();
             host_again = Some(std::thread::spawn(move || h.curl_inittab_again()));
         }
-        if let Some(s) = serial::session_exit(&line) {
-            status = s;
+        // Only init's line, with this boot's key (batch::SessionKey).
+        if let Some((_, code)) = key.exit(&line) {
+            status = Some(code);
             break;
         }
         if Instant::now() >= deadline {

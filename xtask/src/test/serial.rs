@@ -1,7 +1,7 @@
 //! The serial console of a test boot that talks with its guest while it
 //! runs (the terminal restarts, the network, the wire): QEMU's standard
-//! output read line by line on a thread of its own, the next line with a
-//! time limit, and the session's exit status in init's words. One copy of
+//! output read line by line on a thread of its own, and the next line
+//! with a time limit (the session's end is `batch::SessionKey`'s). One copy of
 //! what `terminal.rs`, `net.rs` and `wire.rs` each wrote out (the review
 //! of issue 16 named the three loops).
 //!
@@ -69,13 +69,6 @@ pub fn next(rx: &Receiver<String>, child: &mut Child, wait: Duration) -> Next {
     }
 }
 
-/// The session's exit status when `line` is init's report of it
-/// (`abi::session::EXIT`): Some(the status, None if unreadable).
-pub fn session_exit(line: &str) -> Option<Option<u32>> {
-    let at = line.find(abi::session::EXIT)?;
-    Some(line[at + abi::session::EXIT.len()..].trim().parse::<u32>().ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,15 +79,5 @@ mod tests {
         assert_eq!(clean(b"a\rb  \n"), "ab");
         assert_eq!(clean(b"  lead kept\n"), "  lead kept");
         assert_eq!(clean(b"\xff\n"), "\u{fffd}");
-    }
-
-    #[test]
-    fn the_session_status_is_read_from_inits_line() {
-        let line = format!("init: x {}0", abi::session::EXIT);
-        assert_eq!(session_exit(&line), Some(Some(0)));
-        let line = format!("{} 17 ", abi::session::EXIT);
-        assert_eq!(session_exit(&line), Some(Some(17)));
-        assert_eq!(session_exit(&format!("{}?", abi::session::EXIT)), Some(None));
-        assert_eq!(session_exit("ktest: ok x"), None);
     }
 }

@@ -158,6 +158,7 @@ fn boot(
         RunOptions { smp, accel, disk: DiskChoice::None, net: NetChoice::None, ..RunOptions::default() };
     // The test image: it has /bin/ttyhold (tests/ttyhold).
     let config = batch::prepare(workspace, &run_opts, SCRIPT, ImageKind::Test)?;
+    let key = batch::SessionKey::of(&config);
     let mut command = config.to_command()?;
     command.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::piped());
     let mut child = command.spawn().map_err(|e| format!("cannot start QEMU: {e}"))?;
@@ -174,8 +175,9 @@ fn boot(
             serial::Next::Quiet => continue,
             serial::Next::Ended => break,
         };
-        if let Some(s) = serial::session_exit(&line) {
-            status = s;
+        // Only init's line, with this boot's key (batch::SessionKey).
+        if let Some((_, code)) = key.exit(&line) {
+            status = Some(code);
         }
         lines.push(line);
         if status.is_some() {

@@ -148,6 +148,7 @@ fn run_inner(
         ..RunOptions::default()
     };
     let config = batch::prepare(workspace, &run_opts, &script, ImageKind::Test)?;
+    let key = batch::SessionKey::of(&config);
     let mut command = config.to_command()?;
     command.args([
         "-netdev".to_string(),
@@ -206,8 +207,9 @@ fn run_inner(
                 peer.stats()
             }));
         }
-        if let Some(s) = serial::session_exit(&line) {
-            status = s;
+        // Only init's line, with this boot's key (batch::SessionKey).
+        if let Some((_, code)) = key.exit(&line) {
+            status = Some(code);
             break;
         }
     }
