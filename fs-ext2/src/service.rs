@@ -304,6 +304,14 @@ impl<D: BlockDevice> Service<D> {
         );
         let [wait_ticks, flush_ticks] = self.fs.device().wait_ticks();
         let _ = write!(t, "device_wait_ticks={wait_ticks}\nflush_ticks={flush_ticks}\n");
+        let _ = write!(
+            t,
+            "dirty_blocks={}\ndiscarded_blocks={}\nexpired_transfers={}\norder_visits={}\n",
+            self.fs.dirty_blocks(),
+            c.discarded_blocks,
+            c.expired_transfers,
+            c.order_visits
+        );
         if let Ok(f) = self.fs.statfs() {
             let _ = write!(t, "free_blocks={}\nfree_inodes={}\n", f.free_blocks, f.free_inodes);
         }

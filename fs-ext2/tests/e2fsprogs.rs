@@ -412,6 +412,7 @@ fn images_written_here_pass_e2fsck_and_read_back_with_debugfs() {
     }
     for (block_bytes, nbuf, order) in [
         (1024, 64, CompletionOrder::Fifo),
+        (1024, 512, CompletionOrder::Lifo),
         (1024, 1, CompletionOrder::Fifo),
         (1024, 2, CompletionOrder::Lifo),
         (4096, 16, CompletionOrder::Lifo),
@@ -431,6 +432,10 @@ fn images_written_here_pass_e2fsck_and_read_back_with_debugfs() {
         check_with_debugfs(&scratch, &image, &model);
         if nbuf >= 16 {
             assert!(stats.write_behind_transfers > 0, "{what}: {stats:?}");
+        }
+        if nbuf >= 512 {
+            // Held dirty, then truncated: freed without being written.
+            assert!(stats.discarded_blocks > 0, "{what}: {stats:?}");
         }
         // Mounted again, it reads the same.
         let mut fs = mount(image, 8);
@@ -459,6 +464,52 @@ fn a_file_written_sequentially_gets_consecutive_blocks() {
     assert_eq!(blocks.len(), 403);
     let gaps = blocks.windows(2).filter(|w| w[1] != w[0] + 1).count();
     assert!(gaps <= 3, "blocks not consecutive: {blocks:?}");
+}
+
+#[test]
+fn a_large_cache_keeps_a_written_file_and_never_writes_it_once_unlinked() {
+    if e2fsprogs().is_none() {
+        return;
+    }
+    // R2's write row: unlink the previous pass's 8 MiB file, write it
+    // again (open, 8 KiB writes, close), with the default-sized cache of
+    // a 512 MiB machine (26 MiB of 1 KiB blocks).
+    let scratch = Scratch::new("hold");
+    let mut fs = mount(mkfs(&scratch, 65536, 1024, None), 26_000);
+    fs.set_time(1_700_000_000);
+    let data = pattern(7, 8 << 20);
+    let passes = 4u64;
+    let mut steady = None;
+    for pass in 0..passes {
+        let _ = fs.unlink(ROOT_INO, b"big");
+        if pass == 1 {
+            // The first file's unlink wrote it all: created since the
+            // last write of its inode's block, its entry waited for the
+            // inode, whose removal must now wait for the entry's; the
+            // cycle is broken by writing the inode's block, after every
+            // block it points at. From the second pass on, the inode's
+            // block was written (at the previous close) and nothing is.
+            steady = Some(fs.cache_stats());
+        }
+        let ino = fs.create(ROOT_INO, b"big", 0o644, 0, 0).unwrap();
+        fs.open_inode(ino).unwrap();
+        for (k, chunk) in data.chunks(8192).enumerate() {
+            assert_eq!(fs.write(ino, (k * 8192) as u64, chunk).unwrap(), chunk.len());
+        }
+        fs.close_inode(ino).unwrap();
+    }
+    let (s, s0) = (fs.cache_stats(), steady.unwrap());
+    // Passes 2 and 3's data were freed while dirty: never written (8192
+    // data blocks, 32 indirect, 1 double indirect each). The few blocks
+    // written are metadata whose order met a cycle.
+    assert_eq!(s.discarded_blocks - s0.discarded_blocks, (passes - 2) * (8192 + 33), "{s:?}");
+    assert!(s.blocks_written - s0.blocks_written < 50, "{s0:?} {s:?}");
+    assert!(s.order_visits < 100 * passes, "{s:?}");
+    let ino = fs.lookup(ROOT_INO, b"big").unwrap();
+    assert_eq!(read_all(&mut fs, ino).unwrap(), data);
+    let image = fs.unmount().unwrap().into_bytes();
+    assert_clean(&scratch, &image, "three passes of write and unlink held in the cache");
+    assert_eq!(debugfs_cat(&scratch, &image, "/big"), data);
 }
 
 // ---- bad input ------------------------------------------------------------------
@@ -747,7 +798,11 @@ fn every_prefix_of_the_writes_is_consistent_and_keeps_fsynced_files() {
     }
     let scratch = Scratch::new("power");
     let original = mkfs(&scratch, 16384, 1024, None);
-    for (nbuf, order) in [(8, CompletionOrder::Lifo), (1, CompletionOrder::Fifo)] {
+    // 512 buffers hold dirty data (`cache::HOLD_MIN_RUNS`): the 1.5 MB
+    // file passes both thresholds and its truncate discards dirty blocks.
+    for (nbuf, order) in
+        [(8, CompletionOrder::Lifo), (1, CompletionOrder::Fifo), (512, CompletionOrder::Lifo)]
+    {
         let disk = MemDisk::new(original.clone()).with_order(order).recording();
         let mut fs =
             Fs::mount(disk, MountOptions { nbuf, ..MountOptions::default() }).map_err(|(e, _)| e).unwrap();

@@ -45,6 +45,9 @@ pub fn stats_delta(before: &str, after: &str) -> String {
         "syncs",
         "device_wait_ticks",
         "flush_ticks",
+        "discarded_blocks",
+        "expired_transfers",
+        "order_visits",
     ] {
         let delta = stat(after, key).unwrap_or(0).saturating_sub(stat(before, key).unwrap_or(0));
         text.push_str(&format!("{key}={delta} "));

@@ -17,16 +17,26 @@
 //!   16 pages), grouped into runs of consecutive blocks, one transfer per
 //!   run, into at most half the buffers.
 //! - **Write-behind**: dirty buffers go out in runs of consecutive blocks
-//!   of up to 16 pages per transfer (`MAX_TRANSFER_PAGES`), when a run of
-//!   data is complete ([`Cache::write_behind`]), when a buffer is needed,
-//!   and at [`Cache::sync`].
+//!   of up to 16 pages per transfer (`MAX_TRANSFER_PAGES`). A cache with
+//!   room for at least [`HOLD_MIN_RUNS`] transfers below its background
+//!   threshold holds dirty data ([`Cache::write_behind`]): nothing is
+//!   written until more than [`DIRTY_BACKGROUND_PERCENT`] of the pool is
+//!   dirty (then the oldest runs start, nobody waits), more than
+//!   [`DIRTY_LIMIT_PERCENT`] (then the writer waits too), a block has been
+//!   dirty [`DIRTY_EXPIRE_MS`] ([`Cache::write_expired`]), a buffer is
+//!   needed, or [`Cache::sync`]. A smaller cache (V1's few buffers,
+//!   benchmark B) keeps V1's rule: a run starts as soon as it is complete,
+//!   and a dirty buffer is written when it is evicted. A block freed while
+//!   dirty is not written at all ([`Cache::discard`]).
 //! - **Write order**: [`Cache::order`] records that one block's present
 //!   contents must be on the disk before another block's next contents.
 //!   Before a block is written, the blocks it waits for are written and
 //!   their transfers completed. The file system uses this to keep the
 //!   disk consistent at every instant (see `docs/filesystem.md`). An order
 //!   that would close a cycle is broken by writing the later block now,
-//!   before it changes.
+//!   before it changes. The cycle check is incremental (`order.rs`: a
+//!   topological order kept edge by edge, Pearce and Kelly): an edge that
+//!   agrees with it, the common one, walks nothing.
 //!
 //! What it is not: a file system. It knows block numbers, never what they
 //! hold. It is pure logic over [`BlockDevice`]; it never panics on what a
@@ -37,18 +47,24 @@
 //!   that are not empty.
 //! - A buffer in flight has no data (`data == None`); every other buffer
 //!   has `block_bytes` of data.
-//! - The blocks a block waits for (`waits_for`) never form a cycle.
+//! - The blocks a block waits for (`order`) never form a cycle; every
+//!   block with an edge there is pending (dirty or being written) or is
+//!   the `then` of an edge whose `first` is.
+//! - `dirty` is the number of buffers in state `Dirty`; each of them has
+//!   an entry in `dirty_queue` with its `dirty_seq`.
 //! - A write transfer starts only when every block its buffers wait for
 //!   is on the disk (clean, or not cached, and not in flight).
 
 mod index;
+mod order;
 
 use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;
 use index::{BlockIndex, LruList};
+use order::{Added, Order};
 use protocols::unix::Errno;
 use protocols::unix::errno::{EINVAL, EIO};
 
@@ -56,6 +72,29 @@ use protocols::unix::errno::{EINVAL, EIO};
 /// "reads up to sixteen pages ahead", "written to disk in sixteen-page
 /// transfers").
 pub const MAX_TRANSFER_PAGES: usize = 16;
+
+/// Write-behind starts (the oldest dirty runs, nobody waits) when more
+/// than this share of the pool's buffers is dirty. Linux's
+/// `dirty_background_ratio` is 10 % of memory; the pool is 1/16 of the
+/// memory free at mount (`ext2fs`), so half of it is about 3 % of memory.
+pub const DIRTY_BACKGROUND_PERCENT: usize = 50;
+/// Above this share dirty, a writer waits for write-behind (Linux's
+/// `dirty_ratio`, 20 % of memory): a quarter of the pool stays for clean
+/// blocks, and a write is never refused for want of a clean buffer.
+pub const DIRTY_LIMIT_PERCENT: usize = 75;
+/// A block dirty this long is written ([`Cache::write_expired`], called
+/// by the server after its requests). Linux writes data dirty for 30 s
+/// (`dirty_expire_centisecs`), looking every 5 s
+/// (`dirty_writeback_centisecs`); 5 s here loses less at a power cut.
+pub const DIRTY_EXPIRE_MS: u64 = 5000;
+/// Expired blocks are looked for at most this often ([`Cache::has_expired`];
+/// Linux's `dirty_writeback_centisecs` is 5 s): a pass looks at every
+/// expired block, and a chain of waits goes one level per pass.
+pub const WRITEBACK_INTERVAL_MS: u64 = 1000;
+/// A cache holds dirty data only if its background threshold leaves room
+/// for this many whole transfers; a smaller one (V1's `nbuf` of 1 to 12,
+/// benchmark B) writes a run as soon as it is complete, as before.
+pub const HOLD_MIN_RUNS: usize = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -84,6 +123,8 @@ struct Buf {
     last_use: u64,
     /// Filled by read-ahead and not used since.
     is_read_ahead: bool,
+    /// Which `dirty_queue` entry stands for this buffer while it is dirty.
+    dirty_seq: u64,
 }
 
 /// What the cache counts (`kinfo` shows them).
@@ -110,6 +151,14 @@ pub struct CacheStats {
     pub waits: u64,
     /// Device flushes.
     pub flushes: u64,
+    /// Dirty blocks freed before they were written, and so never written
+    /// ([`Cache::discard`]).
+    pub discarded_blocks: u64,
+    /// Write transfers started because blocks were dirty too long.
+    pub expired_transfers: u64,
+    /// Blocks the order's cycle checks visited (0 for an edge that agrees
+    /// with the order: `order.rs`).
+    pub order_visits: u64,
 }
 
 /// The buffer cache over a device `D`.
@@ -139,12 +188,22 @@ pub struct Cache<D: BlockDevice> {
     request_clock: u64,
     in_flight: BTreeMap<u64, Vec<usize>>,
     next_tag: u64,
-    /// Block -> blocks whose contents must be on the disk before its own.
-    waits_for: BTreeMap<u64, Vec<u64>>,
-    /// The reverse: block -> blocks waiting for it (to drop the waits
-    /// exactly when its write completes, so a block dirtied again later
-    /// is not waited for by mistake; a stale wait could close a cycle).
-    waited_by: BTreeMap<u64, Vec<u64>>,
+    /// Which blocks' contents must be on the disk before which blocks'
+    /// (edges dropped exactly when a write completes, so a block dirtied
+    /// again later is not waited for by mistake; a stale wait could close
+    /// a cycle), in a topological order kept edge by edge.
+    order: Order,
+    /// Buffers in state `Dirty` (pool and pinned).
+    dirty: usize,
+    /// Dirty buffers in the order they became dirty: `(dirty_seq, block,
+    /// since_ms)`; an entry whose buffer is no longer dirty with that
+    /// `dirty_seq` is stale and skipped.
+    dirty_queue: VecDeque<(u64, u64, u64)>,
+    next_dirty_seq: u64,
+    /// The server's clock, as last told ([`Cache::write_expired`]).
+    now_ms: u64,
+    /// When [`Cache::write_expired`] last looked (its clock).
+    last_writeback_ms: u64,
     stats: CacheStats,
     /// A write failed since the last [`Cache::sync`] (reported there, like
     /// Linux's `AS_EIO`).
@@ -174,6 +233,7 @@ impl<D: BlockDevice> Cache<D> {
                 state: State::Empty,
                 last_use: 0,
                 is_read_ahead: false,
+                dirty_seq: 0,
             })
             .collect();
         Ok(Cache {
@@ -192,8 +252,12 @@ impl<D: BlockDevice> Cache<D> {
             request_clock: 0,
             in_flight: BTreeMap::new(),
             next_tag: 1,
-            waits_for: BTreeMap::new(),
-            waited_by: BTreeMap::new(),
+            order: Order::new(),
+            dirty: 0,
+            dirty_queue: VecDeque::new(),
+            next_dirty_seq: 1,
+            now_ms: 0,
+            last_writeback_ms: 0,
             stats: CacheStats::default(),
             has_write_error: false,
             has_unflushed_writes: false,
@@ -316,6 +380,7 @@ impl<D: BlockDevice> Cache<D> {
         blocks: &[u64],
         f: impl FnOnce(&mut [&mut [u8]]) -> R,
     ) -> Result<Option<R>, Errno> {
+        self.check_thresholds()?;
         let mut indices = Vec::with_capacity(blocks.len());
         for &block in blocks {
             self.check_block(block)?;
@@ -338,7 +403,7 @@ impl<D: BlockDevice> Cache<D> {
         for &i in &indices {
             self.stats.hits += 1;
             self.bufs[i].is_read_ahead = false;
-            self.bufs[i].state = State::Dirty;
+            self.mark_dirty(i);
             self.touch(i);
         }
         let mut slots: Vec<Option<&mut [u8]>> = (0..indices.len()).map(|_| None).collect();
@@ -356,8 +421,9 @@ impl<D: BlockDevice> Cache<D> {
 
     /// Reads block `block`, lets `f` change it, and marks it dirty.
     pub fn modify<R>(&mut self, block: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Errno> {
+        self.check_thresholds()?;
         let i = self.acquire(block, true)?;
-        self.bufs[i].state = State::Dirty;
+        self.mark_dirty(i);
         Ok(f(self.data_mut(i)?))
     }
 
@@ -365,9 +431,40 @@ impl<D: BlockDevice> Cache<D> {
     /// it was not cached): for a block written whole (V1's `dskw`: "don't
     /// have to read block"). Marks it dirty.
     pub fn overwrite<R>(&mut self, block: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Errno> {
+        self.check_thresholds()?;
         let i = self.acquire(block, false)?;
-        self.bufs[i].state = State::Dirty;
+        self.mark_dirty(i);
         Ok(f(self.data_mut(i)?))
+    }
+
+    /// Before a change: write-behind if a cache that holds dirty data is
+    /// past its background threshold (also for writes of part of a block,
+    /// which never call [`Cache::write_behind`]). Before, not after, so
+    /// that an error leaves nothing changed. Writing other blocks here
+    /// keeps every order: a block is written only after what it waits for.
+    fn check_thresholds(&mut self) -> Result<(), Errno> {
+        if self.dirty > self.background_blocks() && self.holds_dirty() {
+            self.write_back_over_threshold()?;
+        }
+        Ok(())
+    }
+
+    /// Buffer `i` (clean or dirty) is about to change.
+    fn mark_dirty(&mut self, i: usize) {
+        if self.bufs[i].state != State::Dirty {
+            self.bufs[i].state = State::Dirty;
+            self.dirty += 1;
+            let seq = self.next_dirty_seq;
+            self.next_dirty_seq += 1;
+            self.bufs[i].dirty_seq = seq;
+            self.dirty_queue.push_back((seq, self.bufs[i].block, self.now_ms));
+            // Stale entries are dropped at the front; one long-dirty block
+            // there could let them pile up behind it: compact then.
+            if self.dirty_queue.len() > 4 * self.dirty + 64 {
+                let (bufs, map) = (&self.bufs, &self.map);
+                self.dirty_queue.retain(|&(seq, block, _)| is_dirty_entry(bufs, map, seq, block));
+            }
+        }
     }
 
     fn data(&self, i: usize) -> Result<&[u8], Errno> {
@@ -442,15 +539,7 @@ impl<D: BlockDevice> Cache<D> {
     /// `block`'s write completed: what it waited for was on the disk
     /// before, and whatever waited for it may go.
     fn written(&mut self, block: u64) {
-        self.waits_for.remove(&block);
-        for waiter in self.waited_by.remove(&block).unwrap_or_default() {
-            if let Some(list) = self.waits_for.get_mut(&waiter) {
-                list.retain(|&b| b != block);
-                if list.is_empty() {
-                    self.waits_for.remove(&waiter);
-                }
-            }
-        }
+        self.order.remove(block);
     }
 
     fn is_pending(&self, block: u64) -> bool {
@@ -459,10 +548,12 @@ impl<D: BlockDevice> Cache<D> {
 
     /// A block `block` waits for that is not yet on the disk.
     fn unsatisfied(&mut self, block: u64) -> Option<u64> {
-        let list = self.waits_for.get(&block)?;
-        let found = list.iter().copied().find(|&b| self.is_pending(b));
+        if !self.order.has_waits(block) {
+            return None;
+        }
+        let found = self.order.waits(block).find(|&b| self.is_pending(b));
         if found.is_none() {
-            self.waits_for.remove(&block);
+            self.order.remove_waits(block);
         }
         found
     }
@@ -523,6 +614,9 @@ impl<D: BlockDevice> Cache<D> {
         let buf = &mut self.bufs[i];
         if buf.state != State::Empty {
             let block = buf.block;
+            if buf.state == State::Dirty {
+                self.dirty -= 1;
+            }
             buf.state = State::Empty;
             buf.is_read_ahead = false;
             self.map.remove(&block);
@@ -544,6 +638,7 @@ impl<D: BlockDevice> Cache<D> {
             state: State::Empty,
             last_use: 0,
             is_read_ahead: false,
+            dirty_seq: 0,
         });
         self.bufs.len() - 1
     }
@@ -645,6 +740,7 @@ impl<D: BlockDevice> Cache<D> {
         let mut buffers = Vec::with_capacity(indices.len());
         for &j in &indices {
             self.bufs[j].state = State::Writing;
+            self.dirty -= 1;
             buffers.push(self.bufs[j].data.take().ok_or(EIO)?);
         }
         let tag = self.next_tag;
@@ -675,32 +771,16 @@ impl<D: BlockDevice> Cache<D> {
         }
     }
 
-    /// Does `from`'s content (transitively) have to reach the disk after
-    /// `target`'s?
-    fn depends_on(&self, from: u64, target: u64) -> bool {
-        let mut seen = BTreeSet::new();
-        let mut stack = vec![from];
-        while let Some(b) = stack.pop() {
-            if !seen.insert(b) {
-                continue;
-            }
-            for &w in self.waits_for.get(&b).map(Vec::as_slice).unwrap_or(&[]) {
-                if !self.is_pending(w) {
-                    continue;
-                }
-                if w == target {
-                    return true;
-                }
-                stack.push(w);
-            }
-        }
-        false
-    }
-
     /// Records that the present contents of `first` must be on the disk
     /// before the contents `then` is about to get. Call it right before
     /// changing `then`, with no other cache call between: a write of
     /// `then` meanwhile would carry the old contents and end the wait.
+    ///
+    /// The cycle check is `order.rs`'s: an edge that agrees with the
+    /// topological order kept there (the common one: a new data block
+    /// before its indirect block, a bitmap before a new indirect block)
+    /// visits no block; one against it visits only the blocks ranked
+    /// between its two ends that it reaches.
     pub fn order(&mut self, first: u64, then: u64) -> Result<(), Errno> {
         if first == then || !self.is_pending(first) {
             return Ok(());
@@ -709,15 +789,20 @@ impl<D: BlockDevice> Cache<D> {
         // completion must not take this wait (meant for the next
         // contents) with it.
         self.find_ready(then)?;
-        if self.depends_on(first, then) {
+        let visited = self.order.visited;
+        let added = self.order.add(first, then);
+        self.stats.order_visits += self.order.visited - visited;
+        if added == Added::Cycle {
             // A cycle: `then`'s present contents are already due before
-            // `first`'s. Write them now, before they change.
+            // `first`'s. Write them now, before they change; once written
+            // `then` waits for nothing and nothing waits for it.
             self.write_block_now(then)?;
-        }
-        let list = self.waits_for.entry(then).or_default();
-        if !list.contains(&first) {
-            list.push(first);
-            self.waited_by.entry(first).or_default().push(then);
+            if !self.is_pending(first) {
+                return Ok(());
+            }
+            if self.order.add(first, then) == Added::Cycle {
+                return Err(EIO);
+            }
         }
         Ok(())
     }
@@ -728,17 +813,44 @@ impl<D: BlockDevice> Cache<D> {
     /// (so it is not in flight), and the graph of waits has no cycle (so
     /// the search for one would find none). `creat` asks it before
     /// ordering the inode bitmap and the inode's block before the entry's
-    /// block, which most creates find already ordered, and skips the
-    /// search of every pending wait that `order` makes
-    /// (`docs/filesystem.md`, "The request path").
+    /// block, which most creates find already ordered, and skips
+    /// `order`'s other steps (`docs/filesystem.md`, "The request path").
     pub fn is_ordered(&self, first: u64, then: u64) -> bool {
-        self.is_pending(first) && self.waits_for.get(&then).is_some_and(|list| list.contains(&first))
+        self.is_pending(first) && self.order.contains(first, then)
     }
 
-    /// Write-behind: `block` was just written whole; if it ends a run of
-    /// dirty blocks as long as a transfer may be (or half the buffers,
-    /// when there are few), start writing the run now.
+    /// Whether this cache holds dirty data ([`HOLD_MIN_RUNS`]).
+    fn holds_dirty(&self) -> bool {
+        self.background_blocks() >= HOLD_MIN_RUNS * self.max_run_blocks
+    }
+
+    /// Dirty buffers past which write-behind starts.
+    fn background_blocks(&self) -> usize {
+        self.nbuf * DIRTY_BACKGROUND_PERCENT / 100
+    }
+
+    /// Dirty buffers past which a writer waits.
+    fn limit_blocks(&self) -> usize {
+        self.nbuf * DIRTY_LIMIT_PERCENT / 100
+    }
+
+    /// Buffers dirty now (pool and pinned).
+    pub fn dirty_blocks(&self) -> usize {
+        self.dirty
+    }
+
+    /// Write-behind, after `block` was written whole. A cache that holds
+    /// dirty data ([`Cache::holds_dirty`]) writes nothing while at most
+    /// [`DIRTY_BACKGROUND_PERCENT`] of its pool is dirty; past that it
+    /// starts the runs that became dirty first, waiting for nothing; past
+    /// [`DIRTY_LIMIT_PERCENT`] the writer waits for them. A smaller cache
+    /// keeps V1's rule: if `block` ends a run of dirty blocks as long as a
+    /// transfer may be (or half the buffers, when there are few), the
+    /// run's write starts now.
     pub fn write_behind(&mut self, block: u64) -> Result<(), Errno> {
+        if self.holds_dirty() {
+            return self.write_back_over_threshold();
+        }
         let threshold = self.max_run_blocks.min((self.nbuf / 2).max(1));
         let mut run = 0;
         let mut at = block;
@@ -760,6 +872,150 @@ impl<D: BlockDevice> Cache<D> {
             self.stats.write_behind_transfers += 1;
         }
         Ok(())
+    }
+
+    /// The thresholds' part of write-behind (see [`Cache::write_behind`]).
+    fn write_back_over_threshold(&mut self) -> Result<(), Errno> {
+        let background = self.background_blocks();
+        if self.dirty <= background {
+            return Ok(());
+        }
+        self.start_oldest(background)?;
+        let limit = self.limit_blocks();
+        while self.dirty > limit {
+            if self.in_flight.is_empty() {
+                // Nothing could start without waiting: the oldest dirty
+                // block with what it waits for, waited for.
+                let Some(block) = self.oldest_dirty() else { break };
+                self.write_block_now(block)?;
+            } else {
+                self.wait_one()?;
+            }
+            self.start_oldest(background)?;
+        }
+        Ok(())
+    }
+
+    /// The block dirty longest, stale entries dropped on the way.
+    fn oldest_dirty(&mut self) -> Option<u64> {
+        while let Some(&(seq, block, _)) = self.dirty_queue.front() {
+            if is_dirty_entry(&self.bufs, &self.map, seq, block) {
+                return Some(block);
+            }
+            self.dirty_queue.pop_front();
+        }
+        None
+    }
+
+    /// Starts writing the runs that became dirty first, without waiting,
+    /// until at most `keep` buffers are dirty or the entries looked at
+    /// (a bounded number: a few transfers' worth) are used up. A block
+    /// that waits for others starts those of them that can go.
+    fn start_oldest(&mut self, keep: usize) -> Result<(), Errno> {
+        self.oldest_dirty();
+        let budget = 4 * self.max_run_blocks;
+        let mut k = 0;
+        while self.dirty > keep && k < self.dirty_queue.len() && k < budget {
+            let (seq, block, _) = self.dirty_queue[k];
+            k += 1;
+            if !is_dirty_entry(&self.bufs, &self.map, seq, block) {
+                continue;
+            }
+            self.start_ready(block)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the write of `block`'s run if it waits for nothing pending,
+    /// else of the blocks it waits for (and theirs) that can go now; never
+    /// waits. Looks at a bounded number of blocks.
+    fn start_ready(&mut self, block: u64) -> Result<bool, Errno> {
+        let mut stack = vec![block];
+        let mut seen = BTreeSet::new();
+        let mut started = false;
+        while let Some(b) = stack.pop() {
+            if !seen.insert(b) || seen.len() > self.max_run_blocks {
+                continue;
+            }
+            let Some(&i) = self.map.get(&b) else { continue };
+            if self.bufs[i].state != State::Dirty {
+                continue;
+            }
+            if self.unsatisfied(b).is_none() {
+                if self.write_run(i, true)? {
+                    self.stats.write_behind_transfers += 1;
+                    started = true;
+                }
+            } else {
+                let firsts: Vec<u64> = self.order.waits(b).filter(|&f| self.is_pending(f)).collect();
+                stack.extend(firsts);
+            }
+        }
+        Ok(started)
+    }
+
+    /// Whether a block has been dirty [`DIRTY_EXPIRE_MS`] at `now_ms` (the
+    /// server's clock; it also dates the blocks dirtied from now on) and
+    /// the last pass of [`Cache::write_expired`] was
+    /// [`WRITEBACK_INTERVAL_MS`] ago or more.
+    pub fn has_expired(&mut self, now_ms: u64) -> bool {
+        self.now_ms = self.now_ms.max(now_ms);
+        if self.now_ms < self.last_writeback_ms.saturating_add(WRITEBACK_INTERVAL_MS) {
+            return false;
+        }
+        self.oldest_dirty();
+        self.dirty_queue
+            .front()
+            .is_some_and(|&(_, _, since)| since.saturating_add(DIRTY_EXPIRE_MS) <= self.now_ms)
+    }
+
+    /// Starts writing the blocks dirty for [`DIRTY_EXPIRE_MS`] or more at
+    /// `now_ms` (each after what it waits for: a block whose waits are
+    /// not on the disk starts those instead, and goes at a later call),
+    /// without waiting for anything: as Linux's periodic write-back, it
+    /// bounds what a power cut loses without promising anything (no
+    /// device flush). Runs at most once per [`WRITEBACK_INTERVAL_MS`]
+    /// (the server calls it after a request when [`Cache::has_expired`]);
+    /// the cost of a pass is the number of expired blocks. Returns how many
+    /// due blocks it looked at.
+    pub fn write_expired(&mut self, now_ms: u64) -> Result<usize, Errno> {
+        if !self.has_expired(now_ms) {
+            return Ok(0);
+        }
+        self.last_writeback_ms = self.now_ms;
+        let mut due = Vec::new();
+        for &(seq, block, since) in &self.dirty_queue {
+            if since.saturating_add(DIRTY_EXPIRE_MS) > self.now_ms {
+                break;
+            }
+            if is_dirty_entry(&self.bufs, &self.map, seq, block) {
+                due.push(block);
+            }
+        }
+        let transfers = self.stats.write_transfers;
+        for &block in &due {
+            self.start_ready(block)?;
+        }
+        self.stats.expired_transfers += self.stats.write_transfers - transfers;
+        Ok(due.len())
+    }
+
+    /// `block` was freed: its contents will never be read again, so a
+    /// dirty buffer for it need not be written. Its waits go (its next
+    /// contents are a new allocation's, ordered then), and so does what
+    /// waited for it: the file system has already cleared every pointer
+    /// to it from the present contents of the blocks that held one
+    /// (truncate's order: pointers, then bits), so no block's next write
+    /// can point at it; any older write that did found it on the disk
+    /// first. A buffer in flight is left to finish.
+    pub fn discard(&mut self, block: u64) {
+        let Some(&i) = self.map.get(&block) else { return };
+        if self.bufs[i].state != State::Dirty {
+            return;
+        }
+        self.order.remove(block);
+        self.forget(i);
+        self.stats.discarded_blocks += 1;
     }
 
     /// Read-ahead: starts reading those of `blocks` that are not cached,
@@ -872,6 +1128,10 @@ impl<D: BlockDevice> Cache<D> {
     /// block (`fsync_sends_what_it_can_together` counts them).
     fn write_together(&mut self, mut targets: Vec<u64>) -> Result<(), Errno> {
         let mut seen: BTreeSet<u64> = targets.iter().copied().collect();
+        // Blocks whose waits have joined the set: once is enough (an
+        // indirect block waits for 256 data blocks; looking through them
+        // after every completion cost more than the writes, host time).
+        let mut expanded: BTreeSet<u64> = BTreeSet::new();
         loop {
             let mut k = 0;
             let mut is_dirty_left = false;
@@ -881,26 +1141,30 @@ impl<D: BlockDevice> Cache<D> {
                 let Some(&i) = self.map.get(&block) else { continue };
                 if self.bufs[i].state == State::Dirty {
                     // What it waits for joins the set, to go first.
-                    let firsts = self.waits_for.get(&block).cloned().unwrap_or_default();
-                    for first in firsts {
-                        if self.is_pending(first) && seen.insert(first) {
-                            targets.push(first);
+                    if expanded.insert(block) {
+                        let firsts: Vec<u64> = self.order.waits(block).collect();
+                        for first in firsts {
+                            if self.is_pending(first) && seen.insert(first) {
+                                targets.push(first);
+                            }
                         }
                     }
                     self.write_run(i, true)?;
                     is_dirty_left |= self.bufs[i].state == State::Dirty;
                 }
             }
-            // Only the blocks still on their way are looked at again.
-            targets.retain(|b| self.is_pending(*b));
-            if targets.is_empty() {
-                return Ok(());
-            }
-            if !is_dirty_left {
-                // Everything is in flight: wait for it all at once rather
-                // than look over the set after each completion.
+            // Only the blocks not yet started are looked at again: those
+            // in flight are waited for at the end, all at once. (Looking
+            // over the whole set after each completion cost, with 8 MiB
+            // held dirty and written at `fsync`, 170 completions times
+            // 8200 blocks.)
+            targets.retain(|b| self.map.get(b).is_some_and(|&i| self.bufs[i].state == State::Dirty));
+            if targets.is_empty() || !is_dirty_left {
                 while !self.in_flight.is_empty() {
                     self.wait_one()?;
+                }
+                if targets.is_empty() {
+                    return Ok(());
                 }
                 continue;
             }
@@ -951,6 +1215,11 @@ impl<D: BlockDevice> Cache<D> {
         }
         Ok(())
     }
+}
+
+/// Whether a `dirty_queue` entry still stands for a dirty buffer.
+fn is_dirty_entry(bufs: &[Buf], map: &BlockIndex, seq: u64, block: u64) -> bool {
+    map.get(&block).is_some_and(|&i| bufs[i].state == State::Dirty && bufs[i].dirty_seq == seq)
 }
 
 #[cfg(test)]
@@ -1126,6 +1395,153 @@ mod tests {
         assert_eq!(c.stats().read_transfers, reads);
         assert_eq!(c.cached(&[10, 11, 20]), 2);
         assert_eq!(c.read(10, |d| d[0]).unwrap(), 10);
+    }
+
+    /// A pool just large enough to hold dirty data: its background
+    /// threshold is `HOLD_MIN_RUNS` transfers.
+    fn holding_cache(blocks: usize) -> Cache<MemDisk> {
+        let run = MAX_TRANSFER_PAGES * abi::layout::PAGE_SIZE as usize / BS;
+        let nbuf = HOLD_MIN_RUNS * run * 100 / DIRTY_BACKGROUND_PERCENT;
+        let c = Cache::new(disk(blocks).recording(), BS, nbuf).unwrap();
+        assert!(c.holds_dirty());
+        c
+    }
+
+    /// Lets every transfer in flight finish (a server's completions).
+    fn settle(c: &mut Cache<MemDisk>) {
+        while !c.in_flight.is_empty() {
+            c.wait_one().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_large_cache_holds_dirty_data_until_its_background_threshold() {
+        let mut c = holding_cache(4096);
+        let background = c.background_blocks() as u64;
+        for b in 0..background {
+            c.overwrite(b, |d| d.fill(1)).unwrap();
+            c.write_behind(b).unwrap();
+        }
+        assert_eq!(c.stats().write_transfers, 0, "nothing written while under the threshold");
+        assert_eq!(c.dirty_blocks() as u64, background);
+        // One more: the oldest runs start, nobody waits for them.
+        c.overwrite(background, |d| d.fill(1)).unwrap();
+        c.write_behind(background).unwrap();
+        let s = c.stats();
+        assert!(s.write_behind_transfers >= 1 && s.waits == 0, "{s:?}");
+        assert!(c.dirty_blocks() as u64 <= background);
+        // The oldest went first: block 0 is on its way, the newest is not.
+        assert!(!matches!(c.bufs[c.map.get(&0).copied().unwrap()].state, State::Dirty));
+        assert_eq!(c.bufs[c.map.get(&background).copied().unwrap()].state, State::Dirty);
+    }
+
+    #[test]
+    fn a_cache_full_of_dirty_blocks_makes_writers_wait_never_fail() {
+        let mut c = holding_cache(8192);
+        let nbuf = c.nbuf() as u64;
+        let limit = c.limit_blocks();
+        // Ten times the cache, written whole, with one old block modified
+        // again and again (never clean for long).
+        for b in 0..10 * nbuf {
+            c.overwrite(b + 1, |d| d[1..9].copy_from_slice(&b.to_le_bytes())).unwrap();
+            c.write_behind(b + 1).unwrap();
+            c.modify(0, |d| d[1] = b as u8).unwrap();
+            assert!(c.dirty_blocks() <= limit + 1, "{} dirty at block {b}", c.dirty_blocks());
+        }
+        let disk = c.into_device().unwrap();
+        for b in 0..10 * nbuf {
+            let at = (b as usize + 1) * BS;
+            assert_eq!(disk.bytes()[at + 1..at + 9], b.to_le_bytes(), "block {}", b + 1);
+        }
+        assert_eq!(disk.bytes()[1], (10 * nbuf - 1) as u8);
+    }
+
+    #[test]
+    fn blocks_dirty_too_long_are_written_in_order_when_they_expire() {
+        let mut c = holding_cache(64);
+        assert!(!c.has_expired(1000));
+        c.modify(20, |d| d[1] = 1).unwrap();
+        c.order(20, 5).unwrap();
+        c.modify(5, |d| d[1] = 1).unwrap();
+        assert!(!c.has_expired(3000)); // a later request: 9 is dated 3000
+        c.modify(9, |d| d[1] = 1).unwrap();
+        assert!(!c.has_expired(1000 + DIRTY_EXPIRE_MS - 1));
+        assert_eq!(c.write_expired(1000 + DIRTY_EXPIRE_MS - 1).unwrap(), 0);
+        assert!(c.device().log.as_ref().unwrap().is_empty());
+        // Due: 20 and 5. The first call starts 20 only (5 waits for it)
+        // and waits for nothing; the next, once 20 is on the disk, 5.
+        assert!(c.has_expired(1000 + DIRTY_EXPIRE_MS));
+        let waits = c.stats().waits; // the reads of `modify`
+        let t = 1000 + DIRTY_EXPIRE_MS;
+        assert_eq!(c.write_expired(t).unwrap(), 2);
+        assert_eq!(c.stats().waits, waits);
+        assert_eq!(c.stats().write_transfers, 1);
+        settle(&mut c);
+        // Not again before the interval.
+        assert_eq!(c.write_expired(t + WRITEBACK_INTERVAL_MS - 1).unwrap(), 0);
+        assert_eq!(c.write_expired(t + WRITEBACK_INTERVAL_MS).unwrap(), 1);
+        settle(&mut c);
+        let log: Vec<u64> = c.device().log.as_ref().unwrap().iter().map(|w| w.first_sector / 2).collect();
+        assert_eq!(log, vec![20, 5], "in the declared order; 9 is younger");
+        assert_eq!(c.stats().expired_transfers, 2);
+        assert!(!c.has_expired(3000 + DIRTY_EXPIRE_MS - 1));
+        assert_eq!(c.write_expired(3000 + DIRTY_EXPIRE_MS).unwrap(), 1);
+        settle(&mut c);
+        assert_eq!(c.dirty_blocks(), 0);
+    }
+
+    #[test]
+    fn a_dirty_block_freed_is_never_written_and_releases_its_waiters() {
+        let mut c = holding_cache(64);
+        // 7 (a data block) before 3 (the block pointing at it).
+        c.overwrite(7, |d| d[1] = 1).unwrap();
+        c.order(7, 3).unwrap();
+        c.modify(3, |d| d[1] = 1).unwrap();
+        // The pointer is cleared, then 7 freed: 3 need not wait.
+        c.modify(3, |d| d[1] = 0).unwrap();
+        c.discard(7);
+        assert_eq!(c.stats().discarded_blocks, 1);
+        assert_eq!(c.dirty_blocks(), 1);
+        c.write_block_now(3).unwrap();
+        c.sync().unwrap();
+        let log: Vec<u64> = c.device().log.as_ref().unwrap().iter().map(|w| w.first_sector / 2).collect();
+        assert_eq!(log, vec![3]);
+        assert_eq!(c.device().bytes()[7 * BS + 1], 0, "7's freed contents never reached the disk");
+        // A clean block is left alone.
+        c.read(7, |_| ()).unwrap();
+        c.discard(7);
+        assert_eq!(c.stats().discarded_blocks, 1);
+    }
+
+    #[test]
+    fn the_common_edges_of_a_large_write_cost_no_walk() {
+        // 8 MiB of 1 KiB blocks held dirty: each data block before its
+        // indirect block, the bitmap before each indirect block, each
+        // indirect block before the inode's block (as `fs::bmap` orders
+        // them). The checks visit two blocks per indirect block and none
+        // per data block, however many are dirty.
+        let mut c = Cache::new(disk(10_000), BS, 32_768).unwrap();
+        let (bitmap, inode_block) = (1u64, 2u64);
+        c.modify(bitmap, |d| d[1] = 1).unwrap();
+        for ind in 0..32u64 {
+            let h = 100 + ind * 257;
+            c.overwrite(h, |d| d.fill(0)).unwrap();
+            for d in 1..=256u64 {
+                c.overwrite(h + d, |b| b[1] = 1).unwrap();
+                c.write_behind(h + d).unwrap();
+                c.order(bitmap, h).unwrap();
+                c.order(h + d, h).unwrap();
+                c.modify(h, |b| b[1] = 1).unwrap();
+            }
+            c.order(h, inode_block).unwrap();
+            c.modify(inode_block, |b| b[1] = 1).unwrap();
+        }
+        let s = c.stats();
+        assert_eq!(s.write_transfers, 0, "all held: {s:?}");
+        assert!(s.order_visits <= 2 * 32, "{s:?}");
+        c.sync().unwrap();
+        c.order.check().unwrap();
+        assert_eq!(c.order.nodes(), 0);
     }
 
     #[test]

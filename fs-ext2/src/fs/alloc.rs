@@ -123,6 +123,9 @@ impl<D: BlockDevice> Fs<D> {
         if !was_set {
             return Err(self.damage(format!("block {block} freed twice (bitmap says free)")));
         }
+        // Its dirty contents are no file's any more: not written at all
+        // (the callers cleared every pointer to it first; `Cache::discard`).
+        self.cache.discard(block);
         self.adjust_counts(group, 1, 0, 0)
     }
 

@@ -549,10 +549,23 @@ impl<D: BlockDevice> Fs<D> {
         Ok(())
     }
 
+    /// Starts writing the blocks dirty for `cache::DIRTY_EXPIRE_MS` or
+    /// more at `now_ms` (the server's clock, milliseconds), waiting for
+    /// nothing, at most once per `cache::WRITEBACK_INTERVAL_MS`
+    /// ([`Cache::write_expired`]); how many were due.
+    pub fn write_expired(&mut self, now_ms: u64) -> Result<usize, Errno> {
+        self.cache.write_expired(now_ms)
+    }
+
     /// Takes back the buffers of transfers the device has finished, without
     /// waiting ([`Cache::reap`]).
     pub fn reap(&mut self) -> Result<(), Errno> {
         self.cache.reap()
+    }
+
+    /// Buffers dirty now ([`Cache::dirty_blocks`]).
+    pub fn dirty_blocks(&self) -> usize {
+        self.cache.dirty_blocks()
     }
 
     /// Buffers in the cache (`nbuf`).

@@ -341,6 +341,12 @@ fn serve(service: &mut Service<Disk>, queue: Queue) -> i32 {
         let (words, len) =
             service.request(r.sender.0, r.message, data, clock.realtime_ns(), tx_bytes, &mut lent);
         let _ = service.fs.reap();
+        // Blocks dirty too long (`fs_ext2::cache::DIRTY_EXPIRE_MS`) start
+        // on their way to the disk (nothing is waited for), at most once
+        // per `WRITEBACK_INTERVAL_MS`. The check runs after each request:
+        // with no requests nothing ages further (`sync`, `fsync` and
+        // eviction still write).
+        let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
         answer = Some((r.reply, words, len));
     }
 }
