@@ -86,6 +86,19 @@ pub mod console {
     /// dropped because the subscriber's queue was full or it had ended,
     /// the subscriber's pid (0 = none), its queue].
     pub const OP_INPUT_STATS: u64 = 5;
+    /// A one-way `send` from the driver's starter (init) only: word 1 =
+    /// the kernel pid of the one process that may take the typed input
+    /// (`OP_SUBSCRIBE`, `OP_READ`): the terminal manager init started.
+    /// A subscriber that is not it is dropped; input typed meanwhile
+    /// waits for it. Until init names one, nobody may.
+    pub const OP_SET_INPUT_OWNER: u64 = 6;
+    /// Reply word 0 of `OP_SUBSCRIBE` or `OP_READ` from a process that is
+    /// not the input's owner (`OP_SET_INPUT_OWNER`): typed input goes to
+    /// the terminal manager init named, and to no one else, even while
+    /// that manager is being restarted.
+    pub const NOT_THE_OWNER: u64 = u64::MAX - 1;
+    /// Reply word 0 of any other refused request.
+    pub const REFUSED: u64 = u64::MAX;
 }
 
 /// The first pager (servers/pager): zero-filled pages and copy-on-write

@@ -243,6 +243,19 @@ pub mod signal {
     /// Sent by the monitor to a parent whose child ended, only if the
     /// parent catches it (the default action, ignore, needs nothing).
     pub const SIGCHLD: u64 = 17;
+    /// A read of the controlling terminal from a background process
+    /// group (POSIX.1-2017 XBD 11.1.4), sent by the console manager to
+    /// the reader's group. POSIX's default action is to stop the group;
+    /// Ridgeback has no stopped processes, so the default action here
+    /// ends nobody: the read itself waits, taking no line, until its group
+    /// is the foreground again (docs/reliability.md, "The console and job
+    /// control"). Caught: the read fails with `EINTR`; ignored, or the
+    /// group orphaned: `EIO` and no signal.
+    pub const SIGTTIN: u64 = 21;
+    /// A write to the controlling terminal from a background group with
+    /// `TOSTOP` set (Linux's number); Ridgeback has no `TOSTOP`, so it is
+    /// never sent by the system. Its default action ends nobody either.
+    pub const SIGTTOU: u64 = 22;
     /// Highest signal number accepted.
     pub const MAX: u64 = 31;
 
@@ -690,6 +703,38 @@ pub mod monitor {
     /// it needs root, as Linux's `nice` (docs/reliability.md, "Users and
     /// limits").
     pub const OP_SET_PRIORITY: u64 = 87;
+    /// A one-way `send` from the console manager only: who is reading?
+    /// Word 1 = the reader's kernel pid (the sender the kernel stamped on
+    /// its `io::OP_READ`), word 2 = the manager's token for that read. The
+    /// monitor answers with a call of [`super::tty::OP_READER`] (it calls
+    /// the manager, never the other way, so neither can wait on the
+    /// other): the reader's process group and [`reader`] flags. Job
+    /// control at the console (POSIX.1-2017 XBD 11.1.4;
+    /// docs/reliability.md, "The console and job control").
+    pub const OP_TTY_READER: u64 = 120;
+    /// `ioctl(fd, TIOCSTI)` for a string: word 1 = fd (the console), data
+    /// = bytes handed to the terminal's line discipline as if typed
+    /// (echoed, edited, ^C signals). Root only (`EPERM`; Linux asks
+    /// `CAP_SYS_ADMIN`); `ENOTTY` when `fd` is not the console or it is
+    /// not the caller's controlling terminal; `EBADF` for a closed fd.
+    /// For tests of the terminal (tests/utest/src/jobs.rs). Reply: the
+    /// bytes taken.
+    pub const OP_TTY_TYPE: u64 = 121;
+
+    /// The flags of a [`super::tty::OP_READER`] answer (word 3).
+    pub mod reader {
+        /// The reader is no UNIX process, or its session's controlling
+        /// terminal is not the console (`setsid`): its read gets `EIO`.
+        pub const NO_TERMINAL: u64 = 1;
+        /// It ignores `SIGTTIN` (POSIX: a background read gets `EIO`).
+        pub const TTIN_IGNORED: u64 = 2;
+        /// It catches `SIGTTIN` (a background read gets the signal and
+        /// `EINTR`).
+        pub const TTIN_CAUGHT: u64 = 4;
+        /// Its process group is orphaned (no member has a parent in
+        /// another group of the same session): `EIO`, no signal (POSIX).
+        pub const ORPHANED: u64 = 8;
+    }
 }
 
 /// Resource limits (`getrlimit`/`setrlimit`, the shell's `ulimit`), kept
@@ -1396,6 +1441,20 @@ pub mod tty {
     /// Most bytes of output the terminal manager keeps while its console
     /// driver is gone, written to the new driver once it subscribes.
     pub const DOWN_OUTPUT_BYTES: usize = 4096;
+    /// From the monitor only, its answer to [`super::monitor::OP_TTY_READER`]:
+    /// word 1 = the read's token, word 2 = the reader's process group,
+    /// word 3 = [`super::monitor::reader`] flags. The manager serves,
+    /// refuses or keeps the read it had kept unanswered meanwhile. Reply:
+    /// 0, or `ENOENT` when no read waits under that token (it ended).
+    pub const OP_READER: u64 = 68;
+    /// From the monitor only (`monitor::OP_TTY_TYPE`, root's `TIOCSTI`):
+    /// on the handle in word 1, the data as typed input. Reply: the bytes
+    /// taken.
+    pub const OP_TYPE: u64 = 69;
+    /// Most background reads the manager keeps waiting (held for their
+    /// group's turn in the foreground); one more gets `EIO`. The rest of
+    /// its waiting reads are left to the foreground.
+    pub const MAX_HELD_READS: usize = 32;
 }
 
 #[cfg(test)]

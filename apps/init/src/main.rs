@@ -202,11 +202,16 @@ fn start_and_wait(
     priority: &str,
     rights: &str,
     ready: Queue,
+    slot: Option<u64>,
 ) -> Result<(Pid, [u64; 4]), String> {
     let priority: u64 = priority.parse().map_err(|_| String::from("bad priority"))?;
     let mask = rights_mask(rights)?;
     let me = alloc::format!("{}", sys::getpid().0);
     let pid = sys::spawn_with_rights(program, &me, priority, mask).map_err(|e| String::from(e.name()))?;
+    if slot == Some(bootstrap::TTY) {
+        // Only this process may take the console's typed input.
+        supervise::name_the_input_owner(pid);
+    }
     loop {
         match msg::receive_data(ready, &mut []) {
             Ok(r) if r.sender == pid => return Ok((pid, r.message)),
@@ -238,7 +243,7 @@ fn start_server(
     ready: Queue,
 ) -> Result<Pid, String> {
     let slot = slot_number(slot)?;
-    let (pid, m) = start_and_wait(program, priority, rights, ready)?;
+    let (pid, m) = start_and_wait(program, priority, rights, ready, slot)?;
     let queue = m[1] as u32;
     if let Some(slot) = slot {
         sys::set_bootstrap(slot, pid, queue).map_err(|e| String::from(e.name()))?;

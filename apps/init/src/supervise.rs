@@ -97,6 +97,10 @@ pub struct Child {
     client: Option<String>,
     /// The queue its ready message named (where a client is named to it).
     queue: u32,
+    /// Its ready message said it found no device: it ends at once with
+    /// status 0, which init said at its start (before the first process
+    /// runs), so the end is not logged again in the middle of a session.
+    no_device: bool,
 }
 
 pub struct Supervisor {
@@ -134,6 +138,7 @@ impl Supervisor {
             kill_asked: false,
             client: None,
             queue: 0,
+            no_device: false,
         });
     }
 
@@ -165,6 +170,7 @@ impl Supervisor {
             kill_asked: false,
             client: None,
             queue: 0,
+            no_device: false,
         });
         let i = self.children.len() - 1;
         let started = self.start(i, false);
@@ -183,11 +189,18 @@ impl Supervisor {
         let c = &self.children[i];
         let pid = sys::spawn_with_rights(&c.program, &me, c.priority, c.rights)
             .map_err(|e| String::from(e.name()))?;
+        if c.slot == Some(bootstrap::TTY) {
+            name_the_input_owner(pid);
+        }
         // Drivers that serve only this program learn its new pid before
         // it is ready (it attaches while it starts).
         self.name_client_to_drivers(i, pid);
         let m = wait_ready_or_end(pid, self.ready)?;
         self.children[i].queue = m[1] as u32;
+        self.children[i].no_device = !device_found(m);
+        if self.children[i].no_device {
+            println!("init: {}: no device; it ends", self.children[i].program);
+        }
         // A driver with a client is told who it is before its entry
         // names it: nobody can reach it through the entry before then.
         if let Some(client) = self.children[i].client.clone() {
@@ -323,7 +336,12 @@ impl Supervisor {
                         let c = &mut self.children[i];
                         c.pid = None;
                         c.state = state::STOPPED;
-                        println!("init: {} ({:#x}) exited with status 0; not restarted", c.program, pid.0);
+                        if !c.no_device {
+                            println!(
+                                "init: {} ({:#x}) exited with status 0; not restarted",
+                                c.program, pid.0
+                            );
+                        }
                         return;
                     }
                     ExitStatus::Exited(code) => format!("({:#x}) exited with status {code}", pid.0),
@@ -496,10 +514,24 @@ fn take_slot(slot: u64, pid: Pid, queue: u32) -> Result<(), String> {
     if slot == bootstrap::CONSOLE {
         // init's own output goes to the new driver again.
         runtime::io::reset_console();
+        // The new driver hands typed input to the terminal manager only
+        // (told before the manager is told to subscribe).
+        if let Some((tty, _)) = sys::bootstrap(bootstrap::TTY) {
+            send_to_slot(bootstrap::CONSOLE, tty, [protocols::console::OP_SET_INPUT_OWNER, tty.0, 0, 0]);
+        }
         send_to_slot(bootstrap::TTY, pid, [ux::tty::OP_SET_CONSOLE, pid.0, queue as u64, 0]);
     }
     send_to_slot(bootstrap::MONITOR, pid, [monitor::OP_SLOT_SERVER_STARTED, slot, pid.0, queue as u64]);
     Ok(())
+}
+
+/// Name `pid`, a terminal manager init just started, to the console
+/// driver as the one process that may take its typed input
+/// (`console::OP_SET_INPUT_OWNER`; docs/reliability.md, "Console input
+/// goes only to the terminal manager"). One-way, and sent right after
+/// the spawn: the manager tries its subscription again while refused.
+pub fn name_the_input_owner(pid: Pid) {
+    send_to_slot(bootstrap::CONSOLE, pid, [protocols::console::OP_SET_INPUT_OWNER, pid.0, 0, 0]);
 }
 
 /// Tell the monitor that a restarted driver, `pid`, is ready and named by
@@ -543,19 +575,25 @@ fn wait_ready_or_end(pid: Pid, ready: Queue) -> Result<[u64; 4], String> {
 
 /// Make the device entry `path` naming the driver `pid`, from its ready
 /// message `m`; `again`: an entry of its last instance is there, replaced.
+/// Whether a driver's ready message `m` says it found its device (a
+/// block driver's size, the card's flag); any other ready message: yes.
+fn device_found(m: [u64; 4]) -> bool {
+    !matches!(m[0], ux::block::READY | net::eth::READY) || m[2] != 0
+}
+
 fn make_entry(path: &str, pid: Pid, m: [u64; 4], again: bool) -> Result<(), String> {
     // Which kind of driver it is, from its ready message: the mode of its
     // entry, and whether it found its device (no device: no entry).
-    let (entry_mode, present) = match m[0] {
-        ux::block::READY => (ux::mode::S_IFBLK | 0o660, m[2] != 0),
+    let entry_mode = match m[0] {
+        ux::block::READY => ux::mode::S_IFBLK | 0o660,
         // The network card: only the network server talks to it.
-        net::eth::READY => (ux::mode::S_IFCHR | 0o600, m[2] != 0),
+        net::eth::READY => ux::mode::S_IFCHR | 0o600,
         // The network server: anyone may open a socket.
-        net::READY => (ux::mode::S_IFCHR | 0o666, true),
+        net::READY => ux::mode::S_IFCHR | 0o666,
         _ => return Err(String::from("its ready message is not a driver's")),
     };
     let queue = m[1];
-    if !present {
+    if !device_found(m) {
         return Ok(());
     }
     let (fs_pid, fs_queue) = sys::bootstrap(bootstrap::FS).ok_or(String::from("no directory manager"))?;

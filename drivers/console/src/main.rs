@@ -9,6 +9,11 @@
 //! - `OP_READ`: reply with typed bytes, or keep the call until some arrive;
 //! - `OP_SUBSCRIBE`: from then on hand every typed byte to the caller (the
 //!   console device manager) instead: no echo, no `OP_READ`;
+//! - `OP_SET_INPUT_OWNER`, a one-way message from the starter (init)
+//!   only: the one process that may subscribe or read (the terminal
+//!   manager init started). Anyone else gets `NOT_THE_OWNER`, whether the
+//!   manager runs or is being restarted (docs/reliability.md, "Console
+//!   input goes only to the terminal manager");
 //! - interrupts: drain the receive buffer; then either echo and answer a
 //!   waiting reader, or send the bytes to the subscriber; acknowledge the
 //!   line.
@@ -20,7 +25,7 @@
 //! driver must not wait on its client), 16 bytes a message. When a send
 //! fails the bytes are dropped and counted: a full queue loses input as a
 //! UART overrun would; a subscriber that has ended is forgotten, and the
-//! driver goes back to echoing and buffering until another subscribes.
+//! driver goes back to echoing and buffering until the owner subscribes.
 //!
 //! Restarts (docs/reliability.md, "The console and the terminal"): init
 //! starts the driver again when it ends (`etc/inittab`: `restart`). The
@@ -40,8 +45,8 @@
 use abi::msg::Kind;
 use abi::{Error, Pid};
 use protocols::console::{
-    COM1_IRQ, COM1_PORT, COM1_PORT_COUNT, INPUT, INPUT_BYTES_PER_MESSAGE, OP_INPUT_STATS, OP_READ, OP_STATS,
-    OP_SUBSCRIBE, OP_WRITE, READY,
+    COM1_IRQ, COM1_PORT, COM1_PORT_COUNT, INPUT, INPUT_BYTES_PER_MESSAGE, NOT_THE_OWNER, OP_INPUT_STATS,
+    OP_READ, OP_SET_INPUT_OWNER, OP_STATS, OP_SUBSCRIBE, OP_WRITE, READY, REFUSED,
 };
 use runtime::msg::{self, Link, Queue, ReplyHandle};
 use runtime::{Args, sys};
@@ -76,9 +81,6 @@ struct Subscriber {
     link: Link,
 }
 
-/// Reply word 0 for a refused request (the driver's error answer).
-const REFUSED: u64 = u64::MAX;
-
 fn main(args: Args) -> i32 {
     let starter = args.get(0).and_then(|s| s.parse::<u64>().ok()).map(Pid);
     let queue = match set_up() {
@@ -97,7 +99,7 @@ fn main(args: Args) -> i32 {
             return 2;
         }
     }
-    serve(queue)
+    serve(queue, starter)
 }
 
 fn set_up() -> Result<Queue, Error> {
@@ -158,14 +160,14 @@ fn forward(sub: &Subscriber, bytes: &[u8], stats: &mut Stats) -> bool {
     alive
 }
 
-/// `OP_SUBSCRIBE` from `caller` with its `queue`: the new subscriber, or
-/// `None` when another live process holds the input.
+/// `OP_SUBSCRIBE` from `caller` (the input's owner) with its `queue`: the
+/// new subscriber, or `None` when another live process holds the input.
 fn subscribe(current: Option<Subscriber>, caller: Pid, queue: u32) -> Option<Subscriber> {
     if let Some(old) = current
         && old.pid != caller
     {
-        // Taken over only from a subscriber that has ended (a console
-        // device manager restarted), so no process can steal the input.
+        // The owner (checked by the caller) takes over only from a
+        // subscriber that has ended, or that init named before it.
         if let Ok(probe) = msg::open_link(old.pid, Queue(old.queue)) {
             let _ = msg::close_link(probe);
             return None;
@@ -178,15 +180,20 @@ fn subscribe(current: Option<Subscriber>, caller: Pid, queue: u32) -> Option<Sub
     Some(Subscriber { pid: caller, queue, link })
 }
 
-fn serve(queue: Queue) -> i32 {
+fn serve(queue: Queue, starter: Option<Pid>) -> i32 {
     let mut stats =
         Stats { writes: 0, bytes_written: 0, interrupts: 0, bytes_read: 0, bytes_sent: 0, bytes_dropped: 0 };
     let mut buf = [0u8; MAX_DATA_BYTES];
     let mut typed = [0u8; 256];
     let mut typed_len = 0;
-    // A waiting reader: its reply handle and the most bytes it takes.
-    let mut reader: Option<(ReplyHandle, usize)> = None;
+    // A waiting reader: its reply handle, the most bytes it takes, and
+    // who it is.
+    let mut reader: Option<(ReplyHandle, usize, Pid)> = None;
     let mut subscriber: Option<Subscriber> = None;
+    // The process init named as the terminal manager: the only one that
+    // may take typed input (`OP_SET_INPUT_OWNER`). None until init names
+    // one, so nobody may before.
+    let mut owner: Option<Pid> = None;
     loop {
         let r = match msg::receive_data(queue, &mut buf) {
             Ok(r) => r,
@@ -229,6 +236,30 @@ fn serve(queue: Queue) -> i32 {
                 }
                 let _ = sys::ack_irq(COM1_IRQ);
             }
+            Kind::Short if Some(r.sender) == starter && r.message[0] == OP_SET_INPUT_OWNER => {
+                owner = Some(Pid(r.message[1]));
+                // A subscriber that is not the new owner (the manager that
+                // ended) gives the input up; it waits in `typed` for the
+                // owner's subscription.
+                if let Some(sub) = subscriber
+                    && Some(sub.pid) != owner
+                {
+                    let _ = msg::close_link(sub.link);
+                    subscriber = None;
+                }
+                if let Some((handle, _, by)) = reader
+                    && Some(by) != owner
+                {
+                    let _ = msg::reply(handle, &[NOT_THE_OWNER, 0, 0, 0], &[]);
+                    reader = None;
+                }
+            }
+            Kind::Call
+                if matches!(r.message[0], OP_SUBSCRIBE | OP_READ)
+                    && (owner.is_none() || owner != Some(r.sender)) =>
+            {
+                let _ = msg::reply(r.reply, &[NOT_THE_OWNER, 0, 0, 0], &[]);
+            }
             Kind::Call => match r.message[0] {
                 OP_WRITE => {
                     write_bytes(&buf[..r.len]);
@@ -237,7 +268,7 @@ fn serve(queue: Queue) -> i32 {
                     let _ = msg::reply(r.reply, &[r.len as u64, 0, 0, 0], &[]);
                 }
                 OP_READ if reader.is_none() && subscriber.is_none() => {
-                    reader = Some((r.reply, r.message[1] as usize))
+                    reader = Some((r.reply, r.message[1] as usize, r.sender))
                 }
                 OP_STATS => {
                     let words = [stats.writes, stats.bytes_written, stats.interrupts, stats.bytes_read];
@@ -252,7 +283,7 @@ fn serve(queue: Queue) -> i32 {
                         subscriber = Some(sub);
                         let _ = msg::reply(r.reply, &[0, 0, 0, 0], &[]);
                         // Input no longer comes to readers.
-                        if let Some((handle, _)) = reader.take() {
+                        if let Some((handle, _, _)) = reader.take() {
                             let _ = msg::reply(handle, &[REFUSED, 0, 0, 0], &[]);
                         }
                         // Bytes typed before anyone subscribed are the
@@ -276,7 +307,7 @@ fn serve(queue: Queue) -> i32 {
             _ => {}
         }
         if typed_len > 0
-            && let Some((handle, max)) = reader.take()
+            && let Some((handle, max, _)) = reader.take()
         {
             let n = typed_len.min(max).min(MAX_DATA_BYTES);
             stats.bytes_read += n as u64;

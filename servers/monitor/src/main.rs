@@ -180,6 +180,9 @@ fn main(args: Args) -> i32 {
             {
                 m.signal_group(r.message[1], r.message[2]);
             }
+            Kind::Short if r.message[0] == monitor::OP_TTY_READER && Some(r.sender) == m.tty.map(|t| t.0) => {
+                m.tty_reader(Pid(r.message[1]), r.message[2]);
+            }
             Kind::Short if r.message[0] == monitor::OP_SERVER_ENDED && r.sender == m.starter => {
                 m.server_ended(Pid(r.message[1]));
                 m.terminal_ended(Pid(r.message[1]), r.message[2] == monitor::ENDED_FOR_GOOD);
@@ -279,6 +282,7 @@ impl Monitor {
             monitor::OP_SETSID => answer(self.setsid(me)),
             monitor::OP_TCSETPGRP => answer(self.tcsetpgrp(me, w[1], w[2])),
             monitor::OP_SET_PRIORITY => answer(self.set_priority(me, w[1])),
+            monitor::OP_TTY_TYPE => answer(self.tty_type(me, w[1], data)),
             _ => err(errno::ENOSYS),
         }
     }

@@ -215,10 +215,17 @@ impl Monitor {
     }
 
     /// The default action of every signal Ridgeback knows is to end the
-    /// process, unless it ignores the signal (SIGKILL cannot be ignored).
+    /// process, unless it ignores the signal (SIGKILL cannot be ignored);
+    /// but `SIGTTIN` and `SIGTTOU`, whose POSIX default is to stop, end
+    /// nobody: there are no stopped processes, and the console manager
+    /// holds the background read instead (`ctty`).
     fn deliver_signal(&mut self, target: u64, sig: u64) {
         let Some(p) = self.procs.get_mut(&target) else { return };
         if sig == 0 || (sig != signal::SIGKILL && p.ignored & (1 << sig) != 0) {
+            return;
+        }
+        let stop_default = matches!(sig, signal::SIGTTIN | signal::SIGTTOU);
+        if stop_default && p.caught & (1 << sig) == 0 {
             return;
         }
         if sig != signal::SIGKILL && p.caught & (1 << sig) != 0 {

@@ -46,6 +46,7 @@ impl Monitor {
         self.procs.insert(p, proc);
         // The group given the terminal again after its manager restarts.
         self.terminal.session_pgid = p;
+        self.terminal.foreground = p;
         // Standard input, output and error: the console, if there is one.
         let console = self.open_object(p, "/dev/console", open_flags::O_RDWR, 0);
         if let Err(e) = console {

@@ -305,4 +305,8 @@ pub struct Terminal {
     /// The session's process group (init's `OP_START`), given the
     /// terminal again after a restart.
     pub session_pgid: u64,
+    /// The last foreground group `tcsetpgrp` set: given the terminal
+    /// again after a restart while it has a member (a `su` shell's group,
+    /// whose reads would otherwise be background reads: `ctty`).
+    pub foreground: u64,
 }

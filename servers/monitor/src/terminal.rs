@@ -131,11 +131,15 @@ impl Monitor {
         }
     }
 
-    /// The session's process group is the new terminal's foreground, if
-    /// it still has a member.
+    /// The last foreground group `tcsetpgrp` set, or else the session's
+    /// process group, is the new terminal's foreground, if it still has a
+    /// member: only the foreground reads the terminal (job control,
+    /// `ctty`), so a `su` shell at its prompt must get it back.
     fn give_the_session_the_terminal(&mut self, tty_pid: Pid) {
-        let pgid = self.terminal.session_pgid;
-        let alive = pgid != 0 && self.procs.values().any(|p| p.pgid == pgid && p.zombie.is_none());
+        let has_member = |g: u64| g != 0 && self.procs.values().any(|p| p.pgid == g && p.zombie.is_none());
+        let last = self.terminal.foreground;
+        let pgid = if has_member(last) { last } else { self.terminal.session_pgid };
+        let alive = has_member(pgid);
         let handle = self.files.naming(tty_pid.0).first().and_then(|&i| self.files.get(i)).map(|f| f.info);
         if let (true, Some(info)) = (alive, handle)
             && let Ok(l) = self.link(tty_pid, info.manager_queue)

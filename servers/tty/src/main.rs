@@ -6,7 +6,8 @@
 //! - `device::OP_OPEN` gives a handle (with the open flags);
 //! - `io::OP_READ` answers one line per read, or keeps the call until a
 //!   line is typed (several readers wait in order); ^D on an empty line is
-//!   end of file (0 bytes) for one read;
+//!   end of file (0 bytes) for one read. Only the foreground process
+//!   group reads (job control, below);
 //! - `io::OP_WRITE` writes through the driver with NL → CR NL;
 //! - `io::OP_POLL`: `POLLIN` when a line (or an end of file) is ready,
 //!   `POLLOUT` always (writes never wait);
@@ -22,22 +23,43 @@
 //! `monitor::OP_SIGNAL_GROUP`, never a `call`: the monitor calls this
 //! manager, so a call back could deadlock them.
 //!
+//! Job control (POSIX.1-2017 XBD 11.1.4, "Terminal Access Control";
+//! docs/reliability.md, "The console and job control"): a read is served
+//! only once the manager knows the reader's process group. The kernel
+//! stamps each message with its sender's pid, which no process can forge;
+//! the manager asks the monitor who that is with a one-way `send` of
+//! `monitor::OP_TTY_READER` and keeps the read meanwhile; the monitor
+//! answers with a call of `tty::OP_READER` (group and flags). Then:
+//! no controlling terminal (not a UNIX process, or a session of its own):
+//! `EIO`; the foreground group (or no foreground set yet): served in
+//! order; a background group that ignores `SIGTTIN` or is orphaned: `EIO`;
+//! one that catches it: `SIGTTIN` to the group and `EINTR`; otherwise
+//! `SIGTTIN` to the group (whose default action ends nobody: Ridgeback has
+//! no stopped processes) and the read is held, taking no line, until its
+//! group is given the terminal (`tcsetpgrp`: the shell's `fg`). Typed
+//! lines go only to reads of the foreground group, oldest first.
+//!
 //! Restarts (docs/reliability.md, "The console and the terminal"): init
 //! starts this manager again when it ends (`etc/inittab`: `restart`). A
-//! new instance subscribes to the console driver, which hands the input
-//! over from a subscriber that has ended; the monitor registers with it
+//! new instance subscribes to the console driver, which gives the input
+//! only to the manager init named to it; the monitor registers with it
 //! and moves the open descriptions to new handles here. Lost with the old
 //! instance: the half-typed line, reads in flight (their callers ask the
 //! monitor where the terminal went and read again), the no-echo line and
-//! the foreground group (the monitor gives it back to the session's
-//! group). When the console driver ends, writes are kept (up to
+//! the foreground group (the monitor gives it back to the last group
+//! `tcsetpgrp` set, or the session's). When the console driver ends, writes are kept (up to
 //! `tty::DOWN_OUTPUT_BYTES`, the rest dropped) until init names the new
 //! driver (`tty::OP_SET_CONSOLE`, a one-way message from the starter
 //! only); then this manager subscribes to it and writes what it kept.
 //!
 //! Trust: the monitor registers itself once (`tty::OP_SET_MONITOR`); from
-//! then on only it may open and close handles. Handles are sparse (slot
-//! and a random check), so a process cannot use one it was not given.
+//! then on only it may open and close handles, set the foreground, answer
+//! who a reader is and type (`tty::OP_TYPE`, root's `TIOCSTI`). The
+//! console driver hands its input to the manager init named to it, so
+//! this manager tries its subscription again while it is refused
+//! (`console::NOT_THE_OWNER`: init names it just after starting it).
+//! Handles are sparse (slot and a random check), so a process cannot use
+//! one it was not given.
 //! Bad requests get a POSIX errno; nothing a client sends ends this
 //! process.
 //!
@@ -61,7 +83,7 @@ use protocols::console;
 use protocols::net::{POLLIN, POLLOUT};
 use protocols::unix::Errno;
 use protocols::unix::errno::{
-    EAGAIN, EBADF, EBUSY, EINVAL, EIO, ENFILE, ENOENT, ENOSYS, ENOTDIR, EPERM, ESPIPE, ESRCH,
+    EAGAIN, EBADF, EBUSY, EINTR, EINVAL, EIO, ENFILE, ENOENT, ENOSYS, ENOTDIR, EPERM, ESPIPE, ESRCH,
 };
 use protocols::unix::{Stat, device, encode_result, io, mode, monitor, open_flags, signal, tty};
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
@@ -83,6 +105,15 @@ const QSEG_MESSAGES: u64 = 160;
 const QSEG_PAGES: u64 = 64;
 /// Most bytes one message carries.
 const MAX_DATA_BYTES: usize = abi::msg::MAX_DATA_BYTES as usize;
+/// Tries at the console driver's subscription, `SUBSCRIBE_PAUSE_NS`
+/// apart, while it answers `NOT_THE_OWNER` (init names this manager to
+/// the driver just after starting it): a minute at most, however slow
+/// the machine is.
+const SUBSCRIBE_TRIES: u32 = 6000;
+const SUBSCRIBE_PAUSE_NS: u64 = 10_000_000;
+/// Tries at a restarted driver's subscription (`tty::OP_SET_CONSOLE`),
+/// made while this manager serves nobody else.
+const SET_CONSOLE_TRIES: u32 = 100;
 
 fn main(args: Args) -> i32 {
     // The last number among the arguments (plain `spawn` text is just the
@@ -108,11 +139,7 @@ fn start(starter: Option<Pid>) -> Result<Tty, &'static str> {
     }
     let (driver_pid, driver_queue) = sys::bootstrap(abi::bootstrap::CONSOLE).ok_or("no console driver")?;
     let driver = msg::open_link(driver_pid, Queue(driver_queue)).map_err(|_| "no link to the driver")?;
-    let (reply, _) = msg::call(driver, &[console::OP_SUBSCRIBE, queue.0 as u64, 0, 0], &[], &mut [])
-        .map_err(|_| "subscribe call failed")?;
-    if reply[0] != 0 {
-        return Err("the driver refused the subscription");
-    }
+    subscribe(driver, queue, SUBSCRIBE_TRIES)?;
     if let Some(starter) = starter {
         msg::open_link(starter, Queue(protocols::STARTER_QUEUE))
             .and_then(|l| msg::send(l, &[tty::READY, queue.0 as u64, 0, 0]))
@@ -131,7 +158,23 @@ fn start(starter: Option<Pid>) -> Result<Tty, &'static str> {
         monitor: None,
         foreground: 0,
         quiet_line: false,
+        next_token: 1,
     })
+}
+
+/// Subscribe to the console driver's input on `queue`, trying again while
+/// the driver says this process is not (yet) the one init named.
+fn subscribe(driver: Link, queue: Queue, tries: u32) -> Result<(), &'static str> {
+    for _ in 0..tries {
+        let (reply, _) = msg::call(driver, &[console::OP_SUBSCRIBE, queue.0 as u64, 0, 0], &[], &mut [])
+            .map_err(|_| "subscribe call failed")?;
+        match reply[0] {
+            0 => return Ok(()),
+            console::NOT_THE_OWNER => sys::sleep_ns(SUBSCRIBE_PAUSE_NS),
+            _ => return Err("the driver refused the subscription"),
+        }
+    }
+    Err("the driver never took this process as the input's owner")
 }
 
 /// The monitor, once registered.
@@ -146,6 +189,20 @@ struct PendingRead {
     reply: ReplyHandle,
     handle: u64,
     max_bytes: usize,
+    gate: Gate,
+    /// The caller, as the kernel stamped it.
+    reader: Pid,
+}
+
+/// Whose turn a kept read waits for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// The monitor has not said yet who the reader is: served to nobody.
+    Asking { token: u64 },
+    /// A reader in this process group: served while it is the foreground.
+    Group(u64),
+    /// No monitor registered (a test image): anyone, as before job control.
+    Anyone,
 }
 
 /// What to answer the request just received.
@@ -180,6 +237,8 @@ struct Tty {
     /// `tty::OP_NO_ECHO_LINE`: echo nothing until the line being typed
     /// ends, then CR NL.
     quiet_line: bool,
+    /// The token of the next read the monitor is asked about.
+    next_token: u64,
 }
 
 impl Tty {
@@ -221,9 +280,14 @@ impl Tty {
         let mut bytes = [0u8; console::INPUT_BYTES_PER_MESSAGE];
         bytes[..8].copy_from_slice(&m[2].to_le_bytes());
         bytes[8..].copy_from_slice(&m[3].to_le_bytes());
+        self.typed(&bytes[..count], scratch);
+    }
+
+    /// Bytes typed (from the driver, or root's `TIOCSTI`).
+    fn typed(&mut self, bytes: &[u8], scratch: &mut [u8]) {
         let mut echo = Vec::new();
         let mut this_echo = Vec::new();
-        for &b in &bytes[..count] {
+        for &b in bytes {
             this_echo.clear();
             let event = self.ldisc.input(b, &mut this_echo);
             if !self.quiet_line {
@@ -254,12 +318,25 @@ impl Tty {
         }
     }
 
-    /// Answer waiting readers, in order, while there is input for them.
-    /// Input is taken only when its reader was still there: a reader
-    /// killed while waiting (^C on `cat`) does not swallow the next line.
+    /// May a kept read behind `gate` take input now? Only the foreground
+    /// group's (any group's while no foreground is set: before the first
+    /// session, as a terminal without job control).
+    fn may_take_input(&self, gate: Gate) -> bool {
+        match gate {
+            Gate::Anyone => true,
+            Gate::Group(g) => self.foreground == 0 || g == self.foreground,
+            Gate::Asking { .. } => false,
+        }
+    }
+
+    /// Answer waiting readers that may take input, oldest first, while
+    /// there is input for them. Input is taken only when its reader was
+    /// still there: a reader killed while waiting (^C on `cat`) does not
+    /// swallow the next line.
     fn complete_reads(&mut self, scratch: &mut [u8]) {
         while self.ldisc.readable()
-            && let Some(p) = self.readers.pop_front()
+            && let Some(i) = self.readers.iter().position(|p| self.may_take_input(p.gate))
+            && let Some(p) = self.readers.remove(i)
         {
             let peeked = self.ldisc.peek(&mut scratch[..p.max_bytes]);
             let n = match peeked {
@@ -306,7 +383,22 @@ impl Tty {
                     self.handles.open(m[1]).ok_or(ENFILE)
                 }
             }
-            io::OP_READ => return self.read(reply, m[1], m[2], out),
+            io::OP_READ => return self.read(sender, reply, m[1], m[2], out),
+            tty::OP_READER if from_monitor => {
+                if self.reader_known(m[1], m[2], m[3], out) {
+                    Ok(0)
+                } else {
+                    Err(ENOENT)
+                }
+            }
+            tty::OP_TYPE if from_monitor => match self.handles.get(m[1]) {
+                Some(_) => {
+                    self.typed(data, out);
+                    Ok(data.len() as u64)
+                }
+                None => Err(EBADF),
+            },
+            tty::OP_READER | tty::OP_TYPE => Err(EPERM),
             io::OP_WRITE => match self.handles.get(m[1]) {
                 Some(flags) if open_flags::writable(flags) => self.write(data),
                 _ => Err(EBADF),
@@ -351,6 +443,9 @@ impl Tty {
                 (Some(_), 0) => Ok(self.foreground),
                 (Some(_), 1) => self.may_set_foreground(from_monitor).map(|()| {
                     self.foreground = m[3];
+                    // Reads held for the new foreground's turn take
+                    // what was typed already.
+                    self.complete_reads(out);
                     0
                 }),
                 (Some(_), _) => Err(EINVAL),
@@ -391,7 +486,14 @@ impl Tty {
         }
     }
 
-    fn read(&mut self, reply: ReplyHandle, handle: u64, max: u64, out: &mut [u8]) -> Option<Answer> {
+    fn read(
+        &mut self,
+        sender: Pid,
+        reply: ReplyHandle,
+        handle: u64,
+        max: u64,
+        out: &mut [u8],
+    ) -> Option<Answer> {
         match self.handles.get(handle) {
             Some(flags) if open_flags::readable(flags) => {}
             _ => return Some(Answer::result(Err(EBADF))),
@@ -400,18 +502,104 @@ impl Tty {
         if max_bytes == 0 {
             return Some(Answer::result(Ok(0)));
         }
-        if self.readers.is_empty() && self.ldisc.readable() {
-            let n = match self.ldisc.read(&mut out[..max_bytes]) {
-                Read::Bytes(n) => n,
-                Read::EndOfFile | Read::Nothing => 0,
-            };
-            return Some(Answer { words: [n as u64, 0, 0, 0], data_len: n });
-        }
+        let Some(monitor) = self.monitor else {
+            // No monitor (a test image): no job control, as before.
+            if self.readers.is_empty() && self.ldisc.readable() {
+                let n = match self.ldisc.read(&mut out[..max_bytes]) {
+                    Read::Bytes(n) => n,
+                    Read::EndOfFile | Read::Nothing => 0,
+                };
+                return Some(Answer { words: [n as u64, 0, 0, 0], data_len: n });
+            }
+            if self.readers.len() >= MAX_PENDING_READS {
+                return Some(Answer::result(Err(EAGAIN)));
+            }
+            self.readers.push_back(PendingRead {
+                reply,
+                handle,
+                max_bytes,
+                gate: Gate::Anyone,
+                reader: sender,
+            });
+            return None;
+        };
         if self.readers.len() >= MAX_PENDING_READS {
             return Some(Answer::result(Err(EAGAIN)));
         }
-        self.readers.push_back(PendingRead { reply, handle, max_bytes });
+        // Who is reading: the monitor knows the kernel pid the kernel
+        // stamped on this call. Asked one way; the read waits meanwhile.
+        let token = self.next_token;
+        self.next_token += 1;
+        if msg::send(monitor.link, &[monitor::OP_TTY_READER, sender.0, token, 0]).is_err() {
+            // The monitor's queue is full: try again.
+            return Some(Answer::result(Err(EAGAIN)));
+        }
+        self.readers.push_back(PendingRead {
+            reply,
+            handle,
+            max_bytes,
+            gate: Gate::Asking { token },
+            reader: sender,
+        });
         None
+    }
+
+    /// The monitor's `tty::OP_READER`: the read kept under `token` is by a
+    /// process of group `pgid` with `flags` (`monitor::reader`). Serve it
+    /// (in turn), hold it for its group's turn, or fail it (XBD 11.1.4).
+    /// False when no read waits under `token` (it was closed meanwhile).
+    fn reader_known(&mut self, token: u64, pgid: u64, flags: u64, scratch: &mut [u8]) -> bool {
+        use monitor::reader::{NO_TERMINAL, ORPHANED, TTIN_CAUGHT, TTIN_IGNORED};
+        let Some(i) = self.readers.iter().position(|p| p.gate == Gate::Asking { token }) else {
+            return false;
+        };
+        let fail = |p: &PendingRead, e: Errno| {
+            let _ = msg::reply(p.reply, &[encode_result(Err(e)), 0, 0, 0], &[]);
+        };
+        if flags & NO_TERMINAL != 0 {
+            // Not its controlling terminal (or no UNIX process at all).
+            if let Some(p) = self.readers.remove(i) {
+                fail(&p, EIO);
+            }
+            return true;
+        }
+        if self.foreground == 0 || pgid == self.foreground {
+            self.readers[i].gate = Gate::Group(pgid);
+            self.complete_reads(scratch);
+            return true;
+        }
+        // A background group's read.
+        let mut held = self.held_reads();
+        if held >= tty::MAX_HELD_READS {
+            // Reads whose callers ended (killed while held) make room.
+            self.readers.retain(|p| !(matches!(p.gate, Gate::Group(_)) && has_ended(p.reader)));
+            held = self.held_reads();
+        }
+        let Some(i) = self.readers.iter().position(|p| p.gate == Gate::Asking { token }) else { return true };
+        if flags & (TTIN_IGNORED | ORPHANED) != 0 || (flags & TTIN_CAUGHT == 0 && held >= tty::MAX_HELD_READS)
+        {
+            if let Some(p) = self.readers.remove(i) {
+                fail(&p, EIO);
+            }
+            return true;
+        }
+        if let Some(m) = self.monitor {
+            let _ = msg::send(m.link, &[monitor::OP_SIGNAL_GROUP, pgid, signal::SIGTTIN, 0]);
+        }
+        if flags & TTIN_CAUGHT != 0 {
+            if let Some(p) = self.readers.remove(i) {
+                fail(&p, EINTR);
+            }
+        } else {
+            // As if stopped: it waits for its group's turn.
+            self.readers[i].gate = Gate::Group(pgid);
+        }
+        true
+    }
+
+    /// Reads held for a group that is not the foreground.
+    fn held_reads(&self) -> usize {
+        self.readers.iter().filter(|p| matches!(p.gate, Gate::Group(g) if g != self.foreground)).count()
     }
 
     /// Output-process `data` and write it; the reply counts `data`'s bytes.
@@ -455,12 +643,11 @@ impl Tty {
     /// Subscribe to its input, write through it, and write what was kept.
     fn set_console(&mut self, pid: Pid, queue: u32) {
         let Ok(link) = msg::open_link(pid, Queue(queue)) else { return };
-        match msg::call(link, &[console::OP_SUBSCRIBE, self.queue.0 as u64, 0, 0], &[], &mut []) {
-            Ok((reply, _)) if reply[0] == 0 => {}
-            _ => {
-                let _ = msg::close_link(link);
-                return;
-            }
+        // init named this manager to the new driver before telling it here,
+        // so the first try normally succeeds; a few more cover a reorder.
+        if subscribe(link, self.queue, SET_CONSOLE_TRIES).is_err() {
+            let _ = msg::close_link(link);
+            return;
         }
         let _ = msg::close_link(self.driver);
         self.driver = link;
@@ -481,6 +668,18 @@ impl Tty {
                 true
             }
         });
+    }
+}
+
+/// Whether process `pid` has ended (a link to it is refused as to a
+/// process that is gone).
+fn has_ended(pid: Pid) -> bool {
+    match msg::open_link(pid, Queue(0)) {
+        Ok(l) => {
+            let _ = msg::close_link(l);
+            false
+        }
+        Err(e) => matches!(e, Error::NoSuchProcess | Error::DeadPeer),
     }
 }
 

@@ -37,6 +37,7 @@ extern crate alloc;
 mod blk;
 mod files;
 mod fs;
+mod jobs;
 mod leak;
 mod mem;
 mod net;
@@ -113,6 +114,12 @@ const TESTS: &[Test] = &[
     ("proc::clock_and_sleep", proc::clock_and_sleep),
     ("proc::calendar_clock", proc::calendar_clock),
     ("proc::tcsetpgrp", proc::tcsetpgrp),
+    ("jobs::background_read_takes_no_line", jobs::background_read_takes_no_line),
+    ("jobs::password_line_cannot_be_stolen", jobs::password_line_cannot_be_stolen),
+    ("jobs::background_read_sigttin_caught_or_ignored", jobs::background_read_sigttin_caught_or_ignored),
+    ("jobs::no_terminal_or_orphaned_group_gets_eio", jobs::no_terminal_or_orphaned_group_gets_eio),
+    ("jobs::typing_is_root_only", jobs::typing_is_root_only),
+    ("jobs::console_input_only_to_the_tty", jobs::console_input_only_to_the_tty),
     ("exec::arguments_and_environment", proc::exec_arguments_and_environment),
     ("exec::execv_keeps_the_environment", proc::execv_keeps_the_environment),
     ("exec::descriptors_and_pid_survive_exec", proc::descriptors_and_pid_survive_exec),

@@ -12,7 +12,8 @@
 //! comes from a background job while the shell waits in `read`: that read
 //! was in flight on the old terminal manager and must be carried to the
 //! new one. Then `/bin/ttyhold` (tests/ttyhold, so the test image) makes
-//! the terminal manager die at every start until init gives it up, says
+//! the terminal manager die at every start until init gives it up (and
+//! finds the console driver refusing it the typed input meanwhile), says
 //! so through the kernel's log, and has it started again. It passes when every line typed was read by the same shell
 //! (its pid unchanged), the output after each restart appeared, and the
 //! session ended with status 0 ([`judge`]).
@@ -117,6 +118,11 @@ pub fn judge(lines: &[String], status: Option<u32>) -> Vec<String> {
         problems.push(
             "no line from ttyhold through the kernel's log while the terminal was given up".to_string(),
         );
+    }
+    // Issue 16: no other process takes the console's input while the
+    // terminal manager is down (drivers/console, `OP_SET_INPUT_OWNER`).
+    if !lines.iter().any(|l| l.starts_with("ttyhold: the console driver refused its input")) {
+        problems.push("no line from ttyhold saying the console driver refused it the input".to_string());
     }
     if !lines.iter().any(|l| l.trim_end() == "restart-test: ttyhold status 0") {
         problems.push("ttyhold did not end with status 0 (its own line in the log says why)".to_string());
@@ -237,8 +243,8 @@ restart-test: type 3
 init: tty started again (0x300000002)
 restart-test: read 3 [third line]
 init: tty (0x300000002) was killed (root asked); starting it again in 100 ms
-ttyhold: holding the console's input; every new terminal manager will fail at its start
-init: tty did not start again: it ended before it was ready; it ended 6 times in a row within 2000 ms of its start: init gives up on it
+init: tty (0x800000002) was killed (root asked); it ended 6 times in a row within 2000 ms of its start: init gives up on it
+ttyhold: the console driver refused its input to ttyhold at every try while the terminal manager was down
 ttyhold: init gave the terminal manager up; this line reached the serial port through the kernel's log
 init: tty started again (0x900000002)
 ttyhold: tty started again

@@ -336,6 +336,11 @@ pub fn tty_killed_under_a_blocked_reader() -> TestResult {
     let manager = s.spawn("tty", &format!("{}", me.0), subject_priority(), 0);
     sys::set_bootstrap(abi::bootstrap::CONSOLE, Pid(0), 0).map_err(|e| e.name())?;
     let manager = manager?;
+    // As init does: the driver's starter names the one process that may
+    // take its input (the tty tries its subscription until then).
+    let first_driver = s.link(driver, ready[1])?;
+    let owner = [protocols::console::OP_SET_INPUT_OWNER, manager.0, 0, 0];
+    msg::send(first_driver, &owner).map_err(|e| e.name())?;
     let ready = receive_from(MAIN_QUEUE, manager, tty::READY, "the tty's READY")?;
     let queue = ready[1];
     let link = s.link(manager, queue)?;
@@ -357,6 +362,7 @@ pub fn tty_killed_under_a_blocked_reader() -> TestResult {
         s.spawn("console", &format!("{}", me.0), abi::MAX_PRIORITY as u64 - 1, abi::rights::DEVICES)?;
     let ready =
         receive_from(MAIN_QUEUE, driver, protocols::console::READY, "the new console driver's READY")?;
+    msg::send(s.link(driver, ready[1])?, &owner).map_err(|e| e.name())?;
     let tell = s.link(manager, queue)?;
     msg::send(tell, &[tty::OP_SET_CONSOLE, driver.0, ready[1], 0]).map_err(|e| e.name())?;
     let new_driver = s.link(driver, ready[1])?;
