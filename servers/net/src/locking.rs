@@ -201,9 +201,10 @@ impl Net {
     /// `OP_LOCKSTAT`: word 2 = 1 resets first.
     pub fn lockstat(&mut self, reply: ReplyHandle, reset: bool) {
         if reset {
-            self.locks.global.reset();
+            let now_tsc = sys::rdtsc();
+            self.locks.global.reset_at(now_tsc);
             self.reset_ring_locks();
-            self.lock_epoch_tsc = sys::rdtsc();
+            self.lock_epoch_tsc = now_tsc;
         }
         let f = self.lock_figures();
         let text = self.lockstat_text(&f);
