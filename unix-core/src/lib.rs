@@ -8,6 +8,8 @@
 //! Map:
 //! - [`path`]: normalising paths against a working directory;
 //! - [`memfs`]: the memory file system's tree (directory manager + files);
+//! - [`names`]: every name of a file system and what changed between two
+//!   listings (the leak checks name what a run left behind);
 //! - [`ldisc`]: the console line discipline (echo, erase, ^C, ^D);
 //! - [`pipebuf`]: a pipe: its buffer, kept calls and loaned writes;
 //! - [`pipepolicy`]: the monitor's pipe settings and system-wide loan budget;
@@ -34,6 +36,7 @@ pub mod handles;
 pub mod ldisc;
 pub mod lease;
 pub mod memfs;
+pub mod names;
 pub mod path;
 pub mod pipebuf;
 pub mod pipepolicy;

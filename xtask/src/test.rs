@@ -79,6 +79,7 @@ mod memory;
 mod net;
 mod outcome;
 mod scenarios;
+mod serial;
 mod shcorpus;
 mod terminal;
 mod verdict;

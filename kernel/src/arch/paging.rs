@@ -428,40 +428,24 @@ impl PageTable {
     /// Count the frames these tables hold, by kind (a walk of the user
     /// half; nothing changes). For the soak's accounting of memory.
     pub fn usage(&self) -> Usage {
-        fn walk(table: u64, level: u32, va_base: u64, usage: &mut Usage) {
-            use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
-            usage.tables += 1;
-            for i in 0..ENTRIES_PER_TABLE {
-                // SAFETY: a table of this hierarchy, read only.
-                let e = unsafe { read_entry(table, i) };
-                if e & PRESENT == 0 {
-                    continue;
-                }
-                let va = va_base | ((i as u64) << (PAGE_SHIFT + INDEX_BITS * level));
-                if level > 0 {
-                    walk(e & ADDRESS_MASK, level - 1, va, usage);
-                    continue;
-                } else if e & DEVICE != 0 {
-                    usage.device += 1;
-                    continue;
-                } else if frames::owners(e & ADDRESS_MASK) > 1 {
-                    usage.shared += 1;
-                } else {
-                    usage.private += 1;
-                }
-                if (USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&va) {
-                    usage.heap += 1;
-                }
+        use abi::layout::{USER_HEAP_BASE, USER_HEAP_MAX_BYTES};
+        let mut usage = Usage::default();
+        let tables_below_root = for_each_user_leaf(self.root, &mut |va, e| {
+            if e & DEVICE != 0 {
+                usage.device += 1;
+                return e;
             }
-        }
-        let mut usage = Usage { tables: 1, ..Usage::default() };
-        for slot in 0..KERNEL_PML4_FIRST {
-            // SAFETY: `self.root` is this table's root, read only.
-            let e = unsafe { read_entry(self.root, slot) };
-            if e & PRESENT != 0 {
-                walk(e & ADDRESS_MASK, 2, (slot as u64) << 39, &mut usage);
+            if frames::owners(e & ADDRESS_MASK) > 1 {
+                usage.shared += 1;
+            } else {
+                usage.private += 1;
             }
-        }
+            if (USER_HEAP_BASE..USER_HEAP_BASE + USER_HEAP_MAX_BYTES).contains(&va) {
+                usage.heap += 1;
+            }
+            e
+        });
+        usage.tables = 1 + tables_below_root;
         usage
     }
 
@@ -911,8 +895,11 @@ fn invalidate(va: u64) {
 
 /// Call `visit(va, entry)` for every present 4 KiB leaf of the user half
 /// of `root`, in address order; `visit` returns the entry to store back.
-fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
-    fn walk(table: u64, level: u32, va_base: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
+/// Returns how many page tables below the root the walk went through (for
+/// [`PageTable::usage`]).
+fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) -> u64 {
+    fn walk(table: u64, level: u32, va_base: u64, visit: &mut dyn FnMut(u64, u64) -> u64, tables: &mut u64) {
+        *tables += 1;
         for i in 0..ENTRIES_PER_TABLE {
             // SAFETY: a table of the caller's hierarchy.
             let e = unsafe { read_entry(table, i) };
@@ -922,7 +909,7 @@ fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
             let va = va_base | ((i as u64) << (PAGE_SHIFT + INDEX_BITS * level));
             if level > 0 {
                 if e & HUGE == 0 {
-                    walk(e & ADDRESS_MASK, level - 1, va, visit);
+                    walk(e & ADDRESS_MASK, level - 1, va, visit, tables);
                 }
             } else {
                 let new = visit(va, e);
@@ -933,13 +920,15 @@ fn for_each_user_leaf(root: u64, visit: &mut dyn FnMut(u64, u64) -> u64) {
             }
         }
     }
+    let mut tables = 0;
     for slot in 0..KERNEL_PML4_FIRST {
         // SAFETY: `root` is a root of this module.
         let e = unsafe { read_entry(root, slot) };
         if e & PRESENT != 0 {
-            walk(e & ADDRESS_MASK, 2, (slot as u64) << 39, visit);
+            walk(e & ADDRESS_MASK, 2, (slot as u64) << 39, visit, &mut tables);
         }
     }
+    tables
 }
 
 /// Free every frame the user half of `root` maps and every table below it.

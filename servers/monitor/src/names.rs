@@ -188,7 +188,10 @@ impl Monitor {
     pub fn rmdir(&mut self, me: u64, data: &[u8]) -> Result<u64, Errno> {
         self.forget_lookups();
         let abs = self.abs_path(me, data)?;
-        self.check_parent_writable(me, &abs)?;
+        // As for unlink: in a sticky directory (/tmp) only the owner of
+        // the directory being removed, of its parent, or root.
+        let dir = self.check_parent_writable(me, &abs)?;
+        self.check_sticky(me, &dir, &abs)?;
         if self.is_mount_point(&abs) {
             return Err(errno::EBUSY);
         }

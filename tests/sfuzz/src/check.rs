@@ -84,9 +84,13 @@ fn write_read(path: &str) -> CheckResult {
         let n = unix::read(fd, &mut back).map_err(name)?;
         if &back[..n] != bytes { Err(format!("{path}: read back {n} other bytes")) } else { Ok(()) }
     })();
-    let _ = unix::close(fd);
-    let _ = unix::unlink(path);
-    result
+    // The close and the unlink are checked too: ignored, a failed one left
+    // the file (or its handle) for the final leak check to find.
+    let closed = unix::close(fd);
+    let removed = unix::unlink(path);
+    result?;
+    closed.map_err(|e| format!("close of {path}: {}", errno::name(e)))?;
+    removed.map_err(|e| format!("unlink of {path}: {}", errno::name(e)))
 }
 
 fn tmp_file() -> CheckResult {

@@ -32,8 +32,9 @@
 //! [`CHECK_TIMEOUT_NS`] (a server crashed or hangs), fails the run: it
 //! prints the seed, the batches since the last check, and the messages
 //! the last worker had sent around its last report (regenerated from the
-//! seed). At the end, no process, open-file description, memfs handle or
-//! socket may be left over.
+//! seed). At the end, no process, open-file description, memfs handle,
+//! socket or memfs name may be left over ([`leak`]: a failure names the
+//! entries new and gone).
 //!
 //! With `--lanes W`, W coordinators (forked, root) run at once, lane `l`
 //! taking batches `l`, `l + W`, ...: one worker keeps one CPU busy (it
@@ -59,6 +60,7 @@
 extern crate alloc;
 
 mod check;
+mod leak;
 mod plan;
 mod report;
 mod worker;
@@ -88,6 +90,45 @@ const MAX_LANES: u64 = 8;
 /// Kernel calls each `tchild fuzz` beside a worker makes.
 const KERNEL_CALLS_PER_BATCH: u64 = 2000;
 
+/// A batch that once made a failure, sent again at the end of every run
+/// (one lane, without the kernel fuzzer, a health check after it), so
+/// that the CI run repeats it and the final leak check judges it too.
+struct Regression {
+    seed: u64,
+    batch: u64,
+    /// The messages that made it, as (index, target, operation): checked
+    /// against [`plan::message`] before the batch is sent, so that a change
+    /// of the plan cannot turn the regression into a batch that no longer
+    /// does what it did (a test that cannot fail).
+    messages: &'static [(u64, usize, u64)],
+    what: &'static str,
+}
+
+const REGRESSIONS: &[Regression] = &[Regression {
+    seed: 44015,
+    batch: 0,
+    messages: &[(59, 0, protocols::unix::monitor::OP_CHDIR), (321, 0, protocols::unix::monitor::OP_MKDIR)],
+    what: "message 59 moves the worker to /tmp (`chdir`), message 321 makes the directory `x` there (a relative \
+           path): /tmp/x outlived the run until the worker kept its working directory inside its own",
+}];
+
+impl Regression {
+    /// Ok, or which of its messages the plan no longer sends.
+    fn still_sends_its_messages(&self) -> Result<(), String> {
+        for &(index, target, op) in self.messages {
+            let m = plan::message(self.seed, self.batch, index);
+            if (m.target, m.op) != (target, op) {
+                return Err(format!(
+                    "message {index} is now {m:?}, not operation {op} to {}",
+                    plan::TARGETS[target].name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
 struct Options {
     seed: u64,
     batches: Option<u64>,
@@ -626,63 +667,6 @@ fn run_lanes(o: &Options, present: u64, started: u64) -> (Totals, bool) {
     (totals, is_ok)
 }
 
-/// (UNIX processes, the monitor's open-file descriptions, memfs's
-/// handles, the network server's sockets, memfs's files and directories).
-type Counts = (usize, u64, u64, u64, u64);
-
-/// The [`Counts`] once they equal `target` (pipe managers and killed
-/// children end asynchronously, later on a loaded host; a TCP socket
-/// winds down through its closing states), or, without a target, once
-/// they have not changed for 2 s; at most a minute.
-fn settled_counts(target: Option<Counts>) -> Counts {
-    let counts = || {
-        let procs = unix::ps().map_or(0, |p| p.len());
-        let stats = |slot: u64, op: u64| {
-            let (pid, queue) = sys::bootstrap(slot)?;
-            let link = msg::open_link(pid, Queue(queue)).ok()?;
-            let r = msg::call(link, &[op, 0, 0, 0], &[], &mut []).ok();
-            let _ = msg::close_link(link);
-            r.map(|(w, _)| w)
-        };
-        let descriptions =
-            stats(abi::bootstrap::MONITOR, protocols::unix::monitor::OP_STATS).map_or(0, |w| w[3]);
-        let memfs = stats(abi::bootstrap::FS, protocols::unix::fs::OP_STATS).unwrap_or_default();
-        let sockets = socket::net_stats().map_or(u64::MAX, |(w, _)| w[0]);
-        (procs, descriptions, memfs[3], sockets, memfs[0] + memfs[1])
-    };
-    let mut last = counts();
-    let mut same = 0;
-    for _ in 0..600 {
-        if Some(last) == target || (target.is_none() && same >= 20) {
-            break;
-        }
-        unix::sleep_ns(100_000_000);
-        let now = counts();
-        same = if now == last { same + 1 } else { 0 };
-        last = now;
-    }
-    last
-}
-
-/// Remove `path` and everything below it (at most 64 levels: the fuzzer's
-/// deepest paths stay far above that).
-fn remove_tree(path: &str, depth: u32) -> Result<(), alloc::string::String> {
-    use protocols::unix::mode::{S_IFDIR, S_IFMT};
-    let entries = unix::read_dir(path).map_err(|e| format!("{path}: {}", errno::name(e)))?;
-    for e in entries.iter().filter(|e| e.name != "." && e.name != "..") {
-        let child = format!("{path}/{}", e.name);
-        if e.mode & S_IFMT == S_IFDIR {
-            if depth >= 64 {
-                return Err(format!("{child}: deeper than 64 levels"));
-            }
-            remove_tree(&child, depth + 1)?;
-        } else {
-            unix::unlink(&child).map_err(|err| format!("{child}: {}", errno::name(err)))?;
-        }
-    }
-    unix::rmdir(path).map_err(|e| format!("{path}: {}", errno::name(e)))
-}
-
 fn main(args: Args) -> i32 {
     let mut o = match parse(&args) {
         Ok(o) => o,
@@ -697,7 +681,10 @@ fn main(args: Args) -> i32 {
     let name = "sfuzz::servers_survive_random_messages";
     println!("{START}{name}");
     // Before the run's directory is made: it must be gone at the end.
-    let before = if o.leak_check { settled_counts(None) } else { (0, 0, 0, 0, 0) };
+    let before = if o.leak_check { leak::settled_counts(None) } else { (0, 0, 0, 0, 0) };
+    // memfs's names too, so that a leak is named (an unreadable tree is
+    // the check's failure, said at the end).
+    let names_before = if o.leak_check { leak::memfs_names() } else { Ok(alloc::vec::Vec::new()) };
     let dir = format!("/tmp/sfuzz.{}", unix::getpid());
     let _ = unix::mkdir(&dir, 0o777);
     let _ = unix::chmod(&dir, 0o777);
@@ -712,8 +699,36 @@ fn main(args: Args) -> i32 {
     );
     let calls_before = kernel_calls();
     let started = unix::clock_ns();
-    let (totals, is_ok) =
+    let (mut totals, mut is_ok) =
         if o.lanes == 1 { run_lane(&o, 0, present, started) } else { run_lanes(&o, present, started) };
+    for reg in REGRESSIONS {
+        let (seed, batch) = (reg.seed, reg.batch);
+        if let Err(why) = reg.still_sends_its_messages() {
+            println!("sfuzz: FAIL regression batch {batch} of seed {seed} is stale: {why}");
+            is_ok = false;
+            continue;
+        }
+        // Lane `batch` of a one-lane run of one batch is that batch alone.
+        let r = Options {
+            seed,
+            batches: Some(batch + 1),
+            seconds: None,
+            kernel: false,
+            check_every: 1,
+            lanes: 1,
+            ..o
+        };
+        let (counts, passed) = run_lane(&r, batch, present, unix::clock_ns());
+        totals.add(&counts);
+        is_ok &= passed;
+        println!(
+            "sfuzz: regression batch {batch} of seed {seed}: {}",
+            if passed { "passed" } else { "FAILED" }
+        );
+        if !passed {
+            println!("sfuzz:   (it once found: {})", reg.what);
+        }
+    }
     let reached: alloc::vec::Vec<&str> = plan::TARGETS
         .iter()
         .enumerate()
@@ -764,24 +779,29 @@ fn main(args: Args) -> i32 {
     let _ = unix::unlink(o.disk_file);
     // The run's directory, with whatever the workers made in it (it is
     // theirs: mode 0777). Left behind, every run kept a file in /tmp.
-    if let Err(why) = remove_tree(o.dir, 0) {
+    if let Err(why) = leak::remove_tree(o.dir, 0) {
         println!("sfuzz: {} not removed: {why}", o.dir);
     }
-    let leak = "sfuzz::nothing_left_over";
+    let leak_test = "sfuzz::nothing_left_over";
     if !o.leak_check {
         println!("{SUMMARY}{passed} passed, {failed} failed");
         return i32::from(failed != 0);
     }
-    println!("{START}{leak}");
-    let after = settled_counts(Some(before));
-    if after == before {
-        passed += 1;
-        println!("{OK}{leak}");
-    } else {
-        failed += 1;
-        println!(
-            "{FAIL}{leak}: (processes, open-file descriptions, memfs handles, sockets, memfs files and directories) {before:?} before, {after:?} after"
-        );
+    println!("{START}{leak_test}");
+    let after = leak::settled_counts(Some(before));
+    let checked = names_before.and_then(|names_before| {
+        let names_after = leak::memfs_names()?;
+        leak::compare((before, &names_before), (after, &names_after))
+    });
+    match checked {
+        Ok(()) => {
+            passed += 1;
+            println!("{OK}{leak_test}");
+        }
+        Err(why) => {
+            failed += 1;
+            println!("{FAIL}{leak_test}: {why}");
+        }
     }
     println!("{SUMMARY}{passed} passed, {failed} failed");
     i32::from(failed != 0)

@@ -23,6 +23,8 @@ const DOOMED_SLEEP_ONE_IN: u64 = 16;
 
 /// The unprivileged user the worker becomes.
 pub const FUZZ_UID: u32 = 1000;
+/// The monitor's place in [`TARGETS`].
+const MONITOR: usize = 0;
 
 /// The descriptors the coordinator opened for one batch (as root), which
 /// the worker inherits; `None` where that object does not exist here.
@@ -303,6 +305,29 @@ fn send_one(
     }
 }
 
+/// Put the worker's working directory back inside `dir` (its own) when a
+/// fuzzed `chdir` took it out. The paths of [`PATHS`] are absolute or
+/// start in `dir`, but a buffer of random bytes, the worker's code or the
+/// bytes around its buffers can be a relative name (`x`, `U`, `Z?`), and
+/// after `chdir("/tmp")` (or `%/..`) such a name was made in the shared
+/// `/tmp` and outlived the run: seed 44015, batch 0 (its messages 59 and
+/// 321) left `/tmp/x` (`REGRESSIONS` in `main.rs`). Called at the start
+/// and after every `chdir` sent to the monitor, so that every doomed child
+/// starts inside too. When `dir` is gone (the worker may remove it), `/`,
+/// where the worker may make nothing.
+fn stay_inside(dir: &str) {
+    let is_inside =
+        |cwd: &str| cwd.strip_prefix(dir).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    match unix::getcwd() {
+        Ok(cwd) if is_inside(&cwd) => {}
+        _ => {
+            if unix::chdir(dir).is_err() {
+                let _ = unix::chdir("/");
+            }
+        }
+    }
+}
+
 /// The worker's life: become unprivileged, send `count` messages of
 /// `batch`, report, exit. Exit status 0, or 3 when the kernel gave an
 /// undefined answer.
@@ -315,6 +340,7 @@ pub fn run(seed: u64, batch: u64, count: u64, fds: &Fds, report: &Report, dir: &
         println!("sfuzz: the worker cannot become uid {FUZZ_UID}");
         return 4;
     }
+    stay_inside(dir);
     let resolve_started = unix::clock_ns();
     let targets = resolve(fds);
     let resolve_ns = unix::clock_ns().saturating_sub(resolve_started);
@@ -333,6 +359,9 @@ pub fn run(seed: u64, batch: u64, count: u64, fds: &Fds, report: &Report, dir: &
         let Some(target) = targets[m.target] else { continue };
         let send_started = unix::clock_ns();
         let sent_how = send_one(&m, target, &targets, &mut mem, &mut r, &mut stats);
+        if m.target == MONITOR && m.op == monitor::OP_CHDIR {
+            stay_inside(dir);
+        }
         let send_ns = unix::clock_ns().saturating_sub(send_started);
         if m.how == How::Doomed {
             doomed_ns += send_ns;

@@ -566,21 +566,30 @@ pub fn permissions_as_non_root() -> TestResult {
     Ok(())
 }
 
-/// The sticky bit of /tmp: another user's file there cannot be removed.
+/// The sticky bit of /tmp: another user's file there cannot be removed,
+/// nor another user's empty directory, whatever its mode (sfuzz's worker,
+/// uid 1000, could remove its run's directory, root's and mode 0777:
+/// `rmdir` did not look at the sticky bit).
 pub fn sticky_tmp_protects_other_users_files() -> TestResult {
     let path = format!("/tmp/utest-sticky.{}", unix::getpid());
     make_file(&path, b"root's", 0o666)?;
+    let dir = format!("{path}.d");
+    unix::mkdir(&dir, 0o777).ctx("mkdir")?;
+    unix::chmod(&dir, 0o777).ctx("chmod")?;
     let r = in_child(|| {
         unix::setuid_gid(Some(1000), Some(1000)).ctx("setuid")?;
         expect_errno(unix::unlink(&path), EPERM, "unlink root's file in /tmp")?;
         expect_errno(unix::rename(&path, &format!("{path}.moved")), EPERM, "rename root's file in /tmp")?;
         // Writing it is a matter of its mode (0644 after the umask): refused.
         expect_errno(unix::open(&path, O_WRONLY, 0), EACCES, "write root's 0644 file")?;
+        expect_errno(unix::rmdir(&dir), EPERM, "rmdir root's empty 0777 directory in /tmp")?;
         Ok(())
     });
     let removed = unix::unlink(&path).ctx("unlink as root");
+    let dir_removed = unix::rmdir(&dir).ctx("rmdir as root");
     r?;
-    removed
+    removed?;
+    dir_removed
 }
 
 /// Search permission: a user may not reach names below a directory it

@@ -389,12 +389,7 @@ pub fn a_thousand_sockets() -> TestResult {
 /// the end of the stream; a write to it then fails (the connection was
 /// closed by its death); nothing leaks.
 pub fn peer_vanishes_mid_stream() -> TestResult {
-    let (l, port) = listener()?;
-    let writer = spawn(move || {
-        let Ok(c) = socket::socket(AF_INET, SOCK_STREAM, 0) else { return 1 };
-        if socket::connect(c, SockAddr::new(LOOPBACK, port)).is_err() {
-            return 2;
-        }
+    let (l, s, writer) = connected_child(|c| {
         let buf = [0x5au8; 4096];
         loop {
             if crate::util::write_all(c, &buf).is_err() {
@@ -402,7 +397,6 @@ pub fn peer_vanishes_mid_stream() -> TestResult {
             }
         }
     })?;
-    let (s, _) = socket::accept(l).ctx("accept")?;
     let mut buf = alloc::vec![0u8; 16 * 1024];
     let mut got = 0;
     while got < 64 * 1024 {
@@ -446,19 +440,13 @@ pub fn peer_vanishes_mid_stream() -> TestResult {
 /// death (reset, as unread data is lost); the server's reads and writes
 /// end in an error or the end of the stream, never a hang.
 pub fn client_killed_with_data_queued() -> TestResult {
-    let (l, port) = listener()?;
-    let client = spawn(move || {
-        let Ok(c) = socket::socket(AF_INET, SOCK_STREAM, 0) else { return 1 };
-        if socket::connect(c, SockAddr::new(LOOPBACK, port)).is_err() {
-            return 2;
-        }
+    let (l, s, client) = connected_child(|c| {
         let _ = crate::util::write_all(c, &[7u8; 32 * 1024]);
         // Wait to be killed, reading nothing.
         loop {
             unix::sleep_ns(1_000_000_000);
         }
     })?;
-    let (s, _) = socket::accept(l).ctx("accept")?;
     // The client may be gone before this ends: SIGPIPE must not end the
     // test runner.
     let was_ignored = unix::signal_ignore(SIGPIPE, true).ctx("ignore SIGPIPE")?;
@@ -487,20 +475,29 @@ pub fn client_killed_with_data_queued() -> TestResult {
     expect_no_leaks()
 }
 
-/// Issue 16 (sfuzz, seed 4): the network server opened a socket for
-/// `device::OP_OPEN` from anyone, and only the monitor may close one, so
-/// such sockets leaked until `socket()` failed for everybody. A process's
-/// own open must be refused and leave no socket behind.
-pub fn open_only_from_the_monitor() -> TestResult {
-    use protocols::unix::{FdInfo, device, monitor};
-    use runtime::msg::{self, Link, Queue};
+/// A new UDP socket and what the monitor says of it (`OP_FD_INFO`: the
+/// network server's pid and queue, the handle), for tests that speak to
+/// the server directly.
+fn udp_socket_and_its_manager() -> Result<(Fd, protocols::unix::FdInfo), String> {
+    use protocols::unix::{FdInfo, monitor};
+    use runtime::msg::{self, Queue};
     let fd = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket")?;
     let (pid, queue) = runtime::sys::bootstrap(abi::bootstrap::MONITOR).ok_or("no monitor")?;
     let to_monitor = msg::open_link(pid, Queue(queue)).map_err(|e| e.name())?;
     let info = msg::call(to_monitor, &[monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []);
     let _ = msg::close_link(to_monitor);
     let (w, _) = info.map_err(|e| e.name())?;
-    let info = FdInfo::decode([w[1], w[2], w[3]]);
+    Ok((fd, FdInfo::decode([w[1], w[2], w[3]])))
+}
+
+/// Issue 16 (sfuzz, seed 4): the network server opened a socket for
+/// `device::OP_OPEN` from anyone, and only the monitor may close one, so
+/// such sockets leaked until `socket()` failed for everybody. A process's
+/// own open must be refused and leave no socket behind.
+pub fn open_only_from_the_monitor() -> TestResult {
+    use protocols::unix::device;
+    use runtime::msg::{self, Link, Queue};
+    let (fd, info) = udp_socket_and_its_manager()?;
     let net: Link =
         msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue)).map_err(|e| e.name())?;
     let mut answers = Vec::new();
@@ -524,16 +521,9 @@ pub fn open_only_from_the_monitor() -> TestResult {
 /// `EIO`; such polls, parked until a deadline that never comes, are what
 /// its doomed children send.
 pub fn polls_of_dead_callers_leave_room() -> TestResult {
-    use protocols::unix::{FdInfo, monitor};
     use runtime::msg::{self, Queue};
     const CALLERS: u32 = 700;
-    let fd = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket")?;
-    let (pid, queue) = runtime::sys::bootstrap(abi::bootstrap::MONITOR).ok_or("no monitor")?;
-    let to_monitor = msg::open_link(pid, Queue(queue)).map_err(|e| e.name())?;
-    let info = msg::call(to_monitor, &[monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut []);
-    let _ = msg::close_link(to_monitor);
-    let (w, _) = info.map_err(|e| e.name())?;
-    let info = FdInfo::decode([w[1], w[2], w[3]]);
+    let (fd, info) = udp_socket_and_its_manager()?;
     unix::close(fd).ctx("close")?;
     for i in 0..CALLERS {
         match unix::fork() {
@@ -579,6 +569,22 @@ fn server_ring_reads() -> Result<u64, String> {
 fn ring_holds(fd: Fd) -> Option<u64> {
     use core::sync::atomic::Ordering::Acquire;
     socket::ring_header(fd).map(|h| h.head.load(Acquire).saturating_sub(h.tail.load(Acquire)))
+}
+
+/// A child connected over loopback to a new listener of ours, running
+/// `peer` on its socket (exit 1: no socket, 2: no connection): (the
+/// listener, our accepted end, the child).
+fn connected_child(peer: impl FnOnce(Fd) -> i32) -> Result<(Fd, Fd, u64), String> {
+    let (l, port) = listener()?;
+    let child = spawn(move || {
+        let Ok(c) = socket::socket(AF_INET, SOCK_STREAM, 0) else { return 1 };
+        if socket::connect(c, SockAddr::new(LOOPBACK, port)).is_err() {
+            return 2;
+        }
+        peer(c)
+    })?;
+    let (s, _) = socket::accept(l).ctx("accept")?;
+    Ok((l, s, child))
 }
 
 /// A connected pair on loopback: (our end, the accepted end).

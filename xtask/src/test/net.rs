@@ -25,14 +25,14 @@
 //! -s` after the transfers).
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::outcome::Outcome;
+use super::serial;
 use crate::batch;
 use crate::image::{ImageKind, Workspace};
 use crate::qemu::{self, NetChoice};
@@ -198,19 +198,7 @@ fn run_inner(
     command.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
     let mut child = command.spawn().map_err(|e| format!("cannot start QEMU: {e}"))?;
     let stderr = qemu::collect_stderr(&mut child);
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let (tx, rx) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-            let line = String::from_utf8_lossy(&buf).replace('\r', "");
-            if tx.send(line.trim_end().to_string()).is_err() {
-                break;
-            }
-            buf.clear();
-        }
-    });
+    let rx = serial::lines(child.stdout.take().expect("stdout is piped"));
     let deadline = Instant::now() + Duration::from_secs(timeout_s);
     let mut transcript = String::new();
     let mut host_side: Option<std::thread::JoinHandle<HostResults>> = None;

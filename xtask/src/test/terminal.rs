@@ -21,13 +21,13 @@
 //! What is pure here (the plan's next step and the judge) is unit-tested;
 //! every wait is bounded by the step's timeout; nothing measures speed.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::outcome::Outcome;
+use super::serial;
 use crate::batch;
 use crate::image::{ImageKind, Workspace};
 use crate::qemu::{self, AccelChoice, DiskChoice, NetChoice};
@@ -170,29 +170,16 @@ fn boot(
     let mut child = command.spawn().map_err(|e| format!("cannot start QEMU: {e}"))?;
     let stderr = qemu::collect_stderr(&mut child);
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let (tx, rx) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-            let line = String::from_utf8_lossy(&buf).replace('\r', "");
-            if tx.send(line.trim_end_matches('\n').to_string()).is_err() {
-                break;
-            }
-            buf.clear();
-        }
-    });
+    let rx = serial::lines(child.stdout.take().expect("stdout is piped"));
     let deadline = Instant::now() + Duration::from_secs(timeout_s);
     let mut lines: Vec<String> = Vec::new();
     let mut typed = 0;
     let mut status = None;
     while Instant::now() < deadline {
-        let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else {
-            if child.try_wait().ok().flatten().is_some() && rx.try_recv().is_err() {
-                break;
-            }
-            continue;
+        let line = match serial::next(&rx, &mut child, Duration::from_millis(200)) {
+            serial::Next::Line(line) => line,
+            serial::Next::Quiet => continue,
+            serial::Next::Ended => break,
         };
         // Only init's line, with this boot's key (batch::SessionKey).
         if let Some((_, code)) = key.exit(&line) {

@@ -34,7 +34,7 @@
 //! time; nothing measures speed.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::UdpSocket;
 use std::path::Path;
 use std::process::Stdio;
@@ -43,6 +43,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use super::outcome::Outcome;
+use super::serial;
 use crate::batch;
 use crate::image::{ImageKind, Workspace};
 use crate::qemu::{self, NetChoice};
@@ -162,19 +163,7 @@ fn run_inner(
     let mut child = command.spawn().map_err(|e| format!("cannot start QEMU: {e}"))?;
     let stderr = qemu::collect_stderr(&mut child);
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let (tx, rx) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-            let line = String::from_utf8_lossy(&buf).replace('\r', "");
-            if tx.send(line.trim_end().to_string()).is_err() {
-                break;
-            }
-            buf.clear();
-        }
-    });
+    let rx = serial::lines(child.stdout.take().expect("stdout is piped"));
 
     let stop = Arc::new(AtomicBool::new(false));
     let (results_tx, results_rx) = mpsc::channel::<Vec<(String, Result<(), String>)>>();
@@ -195,11 +184,10 @@ fn run_inner(
         if Instant::now() >= deadline {
             break;
         }
-        let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else {
-            if child.try_wait().ok().flatten().is_some() && rx.try_recv().is_err() {
-                break;
-            }
-            continue;
+        let line = match serial::next(&rx, &mut child, Duration::from_millis(200)) {
+            serial::Next::Line(line) => line,
+            serial::Next::Quiet => continue,
+            serial::Next::Ended => break,
         };
         transcript.push_str(&line);
         transcript.push('\n');
