@@ -324,6 +324,26 @@ impl<D: BlockDevice> Cache<D> {
         Ok(f(self.data(i)?))
     }
 
+    /// The buffers of `blocks`, in order, when every one is cached and
+    /// ready (waiting for those in flight); `None` when one is not. A wait
+    /// for a later block cannot take an earlier one's buffer (waits only
+    /// finish transfers), but a failed read forgets its buffer: all are
+    /// checked again at the end. Counts nothing.
+    fn ready_run(&mut self, blocks: &[u64]) -> Result<Option<Vec<usize>>, Errno> {
+        let mut indices = Vec::with_capacity(blocks.len());
+        for &block in blocks {
+            self.check_block(block)?;
+            match self.find_ready(block)? {
+                Some(i) => indices.push(i),
+                None => return Ok(None),
+            }
+        }
+        let still = indices.iter().zip(blocks).all(|(&i, &b)| {
+            self.bufs[i].block == b && matches!(self.bufs[i].state, State::Clean | State::Dirty)
+        });
+        Ok(still.then_some(indices))
+    }
+
     /// Gives `f` the bytes of every block of `blocks` at once, in order,
     /// when each is in a buffer (waiting for those in flight, such as a
     /// read-ahead's; each a hit, as [`Cache::read`] counts it); `None`,
@@ -337,22 +357,7 @@ impl<D: BlockDevice> Cache<D> {
         blocks: &[u64],
         f: impl FnOnce(&[&[u8]]) -> R,
     ) -> Result<Option<R>, Errno> {
-        let mut indices = Vec::with_capacity(blocks.len());
-        for &block in blocks {
-            self.check_block(block)?;
-            match self.find_ready(block)? {
-                Some(i) => indices.push(i),
-                None => return Ok(None),
-            }
-        }
-        // A wait for a later block cannot take an earlier one's buffer
-        // (waits only finish transfers), but a failed read forgets its
-        // buffer: check them all again.
-        if indices.iter().zip(blocks).any(|(&i, &b)| {
-            self.bufs[i].block != b || !matches!(self.bufs[i].state, State::Clean | State::Dirty)
-        }) {
-            return Ok(None);
-        }
+        let Some(indices) = self.ready_run(blocks)? else { return Ok(None) };
         for &i in &indices {
             self.stats.hits += 1;
             if self.bufs[i].is_read_ahead {
@@ -381,19 +386,7 @@ impl<D: BlockDevice> Cache<D> {
         f: impl FnOnce(&mut [&mut [u8]]) -> R,
     ) -> Result<Option<R>, Errno> {
         self.check_thresholds()?;
-        let mut indices = Vec::with_capacity(blocks.len());
-        for &block in blocks {
-            self.check_block(block)?;
-            match self.find_ready(block)? {
-                Some(i) => indices.push(i),
-                None => return Ok(None),
-            }
-        }
-        if indices.iter().zip(blocks).any(|(&i, &b)| {
-            self.bufs[i].block != b || !matches!(self.bufs[i].state, State::Clean | State::Dirty)
-        }) {
-            return Ok(None);
-        }
+        let Some(indices) = self.ready_run(blocks)? else { return Ok(None) };
         // Buffers in index order, to lend each once.
         let mut by_index: Vec<(usize, usize)> = indices.iter().enumerate().map(|(k, &i)| (i, k)).collect();
         by_index.sort_unstable();
