@@ -569,19 +569,11 @@ mod tests {
     #[test]
     #[ignore]
     fn boot_the_driver_restart_test() {
-        let workspace = Workspace::load().unwrap();
-        let log_dir = workspace.target_dir.join("ktest");
-        fs::create_dir_all(&log_dir).unwrap();
-        let boots = Boots {
-            workspace: &workspace,
-            accel: AccelChoice::Auto,
-            smp: 2,
-            timeout: Duration::from_secs(600),
-            log_dir: &log_dir,
-        };
-        driver_restart(&boots).unwrap();
-        // What e2fsck says, harmless or not, for the record.
-        let _ = ext2::check(&log_dir.join("disk-restart.img")).map_err(|e| println!("{e}"));
+        with_boots(|boots, log_dir| {
+            driver_restart(boots).unwrap();
+            // What e2fsck says, harmless or not, for the record.
+            let _ = ext2::check(&log_dir.join("disk-restart.img")).map_err(|e| println!("{e}"));
+        });
     }
 
     /// Test 6 alone (`cargo test -p xtask -- --ignored
@@ -589,6 +581,12 @@ mod tests {
     #[test]
     #[ignore]
     fn boot_the_idle_write_back_test() {
+        with_boots(|boots, _| idle_write_back(boots).unwrap());
+    }
+
+    /// The boots of a single test run alone: 2 CPUs, 600 s, logs in
+    /// `target/ktest`.
+    fn with_boots(f: impl FnOnce(&Boots, &Path)) {
         let workspace = Workspace::load().unwrap();
         let log_dir = workspace.target_dir.join("ktest");
         fs::create_dir_all(&log_dir).unwrap();
@@ -599,7 +597,7 @@ mod tests {
             timeout: Duration::from_secs(600),
             log_dir: &log_dir,
         };
-        idle_write_back(&boots).unwrap();
+        f(&boots, &log_dir);
     }
 
     #[test]
