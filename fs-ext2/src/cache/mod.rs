@@ -399,14 +399,18 @@ impl<D: BlockDevice> Cache<D> {
             self.mark_dirty(i);
             self.touch(i);
         }
+        // Each wanted buffer split off the rest in index order: the cost
+        // is the run's length, not the pool's (a walk over every buffer
+        // up to the highest wanted one cost 16 % of the host's time of
+        // R2's write loop with 26,742 buffers, `tests/write_path.rs`).
         let mut slots: Vec<Option<&mut [u8]>> = (0..indices.len()).map(|_| None).collect();
-        let mut wanted = by_index.iter().peekable();
-        for (i, buf) in self.bufs.iter_mut().enumerate() {
-            let Some(&&(want, k)) = wanted.peek() else { break };
-            if i == want {
-                slots[k] = Some(buf.data.as_deref_mut().ok_or(EIO)?);
-                wanted.next();
-            }
+        let mut rest: &mut [Buf] = &mut self.bufs;
+        let mut base = 0;
+        for &(want, k) in &by_index {
+            let (buf, tail) = rest[want - base..].split_first_mut().ok_or(EIO)?;
+            slots[k] = Some(buf.data.as_deref_mut().ok_or(EIO)?);
+            rest = tail;
+            base = want + 1;
         }
         let mut slices: Vec<&mut [u8]> = slots.into_iter().map(|s| s.ok_or(EIO)).collect::<Result<_, _>>()?;
         Ok(Some(f(&mut slices)))
@@ -428,6 +432,21 @@ impl<D: BlockDevice> Cache<D> {
         let i = self.acquire(block, false)?;
         self.mark_dirty(i);
         Ok(f(self.data_mut(i)?))
+    }
+
+    /// A buffer of zeros for `block`, marked dirty, without reading it: a
+    /// block just allocated. The same as [`Cache::overwrite`] with a fill
+    /// of zeros, but a buffer taken for it is zeroed once, not twice (a
+    /// write of 8 KiB of new 1 KiB blocks zeroed 16 KiB).
+    pub fn zeroed(&mut self, block: u64) -> Result<(), Errno> {
+        self.check_thresholds()?;
+        let was_mapped = self.map.get(&block).is_some();
+        let i = self.acquire(block, false)?;
+        self.mark_dirty(i);
+        if was_mapped {
+            self.data_mut(i)?.fill(0);
+        }
+        Ok(())
     }
 
     /// Before a change: write-behind if a cache that holds dirty data is

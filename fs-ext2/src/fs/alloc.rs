@@ -32,6 +32,11 @@ fn find_clear(bitmap: &[u8], from: u64, to: u64) -> Option<u64> {
     None
 }
 
+/// How many bits from `bit` (clear) on, before `to`, are clear.
+fn clear_run(bitmap: &[u8], bit: u64, to: u64) -> u64 {
+    (bit..to).take_while(|&k| bitmap[(k / 8) as usize] & (1 << (k % 8)) == 0).count() as u64
+}
+
 impl<D: BlockDevice> Fs<D> {
     /// The bitmap block that holds block `block`'s bit.
     pub(crate) fn block_bitmap_of(&self, block: u64) -> u64 {
@@ -60,6 +65,17 @@ impl<D: BlockDevice> Fs<D> {
 
     /// Takes a free block, the first at or after `goal` (wrapping).
     pub(crate) fn alloc_block(&mut self, goal: u64) -> Result<u32, Errno> {
+        self.alloc_blocks(goal, 1).map(|(block, _)| block)
+    }
+
+    /// Takes up to `want` (at least 1) free blocks that follow each
+    /// other, the first the first free one at or after `goal` (wrapping),
+    /// the run as long as the blocks after it are free in the same group:
+    /// one bitmap pass and one update of the counts for the run, where a
+    /// block at a time cost five cache lookups each (R2's 8 KiB write of 1
+    /// KiB blocks: 40 for the 8 blocks, now 5). Returns the first block and
+    /// how many.
+    pub(crate) fn alloc_blocks(&mut self, goal: u64, want: usize) -> Result<(u32, usize), Errno> {
         let first_data = self.sb.first_data_block as u64;
         let goal = if (first_data..self.sb.blocks_count as u64).contains(&goal) { goal } else { first_data };
         let goal_group = ((goal - first_data) / self.sb.blocks_per_group as u64) as u32;
@@ -73,20 +89,30 @@ impl<D: BlockDevice> Fs<D> {
                 s if s == ngroups => (0, goal - self.group_first_block(group)),
                 _ => (0, self.blocks_in_group(group)),
             };
-            if from >= to || self.group_free_blocks(group)? == 0 {
+            let free = if from >= to { 0 } else { self.group_free_blocks(group)? };
+            if free == 0 {
                 continue;
             }
+            // No more than the group's count says is free: the counts
+            // stay in step with the bits even on a bitmap that disagrees.
+            let want = want.clamp(1, free as usize) as u64;
             let bitmap = self.groups[group as usize].block_bitmap as u64;
-            let Some(bit) = self.cache.read(bitmap, |b| find_clear(b, from, to))? else { continue };
-            let block = self.group_first_block(group) + bit;
-            if self.is_group_metadata(group, block) {
+            let Some((bit, n)) = self.cache.read(bitmap, |b| {
+                find_clear(b, from, to).map(|bit| (bit, clear_run(b, bit, to.min(bit + want))))
+            })?
+            else {
+                continue;
+            };
+            let start = self.group_first_block(group) + bit;
+            if let Some(block) = (start..start + n).find(|&b| self.is_group_metadata(group, b)) {
                 return Err(
                     self.damage(format!("group {group}: block bitmap calls metadata block {block} free"))
                 );
             }
-            self.cache.modify(bitmap, |b| b[(bit / 8) as usize] |= 1 << (bit % 8))?;
-            self.adjust_counts(group, -1, 0, 0)?;
-            return Ok(block as u32);
+            self.cache
+                .modify(bitmap, |b| (bit..bit + n).for_each(|k| b[(k / 8) as usize] |= 1 << (k % 8)))?;
+            self.adjust_counts(group, -(n as i32), 0, 0)?;
+            return Ok((start as u32, n as usize));
         }
         Err(ENOSPC)
     }
@@ -189,7 +215,7 @@ impl<D: BlockDevice> Fs<D> {
 
 #[cfg(test)]
 mod tests {
-    use super::find_clear;
+    use super::{clear_run, find_clear};
 
     #[test]
     fn find_clear_skips_full_bytes_and_respects_bounds() {
@@ -198,5 +224,14 @@ mod tests {
         assert_eq!(find_clear(&b, 21, 32), Some(24));
         assert_eq!(find_clear(&b, 0, 20), None);
         assert_eq!(find_clear(&b, 3, 9), None);
+    }
+
+    #[test]
+    fn clear_run_stops_at_a_set_bit_or_the_bound() {
+        let b = [0b0000_0001, 0b0001_0000, 0];
+        assert_eq!(clear_run(&b, 1, 24), 11);
+        assert_eq!(clear_run(&b, 1, 5), 4);
+        assert_eq!(clear_run(&b, 13, 24), 11);
+        assert_eq!(clear_run(&b, 13, 13), 0);
     }
 }

@@ -146,6 +146,156 @@ impl<D: BlockDevice> Fs<D> {
         Err(self.damage(format!("inode {ino}: block map walk ended early")))
     }
 
+    /// The block whose pointers map logical block `lblk` of `ino` (`None`:
+    /// the inode's direct slots), the slot there, and how many logical
+    /// blocks from `lblk` on the same block maps; missing indirect blocks
+    /// on the way are allocated near `goal` (zeroed, each after its bitmap
+    /// and before the block pointing at it, as in [`Fs::bmap_alloc`]).
+    fn leaf_holder(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        lblk: u64,
+        goal: u64,
+    ) -> Result<(Option<u32>, usize, usize), Errno> {
+        let (depth, path) = self.block_path(lblk)?;
+        let span = if depth == 0 { N_DIRECT } else { self.ptrs_per_block as usize };
+        let mut holder: Option<u32> = None;
+        let mut goal = goal;
+        for &slot in path.iter().take(depth) {
+            let ptr = match holder {
+                None => inode.block(slot),
+                Some(h) => self.cache.read(h as u64, |b| le32(b, slot * 4))?,
+            };
+            if ptr != 0 {
+                self.check_ptr(ptr, "indirect block")?;
+                holder = Some(ptr);
+                goal = ptr as u64 + 1;
+                continue;
+            }
+            let new = self.alloc_block(goal)?;
+            self.cache.zeroed(new as u64)?;
+            self.link_blocks(ino, inode, holder, slot, new, 1)?;
+            goal = new as u64 + 1;
+            holder = Some(new);
+        }
+        Ok((holder, path[depth], span - path[depth]))
+    }
+
+    /// Points slots `slot..slot + n` of `holder` (or of the inode) at the
+    /// new blocks `first..first + n`, whose contents are in the cache:
+    /// their bitmap and each of them before the holder (one edge per
+    /// block, one for the bitmap), the holder changed once for the run.
+    fn link_blocks(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        holder: Option<u32>,
+        slot: usize,
+        first: u32,
+        n: usize,
+    ) -> Result<(), Errno> {
+        let bitmap = self.block_bitmap_of(first as u64);
+        match holder {
+            None => {
+                self.inode_after(ino, bitmap);
+                for k in 0..n {
+                    self.inode_after(ino, first as u64 + k as u64);
+                    inode.set_block(slot + k, first + k as u32);
+                }
+            }
+            Some(h) => {
+                self.cache.order(bitmap, h as u64)?;
+                for k in 0..n {
+                    self.cache.order(first as u64 + k as u64, h as u64)?;
+                }
+                self.cache.modify(h as u64, |b| {
+                    for k in 0..n {
+                        put32(b, (slot + k) * 4, first + k as u32);
+                    }
+                })?;
+            }
+        }
+        let per_block = (self.block_bytes / SECTOR_BYTES) as u64;
+        let v = inode.sectors() as u64 + n as u64 * per_block;
+        inode.set_sectors(u32::try_from(v).map_err(|_| EFBIG)?);
+        Ok(())
+    }
+
+    /// Makes every hole among logical blocks `first..first + map.len()`
+    /// of `ino` exist: `map[k]` is logical block `first + k`'s block, or 0
+    /// where it is not known; on return each is the block there (found in
+    /// the map, or new: zeroed in the cache). New blocks come from the
+    /// first free block at or after `goal` in runs that follow each other
+    /// ([`Fs::alloc_blocks`]), each run linked into the block map with
+    /// one change of its holder ([`Fs::link_blocks`]): the write side of
+    /// [`Fs::map_blocks`], for [`Fs::write_from`]. Before, each block
+    /// walked the map from the inode and went through the bitmap, the
+    /// group descriptor and the superblock by itself (about 10 cache
+    /// lookups a block). Returns how many blocks it allocated and how
+    /// many of the unknown ones it found already there. On an error the
+    /// blocks allocated so far are linked (the inode, which the caller
+    /// writes, says so) and the error is returned.
+    pub(crate) fn alloc_run(
+        &mut self,
+        ino: u32,
+        inode: &mut Inode,
+        first: u64,
+        map: &mut [u32],
+        goal: u64,
+    ) -> Result<(usize, usize), Errno> {
+        let (mut allocated, mut found) = (0, 0);
+        let mut goal = goal;
+        let mut k = 0;
+        while k < map.len() {
+            if map[k] != 0 {
+                goal = map[k] as u64 + 1;
+                k += 1;
+                continue;
+            }
+            let (holder, slot, span) = self.leaf_holder(ino, inode, first + k as u64, goal)?;
+            let n = span.min(map.len() - k);
+            // The pointers there now, of this holder's part of the run.
+            let mut there = [0u32; 64];
+            let there = &mut there[..n.min(64)];
+            match holder {
+                None => there.iter_mut().enumerate().for_each(|(j, p)| *p = inode.block(slot + j)),
+                Some(h) => self.cache.read(h as u64, |b| {
+                    there.iter_mut().enumerate().for_each(|(j, p)| *p = le32(b, (slot + j) * 4))
+                })?,
+            }
+            let n = there.len();
+            let mut j = 0;
+            while j < n {
+                if map[k + j] != 0 || there[j] != 0 {
+                    if map[k + j] == 0 {
+                        self.check_ptr(there[j], "data block")?;
+                        map[k + j] = there[j];
+                        found += 1;
+                    }
+                    goal = map[k + j] as u64 + 1;
+                    j += 1;
+                    continue;
+                }
+                // The holes from here on in this holder, taken together.
+                let holes = (j..n).take_while(|&x| map[k + x] == 0 && there[x] == 0).count();
+                let (new, got) = self.alloc_blocks(goal, holes)?;
+                for b in new..new + got as u32 {
+                    self.cache.zeroed(b as u64)?;
+                }
+                self.link_blocks(ino, inode, holder, slot + j, new, got)?;
+                for x in 0..got {
+                    map[k + j + x] = new + x as u32;
+                }
+                allocated += got;
+                goal = new as u64 + got as u64;
+                j += got;
+            }
+            k += n;
+        }
+        Ok((allocated, found))
+    }
+
     fn indirect_entries(&mut self, block: u32) -> Result<Vec<u32>, Errno> {
         let p = self.ptrs_per_block as usize;
         self.cache.read(block as u64, |b| (0..p).map(|i| le32(b, i * 4)).collect())

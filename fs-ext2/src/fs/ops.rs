@@ -959,7 +959,18 @@ impl<D: BlockDevice> Fs<D> {
         if last - first >= WRITE_SEGMENTS as u64 {
             return Err(EINVAL);
         }
-        let Ok(mut map) = self.map_blocks(&i, first..last + 1) else { return Ok(None) };
+        // A write at or past the file's last block (R2's: a file written
+        // from its start) finds holes only: no map to read before
+        // allocating, [`Fs::alloc_run`] reads each holder's pointers as it
+        // links the new blocks (and finds any block a power cut left past
+        // the end of the file).
+        let is_extension = first >= i.size().div_ceil(bs);
+        let mut map = if is_extension {
+            vec![0u32; (last - first + 1) as usize]
+        } else {
+            let Ok(map) = self.map_blocks(&i, first..last + 1) else { return Ok(None) };
+            map
+        };
         // The part of logical block `first + k` the write covers.
         let range = |k: usize| {
             let start = if k == 0 { (offset % bs) as usize } else { 0 };
@@ -972,7 +983,7 @@ impl<D: BlockDevice> Fs<D> {
                 return Ok(None);
             }
         }
-        let mut goal = match first {
+        let goal = match first {
             0 => self.group_first_block((ino - 1) / self.sb.inodes_per_group),
             l => match self.bmap(&i, l - 1)? {
                 0 => self.group_first_block((ino - 1) / self.sb.inodes_per_group),
@@ -980,26 +991,28 @@ impl<D: BlockDevice> Fs<D> {
             },
         };
         let old_size = i.size();
-        let mut allocated = false;
-        for (k, slot) in map.iter_mut().enumerate() {
-            if *slot == 0 {
-                match self.bmap_alloc(ino, &mut i, first + k as u64, goal, &[], &mut |b| b.fill(0)) {
-                    Ok((b, _)) => {
-                        *slot = b;
-                        allocated = true;
-                    }
-                    Err(_) => {
-                        // ENOSPC or damage: `Fs::write` finds it again and
-                        // counts what fits.
-                        self.give_back(ino, &mut i, allocated, old_size)?;
-                        return Ok(None);
-                    }
-                }
-            } else if range(k).len() != bs as usize {
-                // A part of a block that is there: its other bytes stay.
-                self.cache.read(*slot as u64, |_| ())?;
+        // Which of the run's blocks were holes (at most `WRITE_SEGMENTS`,
+        // 64: one bit each).
+        let holes = map.iter().enumerate().filter(|(_, b)| **b == 0).fold(0u64, |m, (k, _)| m | 1 << k);
+        let sectors = i.sectors();
+        let (allocated, found) = match self.alloc_run(ino, &mut i, first, &mut map, goal) {
+            Ok(counts) => counts,
+            Err(_) => {
+                // ENOSPC or damage: `Fs::write` finds it again and counts
+                // what fits. What was allocated is linked (the inode says
+                // so) and goes again past the end of the file.
+                let allocated = i.sectors() != sectors;
+                self.give_back(ino, &mut i, allocated, old_size)?;
+                return Ok(None);
             }
-            goal = *slot as u64 + 1;
+        };
+        let allocated = allocated > 0;
+        for (k, &b) in map.iter().enumerate() {
+            let was_there = holes & (1 << k) == 0 || found > 0;
+            if was_there && range(k).len() != bs as usize && b != 0 {
+                // A part of a block that is there: its other bytes stay.
+                self.cache.read(b as u64, |_| ())?;
+            }
         }
         let blocks: Vec<u64> = map.iter().map(|&b| b as u64).collect();
         let copied = self.cache.modify_cached(&blocks, |buffers| {
