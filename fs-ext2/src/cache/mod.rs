@@ -95,6 +95,9 @@ pub const WRITEBACK_INTERVAL_MS: u64 = 1000;
 /// for this many whole transfers; a smaller one (V1's `nbuf` of 1 to 12,
 /// benchmark B) writes a run as soon as it is complete, as before.
 pub const HOLD_MIN_RUNS: usize = 2;
+/// The most blocks [`Cache::modify_cached`] takes at once: a lease call's
+/// segments (`abi::lease::MAX_SEGMENTS`), what a writer hands it.
+pub const MODIFY_RUN_BLOCKS: usize = abi::lease::MAX_SEGMENTS as usize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -387,7 +390,8 @@ impl<D: BlockDevice> Cache<D> {
     /// Gives `f` the bytes of every block of `blocks` at once, in order,
     /// to change, when each is in a buffer (waiting for those in flight;
     /// each a hit), and marks them dirty; `None`, with nothing counted or
-    /// changed, when one is not cached (or a block is named twice). A
+    /// changed, when one is not cached (or a block is named twice, or there are more
+    /// than [`MODIFY_RUN_BLOCKS`]). A
     /// writer then moves a run of blocks' bytes in one piece
     /// (`Fs::write_from`: one lease call from the caller's buffer into
     /// the buffers), the write side of [`Cache::read_cached`].
@@ -396,10 +400,20 @@ impl<D: BlockDevice> Cache<D> {
         blocks: &[u64],
         f: impl FnOnce(&mut [&mut [u8]]) -> R,
     ) -> Result<Option<R>, Errno> {
+        if blocks.len() > MODIFY_RUN_BLOCKS {
+            return Ok(None);
+        }
         self.check_thresholds()?;
         let Some(indices) = self.ready_run(blocks)? else { return Ok(None) };
-        // Buffers in index order, to lend each once.
-        let mut by_index: Vec<(usize, usize)> = indices.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+        // Buffers in index order, to lend each once. On the stack: in
+        // `ext2fs` every heap allocation goes through a first-fit free
+        // list, whose two walks were a fifth of the manager's time in
+        // R2's write row (`cargo xtask profile --r2disk-row write`).
+        let mut by_index = [(0usize, 0usize); MODIFY_RUN_BLOCKS];
+        let by_index = &mut by_index[..indices.len()];
+        for (k, &i) in indices.iter().enumerate() {
+            by_index[k] = (i, k);
+        }
         by_index.sort_unstable();
         if by_index.windows(2).any(|w| w[0].0 == w[1].0) {
             return Ok(None);
@@ -414,17 +428,17 @@ impl<D: BlockDevice> Cache<D> {
         // is the run's length, not the pool's (a walk over every buffer
         // up to the highest wanted one cost 16 % of the host's time of
         // R2's write loop with 26,742 buffers, `tests/write_path.rs`).
-        let mut slots: Vec<Option<&mut [u8]>> = (0..indices.len()).map(|_| None).collect();
+        let mut slices: [&mut [u8]; MODIFY_RUN_BLOCKS] = core::array::from_fn(|_| Default::default());
         let mut rest: &mut [Buf] = &mut self.bufs;
         let mut base = 0;
-        for &(want, k) in &by_index {
+        for &(want, k) in by_index.iter() {
             let (buf, tail) = rest[want - base..].split_first_mut().ok_or(EIO)?;
-            slots[k] = Some(buf.data.as_deref_mut().ok_or(EIO)?);
+            slices[k] = buf.data.as_deref_mut().ok_or(EIO)?;
             rest = tail;
             base = want + 1;
         }
-        let mut slices: Vec<&mut [u8]> = slots.into_iter().map(|s| s.ok_or(EIO)).collect::<Result<_, _>>()?;
-        Ok(Some(f(&mut slices)))
+        let slices = &mut slices[..indices.len()];
+        Ok(Some(f(slices)))
     }
 
     /// Reads block `block`, lets `f` change it, and marks it dirty.

@@ -965,12 +965,14 @@ impl<D: BlockDevice> Fs<D> {
         // links the new blocks (and finds any block a power cut left past
         // the end of the file).
         let is_extension = first >= i.size().div_ceil(bs);
-        let mut map = if is_extension {
-            vec![0u32; (last - first + 1) as usize]
-        } else {
-            let Ok(map) = self.map_blocks(&i, first..last + 1) else { return Ok(None) };
-            map
-        };
+        // On the stack, as the other lists of this path: `ext2fs`'s heap
+        // is a first-fit free list, slow to walk (`Cache::modify_cached`).
+        let mut map = [0u32; WRITE_SEGMENTS];
+        let map = &mut map[..(last - first + 1) as usize];
+        if !is_extension {
+            let Ok(found) = self.map_blocks(&i, first..last + 1) else { return Ok(None) };
+            map.copy_from_slice(&found);
+        }
         // The part of logical block `first + k` the write covers.
         let range = |k: usize| {
             let start = if k == 0 { (offset % bs) as usize } else { 0 };
@@ -995,7 +997,7 @@ impl<D: BlockDevice> Fs<D> {
         // 64: one bit each).
         let holes = map.iter().enumerate().filter(|(_, b)| **b == 0).fold(0u64, |m, (k, _)| m | 1 << k);
         let sectors = i.sectors();
-        let (allocated, found) = match self.alloc_run(ino, &mut i, first, &mut map, goal) {
+        let (allocated, found) = match self.alloc_run(ino, &mut i, first, map, goal) {
             Ok(counts) => counts,
             Err(_) => {
                 // ENOSPC or damage: `Fs::write` finds it again and counts
@@ -1014,11 +1016,18 @@ impl<D: BlockDevice> Fs<D> {
                 self.cache.read(b as u64, |_| ())?;
             }
         }
-        let blocks: Vec<u64> = map.iter().map(|&b| b as u64).collect();
-        let copied = self.cache.modify_cached(&blocks, |buffers| {
-            let mut parts: Vec<&mut [u8]> =
-                buffers.iter_mut().enumerate().map(|(k, b)| &mut b[range(k)]).collect();
-            source(&mut parts)
+        let mut blocks = [0u64; WRITE_SEGMENTS];
+        let blocks = &mut blocks[..map.len()];
+        for (b, &m) in blocks.iter_mut().zip(map.iter()) {
+            *b = m as u64;
+        }
+        let copied = self.cache.modify_cached(blocks, |buffers| {
+            // Each buffer cut down to the part the write covers.
+            for (k, b) in buffers.iter_mut().enumerate() {
+                let whole = core::mem::take(b);
+                *b = &mut whole[range(k)];
+            }
+            source(buffers)
         })?;
         match copied {
             None => {
