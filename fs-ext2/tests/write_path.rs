@@ -17,6 +17,7 @@ use fs_ext2::device::MemDisk;
 use fs_ext2::service::{MESSAGE_DATA_BYTES, Service, VecLent};
 use fs_ext2::{CacheStats, Fs, MountOptions};
 
+use protocols::unix::errno::ENOSPC;
 use protocols::unix::open_flags::{O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY};
 use protocols::unix::{fs, io, result};
 use std::path::PathBuf;
@@ -44,6 +45,11 @@ fn tool(name: &str) -> Option<PathBuf> {
 /// A fresh ext2 image of 64 MiB with 1 KiB blocks, as `xtask` makes the
 /// benchmark's disk, or `None` (test skipped) without mke2fs.
 fn image(tag: &str) -> Option<Vec<u8>> {
+    image_of(tag, 64 * 1024)
+}
+
+/// A fresh ext2 image of `kib` KiB with 1 KiB blocks.
+fn image_of(tag: &str, kib: u64) -> Option<Vec<u8>> {
     let Some(mke2fs) = tool("mke2fs") else {
         eprintln!("SKIPPED: e2fsprogs is not installed; `cargo xtask test` installs it");
         return None;
@@ -53,7 +59,7 @@ fn image(tag: &str) -> Option<Vec<u8>> {
     let out = Command::new(mke2fs)
         .args(["-q", "-F", "-t", "ext2", "-b", "1024"])
         .arg(&img)
-        .arg("65536k")
+        .arg(format!("{kib}k"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -78,8 +84,11 @@ fn block(n: usize) -> Vec<u8> {
 
 impl Bench {
     fn new(bytes: Vec<u8>) -> Bench {
-        let fs = match Fs::mount(MemDisk::new(bytes), MountOptions { nbuf: NBUF, ..MountOptions::default() })
-        {
+        Bench::with_nbuf(bytes, NBUF)
+    }
+
+    fn with_nbuf(bytes: Vec<u8>, nbuf: usize) -> Bench {
+        let fs = match Fs::mount(MemDisk::new(bytes), MountOptions { nbuf, ..MountOptions::default() }) {
             Ok(fs) => fs,
             Err((e, _)) => panic!("mount refused: {e}"),
         };
@@ -254,6 +263,59 @@ fn an_8_mib_copy_costs_few_lookups_and_no_device_writes() {
         assert_eq!(b.read(h), block(n), "/r2/c1: block {n}");
     }
     b.close(h);
+}
+
+/// A full disk met by writes through the lent buffer (`Fs::write_from`'s
+/// runs): what fits is written and counted, the next write is `ENOSPC`,
+/// the blocks a run took before the disk ran out are linked or given back
+/// (so `e2fsck -fn` finds the image clean), and the file reads back as
+/// written. With a cache that holds dirty data and with V1's few buffers.
+#[test]
+fn a_full_disk_met_by_lent_writes_gives_enospc_and_stays_consistent() {
+    let Some(e2fsck) = tool("e2fsck") else {
+        eprintln!("SKIPPED: e2fsprogs is not installed; `cargo xtask test` installs it");
+        return;
+    };
+    for nbuf in [512, 8] {
+        let Some(bytes) = image_of("full", 1024) else { return };
+        let mut b = Bench::with_nbuf(bytes, nbuf);
+        let h = b.open(FILE, O_WRONLY | O_CREAT | O_TRUNC);
+        let mut written = 0usize;
+        let last = loop {
+            let n = written / WRITE_BYTES;
+            let mut lent = VecLent::new(block(n), 0);
+            let (w, _) = b.ask([io::OP_WRITE, h, WRITE_BYTES as u64, 0], &[], &mut lent);
+            match result(w[0]) {
+                Ok(got) if got as usize == WRITE_BYTES => written += WRITE_BYTES,
+                Ok(got) => {
+                    assert!(got > 0 && (got as usize) < WRITE_BYTES, "nbuf {nbuf}: {got}");
+                    written += got as usize;
+                    let mut lent = VecLent::new(block(n + 1), 0);
+                    let (w, _) = b.ask([io::OP_WRITE, h, WRITE_BYTES as u64, 0], &[], &mut lent);
+                    break result(w[0]);
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        assert_eq!(last, Err(ENOSPC), "nbuf {nbuf}");
+        assert!(written > 500 * 1024, "nbuf {nbuf}: {written}");
+        b.close(h);
+        let h = b.open(FILE, O_RDONLY);
+        for n in 0..written / WRITE_BYTES {
+            assert_eq!(b.read(h), block(n), "nbuf {nbuf}: block {n}");
+        }
+        b.close(h);
+        let image = b.s.fs.unmount().unwrap().into_bytes();
+        let img = std::env::temp_dir().join(format!("fs-ext2-write-full-{nbuf}-{}.img", std::process::id()));
+        std::fs::write(&img, image).unwrap();
+        let out = Command::new(&e2fsck).arg("-fn").arg(&img).output().unwrap();
+        let _ = std::fs::remove_file(&img);
+        assert!(
+            out.status.success(),
+            "nbuf {nbuf}: e2fsck -fn is not clean:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
 
 /// Not a test: the `write` row's loop for a host profiler
