@@ -220,7 +220,7 @@ fn an_8_mib_write_in_8_kib_pieces_costs_few_lookups_and_no_device_writes() {
     // 8 buffers taken (zeroed) and 8 filled, and about 10 for the map
     // and the allocation: the bitmap read and changed once for the 8
     // blocks, the descriptor and superblock counts once, the indirect
-    // block read and changed once. A block at a time it was 108 (13.5 a
+    // block read and changed once. A block at a time it was 84 (10.5 a
     // block: the map walked from the inode and the bitmap, descriptor
     // and superblock for each block).
     assert!(per.lookups <= 30.0, "{per:?}");
