@@ -344,18 +344,24 @@ impl<D: BlockDevice> Cache<D> {
     /// finish transfers), but a failed read forgets its buffer: all are
     /// checked again at the end. Counts nothing.
     fn ready_run(&mut self, blocks: &[u64]) -> Result<Option<Vec<usize>>, Errno> {
-        let mut indices = Vec::with_capacity(blocks.len());
-        for &block in blocks {
+        let mut indices = vec![0; blocks.len()];
+        Ok(self.ready_run_into(blocks, &mut indices)?.then_some(indices))
+    }
+
+    /// [`Cache::ready_run`] into `indices` (as long as `blocks`): true
+    /// when every block is there (a reader's array on its stack: a read
+    /// allocates nothing).
+    fn ready_run_into(&mut self, blocks: &[u64], indices: &mut [usize]) -> Result<bool, Errno> {
+        for (slot, &block) in indices.iter_mut().zip(blocks) {
             self.check_block(block)?;
             match self.find_ready(block)? {
-                Some(i) => indices.push(i),
-                None => return Ok(None),
+                Some(i) => *slot = i,
+                None => return Ok(false),
             }
         }
-        let still = indices.iter().zip(blocks).all(|(&i, &b)| {
+        Ok(indices.iter().zip(blocks).all(|(&i, &b)| {
             self.bufs[i].block == b && matches!(self.bufs[i].state, State::Clean | State::Dirty)
-        });
-        Ok(still.then_some(indices))
+        }))
     }
 
     /// Gives `f` the bytes of every block of `blocks` at once, in order,
@@ -404,7 +410,11 @@ impl<D: BlockDevice> Cache<D> {
             return Ok(None);
         }
         self.check_thresholds()?;
-        let Some(indices) = self.ready_run(blocks)? else { return Ok(None) };
+        let mut indices = [0usize; MODIFY_RUN_BLOCKS];
+        let indices = &mut indices[..blocks.len()];
+        if !self.ready_run_into(blocks, indices)? {
+            return Ok(None);
+        }
         // Buffers in index order, to lend each once. On the stack: in
         // `ext2fs` every heap allocation goes through a first-fit free
         // list, whose two walks were a fifth of the manager's time in
@@ -418,7 +428,7 @@ impl<D: BlockDevice> Cache<D> {
         if by_index.windows(2).any(|w| w[0].0 == w[1].0) {
             return Ok(None);
         }
-        for &i in &indices {
+        for &i in indices.iter() {
             self.stats.hits += 1;
             self.bufs[i].is_read_ahead = false;
             self.mark_dirty(i);
