@@ -103,6 +103,14 @@ impl Edges {
         }
     }
 
+    /// Keeps only the blocks `keep` says.
+    fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        self.more.retain(|&x| keep(x));
+        if self.one.is_some_and(|o| !keep(o)) {
+            self.one = self.more.pop();
+        }
+    }
+
     /// Empties it, keeping `more`'s capacity.
     fn clear(&mut self) {
         self.one = None;
@@ -358,6 +366,36 @@ impl Order {
         self.drop_if_bare(block);
     }
 
+    /// [`Order::remove`] of every block from `first` to `first + count - 1`
+    /// (the run of one completed write): a block waiting for several of
+    /// them (an indirect block for its data blocks) is looked through once
+    /// for the whole run, where removing edge by edge looked through its
+    /// list once per edge (256 data blocks: 32,000 comparisons).
+    pub fn remove_run(&mut self, first: u64, count: u64) {
+        let run = first..first.saturating_add(count);
+        let mut outside: Vec<u64> = Vec::new();
+        for block in run.clone() {
+            self.remove_waits(block);
+            let Some(&i) = self.index.get(&block) else { continue };
+            let mut thens = core::mem::take(&mut self.slots[i].waiters);
+            for t in thens.iter() {
+                if run.contains(&t) {
+                    self.node(t).waits.remove(block);
+                    self.drop_if_bare(t);
+                } else if !outside.contains(&t) {
+                    outside.push(t);
+                }
+            }
+            thens.clear();
+            self.slots[i].waiters = thens;
+            self.drop_if_bare(block);
+        }
+        for t in outside {
+            self.node(t).waits.retain(|b| !run.contains(&b));
+            self.drop_if_bare(t);
+        }
+    }
+
     /// Removes the edges into `block` (its waits are on the disk).
     pub fn remove_waits(&mut self, block: u64) {
         let Some(&i) = self.index.get(&block) else { return };
@@ -502,6 +540,14 @@ mod tests {
                     1 => {
                         order.remove_waits(a);
                         reference.remove_waits(a);
+                    }
+                    2 => {
+                        // A completed transfer's run of blocks.
+                        let count = 1 + rng.below(6);
+                        order.remove_run(a, count);
+                        for x in a..a + count {
+                            reference.remove(x);
+                        }
                     }
                     _ => {
                         assert_eq!(
