@@ -987,6 +987,22 @@ impl<D: BlockDevice> Cache<D> {
             .is_some_and(|&(_, _, since)| since.saturating_add(DIRTY_EXPIRE_MS) <= self.now_ms)
     }
 
+    /// Milliseconds from `now_ms` until [`Cache::write_expired`] next has
+    /// work: when the oldest dirty block reaches [`DIRTY_EXPIRE_MS`], but
+    /// not sooner than [`WRITEBACK_INTERVAL_MS`] after the last pass (a
+    /// block whose waits were not on the disk then goes at the next
+    /// one); `None` when nothing is dirty. The server's write-back timer
+    /// sleeps this long, so an idle volume's oldest block starts on its
+    /// way when it expires, not up to an interval later, and nothing wakes
+    /// the manager before a block can have expired.
+    pub fn next_expiry_ms(&mut self, now_ms: u64) -> Option<u64> {
+        self.oldest_dirty()?;
+        let since = self.dirty_queue.front()?.2;
+        let next_pass = self.last_writeback_ms.saturating_add(WRITEBACK_INTERVAL_MS);
+        let due = since.saturating_add(DIRTY_EXPIRE_MS).max(next_pass);
+        Some(due.saturating_sub(now_ms.max(self.now_ms)))
+    }
+
     /// Starts writing the blocks dirty for [`DIRTY_EXPIRE_MS`] or more at
     /// `now_ms` (each after what it waits for: a block whose waits are
     /// not on the disk starts those instead, and goes at a later call),
@@ -1551,6 +1567,30 @@ mod tests {
         assert_eq!(c.write_expired(3000 + DIRTY_EXPIRE_MS).unwrap(), 1);
         settle(&mut c);
         assert_eq!(c.dirty_blocks(), 0);
+    }
+
+    /// The write-back timer's deadline follows the oldest dirty block:
+    /// none while clean, the block's expiry while it is young, a pass's
+    /// interval once a pass has run (and left what could not go yet).
+    #[test]
+    fn the_next_expiry_follows_the_oldest_dirty_block() {
+        let mut c = holding_cache(400);
+        assert_eq!(c.next_expiry_ms(0), None, "clean");
+        c.has_expired(10_000);
+        c.overwrite(7, |d| d.fill(1)).unwrap();
+        c.write_behind(7).unwrap();
+        assert_eq!(c.next_expiry_ms(10_000), Some(DIRTY_EXPIRE_MS));
+        assert_eq!(c.next_expiry_ms(12_000), Some(DIRTY_EXPIRE_MS - 2000));
+        c.has_expired(13_000);
+        c.overwrite(20, |d| d.fill(1)).unwrap();
+        assert_eq!(c.next_expiry_ms(13_000), Some(DIRTY_EXPIRE_MS - 3000), "the oldest counts");
+        assert_eq!(c.write_expired(15_000).unwrap(), 1);
+        // Block 20 (dirty since 13 s) expires at 18 s; 7 went.
+        assert_eq!(c.next_expiry_ms(15_000), Some(3000));
+        settle(&mut c);
+        assert_eq!(c.write_expired(18_000).unwrap(), 1);
+        settle(&mut c);
+        assert_eq!(c.next_expiry_ms(18_000), None);
     }
 
     #[test]
