@@ -167,7 +167,8 @@ pub enum Call {
     /// queue of `link` as a call of `m0..m3` and `len` bytes at `buf`; its
     /// caller then waits for, and lends its buffers to, that server, which
     /// answers it directly and is told of the forwarding server as the
-    /// sender. Then receive on `queue`, as `reply_wait`. On any error of
+    /// sender. Then receive on `queue`, as `reply_wait` (with `queue` =
+    /// [`msg::NO_RECEIVE`], nothing: the result is 0). On any error of
     /// the forward nothing is received, the handle is still held and the
     /// caller still waits on the forwarding server (docs/messages.md).
     ForwardWait = 47,

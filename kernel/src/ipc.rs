@@ -58,7 +58,7 @@ use crate::state::Kernel;
 use crate::usermem::{self, UserSlice};
 use abi::layout::PAGE_SIZE;
 use abi::lease::{self, MAX_LEASE_BYTES};
-use abi::msg::{Kind, MAX_DATA_BYTES, NO_REPLY};
+use abi::msg::{Kind, MAX_DATA_BYTES, NO_RECEIVE, NO_REPLY};
 use abi::{Counter, Error, Pid};
 use kernel_core::qseg::{Limits, Link, QueueSegment};
 
@@ -694,19 +694,23 @@ impl Kernel {
     /// server holds: never given, used up, forged, `NO_REPLY`), `DeadPeer`
     /// (the caller ended; or the server of `link`), the link's and the
     /// delivery's errors as `call`'s. The receiver is told of this server
-    /// as the sender (`rdx`), so it knows who passed the call on.
+    /// as the sender (`rdx`), so it knows who passed the call on. With
+    /// queue `NO_RECEIVE` only the forward is made (`None`).
     pub fn forward_wait(
         &mut self,
         slot: usize,
         args: ReplyWaitArgs,
         words: [u64; 4],
-    ) -> Result<Receive, Error> {
+    ) -> Result<Option<Receive>, Error> {
         // The link rides in the high half of the queue argument: the call
         // needs seven arguments and a kernel call has six registers.
         let ReplyWaitArgs { handle, reply_buf, reply_len, queue: packed, recv_buf, recv_len } = args;
         let (queue, link) = (packed & 0xffff_ffff, packed >> 32);
         self.forward(slot, handle, link, reply_buf, reply_len, words)?;
-        self.receive(slot, queue, recv_buf, recv_len, false)
+        if queue == NO_RECEIVE as u64 {
+            return Ok(None);
+        }
+        self.receive(slot, queue, recv_buf, recv_len, false).map(Some)
     }
 
     /// The forward of [`Kernel::forward_wait`].

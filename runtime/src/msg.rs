@@ -317,6 +317,21 @@ pub fn forward_wait(
     received(raw(Call::ForwardWait as u64, args, *message))
 }
 
+/// Pass the call held under `handle` on, as [`forward_wait`], without
+/// receiving anything (`abi::msg::NO_RECEIVE`).
+pub fn forward(handle: ReplyHandle, link: Link, message: &Message, data: &[u8]) -> Result<(), Error> {
+    touch(data);
+    let args = [
+        handle.0,
+        data.as_ptr() as u64,
+        data.len() as u64,
+        abi::msg::NO_RECEIVE as u64 | (link.0 as u64) << 32,
+        0,
+        0,
+    ];
+    decode_return(raw(Call::ForwardWait as u64, args, *message).rax).map(|_| ())
+}
+
 /// Copy the process waiting in call `handle` into a stopped child that
 /// will see `reply` as its call's answer (see `Call::ProcFork`): an answer
 /// to a call, carried in the message registers like the others here.

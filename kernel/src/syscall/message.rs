@@ -128,13 +128,16 @@ pub fn reply_wait(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     after_receive(k, caller, reply_wait_args.queue, received)
 }
 
-/// `forward_wait(handle, buf, len, queue | link << 32, recv_buf, recv_len; m0..m3) -> received`.
+/// `forward_wait(handle, buf, len, queue | link << 32, recv_buf, recv_len; m0..m3) -> received`;
+/// with queue `abi::msg::NO_RECEIVE`, forward only and return 0.
 pub fn forward_wait(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let frame = &k.proc(caller).frame;
     let (forward_args, words) = (frame.as_reply_wait_args(), frame.message());
     let queue = forward_args.queue & 0xffff_ffff;
-    let received = k.forward_wait(caller, forward_args, words)?;
-    after_receive(k, caller, queue, received)
+    match k.forward_wait(caller, forward_args, words)? {
+        Some(received) => after_receive(k, caller, queue, received),
+        None => Ok(Next::Return(0)),
+    }
 }
 
 /// A message taken from `queue` frees a place in it: an interrupt that

@@ -349,8 +349,9 @@ pub fn dead_peers() -> TestResult {
 /// `BadReplyHandle`). Every refused forward (a handle never given or
 /// `NO_REPLY`, too much data, a link to the forwarder itself or to the
 /// caller, a dead server, a dead caller) receives nothing, and leaves the
-/// call with the forwarder, who can still answer it; a server that dies
-/// holding a forwarded call fails the caller with `DeadPeer`.
+/// call with the forwarder, who can still answer it; a forward with
+/// `NO_RECEIVE` receives nothing either; a server that dies holding a
+/// forwarded call fails the caller with `DeadPeer`.
 pub fn forward_passes_a_call_on() -> TestResult {
     let e = |r: Result<msg::Received, Error>, want: Error, what: &str| -> TestResult {
         match r {
@@ -450,11 +451,12 @@ pub fn forward_passes_a_call_on() -> TestResult {
     msg::close_link(caller_link).map_err(|e| e.name())?;
 
     // A target that takes the call and dies: the caller gets DeadPeer.
+    // (Forwarded without a receive: `NO_RECEIVE`.)
     let (target, target_link) = start_tmsg("die-on-call", "", abi::PRIORITY_INHERIT)?;
     let (caller, caller_link) = start_tmsg("call-expect", "", abi::PRIORITY_INHERIT)?;
     let call = take_call()?;
-    msg::forward_wait(call.reply, target_link, &[1, 2, 3, 0], b"abc", spare, &mut buf)
-        .map_err(|e| e.name())?;
+    msg::forward(call.reply, target_link, &[1, 2, 3, 0], b"abc").map_err(|e| e.name())?;
+    check(msg::test(spare) == Ok(1), "a forward with NO_RECEIVE receives nothing")?;
     expect_exit(target, 0)?;
     expect_exit(caller, 20)?;
     msg::close_link(caller_link).map_err(|e| e.name())?;
@@ -464,7 +466,6 @@ pub fn forward_passes_a_call_on() -> TestResult {
     let call = take_call()?;
     sys::kill(caller).map_err(|e| e.name())?;
     sys::wait(Some(caller)).map_err(|e| e.name())?;
-    msg::send(to_self, &[5, 0, 0, 0]).map_err(|e| e.name())?;
     let (target, target_link2) = start_tmsg("forward-target", "", abi::PRIORITY_INHERIT)?;
     let dead = msg::forward_wait(call.reply, target_link2, &[1, 2, 3, 0], b"abc", spare, &mut buf);
     check(
