@@ -220,17 +220,8 @@ fn serve(service: &mut Service, clock: &Clock, queue: Queue, _io_queue: Queue) -
             None => msg::reply_wait(None, &[0; 4], &[], queue, &mut rx.0),
         };
         let Ok(r) = received else { continue };
-        // Only calls can be answered; anything else is dropped, but for
-        // the monitor's one-way close (as a disk manager's: nothing waits
-        // for its answer, and this queue is served in order, so a later
-        // request finds the file closed; `Service::io_request` checks
-        // that it is the monitor's).
+        // Only calls can be answered; anything else is dropped.
         if r.kind != Kind::Call {
-            if r.kind == Kind::Short && r.message[0] == protocols::unix::io::OP_CLOSE {
-                let mut nothing_lent = CallLease(ReplyHandle(abi::msg::NO_REPLY));
-                let now_ns = clock.realtime_ns();
-                let _ = service.io_request(r.sender.0, r.message, &[], now_ns, &mut tx.0, &mut nothing_lent);
-            }
             continue;
         }
         let data = &rx.0[..r.len.min(rx.0.len())];
