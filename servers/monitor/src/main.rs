@@ -188,8 +188,10 @@ fn main(args: Args) -> i32 {
         match r.kind {
             Kind::Call => {
                 m.stats[0] += 1;
-                let data = buf.0[..r.len.min(buf.0.len())].to_vec();
-                match m.handle(r.sender, r.reply, r.message, &data) {
+                // The request's data where it was received: no copy (the
+                // answer owns whatever it sends back).
+                let data = &buf.0[..r.len.min(buf.0.len())];
+                match m.handle(r.sender, r.reply, r.message, data) {
                     Answer::Words(w) => pending = Some((r.reply, w, Vec::new())),
                     Answer::WordsData(w, d) => pending = Some((r.reply, w, d)),
                     Answer::Forward(link, w, d) => forward = Some((r.reply, link, w, d)),
