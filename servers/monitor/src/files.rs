@@ -84,7 +84,7 @@ impl Monitor {
         if flags & open_flags::O_CREAT == 0 || self.lookups.contains_key(abs) {
             return None;
         }
-        let (mount, inner) = self.route(abs);
+        let mount = self.mount_of(abs);
         let m = &self.mounts[mount];
         // Per-file mode gives memfs's regular files managers of their own
         // (`fs_open`): the usual way.
@@ -101,8 +101,10 @@ impl Monitor {
                 _ => return None,
             }
         }
-        let header_bytes = fs::Forwarded::BYTES + inner.len() + 1 + abs.len();
-        if header_bytes > abi::msg::MAX_DATA_BYTES as usize {
+        // The path inside the manager is at most the mount's inner root
+        // longer than `abs`.
+        let most_bytes = fs::Forwarded::BYTES + m.inner.len() + abs.len() + 1 + abs.len();
+        if most_bytes > abi::msg::MAX_DATA_BYTES as usize {
             return None;
         }
         // Unique among this monitor's opens (the low half) and not
@@ -127,9 +129,9 @@ impl Monitor {
             monitor_queue: monitor::QUEUE as u64,
             create_mode: (create_mode & 0o7777) as u64,
         };
-        let mut data = Vec::with_capacity(header_bytes);
+        let mut data = Vec::with_capacity(most_bytes);
         data.extend_from_slice(&head.encode());
-        data.extend_from_slice(inner.as_bytes());
+        self.push_inner(mount, abs, &mut data);
         data.push(0);
         data.extend_from_slice(abs.as_bytes());
         let words =
