@@ -96,6 +96,10 @@ pub const WRITEBACK_INTERVAL_MS: u64 = 1000;
 /// benchmark B) writes a run as soon as it is complete, as before.
 pub const HOLD_MIN_RUNS: usize = 2;
 
+/// Most blocks [`Cache::read_cached`] and [`Cache::read_ready`] give at
+/// once without allocating: what one lease call moves.
+const RUN_ON_STACK: usize = abi::lease::MAX_SEGMENTS as usize;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Empty,
@@ -330,18 +334,24 @@ impl<D: BlockDevice> Cache<D> {
     /// finish transfers), but a failed read forgets its buffer: all are
     /// checked again at the end. Counts nothing.
     fn ready_run(&mut self, blocks: &[u64]) -> Result<Option<Vec<usize>>, Errno> {
-        let mut indices = Vec::with_capacity(blocks.len());
-        for &block in blocks {
+        let mut indices = vec![0; blocks.len()];
+        Ok(self.ready_run_into(blocks, &mut indices)?.then_some(indices))
+    }
+
+    /// [`Cache::ready_run`] into `indices` (as long as `blocks`): true
+    /// when every block is there (a reader's array on its stack: a read
+    /// allocates nothing).
+    fn ready_run_into(&mut self, blocks: &[u64], indices: &mut [usize]) -> Result<bool, Errno> {
+        for (slot, &block) in indices.iter_mut().zip(blocks) {
             self.check_block(block)?;
             match self.find_ready(block)? {
-                Some(i) => indices.push(i),
-                None => return Ok(None),
+                Some(i) => *slot = i,
+                None => return Ok(false),
             }
         }
-        let still = indices.iter().zip(blocks).all(|(&i, &b)| {
+        Ok(indices.iter().zip(blocks).all(|(&i, &b)| {
             self.bufs[i].block == b && matches!(self.bufs[i].state, State::Clean | State::Dirty)
-        });
-        Ok(still.then_some(indices))
+        }))
     }
 
     /// Gives `f` the bytes of every block of `blocks` at once, in order,
@@ -357,8 +367,48 @@ impl<D: BlockDevice> Cache<D> {
         blocks: &[u64],
         f: impl FnOnce(&[&[u8]]) -> R,
     ) -> Result<Option<R>, Errno> {
-        let Some(indices) = self.ready_run(blocks)? else { return Ok(None) };
-        for &i in &indices {
+        if blocks.len() > RUN_ON_STACK {
+            let Some(indices) = self.ready_run(blocks)? else { return Ok(None) };
+            return self.give_run(&indices, f).map(Some);
+        }
+        let mut indices = [0usize; RUN_ON_STACK];
+        let indices = &mut indices[..blocks.len()];
+        if !self.ready_run_into(blocks, indices)? {
+            return Ok(None);
+        }
+        self.give_run(indices, f).map(Some)
+    }
+
+    /// [`Cache::read_cached`] when no block of `blocks` needs the device:
+    /// each is cached and not in flight, else `None` at once, with
+    /// nothing waited for, counted or changed (so the caller can go on as
+    /// if it had not asked: `Fs::read_into`'s path for a run read from
+    /// the cache, which then needs no read-ahead of its own blocks). An
+    /// out-of-range block is `EIO`, as there. At most
+    /// [`abi::lease::MAX_SEGMENTS`] blocks (`None` for more).
+    pub fn read_ready<R>(
+        &mut self,
+        blocks: &[u64],
+        f: impl FnOnce(&[&[u8]]) -> R,
+    ) -> Result<Option<R>, Errno> {
+        if blocks.len() > RUN_ON_STACK {
+            return Ok(None);
+        }
+        let mut indices = [0usize; RUN_ON_STACK];
+        for (slot, &block) in indices.iter_mut().zip(blocks) {
+            self.check_block(block)?;
+            match self.map.get(&block) {
+                Some(&i) if matches!(self.bufs[i].state, State::Clean | State::Dirty) => *slot = i,
+                _ => return Ok(None),
+            }
+        }
+        self.give_run(&indices[..blocks.len()], f).map(Some)
+    }
+
+    /// The hits of a run found ready (`indices`, in order), then its bytes
+    /// to `f`.
+    fn give_run<R>(&mut self, indices: &[usize], f: impl FnOnce(&[&[u8]]) -> R) -> Result<R, Errno> {
+        for &i in indices {
             self.stats.hits += 1;
             if self.bufs[i].is_read_ahead {
                 self.bufs[i].is_read_ahead = false;
@@ -366,11 +416,18 @@ impl<D: BlockDevice> Cache<D> {
             }
             self.touch(i);
         }
+        let mut on_stack: [&[u8]; RUN_ON_STACK] = [&[]; RUN_ON_STACK];
+        if indices.len() <= RUN_ON_STACK {
+            for (slot, &i) in on_stack.iter_mut().zip(indices) {
+                *slot = self.data(i)?;
+            }
+            return Ok(f(&on_stack[..indices.len()]));
+        }
         let mut slices: Vec<&[u8]> = Vec::with_capacity(indices.len());
-        for &i in &indices {
+        for &i in indices {
             slices.push(self.data(i)?);
         }
-        Ok(Some(f(&slices)))
+        Ok(f(&slices))
     }
 
     /// Gives `f` the bytes of every block of `blocks` at once, in order,
@@ -1260,6 +1317,32 @@ mod tests {
         assert_eq!(c.stats(), s);
         // A block past the device is an error, as for `read`.
         assert_eq!(c.read_cached(&[1, 64], |_| ()), Err(EIO));
+    }
+
+    #[test]
+    fn read_ready_gives_an_idle_run_or_nothing_and_never_waits() {
+        let mut c = Cache::new(disk(64), BS, 16).unwrap();
+        c.read(0, |_| ()).unwrap();
+        c.read(5, |_| ()).unwrap();
+        // In flight: not ready, and nothing waited for, counted or changed.
+        c.prefetch(&[1, 2], true).unwrap();
+        let s = c.stats();
+        assert_eq!(c.read_ready(&[0, 1], |_| ()).unwrap(), None);
+        assert_eq!(c.stats(), s);
+        // Not cached at all: the same.
+        assert_eq!(c.read_ready(&[0, 9], |_| ()).unwrap(), None);
+        assert_eq!(c.stats(), s);
+        // Cached and idle: given whole, each a hit.
+        let firsts = c.read_ready(&[5, 0], |d| d.iter().map(|b| b[0]).collect::<Vec<_>>()).unwrap();
+        assert_eq!(firsts, Some(vec![5, 0]));
+        assert_eq!(c.stats().hits, s.hits + 2);
+        // A block past the device is an error, as for `read`; more blocks
+        // than one lease call moves are not taken.
+        assert_eq!(c.read_ready(&[0, 64], |_| ()), Err(EIO));
+        assert_eq!(c.read_ready(&[0; RUN_ON_STACK + 1], |_| ()).unwrap(), None);
+        // A run longer than the stack's still goes through read_cached.
+        let long: Vec<u64> = vec![0; RUN_ON_STACK + 1];
+        assert_eq!(c.read_cached(&long, |d| d.len()).unwrap(), Some(RUN_ON_STACK + 1));
     }
 
     #[test]

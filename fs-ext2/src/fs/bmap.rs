@@ -417,13 +417,4 @@ impl<D: BlockDevice> Fs<D> {
         }
         Ok(ptr)
     }
-
-    /// The blocks holding logical blocks `lblks` of `inode`, holes left out.
-    pub(crate) fn map_range(
-        &mut self,
-        inode: &Inode,
-        lblks: core::ops::Range<u64>,
-    ) -> Result<Vec<u64>, Errno> {
-        Ok(self.map_blocks(inode, lblks)?.into_iter().filter(|&b| b != 0).map(u64::from).collect())
-    }
 }
