@@ -401,8 +401,8 @@ impl<D: BlockDevice> Fs<D> {
                 self.cache.read(ptr as u64, |b| {
                     out.extend((index..index + n as usize).map(|k| le32(b, k * 4)));
                 })?;
-                for k in from..out.len() {
-                    out[k] = self.checked_data_ptr(out[k])?;
+                for &ptr in &out[from..] {
+                    self.checked_data_ptr(ptr)?;
                 }
             }
             l += n;
