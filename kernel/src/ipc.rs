@@ -51,6 +51,7 @@
 //! still read after the writer exits.
 
 use crate::arch::frames::Frame;
+use crate::arch::paging::PageTable;
 use crate::arch::regs::{CallArgs, Received, ReplyWaitArgs};
 use crate::message::{Data, Head, Message, Payload};
 use crate::process::{Blocked, State};
@@ -764,13 +765,36 @@ impl Kernel {
             let space = self.proc(c).space.as_ref().ok_or(Error::DeadPeer)?;
             UserSlice::new(lent + offset, total)?.check(space, is_write)?;
         }
-        let mut at = lent + offset;
-        for i in 0..count as usize {
-            let (addr, len) = segment(i);
-            let (from, src, to, dst) = if is_write { (slot, addr, c, at) } else { (c, at, slot, addr) };
-            self.move_bytes(from, src, to, dst, len, CopyHow::Bulk)?;
-            at += len;
+        if c == slot {
+            // A process's own call (two_procs_mut wants two processes).
+            return Err(Error::InvalidArgument);
         }
+        // Everything checked: the written side's copy-on-write pages made
+        // its own (as `usermem::copy_between` does piece by piece), then
+        // one pass over the pieces, each page of either side looked up
+        // once (`PageTable::copy_pieces`): per piece, `move_bytes` walked
+        // both tables five times.
+        let (from, to) = if is_write { (slot, c) } else { (c, slot) };
+        let (src_proc, dst_proc) = self.two_procs_mut(from, to);
+        let dst_space = dst_proc.space.as_mut().ok_or(Error::DeadPeer)?;
+        if is_write {
+            UserSlice::new(lent + offset, total)?.make_private(dst_space)?;
+        } else {
+            for i in 0..count as usize {
+                let (addr, len) = segment(i);
+                UserSlice::new(addr, len)?.make_private(dst_space)?;
+            }
+        }
+        let src_space = src_proc.space.as_ref().ok_or(Error::DeadPeer)?;
+        let pieces = (0..count as usize).scan(lent + offset, |at, i| {
+            let (addr, len) = segment(i);
+            let piece = if is_write { (addr, *at, len) } else { (*at, addr, len) };
+            *at += len;
+            Some(piece)
+        });
+        PageTable::copy_pieces(src_space.table(), dst_space.table_mut(), pieces)
+            .map_err(|_| Error::BadAddress)?;
+        self.add(Counter::BytesCopied, total);
         Ok(total)
     }
 

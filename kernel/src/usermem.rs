@@ -62,6 +62,13 @@ impl UserSlice {
     /// every copy-on-write page in it, so the kernel can write there.
     pub fn prepare_write(&self, space: &mut AddressSpace) -> Result<(), Error> {
         self.check(space, true)?;
+        self.make_private(space)
+    }
+
+    /// The second half of [`UserSlice::prepare_write`], for a range
+    /// already checked for writing: this process's own copy of every
+    /// copy-on-write page in it.
+    pub fn make_private(&self, space: &mut AddressSpace) -> Result<(), Error> {
         let mut va = self.addr & !(PAGE_SIZE - 1);
         while self.len > 0 && va < self.addr + self.len {
             if space.translate(va).is_some_and(|(_, f)| f & COPY_ON_WRITE != 0)
