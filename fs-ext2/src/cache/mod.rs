@@ -1075,17 +1075,30 @@ impl<D: BlockDevice> Cache<D> {
     /// consecutive blocks. Waits for nothing. `is_speculative`: counted as
     /// read-ahead (blocks not yet asked for).
     pub fn prefetch(&mut self, blocks: &[u64], is_speculative: bool) -> Result<(), Errno> {
+        self.prefetch_whole(blocks, is_speculative).map(|_| ())
+    }
+
+    /// [`Cache::prefetch`], telling whether every block of `blocks` was
+    /// cached already (so nothing changed, and [`Cache::cached`] would
+    /// count them all): a reader whose window is all in the cache learns
+    /// it from this one pass of lookups rather than two more.
+    pub fn prefetch_whole(&mut self, blocks: &[u64], is_speculative: bool) -> Result<bool, Errno> {
         let budget = self.nbuf / 2;
         let mut taken = 0;
         let mut run: Vec<usize> = Vec::new();
+        let mut is_whole = true;
         for &block in blocks {
             if taken >= budget {
+                is_whole = false;
                 break;
             }
             if block >= self.device_blocks || self.map.contains_key(&block) {
+                // A block past the device is not cached (`cached` agrees).
+                is_whole &= block < self.device_blocks;
                 self.flush_run(&mut run);
                 continue;
             }
+            is_whole = false;
             let newest = self.request_clock;
             let victim = self.free.pop().or_else(|| {
                 // The list is in order of use: stop at the request's own.
@@ -1127,7 +1140,7 @@ impl<D: BlockDevice> Cache<D> {
             }
         }
         self.flush_run(&mut run);
-        Ok(())
+        Ok(is_whole)
     }
 
     /// A request of the file system starts: read-ahead until the next one
@@ -1317,6 +1330,22 @@ mod tests {
         assert_eq!(c.stats(), s);
         // A block past the device is an error, as for `read`.
         assert_eq!(c.read_cached(&[1, 64], |_| ()), Err(EIO));
+    }
+
+    #[test]
+    fn prefetch_whole_says_whether_everything_was_cached() {
+        let mut c = Cache::new(disk(64), BS, 16).unwrap();
+        c.read(1, |_| ()).unwrap();
+        c.read(2, |_| ()).unwrap();
+        let s = c.stats();
+        assert_eq!(c.prefetch_whole(&[1, 2], true), Ok(true));
+        assert_eq!(c.stats(), s, "a prefetch of cached blocks changes nothing");
+        assert_eq!(c.prefetch_whole(&[], true), Ok(true));
+        // A block past the device is never cached; a missing one is read.
+        assert_eq!(c.prefetch_whole(&[1, 64], true), Ok(false));
+        assert_eq!(c.prefetch_whole(&[1, 3], true), Ok(false));
+        assert_eq!(c.cached(&[1, 3]), 2);
+        assert_eq!(c.prefetch_whole(&[1, 3], true), Ok(true));
     }
 
     #[test]

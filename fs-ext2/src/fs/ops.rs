@@ -954,14 +954,21 @@ impl<D: BlockDevice> Fs<D> {
             // Top the window up only once half of it is used: the blocks
             // newly in it then go in one long transfer, not one short one
             // per read (Ridge §8: sixteen-page transfers).
-            let cached = self.cache.cached(ahead);
-            let is_due = if from > last + 1 { cached < ahead.len() } else { cached * 2 <= ahead.len() };
-            // Counted again only if the prefetch may have changed it.
-            let is_whole = if is_due {
-                self.cache.prefetch(ahead, true)?;
-                self.cache.cached(ahead) == ahead.len()
+            let is_whole = if from > last + 1 {
+                // Past the part known whole: due as soon as one block is
+                // missing, which the prefetch itself finds (a prefetch of
+                // cached blocks changes nothing); when the window is all
+                // in the cache, as for a file read again, that one pass is
+                // all its lookups (three passes before).
+                self.cache.prefetch_whole(ahead, true)? || self.cache.cached(ahead) == ahead.len()
             } else {
-                cached == ahead.len()
+                let cached = self.cache.cached(ahead);
+                if cached * 2 <= ahead.len() {
+                    self.cache.prefetch(ahead, true)?;
+                    self.cache.cached(ahead) == ahead.len()
+                } else {
+                    cached == ahead.len()
+                }
             };
             if is_whole {
                 self.set_window_end(ino, ahead_end);
