@@ -748,23 +748,28 @@ impl Kernel {
         };
         let (c, lent, lent_len) = self.lent_buffer(slot, handle, is_write)?;
         let mut total = 0u64;
+        // Each page looked up once for a run of segments in it (a cache's
+        // 1 KiB blocks lie several to a page); whether any is
+        // copy-on-write, for the side written.
+        let mut server_cow = false;
         {
             let space = self.proc(slot).space.as_ref().ok_or(Error::DeadPeer)?;
+            let mut last_page = None;
             for i in 0..count as usize {
                 let (addr, len) = segment(i);
                 // The server's side: written by a lease_read.
-                UserSlice::new(addr, len)?.check(space, !is_write)?;
+                server_cow |= UserSlice::new(addr, len)?.check_in_list(space, !is_write, &mut last_page)?;
                 total = total.checked_add(len).ok_or(Error::InvalidArgument)?;
             }
         }
         if offset.checked_add(total).is_none_or(|end| end > lent_len) {
             return Err(Error::InvalidArgument);
         }
-        {
+        let lent_cow = {
             // The lender's side: written by a lease_write.
             let space = self.proc(c).space.as_ref().ok_or(Error::DeadPeer)?;
-            UserSlice::new(lent + offset, total)?.check(space, is_write)?;
-        }
+            UserSlice::new(lent + offset, total)?.check_in_list(space, is_write, &mut None)?
+        };
         if c == slot {
             // A process's own call (two_procs_mut wants two processes).
             return Err(Error::InvalidArgument);
@@ -777,9 +782,9 @@ impl Kernel {
         let (from, to) = if is_write { (slot, c) } else { (c, slot) };
         let (src_proc, dst_proc) = self.two_procs_mut(from, to);
         let dst_space = dst_proc.space.as_mut().ok_or(Error::DeadPeer)?;
-        if is_write {
+        if is_write && lent_cow {
             UserSlice::new(lent + offset, total)?.make_private(dst_space)?;
-        } else {
+        } else if !is_write && server_cow {
             for i in 0..count as usize {
                 let (addr, len) = segment(i);
                 UserSlice::new(addr, len)?.make_private(dst_space)?;
