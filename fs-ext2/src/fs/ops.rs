@@ -887,8 +887,16 @@ impl<D: BlockDevice> Fs<D> {
         // up once, not twice (the profile's top user-side cost after the
         // block map: `BlockIndex` lookups). Anything else takes the path
         // below, untouched (benchmark B's counts do not change).
-        let is_ready = if map.len() <= READ_SEGMENTS {
-            match self.cache.read_ready(blocks, |d| give(map, 0, d, sink))? {
+        // No hole: the cache's list of the blocks' bytes is narrowed in
+        // place to the parts wanted, so no second list is made.
+        let is_ready = if map.len() <= READ_SEGMENTS && blocks.len() == map.len() {
+            let narrowed = |datas: &mut [&[u8]]| {
+                for (k, data) in datas.iter_mut().enumerate() {
+                    *data = data.get(range(k)).ok_or(EIO)?;
+                }
+                sink(datas)
+            };
+            match self.cache.read_ready(blocks, narrowed)? {
                 Some(r) => {
                     r?;
                     true
