@@ -806,7 +806,8 @@ impl PageTable {
         pieces: impl Iterator<Item = (u64, u64, u64)>,
     ) -> Result<(), Fault> {
         // The last page found on each side: (page address, its frame).
-        let (mut src_page, mut dst_page): (Option<(u64, u64)>, Option<(u64, u64)>) = (None, None);
+        let mut src_page: Option<(u64, u64)> = None;
+        let mut dst_page: Option<(u64, u64)> = None;
         for (src_va, dst_va, len) in pieces {
             let (src_end, dst_end) =
                 (src_va.checked_add(len).ok_or(Fault)?, dst_va.checked_add(len).ok_or(Fault)?);
