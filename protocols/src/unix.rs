@@ -1088,8 +1088,9 @@ pub mod ext2fs {
     /// to the driver; several workers keep several requests in flight.
     pub const WORKERS: usize = 4;
     /// Most bytes one worker moves in one transfer (the cache's largest,
-    /// 16 pages); larger transfers the manager makes itself.
-    pub const WORKER_TRANSFER_BYTES: usize = 16 * abi::layout::PAGE_SIZE as usize;
+    /// 64 pages: `fs_ext2::cache::MAX_WRITE_OUT_PAGES`, the write-out of
+    /// `fsync` and `sync`); larger transfers the manager makes itself.
+    pub const WORKER_TRANSFER_BYTES: usize = 64 * abi::layout::PAGE_SIZE as usize;
     /// A worker's call to its manager (on [`QUEUE`]): "here is the end of
     /// my last transfer, give me the next". Word 1 = the finished
     /// transfer's tag (0 at the worker's start), word 2 = its result

@@ -582,6 +582,13 @@ impl<D: BlockDevice> Fs<D> {
         self.cache.write_expired(now_ms)
     }
 
+    /// Milliseconds from `now_ms` until [`Fs::write_expired`] next has work,
+    /// `None` while nothing is dirty ([`Cache::next_expiry_ms`]): how long
+    /// the server's write-back timer sleeps.
+    pub fn next_expiry_ms(&mut self, now_ms: u64) -> Option<u64> {
+        self.cache.next_expiry_ms(now_ms)
+    }
+
     /// Takes back the buffers of transfers the device has finished, without
     /// waiting ([`Cache::reap`]).
     pub fn reap(&mut self) -> Result<(), Errno> {

@@ -69,6 +69,13 @@ use protocols::unix::errno::{EINVAL, EIO, ENOSYS, EPERM, ERESTART};
 use protocols::unix::{Errno, encode_result, ext2fs, io, result};
 use runtime::msg::{self, Link, Page, Queue, Received, ReplyHandle};
 
+// A worker's buffer holds the cache's largest transfer (the write-out of
+// `fsync` and `sync`), so none goes the slow way (`Disk::transfer_here`:
+// one driver call per block, the manager waiting).
+const _: () = assert!(
+    fs_ext2::cache::MAX_WRITE_OUT_PAGES * abi::layout::PAGE_SIZE as usize <= ext2fs::WORKER_TRANSFER_BYTES
+);
+
 /// A client request that came while the cache waited.
 pub struct Stashed {
     pub received: Received,

@@ -230,20 +230,33 @@ impl Timer {
         r.kind == Kind::Call && r.message[0] == timer::TICK && self.pid == Some(r.sender)
     }
 
-    /// Arms a parked timer when blocks are dirty: the next tick comes one
-    /// write-back interval from now (`write_expired` runs at most that
-    /// often, and checks every block's age itself).
-    fn arm_if_dirty(&mut self, dirty_blocks: usize) {
-        if dirty_blocks > 0
+    /// Arms a parked timer when blocks are dirty (`delay_ns`, from
+    /// [`writeback_delay_ns`]).
+    fn arm_if_dirty(&mut self, delay_ns: Option<u64>) {
+        if let Some(ns) = delay_ns
             && let Some(h) = self.parked.take()
         {
-            let _ = msg::reply(h, &[timer::ARM, WRITEBACK_DELAY_NS, 0, 0], &[]);
+            let _ = msg::reply(h, &[timer::ARM, ns, 0, 0], &[]);
         }
     }
 }
 
-/// The timer's sleep between ticks while blocks are dirty.
-const WRITEBACK_DELAY_NS: u64 = fs_ext2::cache::WRITEBACK_INTERVAL_MS * 1_000_000;
+/// Shortest sleep the timer is armed with: a pass due now still lets the
+/// timer's call go round once (the kernel's sleep ends at a 10 ms tick
+/// anyway).
+const MIN_WRITEBACK_DELAY_NS: u64 = 1_000_000;
+
+/// How long the write-back timer sleeps before its next tick: until the
+/// oldest dirty block expires, or the next pass may run
+/// (`fs_ext2::cache::Cache::next_expiry_ms`), at most the timer's longest
+/// sleep (`timer::MAX_DELAY_NS`, which bounds how long it outlives its
+/// manager); `None` while nothing is dirty (the timer stays parked). It
+/// was a fixed write-back interval (1 s): a block dirtied just after a
+/// tick started up to that much after it expired.
+fn writeback_delay_ns(fs: &mut fs_ext2::Fs<Disk>, now_ms: u64) -> Option<u64> {
+    let ms = fs.next_expiry_ms(now_ms)?;
+    Some(ms.saturating_mul(1_000_000).clamp(MIN_WRITEBACK_DELAY_NS, timer::MAX_DELAY_NS))
+}
 
 /// The mount's options, then the kernel command line's `nbuf=`, then the
 /// default sized from memory for the volume's block size.
@@ -386,10 +399,9 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
             // goes at a later pass), else held until a request dirties one.
             let _ = service.fs.reap();
             let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
-            if service.fs.dirty_blocks() > 0 {
-                answer = Some((r.reply, [timer::ARM, WRITEBACK_DELAY_NS, 0, 0], 0));
-            } else {
-                timer.parked = Some(r.reply);
+            match writeback_delay_ns(&mut service.fs, clock.now_ns() / 1_000_000) {
+                Some(ns) => answer = Some((r.reply, [timer::ARM, ns, 0, 0], 0)),
+                None => timer.parked = Some(r.reply),
             }
             continue;
         }
@@ -439,7 +451,7 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
         // and at the timer's ticks while anything is dirty (`timer.rs`):
         // an idle volume's blocks expire too.
         let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
-        timer.arm_if_dirty(service.fs.dirty_blocks());
+        timer.arm_if_dirty(writeback_delay_ns(&mut service.fs, clock.now_ns() / 1_000_000));
         if !answered_early {
             answer = Some((r.reply, words, len));
         }

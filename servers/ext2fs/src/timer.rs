@@ -5,9 +5,10 @@
 //! `servers/net/src/timer.rs`, is the same idea). Without it an idle
 //! volume kept its dirty blocks until the next request or `sync`
 //! (`docs/filesystem.md`, the buffer cache); with it a block dirty
-//! `fs_ext2::cache::DIRTY_EXPIRE_MS` starts on its way to the disk within
-//! about `WRITEBACK_INTERVAL_MS` more, as Linux's flusher threads wake
-//! every `dirty_writeback_centisecs`.
+//! `fs_ext2::cache::DIRTY_EXPIRE_MS` starts on its way to the disk when it
+//! expires: the manager arms the timer for the oldest dirty block's
+//! expiry (`Cache::next_expiry_ms`, at most [`MAX_DELAY_NS`] ahead), where
+//! Linux's flusher threads wake every `dirty_writeback_centisecs`.
 //!
 //! Protocol (private to the manager and its timer): the timer *calls* the
 //! manager with `[TICK, 0, 0, 0]` on the manager's queue. The manager
