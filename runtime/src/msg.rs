@@ -307,6 +307,48 @@ pub fn reply_wait(
     received(raw(Call::ReplyWait as u64, args, *message))
 }
 
+/// Pass the call held under `handle` on to the server of `link` as a call
+/// of `message` and `data` (at most one message's data), and wait for the
+/// next message on `q`, in one kernel entry (`abi::Call::ForwardWait`):
+/// that server answers the caller directly. On an error nothing was
+/// received and the handle is still this process's to answer.
+#[inline]
+pub fn forward_wait(
+    handle: ReplyHandle,
+    link: Link,
+    message: &Message,
+    data: &[u8],
+    q: Queue,
+    buf: &mut [u8],
+) -> Result<Received, Error> {
+    touch(data);
+    touch(buf);
+    let args = [
+        handle.0,
+        data.as_ptr() as u64,
+        data.len() as u64,
+        q.0 as u64 | (link.0 as u64) << 32,
+        buf.as_mut_ptr() as u64,
+        buf.len() as u64,
+    ];
+    received(raw(Call::ForwardWait as u64, args, *message))
+}
+
+/// Pass the call held under `handle` on, as [`forward_wait`], without
+/// receiving anything (`abi::msg::NO_RECEIVE`).
+pub fn forward(handle: ReplyHandle, link: Link, message: &Message, data: &[u8]) -> Result<(), Error> {
+    touch(data);
+    let args = [
+        handle.0,
+        data.as_ptr() as u64,
+        data.len() as u64,
+        abi::msg::NO_RECEIVE as u64 | (link.0 as u64) << 32,
+        0,
+        0,
+    ];
+    decode_return(raw(Call::ForwardWait as u64, args, *message).rax).map(|_| ())
+}
+
 /// Copy the process waiting in call `handle` into a stopped child that
 /// will see `reply` as its call's answer (see `Call::ProcFork`): an answer
 /// to a call, carried in the message registers like the others here.
