@@ -57,8 +57,11 @@ const CR3_ROOT_MASK: u64 = 0x000f_ffff_ffff_f000;
 /// `cargo xtask profile` options.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProfileOptions {
-    /// How long to sample after the session starts.
+    /// How long to sample after the session starts (and `skip_seconds`).
     pub seconds: u64,
+    /// Seconds of the session not sampled first (a row's setup, such as
+    /// the read row's writing of its file).
+    pub skip_seconds: u64,
     /// Host milliseconds between two samples.
     pub period_ms: u64,
     /// Functions listed per process.
@@ -86,6 +89,7 @@ impl Default for ProfileOptions {
     fn default() -> Self {
         ProfileOptions {
             seconds: 20,
+            skip_seconds: 0,
             period_ms: 10,
             top: 25,
             workload: Workload::R2Disk("read".to_string()),
@@ -99,6 +103,8 @@ impl Default for ProfileOptions {
 pub const USAGE: &str = "\
 profile options:
   --seconds N           sample for N seconds after the session starts (default 20)
+  --skip-seconds N      start sampling N seconds into the session (default 0; the R2 rows
+                        run for --seconds plus this)
   --period-ms N         host milliseconds between samples (default 10)
   --top N               functions listed per process (default 25)
   --batch \"COMMANDS\"    profile shell commands on the normal image
@@ -395,6 +401,7 @@ pub fn parse_args(args: &[String]) -> Result<ProfileOptions> {
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--seconds" => opts.seconds = number(arg, it.next(), 1, 3600)?,
+            "--skip-seconds" => opts.skip_seconds = number(arg, it.next(), 0, 3600)?,
             "--period-ms" => opts.period_ms = number(arg, it.next(), 1, 10_000)?,
             "--top" => opts.top = number(arg, it.next(), 1, 10_000)? as usize,
             "--smp" => opts.smp = qemu::parse_smp(it.next().ok_or("--smp wants a value")?)?,
@@ -522,11 +529,11 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             let _ = std::fs::remove_file(&image);
             crate::ext2::make_image(&image, crate::ext2::DEFAULT_DISK_BYTES, Some(&tree))?;
             run_opts.disk = DiskChoice::Image(image);
-            (ImageKind::Bench, r2_script(true, row, opts.seconds))
+            (ImageKind::Bench, r2_script(true, row, opts.seconds + opts.skip_seconds))
         }
         Workload::R2Mem(row) => {
             run_opts.disk = DiskChoice::None;
-            (ImageKind::Bench, r2_script(false, row, opts.seconds))
+            (ImageKind::Bench, r2_script(false, row, opts.seconds + opts.skip_seconds))
         }
     };
     let config = crate::batch::prepare(&workspace, &run_opts, &script, kind)?;
@@ -651,6 +658,11 @@ fn sample_session(
             &mut transcript,
             Duration::from_millis(200),
         );
+    }
+    let skip_until = Instant::now() + Duration::from_secs(opts.skip_seconds);
+    while !ended && Instant::now() < skip_until {
+        let left = skip_until.saturating_duration_since(Instant::now()).min(Duration::from_millis(200));
+        take_lines(resolver, &mut in_session, &mut ended, &mut output, &mut transcript, left);
     }
     let started = Instant::now();
     let until = started + Duration::from_secs(opts.seconds);
@@ -786,8 +798,8 @@ CR0=80010033 CR2=0000000000000000 CR3=0000000002345018 CR4=000006a0
     #[test]
     fn arguments_parse_and_bad_ones_are_refused() {
         let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
-        let opts = parse_args(&args("--seconds 5 --r2disk-row write --top 3")).unwrap();
-        assert_eq!((opts.seconds, opts.top), (5, 3));
+        let opts = parse_args(&args("--seconds 5 --r2disk-row write --top 3 --skip-seconds 2")).unwrap();
+        assert_eq!((opts.seconds, opts.top, opts.skip_seconds), (5, 3, 2));
         assert_eq!(opts.workload, Workload::R2Disk("write".into()));
         assert_eq!(parse_args(&args("--r2-row read")).unwrap().workload, Workload::R2Mem("read".into()));
         assert!(parse_args(&args("--seconds 0")).is_err());
