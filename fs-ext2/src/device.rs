@@ -86,6 +86,40 @@ pub trait BlockDevice {
     }
 }
 
+/// The boot option `blk.wcache` (docs/kernel-options.md): whether the disk
+/// file system treats its device as having a volatile write cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteCacheOption {
+    /// As the driver says (`block::OP_WRITE_CACHE`): the default.
+    Auto,
+    /// Volatile, whatever the driver says: flushes between order levels.
+    On,
+    /// Durable once completed (a disk with power-loss protection): no
+    /// flushes but `fsync`'s and `sync`'s.
+    Off,
+}
+
+impl WriteCacheOption {
+    /// The option's value (`auto`, `on`, `off`); `None` for anything else.
+    pub fn parse(text: &str) -> Option<WriteCacheOption> {
+        match text {
+            "auto" => Some(WriteCacheOption::Auto),
+            "on" => Some(WriteCacheOption::On),
+            "off" => Some(WriteCacheOption::Off),
+            _ => None,
+        }
+    }
+
+    /// Whether the cache is volatile, given what the driver said.
+    pub fn is_volatile(self, driver_says: bool) -> bool {
+        match self {
+            WriteCacheOption::Auto => driver_says,
+            WriteCacheOption::On => true,
+            WriteCacheOption::Off => false,
+        }
+    }
+}
+
 /// In what order a [`MemDisk`] finishes the transfers in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompletionOrder {
@@ -337,6 +371,17 @@ mod tests {
         let firsts: Vec<u8> = image.chunks(SECTOR_BYTES).map(|s| s[0]).collect();
         assert_eq!(firsts, [1, 2, 0, 0]);
         assert!(!MemDisk::new(original).has_volatile_write_cache());
+    }
+
+    #[test]
+    fn the_write_cache_option_parses_its_three_values_and_nothing_else() {
+        assert_eq!(WriteCacheOption::parse("auto"), Some(WriteCacheOption::Auto));
+        assert!(WriteCacheOption::parse("on").unwrap().is_volatile(false));
+        assert!(!WriteCacheOption::parse("off").unwrap().is_volatile(true));
+        assert!(WriteCacheOption::Auto.is_volatile(true) && !WriteCacheOption::Auto.is_volatile(false));
+        for bad in ["", "yes", "ON", "auto ", "1"] {
+            assert_eq!(WriteCacheOption::parse(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
