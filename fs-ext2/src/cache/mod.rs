@@ -1496,6 +1496,48 @@ mod tests {
     }
 
     #[test]
+    fn a_volatile_write_cache_gets_a_flush_between_order_levels_and_only_there() {
+        // 20 before 5 before 9, plus 3 and 4 waiting for nothing; then 7
+        // ordered after 20 once 20 is written but not yet flushed.
+        let run = |volatile: bool| {
+            let mut d = disk(32).with_order(CompletionOrder::Lifo).recording();
+            if volatile {
+                d = d.with_volatile_cache();
+            }
+            let mut c = Cache::new(d, BS, 8).unwrap();
+            for b in [20, 3, 4] {
+                c.modify(b, |d| d[1] = 1).unwrap();
+            }
+            c.order(20, 5).unwrap();
+            c.modify(5, |d| d[1] = 1).unwrap();
+            c.order(5, 9).unwrap();
+            c.modify(9, |d| d[1] = 1).unwrap();
+            c.write_blocks(&[20]).unwrap();
+            c.order(20, 7).unwrap();
+            c.modify(7, |d| d[1] = 1).unwrap();
+            c.sync().unwrap();
+            let stats = c.stats();
+            let disk = c.into_device().unwrap();
+            let log: Vec<u64> = disk.log.as_ref().unwrap().iter().map(|w| w.first_sector / 2).collect();
+            (log, disk.flush_marks.clone(), stats.barrier_flushes, disk.flushes)
+        };
+        let (log, marks, barriers, flushes) = run(true);
+        // Each block that waited for another is written after a flush that
+        // came after that one's write.
+        let at = |b: u64| log.iter().position(|&x| x == b).unwrap();
+        let flushed_between = |a: u64, b: u64| marks.iter().any(|&m| at(a) < m && m <= at(b));
+        assert!(
+            flushed_between(20, 5) && flushed_between(5, 9) && flushed_between(20, 7),
+            "{log:?} {marks:?}"
+        );
+        // 20, then 5 and 7 (with 3 and 4) in one level, then 9: two
+        // flushes between levels, and sync's own.
+        assert_eq!((barriers, flushes), (2, 3), "{log:?} {marks:?}");
+        let (_, marks, barriers, flushes) = run(false);
+        assert_eq!((barriers, flushes, marks.len()), (0, 1, 1), "only sync's flush");
+    }
+
+    #[test]
     fn a_cycle_is_broken_by_writing_the_later_block_first() {
         let mut c = Cache::new(disk(32).recording(), BS, 8).unwrap();
         c.modify(1, |d| d[1] = 1).unwrap();
