@@ -162,6 +162,16 @@ pub enum Call {
     /// reply (unless handle is [`msg::NO_REPLY`]) and receive the next
     /// message, in one kernel entry. Results as `receive_data`.
     ReplyWait = 46,
+    /// `forward_wait(handle, buf, len, queue | link << 32, recv_buf,
+    /// recv_len; m0..m3)`: pass the call held under `handle` on to the
+    /// queue of `link` as a call of `m0..m3` and `len` bytes at `buf`; its
+    /// caller then waits for, and lends its buffers to, that server, which
+    /// answers it directly and is told of the forwarding server as the
+    /// sender. Then receive on `queue`, as `reply_wait` (with `queue` =
+    /// [`msg::NO_RECEIVE`], nothing: the result is 0). On any error of
+    /// the forward nothing is received, the handle is still held and the
+    /// caller still waits on the forwarding server (docs/messages.md).
+    ForwardWait = 47,
     // --- devices (Ridge OS §3: interrupts are messages to device managers) ---
     /// `claim_irq(irq, queue, flags) -> 0`: receive interrupt line `irq`
     /// (an ISA IRQ 0..15, or a GSI from 16) as [`msg::Kind::Interrupt`]
@@ -370,6 +380,7 @@ impl Call {
             44 => C::Call,
             45 => Reply,
             46 => ReplyWait,
+            47 => ForwardWait,
             48 => ClaimIrq,
             49 => AckIrq,
             50 => ReleaseIrq,

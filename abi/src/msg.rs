@@ -30,6 +30,9 @@ pub const NONBLOCKING: u64 = 1;
 /// `reply_wait` handle meaning "nothing to reply to".
 pub const NO_REPLY: u64 = u64::MAX;
 
+/// `forward_wait` queue meaning "forward only, receive nothing" (returns 0).
+pub const NO_RECEIVE: u32 = u32::MAX;
+
 /// The queue segment the runtime makes for every process before `main`;
 /// `init_qseg` may grow it later (never shrink it).
 pub const DEFAULT_LINKS: u64 = 16;

@@ -105,6 +105,12 @@ pub struct Service<D: BlockDevice> {
     pub fs: Fs<D>,
     handles: HandleTable<Open>,
     monitor: u64,
+    /// This manager's own kernel pid, for the descriptor a forwarded open
+    /// answers with (`fs::OP_OPEN_FORWARDED`); 0 until set.
+    me: u64,
+    /// A forwarded open that failed: its errno, taken by the server loop,
+    /// which passes the call back to the monitor instead of answering.
+    declined: Option<Errno>,
     scratch: Vec<u8>,
     pub stats: ServiceStats,
 }
@@ -160,9 +166,24 @@ impl<D: BlockDevice> Service<D> {
             fs,
             handles: HandleTable::new(seed),
             monitor: monitor_pid,
+            me: 0,
+            declined: None,
             scratch: Vec::new(),
             stats: Default::default(),
         }
+    }
+
+    /// Set this manager's kernel pid (the descriptors of forwarded opens
+    /// name it).
+    pub fn set_own_pid(&mut self, pid: u64) {
+        self.me = pid;
+    }
+
+    /// The errno of the forwarded open just served, when it failed: the
+    /// caller's call then goes back to the monitor
+    /// (`monitor::OP_OPEN_DECLINED`) instead of being answered.
+    pub fn take_declined(&mut self) -> Option<Errno> {
+        self.declined.take()
     }
 
     /// The file system back (to unmount it).
@@ -208,7 +229,14 @@ impl<D: BlockDevice> Service<D> {
         let [op, w1, w2, w3] = m;
         match op {
             fs::OP_LOOKUP => Ok(self.lookup(data, tx)),
-            fs::OP_OPEN => self.open(data, w1, perm(w2), fs::owner_of(w3), tx),
+            fs::OP_OPEN => self.open(data, w1, perm(w2), fs::owner_of(w3), tx, None),
+            fs::OP_OPEN_FORWARDED => {
+                let opened = self.open_forwarded(data, w1, perm(w2), fs::owner_of(w3), tx);
+                if let Err(e) = opened {
+                    self.declined = Some(e);
+                }
+                opened
+            }
             fs::OP_MKDIR => {
                 let (parent, name) = split_last(data)?;
                 let dir = self.fs.resolve(parent)?;
@@ -343,8 +371,35 @@ impl<D: BlockDevice> Service<D> {
         }
     }
 
+    /// `fs::OP_OPEN_FORWARDED`: the process's `open`, passed on by the
+    /// monitor, answered as the monitor would (word 0 = fd, words 1–3 =
+    /// the descriptor) under the handle the monitor chose.
+    fn open_forwarded(
+        &mut self,
+        data: &[u8],
+        flags: u64,
+        create_perm: u16,
+        owner: (u32, u32),
+        tx: &mut [u8],
+    ) -> Result<Reply, Errno> {
+        let (head, paths) = fs::Forwarded::decode(data).ok_or(EINVAL)?;
+        let inner = paths.split(|&b| b == 0).next().unwrap_or(&[]);
+        let (_, stat_len) = self.open(inner, flags, create_perm, owner, tx, Some(head.handle))?;
+        let st = Stat::decode(&tx[..stat_len]).unwrap_or_default();
+        let info = protocols::unix::FdInfo {
+            manager_pid: self.me,
+            manager_queue: fs::QUEUE,
+            file_type: st.mode & mode::S_IFMT,
+            flags: head.flags as u32,
+            handle: head.handle,
+        };
+        let [a, b, c] = info.encode();
+        Ok(([head.fd, a, b, c], 0))
+    }
+
     /// `fs::OP_OPEN`: data = path, optionally followed by NUL and handles
-    /// (u64 LE) to close first.
+    /// (u64 LE) to close first. `chosen`: keep it under that handle (a
+    /// forwarded open's) instead of a new one.
     fn open(
         &mut self,
         data: &[u8],
@@ -352,6 +407,7 @@ impl<D: BlockDevice> Service<D> {
         create_perm: u16,
         (uid, gid): (u32, u32),
         tx: &mut [u8],
+        chosen: Option<u64>,
     ) -> Result<Reply, Errno> {
         let (path, closes) = match data.iter().position(|&b| b == 0) {
             Some(nul) => (&data[..nul], &data[nul + 1..]),
@@ -363,6 +419,11 @@ impl<D: BlockDevice> Service<D> {
         }
         if flags & open_flags::O_ACCMODE == open_flags::O_ACCMODE {
             return Err(EINVAL);
+        }
+        if let Some(h) = chosen
+            && (h & fs::FORWARDED_HANDLE_BIT == 0 || self.handles.get(h).is_ok())
+        {
+            return Err(EINVAL); // before anything is made
         }
         let path = absolute(path)?;
         let writable = open_flags::writable(flags);
@@ -408,7 +469,11 @@ impl<D: BlockDevice> Service<D> {
         }
         self.fs.open_inode(ino)?;
         let open = Open { ino, flags, offset: 0, dir_cursor: (0, 0) };
-        let handle = match self.handles.insert(open, ENOMEM) {
+        let inserted = match chosen {
+            Some(h) => self.handles.insert_chosen(h, open, ENOMEM).map(|()| h),
+            None => self.handles.insert(open, ENOMEM),
+        };
+        let handle = match inserted {
             Ok(h) => h,
             Err(e) => {
                 let _ = self.fs.close_inode(ino);

@@ -287,3 +287,74 @@ fn requests_over_an_image() {
     let _ = std::fs::remove_file(&img);
     assert!(out.status.success(), "e2fsck -fn: {}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// `fs::OP_OPEN_FORWARDED` (the monitor's pass-on of a process's
+/// `open(O_CREAT)`): answered as the monitor answers `open` (the fd, and
+/// the descriptor naming this manager and the monitor's handle), under
+/// which the file then reads, writes and closes; every failure is
+/// declined (the call goes back to the monitor) with its errno and makes
+/// nothing: the name taken, a handle without the monitor's bit or one
+/// held already, a short header, a missing directory, and from anyone but
+/// the monitor `EPERM`.
+#[test]
+fn forwarded_opens_answer_as_the_monitor_or_are_declined() {
+    let Some((bytes, img)) = image("forwarded") else { return };
+    let mut c = Client::new(bytes, 32);
+    c.s.set_own_pid(0x2_0000_0007);
+    let handle = fs::FORWARDED_HANDLE_BIT | 0x1234 << 32 | 5;
+    let request = |handle: u64, inner: &str| {
+        let head = fs::Forwarded {
+            fd: 3,
+            handle,
+            pid: 9,
+            flags: O_WRONLY | O_CREAT,
+            monitor_queue: 0,
+            create_mode: 0o600,
+        };
+        let mut data = head.encode().to_vec();
+        data.extend_from_slice(inner.as_bytes());
+        data.push(0);
+        data.extend_from_slice(format!("/disk{inner}").as_bytes());
+        data
+    };
+    let words = [fs::OP_OPEN_FORWARDED, O_WRONLY | O_CREAT | O_EXCL, 0o600, fs::owner_word(3, 4)];
+    let (r, w, _) = c.fs(words, &request(handle, "/f"));
+    assert_eq!(r, Ok(3), "word 0 is the process's fd");
+    assert_eq!(c.s.take_declined(), None);
+    let info = protocols::unix::FdInfo::decode([w[1], w[2], w[3]]);
+    assert_eq!(info.manager_pid, 0x2_0000_0007);
+    assert_eq!(info.manager_queue, fs::QUEUE);
+    assert_eq!(info.file_type, mode::S_IFREG);
+    assert_eq!(info.flags as u64, O_WRONLY | O_CREAT, "the process's own flags");
+    assert_eq!(info.handle, handle);
+    assert_eq!(c.io([io::OP_WRITE, handle, 0, 0], b"made").0, Ok(4));
+    let st = c.stat("/f").unwrap();
+    assert_eq!((st.size_bytes, st.mode & 0o777, st.uid, st.gid), (4, 0o600, 3, 4));
+    // Declined, each with its errno, and nothing made.
+    let declined = |c: &mut Client, h: u64, inner: &str, want: Errno| {
+        let (r, _, _) = c.fs(words, &request(h, inner));
+        assert_eq!(r, Err(want), "{inner}");
+        assert_eq!(c.s.take_declined(), Some(want), "{inner}");
+        assert_eq!(c.s.take_declined(), None, "taken once");
+    };
+    declined(&mut c, handle ^ 1, "/f", EEXIST);
+    declined(&mut c, handle, "/g", EINVAL); // the handle is held
+    declined(&mut c, 0x1234 << 32 | 6, "/g", EINVAL); // not the monitor's kind
+    declined(&mut c, handle ^ 2, "/none/g", ENOENT);
+    assert_eq!(c.stat("/g").err(), Some(ENOENT), "nothing made by a declined open");
+    let (r, _, _) = c.fs(words, &[0u8; 8]);
+    assert_eq!((r, c.s.take_declined()), (Err(EINVAL), Some(EINVAL)), "a short header");
+    let mut lent = VecLent::new(Vec::new(), 0);
+    let (r, _, _) = c.ask(STRANGER, words, &request(handle ^ 3, "/h"), &mut lent);
+    assert_eq!(r, Err(EPERM), "only the monitor forwards");
+    assert_eq!(c.s.take_declined(), None, "a refused request is no declined open");
+    // The monitor's close, as for any handle; then the image is sound.
+    assert_eq!(c.fs([io::OP_CLOSE, handle, 0, 0], b"").0, Ok(0));
+    assert_eq!(c.io([io::OP_WRITE, handle, 0, 0], b"x").0, Err(EBADF));
+    assert_eq!(c.s.open_handles(), 0);
+    let disk = c.s.into_fs().unmount().unwrap();
+    std::fs::write(&img, disk.bytes()).unwrap();
+    let out = Command::new(tool("e2fsck").unwrap()).arg("-fn").arg(&img).output().unwrap();
+    let _ = std::fs::remove_file(&img);
+    assert!(out.status.success(), "e2fsck: {}", String::from_utf8_lossy(&out.stdout));
+}

@@ -38,6 +38,11 @@ pub const OPTIONS: &[OptionSpec] = &[
         default: "0",
         meaning: "1 prints a line for every process start and end on the console.",
     },
+    OptionSpec {
+        name: "profile",
+        default: "0",
+        meaning: "1 prints `profile: space ROOT PID NAME` whenever a process gets an address space (for `cargo xtask profile`).",
+    },
 ];
 
 /// The parsed options. Strings borrow from the command line.
@@ -48,11 +53,20 @@ pub struct Options<'a> {
     pub max_cpus: Option<usize>,
     pub timeslice_ms: u64,
     pub verbose: bool,
+    /// `profile=1`: name each new address space's page-table root on the
+    /// console, so that the host's sampler can tell processes by CR3.
+    pub profile: bool,
 }
 
 impl Default for Options<'_> {
     fn default() -> Self {
-        Options { init: "init", max_cpus: None, timeslice_ms: limits::TIME_SLICE_MS, verbose: false }
+        Options {
+            init: "init",
+            max_cpus: None,
+            timeslice_ms: limits::TIME_SLICE_MS,
+            verbose: false,
+            profile: false,
+        }
     }
 }
 
@@ -124,6 +138,11 @@ pub fn parse<'a>(cmdline: &'a str, mut warn: impl FnMut(Warning<'a>)) -> Options
             "verbose" => match value {
                 "0" => opts.verbose = false,
                 "1" => opts.verbose = true,
+                _ => bad("0 or 1"),
+            },
+            "profile" => match value {
+                "0" => opts.profile = false,
+                "1" => opts.profile = true,
                 _ => bad("0 or 1"),
             },
             // `server.option=value`: a server's boot option (the monitor's
@@ -223,6 +242,13 @@ mod tests {
         assert_eq!(o.max_cpus, Some(3));
         assert_eq!(o.timeslice_ms, 5);
         assert!(o.verbose);
+        assert!(!o.profile);
+        let (o, w) = parse_all("profile=1");
+        assert!(w.is_empty(), "{w:?}");
+        assert!(o.profile);
+        let (o, w) = parse_all("profile=2");
+        assert!(!o.profile);
+        assert!(matches!(w[0], Warning::BadValue { name: "profile", .. }));
     }
 
     #[test]

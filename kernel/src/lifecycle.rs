@@ -305,6 +305,22 @@ impl Kernel {
         p.account = None;
         p.priority_ceiling = priority;
         p.state = State::Stopped;
+        self.note_space(slot);
+    }
+
+    /// With `profile=1`: name the page-table root of `slot`'s new address
+    /// space, so that `cargo xtask profile` can tell which process a CR3
+    /// it samples belongs to (xtask/src/profile.rs parses this line; a
+    /// root's frame may be reused later, and the sampler takes the latest
+    /// line for a root).
+    fn note_space(&self, slot: usize) {
+        if !self.is_profiling() {
+            return;
+        }
+        let p = self.proc(slot);
+        if let Some(space) = p.space.as_ref() {
+            crate::kprintln!("profile: space {:#x} {:#x} {}", space.root(), self.pid_of(slot).0, p.name());
+        }
     }
 
     /// Replace the image of `slot` (stopped, or waiting in a call that its
@@ -391,6 +407,7 @@ impl Kernel {
         p.set_name(name);
         p.frame = first_frame(entry, args_len);
         p.state = State::Stopped;
+        self.note_space(slot);
     }
 
     // ---- death ----

@@ -122,6 +122,7 @@ pub fn kernel_main() -> ! {
     {
         let mut k = state::KERNEL.lock();
         k.configure(opts.timeslice_ms.div_ceil(TICK_MS), opts.verbose);
+        k.set_profiling(opts.profile);
         k.cpu_mut(0).online = true;
         k.irqs_mut().routing = irq::IrqRouting {
             io_apic: platform.io_apic,

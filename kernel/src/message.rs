@@ -19,9 +19,26 @@ pub struct Data {
 #[derive(Debug)]
 pub struct Message {
     pub words: [u64; 4],
+    /// Who sent it; for a call, who waits for the reply.
     pub sender: Pid,
     pub kind: Kind,
     pub data: Option<Data>,
+    /// A call passed on by `forward_wait`: the server that passed it
+    /// (the receiver sees this pid as the sender; the reply still goes to
+    /// `sender`). `Pid(0)`: not forwarded.
+    pub via: Pid,
+}
+
+impl Message {
+    /// The pid the receiver is told sent it (`rdx`).
+    pub fn reported_sender(&self) -> Pid {
+        reported(self.sender, self.via)
+    }
+}
+
+/// The sender a receiver is told of: the forwarding server, if any.
+pub fn reported(sender: Pid, via: Pid) -> Pid {
+    if via.0 != 0 { via } else { sender }
 }
 
 /// A message's fixed part, on its way to a queue or a receiver.

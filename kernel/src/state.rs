@@ -94,6 +94,8 @@ pub struct Kernel {
     init_slot: Option<usize>,
     timeslice_ticks: u64,
     is_verbose: bool,
+    /// `profile=1`: name every new address space's root (lifecycle.rs).
+    is_profiling: bool,
     /// Processes blocked in `sleep`.
     sleepers: usize,
     /// Interrupt lines and their owners (devices.rs).
@@ -129,6 +131,7 @@ pub static KERNEL: SpinMutex<Kernel> = SpinMutex::new(Kernel {
     init_slot: None,
     timeslice_ticks: 2,
     is_verbose: false,
+    is_profiling: false,
     sleepers: 0,
     irqs: IrqTable::new(),
     procs: [const { Process::empty() }; MAX_PROCESSES],
@@ -145,6 +148,16 @@ impl Kernel {
     #[inline(always)]
     pub fn timeslice_ticks(&self) -> u64 {
         self.timeslice_ticks
+    }
+
+    /// Name each new address space's page-table root (`profile=1`).
+    pub fn set_profiling(&mut self, is_profiling: bool) {
+        self.is_profiling = is_profiling;
+    }
+
+    /// Whether `profile=1` was given.
+    pub fn is_profiling(&self) -> bool {
+        self.is_profiling
     }
 
     /// Log process starts and ends (`verbose=1`).

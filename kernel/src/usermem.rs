@@ -52,6 +52,35 @@ impl UserSlice {
         Ok(())
     }
 
+    /// [`UserSlice::check`] for one of a list of ranges (a lease's
+    /// segments, `abi::lease::SEGMENTS`): a page equal to `*last_page`,
+    /// the last one checked for the list (with the same `need_write`), is
+    /// not looked up again; `*last_page` is the range's last page after.
+    /// Returns whether a page looked at is copy-on-write (the caller then
+    /// makes the written side private; with none, there is nothing to do).
+    pub fn check_in_list(
+        &self,
+        space: &AddressSpace,
+        need_write: bool,
+        last_page: &mut Option<u64>,
+    ) -> Result<bool, Error> {
+        let mut has_cow = false;
+        let mut va = self.addr & !(PAGE_SIZE - 1);
+        while self.len > 0 && va < self.addr + self.len {
+            if *last_page != Some(va) {
+                let (_, flags) = space.translate(va).ok_or(Error::BadAddress)?;
+                let is_writable = flags & (WRITABLE | COPY_ON_WRITE) != 0;
+                if flags & USER == 0 || is_device(flags) || (need_write && !is_writable) {
+                    return Err(Error::BadAddress);
+                }
+                has_cow |= flags & COPY_ON_WRITE != 0;
+                *last_page = Some(va);
+            }
+            va += PAGE_SIZE;
+        }
+        Ok(has_cow)
+    }
+
     /// Copy the range into `dst` (whose length must equal the range's).
     pub fn read(&self, space: &AddressSpace, dst: &mut [u8]) -> Result<(), Error> {
         assert_eq!(dst.len() as u64, self.len);
@@ -62,6 +91,13 @@ impl UserSlice {
     /// every copy-on-write page in it, so the kernel can write there.
     pub fn prepare_write(&self, space: &mut AddressSpace) -> Result<(), Error> {
         self.check(space, true)?;
+        self.make_private(space)
+    }
+
+    /// The second half of [`UserSlice::prepare_write`], for a range
+    /// already checked for writing: this process's own copy of every
+    /// copy-on-write page in it.
+    pub fn make_private(&self, space: &mut AddressSpace) -> Result<(), Error> {
         let mut va = self.addr & !(PAGE_SIZE - 1);
         while self.len > 0 && va < self.addr + self.len {
             if space.translate(va).is_some_and(|(_, f)| f & COPY_ON_WRITE != 0)

@@ -733,6 +733,12 @@ pub mod monitor {
     /// For tests of the terminal (tests/utest/src/jobs.rs). Reply: the
     /// bytes taken.
     pub const OP_TTY_TYPE: u64 = 121;
+    /// From a disk's manager only: a process's `open` the monitor passed
+    /// on to it ([`super::fs::OP_OPEN_FORWARDED`]) could not be done
+    /// there, and the process's call comes back with it (`forward_wait`)
+    /// for the monitor to open the usual way and answer. Word 1 = the
+    /// manager's errno, data = the forwarded request's data unchanged.
+    pub const OP_OPEN_DECLINED: u64 = 122;
 
     /// The flags of a [`super::tty::OP_READER`] answer (word 3).
     pub mod reader {
@@ -1064,6 +1070,68 @@ pub mod fs {
     /// disk file system's buffer cache: hits, misses, read-ahead hits,
     /// write-behind transfers, …). memfs answers `ENOSYS`.
     pub const OP_STATS_TEXT: u64 = 45;
+    /// A process's `open(O_CREAT)` of a new name, passed on by the monitor
+    /// with `forward_wait` (docs/filesystem.md, "R2 on disk: one round
+    /// trip"): the manager answers the process itself as the monitor's
+    /// `monitor::OP_OPEN` would (word 0 = fd, words 1–3 = the
+    /// [`super::FdInfo`]). Words as [`OP_OPEN`] (the flags with `O_EXCL`),
+    /// data = a [`Forwarded`] header, the path inside the volume, NUL, the
+    /// process's absolute path. The handle is the monitor's choice (bit
+    /// [`FORWARDED_HANDLE_BIT`] set), so that the monitor records the
+    /// descriptor before the manager opens it. On any error the manager
+    /// passes the call back (`monitor::OP_OPEN_DECLINED`) and the monitor
+    /// opens the usual way: a forwarded open answers the same as the
+    /// monitor's own.
+    pub const OP_OPEN_FORWARDED: u64 = 46;
+    /// Set in every handle the monitor chooses for [`OP_OPEN_FORWARDED`];
+    /// a manager's own handles never have it.
+    pub const FORWARDED_HANDLE_BIT: u64 = 1 << 63;
+
+    /// The head of [`OP_OPEN_FORWARDED`]'s data: six little-endian words.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Forwarded {
+        /// The descriptor the monitor gave the open.
+        pub fd: u64,
+        /// The handle the manager keeps it under.
+        pub handle: u64,
+        /// The process's pid (the monitor's UNIX pid).
+        pub pid: u64,
+        /// The process's own open flags (the request's word 1 has `O_EXCL`).
+        pub flags: u64,
+        /// The monitor's request queue, where a declined open goes back.
+        pub monitor_queue: u64,
+        /// The mode of a file made, the process's umask applied (the
+        /// request's word 2), for the monitor's open of a declined one.
+        pub create_mode: u64,
+    }
+
+    impl Forwarded {
+        pub const BYTES: usize = 48;
+
+        pub fn encode(&self) -> [u8; Self::BYTES] {
+            let mut b = [0u8; Self::BYTES];
+            let words = [self.fd, self.handle, self.pid, self.flags, self.monitor_queue, self.create_mode];
+            for (i, w) in words.iter().enumerate() {
+                b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+            }
+            b
+        }
+
+        /// The header and the rest of the data; `None` when too short.
+        pub fn decode(data: &[u8]) -> Option<(Forwarded, &[u8])> {
+            let head = data.get(..Self::BYTES)?;
+            let w = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+            let f = Forwarded {
+                fd: w(0),
+                handle: w(1),
+                pid: w(2),
+                flags: w(3),
+                monitor_queue: w(4),
+                create_mode: w(5),
+            };
+            Some((f, &data[Self::BYTES..]))
+        }
+    }
 }
 
 /// The disk file system's manager (servers/ext2fs): Ridge's directory
@@ -1511,6 +1579,22 @@ mod tests {
     fn owner_word_round_trips() {
         assert_eq!(fs::owner_word(5, 6), 5 << 32 | 6);
         assert_eq!(fs::owner_of(fs::owner_word(1000, u32::MAX)), (1000, u32::MAX));
+    }
+
+    #[test]
+    fn a_forwarded_header_round_trips_and_a_short_one_is_refused() {
+        let f = fs::Forwarded {
+            fd: 3,
+            handle: fs::FORWARDED_HANDLE_BIT | 7,
+            pid: 9,
+            flags: 0o1101,
+            monitor_queue: 0,
+            create_mode: 0o644,
+        };
+        let mut data = f.encode().to_vec();
+        data.extend_from_slice(b"/a\0/disk/a");
+        assert_eq!(fs::Forwarded::decode(&data), Some((f, &b"/a\0/disk/a"[..])));
+        assert_eq!(fs::Forwarded::decode(&data[..fs::Forwarded::BYTES - 1]), None);
     }
 
     #[test]

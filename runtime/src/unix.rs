@@ -80,14 +80,23 @@ struct State {
     monitor: Option<Link>,
     fds: [Slot; MAX_FDS],
     /// Links to managers (pid, queue, link), shared by every fd on the
-    /// same (pid, queue) and closed when the last such fd is forgotten, so
+    /// same (pid, queue) and closed when the last such fd is forgotten
+    /// (but for the one kept as `idle_link`), so
     /// a process that opens many files over its life (each of its own
     /// manager, with `monitor.files=per-file`) never runs out of links.
     links: Vec<(u64, u32, u32)>,
+    /// The one link kept after its last fd was forgotten (pid, queue,
+    /// link), so that an open after a close of the same manager's file
+    /// (R2's creat+close, a shell's redirections) costs no `open_link`
+    /// and `close_link`: two of the ten kernel entries of a creat+close
+    /// (`docs/filesystem.md`, "R2 on disk: one round trip"). One only, so
+    /// it holds at most one link slot that a program's own `open_link`
+    /// might want; it is given up when a link cannot be had without it.
+    idle_link: Option<(u64, u32, u32)>,
 }
 
 static STATE: Mutex<State> =
-    Mutex::new(State { monitor: None, fds: [Slot::Unknown; MAX_FDS], links: Vec::new() });
+    Mutex::new(State { monitor: None, fds: [Slot::Unknown; MAX_FDS], links: Vec::new(), idle_link: None });
 
 /// The program's arguments and environment (set by `_start` from the
 /// exec block, see `protocols::unix::exec_args`).
@@ -184,9 +193,32 @@ fn manager_link(st: &mut State, pid: u64, queue: u32) -> Result<Link, Errno> {
     if let Some(&(_, _, l)) = st.links.iter().find(|(p, q, _)| *p == pid && *q == queue) {
         return Ok(Link(l));
     }
-    let l = msg::open_link(Pid(pid), Queue(queue)).map_err(from_kernel)?;
+    if let Some(idle) = st.idle_link
+        && idle.0 == pid
+        && idle.1 == queue
+    {
+        st.idle_link = None;
+        st.links.push(idle);
+        return Ok(Link(idle.2));
+    }
+    let l = match msg::open_link(Pid(pid), Queue(queue)) {
+        // The idle link holds the slot this one needs: give it up.
+        Err(abi::Error::LimitReached) if st.idle_link.is_some() => {
+            drop_idle_link(st);
+            msg::open_link(Pid(pid), Queue(queue))
+        }
+        other => other,
+    }
+    .map_err(from_kernel)?;
     st.links.push((pid, queue, l.0));
     Ok(l)
+}
+
+/// Close the idle link, if there is one.
+fn drop_idle_link(st: &mut State) {
+    if let Some((_, _, l)) = st.idle_link.take() {
+        let _ = msg::close_link(Link(l));
+    }
 }
 
 fn remember(fd: u64, info: FdInfo) -> Result<(Link, FdInfo), Errno> {
@@ -206,9 +238,11 @@ fn forget(fd: Fd) {
     let old = core::mem::replace(slot, Slot::Unknown);
     if let Slot::Open { link, .. } = old {
         let still_used = st.fds.iter().any(|s| matches!(s, Slot::Open { link: l, .. } if l.0 == link.0));
-        if !still_used {
-            st.links.retain(|&(_, _, l)| l != link.0);
-            let _ = msg::close_link(link);
+        if !still_used && let Some(at) = st.links.iter().position(|&(_, _, l)| l == link.0) {
+            // Kept as the idle link; the one it replaces is closed.
+            let kept = st.links.swap_remove(at);
+            drop_idle_link(&mut st);
+            st.idle_link = Some(kept);
         }
     }
 }
@@ -292,6 +326,9 @@ fn forget_manager(manager: u64) {
     }
     let (gone, kept): (Vec<_>, Vec<_>) = st.links.iter().partition(|(p, _, _)| *p == manager);
     st.links = kept;
+    if st.idle_link.is_some_and(|(p, _, _)| p == manager) {
+        drop_idle_link(&mut st);
+    }
     for (_, _, l) in gone {
         let _ = msg::close_link(Link(l));
     }

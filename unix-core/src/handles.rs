@@ -12,6 +12,10 @@
 //!   travel in reply word 0), never 0, and a handle whose slot was freed
 //!   and reused is `EBADF`, as is any number whose check does not match.
 //! - At most [`MAX_HANDLES`] entries at once (then `ENFILE`).
+//! - A handle with [`FORWARDED_HANDLE_BIT`] set is one the monitor chose
+//!   for an open it passed on to the manager (`fs::OP_OPEN_FORWARDED`);
+//!   the table keeps those apart, under exactly that number
+//!   ([`HandleTable::insert_chosen`]); its own never have the bit.
 //! - Memory is taken fallibly, before anything changes: once
 //!   [`HandleTable::reserve`] succeeded the next insertion cannot fail, and
 //!   removing never allocates (so `close` cannot fail for want of memory).
@@ -19,7 +23,8 @@
 use alloc::vec::Vec;
 
 use protocols::unix::Errno;
-use protocols::unix::errno::{EBADF, ENFILE};
+use protocols::unix::errno::{EBADF, EEXIST, EINVAL, ENFILE};
+pub use protocols::unix::fs::FORWARDED_HANDLE_BIT;
 
 /// Handles one table holds at once (then `ENFILE`).
 pub const MAX_HANDLES: usize = 4096;
@@ -65,21 +70,57 @@ pub struct HandleTable<T> {
     free_slots: Vec<u32>,
     len: usize,
     rng: Xorshift,
+    /// The handles chosen by the monitor, sorted by number.
+    chosen: Vec<(u64, T)>,
 }
 
 impl<T> HandleTable<T> {
     /// An empty table; `seed` feeds the check values.
     pub fn new(seed: u64) -> HandleTable<T> {
-        HandleTable { slots: Vec::new(), free_slots: Vec::new(), len: 0, rng: Xorshift::new(seed) }
+        HandleTable {
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            len: 0,
+            rng: Xorshift::new(seed),
+            chosen: Vec::new(),
+        }
     }
 
     /// Entries held.
     pub fn len(&self) -> usize {
-        self.len
+        self.len + self.chosen.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
+    }
+
+    /// Make sure the next [`HandleTable::insert_chosen`] of a number not
+    /// held cannot fail: `ENFILE` when the table is full, `out_of_memory`
+    /// when no memory.
+    pub fn reserve_chosen(&mut self, out_of_memory: Errno) -> Result<(), Errno> {
+        if self.len() >= MAX_HANDLES {
+            return Err(ENFILE);
+        }
+        self.chosen.try_reserve(1).map_err(|_| out_of_memory)
+    }
+
+    /// Keep `value` under `handle`, a number the monitor chose
+    /// ([`FORWARDED_HANDLE_BIT`] set): `EINVAL` without the bit, `EEXIST`
+    /// when it is held already, `ENFILE` when the table is full,
+    /// `out_of_memory` when no memory; each leaves the table as it was.
+    pub fn insert_chosen(&mut self, handle: u64, value: T, out_of_memory: Errno) -> Result<(), Errno> {
+        if handle & FORWARDED_HANDLE_BIT == 0 {
+            return Err(EINVAL);
+        }
+        let Err(at) = self.chosen.binary_search_by_key(&handle, |(h, _)| *h) else { return Err(EEXIST) };
+        self.reserve_chosen(out_of_memory)?;
+        self.chosen.insert(at, (handle, value));
+        Ok(())
+    }
+
+    fn chosen_at(&self, handle: u64) -> Result<usize, Errno> {
+        self.chosen.binary_search_by_key(&handle, |(h, _)| *h).map_err(|_| EBADF)
     }
 
     /// Make sure the next [`HandleTable::insert`] succeeds: `ENFILE` when
@@ -119,6 +160,9 @@ impl<T> HandleTable<T> {
 
     /// The value under `handle`, or `EBADF`.
     pub fn get(&self, handle: u64) -> Result<&T, Errno> {
+        if handle & FORWARDED_HANDLE_BIT != 0 {
+            return self.chosen_at(handle).map(|i| &self.chosen[i].1);
+        }
         let (slot, check) = split(handle);
         match self.slots.get(slot) {
             Some(Some(e)) if e.check == check => Ok(&e.value),
@@ -128,6 +172,10 @@ impl<T> HandleTable<T> {
 
     /// The value under `handle`, or `EBADF`.
     pub fn get_mut(&mut self, handle: u64) -> Result<&mut T, Errno> {
+        if handle & FORWARDED_HANDLE_BIT != 0 {
+            let i = self.chosen_at(handle)?;
+            return Ok(&mut self.chosen[i].1);
+        }
         let (slot, check) = split(handle);
         match self.slots.get_mut(slot) {
             Some(Some(e)) if e.check == check => Ok(&mut e.value),
@@ -137,6 +185,11 @@ impl<T> HandleTable<T> {
 
     /// Take the value under `handle` out; the handle is stale from now on.
     pub fn remove(&mut self, handle: u64) -> Result<T, Errno> {
+        if handle & FORWARDED_HANDLE_BIT != 0 {
+            // Removing from a vector never allocates.
+            let i = self.chosen_at(handle)?;
+            return Ok(self.chosen.remove(i).1);
+        }
         self.get(handle)?;
         let (slot, _) = split(handle);
         let Some(entry) = self.slots[slot].take() else { return Err(EBADF) };
@@ -175,6 +228,28 @@ mod tests {
         let mut a = HandleTable::new(1);
         let mut b = HandleTable::new(2);
         assert_ne!(a.insert((), ENOMEM).unwrap(), b.insert((), ENOMEM).unwrap());
+    }
+
+    #[test]
+    fn chosen_handles_are_kept_apart_under_their_own_numbers() {
+        let mut t = HandleTable::new(3);
+        let own = t.insert("own", ENOMEM).unwrap();
+        assert_eq!(own & FORWARDED_HANDLE_BIT, 0);
+        let a = FORWARDED_HANDLE_BIT | 5 << 32 | 2;
+        let b = FORWARDED_HANDLE_BIT | 1;
+        assert_eq!(t.insert_chosen(a, "a", ENOMEM), Ok(()));
+        assert_eq!(t.insert_chosen(b, "b", ENOMEM), Ok(()));
+        assert_eq!(t.insert_chosen(a, "again", ENOMEM), Err(EEXIST));
+        assert_eq!(t.insert_chosen(7, "no bit", ENOMEM), Err(EINVAL));
+        assert_eq!(t.len(), 3);
+        assert_eq!((t.get(a), t.get(b), t.get(own)), (Ok(&"a"), Ok(&"b"), Ok(&"own")));
+        assert_eq!(t.get(a ^ 1), Err(EBADF), "a number never chosen");
+        *t.get_mut(b).unwrap() = "b2";
+        assert_eq!(t.remove(b), Ok("b2"));
+        assert_eq!(t.remove(b), Err(EBADF), "removed twice");
+        assert_eq!(t.remove(a), Ok("a"));
+        assert_eq!(t.remove(own), Ok("own"));
+        assert!(t.is_empty());
     }
 
     #[test]

@@ -23,6 +23,11 @@ pub fn normalize(cwd: &str, path: &str) -> Result<String, PathError> {
     if path.len() > MAX_PATH_BYTES {
         return Err(PathError::TooLong);
     }
+    if is_normal_absolute(path) {
+        // The common case (a program's own absolute paths: R2's `creat`):
+        // the path as it is, one copy, no vector of parts.
+        return Ok(String::from(path));
+    }
     let mut parts: Vec<&str> = Vec::new();
     let base = if path.starts_with('/') { "" } else { cwd };
     for name in base.split('/').chain(path.split('/')) {
@@ -47,6 +52,15 @@ pub fn normalize(cwd: &str, path: &str) -> Result<String, PathError> {
         return Err(PathError::TooLong);
     }
     Ok(out)
+}
+
+/// Is `path` absolute and already what [`normalize`] would make of it:
+/// names of at most [`MAX_NAME_BYTES`], none empty, `.` or `..`, and no
+/// `/` at the end? (`/` itself is left to the general case.)
+fn is_normal_absolute(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else { return false };
+    rest.split('/')
+        .all(|name| !name.is_empty() && name != "." && name != ".." && name.len() <= MAX_NAME_BYTES)
 }
 
 /// The parent directory and last name of a normalised absolute path
@@ -83,6 +97,21 @@ mod tests {
         assert_eq!(normalize("/", ".").unwrap(), "/");
         assert_eq!(normalize("/a/b", "../c/./d/").unwrap(), "/a/c/d");
         assert_eq!(normalize("/", "../../x").unwrap(), "/x");
+    }
+
+    #[test]
+    fn normal_absolute_paths_come_back_as_they_are_and_others_are_normalised() {
+        for normal in ["/a", "/disk/r2/r2c17", "/a/b.c/..d/.e"] {
+            assert!(is_normal_absolute(normal), "{normal}");
+            assert_eq!(normalize("/cwd", normal).unwrap(), normal);
+        }
+        for other in ["/", "//a", "/a/", "/a//b", "/a/./b", "/a/../b", "/.", "/..", "a/b", ""] {
+            assert!(!is_normal_absolute(other), "{other}");
+        }
+        assert_eq!(normalize("/cwd", "/a/../b/").unwrap(), "/b");
+        let long_name = alloc::format!("/{}", "x".repeat(MAX_NAME_BYTES + 1));
+        assert!(!is_normal_absolute(&long_name));
+        assert_eq!(normalize("/", &long_name), Err(PathError::NameTooLong));
     }
 
     #[test]

@@ -49,6 +49,7 @@ mod image;
 mod linux_guest;
 mod linux_programs;
 mod multiboot;
+mod profile;
 mod qemu;
 mod run;
 mod soak;
@@ -80,6 +81,10 @@ commands:
   soak --minutes N [--smp N] [--accel A]
                         the soak: a mixed load on 4 CPUs for N minutes (or --seconds S),
                         then a check that nothing leaked (docs/reliability.md)
+  profile [profile options]
+                        boot under QEMU, sample every vCPU from the host (QMP) and print a
+                        flat profile per process (`cargo xtask profile --help`;
+                        docs/building.md, section Profiling)
   help                  this text
 
 run options:
@@ -130,6 +135,8 @@ enum Cmd {
     Bench(Vec<String>),
     Fuzz(fuzz::FuzzOptions),
     Soak(soak::SoakOptions),
+    /// The profile module parses its own arguments.
+    Profile(Vec<String>),
 }
 
 fn main() -> ExitCode {
@@ -168,6 +175,7 @@ fn main() -> ExitCode {
         Cmd::Bench(args) => Ok(bench::main(&args)),
         Cmd::Fuzz(opts) => fuzz::run(&opts),
         Cmd::Soak(opts) => soak::run(&opts),
+        Cmd::Profile(args) => profile::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -255,6 +263,7 @@ fn parse_args(args: &[String]) -> Result<Cmd> {
         }
         "test" => parse_test_args(&mut cursor).map(Cmd::Test),
         "bench" => Ok(Cmd::Bench(rest.to_vec())),
+        "profile" => Ok(Cmd::Profile(rest.to_vec())),
         "fuzz" => parse_fuzz_args(&mut cursor).map(Cmd::Fuzz),
         "soak" => parse_soak_args(&mut cursor).map(Cmd::Soak),
         other => Err(format!("unknown command `{other}`")),

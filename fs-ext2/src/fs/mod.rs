@@ -156,6 +156,9 @@ pub struct Fs<D: BlockDevice> {
     /// up to which its read-ahead window was last found whole), most
     /// recent last.
     readers: Vec<(u32, u64, u64)>,
+    /// `Fs::read_into`'s block map and block list, kept between reads so
+    /// that a read from the cache allocates nothing (taken and put back).
+    read_scratch: (Vec<u32>, Vec<u64>),
     /// The names of recently scanned directories (`dir::DirNames`): a
     /// `creat` of a new name finds it absent without scanning.
     dir_names: BTreeMap<u32, dir::DirNames>,
@@ -233,6 +236,7 @@ impl<D: BlockDevice> Fs<D> {
             new_entries: Some(BTreeMap::new()),
             inode_deps: BTreeMap::new(),
             readers: Vec::new(),
+            read_scratch: (Vec::new(), Vec::new()),
             dir_names: BTreeMap::new(),
             parents: BTreeMap::new(),
             last_damage: None,

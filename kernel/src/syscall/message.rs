@@ -1,6 +1,7 @@
-//! Message calls (`abi::Call` 32–46 and the leases 57–59, Ridge OS §5): queue segments, queues,
+//! Message calls (`abi::Call` 32–47 and the leases 57–59, Ridge OS §5): queue segments, queues,
 //! links, the four ways to send (`send`, `send_data`, `call`, `reply`) and
-//! to receive (`receive_data`, `test`, `arm`/`wait_armed`, `reply_wait`).
+//! to receive (`receive_data`, `test`, `arm`/`wait_armed`, `reply_wait`),
+//! and `forward_wait`, which passes a call on to another server.
 
 use super::{args, done, message_words};
 use crate::ipc::Receive;
@@ -125,6 +126,18 @@ pub fn reply_wait(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let (reply_wait_args, words) = (frame.as_reply_wait_args(), frame.message());
     let received = k.reply_wait(caller, reply_wait_args, words)?;
     after_receive(k, caller, reply_wait_args.queue, received)
+}
+
+/// `forward_wait(handle, buf, len, queue | link << 32, recv_buf, recv_len; m0..m3) -> received`;
+/// with queue `abi::msg::NO_RECEIVE`, forward only and return 0.
+pub fn forward_wait(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let frame = &k.proc(caller).frame;
+    let (forward_args, words) = (frame.as_reply_wait_args(), frame.message());
+    let queue = forward_args.queue & 0xffff_ffff;
+    match k.forward_wait(caller, forward_args, words)? {
+        Some(received) => after_receive(k, caller, queue, received),
+        None => Ok(Next::Return(0)),
+    }
 }
 
 /// A message taken from `queue` frees a place in it: an interrupt that

@@ -12,7 +12,7 @@
 //! The calls, by group (the `abi` crate's order):
 //! - [`process`]: exit … proc_image (0–15);
 //! - [`system`]: debug_write … module_read (16–31);
-//! - [`message`]: init_qseg … reply_wait (32–47);
+//! - [`message`]: init_qseg … reply_wait, forward_wait (32–47);
 //! - [`device`]: claim_irq … get_bootstrap (48–53);
 //! - [`memory`]: set_pager … space_copy (54–56);
 //! - [`foreign`]: foreign_attach … foreign_protect (80–89).
@@ -89,6 +89,7 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::Call => message::call(k, caller),
         Call::Reply => message::reply(k, caller),
         Call::ReplyWait => message::reply_wait(k, caller),
+        Call::ForwardWait => message::forward_wait(k, caller),
         Call::ClaimIrq => device::claim_irq(k, caller),
         Call::AckIrq => device::ack_irq(k, caller),
         Call::ReleaseIrq => device::release_irq(k, caller),

@@ -55,9 +55,9 @@ use fs_ext2::layout::{SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock};
 use fs_ext2::service::{Lent, MESSAGE_DATA_BYTES, Service};
 use fs_ext2::{BlockDevice, Fs, MountOptions};
 use protocols::unix::errno::{EFAULT, EINVAL, EIO};
-use protocols::unix::{Errno, ext2fs, io, monitor};
+use protocols::unix::{Errno, encode_result, ext2fs, fs, io, monitor};
 use runtime::clock::Clock;
-use runtime::msg::{self, Page, Queue, ReplyHandle};
+use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, println, sys};
 
 runtime::entry!(main);
@@ -158,6 +158,7 @@ fn main(args: Args) -> i32 {
         }
     };
     let mut service = Service::new(fs, a.monitor.0, sys::rdtsc() ^ sys::getpid().0);
+    service.set_own_pid(sys::getpid().0);
     let workers = service.fs.device().workers();
     let stats = service.fs.statfs();
     println!(
@@ -177,7 +178,7 @@ fn main(args: Args) -> i32 {
     // A read-only volume never holds dirty blocks: no clock.
     let clock = if service.fs.is_read_only() { None } else { start_timer() };
     tell_monitor(a.monitor, Ok(()));
-    serve(&mut service, queue, clock)
+    serve(&mut service, queue, clock, a.monitor)
 }
 
 fn tell_monitor(monitor_pid: Pid, outcome: Result<(), Errno>) {
@@ -386,10 +387,40 @@ impl Lent for NoLent {
     }
 }
 
+/// A forwarded open (`fs::OP_OPEN_FORWARDED`) that failed here: its call
+/// goes back to the monitor (`monitor::OP_OPEN_DECLINED`, word 1 = the
+/// errno, the request's data unchanged), which opens the usual way and
+/// answers. Err: it could not be passed (the caller is answered with the
+/// error instead).
+fn pass_back(
+    back: &mut Option<(u64, Link)>,
+    monitor_pid: Pid,
+    call: ReplyHandle,
+    e: Errno,
+    data: &[u8],
+) -> Result<(), abi::Error> {
+    let queue = fs::Forwarded::decode(data).map_or(monitor::QUEUE as u64, |(f, _)| f.monitor_queue);
+    let link = match *back {
+        Some((q, l)) if q == queue => l,
+        _ => {
+            if let Some((_, old)) = back.take() {
+                let _ = msg::close_link(old);
+            }
+            let l = msg::open_link(monitor_pid, Queue(queue as u32))?;
+            *back = Some((queue, l));
+            l
+        }
+    };
+    msg::forward(call, link, &[monitor::OP_OPEN_DECLINED, encode_result(Err(e)), 0, 0], data)
+}
+
 /// Receive, answer, repeat. Requests kept while the cache waited for the
 /// disk come first; workers' calls and their ends go to the device side.
-fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i32 {
+fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, monitor_pid: Pid) -> i32 {
     let clock = Clock::new();
+    // The link on which declined forwarded opens go back to the monitor
+    // (its request queue, from the request).
+    let mut back: Option<(u64, Link)> = None;
     let mut timer = Timer { pid: timer_pid, parked: None };
     let mut rx = Page::zeroed();
     let mut tx = Page::zeroed();
@@ -462,7 +493,12 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
         // The device side answers the monitor's call early if it must
         // wait for a restarted driver (disk.rs, `wait_for_device`).
         let dev = service.fs.device_mut();
-        (dev.serving, dev.answered_early) = (Some((r.sender, r.reply, r.message[0])), answered);
+        // A forwarded open's caller is a process, not the monitor: it is
+        // not answered early (`ERESTART` is the monitor's to retry), it
+        // waits for the restarted driver as a process's read does.
+        let forwarded = r.message[0] == fs::OP_OPEN_FORWARDED;
+        let asker = if forwarded { Pid(0) } else { r.sender };
+        (dev.serving, dev.answered_early) = (Some((asker, r.reply, r.message[0])), answered);
         let (words, len) = service.request(r.sender.0, r.message, data, now_ns, tx_bytes, &mut lent);
         let _ = service.fs.reap();
         let dev = service.fs.device_mut();
@@ -476,6 +512,11 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>) -> i
         // an idle volume's blocks expire too.
         let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
         timer.arm_if_dirty(writeback_delay_ns(&mut service.fs, clock.now_ns() / 1_000_000));
+        if let Some(e) = service.take_declined()
+            && pass_back(&mut back, monitor_pid, r.reply, e, data).is_ok()
+        {
+            continue;
+        }
         if !answered_early {
             answer = Some((r.reply, words, len));
         }

@@ -44,7 +44,7 @@ use abi::{InfoKey, Pid};
 use protocols::unix::Errno;
 use protocols::unix::errno::{self, EIO};
 use protocols::unix::{fs, open_flags};
-use runtime::msg::{self, Page, Queue, ReplyHandle};
+use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, println, sys};
 use unix_core::lease::Lent;
 use unix_core::memfs::{Fs, MESSAGE_DATA_BYTES, Service, module_destination};
@@ -91,6 +91,7 @@ fn main(args: Args) -> i32 {
     // File times are calendar time (the CMOS clock read at boot plus uptime).
     fs.set_now(clock.realtime_ns());
     let mut service = Service::new(fs, starter.0);
+    service.set_own_pid(me.0);
     if let Err(e) = service.make_standard_tree(me.0) {
         println!("memfs: cannot build the tree: {}", errno::name(e));
         return 3;
@@ -178,10 +179,41 @@ fn copy_module_data(
 
 /// Receive, answer, repeat: one `reply_wait` per request (the answer to
 /// the last request and the wait for the next in one kernel entry).
+/// A forwarded open (`fs::OP_OPEN_FORWARDED`) that failed here: its call
+/// goes back to the monitor that passed it (`monitor_pid`, the reported
+/// sender) with `monitor::OP_OPEN_DECLINED` (word 1 = the errno, the
+/// request's data unchanged), which opens the usual way and answers.
+/// Err: it could not be passed (the caller is answered with the error).
+fn pass_back(
+    back: &mut Option<(Pid, u64, Link)>,
+    monitor_pid: Pid,
+    call: ReplyHandle,
+    e: Errno,
+    data: &[u8],
+) -> Result<(), abi::Error> {
+    use protocols::unix::monitor;
+    let queue = fs::Forwarded::decode(data).map_or(monitor::QUEUE as u64, |(f, _)| f.monitor_queue);
+    let link = match *back {
+        Some((p, q, l)) if p == monitor_pid && q == queue => l,
+        _ => {
+            if let Some((_, _, old)) = back.take() {
+                let _ = msg::close_link(old);
+            }
+            let l = msg::open_link(monitor_pid, Queue(queue as u32))?;
+            *back = Some((monitor_pid, queue, l));
+            l
+        }
+    };
+    let words = [monitor::OP_OPEN_DECLINED, protocols::unix::encode_result(Err(e)), 0, 0];
+    msg::forward(call, link, &words, data)
+}
+
 fn serve(service: &mut Service, clock: &Clock, queue: Queue, _io_queue: Queue) -> i32 {
     let mut rx = Page::zeroed();
     let mut tx = Page::zeroed();
     let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
+    // The link on which declined forwarded opens go back to the monitor.
+    let mut back: Option<(Pid, u64, Link)> = None;
     loop {
         let received = match answer.take() {
             Some((h, words, len)) => msg::reply_wait(Some(h), &words, &tx.0[..len], queue, &mut rx.0),
@@ -202,6 +234,11 @@ fn serve(service: &mut Service, clock: &Clock, queue: Queue, _io_queue: Queue) -
         } else {
             service.fs_request(r.sender.0, r.message, data, clock.realtime_ns(), &mut tx.0)
         };
+        if let Some(e) = service.take_declined()
+            && pass_back(&mut back, r.sender, r.reply, e, data).is_ok()
+        {
+            continue;
+        }
         answer = Some((r.reply, words, len));
     }
 }

@@ -82,7 +82,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use protocols::unix::{errno, monitor, pid, tty};
-use runtime::msg::{self, Page, Queue, ReplyHandle};
+use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, sys};
 use state::{Answer, Monitor, answer, err, ok};
 use tables::{OpenFiles, Proc};
@@ -142,6 +142,7 @@ fn main(args: Args) -> i32 {
         lookups: BTreeMap::new(),
         devices_made: false,
         stats: [0; 3],
+        forwarded_opens: 0,
         child_ended: Monitor::child_exit,
         terminal: tables::Terminal::default(),
     };
@@ -158,19 +159,42 @@ fn main(args: Args) -> i32 {
     }
     let mut buf = Page::zeroed();
     let mut pending: Option<(ReplyHandle, [u64; 4], Vec<u8>)> = None;
+    let mut forward: Option<(ReplyHandle, Link, [u64; 4], Vec<u8>)> = None;
     loop {
-        let r = match pending.take() {
-            Some((h, words, data)) => msg::reply_wait(Some(h), &words, &data, requests, &mut buf.0),
-            None => msg::reply_wait(None, &[0; 4], &[], requests, &mut buf.0),
+        let r = match (pending.take(), forward.take()) {
+            (_, Some((h, link, words, data))) => {
+                match msg::forward_wait(h, link, &words, &data, requests, &mut buf.0) {
+                    Ok(r) => Ok(r),
+                    Err(_) => {
+                        // Not passed on (the manager ended, its queue is
+                        // full): the monitor still holds the call, and
+                        // opens the usual way.
+                        pending = match m.open_not_forwarded(&data) {
+                            Answer::Words(w) => Some((h, w, Vec::new())),
+                            _ => Some((
+                                h,
+                                [protocols::unix::encode_result(Err(errno::EIO)), 0, 0, 0],
+                                Vec::new(),
+                            )),
+                        };
+                        continue;
+                    }
+                }
+            }
+            (Some((h, words, data)), None) => msg::reply_wait(Some(h), &words, &data, requests, &mut buf.0),
+            (None, None) => msg::reply_wait(None, &[0; 4], &[], requests, &mut buf.0),
         };
         let Ok(r) = r else { continue };
         match r.kind {
             Kind::Call => {
                 m.stats[0] += 1;
-                let data = buf.0[..r.len.min(buf.0.len())].to_vec();
-                match m.handle(r.sender, r.reply, r.message, &data) {
+                // The request's data where it was received: no copy (the
+                // answer owns whatever it sends back).
+                let data = &buf.0[..r.len.min(buf.0.len())];
+                match m.handle(r.sender, r.reply, r.message, data) {
                     Answer::Words(w) => pending = Some((r.reply, w, Vec::new())),
                     Answer::WordsData(w, d) => pending = Some((r.reply, w, d)),
+                    Answer::Forward(link, w, d) => forward = Some((r.reply, link, w, d)),
                     Answer::Later => {}
                 }
             }
@@ -227,6 +251,10 @@ impl Monitor {
     /// One call from a live UNIX process (anyone else gets `EPERM`): one
     /// arm per `monitor::OP_*`, in operation-number order.
     fn handle(&mut self, sender: Pid, reply: ReplyHandle, w: [u64; 4], data: &[u8]) -> Answer {
+        if w[0] == monitor::OP_OPEN_DECLINED {
+            // A process's open, back from a disk's manager (files.rs).
+            return self.open_declined(sender, data);
+        }
         let Some(me) = self.proc_of(sender) else { return err(errno::EPERM) };
         match w[0] {
             monitor::OP_FORK => self.fork(me, reply),

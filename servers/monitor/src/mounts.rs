@@ -75,6 +75,33 @@ impl Monitor {
         (i, inner)
     }
 
+    /// The mount serving `abs`, as [`Monitor::route`] finds it.
+    pub fn mount_of(&self, abs: &str) -> usize {
+        self.mounts
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| is_under(abs, &m.point))
+            .max_by_key(|(_, m)| m.point.len())
+            .map(|(i, _)| i)
+            .expect("a mount at /")
+    }
+
+    /// `abs` as a path inside the manager of mount `i`, as
+    /// [`Monitor::route`] makes it, appended to `out` (no string of its
+    /// own: an open passed on builds its request in one vector).
+    pub fn push_inner(&self, i: usize, abs: &str, out: &mut Vec<u8>) {
+        let m = &self.mounts[i];
+        let rest = if m.point == "/" { abs } else { &abs[m.point.len()..] };
+        match (m.inner.as_str(), rest) {
+            (inner, "") => out.extend_from_slice(inner.as_bytes()),
+            ("/", rest) => out.extend_from_slice(rest.as_bytes()),
+            (inner, rest) => {
+                out.extend_from_slice(inner.as_bytes());
+                out.extend_from_slice(rest.as_bytes());
+            }
+        }
+    }
+
     /// A call to the manager of `abs`, with the path inside it as the
     /// request's data.
     pub fn path_call(

@@ -24,6 +24,10 @@ pub enum Answer {
     WordsData([u64; 4], Vec<u8>),
     /// Answered later (a `wait`) or never (a successful `exec`).
     Later,
+    /// Passed on to another server, which answers the caller
+    /// (`forward_wait`: an `open` at a disk's manager, `files`): its link,
+    /// the request's words and data.
+    Forward(Link, [u64; 4], Vec<u8>),
 }
 
 /// What to do with the end of a kernel child (kernel pid, raw exit
@@ -67,6 +71,9 @@ pub struct Monitor {
     pub devices_made: bool,
     /// Requests served, forks, execs.
     pub stats: [u64; 3],
+    /// Opens passed on to a disk's manager so far: the low half of the
+    /// handles the monitor chooses for them (`files`, `forward_create`).
+    pub forwarded_opens: u64,
     pub child_ended: ChildEnded,
     /// The terminal across restarts (`terminal`).
     pub terminal: crate::tables::Terminal,

@@ -197,6 +197,7 @@ fn workload(root: &str, divisor: usize) -> Outcome {
         mkdir(&deep)?;
     }
     write_file(&p(&format!("{deep}/leaf")), O_CREAT | O_WRONLY, b"at the bottom\n")?;
+    creat_rules(root)?;
     // The large file to the disk (fsync reaches the device).
     let fd = unix::open(&p("large"), O_RDONLY, 0).map_err(|e| fail("open", "large", e))?;
     unix::fsync(fd).map_err(|e| fail("fsync", "large", e))?;
@@ -204,6 +205,52 @@ fn workload(root: &str, divisor: usize) -> Outcome {
     sums(root)?;
     for name in gone {
         println!("disktest: gone {}", p(name));
+    }
+    Ok(())
+}
+
+/// `open(O_CREAT)` of a name the monitor has not looked up goes to the
+/// disk's manager in one round trip (`fs::OP_OPEN_FORWARDED`, made with
+/// `O_EXCL`); whatever fails there comes back to the monitor and is opened
+/// the usual way, so every answer is the usual one: a new file; `creat`
+/// of an existing file truncates it; `O_EXCL` of one is `EEXIST`; a name
+/// of 256 bytes `ENAMETOOLONG`; a missing directory `ENOENT`; a file as
+/// the directory `ENOTDIR`; a directory `EISDIR`. The descriptors work
+/// and close, and none is left behind by the refused ones (the next open
+/// gets the same lowest fd).
+fn creat_rules(root: &str) -> Outcome {
+    let p = |rel: &str| format!("{root}/{rel}");
+    let expect = |path: &str, flags: u64, want: Errno| -> Outcome {
+        match unix::open(path, flags, 0o644) {
+            Err(e) if e == want => Ok(()),
+            Err(e) => Err(format!("open {path}: {}, expected {}", e.name(), want.name())),
+            Ok(fd) => {
+                let _ = unix::close(fd);
+                Err(format!("open {path}: opened, expected {}", want.name()))
+            }
+        }
+    };
+    let creat = O_CREAT | O_WRONLY | O_TRUNC;
+    let probe = unix::open(&p("c1"), creat, 0o644).map_err(|e| fail("creat", "c1", e))?;
+    unix::write(probe, b"first").map_err(|e| fail("write", "c1", e))?;
+    unix::close(probe).map_err(|e| fail("close", "c1", e))?;
+    // Made again: truncated, and written anew through the new descriptor.
+    write_file(&p("c1"), creat, b"second")?;
+    let (size, _) = digest(&p("c1"))?;
+    if size != 6 {
+        return Err(format!("creat of an existing file left {size} bytes, expected 6"));
+    }
+    expect(&p("c1"), creat | protocols::unix::open_flags::O_EXCL, protocols::unix::errno::EEXIST)?;
+    let long = "n".repeat(256);
+    expect(&p(&long), creat, protocols::unix::errno::ENAMETOOLONG)?;
+    expect(&p("nowhere/c2"), creat, protocols::unix::errno::ENOENT)?;
+    expect(&p("c1/c2"), creat, protocols::unix::errno::ENOTDIR)?;
+    expect(&p("d1"), creat, protocols::unix::errno::EISDIR)?;
+    // No descriptor was left behind by the refusals.
+    let again = unix::open(&p("c3"), creat, 0o644).map_err(|e| fail("creat", "c3", e))?;
+    let _ = unix::close(again);
+    if again != probe {
+        return Err(format!("fd {again} after the refused opens, expected {probe} again"));
     }
     Ok(())
 }

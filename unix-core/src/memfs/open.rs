@@ -172,6 +172,29 @@ impl Fs {
         self.handles.insert(Description { ino, flags, offset_bytes: 0, dir_cursor: None }, ENOSPC)
     }
 
+    /// [`Fs::open`], the description kept under `handle`, a number the
+    /// monitor chose for an open it passed on (`fs::OP_OPEN_FORWARDED`):
+    /// `EINVAL` when it is not such a number or is held already, checked,
+    /// with the room for it, before anything is made.
+    pub fn open_chosen(
+        &mut self,
+        abs: &str,
+        flags: u64,
+        perm: u32,
+        (uid, gid): (u32, u32),
+        handle: u64,
+    ) -> Result<Stat, Errno> {
+        if handle & crate::handles::FORWARDED_HANDLE_BIT == 0 || self.handles.get(handle).is_ok() {
+            return Err(EINVAL);
+        }
+        self.handles.reserve_chosen(ENOSPC)?;
+        let (own, stat) = self.open(abs, flags, perm, uid, gid)?;
+        let description = self.handles.remove(own)?;
+        // Cannot fail: the number is not held and the room was made.
+        self.handles.insert_chosen(handle, description, ENOSPC)?;
+        Ok(stat)
+    }
+
     /// `open`: a handle on `abs` with `flags` (`open_flags`), creating a
     /// regular file with permission bits `perm` and owner `uid`/`gid` for
     /// `O_CREAT`. `O_TRUNC` empties a regular file opened for writing.

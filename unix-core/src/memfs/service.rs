@@ -114,11 +114,49 @@ pub struct Service {
     pub fs: Fs,
     starter: u64,
     monitor: Option<u64>,
+    /// memfs's own kernel pid, for the descriptor a forwarded open
+    /// answers with (`fs::OP_OPEN_FORWARDED`); 0 until set.
+    me: u64,
+    /// A forwarded open that failed: its errno, taken by the server loop,
+    /// which passes the call back to the monitor instead of answering.
+    declined: Option<Errno>,
 }
 
 impl Service {
     pub fn new(fs: Fs, starter_pid: u64) -> Service {
-        Service { fs, starter: starter_pid, monitor: None }
+        Service { fs, starter: starter_pid, monitor: None, me: 0, declined: None }
+    }
+
+    /// Set memfs's kernel pid (the descriptors of forwarded opens name it).
+    pub fn set_own_pid(&mut self, pid: u64) {
+        self.me = pid;
+    }
+
+    /// The errno of the forwarded open just served, when it failed: the
+    /// caller's call then goes back to the monitor
+    /// (`monitor::OP_OPEN_DECLINED`) instead of being answered.
+    pub fn take_declined(&mut self) -> Option<Errno> {
+        self.declined.take()
+    }
+
+    /// `fs::OP_OPEN_FORWARDED`: the process's `open`, passed on by the
+    /// monitor, answered as the monitor would (word 0 = fd, words 1–3 =
+    /// the descriptor) under the handle the monitor chose.
+    fn open_forwarded(&mut self, m: [u64; 4], data: &[u8]) -> Result<Reply, Errno> {
+        use protocols::unix::{FdInfo, fs};
+        let (head, paths) = fs::Forwarded::decode(data).ok_or(EINVAL)?;
+        let inner = paths.split(|&b| b == 0).next().unwrap_or(&[]);
+        let path = utf8_path(inner)?;
+        let st = self.fs.open_chosen(path, m[1], perm_word(m[2]), owner_word(m[3]), head.handle)?;
+        let info = FdInfo {
+            manager_pid: self.me,
+            manager_queue: fs::IO_QUEUE,
+            file_type: st.mode & mode::S_IFMT,
+            flags: head.flags as u32,
+            handle: head.handle,
+        };
+        let [a, b, c] = info.encode();
+        Ok(([head.fd, a, b, c], 0))
     }
 
     /// Build the standard tree: [`STANDARD_DIRS`], `/dev/null` and
@@ -155,6 +193,7 @@ impl Service {
             fs::OP_LOOKUP => return self.lookup_request(data, tx),
             fs::OP_SET_MONITOR => self.set_monitor(sender, w1),
             fs::OP_OPEN
+            | fs::OP_OPEN_FORWARDED
             | fs::OP_MKDIR
             | fs::OP_UNLINK
             | fs::OP_RMDIR
@@ -166,6 +205,13 @@ impl Service {
                 if !trusted =>
             {
                 Err(EPERM)
+            }
+            fs::OP_OPEN_FORWARDED => {
+                let opened = self.open_forwarded(m, data);
+                if let Err(e) = opened {
+                    self.declined = Some(e);
+                }
+                opened
             }
             fs::OP_OPEN => {
                 let (uid, gid) = owner_word(w3);
@@ -420,6 +466,62 @@ mod tests {
         assert_eq!((null.device_pid, null.device_queue), (ME, fsp::QUEUE));
         let mut again = service();
         assert_eq!(again.make_standard_tree(ME), Err(EEXIST));
+    }
+
+    /// `fs::OP_OPEN_FORWARDED` (the monitor's pass-on of a process's
+    /// `open(O_CREAT)`): answered as the monitor answers `open`, the file
+    /// then used and closed under the monitor's handle; each failure is
+    /// declined with its errno and makes nothing; only the monitor (or the
+    /// starter) may forward.
+    #[test]
+    fn forwarded_opens_answer_as_the_monitor_or_are_declined() {
+        let mut s = service();
+        s.set_own_pid(ME);
+        let mut c = caller(&mut s);
+        assert_eq!(c.fs(STARTER, [fsp::OP_SET_MONITOR, MONITOR, 0, 0], b"").0, Ok(0));
+        let handle = fsp::FORWARDED_HANDLE_BIT | 77 << 32 | 1;
+        let request = |handle: u64, path: &str| {
+            let head = fsp::Forwarded {
+                fd: 4,
+                handle,
+                pid: 9,
+                flags: O_RDWR | O_CREAT,
+                monitor_queue: 0,
+                create_mode: 0o640,
+            };
+            let mut data = head.encode().to_vec();
+            data.extend_from_slice(path.as_bytes());
+            data.push(0);
+            data.extend_from_slice(path.as_bytes());
+            data
+        };
+        let words = [fsp::OP_OPEN_FORWARDED, O_RDWR | O_CREAT | O_EXCL, 0o640, 5 << 32 | 6];
+        let (r, w, _) = c.fs(MONITOR, words, &request(handle, "/tmp/f"));
+        assert_eq!(r, Ok(4));
+        assert_eq!(c.s.take_declined(), None);
+        let info = protocols::unix::FdInfo::decode([w[1], w[2], w[3]]);
+        assert_eq!((info.manager_pid, info.manager_queue, info.handle), (ME, fsp::IO_QUEUE, handle));
+        assert_eq!((info.file_type, info.flags as u64), (mode::S_IFREG, O_RDWR | O_CREAT));
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, handle, 0, 0], b"abc").0, Ok(3));
+        let st = stat(&c.s.fs, "/tmp/f");
+        assert_eq!((st.size_bytes, st.mode & 0o777, st.uid, st.gid), (3, 0o640, 5, 6));
+        for (h, path, want) in [
+            (handle ^ 2, "/tmp/f", EEXIST),
+            (handle, "/tmp/g", EINVAL),       // held already
+            (77 << 32 | 2, "/tmp/g", EINVAL), // not one the monitor chose
+            (handle ^ 2, "/nowhere/g", ENOENT),
+        ] {
+            assert_eq!(c.fs(MONITOR, words, &request(h, path)).0, Err(want), "{path}");
+            assert_eq!(c.s.take_declined(), Some(want), "{path}");
+        }
+        assert!(c.s.fs.lookup("/tmp/g").is_err(), "nothing made by a declined open");
+        assert_eq!(c.fs(MONITOR, words, &[0u8; 8]).0, Err(EINVAL), "a short header");
+        assert_eq!(c.s.take_declined(), Some(EINVAL));
+        assert_eq!(c.fs(STRANGER, words, &request(handle ^ 3, "/tmp/h")).0, Err(EPERM));
+        assert_eq!(c.s.take_declined(), None, "a refused request is no declined open");
+        assert_eq!(c.io(MONITOR, [io::OP_CLOSE, handle, 0, 0], b"").0, Ok(0));
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, handle, 0, 0], b"x").0, Err(EBADF));
+        assert_eq!(c.s.fs.stats().handles_open, 0);
     }
 
     #[test]

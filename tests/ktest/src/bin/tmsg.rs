@@ -112,6 +112,44 @@ fn main(args: Args) -> i32 {
             let _ = msg::call(link, &[7, 7, 7, 7], &[], &mut []);
             7
         }
+        // Call the runner with [7, 0, 0, 0] and "xyz", which it passes on
+        // (`forward_wait`) to a `forward-target`: exit 0 for that server's
+        // answer ([the runner's pid, 1, 2, 3] and "cba"), 20 for DeadPeer,
+        // 30 for the runner's own answer (m0 = 77), 1 for anything else.
+        "call-expect" => {
+            let mut got = [0u8; 16];
+            match msg::call(link, &[7, 0, 0, 0], b"xyz", &mut got) {
+                Ok((w, 3)) if w == [parent.0, 1, 2, 3] && &got[..3] == b"cba" => 0,
+                Ok((w, _)) if w[0] == 77 => 30,
+                Err(Error::DeadPeer) => 20,
+                Ok((w, n)) => {
+                    println!("tmsg call-expect: answer {w:?} with {n} bytes");
+                    1
+                }
+                Err(e) => {
+                    println!("tmsg call-expect: {}", e.name());
+                    1
+                }
+            }
+        }
+        // Take one call and answer it with [the sender the kernel reported,
+        // m0, m1, data bytes] and the data reversed; then exit 0.
+        "forward-target" => {
+            let mut buf = [0u8; MAX_DATA];
+            let Ok(r) = msg::receive_data(my_queue, &mut buf) else { return 2 };
+            if r.kind != Kind::Call {
+                return 3;
+            }
+            let mut out = [0u8; MAX_DATA];
+            for i in 0..r.len {
+                out[i] = buf[r.len - 1 - i];
+            }
+            match msg::reply(r.reply, &[r.sender.0, r.message[0], r.message[1], r.len as u64], &out[..r.len])
+            {
+                Ok(()) => 0,
+                Err(_) => 4,
+            }
+        }
         // After a go-ahead, queue `n` messages to the runner and end (they
         // stay deliverable).
         "send-and-die" => {

@@ -94,6 +94,7 @@ const TESTS: &[Test] = &[
     ("closing_a_queue_returns_its_page_quota", messages::close_queue_returns_quota),
     ("a_bad_receive_buffer_is_reported_not_hung", messages::bad_receive_buffer_reported),
     ("empty_buffers_need_no_memory", messages::empty_buffers_need_no_memory),
+    ("forward_passes_a_call_on", messages::forward_passes_a_call_on),
     ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
     ("leases_in_segments", messages::leases_in_segments),
     ("runtime_clock_agrees_with_the_kernel", processes::runtime_clock_agrees_with_the_kernel),

@@ -343,6 +343,144 @@ pub fn dead_peers() -> TestResult {
     msg::close_link(link).map_err(|e| e.name().into())
 }
 
+/// `forward_wait`: a server passes a call it holds on to another, which
+/// answers the caller directly and sees the forwarder as the sender; the
+/// handle is used up (a second forward or a reply of it is
+/// `BadReplyHandle`). Every refused forward (a handle never given or
+/// `NO_REPLY`, too much data, a link to the forwarder itself or to the
+/// caller, a dead server, a dead caller) receives nothing, and leaves the
+/// call with the forwarder, who can still answer it; a forward with
+/// `NO_RECEIVE` receives nothing either; a server that dies holding a
+/// forwarded call fails the caller with `DeadPeer`.
+pub fn forward_passes_a_call_on() -> TestResult {
+    let e = |r: Result<msg::Received, Error>, want: Error, what: &str| -> TestResult {
+        match r {
+            Err(got) if got == want => Ok(()),
+            other => Err(format!("{what}: got {:?}, expected {want:?}", other.map(|r| r.message))),
+        }
+    };
+    // A queue of the runner's own, holding one message, for the receive
+    // half: a forward that succeeded takes it at once, a refused one
+    // leaves it there.
+    let spare = msg::open_queue(4, false).map_err(|e| e.name())?;
+    let me = sys::getpid();
+    let to_self = msg::open_link(me, spare).map_err(|e| e.name())?;
+    msg::send(to_self, &[5, 0, 0, 0]).map_err(|e| e.name())?;
+    let mut buf = [0u8; 16];
+    let take_call = || -> Result<msg::Received, String> {
+        let mut b = [0u8; 16];
+        let r = msg::receive_data(MAIN_QUEUE, &mut b).map_err(|e| e.name())?;
+        if r.kind != Kind::Call || r.message[0] != 7 {
+            return Err(format!("expected the caller's call, got {:?} {:?}", r.kind, r.message));
+        }
+        Ok(r)
+    };
+
+    // Passed on and answered by the target.
+    let (target, target_link) = start_tmsg("forward-target", "", abi::PRIORITY_INHERIT)?;
+    let (caller, caller_link) = start_tmsg("call-expect", "", abi::PRIORITY_INHERIT)?;
+    let call = take_call()?;
+    let h = call.reply;
+    e(
+        msg::forward_wait(ReplyHandle(h.0 ^ (1 << 40)), target_link, &[1, 2, 3, 0], b"abc", spare, &mut buf),
+        Error::BadReplyHandle,
+        "a handle never given",
+    )?;
+    e(
+        msg::forward_wait(
+            ReplyHandle(abi::msg::NO_REPLY),
+            target_link,
+            &[1, 2, 3, 0],
+            b"abc",
+            spare,
+            &mut buf,
+        ),
+        Error::BadReplyHandle,
+        "NO_REPLY",
+    )?;
+    let too_long = [0u8; MAX_DATA + 1];
+    e(
+        msg::forward_wait(h, target_link, &[1, 2, 3, 0], &too_long, spare, &mut buf),
+        Error::InvalidArgument,
+        "more than a message's data",
+    )?;
+    e(
+        msg::forward_wait(h, to_self, &[1, 2, 3, 0], b"abc", spare, &mut buf),
+        Error::InvalidArgument,
+        "a link to the forwarder itself",
+    )?;
+    e(
+        msg::forward_wait(h, caller_link, &[1, 2, 3, 0], b"abc", spare, &mut buf),
+        Error::InvalidArgument,
+        "a link to the caller",
+    )?;
+    check(msg::test(spare) == Ok(1), "a refused forward receives nothing")?;
+    let r =
+        msg::forward_wait(h, target_link, &[1, 2, 3, 0], b"abc", spare, &mut buf).map_err(|e| e.name())?;
+    check(r.message[0] == 5, "the forward then receives, as reply_wait")?;
+    expect_exit(caller, 0)?; // the target's answer: [me, 1, 2, 3] and "cba"
+    expect_exit(target, 0)?;
+    check(
+        msg::reply(h, &[77, 0, 0, 0], &[]) == Err(Error::BadReplyHandle),
+        "the handle is used up by the forward",
+    )?;
+    msg::send(to_self, &[5, 0, 0, 0]).map_err(|e| e.name())?;
+    e(
+        msg::forward_wait(h, target_link, &[1, 2, 3, 0], b"abc", spare, &mut buf),
+        Error::BadReplyHandle,
+        "a call passed on twice",
+    )?;
+    msg::close_link(target_link).map_err(|e| e.name())?;
+    msg::close_link(caller_link).map_err(|e| e.name())?;
+
+    // A dead target: refused, and the forwarder still answers the caller.
+    let (target, target_link) = start_tmsg("receive-forever", "", abi::PRIORITY_INHERIT)?;
+    sys::kill(target).map_err(|e| e.name())?;
+    sys::wait(Some(target)).map_err(|e| e.name())?;
+    let (caller, caller_link) = start_tmsg("call-expect", "", abi::PRIORITY_INHERIT)?;
+    let call = take_call()?;
+    e(
+        msg::forward_wait(call.reply, target_link, &[1, 2, 3, 0], b"abc", spare, &mut buf),
+        Error::DeadPeer,
+        "a dead target",
+    )?;
+    check(msg::test(spare) == Ok(1), "a forward to a dead target receives nothing")?;
+    msg::reply(call.reply, &[77, 0, 0, 0], &[]).map_err(|e| e.name())?;
+    expect_exit(caller, 30)?;
+    msg::close_link(target_link).map_err(|e| e.name())?;
+    msg::close_link(caller_link).map_err(|e| e.name())?;
+
+    // A target that takes the call and dies: the caller gets DeadPeer.
+    // (Forwarded without a receive: `NO_RECEIVE`.)
+    let (target, target_link) = start_tmsg("die-on-call", "", abi::PRIORITY_INHERIT)?;
+    let (caller, caller_link) = start_tmsg("call-expect", "", abi::PRIORITY_INHERIT)?;
+    let call = take_call()?;
+    msg::forward(call.reply, target_link, &[1, 2, 3, 0], b"abc").map_err(|e| e.name())?;
+    check(msg::test(spare) == Ok(1), "a forward with NO_RECEIVE receives nothing")?;
+    expect_exit(target, 0)?;
+    expect_exit(caller, 20)?;
+    msg::close_link(caller_link).map_err(|e| e.name())?;
+
+    // A dead caller: refused.
+    let (caller, caller_link) = start_tmsg("call-runner", "", abi::PRIORITY_INHERIT)?;
+    let call = take_call()?;
+    sys::kill(caller).map_err(|e| e.name())?;
+    sys::wait(Some(caller)).map_err(|e| e.name())?;
+    let (target, target_link2) = start_tmsg("forward-target", "", abi::PRIORITY_INHERIT)?;
+    let dead = msg::forward_wait(call.reply, target_link2, &[1, 2, 3, 0], b"abc", spare, &mut buf);
+    check(
+        matches!(dead, Err(Error::DeadPeer | Error::BadReplyHandle)),
+        "a forward of a dead caller's call is refused",
+    )?;
+    check(msg::test(spare) == Ok(1), "a forward of a dead caller's call receives nothing")?;
+    sys::kill(target).map_err(|e| e.name())?;
+    sys::wait(Some(target)).map_err(|e| e.name())?;
+    for l in [target_link, target_link2, caller_link, to_self] {
+        msg::close_link(l).map_err(|e| e.name())?;
+    }
+    msg::close_queue(spare).map_err(|e| e.name().into())
+}
+
 pub fn copy_on_write() -> TestResult {
     let mut page = Page::zeroed(); // page-aligned, on the stack
     let loaned_before = counter(abi::Counter::PagesLoaned);
