@@ -69,11 +69,54 @@ pub trait BlockDevice {
     }
     /// Makes every completed write durable (a virtio flush).
     fn flush(&mut self) -> Result<(), Errno>;
+    /// Whether a completed write may still be lost at a power cut until
+    /// the next [`Self::flush`] (a volatile write cache: virtio-blk with
+    /// `VIRTIO_BLK_F_FLUSH` in write-back mode, a SATA disk with its cache
+    /// on). The buffer cache then flushes between the levels of its write
+    /// order (`docs/filesystem.md`, "The write order"). Asked once, when
+    /// the cache is made.
+    fn has_volatile_write_cache(&self) -> bool {
+        false
+    }
     /// Time stamp counter ticks spent waiting in [`Self::complete`] and
     /// in [`Self::flush`], for the server's counters (where the time of
     /// an `fsync` goes); zeros where nobody measures.
     fn wait_ticks(&self) -> [u64; 2] {
         [0, 0]
+    }
+}
+
+/// The boot option `blk.wcache` (docs/kernel-options.md): whether the disk
+/// file system treats its device as having a volatile write cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteCacheOption {
+    /// As the driver says (`block::OP_WRITE_CACHE`): the default.
+    Auto,
+    /// Volatile, whatever the driver says: flushes between order levels.
+    On,
+    /// Durable once completed (a disk with power-loss protection): no
+    /// flushes but `fsync`'s and `sync`'s.
+    Off,
+}
+
+impl WriteCacheOption {
+    /// The option's value (`auto`, `on`, `off`); `None` for anything else.
+    pub fn parse(text: &str) -> Option<WriteCacheOption> {
+        match text {
+            "auto" => Some(WriteCacheOption::Auto),
+            "on" => Some(WriteCacheOption::On),
+            "off" => Some(WriteCacheOption::Off),
+            _ => None,
+        }
+    }
+
+    /// Whether the cache is volatile, given what the driver said.
+    pub fn is_volatile(self, driver_says: bool) -> bool {
+        match self {
+            WriteCacheOption::Auto => driver_says,
+            WriteCacheOption::On => true,
+            WriteCacheOption::Off => false,
+        }
     }
 }
 
@@ -120,6 +163,12 @@ pub struct MemDisk {
     /// Fail every write from this count of completed writes on (a dying
     /// disk), for tests.
     pub fail_writes_after: Option<u64>,
+    /// When recording: the length of `log` at each flush. The writes
+    /// before the last mark at or below a cut are durable; on a volatile
+    /// cache the later ones may each be lost ([`power_cut_image`]).
+    pub flush_marks: Vec<usize>,
+    /// Reported by [`BlockDevice::has_volatile_write_cache`].
+    volatile: bool,
 }
 
 impl MemDisk {
@@ -139,11 +188,21 @@ impl MemDisk {
             max_in_flight: 0,
             submitted_since_wait: false,
             fail_writes_after: None,
+            flush_marks: Vec::new(),
+            volatile: false,
         }
     }
 
     pub fn with_order(mut self, order: CompletionOrder) -> MemDisk {
         self.order = order;
+        self
+    }
+
+    /// A disk that says it has a volatile write cache: a completed write
+    /// is durable only after the next flush (the power-cut model is
+    /// [`power_cut_image`] over the recorded log).
+    pub fn with_volatile_cache(mut self) -> MemDisk {
+        self.volatile = true;
         self
     }
 
@@ -223,8 +282,41 @@ impl BlockDevice for MemDisk {
 
     fn flush(&mut self) -> Result<(), Errno> {
         self.flushes += 1;
+        if let Some(log) = &self.log {
+            self.flush_marks.push(log.len());
+        }
         Ok(())
     }
+
+    fn has_volatile_write_cache(&self) -> bool {
+        self.volatile
+    }
+}
+
+/// The disk after a power cut that came after the first `cut` writes of
+/// `log` completed, on a device with a volatile write cache: every write
+/// before the last flush (`flush_marks`, [`MemDisk::flush_marks`]) at or
+/// below `cut` is kept, and of the completed writes after it those for
+/// which `keep(index)` says so (in completion order, over `original`).
+pub fn power_cut_image(
+    original: &[u8],
+    log: &[WriteRecord],
+    flush_marks: &[usize],
+    cut: usize,
+    mut keep: impl FnMut(usize) -> bool,
+) -> Vec<u8> {
+    let cut = cut.min(log.len());
+    let durable = flush_marks.iter().copied().filter(|&m| m <= cut).max().unwrap_or(0);
+    let mut image = original.to_vec();
+    for (k, w) in log[..cut].iter().enumerate() {
+        if k < durable || keep(k) {
+            let at = w.first_sector as usize * SECTOR_BYTES;
+            if let Some(target) = image.get_mut(at..at + w.bytes.len()) {
+                target.copy_from_slice(&w.bytes);
+            }
+        }
+    }
+    image
 }
 
 #[cfg(test)]
@@ -249,6 +341,47 @@ mod tests {
         assert_eq!(disk.bytes()[SECTOR_BYTES], 0xaa);
         assert_eq!(disk.log.as_ref().unwrap().len(), 2);
         assert!(disk.complete().is_none());
+    }
+
+    #[test]
+    fn a_power_cut_keeps_flushed_writes_and_the_chosen_unflushed_ones() {
+        let mut disk = MemDisk::new(vec![0; 4 * SECTOR_BYTES]).with_volatile_cache().recording();
+        assert!(disk.has_volatile_write_cache());
+        for (sector, fill) in [(0, 1), (1, 2)] {
+            disk.submit(transfer(Direction::Write, sector, fill, 1));
+            disk.complete().unwrap().1.unwrap();
+        }
+        disk.flush().unwrap();
+        for (sector, fill) in [(2, 3), (3, 4)] {
+            disk.submit(transfer(Direction::Write, sector, fill, 1));
+            disk.complete().unwrap().1.unwrap();
+        }
+        let log = disk.log.clone().unwrap();
+        assert_eq!(disk.flush_marks, [2]);
+        let original = vec![0; 4 * SECTOR_BYTES];
+        // Only the write with index 3 of the unflushed ones survives.
+        let image = power_cut_image(&original, &log, &disk.flush_marks, 4, |k| k == 3);
+        let firsts: Vec<u8> = image.chunks(SECTOR_BYTES).map(|s| s[0]).collect();
+        assert_eq!(firsts, [1, 2, 0, 4]);
+        // A cut before the flush keeps only what `keep` says; one at the
+        // flush keeps everything before it.
+        let image = power_cut_image(&original, &log, &disk.flush_marks, 1, |_| false);
+        assert!(image.iter().all(|&b| b == 0));
+        let image = power_cut_image(&original, &log, &disk.flush_marks, 2, |_| false);
+        let firsts: Vec<u8> = image.chunks(SECTOR_BYTES).map(|s| s[0]).collect();
+        assert_eq!(firsts, [1, 2, 0, 0]);
+        assert!(!MemDisk::new(original).has_volatile_write_cache());
+    }
+
+    #[test]
+    fn the_write_cache_option_parses_its_three_values_and_nothing_else() {
+        assert_eq!(WriteCacheOption::parse("auto"), Some(WriteCacheOption::Auto));
+        assert!(WriteCacheOption::parse("on").unwrap().is_volatile(false));
+        assert!(!WriteCacheOption::parse("off").unwrap().is_volatile(true));
+        assert!(WriteCacheOption::Auto.is_volatile(true) && !WriteCacheOption::Auto.is_volatile(false));
+        for bad in ["", "yes", "ON", "auto ", "1"] {
+            assert_eq!(WriteCacheOption::parse(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -337,11 +337,12 @@ impl<D: BlockDevice> Service<D> {
         let _ = write!(t, "device_wait_ticks={wait_ticks}\nflush_ticks={flush_ticks}\n");
         let _ = write!(
             t,
-            "dirty_blocks={}\ndiscarded_blocks={}\nexpired_transfers={}\norder_visits={}\n",
+            "dirty_blocks={}\ndiscarded_blocks={}\nexpired_transfers={}\norder_visits={}\nbarrier_flushes={}\n",
             self.fs.dirty_blocks(),
             c.discarded_blocks,
             c.expired_transfers,
-            c.order_visits
+            c.order_visits,
+            c.barrier_flushes
         );
         if let Ok(f) = self.fs.statfs() {
             let _ = write!(t, "free_blocks={}\nfree_inodes={}\n", f.free_blocks, f.free_inodes);

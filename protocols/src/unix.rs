@@ -1269,6 +1269,18 @@ pub mod block {
     /// was not 0: the driver looks at the lock again and answers the
     /// [`OP_LOCK_WAIT`] calls it can.
     pub const OP_LOCK_WAKE: u64 = 93;
+    /// Whether the device has a volatile write cache, to anyone (issue 12:
+    /// the disk file system then flushes between the levels of its write
+    /// order). No words. Reply word 0 = [`WRITE_CACHE_VOLATILE`] or
+    /// [`WRITE_CACHE_NONE`]. A driver that does not know this op answers
+    /// `ENOSYS`, which a caller takes as [`WRITE_CACHE_NONE`] (the RAM
+    /// disk: a completed write is in memory that a power cut takes whole).
+    pub const OP_WRITE_CACHE: u64 = 94;
+    /// A completed write may be lost at a power cut until a flush
+    /// (virtio-blk with `VIRTIO_BLK_F_FLUSH` negotiated).
+    pub const WRITE_CACHE_VOLATILE: u64 = 1;
+    /// A completed write is durable.
+    pub const WRITE_CACHE_NONE: u64 = 0;
     pub const MODE_VIRTIO: u64 = 1;
     pub const MODE_RAMDRIVER: u64 = 2;
     pub const MODE_PDDRIVER: u64 = 3;

@@ -301,6 +301,14 @@ impl Driver {
                 let _ = msg::reply(reply, &[in_use, heap, dma, 0], &[]);
                 return;
             }
+            block::OP_WRITE_CACHE => {
+                // FLUSH negotiated: the device may keep completed writes
+                // in a cache a power cut loses (the virtio spec, 5.2.6.3).
+                let cache =
+                    if self.disk.has_flush() { block::WRITE_CACHE_VOLATILE } else { block::WRITE_CACHE_NONE };
+                let _ = msg::reply(reply, &[cache, 0, 0, 0], &[]);
+                return;
+            }
             block::OP_STATS => {
                 let s = &self.stats;
                 let words = [s.requests, s.bytes_read, s.bytes_written, block::MODE_VIRTIO];

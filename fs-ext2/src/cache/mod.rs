@@ -173,6 +173,10 @@ pub struct CacheStats {
     pub waits: u64,
     /// Device flushes.
     pub flushes: u64,
+    /// Of those, flushes between order levels on a device with a volatile
+    /// write cache ([`BlockDevice::has_volatile_write_cache`]): a write
+    /// whose predecessors completed but were not yet flushed waited for one.
+    pub barrier_flushes: u64,
     /// Dirty blocks freed before they were written, and so never written
     /// ([`Cache::discard`]).
     pub discarded_blocks: u64,
@@ -242,6 +246,18 @@ pub struct Cache<D: BlockDevice> {
     idle_pass_at: Option<u64>,
     /// Background passes made (for the tests).
     background_passes: u64,
+    /// The device may lose a completed write at a power cut until a flush
+    /// ([`BlockDevice::has_volatile_write_cache`], asked once at
+    /// [`Cache::new`]): the order then needs a flush between its levels.
+    is_volatile: bool,
+    /// With `is_volatile`: blocks that waited for a write which completed
+    /// since the last flush. Such a block's next write starts only after a
+    /// flush ([`Cache::barrier`]); one flush clears them all.
+    needs_barrier: BTreeSet<u64>,
+    /// With `is_volatile`: blocks whose write completed since the last
+    /// flush. A block ordered after one of them ([`Cache::order`]) needs a
+    /// flush before its write, though there is no edge left to record.
+    unflushed: BTreeSet<u64>,
 }
 
 impl<D: BlockDevice> Cache<D> {
@@ -258,6 +274,7 @@ impl<D: BlockDevice> Cache<D> {
             return Err((EINVAL, dev));
         }
         let sectors_per_block = (block_bytes / SECTOR_BYTES) as u64;
+        let is_volatile = dev.has_volatile_write_cache();
         let bufs = (0..nbuf)
             .map(|_| Buf {
                 block: 0,
@@ -297,6 +314,9 @@ impl<D: BlockDevice> Cache<D> {
             finished_transfers: 0,
             idle_pass_at: None,
             background_passes: 0,
+            is_volatile,
+            unflushed: BTreeSet::new(),
+            needs_barrier: BTreeSet::new(),
         })
     }
 
@@ -688,7 +708,44 @@ impl<D: BlockDevice> Cache<D> {
     /// whatever waited for them may go. One pass per block waiting for
     /// them, not one per edge ([`Order::remove_run`]).
     fn written(&mut self, first: u64, count: u64) {
+        if self.is_volatile {
+            // Completed is not durable: whoever waited for these blocks
+            // waits on for a flush issued after this completion.
+            let run = first..first.saturating_add(count);
+            self.unflushed.extend(run.clone());
+            for block in run.clone() {
+                let waiters: Vec<u64> = self.order.waiters(block).filter(|t| !run.contains(t)).collect();
+                self.needs_barrier.extend(waiters);
+            }
+        }
         self.order.remove_run(first, count);
+    }
+
+    /// Whether `block`'s next write must wait for a device flush: a block
+    /// it waited for completed since the last one, on a device with a
+    /// volatile write cache.
+    fn needs_barrier(&self, block: u64) -> bool {
+        self.is_volatile && self.needs_barrier.contains(&block)
+    }
+
+    /// A flush between two levels of the order: every write completed so
+    /// far becomes durable, so every block that waited for one may go.
+    /// Writes still in flight are not covered (a flush covers what
+    /// completed before it), and their waiters are marked when they
+    /// complete.
+    fn barrier(&mut self) -> Result<(), Errno> {
+        self.stats.flushes += 1;
+        self.stats.barrier_flushes += 1;
+        // A failed flush leaves the marks: the next write of such a block
+        // tries again, and the error is reported at the next sync.
+        if self.dev.flush().is_err() {
+            self.has_write_error = true;
+            return Err(EIO);
+        }
+        self.has_unflushed_writes = false;
+        self.needs_barrier.clear();
+        self.unflushed.clear();
+        Ok(())
     }
 
     fn is_pending(&self, block: u64) -> bool {
@@ -848,7 +905,10 @@ impl<D: BlockDevice> Cache<D> {
 
     fn is_dirty_ready(&mut self, block: u64) -> Option<usize> {
         let &i = self.map.get(&block)?;
-        (self.bufs[i].state == State::Dirty && self.unsatisfied(block).is_none()).then_some(i)
+        (self.bufs[i].state == State::Dirty
+            && !self.needs_barrier(block)
+            && self.unsatisfied(block).is_none())
+        .then_some(i)
     }
 
     /// Starts writing the dirty buffer `i` together with the dirty blocks
@@ -871,6 +931,16 @@ impl<D: BlockDevice> Cache<D> {
         if self.bufs[i].state != State::Dirty || self.map.get(&block) != Some(&i) {
             // Written meanwhile (it was next to a block written first).
             return Ok(true);
+        }
+        if self.needs_barrier(block) {
+            // What it waited for completed but may sit in the device's
+            // cache. One flush covers every completed write, so a caller
+            // that need not wait holds the write while transfers are in
+            // flight (their completions join the same flush).
+            if only_if_ready && !self.in_flight.is_empty() {
+                return Ok(false);
+            }
+            self.barrier()?;
         }
         let mut start = block;
         while start > 0
@@ -936,7 +1006,15 @@ impl<D: BlockDevice> Cache<D> {
     /// visits no block; one against it visits only the blocks ranked
     /// between its two ends that it reaches.
     pub fn order(&mut self, first: u64, then: u64) -> Result<(), Errno> {
-        if first == then || !self.is_pending(first) {
+        if first == then {
+            return Ok(());
+        }
+        if !self.is_pending(first) {
+            // On the device, but on a volatile cache perhaps not yet
+            // durable: `then`'s next write waits for a flush.
+            if self.is_volatile && self.unflushed.contains(&first) {
+                self.needs_barrier.insert(then);
+            }
             return Ok(());
         }
         // A write of `then` in flight carries its present contents; its
@@ -1406,6 +1484,8 @@ impl<D: BlockDevice> Cache<D> {
                 self.has_unflushed_writes = true;
                 return Err(e);
             }
+            self.needs_barrier.clear();
+            self.unflushed.clear();
         }
         if core::mem::take(&mut self.has_write_error) { Err(EIO) } else { Ok(()) }
     }
@@ -1621,6 +1701,48 @@ mod tests {
         c.sync().unwrap();
         let log: Vec<u64> = c.device().log.as_ref().unwrap().iter().map(|w| w.first_sector / 2).collect();
         assert_eq!(log, vec![20, 5, 9]);
+    }
+
+    #[test]
+    fn a_volatile_write_cache_gets_a_flush_between_order_levels_and_only_there() {
+        // 20 before 5 before 9, plus 3 and 4 waiting for nothing; then 7
+        // ordered after 20 once 20 is written but not yet flushed.
+        let run = |volatile: bool| {
+            let mut d = disk(32).with_order(CompletionOrder::Lifo).recording();
+            if volatile {
+                d = d.with_volatile_cache();
+            }
+            let mut c = Cache::new(d, BS, 8).unwrap();
+            for b in [20, 3, 4] {
+                c.modify(b, |d| d[1] = 1).unwrap();
+            }
+            c.order(20, 5).unwrap();
+            c.modify(5, |d| d[1] = 1).unwrap();
+            c.order(5, 9).unwrap();
+            c.modify(9, |d| d[1] = 1).unwrap();
+            c.write_blocks(&[20]).unwrap();
+            c.order(20, 7).unwrap();
+            c.modify(7, |d| d[1] = 1).unwrap();
+            c.sync().unwrap();
+            let stats = c.stats();
+            let disk = c.into_device().unwrap();
+            let log: Vec<u64> = disk.log.as_ref().unwrap().iter().map(|w| w.first_sector / 2).collect();
+            (log, disk.flush_marks.clone(), stats.barrier_flushes, disk.flushes)
+        };
+        let (log, marks, barriers, flushes) = run(true);
+        // Each block that waited for another is written after a flush that
+        // came after that one's write.
+        let at = |b: u64| log.iter().position(|&x| x == b).unwrap();
+        let flushed_between = |a: u64, b: u64| marks.iter().any(|&m| at(a) < m && m <= at(b));
+        assert!(
+            flushed_between(20, 5) && flushed_between(5, 9) && flushed_between(20, 7),
+            "{log:?} {marks:?}"
+        );
+        // 20, then 5 and 7 (with 3 and 4) in one level, then 9: two
+        // flushes between levels, and sync's own.
+        assert_eq!((barriers, flushes), (2, 3), "{log:?} {marks:?}");
+        let (_, marks, barriers, flushes) = run(false);
+        assert_eq!((barriers, flushes, marks.len()), (0, 1, 1), "only sync's flush");
     }
 
     #[test]

@@ -66,7 +66,7 @@ use alloc::vec::Vec;
 use fs_ext2::BlockDevice;
 use fs_ext2::device::{Direction, SECTOR_BYTES, Transfer};
 use protocols::unix::errno::{EINVAL, EIO, ENOSYS, EPERM, ERESTART};
-use protocols::unix::{Errno, encode_result, ext2fs, io, result};
+use protocols::unix::{Errno, block, encode_result, ext2fs, io, result};
 use runtime::msg::{self, Link, Page, Queue, Received, ReplyHandle};
 
 // A worker's buffer holds the cache's largest transfer (the write-out of
@@ -138,6 +138,11 @@ pub struct Disk {
     /// it.
     pub serving: Option<(Pid, ReplyHandle, u64)>,
     pub answered_early: bool,
+    /// The device may lose completed writes at a power cut until a flush
+    /// ([`BlockDevice::has_volatile_write_cache`]): the driver's answer to
+    /// `block::OP_WRITE_CACHE` ([`Disk::ask_write_cache`]) or the boot
+    /// option `blk.wcache` (`main.rs`).
+    volatile_write_cache: bool,
     /// The request being served was the monitor's, answered `ERESTART`
     /// early: its outcome is kept ([`Disk::keep_for_replay`]).
     replay_wanted: bool,
@@ -194,7 +199,22 @@ impl Disk {
             answered_early: false,
             replay_wanted: false,
             replay: None,
+            volatile_write_cache: false,
         }
+    }
+
+    /// Asks the driver whether the device has a volatile write cache
+    /// (`block::OP_WRITE_CACHE`); a driver that does not know the op
+    /// (`ENOSYS`: the RAM disk) or does not answer has none.
+    pub fn ask_write_cache(&mut self) -> bool {
+        let answer = msg::call(self.driver, &[block::OP_WRITE_CACHE, 0, 0, 0], &[], &mut []);
+        matches!(answer, Ok((w, _)) if w[0] == block::WRITE_CACHE_VOLATILE)
+    }
+
+    /// Sets what [`BlockDevice::has_volatile_write_cache`] says; before
+    /// the mount (the cache asks once, when it is made).
+    pub fn set_volatile_write_cache(&mut self, is_volatile: bool) {
+        self.volatile_write_cache = is_volatile;
     }
 
     /// A worker started on handle `handles[1 + slot]`: its first
@@ -660,6 +680,10 @@ impl BlockDevice for Disk {
 
     fn wait_ticks(&self) -> [u64; 2] {
         self.ticks
+    }
+
+    fn has_volatile_write_cache(&self) -> bool {
+        self.volatile_write_cache
     }
 }
 

@@ -50,7 +50,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use disk::Disk;
-use fs_ext2::device::{Direction, Transfer};
+use fs_ext2::device::{Direction, Transfer, WriteCacheOption};
 use fs_ext2::layout::{SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock};
 use fs_ext2::service::{Lent, MESSAGE_DATA_BYTES, Service};
 use fs_ext2::{BlockDevice, Fs, MountOptions};
@@ -132,6 +132,15 @@ fn main(args: Args) -> i32 {
     let mut disk =
         Disk::new(queue, a.monitor, (a.driver, a.driver_queue, driver), &a.handles, a.device_bytes);
     start_workers(&mut disk, &a);
+    let is_volatile = match write_cache_option() {
+        Ok(option) => option.is_volatile(disk.ask_write_cache()),
+        Err(why) => {
+            println!("ext2fs: {}: {why}", a.target);
+            tell_monitor(a.monitor, Err(EINVAL));
+            return 1;
+        }
+    };
+    disk.set_volatile_write_cache(is_volatile);
     let opts = match mount_options(&a.options, &mut disk) {
         Ok(o) => o,
         Err(why) => {
@@ -153,7 +162,7 @@ fn main(args: Args) -> i32 {
     let workers = service.fs.device().workers();
     let stats = service.fs.statfs();
     println!(
-        "ext2fs: {} mounted: nbuf={} ({} KiB of {}-byte blocks){}{}{}, {} I/O workers, {} of {} blocks free",
+        "ext2fs: {} mounted: nbuf={} ({} KiB of {}-byte blocks){}{}{}{}, {} I/O workers, {} of {} blocks free",
         a.target,
         opts.nbuf,
         opts.nbuf * service.fs.block_bytes() / 1024,
@@ -161,6 +170,7 @@ fn main(args: Args) -> i32 {
         if service.fs.is_read_only() { ", read-only" } else { "" },
         if opts.sync_metadata { ", sync" } else { "" },
         if service.fs.mounted_unclean() { ", not cleanly unmounted: free counts recounted" } else { "" },
+        if is_volatile { ", volatile write cache: a flush between order levels" } else { "" },
         workers,
         stats.map_or(0, |s| s.free_blocks),
         stats.map_or(0, |s| s.blocks),
@@ -285,6 +295,20 @@ fn mount_options(options: &str, disk: &mut Disk) -> Result<MountOptions, String>
         opts.nbuf = default_nbuf(block_bytes(disk).unwrap_or(1024));
     }
     Ok(opts)
+}
+
+/// The boot option `blk.wcache=auto|on|off` (default `auto`: as the
+/// driver says, `block::OP_WRITE_CACHE`); anything else refuses the mount
+/// with the reason, as a bad `nbuf=` does.
+fn write_cache_option() -> Result<WriteCacheOption, String> {
+    let mut line = vec![0u8; 1024];
+    let Ok(len) = sys::kernel_options(&mut line) else { return Ok(WriteCacheOption::Auto) };
+    let text = core::str::from_utf8(&line[..len.min(line.len())]).unwrap_or("");
+    match protocols::options::lookup(text, "blk.wcache") {
+        None => Ok(WriteCacheOption::Auto),
+        Some(v) => WriteCacheOption::parse(v)
+            .ok_or(alloc::format!("bad boot option blk.wcache={v} (auto, on or off)")),
+    }
 }
 
 fn parse_nbuf(text: &str) -> Option<usize> {

@@ -15,7 +15,8 @@
 //! 3. **corrupt**: an image whose superblock claims more inodes than its
 //!    tables hold is refused at mount (the refusal is on the console),
 //!    the system still answers (`mount` lists no `/disk`, the shell runs),
-//!    and the image is not written (byte for byte).
+//!    and the image is not written (byte for byte). A bad `blk.wcache=`
+//!    boot option is refused the same way.
 //! 4. **power cuts**: `disktest cuts` writes and `fsync`s file after file
 //!    with names churned in between; QEMU is killed right after the k-th
 //!    `fsynced` line (and 0–99 ms more); `e2fsck -fn` may then report only what loses
@@ -236,6 +237,10 @@ pub fn run(
         ),
         Outcome::step("disk: a corrupt image is refused, unwritten, and the system answers", corrupt(&boots)),
         Outcome::step(
+            "disk: a bad blk.wcache= boot option refuses the mount with the reason, nothing written",
+            bad_write_cache_option(&boots),
+        ),
+        Outcome::step(
             "disk: virtio-blk killed under writes: the manager keeps its cache, e2fsck clean, every file as written",
             driver_restart(&boots),
         ),
@@ -328,6 +333,28 @@ fn corrupt(boots: &Boots) -> Result<(), String> {
         return Err(format!("mount or the shell say otherwise:\n{}", run.output));
     }
     if !run.transcript.contains("not mounted: inode count") {
+        return Err(format!("no refusal on the console:\n{}", tail(&run.transcript)));
+    }
+    let after = fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
+    if after != bytes {
+        return Err("the refused image was written to".to_string());
+    }
+    Ok(())
+}
+
+/// The boot option `blk.wcache` takes `auto`, `on` or `off`
+/// (docs/kernel-options.md); another value refuses the mount, as a bad
+/// `nbuf=` does: the reason on the console, no `/disk`, the shell still
+/// answers, the image unwritten.
+fn bad_write_cache_option(boots: &Boots) -> Result<(), String> {
+    let image = boots.log_dir.join("disk-wcache.img");
+    ext2::make_image(&image, 8 << 20, None)?;
+    let bytes = fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
+    let run = boots.batch("wcache", &image, "blk.wcache=maybe", "mount; echo the system answers")?;
+    if run.output.contains(" /disk ") || !run.output.contains("the system answers") {
+        return Err(format!("mount or the shell say otherwise:\n{}", run.output));
+    }
+    if !run.transcript.contains("bad boot option blk.wcache=maybe") {
         return Err(format!("no refusal on the console:\n{}", tail(&run.transcript)));
     }
     let after = fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;

@@ -88,6 +88,15 @@ impl<H: Hal, T: Transport> VirtIOBlk<H, T> {
         self.negotiated_features.contains(BlkFeature::RO)
     }
 
+    /// Returns true if `VIRTIO_BLK_F_FLUSH` was negotiated: the device may
+    /// hold completed writes in a volatile cache until a flush (the virtio
+    /// spec, 5.2.6.3: without `VIRTIO_BLK_F_CONFIG_WCE`, which this crate
+    /// does not negotiate, the driver should assume a writeback cache).
+    /// (Ridgeback addition.)
+    pub fn has_flush(&self) -> bool {
+        self.negotiated_features.contains(BlkFeature::FLUSH)
+    }
+
     /// Acknowledges a pending interrupt, if any.
     ///
     /// Returns true if there was an interrupt to acknowledge.
