@@ -178,6 +178,13 @@ impl Monitor {
     pub fn mkdir(&mut self, me: u64, data: &[u8], mode_bits: u32) -> Result<u64, Errno> {
         self.forget_lookups();
         let abs = self.abs_path(me, data)?;
+        // `/` and a mount point are directories that exist (POSIX mkdir:
+        // EEXIST, before any permission check, as on Linux), although the
+        // volume's manager sees them as its root, which has no parent:
+        // `mkdir -p /disk` must find /disk there, not fail with EBUSY.
+        if abs == "/" || self.is_mount_point(&abs) {
+            return Err(errno::EEXIST);
+        }
         self.check_parent_writable(me, &abs)?;
         let p = &self.procs[&me];
         let owner = fs::owner_word(p.uid, p.gid);

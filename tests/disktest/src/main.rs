@@ -246,6 +246,14 @@ fn creat_rules(root: &str) -> Outcome {
     expect(&p("nowhere/c2"), creat, protocols::unix::errno::ENOENT)?;
     expect(&p("c1/c2"), creat, protocols::unix::errno::ENOTDIR)?;
     expect(&p("d1"), creat, protocols::unix::errno::EISDIR)?;
+    // The volume's mount point exists (`mkdir -p /disk/...` walks it):
+    // EEXIST, as for any directory, not the manager's EBUSY for its root.
+    let mount_point = if root == "/disk" || root.starts_with("/disk/") { "/disk" } else { "/" };
+    match unix::mkdir(mount_point, 0o755) {
+        Err(e) if e == protocols::unix::errno::EEXIST => {}
+        Err(e) => return Err(format!("mkdir {mount_point}: {}, expected EEXIST", e.name())),
+        Ok(_) => return Err(format!("mkdir {mount_point}: made, expected EEXIST")),
+    }
     // No descriptor was left behind by the refusals.
     let again = unix::open(&p("c3"), creat, 0o644).map_err(|e| fail("creat", "c3", e))?;
     let _ = unix::close(again);

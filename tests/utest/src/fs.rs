@@ -355,6 +355,8 @@ pub fn mkdir_rmdir() -> TestResult {
     expect_errno(unix::unlink(&sub), EISDIR, "unlink a directory")?;
     expect_errno(unix::rmdir(&format!("{d}/missing")), ENOENT, "rmdir a missing directory")?;
     expect_errno(unix::rmdir("/"), EBUSY, "rmdir /")?;
+    expect_errno(unix::mkdir("/", 0o755), EEXIST, "mkdir /")?;
+    expect_errno(unix::mkdir("/tmp/../", 0o755), EEXIST, "mkdir / by another name")?;
     unix::unlink(&format!("{sub}/x")).ctx("unlink")?;
     unix::rmdir(&sub).ctx("rmdir")?;
     expect_errno(unix::stat(&sub), ENOENT, "stat after rmdir")?;
