@@ -125,7 +125,7 @@ pub mod pager {
     pub const READY: u64 = 0x0050_4147_4552;
 }
 /// Memory accounting, answered by the long-lived servers whose memory
-/// grows as caches (memfs, the monitor, virtio-blk): the soak subtracts
+/// grows as caches (memfs, the monitor, virtio-blk, ext2fs): the soak subtracts
 /// each cache by its owner's own counter instead of a slack
 /// (docs/reliability.md, "Soak"). A call on the server's request queue,
 /// to anyone: the figures say how much, never what.

@@ -480,6 +480,15 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
             }
             continue;
         }
+        if r.message[0] == protocols::heap::OP_HEAP_STATS {
+            // The soak's memory accounting (`protocols::heap`): how much,
+            // never what. The buffer cache, the order's slab and the
+            // block index are bounded by `nbuf` and keep their capacity,
+            // so the heap's break is a high-water mark, as memfs's is.
+            let (in_use, heap) = runtime::heap_stats();
+            answer = Some((r.reply, [in_use, heap, 0, 0], 0));
+            continue;
+        }
         let now_ns = clock.realtime_ns();
         if let Some((words, reply)) = service.fs.device_mut().replay_for(r.sender, &r.message, data, now_ns) {
             // Done already, while the device was restarted (disk.rs).

@@ -660,6 +660,17 @@ fn caches() -> Caches {
         }
         let _ = unix::close(fd);
     }
+    // The disk's manager (when /disk is a volume of its own, not a
+    // directory of the memory file system's).
+    if let Ok(fd) = unix::open("/disk", of::O_RDONLY, 0) {
+        if let Some((pid, queue)) = fd_manager(fd)
+            && !out.iter().any(|&(p, _, _)| p == pid)
+            && let Some(h) = heap_stats(pid, queue)
+        {
+            out.push((pid, "ext2fs", h));
+        }
+        let _ = unix::close(fd);
+    }
     out
 }
 
