@@ -551,19 +551,9 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         .spawn()
         .map_err(|e| format!("cannot start QEMU: {e}"))?;
     let stderr = qemu::collect_stderr(&mut child);
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-            let line = String::from_utf8_lossy(&buf).replace('\r', "");
-            if tx.send(line.trim_end().to_string()).is_err() {
-                break;
-            }
-            buf.clear();
-        }
-    });
+    // The serial console line by line, as the tests that talk with their
+    // guest read it.
+    let rx = crate::test::serial::lines(child.stdout.take().expect("stdout is piped"));
     let kernel = nm_symbols(&config.kernel).unwrap_or_default();
     if kernel.is_empty() {
         eprintln!("xtask: profile: no symbols in {} (is nm installed?)", config.kernel.display());

@@ -79,7 +79,7 @@ mod memory;
 mod net;
 mod outcome;
 mod scenarios;
-mod serial;
+pub(crate) mod serial;
 mod shcorpus;
 mod terminal;
 mod verdict;

@@ -5,7 +5,8 @@
 //! what `terminal.rs`, `net.rs` and `wire.rs` each wrote out (the review
 //! of issue 16 named the three loops).
 //!
-//! What it is not: the boots that only wait for the end (`boot.rs`,
+//! The profiler (`crate::profile`) reads its boot's console through it
+//! too. What it is not: the boots that only wait for the end (`boot.rs`,
 //! `crate::batch`), which read the whole output at once.
 //!
 //! Invariant: a line is sent without its line end and trailing blanks,
