@@ -7,46 +7,23 @@
 //! is counted, so that a change on the path shows in numbers that do not
 //! depend on the host's speed. Skips, saying so, without e2fsprogs.
 
+mod common;
+
 use fs_ext2::device::MemDisk;
 use fs_ext2::service::{MESSAGE_DATA_BYTES, Service, VecLent};
 use fs_ext2::{CacheStats, Fs, MountOptions};
 
 use protocols::unix::open_flags::{O_CREAT, O_EXCL, O_TRUNC, O_WRONLY};
 use protocols::unix::{fs, io, result};
-use std::path::PathBuf;
-use std::process::Command;
 
 const MONITOR: u64 = 0x1_0000_0005;
 /// The `creat` row's batch (`bench::r2::CREAT_BATCH`).
 const BATCH: u64 = 256;
 
-fn tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
 /// A fresh ext2 image of `kib` KiB with 1 KiB blocks, as `xtask` makes
 /// the benchmark's disk, or `None` (test skipped) without mke2fs.
 fn image(tag: &str, kib: u64) -> Option<Vec<u8>> {
-    let Some(mke2fs) = tool("mke2fs") else {
-        eprintln!("SKIPPED: e2fsprogs is not installed; `cargo xtask test` installs it");
-        return None;
-    };
-    let img = std::env::temp_dir().join(format!("fs-ext2-creat-{tag}-{}.img", std::process::id()));
-    let _ = std::fs::remove_file(&img);
-    let out = Command::new(mke2fs)
-        .args(["-q", "-F", "-t", "ext2", "-b", "1024"])
-        .arg(&img)
-        .arg(format!("{kib}k"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let bytes = std::fs::read(&img).unwrap();
-    let _ = std::fs::remove_file(&img);
-    Some(bytes)
+    common::fresh_image(&format!("creat-{tag}"), kib)
 }
 
 struct Bench {
