@@ -347,6 +347,7 @@ impl<D: BlockDevice> Service<D> {
         if let Ok(f) = self.fs.statfs() {
             let _ = write!(t, "free_blocks={}\nfree_inodes={}\n", f.free_blocks, f.free_inodes);
         }
+        let _ = writeln!(t, "open_handles={}", self.handles.len());
         t
     }
 
@@ -383,7 +384,13 @@ impl<D: BlockDevice> Service<D> {
         tx: &mut [u8],
     ) -> Result<Reply, Errno> {
         let (head, paths) = fs::Forwarded::decode(data).ok_or(EINVAL)?;
-        let inner = paths.split(|&b| b == 0).next().unwrap_or(&[]);
+        let (inner, _, closes) = fs::Forwarded::parts(paths).ok_or(EINVAL)?;
+        // The process's closes that rode on its open (the monitor's, as
+        // `io::OP_CLOSE` from it would be): first, before anything can
+        // fail, since a declined open is not sent here again.
+        for handle in fs::Forwarded::handles(closes) {
+            let _ = self.close(handle);
+        }
         let (_, stat_len) = self.open(inner, flags, create_perm, owner, tx, Some(head.handle))?;
         let st = Stat::decode(&tx[..stat_len]).unwrap_or_default();
         let info = protocols::unix::FdInfo {

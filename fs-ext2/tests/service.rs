@@ -358,3 +358,69 @@ fn forwarded_opens_answer_as_the_monitor_or_are_declined() {
     let _ = std::fs::remove_file(&img);
     assert!(out.status.success(), "e2fsck: {}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// A forwarded open's data may end with handles the process closed (its
+/// closes that rode on the open, `monitor::OP_OPEN`): each is closed
+/// before the open, also when the open is then declined (the monitor does
+/// not send them again), and an unlinked file's inode goes with its last
+/// handle; a tail that is not whole handles declines the open and closes
+/// nothing.
+#[test]
+fn closes_riding_on_a_forwarded_open_are_made_first() {
+    let Some((bytes, img)) = image("riding") else { return };
+    let mut c = Client::new(bytes, 32);
+    c.s.set_own_pid(0x2_0000_0007);
+    let words = [fs::OP_OPEN_FORWARDED, O_WRONLY | O_CREAT | O_EXCL, 0o600, fs::owner_word(0, 0)];
+    let request = |handle: u64, inner: &str, closes: &[u64], tail: &[u8]| {
+        let head = fs::Forwarded {
+            fd: 3,
+            handle,
+            pid: 9,
+            flags: O_WRONLY | O_CREAT,
+            monitor_queue: 0,
+            create_mode: 0o600,
+        };
+        let mut data = head.encode().to_vec();
+        data.extend_from_slice(inner.as_bytes());
+        data.push(0);
+        data.extend_from_slice(format!("/disk{inner}").as_bytes());
+        if !closes.is_empty() || !tail.is_empty() {
+            data.push(0);
+        }
+        for h in closes {
+            data.extend_from_slice(&h.to_le_bytes());
+        }
+        data.extend_from_slice(tail);
+        data
+    };
+    let h = |n: u64| fs::FORWARDED_HANDLE_BIT | 0x77 << 32 | n;
+    assert_eq!(c.fs(words, &request(h(1), "/a", &[], &[])).0, Ok(3));
+    assert_eq!(c.fs(words, &request(h(2), "/b", &[], &[])).0, Ok(3));
+    assert_eq!(c.io([io::OP_WRITE, h(2), 0, 0], &[7u8; 3000]).0, Ok(3000));
+    assert_eq!(c.s.open_handles(), 2);
+    // `b` unlinked while open: its blocks stay until its handle goes.
+    assert_eq!(c.fs([fs::OP_UNLINK, 0, 0, 0], b"/b").0, Ok(0));
+    let free_before = c.s.fs.statfs().unwrap().free_inodes;
+    // Both ride on the next open, which is made under its own handle.
+    assert_eq!(c.fs(words, &request(h(3), "/c", &[h(1), h(2)], &[])).0, Ok(3));
+    assert_eq!(c.s.take_declined(), None);
+    assert_eq!(c.s.open_handles(), 1, "the riding handles are closed");
+    assert_eq!(c.io([io::OP_WRITE, h(1), 0, 0], b"x").0, Err(EBADF));
+    assert_eq!(c.s.fs.statfs().unwrap().free_inodes, free_before, "b's inode freed, c's taken");
+    // Declined (the name exists): the riding handle is closed all the same.
+    let (r, _, _) = c.fs(words, &request(h(4), "/a", &[h(3)], &[]));
+    assert_eq!((r, c.s.take_declined()), (Err(EEXIST), Some(EEXIST)));
+    assert_eq!(c.s.open_handles(), 0, "closed although the open was declined");
+    // A handle not held is passed over; a ragged tail declines, closing nothing.
+    assert_eq!(c.fs(words, &request(h(5), "/d", &[h(1)], &[])).0, Ok(3));
+    let (r, _, _) = c.fs(words, &request(h(6), "/e", &[h(5)], &[1, 2, 3]));
+    assert_eq!((r, c.s.take_declined()), (Err(EINVAL), Some(EINVAL)));
+    assert_eq!(c.s.open_handles(), 1, "a ragged request closes nothing");
+    assert_eq!(c.stat("/e").err(), Some(ENOENT));
+    assert_eq!(c.fs([io::OP_CLOSE, h(5), 0, 0], b"").0, Ok(0));
+    let disk = c.s.into_fs().unmount().unwrap();
+    std::fs::write(&img, disk.bytes()).unwrap();
+    let out = Command::new(tool("e2fsck").unwrap()).arg("-fn").arg(&img).output().unwrap();
+    let _ = std::fs::remove_file(&img);
+    assert!(out.status.success(), "e2fsck: {}", String::from_utf8_lossy(&out.stdout));
+}

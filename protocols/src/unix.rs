@@ -518,7 +518,16 @@ pub mod monitor {
     pub const OP_KILL: u64 = 5;
     /// `open(data = path, word 1 = flags, word 2 = mode)`. Reply: word 0 =
     /// fd, words 1–3 = the descriptor's manager as in `OP_FD_INFO`.
+    ///
+    /// The path may be followed by a NUL and descriptors (u64 LE, at most
+    /// [`MAX_OPEN_CLOSES`]) that the process closed since its last call:
+    /// the monitor closes them first, whatever the open's outcome, as if
+    /// each had been an `OP_CLOSE` just before (a closed regular file's
+    /// `close` rides on the next open: docs/filesystem.md, "R2 on disk:
+    /// creat+close again"). A path with a NUL of its own cannot be sent.
     pub const OP_OPEN: u64 = 6;
+    /// Most descriptors one [`OP_OPEN`] closes first.
+    pub const MAX_OPEN_CLOSES: usize = 4;
     /// `close(word 1 = fd)`.
     pub const OP_CLOSE: u64 = 7;
     /// `dup(word 1 = fd)` → lowest free fd.
@@ -1076,7 +1085,9 @@ pub mod fs {
     /// `monitor::OP_OPEN` would (word 0 = fd, words 1–3 = the
     /// [`super::FdInfo`]). Words as [`OP_OPEN`] (the flags with `O_EXCL`),
     /// data = a [`Forwarded`] header, the path inside the volume, NUL, the
-    /// process's absolute path. The handle is the monitor's choice (bit
+    /// process's absolute path, and optionally NUL and handles at this
+    /// manager to close first, before anything can fail
+    /// ([`Forwarded::parts`]). The handle is the monitor's choice (bit
     /// [`FORWARDED_HANDLE_BIT`] set), so that the monitor records the
     /// descriptor before the manager opens it. On any error the manager
     /// passes the call back (`monitor::OP_OPEN_DECLINED`) and the monitor
@@ -1115,6 +1126,29 @@ pub mod fs {
                 b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
             }
             b
+        }
+
+        /// The rest of the data after the head, in its parts: the path
+        /// inside the volume, the process's absolute path, and the handles
+        /// at this manager to close first (u64 LE, after a second NUL;
+        /// empty when none: the descriptors the process closed that rode
+        /// on its open, `monitor::OP_OPEN`). `None` when the handles'
+        /// bytes are not whole words.
+        pub fn parts(rest: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+            let (inner, after) = match rest.iter().position(|&b| b == 0) {
+                Some(nul) => (&rest[..nul], &rest[nul + 1..]),
+                None => (rest, &[][..]),
+            };
+            let (abs, closes) = match after.iter().position(|&b| b == 0) {
+                Some(nul) => (&after[..nul], &after[nul + 1..]),
+                None => (after, &[][..]),
+            };
+            (closes.len() % 8 == 0).then_some((inner, abs, closes))
+        }
+
+        /// The handles of [`Forwarded::parts`]'s third part.
+        pub fn handles(closes: &[u8]) -> impl Iterator<Item = u64> + '_ {
+            closes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))
         }
 
         /// The header and the rest of the data; `None` when too short.
@@ -1595,6 +1629,20 @@ mod tests {
         data.extend_from_slice(b"/a\0/disk/a");
         assert_eq!(fs::Forwarded::decode(&data), Some((f, &b"/a\0/disk/a"[..])));
         assert_eq!(fs::Forwarded::decode(&data[..fs::Forwarded::BYTES - 1]), None);
+    }
+    #[test]
+    fn a_forwarded_opens_parts_and_its_riding_handles() {
+        type F = fs::Forwarded;
+        assert_eq!(F::parts(b"/a\0/disk/a"), Some((&b"/a"[..], &b"/disk/a"[..], &b""[..])));
+        let mut rest = b"/a\0/disk/a\0".to_vec();
+        rest.extend_from_slice(&7u64.to_le_bytes());
+        rest.extend_from_slice(&(fs::FORWARDED_HANDLE_BIT | 1).to_le_bytes());
+        let (inner, abs, closes) = F::parts(&rest).unwrap();
+        assert_eq!((inner, abs), (&b"/a"[..], &b"/disk/a"[..]));
+        assert!(F::handles(closes).eq([7, fs::FORWARDED_HANDLE_BIT | 1]));
+        rest.push(0);
+        assert_eq!(F::parts(&rest), None, "a ragged tail");
+        assert_eq!(F::parts(b"/a"), Some((&b"/a"[..], &b""[..], &b""[..])));
     }
 
     #[test]

@@ -93,10 +93,27 @@ struct State {
     /// it holds at most one link slot that a program's own `open_link`
     /// might want; it is given up when a link cannot be had without it.
     idle_link: Option<(u64, u32, u32)>,
+    /// Regular files closed and not yet told to the monitor (the first
+    /// `deferred_count`): they ride on the next `open`
+    /// (`monitor::OP_OPEN`'s data), which makes R2's creat+close one round
+    /// trip (docs/filesystem.md, "R2 on disk: creat+close again"). Before
+    /// any other call to the monitor, any use of a descriptor and any
+    /// sleep they are sent as `OP_CLOSE` calls first ([`flush_closes`]),
+    /// so a close has reached the monitor before this process next talks
+    /// to anyone through this library or sleeps; at the process's end the
+    /// monitor closes whatever is left, as for any descriptor.
+    deferred: [Fd; monitor_ops::MAX_OPEN_CLOSES],
+    deferred_count: usize,
 }
 
-static STATE: Mutex<State> =
-    Mutex::new(State { monitor: None, fds: [Slot::Unknown; MAX_FDS], links: Vec::new(), idle_link: None });
+static STATE: Mutex<State> = Mutex::new(State {
+    monitor: None,
+    fds: [Slot::Unknown; MAX_FDS],
+    links: Vec::new(),
+    idle_link: None,
+    deferred: [0; monitor_ops::MAX_OPEN_CLOSES],
+    deferred_count: 0,
+});
 
 /// The program's arguments and environment (set by `_start` from the
 /// exec block, see `protocols::unix::exec_args`).
@@ -170,8 +187,15 @@ const RESTART_RETRIES: u32 = 6_000;
 
 /// One request to the monitor: the reply's words and data length. A
 /// request answered `ERESTART` (nothing done: the disk it needs is
-/// waiting for its restarted driver) is sent again after a pause.
+/// waiting for its restarted driver) is sent again after a pause. Closes
+/// still deferred go first ([`flush_closes`]).
 fn monitor_call(request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
+    flush_closes();
+    monitor_call_now(request, data, reply)
+}
+
+/// [`monitor_call`] without the deferred closes.
+fn monitor_call_now(request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u64; 4], usize), Errno> {
     let link = monitor_link()?;
     for _ in 0..RESTART_RETRIES {
         let (words, len) = msg::call(link, &request, data, reply).map_err(from_kernel)?;
@@ -186,6 +210,27 @@ fn monitor_call(request: [u64; 4], data: &[u8], reply: &mut [u8]) -> Result<([u6
 
 fn monitor_word(request: [u64; 4], data: &[u8]) -> Result<u64, Errno> {
     monitor_call(request, data, &mut []).map(|(w, _)| w[0])
+}
+
+/// Take the deferred closes (State::deferred): their fds and count.
+fn take_closes() -> ([Fd; monitor_ops::MAX_OPEN_CLOSES], usize) {
+    let mut st = STATE.lock();
+    let n = core::mem::take(&mut st.deferred_count);
+    (st.deferred, n)
+}
+
+/// Send the deferred closes to the monitor, one `OP_CLOSE` call each (what
+/// every close cost before they could ride on an open). A close the kernel
+/// could not deliver is dropped: the monitor closes the descriptor when
+/// the process ends, as it would have if the process had not closed it.
+fn flush_closes() {
+    if STATE.lock().deferred_count == 0 {
+        return;
+    }
+    let (fds, n) = take_closes();
+    for &fd in &fds[..n] {
+        let _ = monitor_call_now([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[], &mut []);
+    }
 }
 
 /// The link for a manager, opened once per (pid, queue).
@@ -248,6 +293,7 @@ fn forget(fd: Fd) {
 }
 
 fn fd_entry(fd: Fd) -> Result<(Link, FdInfo), Errno> {
+    flush_closes();
     let slot = *STATE.lock().fds.get(usize::try_from(fd).map_err(|_| errno::EBADF)?).ok_or(errno::EBADF)?;
     match slot {
         Slot::Open { link, info } => Ok((link, info)),
@@ -559,6 +605,7 @@ pub fn time() -> u64 {
 }
 
 pub fn sleep_ns(ns: u64) {
+    flush_closes();
     crate::sys::sleep_ns(ns)
 }
 
@@ -597,9 +644,52 @@ pub fn limits() -> Result<String, Errno> {
 
 // --- descriptors ---
 
-/// `open(path, flags, mode)`.
+/// `open(path, flags, mode)`. The closes deferred since the last call to
+/// the monitor ride on it (`monitor::OP_OPEN`): one round trip for R2's
+/// creat+close. A path with a NUL in it is `EINVAL` (a C string ends
+/// there; the monitor reads what follows as descriptors).
 pub fn open(path: &str, flags: u64, mode: u32) -> Result<Fd, Errno> {
-    let (w, _) = monitor_call([monitor_ops::OP_OPEN, flags, mode as u64, 0], path.as_bytes(), &mut [])?;
+    if path.as_bytes().contains(&0) {
+        return Err(errno::EINVAL);
+    }
+    let request = [monitor_ops::OP_OPEN, flags, mode as u64, 0];
+    let (closes, n) = take_closes();
+    let answered = if n == 0 {
+        monitor_call_now(request, path.as_bytes(), &mut [])
+    } else {
+        // Path, NUL, the fds (u64 LE). On the stack for R2's short paths:
+        // the runtime's heap is a first-fit list, dear per call.
+        let len = path.len() + 1 + 8 * n;
+        let mut small = [0u8; 256];
+        let mut large = Vec::new();
+        let data: &mut [u8] = if len <= small.len() {
+            &mut small[..len]
+        } else {
+            large.resize(len, 0);
+            &mut large[..]
+        };
+        data[..path.len()].copy_from_slice(path.as_bytes());
+        for (i, &fd) in closes[..n].iter().enumerate() {
+            let at = path.len() + 1 + 8 * i;
+            data[at..at + 8].copy_from_slice(&(fd as u64).to_le_bytes());
+        }
+        match monitor_link().and_then(|l| msg::call(l, &request, data, &mut []).map_err(from_kernel)) {
+            // Closed and answered: as `monitor_call` (an `ERESTART` is sent
+            // again without the closes, which are done).
+            Ok((words, _)) if ux::result(words[0]) == Err(errno::ERESTART) => {
+                monitor_call_now(request, path.as_bytes(), &mut [])
+            }
+            Ok((words, len)) => ux::result(words[0]).map(|_| (words, len)),
+            // Never delivered: the closes go as calls of their own.
+            Err(e) => {
+                for &fd in &closes[..n] {
+                    let _ = monitor_call_now([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[], &mut []);
+                }
+                Err(e)
+            }
+        }
+    };
+    let (w, _) = answered?;
     remember(w[0], FdInfo::decode([w[1], w[2], w[3]]))?;
     Ok(w[0] as Fd)
 }
@@ -609,7 +699,25 @@ pub fn creat(path: &str, mode: u32) -> Result<Fd, Errno> {
     open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
 }
 
+/// `close(fd)`. A regular file this process knows open is closed at
+/// once here and told to the monitor later (`State::deferred`: with the
+/// next `open`, or before anything else this process asks); anything else
+/// (a pipe's end, a terminal, a socket, an fd not looked up) is a call.
 pub fn close(fd: Fd) -> Result<(), Errno> {
+    let known = usize::try_from(fd).ok().and_then(|i| STATE.lock().fds.get(i).copied());
+    if let Some(Slot::Open { info, .. }) = known
+        && ux::mode::is_reg(info.file_type)
+    {
+        if STATE.lock().deferred_count == monitor_ops::MAX_OPEN_CLOSES {
+            flush_closes();
+        }
+        forget(fd);
+        let mut st = STATE.lock();
+        let n = st.deferred_count;
+        st.deferred[n] = fd;
+        st.deferred_count = n + 1;
+        return Ok(());
+    }
     let r = monitor_word([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[]);
     forget(fd);
     ramdriver::forget(fd);
@@ -617,7 +725,10 @@ pub fn close(fd: Fd) -> Result<(), Errno> {
 }
 
 pub fn dup(fd: Fd) -> Result<Fd, Errno> {
-    monitor_word([monitor_ops::OP_DUP, fd as u64, 0, 0], &[]).map(|n| n as Fd)
+    let new = monitor_word([monitor_ops::OP_DUP, fd as u64, 0, 0], &[]).map(|n| n as Fd)?;
+    // The new fd may be cached as closed (an earlier `EBADF` on it).
+    forget(new);
+    Ok(new)
 }
 
 pub fn dup2(old: Fd, new: Fd) -> Result<Fd, Errno> {

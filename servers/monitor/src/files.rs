@@ -25,8 +25,53 @@ use runtime::sys;
 
 impl Monitor {
     /// `OP_OPEN`. Reply: the fd and where its requests go.
+    ///
+    /// The descriptors after the path's NUL (`monitor::OP_OPEN`: the
+    /// process's closes of regular files, which the runtime lets ride on
+    /// its next open instead of a call each) are closed first, so their
+    /// numbers are free for this open; a description whose last
+    /// descriptor went is closed at its manager before the open is made
+    /// there, or, when the open is forwarded to the same manager, by that
+    /// manager before it opens ([`Monitor::forward_create`]).
     pub fn open(&mut self, me: u64, data: &[u8], flags: u64, create_mode: u32) -> Answer {
-        let abs = match self.abs_path(me, data) {
+        let (path, closes) = match data.iter().position(|&b| b == 0) {
+            Some(nul) => (&data[..nul], &data[nul + 1..]),
+            None => (data, &[][..]),
+        };
+        if closes.len() % 8 != 0 || closes.len() / 8 > monitor::MAX_OPEN_CLOSES {
+            return err(errno::EINVAL);
+        }
+        // Kept between calls: no allocation per open in the first-fit heap.
+        let mut closed = core::mem::take(&mut self.closing);
+        for word in closes.chunks_exact(8) {
+            let fd = u64::from_le_bytes(word.try_into().unwrap_or([0xff; 8]));
+            let fds = &mut self.procs.get_mut(&me).expect("caller exists").fds;
+            // A descriptor that is not open was closed already: nothing to
+            // do (the runtime sends only its own open ones).
+            if let Some(i) = fds.get(fd) {
+                fds.fds[fd as usize] = None;
+                closed.extend(self.files.release(i).map(|f| f.info));
+            }
+        }
+        let answer = self.open_path(me, path, flags, create_mode, &mut closed);
+        for info in closed.drain(..) {
+            self.close_at_manager(info);
+        }
+        self.closing = closed;
+        answer
+    }
+
+    /// The rest of [`Monitor::open`]; `closed`: descriptions to close at
+    /// their managers, of which a forward takes those of its manager.
+    fn open_path(
+        &mut self,
+        me: u64,
+        path: &[u8],
+        flags: u64,
+        create_mode: u32,
+        closed: &mut Vec<FdInfo>,
+    ) -> Answer {
+        let abs = match self.abs_path(me, path) {
             Ok(a) => a,
             Err(e) => return err(e),
         };
@@ -36,8 +81,12 @@ impl Monitor {
         };
         // The caller's `umask` (POSIX `open`: mode & ~umask).
         let create_mode = create_mode & !self.procs[&me].umask;
-        if let Some(passed_on) = self.forward_create(me, &abs, fd, flags, create_mode) {
+        if let Some(passed_on) = self.forward_create(me, &abs, fd, flags, create_mode, closed) {
             return passed_on;
+        }
+        // Closed at their managers before the open is made there.
+        for info in closed.drain(..) {
+            self.close_at_manager(info);
         }
         self.open_at(me, &abs, fd, flags, create_mode)
     }
@@ -73,6 +122,11 @@ impl Monitor {
     /// [`Monitor::open_declined`]) and is made the usual way. The checks
     /// are [`Monitor::create_new`]'s; `None` when they or anything else
     /// say the usual way.
+    ///
+    /// `closed`: descriptions closed by this request; the regular files of
+    /// this manager among them ride on the forward (their handles after
+    /// the paths, closed there first: no message of their own) and are
+    /// taken out.
     fn forward_create(
         &mut self,
         me: u64,
@@ -80,6 +134,7 @@ impl Monitor {
         fd: usize,
         flags: u64,
         create_mode: u32,
+        closed: &mut Vec<FdInfo>,
     ) -> Option<Answer> {
         if flags & open_flags::O_CREAT == 0 || self.lookups.contains_key(abs) {
             return None;
@@ -101,9 +156,11 @@ impl Monitor {
                 _ => return None,
             }
         }
+        let rides = |info: &FdInfo| info.manager_pid == manager.0 && mode::is_reg(info.file_type);
+        let riding = closed.iter().filter(|i| rides(i)).count();
         // The path inside the manager is at most the mount's inner root
         // longer than `abs`.
-        let most_bytes = fs::Forwarded::BYTES + m.inner.len() + abs.len() + 1 + abs.len();
+        let most_bytes = fs::Forwarded::BYTES + m.inner.len() + abs.len() + 1 + abs.len() + 1 + 8 * riding;
         if most_bytes > abi::msg::MAX_DATA_BYTES as usize {
             return None;
         }
@@ -134,6 +191,18 @@ impl Monitor {
         self.push_inner(mount, abs, &mut data);
         data.push(0);
         data.extend_from_slice(abs.as_bytes());
+        if riding > 0 {
+            data.push(0);
+            self.riding.clear();
+            closed.retain(|info| {
+                if !rides(info) {
+                    return true;
+                }
+                data.extend_from_slice(&info.handle.to_le_bytes());
+                self.riding.push(*info);
+                false
+            });
+        }
         let words =
             [fs::OP_OPEN_FORWARDED, flags | open_flags::O_EXCL, head.create_mode, fs::owner_word(uid, gid)];
         Some(Answer::Forward(link, words, data))
@@ -155,7 +224,7 @@ impl Monitor {
     /// is no longer that one (its process ended meanwhile).
     pub fn open_not_forwarded(&mut self, data: &[u8]) -> Answer {
         let Some((head, paths)) = fs::Forwarded::decode(data) else { return err(errno::EINVAL) };
-        let Some(abs) = paths.split(|&b| b == 0).nth(1).and_then(|a| core::str::from_utf8(a).ok()) else {
+        let Some(abs) = fs::Forwarded::parts(paths).and_then(|(_, a, _)| core::str::from_utf8(a).ok()) else {
             return err(errno::EINVAL);
         };
         let abs = String::from(abs);

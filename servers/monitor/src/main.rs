@@ -143,6 +143,8 @@ fn main(args: Args) -> i32 {
         devices_made: false,
         stats: [0; 3],
         forwarded_opens: 0,
+        riding: Vec::new(),
+        closing: Vec::new(),
         child_ended: Monitor::child_exit,
         terminal: tables::Terminal::default(),
     };
@@ -164,11 +166,17 @@ fn main(args: Args) -> i32 {
         let r = match (pending.take(), forward.take()) {
             (_, Some((h, link, words, data))) => {
                 match msg::forward_wait(h, link, &words, &data, requests, &mut buf.0) {
-                    Ok(r) => Ok(r),
+                    Ok(r) => {
+                        m.riding.clear();
+                        Ok(r)
+                    }
                     Err(_) => {
                         // Not passed on (the manager ended, its queue is
-                        // full): the monitor still holds the call, and
-                        // opens the usual way.
+                        // full): the monitor still holds the call, closes
+                        // what rode on it and opens the usual way.
+                        for info in core::mem::take(&mut m.riding) {
+                            m.close_at_manager(info);
+                        }
                         pending = match m.open_not_forwarded(&data) {
                             Answer::Words(w) => Some((h, w, Vec::new())),
                             _ => Some((

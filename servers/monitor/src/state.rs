@@ -74,6 +74,13 @@ pub struct Monitor {
     /// Opens passed on to a disk's manager so far: the low half of the
     /// handles the monitor chooses for them (`files`, `forward_create`).
     pub forwarded_opens: u64,
+    /// The closes riding on the forwarded open being passed on (their
+    /// handles are in its data, `files::forward_create`): closed the usual
+    /// way if the kernel refuses the forward, forgotten once it is passed.
+    pub riding: Vec<ux::FdInfo>,
+    /// The descriptions an open closes first (`files::open`), kept so
+    /// that its capacity is reused.
+    pub closing: Vec<ux::FdInfo>,
     pub child_ended: ChildEnded,
     /// The terminal across restarts (`terminal`).
     pub terminal: crate::tables::Terminal,

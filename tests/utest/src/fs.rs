@@ -180,6 +180,51 @@ pub fn fork_shares_the_offset() -> TestResult {
     unix::close(fd).ctx("close")
 }
 
+/// A regular file's close reaches the monitor with the process's next
+/// open (the runtime's deferred close, docs/filesystem.md "R2 on disk:
+/// creat+close again"), or before any other call: to the process it is
+/// closed at once; its number is the next open's (the lowest free, also
+/// when that open is a forwarded one the manager declines); a `dup` or a
+/// child forked after it finds it closed; closing it again is `EBADF`.
+pub fn a_close_rides_on_the_next_open() -> TestResult {
+    let d = scratch("a_close_rides_on_the_next_open")?;
+    let (a, b, c) = (format!("{d}/a"), format!("{d}/b"), format!("{d}/c"));
+    let fd = unix::creat(&a, 0o644).ctx("creat a")?;
+    unix::close(fd).ctx("close a")?;
+    let next = unix::creat(&b, 0o644).ctx("creat b")?;
+    ensure!(next == fd, "the open after a close got {next}, not the closed (lowest free) {fd}");
+    unix::close(next).ctx("close b")?;
+    expect_errno(unix::fstat(next), EBADF, "fstat after close")?;
+    expect_errno(unix::close(next), EBADF, "close twice")?;
+    let dup = unix::dup(0).ctx("dup after a close")?;
+    ensure!(dup == fd, "dup after a close got {dup}, not the closed {fd}");
+    unix::close(dup).ctx("close the dup")?;
+    // Closed, then a fork: the child has no such descriptor.
+    let fd = unix::open(&a, O_RDONLY, 0).ctx("open a")?;
+    unix::close(fd).ctx("close a")?;
+    let child = spawn(move || match unix::fstat(fd) {
+        Err(e) if e == EBADF => 0,
+        _ => 1,
+    })?;
+    expect_exit(child, 0)?;
+    // Riding on a forwarded open that the manager declines (`b` exists and
+    // the monitor has not looked it up): closed all the same.
+    let fd = unix::creat(&c, 0o644).ctx("creat c")?;
+    unix::close(fd).ctx("close c")?;
+    expect_errno(unix::open(&b, O_WRONLY | O_CREAT | O_EXCL, 0o644), EEXIST, "O_EXCL of b")?;
+    let dup = unix::dup(0).ctx("dup after a declined open")?;
+    ensure!(dup == fd, "dup after the declined open got {dup}, not the closed {fd}");
+    unix::close(dup).ctx("close the dup")?;
+    // A descriptor seen closed, then made by `dup`, is open.
+    let mut buf = [0u8; 1];
+    expect_errno(unix::read(fd, &mut buf), EBADF, "read a closed fd")?;
+    let dup = unix::dup(0).ctx("dup into it")?;
+    ensure!(dup == fd && unix::fstat(dup).is_ok(), "fd {dup} made by dup is not open");
+    unix::close(dup).ctx("close the dup")?;
+    expect_errno(unix::open(&format!("{a}\0{b}"), O_RDONLY, 0), EINVAL, "a path with a NUL")?;
+    Ok(())
+}
+
 pub fn lseek_whence_and_holes() -> TestResult {
     let d = scratch("lseek_whence_and_holes")?;
     let path = format!("{d}/f");

@@ -73,6 +73,7 @@ const TESTS: &[Test] = &[
     ("fs::emfile_at_64_descriptors", fs::emfile_at_64_descriptors),
     ("fs::dup_shares_the_offset", fs::dup_shares_the_offset),
     ("fs::fork_shares_the_offset", fs::fork_shares_the_offset),
+    ("fs::a_close_rides_on_the_next_open", fs::a_close_rides_on_the_next_open),
     ("fs::lseek_whence_and_holes", fs::lseek_whence_and_holes),
     ("fs::o_append_writes_at_the_end", fs::o_append_writes_at_the_end),
     ("fs::o_trunc_empties_the_file", fs::o_trunc_empties_the_file),

@@ -145,7 +145,13 @@ impl Service {
     fn open_forwarded(&mut self, m: [u64; 4], data: &[u8]) -> Result<Reply, Errno> {
         use protocols::unix::{FdInfo, fs};
         let (head, paths) = fs::Forwarded::decode(data).ok_or(EINVAL)?;
-        let inner = paths.split(|&b| b == 0).next().unwrap_or(&[]);
+        let (inner, _, closes) = fs::Forwarded::parts(paths).ok_or(EINVAL)?;
+        // The process's closes that rode on its open (the monitor's, as
+        // `io::OP_CLOSE` from it would be): first, before anything can
+        // fail, since a declined open is not sent here again.
+        for handle in fs::Forwarded::handles(closes) {
+            let _ = self.fs.close(handle);
+        }
         let path = utf8_path(inner)?;
         let st = self.fs.open_chosen(path, m[1], perm_word(m[2]), owner_word(m[3]), head.handle)?;
         let info = FdInfo {
@@ -522,6 +528,53 @@ mod tests {
         assert_eq!(c.io(MONITOR, [io::OP_CLOSE, handle, 0, 0], b"").0, Ok(0));
         assert_eq!(c.io(STRANGER, [io::OP_WRITE, handle, 0, 0], b"x").0, Err(EBADF));
         assert_eq!(c.s.fs.stats().handles_open, 0);
+    }
+
+    /// Handles after a forwarded open's paths (closes that rode on the
+    /// process's open) are closed first, also when the open is declined;
+    /// a tail that is not whole handles declines it and closes nothing.
+    #[test]
+    fn closes_riding_on_a_forwarded_open_are_made_first() {
+        let mut s = service();
+        s.set_own_pid(ME);
+        let mut c = caller(&mut s);
+        assert_eq!(c.fs(STARTER, [fsp::OP_SET_MONITOR, MONITOR, 0, 0], b"").0, Ok(0));
+        let request = |handle: u64, path: &str, closes: &[u64], tail: &[u8]| {
+            let head = fsp::Forwarded {
+                fd: 4,
+                handle,
+                pid: 9,
+                flags: O_WRONLY,
+                monitor_queue: 0,
+                create_mode: 0o600,
+            };
+            let mut data = head.encode().to_vec();
+            data.extend_from_slice(path.as_bytes());
+            data.push(0);
+            data.extend_from_slice(path.as_bytes());
+            if !closes.is_empty() || !tail.is_empty() {
+                data.push(0);
+            }
+            for h in closes {
+                data.extend_from_slice(&h.to_le_bytes());
+            }
+            data.extend_from_slice(tail);
+            data
+        };
+        let words = [fsp::OP_OPEN_FORWARDED, O_WRONLY | O_CREAT | O_EXCL, 0o600, 0];
+        let h = |n: u64| fsp::FORWARDED_HANDLE_BIT | 5 << 32 | n;
+        assert_eq!(c.fs(MONITOR, words, &request(h(1), "/tmp/a", &[], &[])).0, Ok(4));
+        assert_eq!(c.fs(MONITOR, words, &request(h(2), "/tmp/b", &[h(1)], &[])).0, Ok(4));
+        assert_eq!(c.s.fs.stats().handles_open, 1, "a's handle closed first");
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h(1), 0, 0], b"x").0, Err(EBADF));
+        assert_eq!(c.fs(MONITOR, words, &request(h(3), "/tmp/a", &[h(2)], &[])).0, Err(EEXIST));
+        assert_eq!(c.s.take_declined(), Some(EEXIST));
+        assert_eq!(c.s.fs.stats().handles_open, 0, "closed although the open was declined");
+        assert_eq!(c.fs(MONITOR, words, &request(h(4), "/tmp/c", &[], &[])).0, Ok(4));
+        assert_eq!(c.fs(MONITOR, words, &request(h(5), "/tmp/d", &[h(4)], &[9])).0, Err(EINVAL));
+        assert_eq!(c.s.take_declined(), Some(EINVAL));
+        assert_eq!(c.s.fs.stats().handles_open, 1, "a ragged request closes nothing");
+        assert!(c.s.fs.lookup("/tmp/d").is_err());
     }
 
     #[test]
