@@ -710,15 +710,43 @@ impl<D: BlockDevice> Fs<D> {
             0
         };
         self.declare_inode_deps(ino, block)?;
-        self.cache.modify(block, |b| {
+        let fill = |b: &mut [u8]| {
             b[offset..offset + isize].fill(0);
             b[offset..offset + layout::GOOD_OLD_INODE_SIZE].copy_from_slice(&inode.raw);
             if isize > layout::GOOD_OLD_INODE_SIZE {
                 put16(b, offset + layout::GOOD_OLD_INODE_SIZE, extra);
             }
-        })?;
+        };
+        if self.cache.cached(&[block]) == 0 && self.only_inode_in_use_of_its_block(ino)? {
+            // Not read: every other inode of the block is free, and a free
+            // inode's contents mean nothing to ext2 (e2fsck reads an inode
+            // only if its bitmap bit is set); zeros, as mke2fs writes a
+            // fresh inode table. On a fresh volume this was one device
+            // read per inode-table block, 1 in 4 creats with 1 KiB blocks
+            // (docs/filesystem.md, "R2 on disk: creat+close again").
+            self.cache.overwrite(block, |b| {
+                b.fill(0);
+                fill(b)
+            })?;
+        } else {
+            self.cache.modify(block, fill)?;
+        }
         self.update_core_inode(ino, inode);
         Ok(())
+    }
+
+    /// Whether `ino` (its bit just set) is the only inode of its inode-table
+    /// block whose bit is set in its group's inode bitmap.
+    fn only_inode_in_use_of_its_block(&mut self, ino: u32) -> Result<bool, Errno> {
+        let per_block = (self.block_bytes / self.inode_size).max(1) as u64;
+        let index = ((ino - 1) % self.sb.inodes_per_group) as u64;
+        let first = index - index % per_block;
+        let last = (first + per_block).min(self.sb.inodes_per_group as u64);
+        let bitmap = self.inode_bitmap_of(ino);
+        self.cache.read(bitmap, |b| {
+            (first..last)
+                .all(|i| i == index || b.get((i / 8) as usize).is_some_and(|byte| byte & (1 << (i % 8)) == 0))
+        })
     }
 
     /// Inode `ino` as named by a directory entry or a handle: checked.
