@@ -30,6 +30,12 @@ impl Clock {
         self.boot_realtime_ns.saturating_add(self.now_ns())
     }
 
+    /// The calendar time (as [`Clock::realtime_ns`]) at `uptime_ns` since
+    /// boot (a reading of [`Clock::now_ns`]): one reading serves both.
+    pub fn realtime_at(&self, uptime_ns: u64) -> u64 {
+        self.boot_realtime_ns.saturating_add(uptime_ns)
+    }
+
     /// Nanoseconds since boot (one kernel call if the TSC's rate is unknown).
     pub fn now_ns(&self) -> u64 {
         if self.tsc_hz == 0 {

@@ -489,7 +489,12 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
             answer = Some((r.reply, [in_use, heap, 0, 0], 0));
             continue;
         }
-        let now_ns = clock.realtime_ns();
+        // One clock reading per request (each is a 128-bit division):
+        // the request's time stamps, the replay's and the write-back
+        // check's, where four readings were taken.
+        let uptime_ns = clock.now_ns();
+        let now_ns = clock.realtime_at(uptime_ns);
+        let now_ms = uptime_ns / 1_000_000;
         if let Some((words, reply)) = service.fs.device_mut().replay_for(r.sender, &r.message, data, now_ns) {
             // Done already, while the device was restarted (disk.rs).
             let len = reply.len().min(tx.0.len());
@@ -512,15 +517,15 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
         let _ = service.fs.reap();
         let dev = service.fs.device_mut();
         dev.serving = None;
-        dev.keep_for_replay(r.message, data, (words, &tx.0[..len.min(tx.0.len())]), clock.realtime_ns());
+        dev.keep_for_replay(r.message, data, (words, &tx.0[..len.min(tx.0.len())]), now_ns);
         let answered_early = core::mem::take(&mut dev.answered_early);
         // Blocks dirty too long (`fs_ext2::cache::DIRTY_EXPIRE_MS`) start
         // on their way to the disk (nothing is waited for), at most once
         // per `WRITEBACK_INTERVAL_MS`. The check runs after each request,
         // and at the timer's ticks while anything is dirty (`timer.rs`):
         // an idle volume's blocks expire too.
-        let _ = service.fs.write_expired(clock.now_ns() / 1_000_000);
-        timer.arm_if_dirty(writeback_delay_ns(&mut service.fs, clock.now_ns() / 1_000_000));
+        let _ = service.fs.write_expired(now_ms);
+        timer.arm_if_dirty(writeback_delay_ns(&mut service.fs, now_ms));
         if let Some(e) = service.take_declined()
             && pass_back(&mut back, monitor_pid, r.reply, e, data).is_ok()
         {
