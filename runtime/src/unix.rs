@@ -2,7 +2,9 @@
 //! calls are implemented as library routines that send messages").
 //!
 //! Process calls, `open`, `close`, `dup`, `pipe` and name-space calls are
-//! `call`s to the user monitor (`protocols::unix::monitor`). Once a
+//! `call`s to the user monitor (`protocols::unix::monitor`), but for the
+//! `close` of a regular file, which rides on the next `open` or goes
+//! before the process's next other call (`State::deferred`). Once a
 //! descriptor is open, `read`, `write`, `lseek`, `fstat` and `readdir` go
 //! straight to the object's manager (`protocols::unix::io`) with the handle
 //! the monitor gave: the monitor is bypassed, as in Ridge.

@@ -10,7 +10,8 @@
 //! descriptor again only at `close`, `dup`, `fork` and exit.
 //!
 //! Invariants: a manager hears `io::OP_CLOSE` for a description once,
-//! when its last descriptor goes ([`Monitor::release`]). A file manager
+//! when its last descriptor goes ([`Monitor::release`]), or instead finds
+//! its handle riding on a forwarded open (`forward_create`). A file manager
 //! serves one inode; `file_managers` maps the inode to it until it ends.
 
 use crate::state::{Answer, Monitor, err, kernel_errno};
