@@ -435,7 +435,7 @@ impl<D: BlockDevice> Service<D> {
         let path = absolute(path)?;
         let writable = open_flags::writable(flags);
         let is_exclusive = flags & open_flags::O_EXCL != 0;
-        let ino = match split_last(path) {
+        let (ino, created) = match split_last(path) {
             // `O_CREAT`: the parent once, then one pass over it that finds
             // the name or makes it (`Fs::lookup_or_create`), where
             // resolving the path and then the parent to create in walked
@@ -447,18 +447,25 @@ impl<D: BlockDevice> Service<D> {
                 let dir = self.fs.resolve(parent)?;
                 match self.fs.lookup_or_create(dir, name, create_perm, uid, gid)? {
                     (_, false) if is_exclusive => return Err(EEXIST),
-                    (ino, _) => ino,
+                    made => made,
                 }
             }
             // `/` itself, or no `O_CREAT`.
             _ => match self.fs.resolve(path) {
                 Ok(_) if flags & open_flags::O_CREAT != 0 && is_exclusive => return Err(EEXIST),
-                Ok(ino) => ino,
+                Ok(ino) => (ino, false),
                 Err(e) => return Err(e),
             },
         };
-        let attr = self.fs.stat(ino)?;
-        let m = attr.mode as u32;
+        // A file just made is regular and empty (`Fs::create_at`): its
+        // inode is read once, by the open below, where a creat read it
+        // three times (two stats and the open's check).
+        let (m, size_bytes) = if created {
+            (mode::S_IFREG, 0)
+        } else {
+            let attr = self.fs.stat(ino)?;
+            (attr.mode as u32, attr.size_bytes)
+        };
         if mode::is_dir(m) {
             if writable {
                 return Err(EISDIR);
@@ -471,10 +478,10 @@ impl<D: BlockDevice> Service<D> {
             return Err(ENODEV);
         }
         self.handles.reserve(ENOMEM)?;
-        if mode::is_reg(m) && writable && flags & open_flags::O_TRUNC != 0 && attr.size_bytes != 0 {
+        if mode::is_reg(m) && writable && flags & open_flags::O_TRUNC != 0 && size_bytes != 0 {
             self.fs.truncate(ino, 0)?;
         }
-        self.fs.open_inode(ino)?;
+        let attr = self.fs.open_inode_stat(ino)?;
         let open = Open { ino, flags, offset: 0, dir_cursor: (0, 0) };
         let inserted = match chosen {
             Some(h) => self.handles.insert_chosen(h, open, ENOMEM).map(|()| h),
@@ -487,8 +494,7 @@ impl<D: BlockDevice> Service<D> {
                 return Err(e);
             }
         };
-        let st = self.fs.stat(ino)?.to_stat();
-        Ok(with_stat([handle, fs::QUEUE as u64, 0, 0], &st, tx))
+        Ok(with_stat([handle, fs::QUEUE as u64, 0, 0], &attr.to_stat(), tx))
     }
 
     fn close(&mut self, handle: u64) -> Result<(), Errno> {

@@ -690,9 +690,15 @@ impl<D: BlockDevice> Fs<D> {
     /// A file the caller holds open: it outlives its last name until
     /// [`Fs::close_inode`].
     pub fn open_inode(&mut self, ino: u32) -> Result<(), Errno> {
-        self.inode(ino)?;
+        self.open_inode_stat(ino).map(|_| ())
+    }
+
+    /// [`Fs::open_inode`], answering the file's attributes as [`Fs::stat`]
+    /// would: the open's answer without reading the inode again.
+    pub fn open_inode_stat(&mut self, ino: u32) -> Result<Attr, Errno> {
+        let i = self.inode(ino)?;
         *self.open.entry(ino).or_insert(0) += 1;
-        Ok(())
+        Ok(Self::attr_of(ino, &i))
     }
 
     /// The last close of an unlinked file deletes it.
