@@ -187,7 +187,9 @@ impl Monitor {
             monitor_queue: monitor::QUEUE as u64,
             create_mode: (create_mode & 0o7777) as u64,
         };
-        let mut data = Vec::with_capacity(most_bytes);
+        let mut data = core::mem::take(&mut self.forward_buf);
+        data.clear();
+        data.reserve(most_bytes);
         data.extend_from_slice(&head.encode());
         self.push_inner(mount, abs, &mut data);
         data.push(0);

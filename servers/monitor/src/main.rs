@@ -145,6 +145,7 @@ fn main(args: Args) -> i32 {
         forwarded_opens: 0,
         riding: Vec::new(),
         closing: Vec::new(),
+        forward_buf: Vec::new(),
         child_ended: Monitor::child_exit,
         terminal: tables::Terminal::default(),
     };
@@ -168,6 +169,7 @@ fn main(args: Args) -> i32 {
                 match msg::forward_wait(h, link, &words, &data, requests, &mut buf.0) {
                     Ok(r) => {
                         m.riding.clear();
+                        m.forward_buf = data;
                         Ok(r)
                     }
                     Err(_) => {
@@ -185,6 +187,7 @@ fn main(args: Args) -> i32 {
                                 Vec::new(),
                             )),
                         };
+                        m.forward_buf = data;
                         continue;
                     }
                 }

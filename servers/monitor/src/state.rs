@@ -81,6 +81,10 @@ pub struct Monitor {
     /// The descriptions an open closes first (`files::open`), kept so
     /// that its capacity is reused.
     pub closing: Vec<ux::FdInfo>,
+    /// The data of the last forwarded open, given back by the main loop
+    /// once passed on: the next one is built in it, one allocation and
+    /// free fewer per open in the first-fit heap.
+    pub forward_buf: Vec<u8>,
     pub child_ended: ChildEnded,
     /// The terminal across restarts (`terminal`).
     pub terminal: crate::tables::Terminal,
