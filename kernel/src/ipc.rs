@@ -763,7 +763,8 @@ impl Kernel {
 
     /// The buffer lent by the call `handle` that the server in `slot`
     /// holds: (the caller's slot, address, length); its receive buffer
-    /// when `is_write`, else its send buffer.
+    /// when `is_write`, else its send buffer. `BadAddress` when the
+    /// caller's buffer wraps or leaves the user half.
     fn lent_buffer(&self, slot: usize, handle: u64, is_write: bool) -> Result<(usize, u64, u64), Error> {
         let caller = self.proc(slot).replies.peek(handle)?;
         let c = self.slot_of(caller).ok_or(Error::DeadPeer)?;
@@ -774,12 +775,18 @@ impl Kernel {
         if server != self.pid_of(slot) {
             return Err(Error::DeadPeer);
         }
-        if is_write {
-            Ok((c, recv_buf, recv_len))
+        let (buf, len) = if is_write {
+            (recv_buf, recv_len)
         } else {
             let a = self.proc(c).frame.as_call_args();
-            Ok((c, a.send_buf, a.send_len))
-        }
+            (a.send_buf, a.send_len)
+        };
+        // `call` does not look at the buffers it lends; a lease does, before
+        // adding an offset to one: a buffer that wraps past 2^64 (or leaves
+        // the user half) lends nothing, or an offset into it would wrap
+        // round to the caller's memory outside it.
+        UserSlice::new(buf, len)?;
+        Ok((c, buf, len))
     }
 
     /// `lease_read` (`is_write` false) and `lease_write`: copy between the
