@@ -787,3 +787,89 @@ fn one_buffer_reads_only_the_blocks_asked_for() {
         assert_eq!(transfers, 12, "one buffer: each of the 12 blocks once, nothing else");
     }
 }
+
+/// A disk of [`RK_COSTS`] over `image`, mounted with `nbuf` buffers.
+fn mounted(image: &[u8], nbuf: usize) -> Fs<TimedDisk> {
+    let disk = TimedDisk {
+        inner: MemDisk::new(image.to_vec()),
+        now_us: Rc::new(Cell::new(0)),
+        free_at_us: 0,
+        finish_us: VecDeque::new(),
+        costs: RK_COSTS,
+        stalled_us: 0,
+        busy_us: 0,
+        transfers: 0,
+        flushes: 0,
+        volatile: volatile(),
+    };
+    match Fs::mount(disk, MountOptions { nbuf, ..MountOptions::default() }) {
+        Ok(fs) => fs,
+        Err((e, _)) => panic!("mount: {e}"),
+    }
+}
+
+/// Blocks read while `ino` is read from its start to its end in reads of
+/// `piece` bytes, from a cold cache.
+fn blocks_read_by_sequential_read(fs: &mut Fs<TimedDisk>, ino: u32, piece: usize) -> u64 {
+    fs.drop_caches().unwrap();
+    fs.open_inode(ino).unwrap();
+    let before = fs.cache_stats().blocks_read;
+    let mut buf = vec![0u8; piece];
+    let mut at = 0u64;
+    loop {
+        let n = fs.read(ino, at, &mut buf).unwrap();
+        fs.reap().unwrap();
+        if n == 0 {
+            break;
+        }
+        at += n as u64;
+    }
+    fs.close_inode(ino).unwrap();
+    fs.cache_stats().blocks_read - before
+}
+
+/// A read-ahead window stops where the block map needs an indirect block
+/// the request itself did not (`Fs::read_into`): mapping past it read that
+/// block at once into a buffer of its own, which with two or three
+/// buffers took a block the job wanted next, and the window, never whole,
+/// read it again at the next request (benchmark B: `u0.s`'s indirect block
+/// read at almost every 512-byte read of its direct blocks while the token
+/// file was written). So a sequential read reads each block of the file
+/// once, its indirect blocks included, as soon as the pool holds what one
+/// request needs: 28 data blocks and one indirect block for B's `u0.s`;
+/// for a file of 300 blocks, whose last 32 are behind the double indirect
+/// block, 300 and three (before: 622 with three buffers).
+#[test]
+fn a_sequential_read_reads_each_block_once_with_any_number_of_buffers() {
+    let Some(mke2fs) = mke2fs() else { return };
+    let image = b_image(&mke2fs);
+    for nbuf in [2, 3, 4, 5, 6, 8, 12, 64, 1024] {
+        let mut fs = mounted(&image, nbuf);
+        let b = fs.lookup(ROOT_INO, b"b").unwrap();
+        let u0 = fs.lookup(b, b"u0.s").unwrap();
+        let once = blocks_read_by_sequential_read(&mut fs, u0, 512);
+        assert_eq!(once, 28 + 1, "nbuf={nbuf}: u0.s in reads of 512");
+        if nbuf >= 8 {
+            // Requests of several blocks past the direct ones, with their
+            // read-ahead: a pool that holds them (with fewer buffers a
+            // request's indirect block and its data blocks take turns).
+            let once = blocks_read_by_sequential_read(&mut fs, u0, 4096);
+            assert_eq!(once, 28 + 1, "nbuf={nbuf}: u0.s in reads of 4096");
+        }
+        let big = fs.create(b, b"big", 0o644, 0, 0).unwrap();
+        fs.open_inode(big).unwrap();
+        let data = vec![0x3cu8; 300 * 1024];
+        assert_eq!(fs.write(big, 0, &data).unwrap(), data.len());
+        fs.close_inode(big).unwrap();
+        fs.sync().unwrap();
+        // Past the single indirect block a data block needs the double
+        // indirect block and one of its blocks as well: three buffers; a
+        // read of eight blocks, more than eight.
+        let fits = |piece: usize| if piece > 4096 { nbuf >= 12 } else { nbuf >= 3 };
+        for piece in [512, 1024, 8192].into_iter().filter(|&p| fits(p)) {
+            let once = blocks_read_by_sequential_read(&mut fs, big, piece);
+            assert_eq!(once, 300 + 3, "nbuf={nbuf}: 300 KiB in reads of {piece}");
+        }
+        fs.unmount().unwrap();
+    }
+}
