@@ -28,12 +28,13 @@
 //! work per block, a cost per request, the disk's time per transfer), so
 //! the result is the same on any host, however loaded. What it checks:
 //! more buffers never slower, one buffer above two and more than twice
-//! six; one buffer reading only the blocks asked for; one buffer serialising the disk and the program as V1's
-//! did, two letting them overlap; and on the `rk` disk of `cargo xtask
-//! bench --only brk` ([`RK_COSTS`]) a job costing its transfers times the
-//! access time. What it pins as not V1's, so that a change that reaches
-//! V1's shape is noticed: one buffer is about 1.1x two (V1: 2.46x), and
-//! the gains go on past six buffers (`docs/filesystem.md` says why,
+//! six; one buffer reading only the blocks asked for, and a sequential
+//! read each block once; one buffer serialising the disk and the program
+//! as V1's did, six letting them overlap; and on the `rk` disk of `cargo
+//! xtask bench --only brk` ([`RK_COSTS`]) a job costing its transfers
+//! times the access time. What it pins as not V1's, so that a change that
+//! reaches V1's shape is noticed: one buffer is about 1.2x two (V1:
+//! 2.46x), and the gains go on past six buffers (`docs/filesystem.md` says why,
 //! transfer by transfer). `cargo test -p fs-ext2 --release --test
 //! nbuf_curve -- --nocapture` prints the tables `docs/filesystem.md`
 //! quotes; `NBUF_TRACE=1 NBUF_ONLY=N` prints every transfer.
@@ -672,14 +673,14 @@ fn one_buffer_is_clearly_the_slowest_and_six_more_than_twice_as_fast() {
     }
     let ms = |n: usize| at(&rows, n).elapsed_us as f64;
     // What V1's curve shows and this cache reproduces: one buffer
-    // slower than two (V1: 2.46x; here about 1.1x), and six buffers more
-    // than twice as fast as one (V1: 4.4x; here about 2.4x). What it
+    // slower than two (V1: 2.46x; here about 1.2x), and six buffers more
+    // than twice as fast as one (V1: 4.4x; here about 2.5x). What it
     // does not reproduce, and the assertions say so rather than hide it:
     // V1's gains stopped at five buffers, these go on to twelve
     // (read-ahead into half the buffers, which V1 did not have), and one
-    // buffer's penalty over two is a tenth, not a double
+    // buffer's penalty over two is a fifth, not a double
     // (docs/filesystem.md, "B in virtual time", transfer by transfer).
-    assert!(ms(1) > 1.08 * ms(2), "nbuf=1 {} ms is not above nbuf=2 {} ms", ms(1) / 1e3, ms(2) / 1e3);
+    assert!(ms(1) > 1.15 * ms(2), "nbuf=1 {} ms is not above nbuf=2 {} ms", ms(1) / 1e3, ms(2) / 1e3);
     assert!(ms(1) > 2.0 * ms(6), "nbuf=1 {} ms is not twice nbuf=6 {} ms", ms(1) / 1e3, ms(6) / 1e3);
     assert!(ms(1) < 2.0 * ms(2), "nbuf=1 is now V1's double of nbuf=2: update docs/filesystem.md");
     assert!(ms(6) > 1.2 * ms(12), "gains past six buffers stopped: update docs/filesystem.md");
@@ -687,20 +688,30 @@ fn one_buffer_is_clearly_the_slowest_and_six_more_than_twice_as_fast() {
 
 /// Seed 004: with one buffer "having any in-flight I/O blocks any disk
 /// I/O", so the program and the disk never work at the same time; with
-/// two, read-ahead and write-behind let the disk run under the CPU work.
+/// more, read-ahead and write-behind let the disk run under the CPU work.
+/// Not with two here: this job's working set (a source's block, the token
+/// file's, their indirect blocks) fills both, read-ahead leaves the
+/// program's last two requests' buffers and one spare buffer alone
+/// (`Cache::read_ahead_victim`), and a token record is half a block, kept
+/// in its buffer until the next one completes it; where two buffers read
+/// ahead, before, they hid 33 ms of 481 ms of disk time and made 1583
+/// transfers where they now make 1455 in less time.
 #[test]
-fn one_buffer_serialises_the_disk_and_two_overlap_it() {
+fn one_buffer_serialises_the_disk_and_more_overlap_it() {
     let Some(mke2fs) = mke2fs() else { return };
     let image = b_image(&mke2fs);
     let one = job(&image, 1, RIDGEBACK_COSTS);
     let two = job(&image, 2, RIDGEBACK_COSTS);
+    let six = job(&image, 6, RIDGEBACK_COSTS);
     let hidden = |j: &Job| j.busy_us.saturating_sub(j.stalled_us);
     println!(
-        "disk time hidden behind the CPU: nbuf=1 {} of {} µs, nbuf=2 {} of {} µs",
+        "disk time hidden behind the CPU: nbuf=1 {} of {} µs, nbuf=2 {} of {} µs, nbuf=6 {} of {} µs",
         hidden(&one),
         one.busy_us,
         hidden(&two),
-        two.busy_us
+        two.busy_us,
+        hidden(&six),
+        six.busy_us
     );
     // One buffer: every transfer is waited for whole, but for the server's
     // own request cost between a write's submission and the next wait.
@@ -711,14 +722,13 @@ fn one_buffer_serialises_the_disk_and_two_overlap_it() {
         one.busy_us
     );
     assert_eq!(one.stats.read_ahead_blocks, 0, "one buffer leaves none to read ahead into");
-    // Two: some of the disk's time runs under the CPU work (a few per
-    // cent here: most of two buffers' gain is fewer transfers, not
-    // overlap; docs/filesystem.md, "B in virtual time").
-    assert!(two.stats.read_ahead_blocks > 0);
+    assert_eq!(two.stats.read_ahead_blocks, 0, "two buffers leave no spare one to read ahead into");
+    // Six: a good part of the disk's time runs under the CPU work.
+    assert!(six.stats.read_ahead_blocks > 0);
     assert!(
-        hidden(&two) > 4 * hidden(&one).max(1),
-        "nbuf=2 hid {} µs of disk time, nbuf=1 {}",
-        hidden(&two),
+        hidden(&six) > 10 * hidden(&one).max(1),
+        "nbuf=6 hid {} µs of disk time, nbuf=1 {}",
+        hidden(&six),
         hidden(&one)
     );
 }
