@@ -533,6 +533,9 @@ fn run_job(c: &mut Client, shape: &Shape) {
     let cpu = |bytes: usize, percent: u64| {
         now.set(now.get() + cpu_per_block_us * (bytes as u64).div_ceil(512) * percent / 100);
     };
+    if std::env::var_os("NBUF_TRACE").is_some() {
+        eprintln!("job starts");
+    }
     let mut block = vec![0u8; shape.record_bytes];
     let tokens = c.open(TOKENS_NAME, O_WRONLY | O_CREAT | O_TRUNC);
     let total: usize = SOURCES.iter().map(|s| s.1 * shape.scale).sum();

@@ -214,9 +214,11 @@ pub struct Cache<D: BlockDevice> {
     /// [`Cache::begin_request`]'s clock: buffers used since are the
     /// request's own, never taken by its read-ahead.
     request_clock: u64,
-    /// The clock at the start of the request before: buffers used since
-    /// are the program's last two requests', which read-ahead leaves
-    /// alone too ([`Cache::read_ahead_victim`]).
+    /// The clock at the start of the request before (the reads before
+    /// this one: only reads call [`Cache::begin_request`]): buffers used
+    /// since, by that read, this one or the writes between them, are the
+    /// program's working set, which read-ahead leaves alone too
+    /// ([`Cache::read_ahead_victim`]).
     prev_request_clock: u64,
     in_flight: BTreeMap<u64, Vec<usize>>,
     next_tag: u64,
@@ -1349,8 +1351,9 @@ impl<D: BlockDevice> Cache<D> {
     /// A buffer for one block of read-ahead, or `None`: an empty one, or
     /// the least recently used clean one that is not read ahead and unused
     /// (it is still to come: taking it would read it twice) and that
-    /// neither this request nor the one before used, and never the last
-    /// such spare buffer. With few buffers a program's working set spans
+    /// nothing used since the request before this one began (that read,
+    /// the writes after it, this read), and never the last such spare
+    /// buffer. With few buffers a program's working set spans
     /// more than one request (B's assembler reads a source and writes its
     /// token file in turns, each record half a block: the source's block,
     /// the token file's block and their indirect blocks are each used
