@@ -18,8 +18,11 @@
 //! its transfer counts are the guest's: on the `rk` disk, 2026-11-26
 //! 01:03, the guest made 1820 / 1665 / 1490 / 1272 / 882 / 815 / 597 /
 //! 459 transfers a job for nbuf 1 … 12 and 97 / 96 / 72 / 70 / 37 / 35 /
-//! 14 / 4 flushes; this model makes 1819 / 1669 / 1492 / 1270 / 870 /
-//! 795 / 590 / 458 and the same flushes. (Calling [`Fs`] directly, as
+//! 14 / 4 flushes; this model, on that run's code, makes 1819 / 1669 /
+//! 1492 / 1270 / 870 / 795 / 590 / 458 and the same flushes (and after
+//! the read-ahead changes that followed, 1819 / 1457 / 1195 / 984 / 776
+//! / 678 / 496 / 386, where the guest's next run made 1818 / 1456 / 1214
+//! / 987 / 779 / 671 / 495 / 389). (Calling [`Fs`] directly, as
 //! this model did before, `NBUF_DIRECT=1`, left out the path walks of the
 //! lookups and opens: 110 transfers a job with one to four buffers.)
 //!
