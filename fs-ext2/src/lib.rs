@@ -42,6 +42,7 @@ pub mod cache;
 pub mod device;
 pub mod fs;
 pub mod layout;
+pub mod readwin;
 pub mod service;
 
 pub use cache::{Cache, CacheStats};
