@@ -188,11 +188,8 @@ impl ReadWindows {
         p.used[slot] = true;
         // A file already windowed through another handle keeps its
         // generation; else any value: only a change moves it.
-        let generation = self
-            .slotted
-            .iter()
-            .find(|s| s.ino == ino)
-            .map_or(self.next_generation, |s| s.generation);
+        let generation =
+            self.slotted.iter().find(|s| s.ino == ino).map_or(self.next_generation, |s| s.generation);
         p.page.offset(slot).store(offset.min(MAX_OFFSET_BYTES), Ordering::SeqCst);
         p.page.generation(slot).store(generation, Ordering::SeqCst);
         let address = p.address();

@@ -650,7 +650,7 @@ impl<D: BlockDevice> Service<D> {
         if !mode::is_reg(self.fs.stat(ino)?.mode as u32) {
             return Err(EINVAL);
         }
-        if address % abi::layout::PAGE_SIZE != 0 {
+        if !address.is_multiple_of(abi::layout::PAGE_SIZE) {
             return Err(EINVAL);
         }
         let shared = self.page_shared;
