@@ -11,7 +11,12 @@
 //!    file, a deep tree); after power-off `e2fsck -fn` must be clean and
 //!    every file the guest listed must read back from the image with
 //!    `debugfs` with the guest's size and sum, every removed name gone.
-//! 2. **nbuf=1**: the same workload, scaled down, with one buffer.
+//!    Then `disktest readwin` (read windows: reads in order, and every
+//!    change by another process, `lseek`, `dup`, `fork` and the reader's
+//!    own write seen; a client scribbling on its window page; a client
+//!    dying with windows open).
+//! 2. **nbuf=1**: the same workload, scaled down, with one buffer, and
+//!    `disktest readwin` with `ext2.readwin=off` (the plain read path).
 //! 3. **corrupt**: an image whose superblock claims more inodes than its
 //!    tables hold is refused at mount (the refusal is on the console),
 //!    the system still answers (`mount` lists no `/disk`, the shell runs),
@@ -232,8 +237,8 @@ pub fn run(
             workload(&boots, ""),
         ),
         Outcome::step(
-            "disk: the workload with nbuf=1: e2fsck clean, debugfs agrees",
-            workload(&boots, "nbuf=1"),
+            "disk: the workload with nbuf=1 and ext2.readwin=off: e2fsck clean, debugfs agrees",
+            workload(&boots, "nbuf=1 ext2.readwin=off"),
         ),
         Outcome::step("disk: a corrupt image is refused, unwritten, and the system answers", corrupt(&boots)),
         Outcome::step(
@@ -270,17 +275,27 @@ fn workload(boots: &Boots, cmdline: &str) -> Result<(), String> {
     let image = boots.log_dir.join(format!("disk-{name}.img"));
     let tree = host_tree();
     let from = boots.log_dir.join(format!("disk-{name}-tree"));
+    // Read windows (`ext2.readwin`, on by default) in the full boot, the
+    // plain path in the small one: `disktest readwin` checks what POSIX
+    // asks of reads either way.
+    let windows = if cmdline.contains("ext2.readwin=off") { "off" } else { "on" };
     let commands = if small {
-        format!("/bin/{PROGRAM} workload /disk/w small")
+        format!("/bin/{PROGRAM} workload /disk/w small && /bin/{PROGRAM} readwin /disk/rw {windows}")
     } else {
         write_tree(&from, &tree)?;
-        format!("/bin/{PROGRAM} sums /disk/host && /bin/{PROGRAM} workload /disk/w")
+        format!(
+            "/bin/{PROGRAM} sums /disk/host && /bin/{PROGRAM} workload /disk/w && /bin/{PROGRAM} readwin /disk/rw {windows}"
+        )
     };
     ext2::make_image(&image, IMAGE_BYTES, (!small).then_some(from.as_path()))?;
     let run = boots.batch(name, &image, cmdline, &commands)?;
     let listing = parse_listing(&run.output);
     if let Some(why) = listing.failure {
         return Err(why);
+    }
+    let passed = format!("{LINE_PREFIX}readwin passed, windows {windows}");
+    if !run.output.lines().any(|l| l.trim() == passed) {
+        return Err(format!("no `{passed}` line; the output ends:\n{}", tail(&run.output)));
     }
     if !small {
         // The host's tree, read back by the guest byte for byte.
@@ -609,6 +624,17 @@ mod tests {
     #[ignore]
     fn boot_the_idle_write_back_test() {
         with_boots(|boots, _| idle_write_back(boots).unwrap());
+    }
+
+    /// Tests 1 and 2 alone (`cargo test -p xtask -- --ignored
+    /// boot_the_workload_tests --nocapture`): read windows on, then off.
+    #[test]
+    #[ignore]
+    fn boot_the_workload_tests() {
+        with_boots(|boots, _| {
+            workload(boots, "").unwrap();
+            workload(boots, "nbuf=1 ext2.readwin=off").unwrap();
+        });
     }
 
     /// The boots of a single test run alone: 2 CPUs, 600 s, logs in
