@@ -20,6 +20,14 @@
 //! (host-tested); this file holds the kernel calls: arguments, options,
 //! the workers, the clock, leases and the receive-reply loop.
 //!
+//! Read windows (`fs_ext2::readwin`, `protocols::unix::read_window`):
+//! for `io::OP_READ_WINDOW_SLOT` this process maps a page of its own into
+//! the caller, shared and writable, at the address the caller made this
+//! manager the pager of (`page_resolve` with `pager::SHARED`), and answers
+//! the page faults of such regions with the same page (or fails them for
+//! a process it keeps none for). The boot option `ext2.readwin=off` turns
+//! them off.
+//!
 //! Options (the mount's, comma-separated, then the kernel command line):
 //! `nbuf=N` buffers (default: a share of free memory, see [`default_nbuf`]),
 //! `ro`, `sync` (every metadata change written at the end of its
