@@ -275,6 +275,16 @@ fn windowed(index: usize, link: Link, handle: u64, page: u64, slot: usize, buf: 
         }
         t.windows[index].take()
     };
+    if window.is_none() {
+        // No memory for a window (the heap's limit): a plain call, which
+        // needs none.
+        let mut bytes = Vec::new();
+        if bytes.try_reserve_exact(WINDOW_BYTES).is_err() {
+            return Attempt::Plain;
+        }
+        bytes.resize(WINDOW_BYTES, 0);
+        window = Some(Window { bytes, start: 0, len: 0, generation: 0 });
+    }
     let s = Slot { page, slot };
     let want = buf.len();
     let mut outcome = Attempt::Plain;
@@ -311,15 +321,9 @@ fn windowed(index: usize, link: Link, handle: u64, page: u64, slot: usize, buf: 
     outcome
 }
 
-/// One `io::OP_PREAD` of a window at `offset` into `window` (made
-/// if the descriptor has none): the bytes it holds now.
+/// One `io::OP_PREAD` of a window at `offset` into `window`: the bytes
+/// it holds now.
 fn fetch(link: Link, handle: u64, offset: u64, window: &mut Option<Window>) -> Result<usize, Errno> {
-    if window.is_none() {
-        let mut bytes = Vec::new();
-        bytes.try_reserve_exact(WINDOW_BYTES).map_err(|_| errno::ENOMEM)?;
-        bytes.resize(WINDOW_BYTES, 0);
-        *window = Some(Window { bytes, start: 0, len: 0, generation: 0 });
-    }
     let w = window.as_mut().ok_or(errno::ENOMEM)?;
     w.len = 0;
     let request = [io::OP_PREAD, handle, WINDOW_BYTES as u64, offset];

@@ -21,7 +21,7 @@
 //!    tables hold is refused at mount (the refusal is on the console),
 //!    the system still answers (`mount` lists no `/disk`, the shell runs),
 //!    and the image is not written (byte for byte). A bad `blk.wcache=`
-//!    boot option is refused the same way.
+//!    or `ext2.readwin=` boot option is refused the same way.
 //! 4. **power cuts**: `disktest cuts` writes and `fsync`s file after file
 //!    with names churned in between; QEMU is killed right after the k-th
 //!    `fsynced` line (and 0–99 ms more); `e2fsck -fn` may then report only what loses
@@ -246,6 +246,10 @@ pub fn run(
             bad_write_cache_option(&boots),
         ),
         Outcome::step(
+            "disk: a bad ext2.readwin= boot option refuses the mount with the reason, nothing written",
+            bad_boot_option(&boots, "readwin", "ext2.readwin"),
+        ),
+        Outcome::step(
             "disk: virtio-blk killed under writes: the manager keeps its cache, e2fsck clean, every file as written",
             driver_restart(&boots),
         ),
@@ -362,14 +366,22 @@ fn corrupt(boots: &Boots) -> Result<(), String> {
 /// `nbuf=` does: the reason on the console, no `/disk`, the shell still
 /// answers, the image unwritten.
 fn bad_write_cache_option(boots: &Boots) -> Result<(), String> {
-    let image = boots.log_dir.join("disk-wcache.img");
+    bad_boot_option(boots, "wcache", "blk.wcache")
+}
+
+/// A bad value of the disk manager's boot option `name` (`maybe`)
+/// refuses the mount as [`bad_write_cache_option`] says. `ext2.readwin`
+/// takes `on` or `off`.
+fn bad_boot_option(boots: &Boots, tag: &str, name: &str) -> Result<(), String> {
+    let image = boots.log_dir.join(format!("disk-{tag}.img"));
     ext2::make_image(&image, 8 << 20, None)?;
     let bytes = fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
-    let run = boots.batch("wcache", &image, "blk.wcache=maybe", "mount; echo the system answers")?;
+    let option = format!("{name}=maybe");
+    let run = boots.batch(tag, &image, &option, "mount; echo the system answers")?;
     if run.output.contains(" /disk ") || !run.output.contains("the system answers") {
         return Err(format!("mount or the shell say otherwise:\n{}", run.output));
     }
-    if !run.transcript.contains("bad boot option blk.wcache=maybe") {
+    if !run.transcript.contains(&format!("bad boot option {option}")) {
         return Err(format!("no refusal on the console:\n{}", tail(&run.transcript)));
     }
     let after = fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
