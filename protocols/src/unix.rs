@@ -519,15 +519,13 @@ pub mod monitor {
     /// `open(data = path, word 1 = flags, word 2 = mode)`. Reply: word 0 =
     /// fd, words 1–3 = the descriptor's manager as in `OP_FD_INFO`.
     ///
-    /// The path may be followed by a NUL and descriptors (u64 LE, at most
-    /// [`MAX_OPEN_CLOSES`]) that the process closed since its last call:
-    /// the monitor closes them first, whatever the open's outcome, as if
-    /// each had been an `OP_CLOSE` just before (a closed regular file's
+    ///
+    /// Word 3, when not 0, is 1 + a descriptor the process closed since its
+    /// last call: the monitor closes it first, whatever the open's outcome,
+    /// as if it had been an `OP_CLOSE` just before (a regular file's
     /// `close` rides on the next open: docs/filesystem.md, "R2 on disk:
-    /// creat+close again"). A path with a NUL of its own cannot be sent.
+    /// creat+close again"); one not open is passed over.
     pub const OP_OPEN: u64 = 6;
-    /// Most descriptors one [`OP_OPEN`] closes first.
-    pub const MAX_OPEN_CLOSES: usize = 4;
     /// `close(word 1 = fd)`.
     pub const OP_CLOSE: u64 = 7;
     /// `dup(word 1 = fd)` → lowest free fd.
@@ -1177,9 +1175,10 @@ pub mod fs {
         /// The rest of the data after the head, in its parts: the path
         /// inside the volume, the process's absolute path, and the handles
         /// at this manager to close first (u64 LE, after a second NUL;
-        /// empty when none: the descriptors the process closed that rode
-        /// on its open, `monitor::OP_OPEN`). `None` when the handles'
+        /// empty when none: a descriptor the process closed that rode on
+        /// its open, `monitor::OP_OPEN`). `None` when the handles'
         /// bytes are not whole words.
+        #[inline]
         pub fn parts(rest: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
             let (inner, after) = match rest.iter().position(|&b| b == 0) {
                 Some(nul) => (&rest[..nul], &rest[nul + 1..]),
@@ -1193,6 +1192,7 @@ pub mod fs {
         }
 
         /// The handles of [`Forwarded::parts`]'s third part.
+        #[inline]
         pub fn handles(closes: &[u8]) -> impl Iterator<Item = u64> + '_ {
             closes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))
         }

@@ -96,17 +96,16 @@ struct State {
     /// it holds at most one link slot that a program's own `open_link`
     /// might want; it is given up when a link cannot be had without it.
     idle_link: Option<(u64, u32, u32)>,
-    /// Regular files closed and not yet told to the monitor (the first
-    /// `deferred_count`): they ride on the next `open`
-    /// (`monitor::OP_OPEN`'s data), which makes R2's creat+close one round
-    /// trip (docs/filesystem.md, "R2 on disk: creat+close again"). Before
-    /// any other call to the monitor, any use of a descriptor and any
-    /// sleep they are sent as `OP_CLOSE` calls first ([`flush_closes`]),
-    /// so a close has reached the monitor before this process next talks
-    /// to anyone through this library or sleeps; at the process's end the
-    /// monitor closes whatever is left, as for any descriptor.
-    deferred: [Fd; monitor_ops::MAX_OPEN_CLOSES],
-    deferred_count: usize,
+    /// A regular file closed and not yet told to the monitor: it rides on
+    /// the next `open` (`monitor::OP_OPEN`'s word 3), which makes R2's
+    /// creat+close one round trip (docs/filesystem.md, "R2 on disk:
+    /// creat+close again"). Before any other call to the monitor, any use
+    /// of a descriptor, any sleep and another close it is sent as an
+    /// `OP_CLOSE` call first ([`flush_closes`]), so a close has reached
+    /// the monitor before this process next talks to anyone through this
+    /// library or sleeps; at the process's end the monitor closes it if it
+    /// is left, as for any descriptor.
+    deferred: Option<Fd>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -114,8 +113,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     fds: [Slot::Unknown; MAX_FDS],
     links: Vec::new(),
     idle_link: None,
-    deferred: [0; monitor_ops::MAX_OPEN_CLOSES],
-    deferred_count: 0,
+    deferred: None,
 });
 
 /// The program's arguments and environment (set by `_start` from the
@@ -215,23 +213,13 @@ fn monitor_word(request: [u64; 4], data: &[u8]) -> Result<u64, Errno> {
     monitor_call(request, data, &mut []).map(|(w, _)| w[0])
 }
 
-/// Take the deferred closes (State::deferred): their fds and count.
-fn take_closes() -> ([Fd; monitor_ops::MAX_OPEN_CLOSES], usize) {
-    let mut st = STATE.lock();
-    let n = core::mem::take(&mut st.deferred_count);
-    (st.deferred, n)
-}
-
-/// Send the deferred closes to the monitor, one `OP_CLOSE` call each (what
-/// every close cost before they could ride on an open). A close the kernel
-/// could not deliver is dropped: the monitor closes the descriptor when
-/// the process ends, as it would have if the process had not closed it.
+/// Send the deferred close to the monitor, as an `OP_CLOSE` call (what
+/// every close cost before it could ride on an open). One the kernel could
+/// not deliver is dropped: the monitor closes the descriptor when the
+/// process ends, as it would have if the process had not closed it.
 fn flush_closes() {
-    if STATE.lock().deferred_count == 0 {
-        return;
-    }
-    let (fds, n) = take_closes();
-    for &fd in &fds[..n] {
+    let deferred = STATE.lock().deferred.take();
+    if let Some(fd) = deferred {
         let _ = monitor_call_now([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[], &mut []);
     }
 }
@@ -648,51 +636,25 @@ pub fn limits() -> Result<String, Errno> {
 
 // --- descriptors ---
 
-/// `open(path, flags, mode)`. The closes deferred since the last call to
-/// the monitor ride on it (`monitor::OP_OPEN`): one round trip for R2's
-/// creat+close. A path with a NUL in it is `EINVAL` (a C string ends
-/// there; the monitor reads what follows as descriptors).
+/// `open(path, flags, mode)`. The close deferred since the last call to
+/// the monitor rides on it (`monitor::OP_OPEN`'s word 3): one round trip
+/// for R2's creat+close. A path with a NUL in it is `EINVAL` (a C string
+/// ends there).
 pub fn open(path: &str, flags: u64, mode: u32) -> Result<Fd, Errno> {
     if path.as_bytes().contains(&0) {
         return Err(errno::EINVAL);
     }
-    let request = [monitor_ops::OP_OPEN, flags, mode as u64, 0];
-    let (closes, n) = take_closes();
-    let answered = if n == 0 {
-        monitor_call_now(request, path.as_bytes(), &mut [])
-    } else {
-        // Path, NUL, the fds (u64 LE). On the stack for R2's short paths:
-        // the runtime's heap is a first-fit list, dear per call.
-        let len = path.len() + 1 + 8 * n;
-        let mut small = [0u8; 256];
-        let mut large = Vec::new();
-        let data: &mut [u8] = if len <= small.len() {
-            &mut small[..len]
-        } else {
-            large.resize(len, 0);
-            &mut large[..]
-        };
-        data[..path.len()].copy_from_slice(path.as_bytes());
-        for (i, &fd) in closes[..n].iter().enumerate() {
-            let at = path.len() + 1 + 8 * i;
-            data[at..at + 8].copy_from_slice(&(fd as u64).to_le_bytes());
-        }
-        match monitor_link().and_then(|l| msg::call(l, &request, data, &mut []).map_err(from_kernel)) {
-            // Closed and answered: as `monitor_call` (an `ERESTART` is sent
-            // again without the closes, which are done).
-            Ok((words, _)) if ux::result(words[0]) == Err(errno::ERESTART) => {
-                monitor_call_now(request, path.as_bytes(), &mut [])
-            }
-            Ok((words, len)) => ux::result(words[0]).map(|_| (words, len)),
-            // Never delivered: the closes go as calls of their own.
-            Err(e) => {
-                for &fd in &closes[..n] {
-                    let _ = monitor_call_now([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[], &mut []);
-                }
-                Err(e)
-            }
-        }
-    };
+    let closing = STATE.lock().deferred.take();
+    let word = closing.map_or(0, |fd| fd as u64 + 1);
+    let answered =
+        monitor_call_now([monitor_ops::OP_OPEN, flags, mode as u64, word], path.as_bytes(), &mut []);
+    if answered.is_err()
+        && let Some(fd) = closing
+    {
+        // Perhaps never delivered: a close of its own makes sure (`EBADF`
+        // when the monitor did close it; a failed open takes no fd).
+        let _ = monitor_call_now([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[], &mut []);
+    }
     let (w, _) = answered?;
     remember(w[0], FdInfo::decode([w[1], w[2], w[3]]))?;
     Ok(w[0] as Fd)
@@ -712,16 +674,12 @@ pub fn close(fd: Fd) -> Result<(), Errno> {
     if let Some(Slot::Open { info, .. }) = known
         && ux::mode::is_reg(info.file_type)
     {
-        if STATE.lock().deferred_count == monitor_ops::MAX_OPEN_CLOSES {
-            flush_closes();
-        }
+        // One rides at a time: an earlier one goes as its own call.
+        flush_closes();
         forget(fd);
         // Its read window (a regular file's) goes now, as at any close.
         readwin::forget(fd);
-        let mut st = STATE.lock();
-        let n = st.deferred_count;
-        st.deferred[n] = fd;
-        st.deferred_count = n + 1;
+        STATE.lock().deferred = Some(fd);
         return Ok(());
     }
     let r = monitor_word([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[]);

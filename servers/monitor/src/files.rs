@@ -27,34 +27,27 @@ use runtime::sys;
 impl Monitor {
     /// `OP_OPEN`. Reply: the fd and where its requests go.
     ///
-    /// The descriptors after the path's NUL (`monitor::OP_OPEN`: the
-    /// process's closes of regular files, which the runtime lets ride on
-    /// its next open instead of a call each) are closed first, so their
-    /// numbers are free for this open; a description whose last
+    /// The descriptor in word 3 (`monitor::OP_OPEN`: the process's close
+    /// of a regular file, which the runtime lets ride on its next open
+    /// instead of a call) is closed first, so its number is free for this
+    /// open; a description whose last
     /// descriptor went is closed at its manager before the open is made
     /// there, or, when the open is forwarded to the same manager, by that
     /// manager before it opens ([`Monitor::forward_create`]).
-    pub fn open(&mut self, me: u64, data: &[u8], flags: u64, create_mode: u32) -> Answer {
-        let (path, closes) = match data.iter().position(|&b| b == 0) {
-            Some(nul) => (&data[..nul], &data[nul + 1..]),
-            None => (data, &[][..]),
-        };
-        if closes.len() % 8 != 0 || closes.len() / 8 > monitor::MAX_OPEN_CLOSES {
-            return err(errno::EINVAL);
-        }
+    pub fn open(&mut self, me: u64, data: &[u8], flags: u64, create_mode: u32, closing: u64) -> Answer {
         // Kept between calls: no allocation per open in the first-fit heap.
         let mut closed = core::mem::take(&mut self.closing);
-        for word in closes.chunks_exact(8) {
-            let fd = u64::from_le_bytes(word.try_into().unwrap_or([0xff; 8]));
-            let fds = &mut self.procs.get_mut(&me).expect("caller exists").fds;
-            // A descriptor that is not open was closed already: nothing to
-            // do (the runtime sends only its own open ones).
-            if let Some(i) = fds.get(fd) {
-                fds.fds[fd as usize] = None;
-                closed.extend(self.files.release(i).map(|f| f.info));
-            }
+        // Word 3: fd + 1 of a close riding on the open (0: none). A
+        // descriptor that is not open was closed already: nothing to do
+        // (the runtime sends its close again when the open fails).
+        let fds = &mut self.procs.get_mut(&me).expect("caller exists").fds;
+        if let Some(fd) = closing.checked_sub(1)
+            && let Some(i) = fds.get(fd)
+        {
+            fds.fds[fd as usize] = None;
+            closed.extend(self.files.release(i).map(|f| f.info));
         }
-        let answer = self.open_path(me, path, flags, create_mode, &mut closed);
+        let answer = self.open_path(me, data, flags, create_mode, &mut closed);
         for info in closed.drain(..) {
             self.close_at_manager(info);
         }

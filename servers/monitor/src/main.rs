@@ -273,7 +273,7 @@ impl Monitor {
             monitor::OP_WAIT => self.wait(me, reply, w[1] as i64, w[2]),
             monitor::OP_GETPPID => ok(self.getppid(me)),
             monitor::OP_KILL => answer(self.kill(me, w[1] as i64, w[2])),
-            monitor::OP_OPEN => self.open(me, data, w[1], w[2] as u32),
+            monitor::OP_OPEN => self.open(me, data, w[1], w[2] as u32, w[3]),
             monitor::OP_CLOSE => answer(self.close(me, w[1])),
             monitor::OP_DUP => answer(self.dup(me, w[1], None)),
             monitor::OP_DUP2 => answer(self.dup(me, w[1], Some(w[2]))),
