@@ -116,12 +116,17 @@ impl<D: BlockDevice> Fs<D> {
             }
             let new = self.alloc_block(goal)?;
             if is_leaf {
+                self.cache.overwrite(new as u64, |b| fill(b))?;
+                // Fresh before its waits are declared, so that one on a
+                // block written but not yet flushed puts no flush before it
+                // (`Cache::allocated`); nothing is written in between.
+                self.cache.allocated(new as u64);
                 for &b in before_data {
                     self.cache.order(b, new as u64)?;
                 }
-                self.cache.overwrite(new as u64, |b| fill(b))?;
             } else {
                 self.cache.overwrite(new as u64, |b| b.fill(0))?;
+                self.cache.allocated(new as u64);
             }
             let bitmap = self.block_bitmap_of(new as u64);
             match holder {
@@ -175,6 +180,9 @@ impl<D: BlockDevice> Fs<D> {
             }
             let new = self.alloc_block(goal)?;
             self.cache.zeroed(new as u64)?;
+            // A new indirect block: its data blocks and bitmap go in its
+            // level of the write order (`Cache::allocated`).
+            self.cache.allocated(new as u64);
             self.link_blocks(ino, inode, holder, slot, new, 1)?;
             goal = new as u64 + 1;
             holder = Some(new);
