@@ -1077,6 +1077,16 @@ impl<D: BlockDevice> Cache<D> {
         }
     }
 
+    /// Which dirty period `block`'s buffer is in: a number that changes
+    /// each time the block becomes dirty after being clean, written or
+    /// not cached; `None` unless it is dirty now (not cached, clean, or
+    /// in flight). While it stays the same the block has not been written
+    /// since, so nothing it got meanwhile is on the disk.
+    pub fn dirty_seq(&self, block: u64) -> Option<u64> {
+        let &i = self.map.get(&block)?;
+        (self.bufs[i].state == State::Dirty).then_some(self.bufs[i].dirty_seq)
+    }
+
     fn is_fresh(&self, block: u64) -> bool {
         self.map.get(&block).is_some_and(|&i| self.bufs[i].is_fresh)
     }

@@ -439,6 +439,15 @@ impl<D: BlockDevice> Fs<D> {
             self.add_sectors(inode, -1)?;
         }
         self.write_inode(ino, inode)?;
+        // The freed blocks' dirty contents are no file's now: dropped with
+        // their waits before any bitmap is ordered after the inode's block
+        // (`Cache::discard`). Ordered first, the inode's block (which waits
+        // for the file's indirect blocks, which wait for the bitmap) made
+        // a cycle with the bitmap, broken by writing the bitmap and what
+        // it waits for: blocks of the very file being deleted.
+        for &block in &cut.free {
+            self.cache.discard(block as u64);
+        }
         // ...then the bits, each bitmap after every block that pointed.
         let (inode_block, _) = self.inode_location(ino)?;
         for &block in &cut.free {
