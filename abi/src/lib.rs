@@ -529,7 +529,10 @@ pub mod lease {
     /// disk cache's blocks, `fs-ext2`): without it, a copy into one buffer
     /// first or a kernel entry per buffer. At most [`MAX_SEGMENTS`]
     /// segments, else [`crate::Error::InvalidArgument`]; every segment is
-    /// checked before a byte moves.
+    /// checked before a byte moves (one that is not mapped for the access:
+    /// [`crate::Error::BadAddress`], and nothing has moved on either
+    /// side). A segment of length 0 moves nothing and is not looked at,
+    /// whatever its address.
     pub const SEGMENTS: u64 = 4;
     /// Most segments one [`SEGMENTS`] call takes: a 64 KiB transfer of
     /// 1 KiB blocks (`ext2fs`'s I/O workers').

@@ -51,12 +51,12 @@
 //! still read after the writer exits.
 
 use crate::arch::frames::Frame;
-use crate::arch::paging::PageTable;
+use crate::arch::paging::CopyMode;
 use crate::arch::regs::{CallArgs, Received, ReplyWaitArgs};
 use crate::message::{Data, Head, Message, Payload, reported};
 use crate::process::{Blocked, State};
 use crate::state::Kernel;
-use crate::usermem::{self, UserSlice};
+use crate::usermem::{self, ListSide, Segments, UserSlice};
 use abi::layout::PAGE_SIZE;
 use abi::lease::{self, MAX_LEASE_BYTES};
 use abi::msg::{Kind, MAX_DATA_BYTES, NO_RECEIVE, NO_REPLY};
@@ -763,7 +763,8 @@ impl Kernel {
 
     /// The buffer lent by the call `handle` that the server in `slot`
     /// holds: (the caller's slot, address, length); its receive buffer
-    /// when `is_write`, else its send buffer.
+    /// when `is_write`, else its send buffer. `BadAddress` when the
+    /// caller's buffer wraps or leaves the user half.
     fn lent_buffer(&self, slot: usize, handle: u64, is_write: bool) -> Result<(usize, u64, u64), Error> {
         let caller = self.proc(slot).replies.peek(handle)?;
         let c = self.slot_of(caller).ok_or(Error::DeadPeer)?;
@@ -774,12 +775,18 @@ impl Kernel {
         if server != self.pid_of(slot) {
             return Err(Error::DeadPeer);
         }
-        if is_write {
-            Ok((c, recv_buf, recv_len))
+        let (buf, len) = if is_write {
+            (recv_buf, recv_len)
         } else {
             let a = self.proc(c).frame.as_call_args();
-            Ok((c, a.send_buf, a.send_len))
-        }
+            (a.send_buf, a.send_len)
+        };
+        // `call` does not look at the buffers it lends; a lease does, before
+        // adding an offset to one: a buffer that wraps past 2^64 (or leaves
+        // the user half) lends nothing, or an offset into it would wrap
+        // round to the caller's memory outside it.
+        UserSlice::new(buf, len)?;
+        Ok((c, buf, len))
     }
 
     /// `lease_read` (`is_write` false) and `lease_write`: copy between the
@@ -849,58 +856,26 @@ impl Kernel {
             (word(0), word(1))
         };
         let (c, lent, lent_len) = self.lent_buffer(slot, handle, is_write)?;
-        let mut total = 0u64;
-        // Each page looked up once for a run of segments in it (a cache's
-        // 1 KiB blocks lie several to a page); whether any is
-        // copy-on-write, for the side written.
-        let mut server_cow = false;
-        {
-            let space = self.proc(slot).space.as_ref().ok_or(Error::DeadPeer)?;
-            let mut last_page = None;
-            for i in 0..count as usize {
-                let (addr, len) = segment(i);
-                // The server's side: written by a lease_read.
-                server_cow |= UserSlice::new(addr, len)?.check_in_list(space, !is_write, &mut last_page)?;
-                total = total.checked_add(len).ok_or(Error::InvalidArgument)?;
-            }
-        }
-        if offset.checked_add(total).is_none_or(|end| end > lent_len) {
+        if offset > lent_len || c == slot {
+            // Past the lease; or a process's own call (two_procs_mut
+            // wants two processes).
             return Err(Error::InvalidArgument);
         }
-        let lent_cow = {
-            // The lender's side: written by a lease_write.
-            let space = self.proc(c).space.as_ref().ok_or(Error::DeadPeer)?;
-            UserSlice::new(lent + offset, total)?.check_in_list(space, is_write, &mut None)?
-        };
-        if c == slot {
-            // A process's own call (two_procs_mut wants two processes).
-            return Err(Error::InvalidArgument);
-        }
-        // Everything checked: the written side's copy-on-write pages made
-        // its own (as `usermem::copy_between` does piece by piece), then
-        // one pass over the pieces, each page of either side looked up
-        // once (`PageTable::copy_pieces`): per piece, `move_bytes` walked
-        // both tables five times.
-        let (from, to) = if is_write { (slot, c) } else { (c, slot) };
+        // The one copy (`usermem::copy_segments`): the server's segments
+        // checked, each page once for a run of segments in it (a cache's
+        // 1 KiB blocks lie several to a page), their sum against the
+        // lease, the lent range checked, the written side's copy-on-write
+        // pages made its own only when there is one, then one pass looking
+        // each page of either side up once: per segment, `move_bytes`
+        // walked both tables five times.
+        let segments = (0..count as usize).map(segment);
+        let (from, to, side) =
+            if is_write { (slot, c, ListSide::Source) } else { (c, slot, ListSide::Destination) };
         let (src_proc, dst_proc) = self.two_procs_mut(from, to);
-        let dst_space = dst_proc.space.as_mut().ok_or(Error::DeadPeer)?;
-        if is_write && lent_cow {
-            UserSlice::new(lent + offset, total)?.make_private(dst_space)?;
-        } else if !is_write && server_cow {
-            for i in 0..count as usize {
-                let (addr, len) = segment(i);
-                UserSlice::new(addr, len)?.make_private(dst_space)?;
-            }
-        }
         let src_space = src_proc.space.as_ref().ok_or(Error::DeadPeer)?;
-        let pieces = (0..count as usize).scan(lent + offset, |at, i| {
-            let (addr, len) = segment(i);
-            let piece = if is_write { (addr, *at, len) } else { (*at, addr, len) };
-            *at += len;
-            Some(piece)
-        });
-        PageTable::copy_pieces(src_space.table(), dst_space.table_mut(), pieces)
-            .map_err(|_| Error::BadAddress)?;
+        let dst_space = dst_proc.space.as_mut().ok_or(Error::DeadPeer)?;
+        let s = Segments { segments, side, range: lent + offset };
+        let total = usermem::copy_segments(src_space, dst_space, s, lent_len - offset, CopyMode::Bulk)?;
         self.add(Counter::BytesCopied, total);
         Ok(total)
     }
@@ -949,9 +924,10 @@ impl Kernel {
         let src_space = from.space.as_mut().ok_or(Error::DeadPeer)?;
         let dst_space = to.space.as_mut().ok_or(Error::DeadPeer)?;
         let (copied, lent_pages) = match how {
-            CopyHow::Bulk => usermem::copy_between(src_space, src, dst_space, dst, len).map(|()| (len, 0))?,
-            CopyHow::ByteAtATime => {
-                usermem::copy_between_as(src_space, src, dst_space, dst, len, true).map(|()| (len, 0))?
+            CopyHow::Copy(mode) => {
+                let one =
+                    Segments { segments: core::iter::once((src, len)), side: ListSide::Source, range: dst };
+                (usermem::copy_segments(src_space, dst_space, one, len, mode)?, 0)
             }
             CopyHow::MayLend => usermem::lend_between(src_space, src, dst_space, dst, len)?,
         };
@@ -979,8 +955,8 @@ impl Kernel {
 /// How a lease moves its bytes (`abi::lease` flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CopyHow {
-    Bulk,
-    ByteAtATime,
+    /// Copied, in bulk or a byte at a time (PDDRIVER's).
+    Copy(CopyMode),
     /// Whole pages lent copy-on-write where they line up.
     MayLend,
 }
@@ -988,10 +964,10 @@ enum CopyHow {
 impl CopyHow {
     fn from_flags(flags: u64, len: u64) -> Result<CopyHow, Error> {
         match flags {
-            0 => Ok(CopyHow::Bulk),
-            lease::BYTE_AT_A_TIME => Ok(CopyHow::ByteAtATime),
+            0 => Ok(CopyHow::Copy(CopyMode::Bulk)),
+            lease::BYTE_AT_A_TIME => Ok(CopyHow::Copy(CopyMode::ByteAtATime)),
             lease::MAY_LOAN if len >= lease::LOAN_MIN_BYTES => Ok(CopyHow::MayLend),
-            lease::MAY_LOAN => Ok(CopyHow::Bulk),
+            lease::MAY_LOAN => Ok(CopyHow::Copy(CopyMode::Bulk)),
             _ => Err(Error::InvalidArgument),
         }
     }

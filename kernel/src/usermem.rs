@@ -10,10 +10,20 @@
 //! [`Error::BadAddress`], never a kernel fault, and the target address
 //! space need not be the current one.
 //!
-//! [`copy_between`] moves bytes from one process's memory to another's the
-//! same way, both ranges checked first: the message system's one copy.
+//! [`copy_segments`] moves bytes from one process's memory to another's
+//! the same way, both sides checked first: the message system's one copy,
+//! whether of one range ([`copy_between`]: a message's data, a reply, a
+//! lease), of a lease's segments, a byte at a time (PDDRIVER's,
+//! `abi::lease::BYTE_AT_A_TIME`) or with whole pages lent
+//! ([`lend_between`]). One check of a range (`check_in_list`), one walk
+//! that copies (`PageTable::copy_pieces`).
+//!
+//! What it is not: a way to reach user memory by its virtual address (the
+//! kernel never dereferences one), or a copy that takes page faults (a
+//! page not mapped for the access is `BadAddress`, never a fault served on
+//! the process's behalf).
 
-use crate::arch::paging::{COPY_ON_WRITE, PageTable, USER, WRITABLE, is_device};
+use crate::arch::paging::{COPY_ON_WRITE, CopyMode, PageTable, USER, WRITABLE, is_device};
 use crate::memory::AddressSpace;
 use abi::Error;
 use abi::layout::{PAGE_SIZE, USER_END};
@@ -38,18 +48,7 @@ impl UserSlice {
     /// hardware, or copy-on-write) when `need_write`. Used before a copy so
     /// that a failed one changes nothing.
     pub fn check(&self, space: &AddressSpace, need_write: bool) -> Result<(), Error> {
-        // An empty range alleges nothing: its address may be anything (an
-        // empty Rust slice's is dangling), so no page is looked at.
-        let mut va = self.addr & !(PAGE_SIZE - 1);
-        while self.len > 0 && va < self.addr + self.len {
-            let (_, flags) = space.translate(va).ok_or(Error::BadAddress)?;
-            let is_writable = flags & (WRITABLE | COPY_ON_WRITE) != 0;
-            if flags & USER == 0 || is_device(flags) || (need_write && !is_writable) {
-                return Err(Error::BadAddress);
-            }
-            va += PAGE_SIZE;
-        }
-        Ok(())
+        self.check_in_list(space, need_write, &mut None).map(|_| ())
     }
 
     /// [`UserSlice::check`] for one of a list of ranges (a lease's
@@ -64,6 +63,8 @@ impl UserSlice {
         need_write: bool,
         last_page: &mut Option<u64>,
     ) -> Result<bool, Error> {
+        // An empty range alleges nothing: its address may be anything (an
+        // empty Rust slice's is dangling), so no page is looked at.
         let mut has_cow = false;
         let mut va = self.addr & !(PAGE_SIZE - 1);
         while self.len > 0 && va < self.addr + self.len {
@@ -127,10 +128,40 @@ impl UserSlice {
     }
 }
 
+/// Which side of a copy is a list of segments; the other is one range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListSide {
+    /// Gather: the segments are read, the range written.
+    Source,
+    /// Scatter: the range is read, the segments written.
+    Destination,
+}
+
+/// The shape of a copy between two address spaces: `segments` (address,
+/// length) in turn on `side`, and on the other side one range from
+/// `range`, as long as the segments add up to. A plain copy is one
+/// segment ([`copy_between`]); a lease's segments (`abi::lease::SEGMENTS`)
+/// are many on the server's side, the lent buffer the range.
+#[derive(Clone, Copy, Debug)]
+pub struct Segments<I> {
+    pub segments: I,
+    pub side: ListSide,
+    pub range: u64,
+}
+
+/// What [`check_copy`] found: the bytes to move, and whether a page of
+/// the destination is copy-on-write (to be made private first).
+#[derive(Clone, Copy, Debug)]
+struct Checked {
+    total: u64,
+    dst_has_cow: bool,
+}
+
 /// Copy `len` bytes from `src` in `src_space` to `dst` in `dst_space`: one
 /// copy, frame to frame, no bounce buffer. Both ranges are checked (and
 /// the destination's copy-on-write pages made private) before a byte
-/// moves, so a failed copy changes nothing.
+/// moves, so a failed copy changes nothing. The one-segment case of
+/// [`copy_segments`].
 pub fn copy_between(
     src_space: &AddressSpace,
     src: u64,
@@ -138,23 +169,91 @@ pub fn copy_between(
     dst: u64,
     len: u64,
 ) -> Result<(), Error> {
-    copy_between_as(src_space, src, dst_space, dst, len, false)
+    let one = Segments { segments: core::iter::once((src, len)), side: ListSide::Source, range: dst };
+    copy_segments(src_space, dst_space, one, len, CopyMode::Bulk).map(|_| ())
 }
 
-/// [`copy_between`], with `is_byte_at_a_time` for a PDDRIVER-style copy
-/// (`abi::lease::BYTE_AT_A_TIME`).
-pub fn copy_between_as(
+/// The kernel's one way to move bytes between two processes (a message's
+/// data, a reply, a lease in bulk or a byte at a time, a lease's segments,
+/// a foreign process's memory; [`lend_between`] uses its two halves):
+/// copy `s` from `src_space` to `dst_space` as `mode` says, and return
+/// the bytes moved. The range side may be at most `range_max` bytes long
+/// (a lease's lent length past the offset), else `InvalidArgument`.
+///
+/// Every segment, then the range, is checked before a byte moves
+/// (present user pages, RAM; the destination writable or copy-on-write;
+/// each page looked at once for as many segments as lie in it); then the
+/// destination's copy-on-write pages are made its own, only when a page
+/// looked at was one; then one pass copies, each page of either side
+/// looked up once ([`PageTable::copy_pieces`]). So bad input changes
+/// nothing; only running out of frames while making pages private
+/// (`OutOfResources`) can stop it part way, and before the pass. A
+/// segment of length 0 alleges nothing: no page of it is looked at.
+pub fn copy_segments<I: Iterator<Item = (u64, u64)> + Clone>(
     src_space: &AddressSpace,
-    src: u64,
     dst_space: &mut AddressSpace,
-    dst: u64,
-    len: u64,
-    is_byte_at_a_time: bool,
+    s: Segments<I>,
+    range_max: u64,
+    mode: CopyMode,
+) -> Result<u64, Error> {
+    let checked = check_copy(src_space, dst_space, s.clone(), range_max)?;
+    copy_checked(src_space, dst_space, s, checked, mode)?;
+    Ok(checked.total)
+}
+
+/// The checks of [`copy_segments`], in this order: each segment (the
+/// server's side of a lease: `BadAddress` for its own bad memory), their
+/// sum against `range_max` (`InvalidArgument`), then the range.
+fn check_copy<I: Iterator<Item = (u64, u64)>>(
+    src_space: &AddressSpace,
+    dst_space: &AddressSpace,
+    s: Segments<I>,
+    range_max: u64,
+) -> Result<Checked, Error> {
+    let is_scatter = s.side == ListSide::Destination;
+    let (list_space, range_space) = if is_scatter { (dst_space, src_space) } else { (src_space, dst_space) };
+    let (mut total, mut last_page, mut list_cow) = (0u64, None, false);
+    for (addr, len) in s.segments {
+        list_cow |= UserSlice::new(addr, len)?.check_in_list(list_space, is_scatter, &mut last_page)?;
+        total = total.checked_add(len).ok_or(Error::InvalidArgument)?;
+    }
+    if total > range_max {
+        return Err(Error::InvalidArgument);
+    }
+    let range_cow = UserSlice::new(s.range, total)?.check_in_list(range_space, !is_scatter, &mut None)?;
+    Ok(Checked { total, dst_has_cow: if is_scatter { list_cow } else { range_cow } })
+}
+
+/// The rest of [`copy_segments`], for a copy [`check_copy`] passed: the
+/// destination's copy-on-write pages made private when it found one, then
+/// the one pass.
+fn copy_checked<I: Iterator<Item = (u64, u64)> + Clone>(
+    src_space: &AddressSpace,
+    dst_space: &mut AddressSpace,
+    s: Segments<I>,
+    checked: Checked,
+    mode: CopyMode,
 ) -> Result<(), Error> {
-    UserSlice::new(src, len)?.check(src_space, false)?;
-    UserSlice::new(dst, len)?.prepare_write(dst_space)?;
-    let copy = if is_byte_at_a_time { PageTable::copy_byte_at_a_time } else { PageTable::copy };
-    copy(src_space.table(), src, dst_space.table_mut(), dst, len).map_err(|_| Error::BadAddress)
+    let is_scatter = s.side == ListSide::Destination;
+    if checked.dst_has_cow {
+        if is_scatter {
+            for (addr, len) in s.segments.clone() {
+                UserSlice { addr, len }.make_private(dst_space)?;
+            }
+        } else {
+            UserSlice { addr: s.range, len: checked.total }.make_private(dst_space)?;
+        }
+    }
+    let pieces = s.segments.scan(s.range, |at, (addr, len)| {
+        let piece = if is_scatter { (*at, addr, len) } else { (addr, *at, len) };
+        *at += len;
+        Some(piece)
+    });
+    // Checked above, and nothing has changed a page since but the
+    // destination's copy-on-write ones, now private and writable: a fault
+    // here would be a kernel bug, reported as the address it is.
+    PageTable::copy_pieces(src_space.table(), dst_space.table_mut(), pieces, mode)
+        .map_err(|_| Error::BadAddress)
 }
 
 /// Move `len` bytes from `src` in `src_space` to `dst` in `dst_space` as
@@ -163,8 +262,8 @@ pub fn copy_between_as(
 /// (NetBSD's `uvm_loan`, seed 002): the destination's page is replaced by
 /// the source's frame, read-only on both sides until either writes. The
 /// partial pages at either end, a page of a shared window, and anything
-/// that cannot be lent are copied. Both ranges are checked before a byte
-/// moves. Returns (bytes copied, pages lent).
+/// that cannot be lent are copied. Both ranges are checked once, before a
+/// byte moves or a page is lent. Returns (bytes copied, pages lent).
 pub fn lend_between(
     src_space: &mut AddressSpace,
     src: u64,
@@ -172,24 +271,35 @@ pub fn lend_between(
     dst: u64,
     len: u64,
 ) -> Result<(u64, u64), Error> {
-    UserSlice::new(src, len)?.check(src_space, false)?;
-    UserSlice::new(dst, len)?.check(dst_space, true)?;
+    // The copy of `n` bytes at `at` into the range: one segment.
+    let part = |at: u64, n: u64| {
+        let one =
+            Segments { segments: core::iter::once((src + at, n)), side: ListSide::Source, range: dst + at };
+        (one, n)
+    };
+    let (whole, _) = part(0, len);
+    let dst_has_cow = check_copy(src_space, dst_space, whole, len)?.dst_has_cow;
+    let copy = |src_space: &AddressSpace, dst_space: &mut AddressSpace, at: u64, n: u64| {
+        let (one, total) = part(at, n);
+        copy_checked(src_space, dst_space, one, Checked { total, dst_has_cow }, CopyMode::Bulk)
+    };
     if src % PAGE_SIZE != dst % PAGE_SIZE {
-        copy_between(src_space, src, dst_space, dst, len)?;
+        copy(&*src_space, dst_space, 0, len)?;
         return Ok((len, 0));
     }
     let head = ((PAGE_SIZE - src % PAGE_SIZE) % PAGE_SIZE).min(len);
     let pages = (len - head) / PAGE_SIZE;
     let tail = len - head - pages * PAGE_SIZE;
-    let (mut copied, mut lent) = (0, 0);
-    if head > 0 {
-        copy_between(src_space, src, dst_space, dst, head)?;
-        copied += head;
-    }
+    // The partial pages at either end first (an empty end moves nothing):
+    // before any loan, so a page made private here is never one about to
+    // be replaced by a lent frame.
+    copy(src_space, dst_space, 0, head)?;
+    copy(src_space, dst_space, head + pages * PAGE_SIZE, tail)?;
+    let (mut copied, mut lent) = (head + tail, 0);
     for i in 0..pages {
-        let (s, d) = (src + head + i * PAGE_SIZE, dst + head + i * PAGE_SIZE);
-        if let Some(frame) = src_space.loan_page(s) {
-            match dst_space.map_loaned(d, frame) {
+        let at = head + i * PAGE_SIZE;
+        if let Some(frame) = src_space.loan_page(src + at) {
+            match dst_space.map_loaned(dst + at, frame) {
                 Ok(()) => {
                     lent += 1;
                     continue;
@@ -197,13 +307,8 @@ pub fn lend_between(
                 Err((_, frame)) => drop(frame),
             }
         }
-        copy_between(src_space, s, dst_space, d, PAGE_SIZE)?;
+        copy(&*src_space, dst_space, at, PAGE_SIZE)?;
         copied += PAGE_SIZE;
-    }
-    if tail > 0 {
-        let at = head + pages * PAGE_SIZE;
-        copy_between(src_space, src + at, dst_space, dst + at, tail)?;
-        copied += tail;
     }
     Ok((copied, lent))
 }

@@ -711,6 +711,19 @@ impl PageTable {
         }
     }
 
+    /// The frame of user page `page` (page-aligned) if it may be copied
+    /// through: present, user, RAM (not device memory), and writable in
+    /// hardware when `need_write` (copy-on-write pages are made private
+    /// first, memory.rs). The one per-page check of every copy below.
+    #[inline(always)]
+    fn user_page(&self, page: u64, need_write: bool) -> Result<u64, Fault> {
+        let (pa, flags) = self.translate(page).ok_or(Fault)?;
+        if flags & USER == 0 || is_device(flags) || (need_write && flags & WRITABLE == 0) {
+            return Err(Fault);
+        }
+        Ok(pa)
+    }
+
     /// Walk `va..va + len` page by page, checking each page is a present
     /// user page (writable in hardware too when `need_write`): the
     /// physical piece of each page in order, or the first failure.
@@ -728,10 +741,7 @@ impl PageTable {
         let mut done = 0u64;
         while done < len {
             let at = va + done;
-            let (pa, flags) = self.translate(at).ok_or(Fault)?;
-            if flags & USER == 0 || is_device(flags) || (need_write && flags & WRITABLE == 0) {
-                return Err(Fault);
-            }
+            let pa = self.user_page(at & !(PAGE_SIZE - 1), need_write)? + at % PAGE_SIZE;
             let n = (PAGE_SIZE - at % PAGE_SIZE).min(len - done);
             visit(pa, done as usize, n as usize);
             done += n;
@@ -790,20 +800,32 @@ impl PageTable {
         Ok(())
     }
 
-    /// [`PageTable::copy`] of several pieces `(src_va, dst_va, len)` in
-    /// turn (a gather or scatter list, `abi::lease::SEGMENTS`), each page
-    /// looked up once for as many pieces as lie in it, not once per
-    /// piece: a server's 8 KiB read of 1 KiB blocks is eight pieces into
-    /// two or three pages of the caller, and the walks of the caller's
-    /// table per piece were most of the kernel's share of it (`cargo
-    /// xtask profile`, docs/filesystem.md). Nothing changes a table
-    /// during the copy (the kernel lock is held), so a page looked up
-    /// stays valid for the whole list. The same checks as `copy_as` per
-    /// page; a fault stops the copy, the part before it done.
+    /// The kernel's one copy between two address spaces: the pieces
+    /// `(src_va, dst_va, len)` in turn (one piece for a plain copy; a
+    /// gather or scatter list for `abi::lease::SEGMENTS`), page piece by
+    /// page piece, frame to frame through the direct map, no bounce
+    /// buffer, as `mode` says.
+    ///
+    /// Each page of either side is looked up (and checked: present, user,
+    /// RAM, the destination writable in hardware) once for as many pieces
+    /// as lie in it, not once per piece: a server's 8 KiB read of 1 KiB
+    /// blocks is eight pieces into two or three pages of the caller, and
+    /// the walks of the caller's table per piece were most of the kernel's
+    /// share of it (`cargo xtask profile`, docs/filesystem.md); a single
+    /// copy whose two sides sit at different offsets within a page walks
+    /// each page once, not once per piece of it. Nothing changes a table
+    /// during the copy (the kernel lock is held and nothing here maps or
+    /// unmaps), so a page looked up stays valid for the whole list.
+    ///
+    /// A fault stops the copy, the part before it done: callers that must
+    /// move all or nothing check every piece first (usermem.rs). A piece
+    /// of length 0 looks at no page (its addresses may be anything, as an
+    /// empty Rust slice's may).
     pub fn copy_pieces(
         src: &PageTable,
         dst: &mut PageTable,
         pieces: impl Iterator<Item = (u64, u64, u64)>,
+        mode: CopyMode,
     ) -> Result<(), Fault> {
         // The last page found on each side: (page address, its frame).
         let mut src_page: Option<(u64, u64)> = None;
@@ -821,10 +843,7 @@ impl PageTable {
                 let spa = match src_page {
                     Some((va, pa)) if va == s_page => pa,
                     _ => {
-                        let (pa, flags) = src.translate(s_page).ok_or(Fault)?;
-                        if flags & USER == 0 || is_device(flags) {
-                            return Err(Fault);
-                        }
+                        let pa = src.user_page(s_page, false)?;
                         src_page = Some((s_page, pa));
                         pa
                     }
@@ -832,99 +851,47 @@ impl PageTable {
                 let dpa = match dst_page {
                     Some((va, pa)) if va == d_page => pa,
                     _ => {
-                        let (pa, flags) = dst.translate(d_page).ok_or(Fault)?;
-                        if flags & (USER | WRITABLE) != USER | WRITABLE || is_device(flags) {
-                            return Err(Fault);
-                        }
+                        let pa = dst.user_page(d_page, true)?;
                         dst_page = Some((d_page, pa));
                         pa
                     }
                 };
                 let n = (PAGE_SIZE - s % PAGE_SIZE).min(PAGE_SIZE - d % PAGE_SIZE).min(len - done);
+                // Both pieces lie in user pages of the two tables (checked
+                // when their page was found), frames of RAM they own; the
+                // destination is writable, so private or a shared window
+                // (plain bytes to every holder).
                 let from = phys_to_virt(spa + s % PAGE_SIZE) as *const u8;
                 let to = phys_to_virt(dpa + d % PAGE_SIZE) as *mut u8;
-                // SAFETY: as in `copy_as`: both pieces lie in user pages of
-                // the two tables (checked when their page was found), frames
-                // of RAM they own, the destination writable; `copy` allows
-                // overlap (two tables may share the source frame).
-                unsafe { core::ptr::copy(from, to, n as usize) };
+                match mode {
+                    // SAFETY: the pieces above; `copy` allows overlap (two
+                    // tables may share the source frame).
+                    CopyMode::Bulk => unsafe { core::ptr::copy(from, to, n as usize) },
+                    CopyMode::ByteAtATime => {
+                        for i in 0..n as usize {
+                            // SAFETY: byte `i` of the two pieces above;
+                            // volatile so the loop stays a byte loop.
+                            unsafe { to.add(i).write_volatile(from.add(i).read_volatile()) };
+                        }
+                    }
+                }
                 done += n;
             }
         }
         Ok(())
     }
+}
 
-    /// Copy `len` bytes from `src_va` in `src` to `dst_va` in `dst`, page
-    /// piece by page piece, frame to frame: one copy, no bounce buffer. A
-    /// fault stops the copy, the part before it done; callers that must
-    /// move all or nothing check both ranges first (usermem.rs).
-    pub fn copy(
-        src: &PageTable,
-        src_va: u64,
-        dst: &mut PageTable,
-        dst_va: u64,
-        len: u64,
-    ) -> Result<(), Fault> {
-        Self::copy_as(src, src_va, dst, dst_va, len, false)
-    }
-
-    /// [`PageTable::copy`], one byte at a time (a load and a store per
-    /// byte, never merged), each page piece through its own window: DEC
-    /// PDDRIVER's copy (seed 000), for the RAM disk's `pddriver` mode.
-    pub fn copy_byte_at_a_time(
-        src: &PageTable,
-        src_va: u64,
-        dst: &mut PageTable,
-        dst_va: u64,
-        len: u64,
-    ) -> Result<(), Fault> {
-        Self::copy_as(src, src_va, dst, dst_va, len, true)
-    }
-
-    fn copy_as(
-        src: &PageTable,
-        src_va: u64,
-        dst: &mut PageTable,
-        dst_va: u64,
-        len: u64,
-        is_byte_at_a_time: bool,
-    ) -> Result<(), Fault> {
-        let (src_end, dst_end) =
-            (src_va.checked_add(len).ok_or(Fault)?, dst_va.checked_add(len).ok_or(Fault)?);
-        if src_end > USER_END || dst_end > USER_END {
-            return Err(Fault);
-        }
-        let mut done = 0;
-        while done < len {
-            let (s, d) = (src_va + done, dst_va + done);
-            let (spa, src_flags) = src.translate(s).ok_or(Fault)?;
-            let (dpa, dst_flags) = dst.translate(d).ok_or(Fault)?;
-            if src_flags & USER == 0
-                || dst_flags & (USER | WRITABLE) != USER | WRITABLE
-                || is_device(src_flags | dst_flags)
-            {
-                return Err(Fault);
-            }
-            let n = (PAGE_SIZE - s % PAGE_SIZE).min(PAGE_SIZE - d % PAGE_SIZE).min(len - done);
-            // Both pieces lie in user pages of the two tables (just
-            // checked), frames of RAM they own; the destination is writable,
-            // so private or a shared window (plain bytes to every holder).
-            let (from, to) = (phys_to_virt(spa) as *const u8, phys_to_virt(dpa) as *mut u8);
-            if is_byte_at_a_time {
-                for i in 0..n as usize {
-                    // SAFETY: byte `i` of the two pieces above; volatile so
-                    // the loop stays a byte loop.
-                    unsafe { to.add(i).write_volatile(from.add(i).read_volatile()) };
-                }
-            } else {
-                // SAFETY: the pieces above; `copy` allows overlap (two
-                // tables may share the source frame).
-                unsafe { core::ptr::copy(from, to, n as usize) };
-            }
-            done += n;
-        }
-        Ok(())
-    }
+/// How [`PageTable::copy_pieces`] moves each page piece.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyMode {
+    /// One `core::ptr::copy` (a string move) per page piece.
+    Bulk,
+    /// One byte at a time (a load and a store per byte, never merged),
+    /// each page piece through its own window: DEC PDDRIVER's copy (seed
+    /// 000), for the RAM disk's `pddriver` mode (`abi::lease::BYTE_AT_A_TIME`,
+    /// docs/devices.md).
+    ByteAtATime,
 }
 
 impl Drop for PageTable {

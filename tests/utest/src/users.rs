@@ -264,17 +264,38 @@ pub fn role_limits(argv: &[&str]) -> i32 {
 
 /// A process of another user (guest), in a process group of its own,
 /// waiting until the returned descriptor is closed.
+///
+/// Returns only once the guest has left the caller's group and taken the
+/// guest's uid (it says so through a second pipe). Returning at `fork`
+/// was a race the `unix smp2` run lost once: a user child that read the
+/// guest's group from `ps` before the guest's `setpgid` got the test's own
+/// group, and its `kill(-group, SIGKILL)`, meant to be refused, reached
+/// itself (POSIX: a group signal goes to every member the sender may
+/// signal, the sender included) and ended it with signal 9.
 fn guest_process() -> Result<(u64, Fd), String> {
     let (r, w) = unix::pipe().ctx("pipe")?;
+    let (ready_r, ready_w) = unix::pipe().ctx("pipe")?;
     let pid = spawn(move || {
-        let _ = unix::close(w);
+        let _ = (unix::close(w), unix::close(ready_r));
         if unix::setpgid(0, 0).is_err() || unix::setuid_gid(Some(GUEST), Some(GUEST)).is_err() {
             return 3;
         }
+        if write_all(ready_w, b"g").is_err() {
+            return 4;
+        }
+        let _ = unix::close(ready_w);
         let _ = read_some(r, 1);
         0
     })?;
+    let _ = unix::close(ready_w);
     unix::close(r).ctx("close")?;
+    let said = read_to_end(ready_r);
+    let _ = unix::close(ready_r);
+    if !matches!(said.as_deref(), Ok(b"g")) {
+        let _ = unix::close(w);
+        let status = wait_for(pid)?;
+        return Err(format!("the guest did not get ready ({said:?}); it {}", util::describe(&status)));
+    }
     Ok((pid, w))
 }
 
@@ -329,6 +350,8 @@ pub fn non_root_cannot_signal_others_or_servers() -> TestResult {
         }
         let group =
             unix::ps().ctx("ps")?.iter().find(|p| p.pid == guest).map(|p| p.pgid).ok_or("guest gone")?;
+        // Its own group, not ours: else the SIGKILL below would reach us.
+        ensure!(group == guest, "the guest is in group {group}, not its own");
         expect_errno(unix::kill(-(group as i64), signal::SIGKILL), EPERM, "SIGKILL to the guest's group")?;
         expect_denied(sys::kill(guest_k), "the kernel's kill of another user's process")?;
         for (name, k) in &servers {

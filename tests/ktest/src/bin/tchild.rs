@@ -149,6 +149,7 @@ fn main(args: Args) -> i32 {
         "call-loop" => call_loop(&args),
         "call-once" => call_once(&args),
         "lease-call" => lease_call(&args),
+        "lease-call-wrapping" => lease_call_wrapping(&args),
         "device-calls-refused" => device_calls_refused(),
         "device-calls" => match device_calls() {
             Ok(()) => 0,
@@ -944,6 +945,37 @@ fn lease_call(args: &Args) -> i32 {
             3
         }
     }
+}
+
+/// Bytes a `lease-call-wrapping` caller keeps in its data segment, which
+/// a lease must never reach.
+static KEPT: [core::sync::atomic::AtomicU8; 64] = [const { core::sync::atomic::AtomicU8::new(0) }; 64];
+
+/// `lease-call-wrapping SERVER QUEUE`: one call lending a send and a
+/// receive buffer of `MAX_LEASE_BYTES` whose ends wrap past 2^64, placed
+/// so that offset `word 1` of either, wrapped, is [`KEPT`] (a writable
+/// page of this process). The server must be refused both; exits 0 when
+/// the call is answered and `KEPT` is still zeros.
+fn lease_call_wrapping(args: &Args) -> i32 {
+    let Ok(link) = server_link(args) else { return 2 };
+    let kept = KEPT.as_ptr() as u64;
+    let offset = 8 << 20; // past `kept`, within a lease's length
+    if kept >= offset {
+        println!("tchild lease-call-wrapping: its data lies at {kept:#x}, too high for the lease to wrap");
+        return 4;
+    }
+    let buf = kept.wrapping_sub(offset);
+    let len = abi::lease::MAX_LEASE_BYTES;
+    let raw = msg::raw(Call::Call as u64, [link.0 as u64, buf, len, buf, len, 0], [1, offset, 0, 0]);
+    if abi::decode_return(raw.rax).is_err() {
+        println!("tchild lease-call-wrapping: the call failed: {:#x}", raw.rax);
+        return 3;
+    }
+    if KEPT.iter().any(|b| b.load(core::sync::atomic::Ordering::Relaxed) != 0) {
+        println!("tchild lease-call-wrapping: a lease reached memory it did not lend");
+        return 1;
+    }
+    0
 }
 
 /// Every device call refused to a process without `rights::DEVICES`.

@@ -28,6 +28,7 @@ mod affinity;
 mod devices;
 mod foreign;
 mod health;
+mod leaseedges;
 mod leasefuzz;
 mod messages;
 mod pagers;
@@ -97,6 +98,8 @@ const TESTS: &[Test] = &[
     ("forward_passes_a_call_on", messages::forward_passes_a_call_on),
     ("leases_lend_call_buffers", messages::leases_lend_call_buffers),
     ("leases_in_segments", messages::leases_in_segments),
+    ("lease_copies_at_page_edges", leaseedges::lease_copies_at_page_edges),
+    ("a_lease_that_wraps_lends_nothing", leaseedges::a_lease_that_wraps_lends_nothing),
     ("runtime_clock_agrees_with_the_kernel", processes::runtime_clock_agrees_with_the_kernel),
     ("affinity_pins_a_process", affinity::affinity_pins_a_process),
     ("leases_between_two_callers", messages::leases_between_two_callers),
