@@ -217,6 +217,12 @@ pub struct Cache<D: BlockDevice> {
     /// [`Cache::begin_request`]'s clock: buffers used since are the
     /// request's own, never taken by its read-ahead.
     request_clock: u64,
+    /// The clock at the start of the request before (the reads before
+    /// this one: only reads call [`Cache::begin_request`]): buffers used
+    /// since, by that read, this one or the writes between them, are the
+    /// program's working set, which read-ahead leaves alone too
+    /// ([`Cache::read_ahead_victim`]).
+    prev_request_clock: u64,
     in_flight: BTreeMap<u64, Vec<usize>>,
     next_tag: u64,
     /// Which blocks' contents must be on the disk before which blocks'
@@ -304,6 +310,7 @@ impl<D: BlockDevice> Cache<D> {
             free: (0..nbuf).rev().collect(),
             clock: 0,
             request_clock: 0,
+            prev_request_clock: 0,
             in_flight: BTreeMap::new(),
             next_tag: 1,
             order: Order::with_blocks(nbuf),
@@ -1366,24 +1373,7 @@ impl<D: BlockDevice> Cache<D> {
                 continue;
             }
             is_whole = false;
-            let newest = self.request_clock;
-            let victim = self.free.pop().or_else(|| {
-                // The list is in order of use: stop at the request's own.
-                let mut at = self.lru.oldest();
-                while let Some(i) = at {
-                    let b = &self.bufs[i];
-                    if b.last_use > newest {
-                        return None;
-                    }
-                    // Not a block read ahead and not yet used: it is
-                    // still to come, and taking it would read it twice.
-                    if b.state == State::Clean && !b.is_read_ahead {
-                        return Some(i);
-                    }
-                    at = self.lru.newer(i);
-                }
-                None
-            });
+            let victim = self.read_ahead_victim(is_speculative);
             let Some(i) = victim else { break };
             if self.bufs[i].state == State::Clean {
                 self.map.remove(&self.bufs[i].block);
@@ -1410,11 +1400,77 @@ impl<D: BlockDevice> Cache<D> {
         Ok(is_whole)
     }
 
+    /// A buffer for one block of read-ahead, or `None`: an empty one, or
+    /// the least recently used clean one that is not read ahead and unused
+    /// (it is still to come: taking it would read it twice) and that
+    /// nothing used since the request before this one began (that read,
+    /// the writes after it, this read), and never the last such spare
+    /// buffer. With few buffers a program's working set spans
+    /// more than one request (B's assembler reads a source and writes its
+    /// token file in turns, each record half a block: the source's block,
+    /// the token file's block and their indirect blocks are each used
+    /// again a request or two later); a block read ahead into one of
+    /// those, or into the only buffer left for the program's next block,
+    /// evicted a block in use or was itself evicted before it was read,
+    /// and either was read twice (benchmark B in `nbuf_curve.rs`'s model,
+    /// transfers a job for nbuf 2 / 3 / 4 / 6 / 12: 1586 / 1321 / 1154 /
+    /// 761 / 415 sparing only the request's own buffers; 1457 / 1195 /
+    /// 984 / 678 / 386 with both rules). In a large pool the least
+    /// recently used buffers are long idle and both rules change nothing.
+    ///
+    /// Not `is_speculative` (a request's own blocks, read as one transfer
+    /// before it copies them): only the request's own buffers are spared,
+    /// and the last spare one may go.
+    fn read_ahead_victim(&mut self, is_speculative: bool) -> Option<usize> {
+        let newest = if is_speculative { self.prev_request_clock } else { self.request_clock };
+        let mut spare = None;
+        let mut at = self.lru.oldest();
+        // The list is in order of use: stop at the last two requests'.
+        while let Some(i) = at {
+            let b = &self.bufs[i];
+            if b.last_use > newest {
+                break;
+            }
+            if b.state == State::Clean && !b.is_read_ahead {
+                spare = Some(i);
+                break;
+            }
+            at = self.lru.newer(i);
+        }
+        // An empty buffer first (no block loses its place), if another
+        // spare one stays.
+        if self.free.len() >= 2 || (!self.free.is_empty() && (spare.is_some() || !is_speculative)) {
+            return self.free.pop();
+        }
+        let first = spare?;
+        if !is_speculative {
+            return Some(first);
+        }
+        if !self.free.is_empty() {
+            return self.free.pop();
+        }
+        // A second spare buffer, newer than the first, must stay.
+        let mut at = self.lru.newer(first);
+        while let Some(i) = at {
+            let b = &self.bufs[i];
+            if b.last_use > newest {
+                return None;
+            }
+            if b.state == State::Clean && !b.is_read_ahead {
+                return Some(first);
+            }
+            at = self.lru.newer(i);
+        }
+        None
+    }
+
     /// A request of the file system starts: read-ahead until the next one
     /// leaves the buffers it uses alone (the block being read, the
-    /// indirect block mapping it), so that with few buffers read-ahead
-    /// does not evict what the reader needs next.
+    /// indirect block mapping it), and those of the request before
+    /// ([`Cache::read_ahead_victim`]), so that with few buffers read-ahead
+    /// does not evict what the program needs next.
     pub fn begin_request(&mut self) {
+        self.prev_request_clock = self.request_clock;
         self.request_clock = self.clock;
     }
 
@@ -1832,30 +1888,44 @@ mod tests {
     }
 
     #[test]
-    fn read_ahead_spares_the_requests_own_buffers_and_unused_read_ahead() {
-        let mut c = Cache::new(disk(64), BS, 4).unwrap();
+    fn read_ahead_spares_the_last_two_requests_buffers_unused_read_ahead_and_one_spare_buffer() {
+        let mut c = Cache::new(disk(64), BS, 6).unwrap();
+        // Three requests: the first reads 1 and 2 (say, a source's block
+        // and its indirect block), the second 3 (another file's block),
+        // the third 4 and 5; one buffer stays empty.
+        c.begin_request();
         c.read(1, |_| ()).unwrap();
         c.read(2, |_| ()).unwrap();
         c.begin_request();
-        // The request uses 3 (say, an indirect block) and 4 (its data).
         c.read(3, |_| ()).unwrap();
+        c.begin_request();
         c.read(4, |_| ()).unwrap();
-        // Two blocks of budget: only 1 and 2 may be taken.
-        c.prefetch(&[10, 11], true).unwrap();
-        assert_eq!(c.cached(&[3, 4, 10, 11]), 4);
-        assert_eq!(c.cached(&[1, 2]), 0);
+        c.read(5, |_| ()).unwrap();
+        // A budget of three; spare are the empty buffer and the first
+        // request's two, and one of them stays: two blocks read ahead.
+        c.prefetch(&[10, 11, 12], true).unwrap();
+        assert_eq!(c.cached(&[10, 11, 12]), 2);
+        assert_eq!(c.cached(&[3, 4, 5]), 3, "the last two requests' blocks stay");
+        assert_eq!(c.cached(&[1, 2]), 1, "one spare buffer stays");
         // A later request's read-ahead does not take 10 and 11, read
-        // ahead and not used yet, nor 3 and 4, used again by this
-        // request: it finds no buffer and reads nothing.
+        // ahead and not used yet, nor 4 and 5, used again by this
+        // request: of 2 and 3, both idle since the request before, it
+        // takes one, and not the last.
         c.write_all().unwrap(); // the read-ahead has arrived
         c.begin_request();
-        c.read(3, |_| ()).unwrap();
         c.read(4, |_| ()).unwrap();
+        c.read(5, |_| ()).unwrap();
         let reads = c.stats().read_transfers;
-        c.prefetch(&[20], true).unwrap();
-        assert_eq!(c.stats().read_transfers, reads);
-        assert_eq!(c.cached(&[10, 11, 20]), 2);
+        c.prefetch(&[20, 21], true).unwrap();
+        assert_eq!(c.stats().read_transfers, reads + 1);
+        assert_eq!(c.cached(&[20, 21]), 1);
+        assert_eq!(c.cached(&[10, 11, 4, 5]), 4);
+        // A request's own blocks (not speculative) may take the last one.
+        c.write_all().unwrap();
+        c.prefetch(&[30], false).unwrap();
+        assert_eq!(c.cached(&[30]), 1);
         assert_eq!(c.read(10, |d| d[0]).unwrap(), 10);
+        assert_eq!(c.read(30, |d| d[0]).unwrap(), 30);
     }
 
     /// A pool just large enough to hold dirty data: its background

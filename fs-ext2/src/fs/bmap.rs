@@ -48,6 +48,25 @@ impl<D: BlockDevice> Fs<D> {
         Err(EFBIG)
     }
 
+    /// The first logical block past `lblk` whose mapping needs an indirect
+    /// block that `lblk`'s does not: the end of the direct blocks, of the
+    /// single indirect block's, or of the last-level indirect block `lblk`
+    /// is in (a read-ahead window stops there: `Fs::read_into`).
+    pub(crate) fn map_level_end(&self, lblk: u64) -> u64 {
+        let p = self.ptrs_per_block.max(1);
+        let direct = N_DIRECT as u64;
+        if lblk < direct {
+            return direct;
+        }
+        if lblk < direct + p {
+            return direct + p;
+        }
+        // Double and triple: each last-level indirect block maps `p`
+        // blocks from the level's start.
+        let base = if lblk < direct + p + p * p { direct + p } else { direct + p + p * p };
+        base + ((lblk - base) / p + 1) * p
+    }
+
     /// A block pointer read from the disk must lie in the file system.
     fn check_ptr(&mut self, ptr: u32, what: &str) -> Result<(), Errno> {
         if ptr <= self.sb.first_data_block || ptr >= self.sb.blocks_count {

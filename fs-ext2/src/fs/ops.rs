@@ -955,7 +955,22 @@ impl<D: BlockDevice> Fs<D> {
             // a block this read still needs (with two buffers it would).
             let end_of_file = size.div_ceil(bs);
             let window = self.read_ahead_blocks();
-            let ahead_end = (last + 1 + window).min(end_of_file);
+            // In a pool smaller than two windows (V1's few buffers, where
+            // read-ahead may take half the pool), the window ends where the
+            // map needs an indirect block this request's own mapping did
+            // not read: mapping past it read that block at once, waiting,
+            // into a buffer of the few read-ahead may take, which took a
+            // block the job wanted next, and the window, never whole, read
+            // it again at the next request (benchmark B with two to twelve
+            // buffers, `nbuf_curve.rs`: 1669 -> 1586 transfers a job with
+            // two, 458 -> 415 with twelve). The reader reads it itself a
+            // request or two later, when its own blocks need it, and the
+            // window goes on from there. A larger pool maps on, as before:
+            // there the block costs no other block its buffer.
+            let mut ahead_end = (last + 1 + window).min(end_of_file);
+            if (self.cache.nbuf() as u64) < 2 * window {
+                ahead_end = ahead_end.min(self.map_level_end(last));
+            }
             // The window was found whole up to `window_end` and more than
             // half of it is still ahead: nothing to look at. (A file read
             // from the cache would otherwise map 16 pages ahead at every
