@@ -18,6 +18,8 @@
 //! - [`layout`]: the on-disk structures as bytes;
 //! - [`fs`]: mounting with every check, allocation, block maps,
 //!   directories and the operations ([`Fs`]);
+//! - [`readwin`]: read windows' shared pages, slots and change
+//!   generations (uses no other module);
 //! - [`service`]: the server's requests (`protocols::unix::fs` and `io`)
 //!   decoded and answered over an [`Fs`], everything of `servers/ext2fs`
 //!   but its kernel calls.
@@ -42,6 +44,7 @@ pub mod cache;
 pub mod device;
 pub mod fs;
 pub mod layout;
+pub mod readwin;
 pub mod service;
 
 pub use cache::{Cache, CacheStats};

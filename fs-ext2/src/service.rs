@@ -25,10 +25,16 @@
 //!   through the caller's lent buffer ([`Lent`]).
 //! - Every open handle holds its inode open in [`Fs`] (an unlinked file
 //!   lives until its last handle is closed).
+//! - A handle with a read-window slot (`crate::readwin`,
+//!   `io::OP_READ_WINDOW_SLOT`) has its offset in the slot: taken from
+//!   there (clamped) before `OP_READ`, `OP_WRITE` and `OP_SEEK`, put back
+//!   after. Every change to a file's data or size bumps its generation
+//!   before the reply (`write`, `OP_TRUNCATE`, an open with `O_TRUNC`).
 
 use crate::device::BlockDevice;
 use crate::fs::Fs;
 use crate::fs::WRITE_SEGMENTS;
+use crate::readwin::ReadWindows;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -113,6 +119,15 @@ pub struct Service<D: BlockDevice> {
     declined: Option<Errno>,
     scratch: Vec<u8>,
     pub stats: ServiceStats,
+    /// Read windows' pages and slots (`crate::readwin`).
+    pub readwin: ReadWindows,
+    /// Does a process other than this one map the page at this address
+    /// (the server asks the kernel's `page_owners`)? Until set: no.
+    page_shared: fn(u64) -> bool,
+    /// A slot's page to map for the process that asked
+    /// (`io::OP_READ_WINDOW_SLOT`): (pid, its address there, the page's
+    /// address here), taken by the server loop, which maps it.
+    map_wanted: Option<(u64, u64, u64)>,
 }
 
 fn error(e: Errno) -> Reply {
@@ -170,7 +185,24 @@ impl<D: BlockDevice> Service<D> {
             declined: None,
             scratch: Vec::new(),
             stats: Default::default(),
+            readwin: ReadWindows::new(true),
+            page_shared: |_| false,
+            map_wanted: None,
         }
+    }
+
+    /// Read windows on or off (`ext2.readwin=`), and how to ask whether a
+    /// client page is still mapped by someone else (the kernel's
+    /// `page_owners`, above 1).
+    pub fn set_read_windows(&mut self, enabled: bool, page_shared: fn(u64) -> bool) {
+        self.readwin = ReadWindows::new(enabled);
+        self.page_shared = page_shared;
+    }
+
+    /// The page the last `io::OP_READ_WINDOW_SLOT` asked to be mapped:
+    /// (client pid, address there, the page's address here).
+    pub fn take_map_wanted(&mut self) -> Option<(u64, u64, u64)> {
+        self.map_wanted.take()
     }
 
     /// Set this manager's kernel pid (the descriptors of forwarded opens
@@ -344,6 +376,12 @@ impl<D: BlockDevice> Service<D> {
             c.order_visits,
             c.barrier_flushes
         );
+        let w = self.readwin.stats();
+        let _ = write!(
+            t,
+            "readwin_pages={}\nreadwin_slots={}\nreadwin_refused={}\nreadwin_bumps={}\n",
+            w.pages, w.slots, w.refused, w.bumps
+        );
         if let Ok(f) = self.fs.statfs() {
             let _ = write!(t, "free_blocks={}\nfree_inodes={}\n", f.free_blocks, f.free_inodes);
         }
@@ -465,6 +503,8 @@ impl<D: BlockDevice> Service<D> {
         }
         self.handles.reserve(ENOMEM)?;
         if mode::is_reg(m) && writable && flags & open_flags::O_TRUNC != 0 && attr.size_bytes != 0 {
+            // Windows on the file are stale from now (`crate::readwin`).
+            self.readwin.changed(ino);
             self.fs.truncate(ino, 0)?;
         }
         self.fs.open_inode(ino)?;
@@ -486,6 +526,7 @@ impl<D: BlockDevice> Service<D> {
 
     fn close(&mut self, handle: u64) -> Result<(), Errno> {
         let open = self.handles.remove(handle)?;
+        self.readwin.release(handle);
         self.fs.close_inode(open.ino)
     }
 
@@ -499,15 +540,29 @@ impl<D: BlockDevice> Service<D> {
     ) -> Result<Reply, Errno> {
         let [op, handle, w2, w3] = m;
         match op {
-            io::OP_READ => self.read(handle, w2, tx, lent),
-            io::OP_WRITE => self.write(handle, w2, data, lent).map(value),
+            io::OP_READ => {
+                self.offset_in(handle)?;
+                let r = self.read(handle, w2, tx, lent);
+                self.offset_out(handle);
+                r
+            }
+            io::OP_WRITE => {
+                self.offset_in(handle)?;
+                let r = self.write(handle, w2, data, lent).map(value);
+                self.offset_out(handle);
+                r
+            }
             io::OP_SEEK => {
+                self.offset_in(handle)?;
                 let (ino, offset) = self.handles.get(handle).map(|o| (o.ino, o.offset))?;
                 let size = self.fs.stat(ino)?.size_bytes;
                 let new = unix_core::seek::seek_offset(offset, size, w2 as i64, w3)?;
                 self.handles.get_mut(handle)?.offset = new;
+                self.offset_out(handle);
                 Ok(value(new))
             }
+            io::OP_PREAD => self.pread(handle, w2, w3, tx, lent),
+            io::OP_READ_WINDOW_SLOT => self.window_slot(sender, handle, w2),
             io::OP_FSTAT => {
                 let ino = self.handles.get(handle)?.ino;
                 let st = self.fs.stat(ino)?.to_stat();
@@ -520,6 +575,7 @@ impl<D: BlockDevice> Service<D> {
                     return Err(EBADF);
                 }
                 let ino = open.ino;
+                self.readwin.changed(ino);
                 self.fs.truncate(ino, w2).map(|()| value(0))
             }
             io::OP_FSYNC => {
@@ -548,11 +604,93 @@ impl<D: BlockDevice> Service<D> {
             return Err(EBADF);
         }
         let (ino, offset) = (open.ino, open.offset);
+        let (n, inline) = self.read_at(ino, offset, want, tx, lent)?;
+        self.advance(handle, n)?;
+        Ok(([n as u64, 0, 0, 0], inline))
+    }
+
+    /// `io::OP_PREAD`: as `OP_READ` at `offset`, the handle's offset
+    /// neither used nor moved; word 1 of the reply is the file's change
+    /// generation (`crate::readwin`), which a read window is checked
+    /// against.
+    fn pread(
+        &mut self,
+        handle: u64,
+        want: u64,
+        offset: u64,
+        tx: &mut [u8; MESSAGE_DATA_BYTES],
+        lent: &mut impl Lent,
+    ) -> Result<Reply, Errno> {
+        let open = self.handles.get(handle)?;
+        if !open_flags::readable(open.flags) {
+            return Err(EBADF);
+        }
+        if offset > crate::readwin::MAX_OFFSET_BYTES {
+            return Err(EINVAL);
+        }
+        let ino = open.ino;
+        let generation = self.readwin.generation(handle);
+        let (n, inline) = self.read_at(ino, offset, want, tx, lent)?;
+        self.stats.bytes_read += n as u64;
+        Ok(([n as u64, generation, 0, 0], inline))
+    }
+
+    /// `io::OP_READ_WINDOW_SLOT` from `sender`: a slot for `handle` (a
+    /// regular file open for reading) in the sender's page, which the
+    /// server then maps at `address` (unless 0: mapped already).
+    fn window_slot(&mut self, sender: u64, handle: u64, address: u64) -> Result<Reply, Errno> {
+        if !self.readwin.is_enabled() {
+            return Err(ENOSYS);
+        }
+        let open = self.handles.get(handle)?;
+        if !open_flags::readable(open.flags) {
+            return Err(EBADF);
+        }
+        let (ino, offset) = (open.ino, open.offset);
+        if !mode::is_reg(self.fs.stat(ino)?.mode as u32) {
+            return Err(EINVAL);
+        }
+        if !address.is_multiple_of(abi::layout::PAGE_SIZE) {
+            return Err(EINVAL);
+        }
+        let shared = self.page_shared;
+        let (slot, page) = self.readwin.assign(sender, handle, ino, offset, &mut |a| shared(a))?;
+        if address != 0 {
+            self.map_wanted = Some((sender, address, page));
+        }
+        Ok(value(slot as u64))
+    }
+
+    /// A handle with a slot: take its offset from the slot (where the
+    /// client moved it).
+    fn offset_in(&mut self, handle: u64) -> Result<(), Errno> {
+        if let Some(offset) = self.readwin.offset(handle) {
+            self.handles.get_mut(handle)?.offset = offset;
+        }
+        Ok(())
+    }
+
+    /// A handle with a slot: publish its offset there.
+    fn offset_out(&self, handle: u64) {
+        if let Ok(open) = self.handles.get(handle) {
+            self.readwin.set_offset(handle, open.offset);
+        }
+    }
+
+    /// Up to `want` bytes of `ino` at `offset`: (bytes, bytes of them in
+    /// `tx` for the reply; 0 when they went through the lent buffer).
+    fn read_at(
+        &mut self,
+        ino: u32,
+        offset: u64,
+        want: u64,
+        tx: &mut [u8; MESSAGE_DATA_BYTES],
+        lent: &mut impl Lent,
+    ) -> Result<(usize, usize), Errno> {
         let want = want.min(abi::lease::MAX_LEASE_BYTES) as usize;
         let done = if want <= tx.len() {
             let n = self.fs.read(ino, offset, &mut tx[..want])?;
-            self.advance(handle, n)?;
-            return Ok(([n as u64, 0, 0, 0], n));
+            return Ok((n, n));
         } else {
             // Straight from the cache's buffers into the lent buffer, one
             // lease call per run of blocks (`Fs::read_into`): one copy.
@@ -576,8 +714,7 @@ impl<D: BlockDevice> Service<D> {
                 _ => done,
             }
         };
-        self.advance(handle, done)?;
-        Ok(value(done as u64))
+        Ok((done, 0))
     }
 
     fn advance(&mut self, handle: u64, n: usize) -> Result<(), Errno> {
@@ -606,6 +743,8 @@ impl<D: BlockDevice> Service<D> {
         if len > abi::lease::MAX_LEASE_BYTES as usize {
             return Err(EINVAL);
         }
+        // Windows on the file are stale from now (`crate::readwin`).
+        self.readwin.changed(ino);
         let mut done = 0usize;
         let result = if len <= data.len() {
             self.fs.write(ino, offset, &data[..len]).map(|n| done = n)

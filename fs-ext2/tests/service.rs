@@ -358,3 +358,87 @@ fn forwarded_opens_answer_as_the_monitor_or_are_declined() {
     let _ = std::fs::remove_file(&img);
     assert!(out.status.success(), "e2fsck: {}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// Read windows (`fs_ext2::readwin`): a slot per handle in a page per
+/// process; the handle's offset is the slot's (read and moved by
+/// `OP_READ`, `OP_WRITE`, `OP_SEEK`, clamped when scribbled); `OP_PREAD`
+/// answers the file's generation, which every write, truncate and
+/// `O_TRUNC` open moves before it answers; a closed handle's slot goes;
+/// turned off, the slot request is `ENOSYS`.
+#[test]
+fn read_windows_slots_offsets_and_generations() {
+    let Some((bytes, _img)) = image("readwin") else { return };
+    let mut c = Client::new(bytes.clone(), 64);
+    let w = c.open("/f", O_CREAT | O_EXCL | O_RDWR);
+    assert_eq!(c.io([io::OP_WRITE, w, 0, 0], b"0123456789").0, Ok(10));
+    let r = c.open("/f", O_RDONLY);
+    // A slot for the reader; not for a writer-only handle or a directory.
+    let (slot, _, _) = c.io([io::OP_READ_WINDOW_SLOT, r, 0x7000_0000, 0], b"");
+    let slot = slot.unwrap();
+    let (pid, address, page) = c.s.take_map_wanted().expect("the page is to be mapped");
+    assert_eq!((pid, address), (STRANGER, 0x7000_0000));
+    assert_eq!(c.s.readwin.page_address(STRANGER), Some(page));
+    assert_eq!(c.io([io::OP_READ_WINDOW_SLOT, r, 0x7000_0000, 0], b"").0, Ok(slot), "the same slot again");
+    assert_eq!(c.io([io::OP_READ_WINDOW_SLOT, r, 0x7000_0001, 0], b"").0, Err(EINVAL), "not a page");
+    let wo = c.open("/f", O_WRONLY);
+    assert_eq!(c.io([io::OP_READ_WINDOW_SLOT, wo, 0, 0], b"").0, Err(EBADF));
+    let d = c.open("/", O_RDONLY | O_DIRECTORY);
+    assert_eq!(c.io([io::OP_READ_WINDOW_SLOT, d, 0, 0], b"").0, Err(EINVAL));
+    // Another process cannot take the slot.
+    let other = c.ask(MONITOR + 1, [io::OP_READ_WINDOW_SLOT, r, 0, 0], b"", &mut VecLent::new(Vec::new(), 0));
+    assert_eq!(other.0, Err(protocols::unix::errno::EBUSY));
+
+    // pread: the bytes and the generation, the offset untouched.
+    let (n, words, data) = c.io([io::OP_PREAD, r, 4, 2], b"");
+    assert_eq!((n, &data[..]), (Ok(4), &b"2345"[..]));
+    let g0 = words[1];
+    assert_ne!(g0, 0);
+    assert_eq!(c.s.readwin.offset(r), Some(0));
+    assert_eq!(c.io([io::OP_PREAD, r, 4, u64::MAX], b"").0, Err(EINVAL));
+    // The offset is the slot's: moved by a client (as the runtime's
+    // windowed reads do), then used and moved by OP_READ.
+    c.s.readwin.set_offset(r, 6);
+    let (n, _, data) = c.io([io::OP_READ, r, 3, 0], b"");
+    assert_eq!((n, &data[..]), (Ok(3), &b"678"[..]));
+    assert_eq!(c.s.readwin.offset(r), Some(9));
+    assert_eq!(c.io([io::OP_SEEK, r, 0, io::SEEK_CUR], b"").0, Ok(9));
+    assert_eq!(c.io([io::OP_SEEK, r, -4i64 as u64, io::SEEK_END], b"").0, Ok(6));
+    assert_eq!(c.s.readwin.offset(r), Some(6));
+    // A scribbled offset is clamped: the read finds the end, nothing breaks.
+    c.s.readwin.set_offset(r, u64::MAX);
+    assert_eq!(c.io([io::OP_READ, r, 3, 0], b"").0, Ok(0));
+    assert_eq!(c.io([io::OP_SEEK, r, 0, io::SEEK_CUR], b"").0, Ok(i64::MAX as u64));
+
+    // Every change moves the generation.
+    let mut last = g0;
+    let mut moved = |c: &mut Client, what: &str| {
+        let g = c.io([io::OP_PREAD, r, 1, 0], b"").1[1];
+        assert_ne!(g, last, "{what} moves the generation");
+        last = g;
+    };
+    assert_eq!(c.io([io::OP_WRITE, w, 0, 0], b"x").0, Ok(1));
+    moved(&mut c, "a write");
+    assert_eq!(c.io([io::OP_TRUNCATE, w, 3, 0], b"").0, Ok(0));
+    moved(&mut c, "a truncate");
+    let t = c.open("/f", O_WRONLY | O_TRUNC);
+    moved(&mut c, "an O_TRUNC open");
+    let (_, words, _) = c.io([io::OP_PREAD, r, 1, 0], b"");
+    let (_, again, _) = c.io([io::OP_PREAD, r, 1, 0], b"");
+    assert_eq!(words[1], again[1], "no change, no new generation");
+    // Closed: the slot goes, the offset is the handle's own again.
+    assert_eq!(c.fs([io::OP_CLOSE, r, 0, 0], b"").0, Ok(0));
+    assert_eq!(c.s.readwin.offset(r), None);
+    assert_eq!(c.s.readwin.stats().slots, 0);
+    for h in [w, wo, d, t] {
+        assert_eq!(c.fs([io::OP_CLOSE, h, 0, 0], b"").0, Ok(0));
+    }
+
+    // Turned off (`ext2.readwin=off`): ENOSYS, and pread still works.
+    let mut c = Client::new(bytes, 64);
+    c.s.set_read_windows(false, |_| false);
+    let h = c.open("/g", O_CREAT | O_EXCL | O_RDWR);
+    assert_eq!(c.io([io::OP_READ_WINDOW_SLOT, h, 0x7000_0000, 0], b"").0, Err(ENOSYS));
+    assert!(c.s.take_map_wanted().is_none());
+    assert_eq!(c.io([io::OP_WRITE, h, 0, 0], b"abc").0, Ok(3));
+    assert_eq!(c.io([io::OP_PREAD, h, 2, 1], b"").2, b"bc".to_vec());
+}

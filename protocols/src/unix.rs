@@ -967,11 +967,57 @@ pub mod io {
     /// bytes; the handle's own offset is neither used nor moved, so one
     /// call does what [`OP_SEEK`] and [`OP_READ`] did in two. Block
     /// drivers (`drivers/virtio-blk`) answer it, for the disk file
-    /// system's I/O workers; other managers answer `ENOSYS`.
+    /// system's I/O workers, and `ext2fs` for regular files (word 1 of
+    /// its reply: the file's change generation, [`super::read_window`]);
+    /// other managers answer `ENOSYS`.
     pub const OP_PREAD: u64 = 11;
     /// POSIX `pwrite`: [`OP_WRITE`] at word 3's offset, the handle's
     /// offset neither used nor moved. As [`OP_PREAD`].
     pub const OP_PWRITE: u64 = 12;
+    /// A read window's slot ([`read_window`]): word 1 = handle (a regular
+    /// file open for reading), word 2 = the address of the page at which
+    /// the caller has made this manager the pager of one page of its own
+    /// (`abi::Call::SetPager`), or 0 when it already maps this manager's
+    /// page for it. The manager maps (shared, writable) the page it keeps
+    /// for the caller's process there and answers word 0 = the slot
+    /// index in it; from then on the handle's offset is the slot's offset
+    /// word, for every request on the handle from anyone. `ENOSYS`: a
+    /// manager without read windows (or with them turned off); `EBUSY`:
+    /// the handle's slot is another process's; `ENOSPC`: no page or slot
+    /// left. Each of these means the caller uses plain [`OP_READ`].
+    pub const OP_READ_WINDOW_SLOT: u64 = 13;
+}
+
+/// Read windows (`ext2fs`, docs/filesystem.md "R2 on disk: a read window
+/// in the reader"): a process reading a disk file in order fetches a
+/// window of it with one [`io::OP_PREAD`] into its own memory and serves
+/// the reads that follow from there, with no call, while the file has not
+/// changed. The manager shares one page per client process with it; each
+/// of the process's windowed handles has a slot of two `u64` words in it:
+/// - the handle's offset ([`offset_word`]): read and written by the
+///   client (the reads it serves itself) and by the manager (every
+///   `OP_READ`, `OP_WRITE`, `OP_SEEK` on the handle, from any process),
+///   which clamps what it reads there to `0..=i64::MAX`;
+/// - the file's change generation ([`generation_word`]): written by the
+///   manager only, before it answers any request that changed the file's
+///   data or size (a write, a truncate, an open with `O_TRUNC`), by
+///   anyone. An `OP_PREAD` reply's word 1 is the generation its bytes
+///   belong to; a window whose generation differs from the slot's is
+///   stale. A client that writes here misleads only itself.
+pub mod read_window {
+    /// Slots in one page: 16 bytes each.
+    pub const SLOTS: usize = abi::layout::PAGE_SIZE as usize / 16;
+    /// Byte offset in the page of slot `slot`'s offset word.
+    pub const fn offset_word(slot: usize) -> usize {
+        16 * slot
+    }
+    /// Byte offset in the page of slot `slot`'s generation word.
+    pub const fn generation_word(slot: usize) -> usize {
+        16 * slot + 8
+    }
+    /// The boot option that turns read windows off (`ext2.readwin=off`)
+    /// or on (`on`, the default).
+    pub const BOOT_OPTION: &str = "ext2.readwin";
 }
 
 /// One directory entry in an `OP_READDIR` reply's data: ino (u64 LE),

@@ -43,6 +43,7 @@ use protocols::unix::{self as ux, DirEntry as WireDirEntry, FdInfo, ProcInfo, St
 use spin::Mutex;
 
 mod ramdriver;
+mod readwin;
 
 /// A file descriptor.
 pub type Fd = i32;
@@ -341,6 +342,7 @@ pub fn fork() -> Result<u64, Errno> {
     let pid = monitor_word([monitor_ops::OP_FORK, 0, 0, 0], &[])?;
     if pid == 0 {
         ramdriver::after_fork();
+        readwin::after_fork();
     }
     Ok(pid)
 }
@@ -613,6 +615,7 @@ pub fn close(fd: Fd) -> Result<(), Errno> {
     let r = monitor_word([monitor_ops::OP_CLOSE, fd as u64, 0, 0], &[]);
     forget(fd);
     ramdriver::forget(fd);
+    readwin::forget(fd);
     r.map(|_| ())
 }
 
@@ -624,6 +627,7 @@ pub fn dup2(old: Fd, new: Fd) -> Result<Fd, Errno> {
     let r = monitor_word([monitor_ops::OP_DUP2, old as u64, new as u64, 0], &[]);
     forget(new);
     ramdriver::forget(new);
+    readwin::forget(new);
     r.map(|n| n as Fd)
 }
 
@@ -670,7 +674,8 @@ fn takes_lent_writes(info: &FdInfo) -> bool {
 /// into the buffer through the lease (`protocols::unix::io::OP_READ`). A
 /// terminal returns what it has; a pipe returns what it has in one request
 /// for the whole buffer ([`pipe_io`]); a block device has its own rules
-/// ([`block`]).
+/// ([`block`]). A disk file read in order is mostly served from a window
+/// of it in this process, one call per window ([`readwin`]).
 pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     let (link, info) = fd_entry(fd)?;
     if ux::mode::is_blk(info.file_type) {
@@ -689,6 +694,14 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     // (`/dev/zero`, `/dev/null`: they never wait): read until the buffer is
     // full or the manager gives less (the end).
     let is_file = ux::mode::is_reg(info.file_type) || is_directory_manager(info.manager_pid);
+    // A regular file read in order: most reads from a window of it in
+    // this process, with no call ([`readwin`]).
+    let watch = ux::mode::is_reg(info.file_type)
+        && match readwin::read(fd, link, &info, buf) {
+            readwin::Attempt::Done(r) => return r,
+            readwin::Attempt::Watch => true,
+            readwin::Attempt::Plain => false,
+        };
     let mut done = 0;
     loop {
         let want = (buf.len() - done).min(MAX_LENT_BYTES);
@@ -697,6 +710,9 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
         let got = (w[0] as usize).min(want);
         done += got;
         if got < want || !is_file || done == buf.len() {
+            if watch && done == buf.len() {
+                readwin::note_full(fd, &info);
+            }
             return Ok(done);
         }
     }

@@ -20,6 +20,14 @@
 //! (host-tested); this file holds the kernel calls: arguments, options,
 //! the workers, the clock, leases and the receive-reply loop.
 //!
+//! Read windows (`fs_ext2::readwin`, `protocols::unix::read_window`):
+//! for `io::OP_READ_WINDOW_SLOT` this process maps a page of its own into
+//! the caller, shared and writable, at the address the caller made this
+//! manager the pager of (`page_resolve` with `pager::SHARED`), and answers
+//! the page faults of such regions with the same page (or fails them for
+//! a process it keeps none for). The boot option `ext2.readwin=off` turns
+//! them off.
+//!
 //! Options (the mount's, comma-separated, then the kernel command line):
 //! `nbuf=N` buffers (default: a share of free memory, see [`default_nbuf`]),
 //! `ro`, `sync` (every metadata change written at the end of its
@@ -44,8 +52,9 @@ extern crate alloc;
 mod disk;
 mod timer;
 
+use abi::layout::PAGE_SIZE;
 use abi::msg::Kind;
-use abi::{InfoKey, Pid};
+use abi::{InfoKey, Pid, pager};
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -55,7 +64,7 @@ use fs_ext2::layout::{SUPERBLOCK_BYTES, SUPERBLOCK_OFFSET, Superblock};
 use fs_ext2::service::{Lent, MESSAGE_DATA_BYTES, Service};
 use fs_ext2::{BlockDevice, Fs, MountOptions};
 use protocols::unix::errno::{EFAULT, EINVAL, EIO};
-use protocols::unix::{Errno, encode_result, ext2fs, fs, io, monitor};
+use protocols::unix::{Errno, encode_result, ext2fs, fs, io, monitor, read_window};
 use runtime::clock::Clock;
 use runtime::msg::{self, Link, Page, Queue, ReplyHandle};
 use runtime::{Args, println, sys};
@@ -141,6 +150,14 @@ fn main(args: Args) -> i32 {
         }
     };
     disk.set_volatile_write_cache(is_volatile);
+    let read_windows = match read_window_option() {
+        Ok(on) => on,
+        Err(why) => {
+            println!("ext2fs: {}: {why}", a.target);
+            tell_monitor(a.monitor, Err(EINVAL));
+            return 1;
+        }
+    };
     let opts = match mount_options(&a.options, &mut disk) {
         Ok(o) => o,
         Err(why) => {
@@ -159,6 +176,7 @@ fn main(args: Args) -> i32 {
     };
     let mut service = Service::new(fs, a.monitor.0, sys::rdtsc() ^ sys::getpid().0);
     service.set_own_pid(sys::getpid().0);
+    service.set_read_windows(read_windows, page_shared);
     let workers = service.fs.device().workers();
     let stats = service.fs.statfs();
     println!(
@@ -311,6 +329,47 @@ fn write_cache_option() -> Result<WriteCacheOption, String> {
     }
 }
 
+/// The boot option `ext2.readwin=on|off` (`protocols::unix::read_window`;
+/// default on): off, every `io::OP_READ_WINDOW_SLOT` is `ENOSYS` and
+/// readers make one call per read, as before windows. Anything else
+/// refuses the mount with the reason, as a bad `blk.wcache=` does.
+fn read_window_option() -> Result<bool, String> {
+    let mut line = vec![0u8; 1024];
+    let Ok(len) = sys::kernel_options(&mut line) else { return Ok(true) };
+    let text = core::str::from_utf8(&line[..len.min(line.len())]).unwrap_or("");
+    match protocols::options::lookup(text, read_window::BOOT_OPTION) {
+        None | Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(v) => Err(alloc::format!("bad boot option {}={v} (on or off)", read_window::BOOT_OPTION)),
+    }
+}
+
+/// Does a process other than this one map the page at `address` (a read
+/// window's page, `fs_ext2::readwin`)? In doubt, yes: the page is then
+/// not given to another process.
+fn page_shared(address: u64) -> bool {
+    !matches!(sys::page_owners(address, PAGE_SIZE), Ok(owners) if owners <= 1)
+}
+
+/// A fault in a client's read-window region (`abi::msg::Kind::PageFault`:
+/// m0 = the process, m1 = the address): its page, shared and writable,
+/// if it has one here; else the fault fails (the process ends, as for
+/// any access to memory it was never given).
+fn window_fault(service: &Service<Disk>, m: [u64; 4]) {
+    let (pid, page) = (Pid(m[0]), m[1] & !(PAGE_SIZE - 1));
+    let mapped = match service.readwin.page_address(m[0]) {
+        Some(src) => sys::page_resolve(pid, page, src, WINDOW_PAGE_FLAGS).is_ok(),
+        None => false,
+    };
+    if !mapped {
+        let _ = sys::page_resolve(pid, page, 0, pager::FAIL);
+    }
+}
+
+/// A read-window page as a client maps it: this process's own frame,
+/// writable by both (the client moves its offsets there).
+const WINDOW_PAGE_FLAGS: u64 = pager::SHARE | pager::SHARED | pager::WRITABLE;
+
 fn parse_nbuf(text: &str) -> Option<usize> {
     text.parse::<u64>().ok().filter(|&n| (1..=MAX_NBUF).contains(&n)).map(|n| n as usize)
 }
@@ -460,6 +519,10 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
             }
             continue;
         }
+        if r.kind == Kind::PageFault {
+            window_fault(service, r.message);
+            continue;
+        }
         let data = match &kept {
             Some(d) => &d[..],
             None => &rx.0[..r.len.min(rx.0.len())],
@@ -508,7 +571,14 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
         let forwarded = r.message[0] == fs::OP_OPEN_FORWARDED;
         let asker = if forwarded { Pid(0) } else { r.sender };
         (dev.serving, dev.answered_early) = (Some((asker, r.reply, r.message[0])), answered);
-        let (words, len) = service.request(r.sender.0, r.message, data, now_ns, tx_bytes, &mut lent);
+        let (mut words, len) = service.request(r.sender.0, r.message, data, now_ns, tx_bytes, &mut lent);
+        if let Some((pid, at, src)) = service.take_map_wanted()
+            && sys::page_resolve(Pid(pid), at, src, WINDOW_PAGE_FLAGS).is_err()
+        {
+            // Not mapped (no region of ours there, a page there already):
+            // the caller reads with plain calls.
+            words = [encode_result(Err(EFAULT)), 0, 0, 0];
+        }
         let _ = service.fs.reap();
         let dev = service.fs.device_mut();
         dev.serving = None;

@@ -16,6 +16,10 @@
 //!   and `fsync`'d (`disktest: fsynced PATH SIZE SHA256` once `fsync`
 //!   returned), with names made, renamed and removed in between without
 //!   any sync. The host kills the machine after some `fsynced` line.
+//! - `disktest readwin DIR on|off`: reads in order with and without read
+//!   windows (`ext2.readwin=`), and every change that must show in them
+//!   (`readwin.rs`); `disktest rwchild PATH` is its client that dies with
+//!   windowed descriptors open.
 //! - `disktest procs`: the kernel's count of live processes
 //!   (`disktest: processes N`), so the host can see that a volume's
 //!   manager leaves nothing behind when it ends (its I/O workers and its
@@ -27,9 +31,12 @@
 
 #![no_std]
 #![no_main]
-#![forbid(unsafe_code)]
+// One write over the read-window page, in `readwin` (the scribble test).
+#![deny(unsafe_code)]
 
 extern crate alloc;
+
+mod readwin;
 
 use alloc::format;
 use alloc::string::String;
@@ -49,11 +56,16 @@ fn main(args: runtime::Args) -> i32 {
         ["workload", dir] => workload(dir, 1),
         ["workload", dir, "small"] => workload(dir, 4),
         ["cuts", dir] => cuts(dir),
+        ["readwin", dir, "on"] => readwin::readwin(dir, true),
+        ["readwin", dir, "off"] => readwin::readwin(dir, false),
+        ["rwchild", path] => readwin::rwchild(path),
         ["procs"] => {
             println!("disktest: processes {}", runtime::sys::info(abi::InfoKey::ProcessCount));
             Ok(())
         }
-        _ => Err(String::from("usage: disktest sums DIR | workload DIR [small] | cuts DIR | procs")),
+        _ => Err(String::from(
+            "usage: disktest sums DIR | workload DIR [small] | cuts DIR | readwin DIR on|off | procs",
+        )),
     };
     match outcome {
         Ok(()) => {

@@ -11,12 +11,17 @@
 //!    file, a deep tree); after power-off `e2fsck -fn` must be clean and
 //!    every file the guest listed must read back from the image with
 //!    `debugfs` with the guest's size and sum, every removed name gone.
-//! 2. **nbuf=1**: the same workload, scaled down, with one buffer.
+//!    Then `disktest readwin` (read windows: reads in order, and every
+//!    change by another process, `lseek`, `dup`, `fork` and the reader's
+//!    own write seen; a client scribbling on its window page; a client
+//!    dying with windows open).
+//! 2. **nbuf=1**: the same workload, scaled down, with one buffer, and
+//!    `disktest readwin` with `ext2.readwin=off` (the plain read path).
 //! 3. **corrupt**: an image whose superblock claims more inodes than its
 //!    tables hold is refused at mount (the refusal is on the console),
 //!    the system still answers (`mount` lists no `/disk`, the shell runs),
 //!    and the image is not written (byte for byte). A bad `blk.wcache=`
-//!    boot option is refused the same way.
+//!    or `ext2.readwin=` boot option is refused the same way.
 //! 4. **power cuts**: `disktest cuts` writes and `fsync`s file after file
 //!    with names churned in between; QEMU is killed right after the k-th
 //!    `fsynced` line (and 0–99 ms more); `e2fsck -fn` may then report only what loses
@@ -232,13 +237,17 @@ pub fn run(
             workload(&boots, ""),
         ),
         Outcome::step(
-            "disk: the workload with nbuf=1: e2fsck clean, debugfs agrees",
-            workload(&boots, "nbuf=1"),
+            "disk: the workload with nbuf=1 and ext2.readwin=off: e2fsck clean, debugfs agrees",
+            workload(&boots, "nbuf=1 ext2.readwin=off"),
         ),
         Outcome::step("disk: a corrupt image is refused, unwritten, and the system answers", corrupt(&boots)),
         Outcome::step(
             "disk: a bad blk.wcache= boot option refuses the mount with the reason, nothing written",
             bad_write_cache_option(&boots),
+        ),
+        Outcome::step(
+            "disk: a bad ext2.readwin= boot option refuses the mount with the reason, nothing written",
+            bad_boot_option(&boots, "readwin", "ext2.readwin"),
         ),
         Outcome::step(
             "disk: virtio-blk killed under writes: the manager keeps its cache, e2fsck clean, every file as written",
@@ -270,17 +279,27 @@ fn workload(boots: &Boots, cmdline: &str) -> Result<(), String> {
     let image = boots.log_dir.join(format!("disk-{name}.img"));
     let tree = host_tree();
     let from = boots.log_dir.join(format!("disk-{name}-tree"));
+    // Read windows (`ext2.readwin`, on by default) in the full boot, the
+    // plain path in the small one: `disktest readwin` checks what POSIX
+    // asks of reads either way.
+    let windows = if cmdline.contains("ext2.readwin=off") { "off" } else { "on" };
     let commands = if small {
-        format!("/bin/{PROGRAM} workload /disk/w small")
+        format!("/bin/{PROGRAM} workload /disk/w small && /bin/{PROGRAM} readwin /disk/rw {windows}")
     } else {
         write_tree(&from, &tree)?;
-        format!("/bin/{PROGRAM} sums /disk/host && /bin/{PROGRAM} workload /disk/w")
+        format!(
+            "/bin/{PROGRAM} sums /disk/host && /bin/{PROGRAM} workload /disk/w && /bin/{PROGRAM} readwin /disk/rw {windows}"
+        )
     };
     ext2::make_image(&image, IMAGE_BYTES, (!small).then_some(from.as_path()))?;
     let run = boots.batch(name, &image, cmdline, &commands)?;
     let listing = parse_listing(&run.output);
     if let Some(why) = listing.failure {
         return Err(why);
+    }
+    let passed = format!("{LINE_PREFIX}readwin passed, windows {windows}");
+    if !run.output.lines().any(|l| l.trim() == passed) {
+        return Err(format!("no `{passed}` line; the output ends:\n{}", tail(&run.output)));
     }
     if !small {
         // The host's tree, read back by the guest byte for byte.
@@ -347,14 +366,22 @@ fn corrupt(boots: &Boots) -> Result<(), String> {
 /// `nbuf=` does: the reason on the console, no `/disk`, the shell still
 /// answers, the image unwritten.
 fn bad_write_cache_option(boots: &Boots) -> Result<(), String> {
-    let image = boots.log_dir.join("disk-wcache.img");
+    bad_boot_option(boots, "wcache", "blk.wcache")
+}
+
+/// A bad value of the disk manager's boot option `name` (`maybe`)
+/// refuses the mount as [`bad_write_cache_option`] says. `ext2.readwin`
+/// takes `on` or `off`.
+fn bad_boot_option(boots: &Boots, tag: &str, name: &str) -> Result<(), String> {
+    let image = boots.log_dir.join(format!("disk-{tag}.img"));
     ext2::make_image(&image, 8 << 20, None)?;
     let bytes = fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
-    let run = boots.batch("wcache", &image, "blk.wcache=maybe", "mount; echo the system answers")?;
+    let option = format!("{name}=maybe");
+    let run = boots.batch(tag, &image, &option, "mount; echo the system answers")?;
     if run.output.contains(" /disk ") || !run.output.contains("the system answers") {
         return Err(format!("mount or the shell say otherwise:\n{}", run.output));
     }
-    if !run.transcript.contains("bad boot option blk.wcache=maybe") {
+    if !run.transcript.contains(&format!("bad boot option {option}")) {
         return Err(format!("no refusal on the console:\n{}", tail(&run.transcript)));
     }
     let after = fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
@@ -609,6 +636,17 @@ mod tests {
     #[ignore]
     fn boot_the_idle_write_back_test() {
         with_boots(|boots, _| idle_write_back(boots).unwrap());
+    }
+
+    /// Tests 1 and 2 alone (`cargo test -p xtask -- --ignored
+    /// boot_the_workload_tests --nocapture`): read windows on, then off.
+    #[test]
+    #[ignore]
+    fn boot_the_workload_tests() {
+        with_boots(|boots, _| {
+            workload(boots, "").unwrap();
+            workload(boots, "nbuf=1 ext2.readwin=off").unwrap();
+        });
     }
 
     /// The boots of a single test run alone: 2 CPUs, 600 s, logs in
