@@ -254,7 +254,7 @@ fn record(i: u64) -> [u8; RECORD] {
 /// Which records `piece` holds: (first, count), or why it is not a run
 /// of whole consecutive records of the file.
 fn records_of(piece: &[u8], records: u64, what: &str) -> Result<(u64, u64), String> {
-    if piece.len() % RECORD != 0 {
+    if !piece.len().is_multiple_of(RECORD) {
         return Err(format!("{what}: a read of {} bytes, not whole records", piece.len()));
     }
     let first = u64::from_le_bytes(piece[..RECORD].try_into().unwrap_or_default()) ^ 0x5a5a_0000_0000_0000;
