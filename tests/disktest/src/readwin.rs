@@ -5,7 +5,8 @@
 //! whole); another process's write, append and truncate between two
 //! reads; `lseek` (SET, CUR, END) between reads; one offset for a
 //! `dup`'d and for a `fork`ed descriptor; a read after the reader's own
-//! write. With windows on it also checks that they were used (the
+//! write; `pread`; two processes reading one open file at once (every
+//! byte read by one of them only) and a reader beside an appender. With windows on it also checks that they were used (the
 //! manager's `readwin_slots`), that a client scribbling over its window
 //! page hurts no one else and leaves the manager answering, and that a
 //! client that dies with windowed descriptors open gives its slots back.
@@ -219,6 +220,7 @@ pub fn readwin(root: &str, on: bool) -> Outcome {
         return Err(String::from("the file after the writes is not what was written"));
     }
 
+    preads(&path, &data)?;
     shared_readers(root)?;
     shared_appends(root)?;
     if on {
@@ -227,6 +229,40 @@ pub fn readwin(root: &str, on: bool) -> Outcome {
     }
     let _ = unix::unlink(&small);
     runtime::println!("disktest: readwin passed, windows {}", if on { "on" } else { "off" });
+    Ok(())
+}
+
+/// `unix::pread` (`io::OP_PREAD`): the bytes at its offset, the
+/// descriptor's offset (and so the windowed reads around it) untouched,
+/// the end, and bad input.
+fn preads(path: &str, data: &[u8]) -> Outcome {
+    let fd = open(path, O_RDONLY)?;
+    read_expect(fd, PIECE, &data[..PIECE], "before the preads")?;
+    read_expect(fd, PIECE, &data[PIECE..2 * PIECE], "before the preads")?;
+    let size = data.len();
+    for (at, len) in [(0, 100), (5000, PIECE), (70_000, 200_000), (size - 10, PIECE), (size, PIECE)] {
+        let mut buf = vec![0u8; len];
+        let n = unix::pread(fd, &mut buf, at as u64).map_err(|e| fail("pread", path, e))?;
+        let want = &data[at.min(size)..(at + len).min(size)];
+        if buf[..n] != *want {
+            return Err(format!(
+                "pread of {len} at {at}: {n} bytes, not the {} of the file there",
+                want.len()
+            ));
+        }
+    }
+    seek_expect(fd, 0, SEEK_CUR, 2 * PIECE as u64, "after the preads")?;
+    read_expect(fd, PIECE, &data[2 * PIECE..3 * PIECE], "a read after the preads")?;
+    let mut buf = [0u8; 16];
+    match unix::pread(fd, &mut buf, u64::MAX) {
+        Err(e) if e == protocols::unix::errno::EINVAL => {}
+        other => return Err(format!("pread at u64::MAX: {other:?}, expected EINVAL")),
+    }
+    let _ = unix::close(fd);
+    match unix::pread(fd, &mut buf, 0) {
+        Err(e) if e == protocols::unix::errno::EBADF => {}
+        other => return Err(format!("pread of a closed descriptor: {other:?}, expected EBADF")),
+    }
     Ok(())
 }
 
