@@ -221,8 +221,11 @@ fn an_8_mib_write_in_8_kib_pieces_costs_few_lookups_and_no_device_writes() {
 }
 
 /// The `copy` row: read 8 KiB of the file just written, write it to a
-/// new one; the copy's writes cost what the write row's do, and reading
-/// the source (in the cache, dirty) writes nothing to the device either.
+/// new one; the copy's writes cost what the write row's do, and the
+/// copies unlinked while dirty are never written: from their unlinks to
+/// the end of the next copy, at most the source (a live file, written
+/// once where the write order's cycle through its inode's block meets
+/// it) and a few metadata blocks reach the device.
 #[test]
 fn an_8_mib_copy_costs_few_lookups_and_no_device_writes() {
     let Some(bytes) = image("copy") else { return };
@@ -230,6 +233,7 @@ fn an_8_mib_copy_costs_few_lookups_and_no_device_writes() {
     b.write_pass();
     b.copy_pass(FILE, "/r2/c0");
     b.copy_pass(FILE, "/r2/c1");
+    let at_unlinks = b.stats();
     b.unlink("/r2/c0");
     b.unlink("/r2/c1");
     let before = b.stats();
@@ -238,7 +242,12 @@ fn an_8_mib_copy_costs_few_lookups_and_no_device_writes() {
     eprintln!("per 8 KiB read + write: {per:?}");
     // The read's 8 blocks and its map, and the write's (above).
     assert!(per.lookups <= 42.0, "{per:?}");
-    assert!(per.blocks_written * WRITES as f64 <= 8.0, "{per:?}");
+    // Before the unlinks' entries were known never written
+    // (`Fs::entry_never_written`), the first unlink wrote both copies and
+    // the source (24,696 blocks); now the source and a few more.
+    let written = b.stats().blocks_written - at_unlinks.blocks_written;
+    let file_blocks = (FILE_BYTES / 1024) as u64 + 33;
+    assert!(written <= file_blocks + 100, "{written} blocks written: {per:?}");
     // Buffers taken: at most the new blocks' (none read: the source is
     // in the cache).
     assert!(per.misses <= 8.1, "{per:?}");

@@ -147,6 +147,9 @@ struct Buf {
     is_read_ahead: bool,
     /// Which `dirty_queue` entry stands for this buffer while it is dirty.
     dirty_seq: u64,
+    /// A block just allocated whose write has not completed since
+    /// ([`Cache::allocated`]): nothing on the disk points at it yet.
+    is_fresh: bool,
 }
 
 /// What the cache counts (`kinfo` shows them).
@@ -289,6 +292,7 @@ impl<D: BlockDevice> Cache<D> {
                 last_use: 0,
                 is_read_ahead: false,
                 dirty_seq: 0,
+                is_fresh: false,
             })
             .collect();
         Ok(Cache {
@@ -701,6 +705,8 @@ impl<D: BlockDevice> Cache<D> {
                     self.has_write_error |= outcome.is_err();
                     self.has_unflushed_writes = true;
                     buf.state = State::Clean;
+                    // Its pointer may now reach the disk ([`Cache::allocated`]).
+                    buf.is_fresh = false;
                 }
             }
         }
@@ -718,10 +724,18 @@ impl<D: BlockDevice> Cache<D> {
         if self.is_volatile {
             // Completed is not durable: whoever waited for these blocks
             // waits on for a flush issued after this completion.
+            // A waiter that is fresh ([`Cache::allocated`]) is no block's
+            // target on the disk yet: it goes in the same level, and the
+            // flush before whatever will point at it covers these writes
+            // too (they completed before its write started).
             let run = first..first.saturating_add(count);
             self.unflushed.extend(run.clone());
             for block in run.clone() {
-                let waiters: Vec<u64> = self.order.waiters(block).filter(|t| !run.contains(t)).collect();
+                let (order, map, bufs) = (&self.order, &self.map, &self.bufs);
+                let waiters: Vec<u64> = order
+                    .waiters(block)
+                    .filter(|t| !run.contains(t) && !map.get(t).is_some_and(|&i| bufs[i].is_fresh))
+                    .collect();
                 self.needs_barrier.extend(waiters);
             }
         }
@@ -832,6 +846,7 @@ impl<D: BlockDevice> Cache<D> {
             }
             buf.state = State::Empty;
             buf.is_read_ahead = false;
+            buf.is_fresh = false;
             self.map.remove(&block);
             if i < self.nbuf {
                 self.lru.remove(i);
@@ -852,6 +867,7 @@ impl<D: BlockDevice> Cache<D> {
             last_use: 0,
             is_read_ahead: false,
             dirty_seq: 0,
+            is_fresh: false,
         });
         self.bufs.len() - 1
     }
@@ -1019,7 +1035,7 @@ impl<D: BlockDevice> Cache<D> {
         if !self.is_pending(first) {
             // On the device, but on a volatile cache perhaps not yet
             // durable: `then`'s next write waits for a flush.
-            if self.is_volatile && self.unflushed.contains(&first) {
+            if self.is_volatile && self.unflushed.contains(&first) && !self.is_fresh(then) {
                 self.needs_barrier.insert(then);
             }
             return Ok(());
@@ -1044,6 +1060,42 @@ impl<D: BlockDevice> Cache<D> {
             }
         }
         Ok(())
+    }
+
+    /// `block` (in the cache, dirty: [`Cache::zeroed`] or
+    /// [`Cache::overwrite`] just gave it its first contents) was just
+    /// allocated, and every block that will point at it waits for it
+    /// ([`Cache::order`]`(block, holder)` before the pointer is set): until
+    /// its write completes nothing on the disk reaches it, so what it
+    /// waits for need only have *completed* before its write starts, not
+    /// be flushed. On a device with a volatile write cache that puts a
+    /// chain of new blocks (data, a new indirect block, a new double
+    /// indirect block, a new directory block) in one level of the order:
+    /// the flush before the first block already on the disk that points
+    /// into the chain (an inode's block, an older indirect block) covers
+    /// the whole chain, every write of which completed before it was
+    /// issued (`docs/filesystem.md`, "The write order"). Without a
+    /// volatile cache nothing changes.
+    pub fn allocated(&mut self, block: u64) {
+        if let Some(&i) = self.map.get(&block)
+            && self.bufs[i].state == State::Dirty
+        {
+            self.bufs[i].is_fresh = true;
+        }
+    }
+
+    /// Which dirty period `block`'s buffer is in: a number that changes
+    /// each time the block becomes dirty after being clean, written or
+    /// not cached; `None` unless it is dirty now (not cached, clean, or
+    /// in flight). While it stays the same the block has not been written
+    /// since, so nothing it got meanwhile is on the disk.
+    pub fn dirty_seq(&self, block: u64) -> Option<u64> {
+        let &i = self.map.get(&block)?;
+        (self.bufs[i].state == State::Dirty).then_some(self.bufs[i].dirty_seq)
+    }
+
+    fn is_fresh(&self, block: u64) -> bool {
+        self.map.get(&block).is_some_and(|&i| self.bufs[i].is_fresh)
     }
 
     /// Does `then` already wait for `first`'s present contents (the wait

@@ -135,12 +135,19 @@ impl<D: BlockDevice> Fs<D> {
             }
             let new = self.alloc_block(goal)?;
             if is_leaf {
+                self.cache.overwrite(new as u64, |b| fill(b))?;
+                // Fresh before its waits are declared, so that one on a
+                // block written but not yet flushed puts no flush before it
+                // (`Cache::allocated`); nothing is written in between.
+                if !before_data.is_empty() {
+                    self.fresh_after_its_bit(new as u64)?;
+                }
                 for &b in before_data {
                     self.cache.order(b, new as u64)?;
                 }
-                self.cache.overwrite(new as u64, |b| fill(b))?;
             } else {
                 self.cache.overwrite(new as u64, |b| b.fill(0))?;
+                self.fresh_after_its_bit(new as u64)?;
             }
             let bitmap = self.block_bitmap_of(new as u64);
             match holder {
@@ -163,6 +170,23 @@ impl<D: BlockDevice> Fs<D> {
             holder = Some(new);
         }
         Err(self.damage(format!("inode {ino}: block map walk ended early")))
+    }
+
+    /// Marks `block`, just allocated and given its first contents, fresh
+    /// (`Cache::allocated`: what it waits for need only have completed,
+    /// not be flushed, before its write) and orders its own bitmap before
+    /// it. The order is what makes "fresh" true of a block freed and given
+    /// out again: the disk's copy of the block that pointed at it before
+    /// (an inode's block, an indirect block of the file it was freed from)
+    /// may still point at it until that block's cleared pointer is on the
+    /// disk, and its bitmap's write waits for that, behind a flush on a
+    /// volatile cache (the free's order: pointers, then bits). So the
+    /// block's new contents reach the disk only once nothing old reaches
+    /// them, and what they point at is reached only through it.
+    fn fresh_after_its_bit(&mut self, block: u64) -> Result<(), Errno> {
+        self.cache.allocated(block);
+        let bitmap = self.block_bitmap_of(block);
+        self.cache.order(bitmap, block)
     }
 
     /// The block whose pointers map logical block `lblk` of `ino` (`None`:
@@ -194,6 +218,9 @@ impl<D: BlockDevice> Fs<D> {
             }
             let new = self.alloc_block(goal)?;
             self.cache.zeroed(new as u64)?;
+            // A new indirect block: its data blocks and bitmap go in its
+            // level of the write order.
+            self.fresh_after_its_bit(new as u64)?;
             self.link_blocks(ino, inode, holder, slot, new, 1)?;
             goal = new as u64 + 1;
             holder = Some(new);
@@ -450,6 +477,15 @@ impl<D: BlockDevice> Fs<D> {
             self.add_sectors(inode, -1)?;
         }
         self.write_inode(ino, inode)?;
+        // The freed blocks' dirty contents are no file's now: dropped with
+        // their waits before any bitmap is ordered after the inode's block
+        // (`Cache::discard`). Ordered first, the inode's block (which waits
+        // for the file's indirect blocks, which wait for the bitmap) made
+        // a cycle with the bitmap, broken by writing the bitmap and what
+        // it waits for: blocks of the very file being deleted.
+        for &block in &cut.free {
+            self.cache.discard(block as u64);
+        }
         // ...then the bits, each bitmap after every block that pointed.
         let (inode_block, _) = self.inode_location(ino)?;
         for &block in &cut.free {

@@ -329,16 +329,18 @@ impl<D: BlockDevice> Fs<D> {
                     self.cache.order(first, block)?;
                 }
             }
-            self.cache.modify(block, |b| {
+            let offset = self.cache.modify(block, |b| {
                 if e.ino == 0 {
                     write_dirent(b, e.offset, child, e.rec_len, name, file_type);
+                    e.offset
                 } else {
                     let used = e.used_len();
                     put16(b, e.offset + 4, used as u16);
                     write_dirent(b, e.offset + used, child, e.rec_len - used, name, file_type);
+                    e.offset + used
                 }
             })?;
-            self.note_entry(child, dir_ino, block)?;
+            self.note_entry(child, dir_ino, block, offset)?;
             return Ok(block);
         }
         let goal = match nblocks {
@@ -351,7 +353,7 @@ impl<D: BlockDevice> Fs<D> {
             write_dirent(b, 0, child, bs, name, file_type);
         })?;
         dir.set_size(dir.size() + bs as u64);
-        self.note_entry(child, dir_ino, block as u64)?;
+        self.note_entry(child, dir_ino, block as u64, 0)?;
         Ok(block as u64)
     }
 

@@ -147,6 +147,13 @@ pub struct Fs<D: BlockDevice> {
     /// power cut. At most [`MAX_TRACKED_ENTRIES`]; past that (`None`),
     /// `fsync` is a whole `sync` until the next one.
     new_entries: Option<BTreeMap<u32, Vec<(u64, u32)>>>,
+    /// Entries made while their directory block has not been written
+    /// since: (block, offset in it) -> (the inode named, the block's
+    /// dirty period then, `Cache::dirty_seq`). An entry whose block is
+    /// still in that period never reached the disk, so its removal needs
+    /// no order before the inode's link count ([`Fs::entry_never_written`]).
+    /// At most [`MAX_TRACKED_ENTRIES`] (stale ones dropped when full).
+    unwritten_entries: BTreeMap<(u64, usize), (u32, u64)>,
     /// Blocks due on the disk before the next contents of an inode (kept
     /// in memory while an operation builds them): declared to the cache
     /// when the inode is written into its block, not before, so that a
@@ -234,6 +241,7 @@ impl<D: BlockDevice> Fs<D> {
             core_inodes: BTreeMap::new(),
             dirty_inodes: BTreeSet::new(),
             new_entries: Some(BTreeMap::new()),
+            unwritten_entries: BTreeMap::new(),
             inode_deps: BTreeMap::new(),
             readers: Vec::new(),
             read_scratch: (Vec::new(), Vec::new()),
@@ -485,8 +493,16 @@ impl<D: BlockDevice> Fs<D> {
         Ok(())
     }
 
-    /// An entry naming `child` went into block `block` of directory `dir`.
-    pub(crate) fn note_entry(&mut self, child: u32, dir: u32, block: u64) -> Result<(), Errno> {
+    /// An entry naming `child` went into block `block` of directory `dir`,
+    /// at byte `offset` (the block changed already).
+    pub(crate) fn note_entry(
+        &mut self,
+        child: u32,
+        dir: u32,
+        block: u64,
+        offset: usize,
+    ) -> Result<(), Errno> {
+        self.note_unwritten_entry(child, block, offset);
         let Some(map) = &mut self.new_entries else { return Ok(()) };
         if !map.contains_key(&child) && map.len() >= MAX_TRACKED_ENTRIES {
             self.new_entries = None;
@@ -497,6 +513,42 @@ impl<D: BlockDevice> Fs<D> {
             list.push((block, dir));
         }
         Ok(())
+    }
+
+    /// Remembers that the entry at `offset` of `block`, naming `child`,
+    /// is in the block's present dirty period ([`Fs::entry_never_written`]).
+    fn note_unwritten_entry(&mut self, child: u32, block: u64, offset: usize) {
+        let Some(seq) = self.cache.dirty_seq(block) else { return };
+        if self.unwritten_entries.len() >= MAX_TRACKED_ENTRIES {
+            // Drop those whose block was written since (they can no
+            // longer answer yes); if most are still live, forget them all:
+            // forgetting only costs an order that was not needed.
+            let cache = &self.cache;
+            self.unwritten_entries.retain(|&(b, _), &mut (_, s)| cache.dirty_seq(b) == Some(s));
+            if self.unwritten_entries.len() >= MAX_TRACKED_ENTRIES / 2 {
+                self.unwritten_entries.clear();
+            }
+        }
+        self.unwritten_entries.insert((block, offset), (child, seq));
+    }
+
+    /// Whether the entry at `offset` of `block`, naming `child`, was made
+    /// since the block was last written (or started to be), so that the
+    /// disk's copy of the block has never held it; forgets it either way
+    /// (the caller is removing it). Its removal then needs no order before
+    /// the inode's link count drops: no entry on the disk goes, and the
+    /// count on the disk already counts at least the entries there. This
+    /// is what keeps a file created and unlinked between two writes of its
+    /// directory block from being written at all: the unlink's order
+    /// (entry block -> inode block) against the create's (inode block ->
+    /// entry block) was a cycle, broken by writing the inode's block and
+    /// with it every block the file had (`docs/filesystem.md`, "The write
+    /// order").
+    pub(crate) fn entry_never_written(&mut self, child: u32, block: u64, offset: usize) -> bool {
+        match self.unwritten_entries.remove(&(block, offset)) {
+            Some((named, seq)) => named == child && self.cache.dirty_seq(block) == Some(seq),
+            None => false,
+        }
     }
 
     /// Writes every in-core inode newer than its block into the block.

@@ -391,8 +391,16 @@ impl<D: BlockDevice> Fs<D> {
     /// One link less on `ino` after its entry in block `entry_block` went:
     /// the count is due after the entry's block; at 0 (and not open) the
     /// inode is deleted.
-    fn drop_link(&mut self, ino: u32, mut inode: Inode, entry_block: u64, by: u16) -> Result<(), Errno> {
-        self.inode_after(ino, entry_block);
+    fn drop_link(
+        &mut self,
+        ino: u32,
+        mut inode: Inode,
+        entry_block: Option<u64>,
+        by: u16,
+    ) -> Result<(), Errno> {
+        if let Some(entry_block) = entry_block {
+            self.inode_after(ino, entry_block);
+        }
         inode.set_links(inode.links().saturating_sub(by));
         inode.set_times(None, Some(self.now_s), None);
         if inode.links() == 0 && !self.open.contains_key(&ino) {
@@ -453,9 +461,13 @@ impl<D: BlockDevice> Fs<D> {
             return Err(EISDIR);
         }
         self.check_drop(found.ino, &child, 1)?;
+        // An entry that never reached the disk needs no order before the
+        // link count (`Fs::entry_never_written`).
+        let entry_block =
+            (!self.entry_never_written(found.ino, found.block, found.offset)).then_some(found.block);
         self.remove_entry(&found)?;
         self.touch_dir(dir, &mut d)?;
-        self.drop_link(found.ino, child, found.block, 1)?;
+        self.drop_link(found.ino, child, entry_block, 1)?;
         self.end_op()
     }
 
@@ -484,7 +496,7 @@ impl<D: BlockDevice> Fs<D> {
         }
         self.check_drop(found.ino, &child, 2)?;
         self.remove_entry(&found)?;
-        self.drop_link(found.ino, child, found.block, 2)?;
+        self.drop_link(found.ino, child, Some(found.block), 2)?;
         let (child_block, _) = self.inode_location(found.ino)?;
         self.inode_after(dir, found.block);
         self.inode_after(dir, child_block);
@@ -638,7 +650,7 @@ impl<D: BlockDevice> Fs<D> {
         // 5. The replaced inode loses the name.
         if let (Some(v), Some(vi)) = (victim, victim_inode) {
             let victim_is_dir = vi.is_dir();
-            self.drop_link(v.ino, vi, new_block, if victim_is_dir { 2 } else { 1 })?;
+            self.drop_link(v.ino, vi, Some(new_block), if victim_is_dir { 2 } else { 1 })?;
             if victim_is_dir {
                 // Its '..' no longer counts for the new parent.
                 let mut td = self.dir_inode(to_dir)?;
