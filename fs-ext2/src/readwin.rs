@@ -11,14 +11,22 @@
 //! the request that made it is answered (POSIX: a `read` that starts after
 //! a `write` returned sees it), and the handle's offset lives in the slot
 //! (one offset for every descriptor sharing the open file, dup and fork),
-//! which the service reads ([`ReadWindows::offset`]) before and writes
-//! ([`ReadWindows::set_offset`]) after each request on the handle.
+//! which the service takes ([`ReadWindows::take_offset`]) before and puts
+//! back ([`ReadWindows::set_offset`]) after each request on the handle.
+//! Taking it sets `read_window::OFFSET_BUSY` in the word in the same
+//! atomic step, so a reader's compare-and-swap from the offset the
+//! manager took fails until the manager has put the new one back: a
+//! request and a windowed read never both start from one offset (POSIX
+//! XSH 2.9.7; before, the manager's plain store after its work lost a
+//! reader's move made meanwhile and both read the same bytes).
 //!
 //! What it is not: the mapping itself (the server maps a page with
 //! `page_resolve` at the address the client names, and answers the page
 //! faults of its region), nor the client's logic (`runtime::unix::readwin`).
 //!
 //! # Invariants
+//! - The manager never leaves `OFFSET_BUSY` set: every `take_offset` is
+//!   followed by a `set_offset` before the request is answered.
 //! - One page per client process (kernel pid), so what a client writes in
 //!   its page reaches only its own slots: an offset read from a page is
 //!   clamped to `0..=i64::MAX` (the range `lseek` keeps), a generation in
@@ -35,7 +43,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use protocols::unix::Errno;
 use protocols::unix::errno::{EBUSY, ENOSPC, ENOSYS};
-use protocols::unix::read_window::SLOTS;
+use protocols::unix::read_window::{OFFSET_BUSY, SLOTS};
 
 /// Most client pages one manager keeps: processes with windowed handles
 /// at once (4 KiB each, allocated as they are first needed and kept).
@@ -230,13 +238,32 @@ impl ReadWindows {
         self.slotted.iter().find(|s| s.handle == handle)
     }
 
-    /// `handle`'s offset, when it has a slot: the slot's word, clamped.
+    /// `handle`'s offset, when it has a slot: the slot's word, clamped
+    /// (a word with `OFFSET_BUSY` set, only ever a client's scribble
+    /// outside a request, reads as `MAX_OFFSET_BYTES`).
     pub fn offset(&self, handle: u64) -> Option<u64> {
         let s = self.find(handle)?;
         Some(self.pages[s.page].page.offset(s.slot).load(Ordering::SeqCst).min(MAX_OFFSET_BYTES))
     }
 
-    /// Publish `handle`'s new offset, when it has a slot.
+    /// `handle`'s offset, as [`Self::offset`], taken for a request: the
+    /// word gets `OFFSET_BUSY` in the same atomic step, so a reader can no
+    /// longer move it from this value; [`Self::set_offset`] gives it back.
+    /// One atomic OR, no retry: a client that rewrites its word as fast
+    /// as it can delays nothing here.
+    pub fn take_offset(&self, handle: u64) -> Option<u64> {
+        let s = self.find(handle)?;
+        Some(
+            self.pages[s.page]
+                .page
+                .offset(s.slot)
+                .fetch_or(OFFSET_BUSY, Ordering::SeqCst)
+                .min(MAX_OFFSET_BYTES),
+        )
+    }
+
+    /// Publish `handle`'s new offset, when it has a slot (clearing
+    /// `OFFSET_BUSY`: offsets are at most `MAX_OFFSET_BYTES`).
     pub fn set_offset(&self, handle: u64, offset: u64) {
         if let Some(s) = self.find(handle) {
             self.pages[s.page].page.offset(s.slot).store(offset, Ordering::SeqCst);
@@ -321,6 +348,23 @@ mod tests {
         let (s, _) = w.assign(7, 100, 12, 0, &mut |_| false).unwrap();
         w.pages[0].page.offset(s).store(u64::MAX, Ordering::SeqCst);
         assert_eq!(w.offset(100), Some(MAX_OFFSET_BYTES));
+    }
+
+    #[test]
+    fn a_taken_offset_is_busy_until_put_back() {
+        let mut w = ReadWindows::new(true);
+        let (s, _) = w.assign(7, 100, 12, 40, &mut |_| false).unwrap();
+        assert_eq!(w.take_offset(100), Some(40));
+        assert_eq!(word(&w, 0, 2 * s), 40 | OFFSET_BUSY, "busy while the request is served");
+        // A reader's compare-and-swap from the offset the manager took fails.
+        let cas = w.pages[0].page.offset(s).compare_exchange(40, 48, Ordering::SeqCst, Ordering::SeqCst);
+        assert!(cas.is_err());
+        w.set_offset(100, 52);
+        assert_eq!(word(&w, 0, 2 * s), 52, "put back: not busy");
+        // A client's busy bit (a scribble) reads as the largest offset.
+        w.pages[0].page.offset(s).store(3 | OFFSET_BUSY, Ordering::SeqCst);
+        assert_eq!(w.take_offset(100), Some(MAX_OFFSET_BYTES));
+        assert_eq!(w.take_offset(101), None, "no slot, no offset");
     }
 
     #[test]

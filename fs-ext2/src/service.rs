@@ -567,12 +567,10 @@ impl<D: BlockDevice> Service<D> {
             }
             io::OP_SEEK => {
                 self.offset_in(handle)?;
-                let (ino, offset) = self.handles.get(handle).map(|o| (o.ino, o.offset))?;
-                let size = self.fs.stat(ino)?.size_bytes;
-                let new = unix_core::seek::seek_offset(offset, size, w2 as i64, w3)?;
-                self.handles.get_mut(handle)?.offset = new;
+                // Put back on every path (`crate::readwin`: never left busy).
+                let r = self.seek(handle, w2 as i64, w3);
                 self.offset_out(handle);
-                Ok(value(new))
+                r.map(value)
             }
             io::OP_PREAD => self.pread(handle, w2, w3, tx, lent),
             io::OP_READ_WINDOW_SLOT => self.window_slot(sender, handle, w2),
@@ -674,16 +672,35 @@ impl<D: BlockDevice> Service<D> {
         Ok(value(slot as u64))
     }
 
+    /// `io::OP_SEEK`: the handle's new offset.
+    fn seek(&mut self, handle: u64, offset: i64, whence: u64) -> Result<u64, Errno> {
+        let (ino, at) = self.handles.get(handle).map(|o| (o.ino, o.offset))?;
+        let size = self.fs.stat(ino)?.size_bytes;
+        let new = unix_core::seek::seek_offset(at, size, offset, whence)?;
+        self.handles.get_mut(handle)?.offset = new;
+        Ok(new)
+    }
+
     /// A handle with a slot: take its offset from the slot (where the
-    /// client moved it).
+    /// client moved it), marking it busy there until [`Self::offset_out`]
+    /// puts the new one back (`crate::readwin`), which the caller does
+    /// whatever the request's outcome.
     fn offset_in(&mut self, handle: u64) -> Result<(), Errno> {
-        if let Some(offset) = self.readwin.offset(handle) {
-            self.handles.get_mut(handle)?.offset = offset;
+        if let Some(offset) = self.readwin.take_offset(handle) {
+            match self.handles.get_mut(handle) {
+                Ok(open) => open.offset = offset,
+                Err(e) => {
+                    // Not reached (a slotted handle is open), but never
+                    // leave the word busy.
+                    self.readwin.set_offset(handle, offset);
+                    return Err(e);
+                }
+            }
         }
         Ok(())
     }
 
-    /// A handle with a slot: publish its offset there.
+    /// A handle with a slot: publish its offset there (no longer busy).
     fn offset_out(&self, handle: u64) {
         if let Ok(open) = self.handles.get(handle) {
             self.readwin.set_offset(handle, open.offset);

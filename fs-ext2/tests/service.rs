@@ -470,6 +470,11 @@ fn read_windows_slots_offsets_and_generations() {
     assert_eq!(c.io([io::OP_SEEK, r, 0, io::SEEK_CUR], b"").0, Ok(9));
     assert_eq!(c.io([io::OP_SEEK, r, -4i64 as u64, io::SEEK_END], b"").0, Ok(6));
     assert_eq!(c.s.readwin.offset(r), Some(6));
+    // A failed lseek puts the offset back too (a word left busy, with
+    // `read_window::OFFSET_BUSY`, would read as the largest offset).
+    assert_eq!(c.io([io::OP_SEEK, r, -100i64 as u64, io::SEEK_CUR], b"").0, Err(EINVAL));
+    assert_eq!(c.io([io::OP_SEEK, r, 0, 99], b"").0, Err(EINVAL));
+    assert_eq!(c.s.readwin.offset(r), Some(6));
     // A scribbled offset is clamped: the read finds the end, nothing breaks.
     c.s.readwin.set_offset(r, u64::MAX);
     assert_eq!(c.io([io::OP_READ, r, 3, 0], b"").0, Ok(0));

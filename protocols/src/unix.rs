@@ -1022,6 +1022,15 @@ pub mod read_window {
     pub const fn generation_word(slot: usize) -> usize {
         16 * slot + 8
     }
+    /// Set in a slot's offset word while the manager serves a `read`,
+    /// `write` or `lseek` on the handle (it takes the word with an atomic
+    /// OR of this bit and stores the new offset after, which clears it):
+    /// the offset is the manager's meanwhile, and a reader that finds the
+    /// bit makes a plain call, which waits behind that request. Offsets
+    /// never reach it (`0..=i64::MAX`). POSIX XSH 2.9.7 (reads and writes
+    /// of a regular file atomic with respect to each other); Linux's
+    /// `f_pos_lock` is the same idea.
+    pub const OFFSET_BUSY: u64 = 1 << 63;
     /// The boot option that turns read windows off (`ext2.readwin=off`)
     /// or on (`on`, the default).
     pub const BOOT_OPTION: &str = "ext2.readwin";

@@ -791,6 +791,57 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
     }
 }
 
+/// `pread(fd, buf, offset_bytes)`: up to `buf.len()` bytes of the file at
+/// `offset_bytes`, the descriptor's offset neither used nor moved (POSIX
+/// XSH `pread`). One `io::OP_PREAD` per lent buffer's worth, at the
+/// manager (`ext2fs` answers it; one call, atomic with respect to the
+/// other reads and writes of the open file, which a read window's
+/// shared offset needs). A manager without it (`ENOSYS`: the memory
+/// file system, the file managers) gets `lseek`, `read` and `lseek`
+/// back, as the Linux server did for `pread64`: the offset is where it
+/// was afterwards, but another process sharing the open file may see it
+/// moved meanwhile. A pipe or socket is `ESPIPE`; an offset beyond
+/// `i64::MAX` is `EINVAL`.
+pub fn pread(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> {
+    let (_, info) = fd_entry(fd)?;
+    if ux::mode::is_fifo(info.file_type) || ux::mode::is_sock(info.file_type) {
+        return Err(errno::ESPIPE);
+    }
+    if offset_bytes > i64::MAX as u64 {
+        return Err(errno::EINVAL);
+    }
+    if !ux::mode::is_reg(info.file_type) || is_directory_manager(info.manager_pid) {
+        return pread_by_seeking(fd, buf, offset_bytes);
+    }
+    let mut done = 0;
+    while done < buf.len() {
+        let want = (buf.len() - done).min(MAX_LENT_BYTES);
+        let at = offset_bytes.saturating_add(done as u64);
+        let into = &mut buf[done..done + want];
+        let got = match manager_call(fd, [io::OP_PREAD, 0, want as u64, at], &[], into) {
+            Ok((w, _)) => (w[0] as usize).min(want),
+            Err(errno::ENOSYS) if done == 0 => return pread_by_seeking(fd, buf, offset_bytes),
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        };
+        done += got;
+        if got < want {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// `pread` where the manager has no `OP_PREAD`: the offset moved and put
+/// back (see [`pread`]).
+fn pread_by_seeking(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> {
+    let was = lseek(fd, 0, SEEK_CUR)?;
+    lseek(fd, offset_bytes as i64, SEEK_SET)?;
+    let r = read(fd, buf);
+    lseek(fd, was as i64, SEEK_SET)?;
+    r
+}
+
 /// `write()`: all of `buf` unless an error stops it. To a file, one call
 /// lending the whole buffer (up to `abi::lease::MAX_LEASE_BYTES` a call):
 /// the manager takes the bytes from the message when they fit one, else

@@ -23,7 +23,10 @@
 //! The end of the file is never cached: a window holds only bytes the
 //! file had, and a read past them calls. The offset is the slot's word,
 //! moved with a compare-and-swap (a fork child sharing the open file moves
-//! it through the manager); the manager takes it from there for every
+//! it through the manager, which marks the word busy while it serves the
+//! request, `read_window::OFFSET_BUSY`: a read that finds the mark makes
+//! a plain call, and a compare-and-swap from the value the manager took
+//! fails, so a byte is never read by both); the manager takes it from there for every
 //! `read`, `write` and `lseek` on the handle, so every descriptor sharing
 //! the open file sees one offset. A write or truncate through this very
 //! descriptor moves the generation too, so its window is not used again.
@@ -290,6 +293,12 @@ fn windowed(index: usize, link: Link, handle: u64, page: u64, slot: usize, buf: 
     let mut outcome = Attempt::Plain;
     for _ in 0..OFFSET_RACE_TRIES {
         let offset = s.offset().load(Ordering::SeqCst);
+        if offset & read_window::OFFSET_BUSY != 0 {
+            // The manager is serving a request on the open file (a fork
+            // child's read, write or lseek): the offset is its until it
+            // answers; a plain call waits behind that request.
+            break;
+        }
         let generation = s.generation().load(Ordering::SeqCst);
         let inside = window.as_ref().and_then(|w| {
             let at = usize::try_from(offset.checked_sub(w.start)?).ok()?;

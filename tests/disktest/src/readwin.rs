@@ -5,7 +5,8 @@
 //! whole); another process's write, append and truncate between two
 //! reads; `lseek` (SET, CUR, END) between reads; one offset for a
 //! `dup`'d and for a `fork`ed descriptor; a read after the reader's own
-//! write. With windows on it also checks that they were used (the
+//! write; `pread`; two processes reading one open file at once (every
+//! byte read by one of them only) and a reader beside an appender. With windows on it also checks that they were used (the
 //! manager's `readwin_slots`), that a client scribbling over its window
 //! page hurts no one else and leaves the manager answering, and that a
 //! client that dies with windowed descriptors open gives its slots back.
@@ -17,7 +18,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-use protocols::unix::open_flags::{O_APPEND, O_CREAT, O_RDONLY, O_RDWR, O_WRONLY};
+use protocols::unix::open_flags::{O_APPEND, O_CREAT, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY};
 use runtime::unix::{self, Fd, SEEK_CUR, SEEK_END, SEEK_SET};
 
 const PIECE: usize = 8192;
@@ -219,12 +220,311 @@ pub fn readwin(root: &str, on: bool) -> Outcome {
         return Err(String::from("the file after the writes is not what was written"));
     }
 
+    preads(&path, &data)?;
+    shared_readers(root)?;
+    shared_appends(root)?;
     if on {
         scribble(&path, &data)?;
         dead_client_slots(&path)?;
     }
     let _ = unix::unlink(&small);
     runtime::println!("disktest: readwin passed, windows {}", if on { "on" } else { "off" });
+    Ok(())
+}
+
+/// `unix::pread` (`io::OP_PREAD`): the bytes at its offset, the
+/// descriptor's offset (and so the windowed reads around it) untouched,
+/// the end, and bad input.
+fn preads(path: &str, data: &[u8]) -> Outcome {
+    let fd = open(path, O_RDONLY)?;
+    read_expect(fd, PIECE, &data[..PIECE], "before the preads")?;
+    read_expect(fd, PIECE, &data[PIECE..2 * PIECE], "before the preads")?;
+    let size = data.len();
+    for (at, len) in [(0, 100), (5000, PIECE), (70_000, 200_000), (size - 10, PIECE), (size, PIECE)] {
+        let mut buf = vec![0u8; len];
+        let n = unix::pread(fd, &mut buf, at as u64).map_err(|e| fail("pread", path, e))?;
+        let want = &data[at.min(size)..(at + len).min(size)];
+        if buf[..n] != *want {
+            return Err(format!(
+                "pread of {len} at {at}: {n} bytes, not the {} of the file there",
+                want.len()
+            ));
+        }
+    }
+    seek_expect(fd, 0, SEEK_CUR, 2 * PIECE as u64, "after the preads")?;
+    read_expect(fd, PIECE, &data[2 * PIECE..3 * PIECE], "a read after the preads")?;
+    let mut buf = [0u8; 16];
+    match unix::pread(fd, &mut buf, u64::MAX) {
+        Err(e) if e == protocols::unix::errno::EINVAL => {}
+        other => return Err(format!("pread at u64::MAX: {other:?}, expected EINVAL")),
+    }
+    let _ = unix::close(fd);
+    match unix::pread(fd, &mut buf, 0) {
+        Err(e) if e == protocols::unix::errno::EBADF => {}
+        other => return Err(format!("pread of a closed descriptor: {other:?}, expected EBADF")),
+    }
+    Ok(())
+}
+
+/// Bytes of the file two processes read at once, per round.
+const SHARED_FILE_BYTES: usize = 1 << 20;
+/// Rounds of the shared read: a fresh open and fork each. The race it
+/// looks for (a read served by the manager while the reader's window
+/// moves the offset) needs the two to overlap, which on a loaded host
+/// takes many requests; the bound is in bytes (rounds times the file),
+/// never in time.
+const SHARED_ROUNDS: usize = 6;
+/// The parent's windowed reads (many per window: many offset moves
+/// while the child's plain reads are in the manager).
+const PARENT_PIECE: usize = 1024;
+/// The child's plain reads.
+const CHILD_PIECE: usize = 4096;
+/// Bytes of one record of the shared file: its own index, so that every
+/// piece read says where it came from.
+const RECORD: usize = 8;
+
+fn record(i: u64) -> [u8; RECORD] {
+    (i ^ 0x5a5a_0000_0000_0000).to_le_bytes()
+}
+
+/// Which records `piece` holds: (first, count), or why it is not a run
+/// of whole consecutive records of the file.
+fn records_of(piece: &[u8], records: u64, what: &str) -> Result<(u64, u64), String> {
+    if !piece.len().is_multiple_of(RECORD) {
+        return Err(format!("{what}: a read of {} bytes, not whole records", piece.len()));
+    }
+    let first = u64::from_le_bytes(piece[..RECORD].try_into().unwrap_or_default()) ^ 0x5a5a_0000_0000_0000;
+    let count = (piece.len() / RECORD) as u64;
+    if first.checked_add(count).is_none_or(|end| end > records) {
+        return Err(format!("{what}: a piece that starts with record {first:#x}: not in the file"));
+    }
+    for (k, r) in piece.chunks_exact(RECORD).enumerate() {
+        if *r != record(first + k as u64) {
+            return Err(format!("{what}: record {} of a piece from record {first} is wrong", k));
+        }
+    }
+    Ok((first, count))
+}
+
+/// Read `fd` to its end in pieces of `len`: the runs of records read.
+fn read_runs(fd: Fd, len: usize, records: u64, what: &str) -> Result<Vec<(u64, u64)>, String> {
+    let mut buf = vec![0u8; len];
+    let mut runs = Vec::new();
+    loop {
+        match unix::read(fd, &mut buf) {
+            Ok(0) => return Ok(runs),
+            Ok(n) => runs.push(records_of(&buf[..n], records, what)?),
+            Err(e) => return Err(fail("read", what, e)),
+        }
+    }
+}
+
+/// Every record of `records` read exactly once by the union of `runs`.
+fn exactly_once(runs: &[(u64, u64)], records: u64, what: &str) -> Outcome {
+    let mut seen = vec![0u8; records as usize];
+    for &(first, count) in runs {
+        for i in first..first + count {
+            seen[i as usize] = seen[i as usize].saturating_add(1);
+        }
+    }
+    let twice = seen.iter().filter(|&&c| c > 1).count();
+    let missing = seen.iter().filter(|&&c| c == 0).count();
+    if twice != 0 || missing != 0 {
+        let first = seen.iter().position(|&c| c != 1);
+        return Err(format!(
+            "{what}: {twice} records read more than once, {missing} never (of {records}; the first at record {first:?})"
+        ));
+    }
+    Ok(())
+}
+
+/// The runs a child wrote to `path`: (first, count) pairs, u64 LE.
+fn runs_from(path: &str) -> Result<Vec<(u64, u64)>, String> {
+    let fd = open(path, O_RDONLY)?;
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match unix::read(fd, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(fail("read", path, e)),
+        }
+    }
+    let _ = unix::close(fd);
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
+    Ok(bytes.chunks_exact(16).map(|c| (word(&c[..8]), word(&c[8..]))).collect())
+}
+
+fn runs_bytes(runs: &[(u64, u64)]) -> Vec<u8> {
+    runs.iter().flat_map(|&(a, b)| a.to_le_bytes().into_iter().chain(b.to_le_bytes())).collect()
+}
+
+/// Wait (by polling the shared offset, a call each) until the forked
+/// child has moved it from `from`, or has ended: so that the parent's
+/// windowed reads overlap the child's plain ones. Bounded: a child that
+/// never reads ends, and then this returns.
+fn await_child_start(fd: Fd, pid: u64, from: u64) -> Result<Option<u32>, String> {
+    loop {
+        match unix::lseek(fd, 0, SEEK_CUR) {
+            Ok(at) if at != from => return Ok(None),
+            Ok(_) => {}
+            Err(e) => return Err(fail("lseek", "shared reads", e)),
+        }
+        match unix::waitpid(pid as i64, true) {
+            Ok(Some((_, status))) => return Ok(Some(status.exit_code().unwrap_or(u32::MAX))),
+            Ok(None) => {}
+            Err(e) => return Err(fail("waitpid", "shared reads", e)),
+        }
+    }
+}
+
+/// Two processes reading one open file at once to its end, the parent
+/// through its window and a forked child with plain calls (one offset,
+/// the slot's): every record of the file is read by exactly one of them
+/// (POSIX XSH 2.9.7: reads of a regular file are atomic with respect to
+/// each other; the manager holds the offset while it serves a request,
+/// `fs_ext2::readwin`).
+fn shared_readers(root: &str) -> Outcome {
+    let path = format!("{root}/shared");
+    let records = (SHARED_FILE_BYTES / RECORD) as u64;
+    let data: Vec<u8> = (0..records).flat_map(record).collect();
+    write_file(&path, O_CREAT | O_WRONLY, &data)?;
+    let child_runs = format!("{root}/shared-child");
+    // Records each side read after the fork, over all rounds: both
+    // nonzero shows the two overlapped (printed, not asserted: how they
+    // split depends on the host's speed).
+    let (mut by_parent, mut by_child) = (0u64, 0u64);
+    for round in 0..SHARED_ROUNDS {
+        let what = format!("shared reads, round {round}");
+        let fd = open(&path, O_RDONLY)?;
+        // Two reads that fill their buffers: the second has a window.
+        let mut parent = read_runs_n(fd, PIECE, 2, records, &what)?;
+        let pid = unix::fork().map_err(|e| fail("fork", &what, e))?;
+        if pid == 0 {
+            let code = match read_runs(fd, CHILD_PIECE, records, "the child")
+                .and_then(|runs| write_file(&child_runs, O_CREAT | O_WRONLY | O_TRUNC, &runs_bytes(&runs)))
+            {
+                Ok(()) => 0,
+                Err(why) => {
+                    runtime::println!("disktest: FAIL (child) {why}");
+                    1
+                }
+            };
+            unix::exit(code);
+        }
+        let ended = await_child_start(fd, pid, 2 * PIECE as u64)?;
+        parent.extend(read_runs(fd, PARENT_PIECE, records, &what)?);
+        let code = match ended {
+            Some(code) => code,
+            None => match unix::waitpid(pid as i64, false) {
+                Ok(Some((_, status))) => status.exit_code().unwrap_or(u32::MAX),
+                other => return Err(format!("{what}: the child ended {other:?}")),
+            },
+        };
+        if code != 0 {
+            return Err(format!("{what}: the child exited {code}"));
+        }
+        let _ = unix::close(fd);
+        let mut all = runs_from(&child_runs)?;
+        by_child += all.iter().map(|r| r.1).sum::<u64>();
+        by_parent += parent.iter().skip(2).map(|r| r.1).sum::<u64>();
+        all.extend_from_slice(&parent);
+        exactly_once(&all, records, &what)?;
+    }
+    let _ = unix::unlink(&child_runs);
+    let _ = unix::unlink(&path);
+    runtime::println!(
+        "disktest: shared reads: {SHARED_ROUNDS} rounds, records after the fork: {by_parent} by the windowed parent, {by_child} by the child"
+    );
+    Ok(())
+}
+
+/// `count` reads of `len` bytes that must each fill the buffer.
+fn read_runs_n(
+    fd: Fd,
+    len: usize,
+    count: usize,
+    records: u64,
+    what: &str,
+) -> Result<Vec<(u64, u64)>, String> {
+    let mut buf = vec![0u8; len];
+    let mut runs = Vec::new();
+    for _ in 0..count {
+        match unix::read(fd, &mut buf) {
+            Ok(n) if n == len => runs.push(records_of(&buf, records, what)?),
+            Ok(n) => return Err(format!("{what}: a read of {len} gave {n}")),
+            Err(e) => return Err(fail("read", what, e)),
+        }
+    }
+    Ok(runs)
+}
+
+/// A windowed reader and a forked appender sharing one open file
+/// (`O_RDWR | O_APPEND`): each append puts the offset at the new end, so
+/// the reader's reads between appends must see whole records in order
+/// and never a record twice, and every append lands whole at the end.
+fn shared_appends(root: &str) -> Outcome {
+    let path = format!("{root}/appended");
+    let first = (SHARED_FILE_BYTES / 4 / RECORD) as u64;
+    let appends = 256u64;
+    let per_append = (CHILD_PIECE / RECORD) as u64;
+    let data: Vec<u8> = (0..first).flat_map(record).collect();
+    write_file(&path, O_CREAT | O_WRONLY | O_TRUNC, &data)?;
+    let total = first + appends * per_append;
+    let fd = open(&path, O_RDWR | O_APPEND)?;
+    let mut parent = read_runs_n(fd, PIECE, 2, total, "shared appends")?;
+    let pid = unix::fork().map_err(|e| fail("fork", "shared appends", e))?;
+    if pid == 0 {
+        let mut code = 0;
+        for a in 0..appends {
+            let start = first + a * per_append;
+            let bytes: Vec<u8> = (start..start + per_append).flat_map(record).collect();
+            match unix::write(fd, &bytes) {
+                Ok(n) if n == bytes.len() => {}
+                other => {
+                    runtime::println!("disktest: FAIL (child) append {a}: {other:?}");
+                    code = 1;
+                    break;
+                }
+            }
+        }
+        unix::exit(code);
+    }
+    // The reader reads on while the appends go on: what it reads is whole
+    // records (each a piece of the file as it was), none twice.
+    let ended = await_child_start(fd, pid, 2 * PIECE as u64)?;
+    let mut buf = vec![0u8; PARENT_PIECE];
+    loop {
+        match unix::read(fd, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => parent.push(records_of(&buf[..n], total, "the reader beside appends")?),
+            Err(e) => return Err(fail("read", "shared appends", e)),
+        }
+    }
+    let code = match ended {
+        Some(code) => code,
+        None => match unix::waitpid(pid as i64, false) {
+            Ok(Some((_, status))) => status.exit_code().unwrap_or(u32::MAX),
+            other => return Err(format!("shared appends: the child ended {other:?}")),
+        },
+    };
+    if code != 0 {
+        return Err(format!("shared appends: the appender exited {code}"));
+    }
+    let _ = unix::close(fd);
+    let mut seen = vec![false; total as usize];
+    for &(first, count) in &parent {
+        for i in first..first + count {
+            if core::mem::replace(&mut seen[i as usize], true) {
+                return Err(format!("shared appends: record {i} read twice"));
+            }
+        }
+    }
+    let want: Vec<u8> = (0..total).flat_map(record).collect();
+    if read_whole(&path, PIECE)? != want {
+        return Err(String::from("shared appends: the file is not the records in order"));
+    }
+    let _ = unix::unlink(&path);
     Ok(())
 }
 
