@@ -561,9 +561,14 @@ fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
             Some(cpus) => format!("{cpus} pipe={design}"),
             None => format!("pipe={design}"),
         },
+        // B measures seed 004's buffer count: every byte of file data the
+        // job reads must pass through the `nbuf` buffers, so the reader's
+        // 64 KiB read windows (`ext2.readwin`, a cache outside `nbuf`: with
+        // them one buffer read each source block once instead of once per
+        // 512-byte half) are off in these boots.
         RidgebackProgram::Bbench(nbuf, _) => match boot.cpus_option {
-            Some(cpus) => format!("{cpus} nbuf={nbuf}"),
-            None => format!("nbuf={nbuf}"),
+            Some(cpus) => format!("{cpus} nbuf={nbuf} ext2.readwin=off"),
+            None => format!("nbuf={nbuf} ext2.readwin=off"),
         },
         RidgebackProgram::R2Disk | RidgebackProgram::LinuxBin => {
             boot.cpus_option.unwrap_or_default().to_string()
@@ -1419,7 +1424,7 @@ mod tests {
         );
         assert!(plan.ridgeback.iter().all(|b| b.program.is_unix() && b.program.needs_ext2_disk()));
         let nbuf3 = &plan.ridgeback[3];
-        assert_eq!(ridgeback_cmdline(nbuf3, &opts), "nbuf=3");
+        assert_eq!(ridgeback_cmdline(nbuf3, &opts), "nbuf=3 ext2.readwin=off");
         assert_eq!(batch_script(nbuf3, &opts), "/bin/bbench --nbuf 3 --samples 3 --sample-ms 10 b\n");
         let disk = &plan.ridgeback[0];
         assert_eq!(ridgeback_cmdline(disk, &opts), "");
@@ -1446,7 +1451,7 @@ mod tests {
         let rk2 = &plan.ridgeback[9];
         assert_eq!(rk2.program, RidgebackProgram::Bbench(2, bench::b::Disk::Rk));
         assert!(rk2.program.needs_ext2_disk());
-        assert_eq!(ridgeback_cmdline(rk2, &opts), "nbuf=2");
+        assert_eq!(ridgeback_cmdline(rk2, &opts), "nbuf=2 ext2.readwin=off");
         assert_eq!(batch_script(rk2, &opts), "/bin/bbench --nbuf 2 --disk rk --samples 3 --sample-ms 10 b\n");
         assert_eq!(parse("--only brk").unwrap().groups, [Group::BRk]);
     }
