@@ -601,6 +601,16 @@ impl<D: BlockDevice> Service<D> {
         }
     }
 
+    /// The inode and offset of `handle`, if it was opened for reading
+    /// (`EBADF` if not): what `OP_READ` and `OP_PREAD` both check first.
+    fn readable(&self, handle: u64) -> Result<(u32, u64), Errno> {
+        let open = self.handles.get(handle)?;
+        if !open_flags::readable(open.flags) {
+            return Err(EBADF);
+        }
+        Ok((open.ino, open.offset))
+    }
+
     /// `io::OP_READ`: up to `want` bytes at the handle's offset, in the
     /// reply when they fit a message, else through the lent buffer.
     fn read(
@@ -610,11 +620,7 @@ impl<D: BlockDevice> Service<D> {
         tx: &mut [u8; MESSAGE_DATA_BYTES],
         lent: &mut impl Lent,
     ) -> Result<Reply, Errno> {
-        let open = self.handles.get(handle)?;
-        if !open_flags::readable(open.flags) {
-            return Err(EBADF);
-        }
-        let (ino, offset) = (open.ino, open.offset);
+        let (ino, offset) = self.readable(handle)?;
         let (n, inline) = self.read_at(ino, offset, want, tx, lent)?;
         self.advance(handle, n)?;
         Ok(([n as u64, 0, 0, 0], inline))
@@ -632,14 +638,10 @@ impl<D: BlockDevice> Service<D> {
         tx: &mut [u8; MESSAGE_DATA_BYTES],
         lent: &mut impl Lent,
     ) -> Result<Reply, Errno> {
-        let open = self.handles.get(handle)?;
-        if !open_flags::readable(open.flags) {
-            return Err(EBADF);
-        }
+        let (ino, _) = self.readable(handle)?;
         if offset > crate::readwin::MAX_OFFSET_BYTES {
             return Err(EINVAL);
         }
-        let ino = open.ino;
         let generation = self.readwin.generation(handle);
         let (n, inline) = self.read_at(ino, offset, want, tx, lent)?;
         self.stats.bytes_read += n as u64;
