@@ -513,3 +513,67 @@ fn read_windows_slots_offsets_and_generations() {
     assert_eq!(c.io([io::OP_WRITE, h, 0, 0], b"abc").0, Ok(3));
     assert_eq!(c.io([io::OP_PREAD, h, 2, 1], b"").2, b"bc".to_vec());
 }
+
+/// `io::OP_PWRITE` (branch `posio`): the bytes at the offset named, the
+/// handle's offset (its own, or a slot's) neither used nor moved; an
+/// `O_APPEND` handle appends (Linux's behaviour); the windows on the
+/// file are stale before the reply; a lent buffer longer than a message
+/// works; bad input is refused with nothing written.
+#[test]
+fn pwrite_at_an_offset_moves_nothing_but_the_generation() {
+    let Some((bytes, _img)) = image("pwrite") else { return };
+    let mut c = Client::new(bytes, 64);
+    let w = c.open("/f", O_CREAT | O_EXCL | O_RDWR);
+    assert_eq!(c.io([io::OP_WRITE, w, 0, 0], b"0123456789").0, Ok(10));
+    assert_eq!(c.io([io::OP_SEEK, w, 2, io::SEEK_SET], b"").0, Ok(2));
+    assert_eq!(c.io([io::OP_PWRITE, w, 3, 5], b"abc").0, Ok(3));
+    assert_eq!(c.io([io::OP_SEEK, w, 0, io::SEEK_CUR], b"").0, Ok(2), "the handle's offset is not moved");
+    assert_eq!(c.io([io::OP_PREAD, w, 10, 0], b"").2, b"01234abc89".to_vec());
+    // Past the end: a hole, then the bytes; the size grows.
+    assert_eq!(c.io([io::OP_PWRITE, w, 2, 20], b"zz").0, Ok(2));
+    let (n, _, data) = c.io([io::OP_PREAD, w, 64, 0], b"");
+    assert_eq!(n, Ok(22));
+    assert_eq!(&data[10..], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'z', b'z']);
+    // A reader with a slot: its offset word untouched, its generation
+    // moved before the reply (a window of the file is stale).
+    let r = c.open("/f", O_RDONLY);
+    c.io([io::OP_READ_WINDOW_SLOT, r, 0x7000_0000, 0], b"").0.unwrap();
+    c.s.readwin.set_offset(r, 7);
+    let g0 = c.io([io::OP_PREAD, r, 1, 0], b"").1[1];
+    assert_eq!(c.io([io::OP_PWRITE, w, 1, 0], b"X").0, Ok(1));
+    let g1 = c.io([io::OP_PREAD, r, 1, 0], b"").1[1];
+    assert_ne!(g0, g1, "a pwrite moves the generation");
+    assert_eq!(c.s.readwin.offset(r), Some(7), "the reader's offset is not moved");
+    // Through a lent buffer (longer than a message).
+    let big: Vec<u8> = (0..9000u32).map(|i| (i % 251) as u8).collect();
+    let mut lent = VecLent::new(big.clone(), 0);
+    let (n, _, _) = c.ask(STRANGER, [io::OP_PWRITE, w, big.len() as u64, 100], b"", &mut lent);
+    assert_eq!(n, Ok(9000));
+    let mut back = VecLent::new(Vec::new(), 9000);
+    let (n, _, _) = c.ask(STRANGER, [io::OP_PREAD, w, 9000, 100], b"", &mut back);
+    assert_eq!(n, Ok(9000));
+    assert_eq!(back.receive, big);
+    assert_eq!(c.io([io::OP_SEEK, w, 0, io::SEEK_CUR], b"").0, Ok(2));
+    // O_APPEND: at the end whatever the offset named (Linux's pwrite(2)).
+    let a = c.open("/f", O_WRONLY | O_APPEND);
+    let end = 9100;
+    assert_eq!(c.io([io::OP_PWRITE, a, 4, 0], b"tail").0, Ok(4));
+    assert_eq!(c.io([io::OP_PREAD, w, 4, end], b"").2, b"tail".to_vec());
+    assert_eq!(c.io([io::OP_PREAD, w, 1, 0], b"").2, b"X".to_vec(), "offset 0 not written");
+    assert_eq!(c.io([io::OP_SEEK, a, 0, io::SEEK_CUR], b"").0, Ok(0), "nor the appender's offset moved");
+    // Bad input: nothing written.
+    assert_eq!(c.io([io::OP_PWRITE, w, 1, u64::MAX], b"q").0, Err(EINVAL));
+    assert_eq!(c.io([io::OP_PWRITE, w, 1, i64::MAX as u64 + 1], b"q").0, Err(EINVAL));
+    assert_eq!(c.io([io::OP_PWRITE, r, 1, 0], b"q").0, Err(EBADF), "a read-only handle");
+    assert_eq!(c.io([io::OP_PWRITE, w ^ (1 << 40), 1, 0], b"q").0, Err(EBADF), "no such handle");
+    let d = c.open("/", O_RDONLY | O_DIRECTORY);
+    assert_eq!(c.io([io::OP_PWRITE, d, 1, 0], b"q").0, Err(EBADF), "a directory");
+    let mut short = VecLent::new(vec![1; 10], 0);
+    let (n, _, _) = c.ask(STRANGER, [io::OP_PWRITE, w, 9000, 0], b"", &mut short);
+    assert!(n.is_err(), "a lent buffer shorter than asked: {n:?}");
+    assert_eq!(c.io([io::OP_PREAD, w, 1, 0], b"").2, b"X".to_vec());
+    assert_eq!(c.io([io::OP_SEEK, w, 0, io::SEEK_CUR], b"").0, Ok(2));
+    for h in [w, r, a, d] {
+        assert_eq!(c.fs([io::OP_CLOSE, h, 0, 0], b"").0, Ok(0));
+    }
+}
