@@ -974,12 +974,18 @@ pub mod io {
     /// bytes; the handle's own offset is neither used nor moved, so one
     /// call does what [`OP_SEEK`] and [`OP_READ`] did in two. Block
     /// drivers (`drivers/virtio-blk`) answer it, for the disk file
-    /// system's I/O workers, and `ext2fs` for regular files (word 1 of
-    /// its reply: the file's change generation, [`super::read_window`]);
-    /// other managers answer `ENOSYS`.
+    /// system's I/O workers, `ext2fs` for regular files (word 1 of its
+    /// reply: the file's change generation, [`super::read_window`]) and
+    /// memfs for its files and devices; the pipe server answers `ESPIPE`
+    /// (POSIX: a pipe has no offset); other managers answer `ENOSYS` (the
+    /// runtime then moves the offset and puts it back). An offset past
+    /// `i64::MAX`: `EINVAL`.
     pub const OP_PREAD: u64 = 11;
-    /// POSIX `pwrite`: [`OP_WRITE`] at word 3's offset, the handle's
-    /// offset neither used nor moved. As [`OP_PREAD`].
+    /// POSIX `pwrite`: [`OP_WRITE`] at word 3's offset (word 2 the length,
+    /// the bytes in the message or lent as for `OP_WRITE`), the handle's
+    /// offset neither used nor moved. On an `O_APPEND` handle the bytes
+    /// go at the end of the file, as Linux's `pwrite(2)` does (POSIX
+    /// says at the offset). Who answers it: as [`OP_PREAD`].
     pub const OP_PWRITE: u64 = 12;
     /// A read window's slot ([`read_window`]): word 1 = handle (a regular
     /// file open for reading), word 2 = the address of the page at which

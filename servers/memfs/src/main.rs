@@ -12,7 +12,9 @@
 //! - `fs::IO_QUEUE` (1): `io::*` on the handles it gave out. The replies
 //!   to `fs::OP_OPEN` and `device::OP_OPEN` say so in word 1.
 //!
-//! Who may ask what: `fs::OP_LOOKUP`, and `io` read, write, seek, fstat
+//! Who may ask what: `fs::OP_LOOKUP`, and `io` read, write, seek, pread,
+//! pwrite (at an offset, the handle's own untouched: one request, so a
+//! forked process sharing it never sees it move), fstat
 //! and readdir, from anyone (a handle is the capability: sparse numbers
 //! with a random check). Every other `fs` operation, `device::OP_OPEN` and
 //! `io::OP_CLOSE` only from the starter or from the monitor the starter

@@ -17,8 +17,8 @@
 //!   `POLLOUT`, `POLLHUP` when the writers are gone, `POLLERR` when the
 //!   readers are);
 //! - `OP_FSTAT` (a FIFO, `rw-------`, size = bytes readable now),
-//!   `OP_SEEK` (`ESPIPE`), `OP_READDIR` (`ENOTDIR`), `OP_FOREGROUND`
-//!   (`ENOTTY`);
+//!   `OP_SEEK`, `OP_PREAD` and `OP_PWRITE` (`ESPIPE`), `OP_READDIR`
+//!   (`ENOTDIR`), `OP_FOREGROUND` (`ENOTTY`);
 //! - `OP_CLOSE`, from the monitor only, closes an end. When both are
 //!   closed and nothing waits, the process exits with status 0;
 //! - one-way messages from the monitor: `pipe::OP_SET_LOAN_MIN`,
@@ -398,6 +398,8 @@ impl Manager {
             }
             (io::OP_POLL, Some(e)) => return Some(Answer::result(Ok(self.readiness(e, m[2])))),
             (io::OP_SEEK, Some(_)) => return Some(Answer::result(Err(ESPIPE))),
+            // POSIX `pread`/`pwrite`: "[ESPIPE] The file is a pipe".
+            (io::OP_PREAD | io::OP_PWRITE, Some(_)) => return Some(Answer::result(Err(ESPIPE))),
             (io::OP_READDIR, Some(_)) => return Some(Answer::result(Err(ENOTDIR))),
             (io::OP_FOREGROUND, Some(_)) => return Some(Answer::result(Err(ENOTTY))),
             (io::OP_CLOSE, _) if sender != self.monitor => return Some(Answer::result(Err(EPERM))),
@@ -411,6 +413,8 @@ impl Manager {
                 | io::OP_WRITE
                 | io::OP_FSTAT
                 | io::OP_SEEK
+                | io::OP_PREAD
+                | io::OP_PWRITE
                 | io::OP_READDIR
                 | io::OP_FOREGROUND
                 | io::OP_POLL

@@ -344,6 +344,50 @@ impl Fs {
         Ok(n)
     }
 
+    /// `pread` (`io::OP_PREAD`): as [`Fs::read_lent`] at `offset_bytes`,
+    /// the description's offset neither used nor moved: one request, so
+    /// a process sharing the description (`fork`) never sees it moved
+    /// (docs/filesystem.md, "Positional I/O and a dead manager's
+    /// window"). `EINVAL` past `i64::MAX` (the offsets `lseek` keeps).
+    pub fn pread_lent(&mut self, handle: u64, offset_bytes: u64, len: u64, to: &mut dyn Lent) -> Result<usize, Errno> {
+        self.at_offset(handle, offset_bytes, |fs| fs.read_lent(handle, len, to))
+    }
+
+    /// `pwrite` (`io::OP_PWRITE`): as [`Fs::write_lent`] at
+    /// `offset_bytes`, the description's offset neither used nor moved; on
+    /// an `O_APPEND` description at the end, as Linux's `pwrite(2)` does
+    /// (POSIX says at the offset; its "BUGS" section).
+    pub fn pwrite_lent(
+        &mut self,
+        handle: u64,
+        offset_bytes: u64,
+        len: u64,
+        from: &mut dyn Lent,
+    ) -> Result<usize, Errno> {
+        self.at_offset(handle, offset_bytes, |fs| fs.write_lent(handle, len, from))
+    }
+
+    /// Run `f` with the description's offset set to `offset_bytes`, and
+    /// its own offset put back after, whatever `f` did.
+    fn at_offset<T>(
+        &mut self,
+        handle: u64,
+        offset_bytes: u64,
+        f: impl FnOnce(&mut Fs) -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
+        if offset_bytes > i64::MAX as u64 {
+            // Checked after the handle: a bad handle is `EBADF` first.
+            self.description(handle)?;
+            return Err(EINVAL);
+        }
+        let own = core::mem::replace(&mut self.description_mut(handle)?.offset_bytes, offset_bytes);
+        let r = f(self);
+        if let Ok(d) = self.description_mut(handle) {
+            d.offset_bytes = own;
+        }
+        r
+    }
+
     /// `lseek`: a new offset by [`crate::seek`]'s rule; the end of
     /// anything but a regular file is 0.
     pub fn seek(&mut self, handle: u64, offset: i64, whence: u64) -> Result<u64, Errno> {

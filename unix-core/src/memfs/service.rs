@@ -356,6 +356,23 @@ impl Service {
                 .map(|n| value(n as u64))
             }
             io::OP_SEEK => self.fs.seek(handle, w2 as i64, w3).map(value),
+            // Positional: word 3 the offset, the description's own
+            // untouched (one request, so atomic for a forked sharer).
+            io::OP_PREAD if w2 <= INLINE_READ_MAX_BYTES as u64 => {
+                let max = w2 as usize;
+                let mut into = crate::lease::BytesMut(&mut tx[..max]);
+                self.fs.pread_lent(handle, w3, w2, &mut into).map(|n| ([n as u64, 0, 0, 0], n))
+            }
+            io::OP_PREAD => self.fs.pread_lent(handle, w3, w2, lent).map(|n| value(n as u64)),
+            io::OP_PWRITE => {
+                self.fs.set_now(now_ns);
+                let len = if w2 == 0 { data.len() as u64 } else { w2 };
+                match data.get(..usize::try_from(len).unwrap_or(usize::MAX)) {
+                    Some(bytes) => self.fs.pwrite_lent(handle, w3, len, &mut crate::lease::Bytes(bytes)),
+                    None => self.fs.pwrite_lent(handle, w3, len, lent),
+                }
+                .map(|n| value(n as u64))
+            }
             io::OP_TRUNCATE => {
                 self.fs.set_now(now_ns);
                 self.fs.truncate_handle(handle, w2).map(|()| value(0))
@@ -928,5 +945,72 @@ mod tests {
         let (r, _, data) = c.io(STRANGER, [io::OP_READ, z, 64, 0], b"");
         assert_eq!((r, data), (Ok(64), alloc::vec![0u8; 64]));
         assert_eq!(c.io(STARTER, [io::OP_CLOSE, z, 0, 0], b"").0, Ok(0));
+    }
+
+    /// `io::OP_PREAD` and `OP_PWRITE` (branch `posio`): the bytes at the
+    /// offset named, short in the reply and long through the lease, the
+    /// description's offset neither used nor moved (also on errors); an
+    /// `O_APPEND` description's pwrite appends (Linux's behaviour);
+    /// `/dev/null` and `/dev/zero` answer as their reads and writes do;
+    /// bad input is refused with nothing moved.
+    #[test]
+    fn positional_reads_and_writes_leave_the_offset() {
+        use protocols::unix::open_flags::O_APPEND;
+        let mut s = service();
+        let mut c = caller(&mut s);
+        let h = c.fs(STARTER, [fsp::OP_OPEN, O_CREAT | O_RDWR, 0o644, 0], b"/tmp/p").0.unwrap();
+        assert_eq!(c.io(STRANGER, [io::OP_WRITE, h, 0, 0], b"0123456789").0, Ok(10));
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, h, 3, SEEK_SET], b"").0, Ok(3));
+        let here = |c: &mut Call| c.io(STRANGER, [io::OP_SEEK, h, 0, SEEK_CUR], b"").0;
+        let (r, _, data) = c.io(STRANGER, [io::OP_PREAD, h, 4, 5], b"");
+        assert_eq!((r, &data[..]), (Ok(4), &b"5678"[..]), "a short pread, in the reply");
+        assert_eq!(here(&mut c), Ok(3));
+        assert_eq!(c.io(STRANGER, [io::OP_PWRITE, h, 2, 8], b"ab").0, Ok(2));
+        assert_eq!(here(&mut c), Ok(3));
+        // A long one through the lease, past the end: a hole of zeros.
+        let big: Vec<u8> = (0..3 * PAGE_BYTES).map(|i| (i % 253) as u8).collect();
+        let mut from = Lender::new(big.clone());
+        let r = c.io_lent(STRANGER, [io::OP_PWRITE, h, big.len() as u64, 20], b"", &mut from).0;
+        assert_eq!(r, Ok(big.len() as u64));
+        assert_eq!(here(&mut c), Ok(3));
+        let mut to = Lender::new(vec![0xee; 4 * PAGE_BYTES]);
+        let (w, len) =
+            c.s.io_request(STRANGER, [io::OP_PREAD, h, 4 * PAGE_BYTES as u64, 0], b"", 1, &mut c.tx, &mut to);
+        assert_eq!((w[0], len), ((20 + big.len()) as u64, 0), "through the lease");
+        assert_eq!(&to.bytes[..10], b"01234567ab");
+        assert!(to.bytes[10..20].iter().all(|&b| b == 0));
+        assert_eq!(&to.bytes[20..20 + big.len()], &big[..]);
+        assert_eq!(c.io(STRANGER, [io::OP_PREAD, h, 10, 1 << 40], b"").0, Ok(0), "past the end");
+        assert_eq!(here(&mut c), Ok(3));
+        // O_APPEND: at the end, whatever the offset named.
+        let a = c.fs(STARTER, [fsp::OP_OPEN, O_WRONLY | O_APPEND, 0, 0], b"/tmp/p").0.unwrap();
+        assert_eq!(c.io(STRANGER, [io::OP_PWRITE, a, 4, 0], b"tail").0, Ok(4));
+        let end = (20 + big.len()) as u64;
+        assert_eq!(c.io(STRANGER, [io::OP_PREAD, h, 4, end], b"").2, b"tail".to_vec());
+        assert_eq!(c.io(STRANGER, [io::OP_PREAD, h, 4, 0], b"").2, b"0123".to_vec());
+        assert_eq!(c.io(STRANGER, [io::OP_SEEK, a, 0, SEEK_CUR], b"").0, Ok(0));
+        // Errors: nothing moves.
+        let mut bad = Lender::new(vec![0x55; 2 * PAGE_BYTES]);
+        bad.unmapped = PAGE_BYTES + 1..PAGE_BYTES + 2;
+        let r = c.io_lent(STRANGER, [io::OP_PWRITE, h, 2 * PAGE_BYTES as u64, 0], b"", &mut bad).0;
+        assert_eq!(r, Err(EFAULT));
+        assert_eq!(c.io(STRANGER, [io::OP_PREAD, h, 4, 0], b"").2, b"0123".to_vec());
+        assert_eq!(c.io(STRANGER, [io::OP_PREAD, h, 1, i64::MAX as u64 + 1], b"").0, Err(EINVAL));
+        assert_eq!(c.io(STRANGER, [io::OP_PWRITE, h, 1, u64::MAX], b"x").0, Err(EINVAL));
+        assert_eq!(c.io(STRANGER, [io::OP_PREAD, a, 1, 0], b"").0, Err(EBADF), "write-only");
+        let r = c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY, 0, 0], b"/tmp/p").0.unwrap();
+        assert_eq!(c.io(STRANGER, [io::OP_PWRITE, r, 1, 0], b"x").0, Err(EBADF), "read-only");
+        for op in [io::OP_PREAD, io::OP_PWRITE] {
+            assert_eq!(c.io(STRANGER, [op, h ^ (1 << 33), 1, 0], b"x").0, Err(EBADF), "op {op}");
+            assert_eq!(c.io(STRANGER, [op, h ^ (1 << 33), 1, u64::MAX], b"x").0, Err(EBADF), "op {op}");
+        }
+        let d = c.fs(STARTER, [fsp::OP_OPEN, O_RDONLY | O_DIRECTORY, 0, 0], b"/tmp").0.unwrap();
+        assert_eq!(c.io(STRANGER, [io::OP_PREAD, d, 1, 0], b"").0, Err(EISDIR));
+        assert_eq!(here(&mut c), Ok(3));
+        // /dev/null: nothing to read, every byte written taken.
+        let (r, _, _) = c.fs(STARTER, [device::OP_OPEN, O_RDWR, 0, 0], b"");
+        let null = r.unwrap();
+        assert_eq!(c.io(STRANGER, [io::OP_PREAD, null, 8, 100], b"").0, Ok(0));
+        assert_eq!(c.io(STRANGER, [io::OP_PWRITE, null, 3, 100], b"abc").0, Ok(3));
     }
 }
