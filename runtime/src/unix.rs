@@ -794,14 +794,15 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// `pread(fd, buf, offset_bytes)`: up to `buf.len()` bytes of the file at
 /// `offset_bytes`, the descriptor's offset neither used nor moved (POSIX
 /// XSH `pread`). One `io::OP_PREAD` per lent buffer's worth, at the
-/// manager (`ext2fs` answers it; one call, atomic with respect to the
-/// other reads and writes of the open file, which a read window's
-/// shared offset needs). A manager without it (`ENOSYS`: the memory
-/// file system, the file managers) gets `lseek`, `read` and `lseek`
-/// back, as the Linux server did for `pread64`: the offset is where it
-/// was afterwards, but another process sharing the open file may see it
-/// moved meanwhile. A pipe or socket is `ESPIPE`; an offset beyond
-/// `i64::MAX` is `EINVAL`.
+/// manager: `ext2fs` and memfs answer it in one request, so it is atomic
+/// with respect to the other reads and writes of the open file, which a
+/// process sharing it (`fork`) relies on (docs/filesystem.md, "Positional
+/// I/O and a dead manager's window"). A manager without it (`ENOSYS`: the
+/// per-file managers, a terminal) and a block device get `lseek`, `read`
+/// and `lseek` back ([`pread_by_seeking`]): there another process sharing
+/// the open file may see the offset moved meanwhile, and a terminal's
+/// `lseek` says `ESPIPE`. A pipe, FIFO or socket is `ESPIPE` (POSIX); an
+/// offset beyond `i64::MAX` is `EINVAL`.
 pub fn pread(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> {
     let (_, info) = fd_entry(fd)?;
     if ux::mode::is_fifo(info.file_type) || ux::mode::is_sock(info.file_type) {
@@ -810,7 +811,7 @@ pub fn pread(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> 
     if offset_bytes > i64::MAX as u64 {
         return Err(errno::EINVAL);
     }
-    if !ux::mode::is_reg(info.file_type) || is_directory_manager(info.manager_pid) {
+    if ux::mode::is_blk(info.file_type) {
         return pread_by_seeking(fd, buf, offset_bytes);
     }
     let mut done = 0;
@@ -838,6 +839,57 @@ fn pread_by_seeking(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, 
     let was = lseek(fd, 0, SEEK_CUR)?;
     lseek(fd, offset_bytes as i64, SEEK_SET)?;
     let r = read(fd, buf);
+    lseek(fd, was as i64, SEEK_SET)?;
+    r
+}
+
+/// `pwrite(fd, buf, offset_bytes)`: `buf` written at `offset_bytes`, the
+/// descriptor's offset neither used nor moved (POSIX XSH `pwrite`); the
+/// bytes written, fewer only when an error stopped it after some. One
+/// `io::OP_PWRITE` per lent buffer's worth (a message's worth to a
+/// manager that takes no lent writes), answered by `ext2fs` and memfs in
+/// one request each, as [`pread`]; a manager without it and a block
+/// device get `lseek`, `write` and `lseek` back. On a descriptor opened
+/// with `O_APPEND` the bytes go at the end of the file whatever
+/// `offset_bytes` says: Linux's behaviour (pwrite(2), "BUGS"), chosen so
+/// that programs built for Linux (the Linux server) behave as there;
+/// POSIX says they go at the offset. A read window of the file (this
+/// process's or another's) is stale once it returns (the manager moves
+/// the file's generation before it answers). A pipe, FIFO or socket is
+/// `ESPIPE`; an offset beyond `i64::MAX` is `EINVAL`.
+pub fn pwrite(fd: Fd, buf: &[u8], offset_bytes: u64) -> Result<usize, Errno> {
+    let (_, info) = fd_entry(fd)?;
+    if ux::mode::is_fifo(info.file_type) || ux::mode::is_sock(info.file_type) {
+        return Err(errno::ESPIPE);
+    }
+    if offset_bytes > i64::MAX as u64 {
+        return Err(errno::EINVAL);
+    }
+    if ux::mode::is_blk(info.file_type) {
+        return pwrite_by_seeking(fd, buf, offset_bytes);
+    }
+    let most = if takes_lent_writes(&info) { MAX_LENT_BYTES } else { abi::msg::MAX_DATA_BYTES as usize };
+    let mut done = 0;
+    while done < buf.len() {
+        let chunk = &buf[done..(done + most).min(buf.len())];
+        let at = offset_bytes.saturating_add(done as u64);
+        match manager_call(fd, [io::OP_PWRITE, 0, chunk.len() as u64, at], chunk, &mut []) {
+            Ok((w, _)) if w[0] > 0 => done += (w[0] as usize).min(chunk.len()),
+            Ok(_) => return Err(errno::EIO),
+            Err(errno::ENOSYS) if done == 0 => return pwrite_by_seeking(fd, buf, offset_bytes),
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(done)
+}
+
+/// `pwrite` where the manager has no `OP_PWRITE`: the offset moved and
+/// put back (see [`pwrite`]).
+fn pwrite_by_seeking(fd: Fd, buf: &[u8], offset_bytes: u64) -> Result<usize, Errno> {
+    let was = lseek(fd, 0, SEEK_CUR)?;
+    lseek(fd, offset_bytes as i64, SEEK_SET)?;
+    let r = write(fd, buf);
     lseek(fd, was as i64, SEEK_SET)?;
     r
 }

@@ -43,6 +43,7 @@ mod nr {
     pub const RT_SIGPROCMASK: u64 = 14;
     pub const IOCTL: u64 = 16;
     pub const PREAD64: u64 = 17;
+    pub const PWRITE64: u64 = 18;
     pub const READV: u64 = 19;
     pub const WRITEV: u64 = 20;
     pub const ACCESS: u64 = 21;
@@ -94,6 +95,8 @@ mod nr {
     pub const FACCESSAT: u64 = 269;
     pub const DUP3: u64 = 292;
     pub const PIPE2: u64 = 293;
+    pub const PREADV: u64 = 295;
+    pub const PWRITEV: u64 = 296;
     pub const PRLIMIT64: u64 = 302;
     pub const GETRANDOM: u64 = 318;
     pub const PIPE: u64 = 22;
@@ -318,16 +321,26 @@ impl Linux {
                 self.put_stat(a2, &st)
             }
             nr::LSEEK => unix::lseek(fd(a0)?, a1 as i64, a2),
+            // One `pread`/`pwrite` of the runtime each: the descriptor's
+            // offset is never moved, not even for a moment a process
+            // sharing it could see (docs/filesystem.md, "Positional I/O
+            // and a dead manager's window"); a pipe is `ESPIPE`, an offset
+            // that is negative as Linux's `loff_t` `EINVAL`.
             nr::PREAD64 => {
                 let [offset, ..] = self.more_args()?;
-                let f = fd(a0)?;
-                let was = unix::lseek(f, 0, unix::SEEK_CUR)?;
-                unix::lseek(f, offset as i64, unix::SEEK_SET)?;
-                let r = self.read(a0, a1, a2);
-                unix::lseek(f, was as i64, unix::SEEK_SET)?;
-                r
+                self.pread(a0, a1, a2, offset)
+            }
+            nr::PWRITE64 => {
+                let [offset, ..] = self.more_args()?;
+                self.pwrite(a0, a1, a2, offset)
             }
             nr::READV | nr::WRITEV => self.vectored(number == nr::WRITEV, a0, a1, a2),
+            // x86-64 passes the whole offset in `pos_l` (r10); `pos_h` is
+            // for 32-bit callers and shifts out (Linux's `pos_from_hilo`).
+            nr::PREADV | nr::PWRITEV => {
+                let [offset, ..] = self.more_args()?;
+                self.vectored_at(number == nr::PWRITEV, a0, a1, a2, Some(offset))
+            }
             nr::ACCESS => unix::stat(&mem::read_path(pid, a0)?).map(|_| 0),
             nr::FACCESSAT | nr::FACCESSAT2 => {
                 unix::stat(&self.at_path(a0, &mem::read_path(pid, a1)?)?).map(|_| 0)
@@ -779,9 +792,54 @@ impl Linux {
         unix::write(f, &data).map(|n| n as u64)
     }
 
+    /// `pread64`: `unix::pread` into a buffer of the server's, then copied
+    /// to the program's.
+    fn pread(&mut self, f: u64, buf: u64, len: u64, offset: u64) -> Result<u64> {
+        // Linux's order (`ksys_pread64`): the offset before the descriptor.
+        if offset > i64::MAX as u64 {
+            return Err(errno::EINVAL);
+        }
+        let f = fd(f)?;
+        let len = (len as usize).min(mem::MAX_TRANSFER_BYTES);
+        check_range(buf, len as u64)?;
+        let mut data = vec![0u8; len];
+        let n = unix::pread(f, &mut data, offset)?;
+        mem::write(self.pid, buf, &data[..n])?;
+        Ok(n as u64)
+    }
+
+    /// `pwrite64`: the program's bytes, then `unix::pwrite`.
+    fn pwrite(&mut self, f: u64, buf: u64, len: u64, offset: u64) -> Result<u64> {
+        if offset > i64::MAX as u64 {
+            return Err(errno::EINVAL);
+        }
+        let f = fd(f)?;
+        let len = (len as usize).min(mem::MAX_TRANSFER_BYTES);
+        check_range(buf, len as u64)?;
+        let data = mem::read(self.pid, buf, len)?;
+        unix::pwrite(f, &data, offset).map(|n| n as u64)
+    }
+
     /// `readv` and `writev`: one transfer per iovec entry, stopping at the
     /// first short one.
     fn vectored(&mut self, is_write: bool, f: u64, iov: u64, count: u64) -> Result<u64> {
+        self.vectored_at(is_write, f, iov, count, None)
+    }
+
+    /// `readv`/`writev` (`at` None), or `preadv`/`pwritev` at `at`: each
+    /// entry a `pread`/`pwrite` at the offset plus what the entries before
+    /// it moved, the descriptor's offset untouched.
+    fn vectored_at(&mut self, is_write: bool, f: u64, iov: u64, count: u64, at: Option<u64>) -> Result<u64> {
+        if let Some(offset) = at {
+            // Linux's order (`do_preadv`): the offset, the descriptor, a
+            // descriptor without one (`ESPIPE`), then the vector. An empty
+            // transfer checks the last two and moves nothing.
+            if offset > i64::MAX as u64 {
+                return Err(errno::EINVAL);
+            }
+            let f = fd(f)?;
+            if is_write { unix::pwrite(f, &[], offset)? } else { unix::pread(f, &mut [], offset)? };
+        }
         if count > IOV_MAX {
             return Err(errno::EINVAL);
         }
@@ -793,7 +851,12 @@ impl Linux {
             if len == 0 {
                 continue;
             }
-            let r = if is_write { self.write(f, base, len) } else { self.read(f, base, len) };
+            let r = match (is_write, at) {
+                (true, None) => self.write(f, base, len),
+                (false, None) => self.read(f, base, len),
+                (true, Some(offset)) => self.pwrite(f, base, len, offset.saturating_add(total)),
+                (false, Some(offset)) => self.pread(f, base, len, offset.saturating_add(total)),
+            };
             match r {
                 Ok(n) => {
                     total += n;
