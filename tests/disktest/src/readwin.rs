@@ -5,7 +5,9 @@
 //! whole); another process's write, append and truncate between two
 //! reads; `lseek` (SET, CUR, END) between reads; one offset for a
 //! `dup`'d and for a `fork`ed descriptor; a read after the reader's own
-//! write; `pread`; two processes reading one open file at once (every
+//! write; `pread`; `pwrite` (branch `posio`: the bytes seen by the next
+//! read through a window, from this descriptor, another process or an
+//! `O_APPEND` one, the offset untouched); two processes reading one open file at once (every
 //! byte read by one of them only) and a reader beside an appender. With windows on it also checks that they were used (the
 //! manager's `readwin_slots`), that a client scribbling over its window
 //! page hurts no one else and leaves the manager answering, and that a
@@ -221,6 +223,7 @@ pub fn readwin(root: &str, on: bool) -> Outcome {
     }
 
     preads(&path, &data)?;
+    pwrites(root)?;
     shared_readers(root)?;
     shared_appends(root)?;
     if on {
@@ -263,6 +266,95 @@ fn preads(path: &str, data: &[u8]) -> Outcome {
         Err(e) if e == protocols::unix::errno::EBADF => {}
         other => return Err(format!("pread of a closed descriptor: {other:?}, expected EBADF")),
     }
+    Ok(())
+}
+
+/// `unix::pwrite` (`io::OP_PWRITE`): the bytes land at the offset named
+/// (at the end on an `O_APPEND` descriptor, Linux's rule) and the next
+/// read sees them, also through a read window that already held the old
+/// bytes (the manager moves the file's generation before it answers),
+/// whether the pwrite came through the reader's own descriptor, another
+/// process's descriptor or the appender's; no offset moves; bad input is
+/// refused with nothing written.
+fn pwrites(root: &str) -> Outcome {
+    let path = format!("{root}/pwrite");
+    let mut data = pattern(91, 200_000);
+    write_file(&path, O_CREAT | O_WRONLY, &data)?;
+    let fd = open(&path, O_RDWR)?;
+    read_expect(fd, PIECE, &data[..PIECE], "before the pwrites")?;
+    // The second read (windows on) fetches a window from PIECE on.
+    read_expect(fd, PIECE, &data[PIECE..2 * PIECE], "before the pwrites")?;
+    let own = 2 * PIECE + 10;
+    let n = unix::pwrite(fd, b"OWN", own as u64).map_err(|e| fail("pwrite", &path, e))?;
+    if n != 3 {
+        return Err(format!("pwrite of 3 bytes wrote {n}"));
+    }
+    data[own..own + 3].copy_from_slice(b"OWN");
+    seek_expect(fd, 0, SEEK_CUR, 2 * PIECE as u64, "after the own pwrite")?;
+    read_expect(fd, PIECE, &data[2 * PIECE..3 * PIECE], "after the own pwrite")?;
+    // Another process, through its own descriptor, inside the window.
+    let other = 3 * PIECE + 100;
+    in_child("another process's pwrite", || {
+        let w = open(&path, O_WRONLY)?;
+        let n = unix::pwrite(w, b"OTHER", other as u64).map_err(|e| fail("pwrite", &path, e))?;
+        let _ = unix::close(w);
+        if n == 5 { Ok(()) } else { Err(format!("the child's pwrite wrote {n} of 5")) }
+    })?;
+    data[other..other + 5].copy_from_slice(b"OTHER");
+    read_expect(fd, PIECE, &data[3 * PIECE..4 * PIECE], "after another process's pwrite")?;
+    // O_APPEND: at the end, whatever the offset (Linux's pwrite(2)).
+    let a = open(&path, O_WRONLY | O_APPEND)?;
+    let n = unix::pwrite(a, b"APPENDED", 0).map_err(|e| fail("pwrite O_APPEND", &path, e))?;
+    if n != 8 {
+        return Err(format!("pwrite O_APPEND wrote {n} of 8"));
+    }
+    seek_expect(a, 0, SEEK_CUR, 0, "the appender after its pwrite")?;
+    let _ = unix::close(a);
+    data.extend_from_slice(b"APPENDED");
+    // A long one across the window and blocks, through the lease.
+    let long = pattern(92, 100_000);
+    let at = 50_000;
+    let n = unix::pwrite(fd, &long, at as u64).map_err(|e| fail("a long pwrite", &path, e))?;
+    if n != long.len() {
+        return Err(format!("a long pwrite wrote {n} of {}", long.len()));
+    }
+    data[at..at + long.len()].copy_from_slice(&long);
+    seek_expect(fd, 0, SEEK_CUR, 4 * PIECE as u64, "after the long pwrite")?;
+    let mut rest = vec![0u8; data.len() - 4 * PIECE];
+    let mut got = 0;
+    while got < rest.len() {
+        let piece_end = (got + PIECE).min(rest.len());
+        match unix::read(fd, &mut rest[got..piece_end]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(fail("read after the pwrites", &path, e)),
+        }
+    }
+    if got != rest.len() || rest[..] != data[4 * PIECE..] {
+        let first = rest[..got].iter().zip(&data[4 * PIECE..]).position(|(a, b)| a != b);
+        return Err(format!(
+            "after the pwrites the rest of the file read {got} bytes of {} (first difference at {first:?})",
+            rest.len()
+        ));
+    }
+    // Bad input: nothing written.
+    let mut checks: Vec<(&str, Result<usize, protocols::unix::Errno>, protocols::unix::Errno)> = Vec::new();
+    checks.push(("pwrite at u64::MAX", unix::pwrite(fd, b"x", u64::MAX), protocols::unix::errno::EINVAL));
+    let r = open(&path, O_RDONLY)?;
+    checks.push(("pwrite of a read-only descriptor", unix::pwrite(r, b"x", 0), protocols::unix::errno::EBADF));
+    let _ = unix::close(r);
+    let _ = unix::close(fd);
+    checks.push(("pwrite of a closed descriptor", unix::pwrite(fd, b"x", 0), protocols::unix::errno::EBADF));
+    for (what, got, want) in checks {
+        match got {
+            Err(e) if e == want => {}
+            other => return Err(format!("{what}: {other:?}, expected {}", want.name())),
+        }
+    }
+    if read_whole(&path, PIECE)? != data {
+        return Err(String::from("the file after the pwrites is not what was written"));
+    }
+    let _ = unix::unlink(&path);
     Ok(())
 }
 
