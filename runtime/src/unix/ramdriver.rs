@@ -18,10 +18,12 @@
 //! sleeps in the driver (`block::OP_LOCK_WAIT`, which the driver answers
 //! when it has taken the lock for us); a release that finds the driver's
 //! waiters count above 0 sends it `block::OP_LOCK_WAKE` (the protocol:
-//! `ram_lock`). With no driver any more (killed), a sleep ends in `EIO`. The offset is the lock page's word for the slot,
-//! which the driver uses for the same handle's READ, WRITE and SEEK, so
-//! descriptors sharing the handle (dup; fork, whose child uses the generic
-//! path) see one offset.
+//! `ram_lock`). With no driver any more (killed), a sleep ends in `EIO`.
+//! The offset is the lock page's word for the slot, which the driver uses
+//! for the same handle's READ, WRITE and SEEK, so descriptors sharing the
+//! handle (dup; fork, whose child uses the generic path) see one offset;
+//! a transfer reads and moves it with the lock held, as the driver does,
+//! so the two never start from one offset (see [`transfer`]).
 //!
 //! Windows: one per (driver, writable) in a process, kept for the life of
 //! the process (there is no call to give a pager region back, and a
@@ -404,7 +406,15 @@ pub(crate) fn write(fd: Fd, link: Link, info: &FdInfo, buf: &[u8]) -> Option<Res
     }))
 }
 
-/// Check, lock, copy, unlock, advance the offset.
+/// Lock, check, copy, advance the offset, unlock. The offset word is
+/// read and moved inside the lock: the driver serves a forked sharer's
+/// READ, WRITE (which take and put back the same word) only with the
+/// lock held as writer, so a transfer here and one there never start
+/// from one offset (POSIX XSH 2.9.7). Before branch `posio` the offset
+/// was read before the lock and stored after it, and a driver transfer
+/// between the two read the same blocks as this one
+/// (`ramdisk::shared_reads_take_each_block_once`; docs/filesystem.md,
+/// "Positional I/O and a dead manager's window").
 fn transfer(
     m: &Mapped,
     driver: Link,
@@ -416,21 +426,23 @@ fn transfer(
         return Err(errno::EBADF);
     }
     let lock = Lock { start: m.start, slot: m.slot, driver };
-    let offset = lock.offset().load(Ordering::SeqCst);
-    let Some(t) = unix_core::blockdev::check(offset, len_bytes, m.size_bytes, is_write)? else {
-        return Ok(0);
-    };
-    let disk = disk_ptr(m, t.offset_bytes);
     if is_write {
         lock.write_lock()?;
-        copy(disk);
-        lock.write_unlock();
     } else {
         lock.read_lock()?;
-        copy(disk);
+    }
+    let offset = lock.offset().load(Ordering::SeqCst);
+    let checked = unix_core::blockdev::check(offset, len_bytes, m.size_bytes, is_write);
+    if let Ok(Some(t)) = &checked {
+        copy(disk_ptr(m, t.offset_bytes));
+        lock.offset().store(t.offset_bytes + t.len_bytes, Ordering::SeqCst);
+    }
+    if is_write {
+        lock.write_unlock();
+    } else {
         lock.read_release();
     }
-    lock.offset().store(t.offset_bytes + t.len_bytes, Ordering::SeqCst);
+    let Some(t) = checked? else { return Ok(0) };
     lock.stat(0).fetch_add(1, Ordering::Relaxed);
     lock.stat(if is_write { 2 } else { 1 }).fetch_add(t.len_bytes, Ordering::Relaxed);
     Ok(t.len_bytes as usize)

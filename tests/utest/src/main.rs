@@ -206,6 +206,7 @@ const TESTS: &[Test] = &[
     ("ramdisk::rules_ramdriver", ramdisk::rules_ramdriver),
     ("ramdisk::rules_pddriver", ramdisk::rules_pddriver),
     ("ramdisk::shared_offsets", ramdisk::shared_offsets),
+    ("ramdisk::shared_reads_take_each_block_once", ramdisk::shared_reads_take_each_block_once),
     ("ramdisk::readers_and_writers_at_once", ramdisk::readers_and_writers_at_once),
     ("ramdisk::killed_holder_releases_the_lock", ramdisk::killed_holder_releases_the_lock),
     ("ramdisk::killed_copier_releases_the_lock", ramdisk::killed_copier_releases_the_lock),

@@ -40,6 +40,7 @@ mod region {
     pub const KILLED: u64 = 16 * MIB;
     pub const HOLD: u64 = 20 * MIB;
     pub const SLEEP: u64 = 24 * MIB;
+    pub const SHARED_READS: u64 = 28 * MIB;
 }
 
 /// The device under each name.
@@ -220,6 +221,90 @@ pub fn shared_offsets() -> TestResult {
     unix::close(copy).ctx("close")?;
     unix::close(fd).ctx("close")?;
     Ok(())
+}
+
+/// Blocks of `region::SHARED_READS` the shared-read test stamps.
+const SHARED_BLOCKS: u64 = 4096;
+/// A stamped block's first word (its index is the second).
+const SHARED_MAGIC: u64 = 0x5348_4152_4544_0001;
+
+/// The index stamped in `block`, if it is one of the test's blocks.
+fn shared_index(block: &[u8]) -> Option<u64> {
+    let word = |i: usize| u64::from_le_bytes(block[8 * i..8 * i + 8].try_into().unwrap_or_default());
+    (word(0) == SHARED_MAGIC && word(1) < SHARED_BLOCKS).then(|| word(1))
+}
+
+/// Read `fd` a block at a time until a block that is not the test's:
+/// the indices read, in order.
+fn read_stamped(fd: Fd) -> Result<Vec<u64>, String> {
+    let mut seen = Vec::new();
+    let mut block = vec![0u8; BLOCK];
+    while seen.len() <= SHARED_BLOCKS as usize {
+        let n = unix::read(fd, &mut block).ctx("read")?;
+        let Some(i) = (n == BLOCK).then(|| shared_index(&block)).flatten() else { break };
+        seen.push(i);
+    }
+    Ok(seen)
+}
+
+/// Two processes sharing one open `/dev/ram0` read it at once, a block at
+/// a time: the parent through its mapped window (the offset is the lock
+/// page's word, moved in the parent), a forked child through the driver
+/// (which takes and puts back the same word). Every block must be read
+/// by exactly one of them (POSIX XSH 2.9.7's atomicity, as for the disk
+/// file system's windows, docs/filesystem.md "Positional I/O and a dead
+/// manager's window"). Before branch `posio` the client read the offset
+/// before it took the lock and stored it after: a driver transfer between
+/// the two read the same block, and both had it.
+pub fn shared_reads_take_each_block_once() -> TestResult {
+    let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
+    let mut stamped = vec![0u8; SHARED_BLOCKS as usize * BLOCK];
+    for (i, block) in stamped.chunks_mut(BLOCK).enumerate() {
+        block[..8].copy_from_slice(&SHARED_MAGIC.to_le_bytes());
+        block[8..16].copy_from_slice(&(i as u64).to_le_bytes());
+    }
+    let most = block::MAX_TRANSFER_BYTES as usize;
+    for (k, piece) in stamped.chunks(most).enumerate() {
+        write_at(fd, region::SHARED_READS + (k * most) as u64, piece)?;
+    }
+    // The block after: not the test's (its end for both readers).
+    write_at(fd, region::SHARED_READS + stamped.len() as u64, &vec![0u8; BLOCK])?;
+    seek_to(fd, region::SHARED_READS)?;
+    let mut first = vec![0u8; BLOCK];
+    ensure!(unix::read(fd, &mut first).ctx("read the first block")? == BLOCK, "short first read");
+    ensure!(shared_index(&first) == Some(0), "the first block is not block 0");
+    let (r, w) = unix::pipe().ctx("pipe")?;
+    let child = spawn(move || {
+        let _ = unix::close(r);
+        let Ok(seen) = read_stamped(fd) else { return 2 };
+        let bytes: Vec<u8> = seen.iter().flat_map(|i| i.to_le_bytes()).collect();
+        if util::write_all(w, &bytes).is_err() {
+            return 3;
+        }
+        0
+    })?;
+    let _ = unix::close(w);
+    let mine = read_stamped(fd);
+    let theirs = util::read_to_end(r);
+    let _ = unix::close(r);
+    util::expect_exit(child, 0)?;
+    let mine = mine?;
+    let theirs = theirs.ctx("the child's list")?;
+    let mut count = vec![0u32; SHARED_BLOCKS as usize];
+    count[0] = 1;
+    for i in mine.iter().copied().chain(theirs.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))) {
+        count[i as usize] += 1;
+    }
+    let twice = count.iter().filter(|&&c| c > 1).count();
+    let never = count.iter().filter(|&&c| c == 0).count();
+    ensure!(
+        twice == 0 && never == 0,
+        "{twice} blocks read more than once, {never} never (of {SHARED_BLOCKS}; the parent read {}, the child {}; the first read twice: {:?})",
+        mine.len(),
+        theirs.len() / 8,
+        count.iter().position(|&c| c > 1)
+    );
+    unix::close(fd).ctx("close")
 }
 
 /// Writers' chunks: `CHUNK_BLOCKS` blocks, every block stamped with the
