@@ -39,7 +39,9 @@ pub const USER_DEVICE_MAP_BASE: u64 = 0x0000_2000_0000_0000;
 pub const USER_DEVICE_MAP_BYTES: u64 = 1 << 40;
 /// Where the runtime maps the read-window pages of disk file managers
 /// (`protocols::unix::read_window`): one page per manager, each its own
-/// pager region, just above the device-mapping region.
+/// pager region, just above the device-mapping region. When a pager ends,
+/// the kernel zeroes the shared pages it mapped here (from each page's
+/// last 8-byte word down), so a dead manager's slots read as zeros.
 pub const USER_READ_WINDOW_PAGES_BASE: u64 = USER_DEVICE_MAP_BASE + USER_DEVICE_MAP_BYTES;
 /// Most read-window pages (managers) one process maps.
 pub const USER_READ_WINDOW_PAGES: u64 = 8;

@@ -35,6 +35,10 @@
 //!   other process maps it any more (the kernel's `page_owners`, asked
 //!   through the `still_mapped` the caller passes): a frame a dead client
 //!   mapped is never reused while a fork child of it still maps it.
+//! - A slot's generation is never 0 (the first is 1 and each change adds
+//!   one): 0 is what the page reads after this manager died (the kernel
+//!   zeroes a dead pager's read-window pages), and a reader never serves
+//!   a window against it.
 //! - At most [`MAX_PAGES`] pages and `read_window::SLOTS` slots in each:
 //!   past them `ENOSPC`, and the client reads with plain calls.
 
@@ -408,6 +412,24 @@ mod tests {
         assert_eq!(c, a);
         assert_eq!(word(&w, 0, 6), 0, "cleared for its new process");
         assert_eq!(w.page_address(7), None);
+    }
+
+    /// 0 is what a dead manager's page reads (the kernel zeroes it): no
+    /// slot is ever published with it, first or after changes.
+    #[test]
+    fn a_generation_is_never_zero() {
+        let mut w = ReadWindows::new(true);
+        let (s, _) = w.assign(7, 100, 12, 0, &mut |_| false).unwrap();
+        assert_ne!(w.generation(100), 0);
+        assert_ne!(word(&w, 0, 2 * s + 1), 0);
+        for _ in 0..1000 {
+            w.changed(12);
+            assert_ne!(w.generation(100), 0);
+            assert_ne!(word(&w, 0, 2 * s + 1), 0);
+        }
+        w.release(100);
+        let (s, _) = w.assign(7, 101, 13, 0, &mut |_| false).unwrap();
+        assert_ne!(word(&w, 0, 2 * s + 1), 0, "a new slot on another file");
     }
 
     #[test]

@@ -434,6 +434,8 @@ impl Kernel {
         while let Some((faulter, page)) = self.waiting_on_pager(pid) {
             self.finish(faulter, ExitStatus::Fault { vector: vector::PAGE_FAULT, address: page });
         }
+        // Its read windows' slot pages read as zeros from now (pager.rs).
+        self.zero_read_windows_of(pid);
         if let Some(space) = self.proc_mut(slot).space.take() {
             self.retire_space(space);
         }

@@ -331,6 +331,28 @@ impl AddressSpace {
         changed
     }
 
+    /// Zero the shared window page at `va` (`SHARED_PAGE`: one frame that
+    /// every holder writes in place) from its last 8-byte word down to
+    /// its first, each word's stores finished (in program order, x86's
+    /// TSO) before the next word's start: a process reading the page on
+    /// another CPU that sees a word changed sees every higher word zero.
+    /// The read-window slots rely on it (`Kernel::zero_read_windows_of`).
+    /// False, and nothing written, when `va` is not such a page.
+    pub fn zero_shared_page(&mut self, va: u64) -> bool {
+        if !self.table.translate(va).is_some_and(|(_, flags)| flags & SHARED_PAGE != 0) {
+            return false;
+        }
+        const WORD: usize = 8;
+        for word in (0..PAGE_SIZE as usize / WORD).rev() {
+            if self.table.fill(va, word * WORD, &[0; WORD]).is_err() {
+                return false;
+            }
+            // The compiler keeps the words' order too.
+            core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        }
+        true
+    }
+
     /// Fill the page at `va` (mapped here, any rights) at `offset` with
     /// `bytes`: a new image's segments and arguments.
     pub fn fill(&mut self, va: u64, offset: usize, bytes: &[u8]) -> Result<(), SpaceError> {

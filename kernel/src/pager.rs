@@ -9,6 +9,9 @@
 //! children's, to a pager; only the pager of a region may map pages in it
 //! or fail faults there. A pager that ends takes its waiting faulters with
 //! it (they end with a page fault); a later fault in its regions does too.
+//! The shared pages it mapped in the read-window area are zeroed then
+//! ([`Kernel::zero_read_windows_of`]): a disk file manager's slot pages,
+//! which must not go on looking current after it.
 
 use crate::arch::frames::Frame;
 use crate::memory::{AddressSpace, Pool};
@@ -227,6 +230,38 @@ impl Kernel {
             self.make_ready(target);
         }
         Ok(Resolved::Mapped)
+    }
+
+    /// Pager `pager` has ended: in every process, zero the shared pages
+    /// it mapped (`pager::SHARED`) in its regions of the read-window
+    /// area (`abi::layout::USER_READ_WINDOW_PAGES_BASE`, one page per
+    /// disk file manager). The frames stay mapped (nothing is unmapped
+    /// under a process that may be running on another CPU); their
+    /// contents go. A slot's generation word then reads 0, which no
+    /// manager publishes, so the reader's next `read` finds its window
+    /// stale and asks the dead manager, which is `EIO`, as for every other
+    /// call on the dead manager's handles: without this a window served
+    /// the bytes it held for as long as the reader read inside it
+    /// (docs/filesystem.md, "Positional I/O and a dead manager's window").
+    /// Words are zeroed from the page's end down (`zero_shared_page`): a
+    /// slot's generation (the higher word) is 0 before its offset moves.
+    /// Other pager regions (a RAM disk's window) are left as they are.
+    pub fn zero_read_windows_of(&mut self, pager: Pid) {
+        use abi::layout::{USER_READ_WINDOW_PAGES, USER_READ_WINDOW_PAGES_BASE};
+        let (low, high) =
+            (USER_READ_WINDOW_PAGES_BASE, USER_READ_WINDOW_PAGES_BASE + USER_READ_WINDOW_PAGES * PAGE_SIZE);
+        for s in self.slots() {
+            let regions = self.proc(s).regions;
+            for r in regions.iter().flatten().filter(|r| r.pager == pager) {
+                let mut page = r.start.max(low);
+                while page < r.end.min(high) {
+                    if let Some(space) = self.proc_mut(s).space.as_mut() {
+                        space.zero_shared_page(page);
+                    }
+                    page += PAGE_SIZE;
+                }
+            }
+        }
     }
 
     /// A process waiting for pager `pid` to resolve its fault (the

@@ -1016,7 +1016,11 @@ pub mod io {
 ///   data or size (a write, a truncate, an open with `O_TRUNC`), by
 ///   anyone. An `OP_PREAD` reply's word 1 is the generation its bytes
 ///   belong to; a window whose generation differs from the slot's is
-///   stale. A client that writes here misleads only itself.
+///   stale. A client that writes here misleads only itself. Never 0: a
+///   dead manager's page reads as zeros (the kernel zeroes a dead
+///   pager's pages in `abi::layout::USER_READ_WINDOW_PAGES_BASE`'s area,
+///   each page from its last word down, so a slot's generation is 0
+///   before its offset changes), and a window is never served against 0.
 pub mod read_window {
     /// Slots in one page: 16 bytes each.
     pub const SLOTS: usize = abi::layout::PAGE_SIZE as usize / 16;

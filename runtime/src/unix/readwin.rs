@@ -20,6 +20,11 @@
 //! window's (the manager moves it before it answers any change to the
 //! file, by anyone: POSIX's read-after-write) and the whole read lies in
 //! the window; else one `OP_PREAD` fetches a new window at the offset.
+//! A manager that ends takes its windows with it: the kernel zeroes the
+//! pages a dead pager shared in the read-window area, and a generation
+//! of 0 (which no manager publishes) is never a window's, so the next
+//! read calls and gets the dead manager's `EIO` (docs/filesystem.md,
+//! "Positional I/O and a dead manager's window").
 //! The end of the file is never cached: a window holds only bytes the
 //! file had, and a read past them calls. The offset is the slot's word,
 //! moved with a compare-and-swap (a fork child sharing the open file moves
@@ -300,9 +305,13 @@ fn windowed(index: usize, link: Link, handle: u64, page: u64, slot: usize, buf: 
             break;
         }
         let generation = s.generation().load(Ordering::SeqCst);
+        // Generation 0 is never a manager's: it is what a dead manager's
+        // page reads (the kernel zeroes it, `Kernel::zero_read_windows_of`),
+        // so a window is never served from one; the call that follows
+        // gets the dead manager's `EIO`.
         let inside = window.as_ref().and_then(|w| {
             let at = usize::try_from(offset.checked_sub(w.start)?).ok()?;
-            (w.generation == generation && at.checked_add(want)? <= w.len).then_some(at)
+            (generation != 0 && w.generation == generation && at.checked_add(want)? <= w.len).then_some(at)
         });
         let (at, n) = match inside {
             Some(at) => (at, want),

@@ -135,6 +135,14 @@ fn main(args: Args) -> i32 {
         "fuzz-blocking" => fuzz_blocking(arg(1), arg(2)),
         "fuzz-helper" => fuzz_helper(arg(1), arg(2), Pid(arg(3)), arg(4)),
         "paged" => paged(Pid(arg(1))),
+        "rw-dead-pager" => match rw_dead_pager() {
+            Ok(()) => 0,
+            Err(why) => {
+                println!("tchild rw-dead-pager: {why}");
+                1
+            }
+        },
+        "rw-share-pager" => rw_share_pager(Pid(arg(1)), arg(2)),
         "pager-rights" => match pager_rights_checks() {
             Ok(()) => 0,
             Err(why) => {
@@ -1101,4 +1109,94 @@ fn foreign_peek(pid: Pid, addr: u64) -> i32 {
         }
     }
     failed
+}
+
+/// `rw-share-pager`'s first message to its parent: word 1 its queue.
+const RW_READY: u64 = 0x7277_0001;
+/// Where `rw-dead-pager` maps the other pager page: outside the
+/// read-window area.
+const RW_OTHER_REGION: u64 = 0x5200_0000;
+/// The bytes of the two pages the pager shares.
+const RW_PATTERN: u8 = 0xa5;
+
+/// A pager sharing two pages of its own, writable in place
+/// (`pager::SHARE | SHARED | WRITABLE`, as `ext2fs` shares its read-window
+/// slot pages): one for faults in the read-window area, the other for any
+/// other address. Runs until it is killed.
+fn rw_share_pager(parent: Pid, parent_queue: u64) -> i32 {
+    let Ok(queue) = msg::open_queue(8, true) else { return 2 };
+    let pages = alloc::vec![RW_PATTERN; 3 * PAGE_BYTES];
+    let first = (pages.as_ptr() as u64 + PAGE_SIZE - 1) & !(PAGE_SIZE - 1);
+    let Ok(link) = msg::open_link(parent, msg::Queue(parent_queue as u32)) else { return 3 };
+    if msg::send(link, &[RW_READY, queue.0 as u64, 0, 0]).is_err() {
+        return 4;
+    }
+    let window_area = abi::layout::USER_READ_WINDOW_PAGES_BASE
+        ..abi::layout::USER_READ_WINDOW_PAGES_BASE + abi::layout::USER_READ_WINDOW_PAGES * PAGE_SIZE;
+    loop {
+        let Ok(r) = msg::receive_data(queue, &mut []) else { continue };
+        if r.kind != abi::msg::Kind::PageFault {
+            continue;
+        }
+        let (pid, address) = (Pid(r.message[0]), r.message[1]);
+        let src = if window_area.contains(&address) { first } else { first + PAGE_SIZE };
+        let flags = abi::pager::SHARE | abi::pager::SHARED | abi::pager::WRITABLE;
+        if sys::page_resolve(pid, address, src, flags).is_err() {
+            let _ = sys::page_resolve(pid, address, 0, abi::pager::FAIL);
+        }
+    }
+}
+
+/// A dead pager's shared pages in the read-window area read as zeros
+/// (`Kernel::zero_read_windows_of`: a dead disk file manager's slots must
+/// not look current, docs/filesystem.md "Positional I/O and a dead
+/// manager's window"), and stay mapped and writable; a page it shared
+/// elsewhere keeps its bytes.
+fn rw_dead_pager() -> Result<(), alloc::string::String> {
+    use alloc::format;
+    let window = abi::layout::USER_READ_WINDOW_PAGES_BASE;
+    let queue = msg::open_queue(4, true).map_err(|e| format!("open_queue: {}", e.name()))?;
+    let me = sys::getpid();
+    let pager = sys::spawn("tchild", &format!("rw-share-pager {} {}", me.0, queue.0))
+        .map_err(|e| format!("spawn the pager: {}", e.name()))?;
+    let r = msg::receive_data(queue, &mut []).map_err(|e| format!("receive: {}", e.name()))?;
+    if r.sender != pager || r.message[0] != RW_READY {
+        return Err(format!("not the pager's ready message: {:?}", r.message));
+    }
+    let pager_queue = r.message[1] as u32;
+    for start in [window, RW_OTHER_REGION] {
+        sys::set_pager(me, start, PAGE_SIZE, pager, pager_queue)
+            .map_err(|e| format!("set_pager {start:#x}: {}", e.name()))?;
+    }
+    let word = |base: u64, i: usize| {
+        // SAFETY: `base` is one of this process's two pager regions of
+        // one page, `i` below the page's words; a first touch faults the
+        // page in from the pager, which maps its page there.
+        unsafe { ((base as *const u64).add(i)).read_volatile() }
+    };
+    let put = |base: u64, i: usize, v: u64| {
+        // SAFETY: as in `word`; the pages are mapped writable.
+        unsafe { ((base as *mut u64).add(i)).write_volatile(v) }
+    };
+    let pattern = u64::from_ne_bytes([RW_PATTERN; 8]);
+    if word(window, 0) != pattern || word(RW_OTHER_REGION, 0) != pattern {
+        return Err(format!("the shared pages read {:#x} and {:#x}", word(window, 0), word(RW_OTHER_REGION, 0)));
+    }
+    put(window, 1, 7);
+    put(RW_OTHER_REGION, 1, 9);
+    sys::kill(pager).map_err(|e| format!("kill the pager: {}", e.name()))?;
+    sys::wait(Some(pager)).map_err(|e| format!("wait for the pager: {}", e.name()))?;
+    let words = PAGE_BYTES / 8;
+    if let Some(i) = (0..words).find(|&i| word(window, i) != 0) {
+        return Err(format!("the dead pager's read-window page: word {i} is {:#x}, not 0", word(window, i)));
+    }
+    if let Some(i) = (0..words).find(|&i| word(RW_OTHER_REGION, i) != if i == 1 { 9 } else { pattern }) {
+        return Err(format!("the dead pager's other page changed: word {i} is {:#x}", word(RW_OTHER_REGION, i)));
+    }
+    // Still mapped and writable: no fault, and a write reads back.
+    put(window, 3, 11);
+    if word(window, 3) != 11 {
+        return Err(alloc::string::String::from("a write to the zeroed page did not read back"));
+    }
+    Ok(())
 }

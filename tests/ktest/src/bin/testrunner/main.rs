@@ -113,6 +113,7 @@ const TESTS: &[Test] = &[
     ("pager_serves_zero_and_copy_on_write_pages", pagers::pager_serves),
     ("pager_refusing_or_dying_ends_the_faulter", pagers::pager_refuses_and_dies),
     ("pager_rights", pagers::pager_rights),
+    ("dead_pager_read_window_pages_read_zeros", pagers::dead_pager_read_window_pages_read_zeros),
     ("foreign_calls_are_messages_and_registers_survive", foreign::foreign_calls_are_messages),
     ("foreign_rights", foreign::foreign_rights),
     ("foreign_fpu_state", foreign::foreign_fpu_state),

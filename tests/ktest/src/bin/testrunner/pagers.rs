@@ -53,3 +53,10 @@ pub fn pager_rights() -> TestResult {
     // In a child, so the pages it maps do not stay with the runner.
     expect_status("pager-rights", ExitStatus::Exited(0))
 }
+
+/// A dead pager's shared pages in the read-window area read as zeros
+/// (branch `posio`): the child maps two of its pager's pages, one there
+/// and one elsewhere, kills the pager, and checks (`tchild rw-dead-pager`).
+pub fn dead_pager_read_window_pages_read_zeros() -> TestResult {
+    expect_status("rw-dead-pager", ExitStatus::Exited(0))
+}
