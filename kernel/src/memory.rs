@@ -339,7 +339,7 @@ impl AddressSpace {
     /// The read-window slots rely on it (`Kernel::zero_read_windows_of`).
     /// False, and nothing written, when `va` is not such a page.
     pub fn zero_shared_page(&mut self, va: u64) -> bool {
-        if !self.table.translate(va).is_some_and(|(_, flags)| flags & SHARED_PAGE != 0) {
+        if self.table.translate(va).is_none_or(|(_, flags)| flags & SHARED_PAGE == 0) {
             return false;
         }
         const WORD: usize = 8;

@@ -838,7 +838,11 @@ impl Linux {
                 return Err(errno::EINVAL);
             }
             let f = fd(f)?;
-            if is_write { unix::pwrite(f, &[], offset)? } else { unix::pread(f, &mut [], offset)? };
+            if is_write {
+                unix::pwrite(f, &[], offset)?
+            } else {
+                unix::pread(f, &mut [], offset)?
+            };
         }
         if count > IOV_MAX {
             return Err(errno::EINVAL);

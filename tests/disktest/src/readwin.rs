@@ -341,7 +341,11 @@ fn pwrites(root: &str) -> Outcome {
     let mut checks: Vec<(&str, Result<usize, protocols::unix::Errno>, protocols::unix::Errno)> = Vec::new();
     checks.push(("pwrite at u64::MAX", unix::pwrite(fd, b"x", u64::MAX), protocols::unix::errno::EINVAL));
     let r = open(&path, O_RDONLY)?;
-    checks.push(("pwrite of a read-only descriptor", unix::pwrite(r, b"x", 0), protocols::unix::errno::EBADF));
+    checks.push((
+        "pwrite of a read-only descriptor",
+        unix::pwrite(r, b"x", 0),
+        protocols::unix::errno::EBADF,
+    ));
     let _ = unix::close(r);
     let _ = unix::close(fd);
     checks.push(("pwrite of a closed descriptor", unix::pwrite(fd, b"x", 0), protocols::unix::errno::EBADF));

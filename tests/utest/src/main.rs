@@ -76,7 +76,10 @@ const TESTS: &[Test] = &[
     ("fs::fork_shares_the_offset", fs::fork_shares_the_offset),
     ("posio::pread_and_pwrite_leave_the_offset", posio::pread_and_pwrite_leave_the_offset),
     ("posio::pipes_are_espipe", posio::pipes_are_espipe),
-    ("posio::a_forked_preader_never_moves_the_shared_offset", posio::a_forked_preader_never_moves_the_shared_offset),
+    (
+        "posio::a_forked_preader_never_moves_the_shared_offset",
+        posio::a_forked_preader_never_moves_the_shared_offset,
+    ),
     ("fs::a_close_rides_on_the_next_open", fs::a_close_rides_on_the_next_open),
     ("fs::lseek_whence_and_holes", fs::lseek_whence_and_holes),
     ("fs::o_append_writes_at_the_end", fs::o_append_writes_at_the_end),

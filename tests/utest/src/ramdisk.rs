@@ -292,7 +292,11 @@ pub fn shared_reads_take_each_block_once() -> TestResult {
     let theirs = theirs.ctx("the child's list")?;
     let mut count = vec![0u32; SHARED_BLOCKS as usize];
     count[0] = 1;
-    for i in mine.iter().copied().chain(theirs.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))) {
+    for i in mine
+        .iter()
+        .copied()
+        .chain(theirs.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())))
+    {
         count[i as usize] += 1;
     }
     let twice = count.iter().filter(|&&c| c > 1).count();

@@ -349,7 +349,13 @@ impl Fs {
     /// a process sharing the description (`fork`) never sees it moved
     /// (docs/filesystem.md, "Positional I/O and a dead manager's
     /// window"). `EINVAL` past `i64::MAX` (the offsets `lseek` keeps).
-    pub fn pread_lent(&mut self, handle: u64, offset_bytes: u64, len: u64, to: &mut dyn Lent) -> Result<usize, Errno> {
+    pub fn pread_lent(
+        &mut self,
+        handle: u64,
+        offset_bytes: u64,
+        len: u64,
+        to: &mut dyn Lent,
+    ) -> Result<usize, Errno> {
         self.at_offset(handle, offset_bytes, |fs| fs.read_lent(handle, len, to))
     }
 

@@ -1180,7 +1180,11 @@ fn rw_dead_pager() -> Result<(), alloc::string::String> {
     };
     let pattern = u64::from_ne_bytes([RW_PATTERN; 8]);
     if word(window, 0) != pattern || word(RW_OTHER_REGION, 0) != pattern {
-        return Err(format!("the shared pages read {:#x} and {:#x}", word(window, 0), word(RW_OTHER_REGION, 0)));
+        return Err(format!(
+            "the shared pages read {:#x} and {:#x}",
+            word(window, 0),
+            word(RW_OTHER_REGION, 0)
+        ));
     }
     put(window, 1, 7);
     put(RW_OTHER_REGION, 1, 9);
@@ -1191,7 +1195,10 @@ fn rw_dead_pager() -> Result<(), alloc::string::String> {
         return Err(format!("the dead pager's read-window page: word {i} is {:#x}, not 0", word(window, i)));
     }
     if let Some(i) = (0..words).find(|&i| word(RW_OTHER_REGION, i) != if i == 1 { 9 } else { pattern }) {
-        return Err(format!("the dead pager's other page changed: word {i} is {:#x}", word(RW_OTHER_REGION, i)));
+        return Err(format!(
+            "the dead pager's other page changed: word {i} is {:#x}",
+            word(RW_OTHER_REGION, i)
+        ));
     }
     // Still mapped and writable: no fault, and a write reads back.
     put(window, 3, 11);
