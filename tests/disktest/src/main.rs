@@ -19,7 +19,10 @@
 //! - `disktest readwin DIR on|off`: reads in order with and without read
 //!   windows (`ext2.readwin=`), and every change that must show in them
 //!   (`readwin.rs`); `disktest rwchild PATH` is its client that dies with
-//!   windowed descriptors open.
+//!   windowed descriptors open. `disktest deadwin PATH`: a reader
+//!   holding a window when the volume's manager is ended (the disk's
+//!   driver killed until init gives it up) gets `EIO`, not the window.
+//!   It leaves the volume unmounted: the last command of its boot.
 //! - `disktest procs`: the kernel's count of live processes
 //!   (`disktest: processes N`), so the host can see that a volume's
 //!   manager leaves nothing behind when it ends (its I/O workers and its
@@ -59,12 +62,13 @@ fn main(args: runtime::Args) -> i32 {
         ["readwin", dir, "on"] => readwin::readwin(dir, true),
         ["readwin", dir, "off"] => readwin::readwin(dir, false),
         ["rwchild", path] => readwin::rwchild(path),
+        ["deadwin", path] => readwin::deadwin(path),
         ["procs"] => {
             println!("disktest: processes {}", runtime::sys::info(abi::InfoKey::ProcessCount));
             Ok(())
         }
         _ => Err(String::from(
-            "usage: disktest sums DIR | workload DIR [small] | cuts DIR | readwin DIR on|off | procs",
+            "usage: disktest sums DIR | workload DIR [small] | cuts DIR | readwin DIR on|off | deadwin PATH | procs",
         )),
     };
     match outcome {

@@ -707,3 +707,86 @@ pub fn rwchild(path: &str) -> Outcome {
     }
     unix::exit(0)
 }
+
+/// Polls of init's status or of the file (50 ms apart) before a step
+/// counts as never coming: 60 s, far beyond what each takes.
+const DEAD_POLLS: u32 = 1200;
+
+/// `disktest deadwin PATH` (branch `posio`): a reader holds a read window
+/// of a disk file when the volume's manager is ended (its driver killed
+/// until init gives it up: the monitor then ends the manager,
+/// `servers/monitor/src/mounts.rs`, `give_up_manager`). Once a call on
+/// the descriptor says the manager is gone, a read inside the window must
+/// not return the window's bytes: `EIO`, as every call on the dead
+/// manager's handles. (The kernel zeroes a dead pager's read-window
+/// pages, and no window is served against generation 0.)
+pub fn deadwin(path: &str) -> Outcome {
+    use protocols::init::state;
+    use protocols::unix::errno::EIO;
+    let data = pattern(93, 200_000);
+    write_file(path, O_CREAT | O_WRONLY | O_TRUNC, &data)?;
+    let fd = open(path, O_RDONLY)?;
+    read_expect(fd, PIECE, &data[..PIECE], "before the manager ends")?;
+    // The second read fetches a window from PIECE on; the third is served
+    // from it.
+    read_expect(fd, PIECE, &data[PIECE..2 * PIECE], "before the manager ends")?;
+    read_expect(fd, PIECE, &data[2 * PIECE..3 * PIECE], "before the manager ends")?;
+    if disk_count("readwin_slots")? == 0 {
+        return Err(String::from("deadwin: the reads made no window (is ext2.readwin off?)"));
+    }
+    // Kill the disk's driver each time init has it running, until init
+    // gives it up (`unix_core::restart::INIT_POLICY`'s quick deaths).
+    const DRIVER: &str = "virtio-blk";
+    let mut given_up = false;
+    let mut last = [0u64; 4];
+    let mut killed = 0;
+    for _ in 0..DEAD_POLLS {
+        last = unix::server_status(DRIVER).map_err(|e| fail("service status", DRIVER, e))?;
+        if last[0] == state::GAVE_UP {
+            given_up = true;
+            break;
+        }
+        // Each instance once: init may not have seen the last kill yet.
+        if last[0] == state::RUNNING && last[1] != 0 && last[1] != killed {
+            unix::server_kill(DRIVER).map_err(|e| fail("service kill", DRIVER, e))?;
+            killed = last[1];
+        } else {
+            unix::sleep_ns(20_000_000);
+        }
+    }
+    if !given_up {
+        return Err(format!("deadwin: init did not give {DRIVER} up: {last:?}"));
+    }
+    // The manager is ended once a call on the descriptor says so.
+    let mut gone = false;
+    for _ in 0..DEAD_POLLS {
+        match unix::fstat(fd) {
+            Err(e) if e == EIO => {
+                gone = true;
+                break;
+            }
+            _ => unix::sleep_ns(50_000_000),
+        }
+    }
+    if !gone {
+        return Err(String::from("deadwin: fstat never said EIO after the driver was given up"));
+    }
+    runtime::println!("disktest: deadwin: the manager is gone");
+    // Inside the window (it holds PIECE..PIECE + 64 KiB).
+    for what in ["the first read after the manager ended", "the second"] {
+        let mut buf = vec![0u8; PIECE];
+        match unix::read(fd, &mut buf) {
+            Err(e) if e == EIO => {}
+            Ok(n) => {
+                return Err(format!(
+                    "deadwin: {what}: {n} bytes{} where the dead manager's call gives EIO",
+                    if buf[..n] == data[3 * PIECE..3 * PIECE + n] { ", the window's" } else { "" }
+                ));
+            }
+            Err(e) => return Err(format!("deadwin: {what}: {}, expected EIO", e.name())),
+        }
+    }
+    let _ = unix::close(fd);
+    runtime::println!("disktest: deadwin: EIO, not the window's bytes");
+    Ok(())
+}

@@ -45,6 +45,11 @@
 //!    after `service kill virtio-blk` and the driver's return, as many
 //!    processes live as before (no timer or worker left over).
 //!
+//! 7. **a dead manager's read window** (branch `posio`): `disktest
+//!    deadwin` reads a file through a window, has the volume's manager
+//!    ended (its driver killed until init gives it up), and must then get
+//!    `EIO` for a read inside the window, not the bytes it held.
+//!
 //! What it is not: the file system's host tests (`fs-ext2/tests/`), which
 //! drive the same code over an in-memory disk.
 
@@ -256,6 +261,10 @@ pub fn run(
         Outcome::step(
             "disk: an idle volume's dirty blocks are written without sync; a restart leaves no process behind",
             idle_write_back(&boots),
+        ),
+        Outcome::step(
+            "disk: a reader's read window after its manager was ended gives EIO, not its bytes",
+            dead_manager_window(&boots),
         ),
     ];
     let cut_points: Vec<usize> = match power_cuts {
@@ -563,6 +572,31 @@ fn idle_write_back(boots: &Boots) -> Result<(), String> {
     }
 }
 
+/// Test 7 (branch `posio`): `disktest deadwin` holds a read window of a
+/// file on `/disk`, kills the disk's driver until init gives it up (the
+/// monitor then ends the volume's manager), waits until a call on its
+/// descriptor says `EIO`, and reads inside the window: `EIO` again, not
+/// the bytes the window held (the kernel zeroes a dead pager's
+/// read-window pages; docs/filesystem.md, "Positional I/O and a dead
+/// manager's window"). Nothing of the image is checked: what the ended
+/// manager had not written is lost, as in a power cut (test 4).
+fn dead_manager_window(boots: &Boots) -> Result<(), String> {
+    let image = boots.log_dir.join("disk-deadwin.img");
+    ext2::make_image(&image, 8 << 20, None)?;
+    let run = boots.batch("deadwin", &image, "", &format!("/bin/{PROGRAM} deadwin /disk/deadwin\n"))?;
+    let listing = parse_listing(&run.output);
+    if let Some(why) = &listing.failure {
+        return Err(format!("{why}; the output ends:\n{}", tail(&run.output)));
+    }
+    if !listing.is_done || !run.output.contains("disktest: deadwin: EIO, not the window's bytes") {
+        return Err(format!("disktest deadwin did not finish; the output ends:\n{}", tail(&run.output)));
+    }
+    if !run.transcript.contains("its manager is ended") {
+        return Err(format!("the monitor never ended the manager:\n{}", tail(&run.transcript)));
+    }
+    Ok(())
+}
+
 /// Test 4: kill QEMU right after the `k`-th `fsynced` line.
 fn power_cut(boots: &Boots, k: usize) -> Result<(), String> {
     let image = boots.log_dir.join(format!("disk-cut{k}.img"));
@@ -628,6 +662,14 @@ mod tests {
             // What e2fsck says, harmless or not, for the record.
             let _ = ext2::check(&log_dir.join("disk-restart.img")).map_err(|e| println!("{e}"));
         });
+    }
+
+    /// Test 7 alone (`cargo test -p xtask -- --ignored
+    /// boot_the_dead_manager_window_test --nocapture`).
+    #[test]
+    #[ignore]
+    fn boot_the_dead_manager_window_test() {
+        with_boots(|boots, _| dead_manager_window(boots).unwrap());
     }
 
     /// Test 6 alone (`cargo test -p xtask -- --ignored
