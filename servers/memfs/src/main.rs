@@ -54,12 +54,23 @@ use unix_core::memfs::{Fs, MESSAGE_DATA_BYTES, Service, module_destination};
 runtime::entry!(main);
 
 // The most file data memfs holds is `fs::CAPACITY_BYTES`. It also takes
-// at most a quarter of the memory free when it starts: its heap pages come
-// from the kernel on first touch, and a touch the kernel cannot satisfy
-// would end memfs, so a full file system must answer `ENOSPC` well before
-// that.
-/// The part of free memory the file data may take (1 / this).
+// at most the boot modules' bytes (the programs and `/etc` it copies at
+// start, which the system cannot run without) plus a quarter of the
+// memory free when it starts for the files written later, and never more
+// than half of that free memory in all: its heap pages
+// come from the kernel on first touch, and a touch the kernel cannot
+// satisfy would end memfs, so a full file system must answer `ENOSPC`
+// well before that. (Before, the modules counted against the quarter, and
+// a test image 30 KiB larger than main's no longer fitted the 64 MiB
+// low-memory boot: `memfs: boot module etc.shadow not copied: ENOSPC`.)
+/// The part of free memory the files written after the start may take
+/// (1 / this), beyond the boot modules.
 const FREE_MEMORY_SHARE: u64 = 4;
+/// The part of free memory all file data may take, boot modules included
+/// (1 / this): in a machine too small for the boot image the copy stops
+/// at `ENOSPC` with memory to spare, never at a heap page the kernel
+/// cannot give (which would end memfs).
+const MOST_MEMORY_SHARE: u64 = 2;
 /// Messages each queue holds; a caller finding it full gets `QueueFull`.
 const QUEUE_MESSAGES: u64 = 128;
 /// Data pages the queue segment may hold for waiting requests.
@@ -87,7 +98,10 @@ fn main(args: Args) -> i32 {
     let clock = Clock::new();
     let capacity_bytes = match sys::info(InfoKey::FreeMemoryBytes) {
         0 => fs::CAPACITY_BYTES,
-        free => (free / FREE_MEMORY_SHARE).min(fs::CAPACITY_BYTES),
+        free => (free / FREE_MEMORY_SHARE)
+            .saturating_add(module_bytes())
+            .min(free / MOST_MEMORY_SHARE)
+            .min(fs::CAPACITY_BYTES),
     };
     let mut fs = Fs::new(sys::rdtsc() ^ me.0, capacity_bytes);
     // File times are calendar time (the CMOS clock read at boot plus uptime).
@@ -123,6 +137,20 @@ fn open_queues() -> Result<(Queue, Queue), &'static str> {
         return Err("queue numbers are not the protocol's");
     }
     Ok((queue, queue))
+}
+
+/// The bytes of every boot module (index 0 up to the first error), each
+/// rounded up to whole pages as the tree stores them.
+fn module_bytes() -> u64 {
+    let page = abi::layout::PAGE_SIZE;
+    let mut name = [0u8; MAX_MODULE_NAME_BYTES + 1];
+    let mut total = 0u64;
+    let mut index = 0u64;
+    while let Ok((size_bytes, _)) = sys::module_info(index, &mut name) {
+        total = total.saturating_add(size_bytes.div_ceil(page) * page);
+        index += 1;
+    }
+    total
 }
 
 /// Copy every boot module into the tree (index 0 up to the first error).
