@@ -238,3 +238,86 @@ fn new_inodes_in_free_inode_table_blocks_are_not_read() {
     let text = String::from_utf8_lossy(&listing.stdout);
     assert_eq!(text.matches("r2c").count(), 202, "{text}");
 }
+
+/// The search for room in a directory starts at the entry where the last
+/// one found room (`dir::DirNames`' `room_offset`), not at its block's
+/// first: and a removed entry (unlink, rename out of the directory, rmdir)
+/// sends it back to the start, so a new name still takes the first hole
+/// big enough, as a search from the first block would. Checked by where
+/// the names are listed (a directory lists in block order), with many
+/// buffers and with four (the hinted block then leaves the cache and is
+/// walked whole again), and by `e2fsck -fn`.
+#[test]
+fn the_search_for_room_resumes_where_it_stopped_and_starts_over_after_a_removal() {
+    let Some(bytes) = image("room", 8 * 1024) else { return };
+    let mut listings = Vec::new();
+    for nbuf in [64, 4] {
+        let mut fs =
+            match Fs::mount(MemDisk::new(bytes.clone()), MountOptions { nbuf, ..MountOptions::default() }) {
+                Ok(fs) => fs,
+                Err((e, _)) => panic!("mount refused: {e}"),
+            };
+        let root = fs_ext2::ROOT_INO;
+        let d = fs.mkdir(root, b"d", 0o755, 0, 0).unwrap();
+        for n in 0..100 {
+            fs.create(d, format!("n{n:03}").as_bytes(), 0o644, 0, 0).unwrap();
+        }
+        fs.mkdir(d, b"s000", 0o755, 0, 0).unwrap();
+        for n in 100..200 {
+            fs.create(d, format!("n{n:03}").as_bytes(), 0o644, 0, 0).unwrap();
+        }
+        let names = |fs: &mut Fs<MemDisk>| -> Vec<String> {
+            fs.list_dir(d).unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect()
+        };
+        let after =
+            |list: &[String], name: &str| list.iter().position(|n| n == name).map(|i| list[i - 1].clone());
+        // Every name so far went in at the end, in order.
+        let list = names(&mut fs);
+        assert_eq!(list.len(), 2 + 201);
+        assert_eq!(after(&list, "n100").as_deref(), Some("s000"));
+        // An unlink's hole is the first room: taken by the next name
+        // (in the last block, where the search for room stopped).
+        fs.unlink(d, b"n190").unwrap();
+        fs.create(d, b"x1", 0o644, 0, 0).unwrap();
+        // A rename out of the directory, and an rmdir, the same.
+        fs.rename(d, b"n180", root, b"out").unwrap();
+        fs.create(d, b"x2", 0o644, 0, 0).unwrap();
+        fs.rmdir(d, b"s000").unwrap();
+        fs.create(d, b"x3", 0o644, 0, 0).unwrap();
+        // No hole left: the next names go at the end again.
+        fs.create(d, b"x4", 0o644, 0, 0).unwrap();
+        fs.create(d, b"x5", 0o644, 0, 0).unwrap();
+        let list = names(&mut fs);
+        assert_eq!(after(&list, "x1").as_deref(), Some("n189"), "{list:?}");
+        assert_eq!(after(&list, "x2").as_deref(), Some("n179"), "{list:?}");
+        assert_eq!(after(&list, "x3").as_deref(), Some("n099"), "{list:?}");
+        assert_eq!(after(&list, "x4").as_deref(), Some("n199"), "{list:?}");
+        assert_eq!(after(&list, "x5").as_deref(), Some("x4"), "{list:?}");
+        for name in &list[2..] {
+            assert!(fs.lookup(d, name.as_bytes()).is_ok(), "{name}");
+        }
+        // A directory of one block, where the search stopped in the block
+        // that gets the hole.
+        let e = fs.mkdir(root, b"e", 0o755, 0, 0).unwrap();
+        for n in 0..10 {
+            fs.create(e, format!("n{n:03}").as_bytes(), 0o644, 0, 0).unwrap();
+        }
+        fs.unlink(e, b"n005").unwrap();
+        fs.create(e, b"y", 0o644, 0, 0).unwrap();
+        let in_e: Vec<String> =
+            fs.list_dir(e).unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect();
+        assert_eq!(after(&in_e, "y").as_deref(), Some("n004"), "{in_e:?}");
+        listings.push(list);
+        let disk = fs.unmount().unwrap();
+        let img = std::env::temp_dir().join(format!("fs-ext2-room-{nbuf}-{}.img", std::process::id()));
+        std::fs::write(&img, disk.bytes()).unwrap();
+        let check = std::process::Command::new(common::tool("e2fsck").unwrap())
+            .arg("-fn")
+            .arg(&img)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&img);
+        assert!(check.status.success(), "e2fsck -fn: {}", String::from_utf8_lossy(&check.stdout));
+    }
+    assert_eq!(listings[0], listings[1], "the same places with 64 buffers and with 4");
+}
