@@ -321,3 +321,68 @@ fn the_search_for_room_resumes_where_it_stopped_and_starts_over_after_a_removal(
     }
     assert_eq!(listings[0], listings[1], "the same places with 64 buffers and with 4");
 }
+
+/// A path walked lately is answered from memory (`Fs::resolve`), and that
+/// memory never outlives a change that could alter the answer: after an
+/// unlink, a rename of a directory on the path, a rename over the name,
+/// an rmdir and a mkdir of the same name on a new inode, and more paths
+/// than it keeps, every path resolves as a fresh walk would (checked
+/// against a second mount of the same image after each step, whose
+/// memory is empty).
+#[test]
+fn remembered_paths_resolve_as_a_fresh_walk_through_every_change() {
+    let Some(bytes) = image("walks", 8 * 1024) else { return };
+    let opts = || MountOptions { nbuf: 64, ..MountOptions::default() };
+    let mut fs = match Fs::mount(MemDisk::new(bytes), opts()) {
+        Ok(fs) => fs,
+        Err((e, _)) => panic!("mount refused: {e}"),
+    };
+    let root = fs_ext2::ROOT_INO;
+    let a = fs.mkdir(root, b"a", 0o755, 0, 0).unwrap();
+    let f = fs.create(a, b"f", 0o644, 0, 0).unwrap();
+    fs.create(a, b"g", 0o644, 0, 0).unwrap();
+    let paths: Vec<String> = ["/a", "/a/f", "/a/g", "/b", "/b/f", "/b/g", "/a/sub", "/a/sub/x", "/a/h"]
+        .into_iter()
+        .map(String::from)
+        .chain((0..12).map(|n| format!("/a/n{n}")))
+        .collect();
+    // Each step, then every path, twice (the second from memory), against
+    // a fresh mount of the same blocks.
+    let check = |fs: &mut Fs<MemDisk>, step: &str| {
+        fs.sync().unwrap();
+        let copy = fs.device().bytes().to_vec();
+        let mut fresh = match Fs::mount(MemDisk::new(copy), opts()) {
+            Ok(fs) => fs,
+            Err((e, _)) => panic!("mount refused: {e}"),
+        };
+        for _ in 0..2 {
+            for p in &paths {
+                assert_eq!(fs.resolve(p.as_bytes()), fresh.resolve(p.as_bytes()), "{p} after {step}");
+            }
+        }
+    };
+    check(&mut fs, "the start");
+    assert_eq!(fs.resolve(b"/a/f"), Ok(f));
+    fs.unlink(a, b"f").unwrap();
+    check(&mut fs, "unlink");
+    fs.create(a, b"f", 0o644, 0, 0).unwrap();
+    check(&mut fs, "create");
+    fs.rename(root, b"a", root, b"b").unwrap();
+    check(&mut fs, "rename of a directory on the path");
+    fs.rename(a, b"f", a, b"g").unwrap();
+    check(&mut fs, "rename over");
+    let sub = fs.mkdir(a, b"sub", 0o755, 0, 0).unwrap();
+    fs.create(sub, b"x", 0o644, 0, 0).unwrap();
+    check(&mut fs, "mkdir");
+    fs.unlink(sub, b"x").unwrap();
+    fs.rmdir(a, b"sub").unwrap();
+    check(&mut fs, "rmdir");
+    fs.mkdir(a, b"sub", 0o755, 0, 0).unwrap();
+    fs.create(a, b"h", 0o644, 0, 0).unwrap();
+    for n in 0..12 {
+        fs.create(a, format!("n{n}").as_bytes(), 0o644, 0, 0).unwrap();
+    }
+    check(&mut fs, "more paths than are kept");
+    fs.rename(root, b"b", root, b"a").unwrap();
+    check(&mut fs, "the directory renamed back");
+}

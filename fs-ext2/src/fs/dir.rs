@@ -412,6 +412,7 @@ impl<D: BlockDevice> Fs<D> {
             hash
         })?;
         self.parents.remove(&found.dir);
+        self.forget_walks();
         if let Some(known) = self.dir_names.get_mut(&found.dir) {
             known.remove(hash);
             // The block gained room: the search for room starts over.
@@ -429,6 +430,7 @@ impl<D: BlockDevice> Fs<D> {
         // It may be the directory's `..` (a directory moved to another
         // parent): its checked parent is forgotten.
         self.parents.remove(&found.dir);
+        self.forget_walks();
         self.cache.modify(found.block, |b| {
             put32(b, found.offset, ino);
             if has_filetype {

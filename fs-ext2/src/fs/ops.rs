@@ -231,16 +231,43 @@ impl<D: BlockDevice> Fs<D> {
     }
 
     /// The inode of an absolute path (`/`-separated; `.` and `..` are the
-    /// directories' own entries). Symbolic links are not followed.
+    /// directories' own entries). Symbolic links are not followed. A path
+    /// walked lately is answered from memory (`Fs::walked`, forgotten at
+    /// every entry removed or re-pointed): its directories were checked
+    /// when it was walked, and nothing that could change its answer has
+    /// happened since. R2's `creat` walked `/` and read `/r2`'s inode at
+    /// every file.
     pub fn resolve(&mut self, path: &[u8]) -> Result<u32, Errno> {
         if path.len() > protocols::unix::MAX_PATH_BYTES {
             return Err(ENAMETOOLONG);
+        }
+        if let Some(&(_, ino)) = self.walked.0.iter().find(|(p, _)| p == path) {
+            return Ok(ino);
         }
         let mut ino = ROOT_INO;
         for name in path.split(|&c| c == b'/').filter(|n| !n.is_empty()) {
             ino = self.lookup(ino, name)?;
         }
+        if path.len() <= super::MAX_WALKED_PATH_BYTES {
+            let (paths, next) = &mut self.walked;
+            if paths.len() < super::MAX_WALKED_PATHS {
+                paths.push((path.to_vec(), ino));
+            } else {
+                let slot = &mut paths[*next];
+                slot.0.clear();
+                slot.0.extend_from_slice(path);
+                slot.1 = ino;
+                *next = (*next + 1) % super::MAX_WALKED_PATHS;
+            }
+        }
         Ok(ino)
+    }
+
+    /// Forget every path [`Fs::resolve`] remembers: an entry was removed or
+    /// pointed elsewhere, or an inode freed.
+    pub(crate) fn forget_walks(&mut self) {
+        self.walked.0.clear();
+        self.walked.1 = 0;
     }
 
     /// The checks every new name in `dir` needs: a valid name, a live
