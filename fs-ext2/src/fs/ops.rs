@@ -241,7 +241,7 @@ impl<D: BlockDevice> Fs<D> {
         if path.len() > protocols::unix::MAX_PATH_BYTES {
             return Err(ENAMETOOLONG);
         }
-        if let Some(&(_, ino)) = self.walked.0.iter().find(|(p, _)| p == path) {
+        if let Some(&(_, ino)) = self.walked.0.iter().find(|(p, ino)| *ino != 0 && p == path) {
             return Ok(ino);
         }
         let mut ino = ROOT_INO;
@@ -249,24 +249,37 @@ impl<D: BlockDevice> Fs<D> {
             ino = self.lookup(ino, name)?;
         }
         if path.len() <= super::MAX_WALKED_PATH_BYTES {
+            // An empty slot, else a new one, else one in turn.
             let (paths, next) = &mut self.walked;
-            if paths.len() < super::MAX_WALKED_PATHS {
-                paths.push((path.to_vec(), ino));
-            } else {
-                let slot = &mut paths[*next];
-                slot.0.clear();
-                slot.0.extend_from_slice(path);
-                slot.1 = ino;
-                *next = (*next + 1) % super::MAX_WALKED_PATHS;
-            }
+            let slot = match paths.iter().position(|&(_, i)| i == 0) {
+                Some(empty) => empty,
+                None if paths.len() < super::MAX_WALKED_PATHS => {
+                    paths.push((Vec::new(), 0));
+                    paths.len() - 1
+                }
+                None => {
+                    let turn = *next;
+                    *next = (turn + 1) % super::MAX_WALKED_PATHS;
+                    turn
+                }
+            };
+            let (kept, kept_ino) = &mut paths[slot];
+            kept.clear();
+            kept.extend_from_slice(path);
+            *kept_ino = ino;
         }
         Ok(ino)
     }
 
     /// Forget every path [`Fs::resolve`] remembers: an entry was removed or
-    /// pointed elsewhere, or an inode freed.
+    /// pointed elsewhere, or an inode freed. The slots keep their vectors
+    /// (inode 0: empty), so that a batch of unlinks, each walking its
+    /// parent again, allocates nothing.
     pub(crate) fn forget_walks(&mut self) {
-        self.walked.0.clear();
+        for (path, ino) in &mut self.walked.0 {
+            path.clear();
+            *ino = 0;
+        }
         self.walked.1 = 0;
     }
 
