@@ -386,3 +386,50 @@ fn remembered_paths_resolve_as_a_fresh_walk_through_every_change() {
     fs.rename(root, b"b", root, b"a").unwrap();
     check(&mut fs, "the directory renamed back");
 }
+
+/// A file an open makes is answered with the attributes of the inode just
+/// written, not read back (`Fs::lookup_or_create_open`): they are the
+/// ones a lookup of the file gives (type, mode, owner, group, links,
+/// size, time), and the file is held open as any other open holds it: an
+/// unlink while it is open leaves it readable through the handle, and
+/// its close gives the inode back.
+#[test]
+fn a_file_an_open_makes_is_answered_and_held_as_one_it_found() {
+    use protocols::unix::Stat;
+    let Some(bytes) = image("made", 8 * 1024) else { return };
+    let mut b = Bench::new(bytes, 64);
+    let free = |b: &mut Bench| b.s.fs.statfs().unwrap().free_inodes;
+    let before = free(&mut b);
+    let flags = O_WRONLY | O_CREAT | O_EXCL;
+    let (w, len) = b.ask([fs::OP_OPEN, flags, 0o640, fs::owner_word(1000, 100)], b"/r2/made");
+    let handle = result(w[0]).unwrap();
+    let made = Stat::decode(&b.tx[..len]).unwrap();
+    let (w, len) = b.ask([fs::OP_LOOKUP, 0, 0, 0], b"/r2/made");
+    assert_eq!(result(w[0]), Ok(0));
+    let looked = Stat::decode(&b.tx[..len]).unwrap();
+    assert_eq!(made, looked);
+    assert_eq!((made.mode, made.uid, made.gid, made.nlink, made.size_bytes), (0o100640, 1000, 100, 1, 0));
+    assert_eq!(free(&mut b), before - 1);
+    // Unlinked while open: still there through the handle.
+    let (w, _) = b.ask([fs::OP_UNLINK, 0, 0, 0], b"/r2/made");
+    assert_eq!(result(w[0]), Ok(0));
+    let (w, _) = b.ask([io::OP_WRITE, handle, 0, 0], b"still here");
+    assert_eq!(result(w[0]), Ok(10));
+    let (w, len) = b.ask([io::OP_FSTAT, handle, 0, 0], &[]);
+    assert_eq!(result(w[0]), Ok(0));
+    assert_eq!(Stat::decode(&b.tx[..len]).unwrap().size_bytes, 10);
+    assert_eq!(free(&mut b), before - 1, "an open file outlives its name");
+    let (w, _) = b.ask([io::OP_CLOSE, handle, 0, 0], &[]);
+    assert_eq!(result(w[0]), Ok(0));
+    assert_eq!(free(&mut b), before, "the last close gives the inode back");
+    // Found, not made: `O_EXCL` refuses, a plain `O_CREAT` opens it.
+    let (w, _) = b.ask([fs::OP_OPEN, O_WRONLY | O_CREAT, 0o644, 0], b"/r2/kept");
+    let h = result(w[0]).unwrap();
+    b.ask([io::OP_CLOSE, h, 0, 0], &[]);
+    let (w, _) = b.ask([fs::OP_OPEN, flags, 0o644, 0], b"/r2/kept");
+    assert_eq!(result(w[0]), Err(protocols::unix::errno::EEXIST));
+    let (w, len) = b.ask([fs::OP_OPEN, O_WRONLY | O_CREAT, 0o600, 0], b"/r2/kept");
+    let h = result(w[0]).unwrap();
+    assert_eq!(Stat::decode(&b.tx[..len]).unwrap().mode, 0o100644, "found: its own mode");
+    b.ask([io::OP_CLOSE, h, 0, 0], &[]);
+}
