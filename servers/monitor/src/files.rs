@@ -247,7 +247,7 @@ impl Monitor {
         {
             return Ok(info);
         }
-        if let Some(opened) = self.open_then_check(me, abs, flags, want) {
+        if let Some(opened) = self.open_then_check(me, abs, flags, create_mode, want) {
             return opened;
         }
         match self.lookup_cached(abs) {
@@ -311,12 +311,17 @@ impl Monitor {
     /// `ENODEV`, `ERESTART`, …) gives `None`: the usual way (lookup,
     /// checks, open) then answers, so every error is the one it gave
     /// before, in the same order as before (`EACCES` before `EISDIR`).
-    /// A name opened is remembered as a lookup is.
+    /// A name opened is remembered as a lookup is. The request is word for
+    /// word the one [`Monitor::fs_open`] sends after a lookup, so an open
+    /// answered `ERESTART` while the disk's driver restarts and done
+    /// afterwards is the one `ext2fs` replays to either way of asking
+    /// again (`servers/ext2fs/src/disk.rs`, `Replay`).
     fn open_then_check(
         &mut self,
         me: u64,
         abs: &str,
         flags: u64,
+        create_mode: u32,
         want: u32,
     ) -> Option<Result<FdInfo, Errno>> {
         if flags & (open_flags::O_CREAT | open_flags::O_TRUNC) != 0 || self.lookups.contains_key(abs) {
@@ -333,7 +338,8 @@ impl Monitor {
         data.clear();
         self.push_inner(mount, abs, &mut data);
         let mut reply = [0u8; Stat::BYTES];
-        let opened = self.call(link, [fs::OP_OPEN, flags, 0, owner], &data, &mut reply);
+        let create_mode = (create_mode & 0o7777) as u64;
+        let opened = self.call(link, [fs::OP_OPEN, flags, create_mode, owner], &data, &mut reply);
         self.forward_buf = data;
         let (w, len) = opened.ok()?;
         let st = Stat::decode(&reply[..len.min(Stat::BYTES)]);
