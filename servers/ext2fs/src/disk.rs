@@ -89,7 +89,9 @@ struct Worker {
     pid: Pid,
     /// Its `OP_WORK` call, held while it has nothing to do.
     idle: Option<ReplyHandle>,
-    busy: Option<Transfer>,
+    /// Its transfers: one, or several writes sent together
+    /// (`ext2fs::WORK_WRITEV`), the first's tag naming them all.
+    busy: Vec<Transfer>,
     /// Which handle of the monitor's it takes (`handles[1 + slot]`).
     slot: usize,
     /// The driver it is linked to ([`Disk::generation`] then).
@@ -220,7 +222,7 @@ impl Disk {
     /// A worker started on handle `handles[1 + slot]`: its first
     /// `OP_WORK` call will make it idle.
     pub fn add_worker(&mut self, pid: Pid, slot: usize) {
-        self.workers.push(Worker { pid, idle: None, busy: None, slot, generation: self.generation });
+        self.workers.push(Worker { pid, idle: None, busy: Vec::new(), slot, generation: self.generation });
     }
 
     pub fn workers(&self) -> usize {
@@ -229,7 +231,7 @@ impl Disk {
 
     /// Workers whose first call has come.
     pub fn ready_workers(&self) -> usize {
-        self.workers.iter().filter(|w| w.idle.is_some() || w.busy.is_some()).count()
+        self.workers.iter().filter(|w| w.idle.is_some() || !w.busy.is_empty()).count()
     }
 
     pub fn is_worker(&self, pid: Pid) -> bool {
@@ -263,7 +265,7 @@ impl Disk {
     fn worker_ended(&mut self, pid: Pid) {
         if let Some(i) = self.workers.iter().position(|w| w.pid == pid) {
             let w = self.workers.swap_remove(i);
-            if let Some(t) = w.busy {
+            for t in w.busy {
                 self.settle(t, Err(EIO), w.generation);
             }
         }
@@ -372,7 +374,20 @@ impl Disk {
         let Some(i) = self.workers.iter().position(|w| w.pid == r.sender) else { return };
         let [_, tag, outcome, _] = r.message;
         let generation = self.workers[i].generation;
-        if let Some(mut t) = self.workers[i].busy.take() {
+        let mut busy = core::mem::take(&mut self.workers[i].busy);
+        if busy.len() > 1 {
+            // Writes sent together: one outcome for all of them.
+            let data_bytes: u64 = busy.iter().map(|t| t.bytes() as u64).sum();
+            let moved = match result(outcome) {
+                _ if busy[0].tag != tag => Err(EIO),
+                Ok(n) if n == data_bytes => Ok(()),
+                Ok(_) => Err(EIO),
+                Err(e) => Err(e),
+            };
+            for t in busy {
+                self.settle(t, moved, generation);
+            }
+        } else if let Some(mut t) = busy.pop() {
             let moved = if t.tag != tag {
                 Err(EIO)
             } else {
@@ -399,11 +414,21 @@ impl Disk {
     }
 
     /// Give waiting transfers to idle workers (none while the device is
-    /// down: they wait for the new driver).
-    fn dispatch(&mut self) {
+    /// down: they wait for the new driver). Small writes that wait next to
+    /// each other go to one worker together ([`Disk::take_batch`]).
+    /// Called when the manager is about to wait (for a transfer, a flush,
+    /// or its next message: `main.rs`), so that the writes the cache
+    /// submitted meanwhile, a level of its write order, are there.
+    pub fn dispatch(&mut self) {
         while !self.waiting.is_empty() && !self.down {
             let Some(i) = self.workers.iter().position(|w| w.idle.is_some()) else { return };
-            let Some(t) = self.waiting.pop_front() else { return };
+            let batch = self.take_batch();
+            if batch.len() > 1 {
+                let handle = self.workers[i].idle.take().expect("idle");
+                self.dispatch_batch(i, handle, batch);
+                continue;
+            }
+            let Some(t) = batch.into_iter().next() else { return };
             let handle = self.workers[i].idle.take().expect("idle");
             let what = match t.direction {
                 Direction::Read => ext2fs::WORK_READ,
@@ -419,12 +444,68 @@ impl Disk {
             match told {
                 Ok(()) => {
                     self.transfers += 1;
-                    self.workers[i].busy = Some(t);
+                    self.workers[i].busy.push(t);
                 }
                 Err(_) => {
                     // The worker is gone (its call cannot be answered):
                     // forget it and try the transfer elsewhere.
                     self.workers.swap_remove(i);
+                    self.waiting.push_front(t);
+                }
+            }
+        }
+    }
+
+    /// The transfers at the front of the queue one worker takes: the first,
+    /// and the writes right behind a write while they are small enough
+    /// to be held ([`is_small_write`]), at most `block::MAX_WRITEV`, and
+    /// fit the worker's buffer with their headers.
+    fn take_batch(&mut self) -> Vec<Transfer> {
+        let mut batch: Vec<Transfer> = self.waiting.pop_front().into_iter().collect();
+        if !batch.first().is_some_and(is_small_write) {
+            return batch;
+        }
+        let mut bytes = block::WRITEV_HEADER_BYTES + batch[0].bytes();
+        while batch.len() < block::MAX_WRITEV
+            && let Some(next) = self.waiting.front()
+            && is_small_write(next)
+            && bytes + block::WRITEV_HEADER_BYTES + next.bytes() <= ext2fs::WORKER_TRANSFER_BYTES
+        {
+            bytes += block::WRITEV_HEADER_BYTES + next.bytes();
+            batch.extend(self.waiting.pop_front());
+        }
+        batch
+    }
+
+    /// Give worker `i` (whose `OP_WORK` call is `handle`) several writes:
+    /// `ext2fs::WORK_WRITEV`, their headers and data in its receive buffer
+    /// as `block::OP_PWRITEV` wants them.
+    fn dispatch_batch(&mut self, i: usize, handle: ReplyHandle, batch: Vec<Transfer>) {
+        let mut headers = Vec::with_capacity(batch.len() * block::WRITEV_HEADER_BYTES);
+        for t in &batch {
+            headers.extend_from_slice(&(t.first_sector * SECTOR_BYTES as u64).to_le_bytes());
+            headers.extend_from_slice(&(t.bytes() as u64).to_le_bytes());
+        }
+        let data_bytes: u64 = batch.iter().map(|t| t.bytes() as u64).sum();
+        let filled = msg::lease_write(handle, 0, &headers, 0).map_err(|_| EIO).and_then(|n| {
+            let mut at = n as u64;
+            for t in &batch {
+                write_lent_at(handle, at, t)?;
+                at += t.bytes() as u64;
+            }
+            Ok(())
+        });
+        let words = [ext2fs::WORK_WRITEV, batch.len() as u64, data_bytes, batch[0].tag];
+        match filled.and_then(|()| msg::reply(handle, &words, &[]).map_err(|_| EIO)) {
+            Ok(()) => {
+                self.transfers += batch.len() as u64;
+                self.workers[i].busy = batch;
+            }
+            Err(_) => {
+                // The worker is gone: forget it, the writes wait again in
+                // their order.
+                self.workers.swap_remove(i);
+                for t in batch.into_iter().rev() {
                     self.waiting.push_front(t);
                 }
             }
@@ -594,9 +675,20 @@ impl Disk {
             self.settle(transfer, outcome, generation);
             return;
         }
+        let is_held = is_small_write(&transfer);
         self.waiting.push_back(transfer);
-        self.dispatch();
+        if !is_held {
+            self.dispatch();
+        }
     }
+}
+
+/// A write small enough to wait in the queue for the writes submitted
+/// after it, to go to the driver with them (`ext2fs::WORK_WRITEV`, one
+/// call and one device notification for a level of the write order):
+/// half a worker's buffer or less. A larger one goes at once.
+fn is_small_write(t: &Transfer) -> bool {
+    t.direction == Direction::Write && t.bytes() <= ext2fs::WORKER_TRANSFER_BYTES / 2
 }
 
 /// Buffers one lease call moves (`abi::lease::MAX_SEGMENTS`).
@@ -623,7 +715,11 @@ fn read_lent(handle: ReplyHandle, t: &mut Transfer) -> Result<(), Errno> {
 /// A write's bytes from the cache's buffers into the worker's lent
 /// receive buffer, as [`read_lent`].
 fn write_lent(handle: ReplyHandle, t: &Transfer) -> Result<(), Errno> {
-    let mut at = 0u64;
+    write_lent_at(handle, 0, t)
+}
+
+/// As [`write_lent`], from byte `at` of the receive buffer.
+fn write_lent_at(handle: ReplyHandle, mut at: u64, t: &Transfer) -> Result<(), Errno> {
     for group in t.buffers.chunks(SEGMENTS) {
         let bufs: Vec<&[u8]> = group.iter().map(|b| &b[..]).collect();
         let want: usize = bufs.iter().map(|b| b.len()).sum();
@@ -655,10 +751,14 @@ impl BlockDevice for Disk {
     }
 
     fn poll(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        self.dispatch();
         self.finished.pop_front()
     }
 
     fn flush(&mut self) -> Result<(), Errno> {
+        // What waits goes first (the cache flushes only once the writes it
+        // must cover are done, so this is for order's sake only).
+        self.dispatch();
         let start = runtime::sys::rdtsc();
         let r = loop {
             if self.down
@@ -689,6 +789,8 @@ impl BlockDevice for Disk {
 
 impl Disk {
     fn complete_untimed(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        // The writes held for company go now: the cache waits.
+        self.dispatch();
         loop {
             if let Some(done) = self.finished.pop_front() {
                 return Some(done);
@@ -702,7 +804,7 @@ impl Disk {
                 }
                 continue;
             }
-            let busy = self.workers.iter().any(|w| w.busy.is_some());
+            let busy = self.workers.iter().any(|w| !w.busy.is_empty());
             if !busy && self.waiting.is_empty() {
                 return None;
             }
@@ -719,7 +821,7 @@ impl Disk {
                 let t = self
                     .waiting
                     .pop_front()
-                    .or_else(|| self.workers.iter_mut().find_map(|w| w.busy.take()))?;
+                    .or_else(|| self.workers.iter_mut().find_map(|w| w.busy.pop()))?;
                 self.order.remove(&t.tag);
                 return Some((t, Err(EIO)));
             }
