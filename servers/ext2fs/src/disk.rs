@@ -117,6 +117,8 @@ pub struct Disk {
     /// The driver answers `io::OP_PREAD` and `OP_PWRITE` (until it says
     /// `ENOSYS`).
     has_pread: bool,
+    /// The driver answers `block::OP_PWRITEV` (until it says `ENOSYS`).
+    has_writev: bool,
     /// The monitor: the only sender of `ext2fs::OP_DEVICE`.
     monitor: Pid,
     driver_pid: Pid,
@@ -188,6 +190,7 @@ impl Disk {
             transfers: 0,
             ticks: [0, 0],
             has_pread: true,
+            has_writev: true,
             monitor,
             driver_pid,
             driver_queue,
@@ -332,6 +335,7 @@ impl Disk {
         self.worker_handles = handles[1..].to_vec();
         self.generation += 1;
         self.has_pread = true;
+        self.has_writev = true;
         self.down = false;
         let held = self.held.len();
         runtime::println!(
@@ -475,6 +479,64 @@ impl Disk {
             batch.extend(self.waiting.pop_front());
         }
         batch
+    }
+
+    /// Whether the cache's wait is for the small writes held in the queue
+    /// and nothing else (no worker busy, nothing finished, and they fit
+    /// one `block::OP_PWRITEV`): the manager then sends them itself
+    /// ([`Disk::write_here`]).
+    fn can_write_here(&self) -> bool {
+        let held_bytes: usize = self.waiting.iter().map(|t| block::WRITEV_HEADER_BYTES + t.bytes()).sum();
+        self.has_writev
+            && !self.down
+            && self.finished.is_empty()
+            && !self.waiting.is_empty()
+            && self.waiting.len() <= block::MAX_WRITEV
+            && held_bytes <= ext2fs::WORKER_TRANSFER_BYTES
+            && self.waiting.iter().all(is_small_write)
+            && self.workers.iter().all(|w| w.busy.is_empty())
+    }
+
+    /// Send every held write with one `block::OP_PWRITEV` on the manager's
+    /// own handle and wait for it ([`Disk::can_write_here`] said this is
+    /// all the cache waits for, so the manager would only wait anyway):
+    /// the level's writes reach the driver in one call and come back in
+    /// one reply, with no worker's two hops in between (branch `lat`,
+    /// docs/filesystem.md "the time of one level"). Client requests that
+    /// come meanwhile wait in the queue, as during a flush. A driver that
+    /// ends under the call fails it, and the writes are held for the next
+    /// one ([`Disk::settle`]); one that does not know the op (`ENOSYS`)
+    /// gets them through the workers from then on.
+    fn write_here(&mut self) {
+        let batch: Vec<Transfer> = self.waiting.drain(..).collect();
+        let data_bytes: usize = batch.iter().map(|t| t.bytes()).sum();
+        let mut send = Vec::with_capacity(batch.len() * block::WRITEV_HEADER_BYTES + data_bytes);
+        for t in &batch {
+            send.extend_from_slice(&(t.first_sector * SECTOR_BYTES as u64).to_le_bytes());
+            send.extend_from_slice(&(t.bytes() as u64).to_le_bytes());
+        }
+        for t in &batch {
+            t.buffers.iter().for_each(|b| send.extend_from_slice(b));
+        }
+        let words = [block::OP_PWRITEV, self.handle, batch.len() as u64, data_bytes as u64];
+        let outcome = match msg::call(self.driver, &words, &send, &mut []) {
+            Ok((w, _)) => match result(w[0]) {
+                Ok(n) if n == data_bytes as u64 => Ok(()),
+                Ok(_) => Err(EIO),
+                Err(e) => Err(e),
+            },
+            Err(_) => Err(EIO),
+        };
+        if outcome == Err(ENOSYS) {
+            self.has_writev = false;
+            self.waiting.extend(batch);
+            return;
+        }
+        self.transfers += batch.len() as u64;
+        let generation = self.generation;
+        for t in batch {
+            self.settle(t, outcome, generation);
+        }
     }
 
     /// Give worker `i` (whose `OP_WORK` call is `handle`) several writes:
@@ -790,6 +852,9 @@ impl BlockDevice for Disk {
 impl Disk {
     fn complete_untimed(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
         // The writes held for company go now: the cache waits.
+        if self.can_write_here() {
+            self.write_here();
+        }
         self.dispatch();
         loop {
             if let Some(done) = self.finished.pop_front() {
