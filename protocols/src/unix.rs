@@ -1389,6 +1389,15 @@ pub mod block {
     /// which ones reached the disk is then unknown, as for a failed
     /// `OP_PWRITE`). A driver that does not know it answers `ENOSYS`.
     pub const OP_PWRITEV: u64 = 95;
+    /// The driver's timing of its device, to anyone (for `kinfo`; branch
+    /// `lat`). No words. Reply: word 0 = requests completed since the
+    /// driver started, word 1 = their TSC ticks from the device's
+    /// notification to the kernel's taking of the interrupt that reported
+    /// them (the device's time, QEMU's included), word 2 = the device's
+    /// interrupts, word 3 = their ticks from the kernel's taking of each
+    /// to the driver's running (the delivery). A driver that does not
+    /// time answers `ENOSYS`.
+    pub const OP_DEVICE_TIMES: u64 = 96;
     /// The most writes one [`OP_PWRITEV`] carries.
     pub const MAX_WRITEV: usize = 8;
     /// Bytes of one [`OP_PWRITEV`] header.

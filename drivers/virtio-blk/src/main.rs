@@ -158,6 +158,7 @@ fn main(args: Args) -> i32 {
         fsyncs: Vec::new(),
         flushing: None,
         stats: Stats::default(),
+        taken_tsc: 0,
     };
     tell_starter(starter, queue.0, size_bytes);
     driver.serve()
@@ -175,6 +176,25 @@ struct Stats {
     requests: u64,
     bytes_read: u64,
     bytes_written: u64,
+    /// `block::OP_DEVICE_TIMES`: device requests completed, and their TSC
+    /// ticks from notification to the kernel's taking of the interrupt
+    /// that reported them; the device's interrupts, and their ticks from
+    /// that taking to this driver's running. Two reads of the TSC per
+    /// interrupt and one per request: cheap enough to keep on.
+    completions: u64,
+    device_ticks: u64,
+    interrupts: u64,
+    delivery_ticks: u64,
+}
+
+impl Stats {
+    /// A request notified at `notified_tsc` completed, reported by an
+    /// interrupt the kernel took at `taken_tsc` (on another CPU's TSC,
+    /// perhaps: a reading that went back counts 0).
+    fn completed(&mut self, notified_tsc: u64, taken_tsc: u64) {
+        self.completions += 1;
+        self.device_ticks += taken_tsc.saturating_sub(notified_tsc);
+    }
 }
 
 /// A checked READ or WRITE waiting for a DMA buffer or room in the queue.
@@ -216,6 +236,7 @@ struct Part {
 /// A PWRITEV the device holds (some of its writes, when the queue refused
 /// the rest: it then ends `EIO`).
 struct InBatch {
+    notified_tsc: u64,
     reply: ReplyHandle,
     buffer: &'static mut [u8],
     parts: Vec<Part>,
@@ -227,6 +248,8 @@ struct InBatch {
 /// (boxed: their addresses must not move until the request completes;
 /// `hal` bounces them), the data in `buffer`, which is DMA memory.
 struct InFlight {
+    /// The TSC once the device was told of it.
+    notified_tsc: u64,
     token: u16,
     request: Waiting,
     buffer: &'static mut [u8],
@@ -236,6 +259,7 @@ struct InFlight {
 
 /// A flush the device holds: header and status boxed as for [`InFlight`].
 struct Flushing {
+    notified_tsc: u64,
     token: u16,
     header: Box<BlkReq>,
     status: Box<BlkResp>,
@@ -261,6 +285,9 @@ struct Driver {
     /// The flush the device holds, and the FSYNC calls it answers.
     flushing: Option<Flushing>,
     stats: Stats,
+    /// The TSC at which the kernel took the interrupt being served (word
+    /// 1 of its message, `abi::msg::Kind::Interrupt`).
+    taken_tsc: u64,
 }
 
 fn answer(reply: ReplyHandle, r: Result<u64, Errno>) {
@@ -288,7 +315,12 @@ impl Driver {
                 Err(_) => continue,
             };
             match r.kind {
-                Kind::Interrupt => self.interrupt(),
+                Kind::Interrupt => {
+                    self.taken_tsc = r.message[1];
+                    self.stats.interrupts += 1;
+                    self.stats.delivery_ticks += sys::rdtsc().saturating_sub(self.taken_tsc);
+                    self.interrupt()
+                }
                 Kind::Call => self.call(r.sender, r.reply, r.message, &buf[..r.len.min(buf.len())]),
                 _ => {}
             }
@@ -370,6 +402,12 @@ impl Driver {
                 let _ = msg::reply(reply, &[cache, 0, 0, 0], &[]);
                 return;
             }
+            block::OP_DEVICE_TIMES => {
+                let s = &self.stats;
+                let words = [s.completions, s.device_ticks, s.interrupts, s.delivery_ticks];
+                let _ = msg::reply(reply, &words, &[]);
+                return;
+            }
             block::OP_STATS => {
                 let s = &self.stats;
                 let words = [s.requests, s.bytes_read, s.bytes_written, block::MODE_VIRTIO];
@@ -408,6 +446,7 @@ impl Driver {
     }
 
     fn complete(&mut self, mut f: InFlight) {
+        self.stats.completed(f.notified_tsc, self.taken_tsc);
         let len = f.request.transfer.len_bytes as usize;
         let data = &mut f.buffer[..len];
         let done = if f.request.is_write {
@@ -573,7 +612,15 @@ impl Driver {
             return None;
         }
         self.disk.notify();
-        self.batches.push(InBatch { reply: b.reply, buffer, parts, data_bytes: b.data_bytes, failed });
+        let notified_tsc = sys::rdtsc();
+        self.batches.push(InBatch {
+            notified_tsc,
+            reply: b.reply,
+            buffer,
+            parts,
+            data_bytes: b.data_bytes,
+            failed,
+        });
         None
     }
 
@@ -586,6 +633,7 @@ impl Driver {
             .enumerate()
             .find_map(|(i, b)| b.parts.iter().position(|p| p.token == token && !p.done).map(|j| (i, j)));
         let Some((i, j)) = found else { return false };
+        self.stats.completed(self.batches[i].notified_tsc, self.taken_tsc);
         let b = &mut self.batches[i];
         let p = &mut b.parts[j];
         // SAFETY: the token, header, data and status `submit_batch` gave
@@ -703,7 +751,8 @@ impl Driver {
         };
         match token {
             Ok(token) => {
-                self.in_flight.push(InFlight { token, request: w, buffer, header, status });
+                let notified_tsc = sys::rdtsc();
+                self.in_flight.push(InFlight { notified_tsc, token, request: w, buffer, header, status });
                 None
             }
             // Full with requests of its own or of a PWRITEV's: one will
@@ -729,7 +778,10 @@ impl Driver {
         #[allow(unsafe_code)]
         let sent = unsafe { self.disk.flush_nb(&mut header, &mut status) };
         match sent {
-            Ok(Some(token)) => self.flushing = Some(Flushing { token, header, status, replies }),
+            Ok(Some(token)) => {
+                let notified_tsc = sys::rdtsc();
+                self.flushing = Some(Flushing { notified_tsc, token, header, status, replies })
+            }
             Ok(None) => replies.into_iter().for_each(|r| answer(r, Ok(0))),
             Err(_) => replies.into_iter().for_each(|r| answer(r, Err(EIO))),
         }
@@ -737,6 +789,7 @@ impl Driver {
 
     /// The device has finished the flush: answer its FSYNCs.
     fn flushed(&mut self, mut f: Flushing) {
+        self.stats.completed(f.notified_tsc, self.taken_tsc);
         // SAFETY: the token, header and status `flush_nb` gave the device;
         // it is done with them (`peek_used` named it).
         #[allow(unsafe_code)]

@@ -263,7 +263,7 @@ pub fn zero_device_reads_zeros() -> TestResult {
 /// is refused whole with `EINVAL` and writes nothing; a closed handle is
 /// `EBADF`.
 pub fn pwritev_writes_every_part_or_none() -> TestResult {
-    use protocols::unix::block::{MAX_WRITEV, OP_PWRITEV, WRITEV_HEADER_BYTES};
+    use protocols::unix::block::{MAX_WRITEV, OP_PWRITEV};
     let (fd, size) = open_disk(O_RDWR)?;
     let info = crate::ramdisk::fd_info(fd)?;
     let link = runtime::msg::open_link(abi::Pid(info.manager_pid), runtime::msg::Queue(info.manager_queue))
@@ -337,5 +337,41 @@ pub fn pwritev_writes_every_part_or_none() -> TestResult {
         return Err(format!("a refused PWRITEV wrote byte {i} of the region ({:#x})", got[i]));
     }
     let _ = runtime::msg::close_link(link);
+    unix::close(fd).ctx("close")
+}
+
+/// `block::OP_DEVICE_TIMES` counts every device request and interrupt: a
+/// one-block write and an `fsync` (a flush) add at least two completions
+/// and one interrupt, and the device's ticks grow (other clients of the
+/// disk, the mounted file system, may add more meanwhile).
+pub fn device_times_count_each_request() -> TestResult {
+    use protocols::unix::block::OP_DEVICE_TIMES;
+    let (fd, _) = open_disk(O_RDWR)?;
+    let info = crate::ramdisk::fd_info(fd)?;
+    let link = runtime::msg::open_link(abi::Pid(info.manager_pid), runtime::msg::Queue(info.manager_queue))
+        .map_err(|e| format!("link to the driver: {}", e.name()))?;
+    let times = || {
+        runtime::msg::call(link, &[OP_DEVICE_TIMES, 0, 0, 0], &[], &mut [])
+            .map(|(w, _)| w)
+            .map_err(|e| format!("OP_DEVICE_TIMES: {}", e.name()))
+    };
+    let before = times()?;
+    unix::lseek(fd, (SCRATCH_START + 2 * MAX_TRANSFER_BYTES) as i64, SEEK_SET).ctx("lseek")?;
+    ensure!(
+        unix::write(fd, &[0x5au8; BLOCK_BYTES as usize]).ctx("write a block")? == BLOCK_BYTES as usize,
+        "short"
+    );
+    unix::fsync(fd).ctx("fsync")?;
+    let after = times()?;
+    let _ = runtime::msg::close_link(link);
+    ensure!(
+        after[0] >= before[0] + 2,
+        "completions {} -> {}: the write and the flush not both counted",
+        before[0],
+        after[0]
+    );
+    ensure!(after[2] > before[2], "interrupts {} -> {}", before[2], after[2]);
+    ensure!(after[1] > before[1], "device ticks {} -> {} over two requests", before[1], after[1]);
+    ensure!(after[3] >= before[3], "delivery ticks went back: {} -> {}", before[3], after[3]);
     unix::close(fd).ctx("close")
 }
