@@ -312,7 +312,9 @@ pub fn pwritev_writes_every_part_or_none() -> TestResult {
     // start), which must not be written either.
     let first = (0u64, 1024usize, 0xeeu8);
     let end = size - base; // the device's end, from base
-    let bad: [(&str, Vec<(u64, usize, u8)>, u64, u64); 7] = [
+    // (what, parts, count, data bytes)
+    type Bad = (&'static str, Vec<(u64, usize, u8)>, u64, u64);
+    let bad: [Bad; 7] = [
         ("a count of 0", vec![first], 0, 1024),
         (
             "a count above MAX_WRITEV",
