@@ -25,12 +25,12 @@
 //!   them all (the `QueueNotify` write is a VM exit, and QEMU takes every
 //!   request it finds on the queue at once), one reply when the last is
 //!   done. A level of the disk file system's write order (`creat` +
-//!   `fsync`: the inode bitmap, the inode's block and the directory's
-//!   inode) is one call here instead of one per block, each through its
-//!   own I/O worker (docs/filesystem.md, "the time of one level").
+//!   `fsync`: the inode bitmap and the inode's block, and the like) is
+//!   one call here instead of one per block, each through its own I/O
+//!   worker (docs/filesystem.md, "the time of one level").
 //! - Several requests are in flight at once, one per client call (up to
-//!   [`MAX_BUFFERS`] DMA buffers and the 16-entry virtqueue; more wait in
-//!   order). No polling while requests are in flight.
+//!   [`MAX_BUFFERS`] DMA buffers, a PWRITEV's writes sharing one, and the
+//!   16-entry virtqueue; more wait in order). No polling while requests are in flight.
 //! - FSYNC: a virtio flush, a request on the queue answered at the
 //!   interrupt like a READ or WRITE (`flush_nb`, added to the crate by
 //!   `third_party/virtio-drivers`: its own `flush` spins until the device

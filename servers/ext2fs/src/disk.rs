@@ -14,6 +14,16 @@
 //! manager name the offset in each request (`io::OP_PREAD`, `OP_PWRITE`:
 //! one call per transfer, no seek).
 //!
+//! Small writes wait for company (branch `lat`): a write of at most half
+//! a worker's buffer stays in the queue until the manager is about to
+//! wait (a transfer the cache waits for, a flush, or its next message:
+//! [`Disk::dispatch`], called from `main.rs` too), so the writes of one
+//! level of the cache's write order leave together. When they are all the
+//! cache waits for, the manager sends them itself in one
+//! `block::OP_PWRITEV` ([`Disk::write_here`]: one call, one device
+//! notification, one reply); otherwise one worker takes them together
+//! (`ext2fs::WORK_WRITEV`). Reads and larger writes go at once.
+//!
 //! The manager serves clients and workers on one queue. While the cache
 //! waits for a transfer ([`BlockDevice::complete`]) the requests of
 //! clients that arrive are kept ([`Disk::stash`]) and served after the
