@@ -598,7 +598,11 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
         // and at the timer's ticks while anything is dirty (`timer.rs`):
         // an idle volume's blocks expire too.
         let _ = service.fs.write_expired(now_ms);
-        timer.arm_if_dirty(writeback_delay_ns(&mut service.fs, now_ms));
+        // The delay only matters to a parked timer (one already armed
+        // ticks anyway): not worked out after every request.
+        if timer.parked.is_some() {
+            timer.arm_if_dirty(writeback_delay_ns(&mut service.fs, now_ms));
+        }
         if let Some(e) = service.take_declined()
             && pass_back(&mut back, monitor_pid, r.reply, e, data).is_ok()
         {
