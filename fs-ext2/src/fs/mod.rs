@@ -38,10 +38,12 @@
 mod alloc;
 mod bmap;
 mod dir;
+mod journal;
 mod ops;
 mod state;
 
 pub use dir::DirEntry;
+pub use journal::ReplayReport;
 pub use ops::{Attr, FsStats, WRITE_SEGMENTS};
 
 use crate::cache::{Cache, CacheStats};
@@ -178,6 +180,9 @@ pub struct Fs<D: BlockDevice> {
     /// The volume was mounted read-write while marked not clean (a power
     /// cut, a killed manager): its free counts were recounted at mount.
     mounted_unclean: bool,
+    /// What the journal replay at this mount did, if the volume was
+    /// marked `needs_recovery` (`journal.rs`).
+    replayed: Option<ReplayReport>,
 }
 
 /// Most checked parents kept (`Fs::parents`): a lookup walking a path
@@ -206,7 +211,15 @@ fn read_raw<D: BlockDevice>(dev: &mut D, offset: usize, bytes: usize) -> Result<
 impl<D: BlockDevice> Fs<D> {
     /// Checks the superblock and every group descriptor and mounts; a
     /// refusal gives the device back untouched.
-    pub fn mount(mut dev: D, opts: MountOptions) -> Result<Self, (MountError, D)> {
+    pub fn mount(dev: D, opts: MountOptions) -> Result<Self, (MountError, D)> {
+        Self::mount_replaying(dev, opts, true)
+    }
+
+    /// [`Fs::mount`]; a volume marked `needs_recovery` has its journal
+    /// replayed (`journal.rs`) and is mounted afresh from what that wrote
+    /// (the superblock, the group descriptors and the root may be among
+    /// the replayed blocks), once: `may_replay` is false the second time.
+    fn mount_replaying(mut dev: D, opts: MountOptions, may_replay: bool) -> Result<Self, (MountError, D)> {
         let sb = match Self::check_superblock(&mut dev) {
             Ok(sb) => sb,
             Err(e) => return Err((e, dev)),
@@ -249,6 +262,7 @@ impl<D: BlockDevice> Fs<D> {
             parents: BTreeMap::new(),
             last_damage: None,
             mounted_unclean: false,
+            replayed: None,
             groups: Vec::new(),
             sb,
         };
@@ -258,8 +272,34 @@ impl<D: BlockDevice> Fs<D> {
         for b in 0..fs.gdt_blocks {
             fs.cache.pin(fs.sb.first_data_block as u64 + 1 + b);
         }
-        if let Err(e) = fs.check_groups().and_then(|()| fs.check_root()) {
+        if let Err(e) = fs.check_groups() {
             // The cache has written nothing: mounting only reads.
+            return Err((e, fs.cache.into_device_unwritten()));
+        }
+        if fs.sb.feature_incompat & feature::INCOMPAT_RECOVER != 0 {
+            let why = if fs.read_only {
+                Some(refuse(EROFS, String::from("the journal needs recovery: mount read-write to replay it")))
+            } else if !may_replay {
+                Some(refuse(EIO, String::from("the journal still needs recovery after its replay")))
+            } else {
+                None
+            };
+            if let Some(e) = why {
+                return Err((e, fs.cache.into_device_unwritten()));
+            }
+            let report = match fs.replay_journal() {
+                Ok(r) => r,
+                // Nothing written when the journal could not be read; a
+                // write error leaves the flag set (the next mount replays).
+                Err(e) => return Err((e, fs.cache.into_device_unwritten())),
+            };
+            // The replay wrote and flushed everything it changed.
+            let dev = fs.cache.into_device_unwritten();
+            let mut fs = Self::mount_replaying(dev, opts, false)?;
+            fs.replayed = Some(report);
+            return Ok(fs);
+        }
+        if let Err(e) = fs.check_root() {
             return Err((e, fs.cache.into_device_unwritten()));
         }
         if !fs.read_only
@@ -294,7 +334,14 @@ impl<D: BlockDevice> Fs<D> {
         let bs = sb.block_bytes() as u64;
         let unsupported = sb.feature_incompat & !feature::INCOMPAT_SUPPORTED;
         if unsupported != 0 {
-            return bad(format!("incompatible features {unsupported:#x} (this knows filetype only)"));
+            return bad(format!(
+                "incompatible features {unsupported:#x} (this knows filetype and needs_recovery only)"
+            ));
+        }
+        if sb.feature_incompat & feature::INCOMPAT_RECOVER != 0
+            && sb.feature_compat & feature::COMPAT_HAS_JOURNAL == 0
+        {
+            return bad(String::from("needs_recovery set on a volume without a journal"));
         }
         let isize = sb.inode_size as u64;
         if isize < layout::GOOD_OLD_INODE_SIZE as u64 || !isize.is_power_of_two() || isize > bs {
@@ -478,6 +525,12 @@ impl<D: BlockDevice> Fs<D> {
     /// The device, for a server feeding it completions between requests.
     pub fn device_mut(&mut self) -> &mut D {
         self.cache.device_mut()
+    }
+
+    /// What the journal replay at this mount did: `None` when the volume
+    /// was not marked `needs_recovery`.
+    pub fn journal_replayed(&self) -> Option<&ReplayReport> {
+        self.replayed.as_ref()
     }
 
     /// What the last `EIO` for damage found (for a server's log).
