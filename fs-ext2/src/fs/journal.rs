@@ -49,6 +49,8 @@ pub struct ReplayReport {
 pub(crate) struct JournalMap {
     pub sb: JournalSuperblock,
     pub blocks: Vec<u64>,
+    /// The journal superblock's bytes as read.
+    pub raw: Vec<u8>,
 }
 
 impl<D: BlockDevice> Fs<D> {
@@ -95,7 +97,41 @@ impl<D: BlockDevice> Fs<D> {
             .read(blocks[0], |b| b.to_vec())
             .map_err(|_| String::from("cannot read the journal superblock"))?;
         let sb = JournalSuperblock::parse(&raw, self.block_bytes, nblocks)?;
-        Ok(JournalMap { sb, blocks })
+        Ok(JournalMap { sb, blocks, raw })
+    }
+
+    /// At a read-write mount with `MountOptions::journal`: `fsync` and
+    /// `sync` commit through the volume's journal from now on
+    /// ([`crate::cache::Cache::commit`]), if it has one this can write:
+    /// one whose log is empty (the mount replayed it, or it was clean).
+    /// Otherwise the ordered writes stay, and why is kept for the
+    /// server's log ([`Fs::journal_state`]).
+    pub(crate) fn start_journal(&mut self) {
+        self.journal_state = match self.load_journal() {
+            Err(why) => format!("not used: {why}"),
+            Ok(map) if map.sb.start != 0 => {
+                String::from("not used: the log holds transactions but needs_recovery is clear")
+            }
+            Ok(map) => {
+                let state = format!("on, {} blocks", map.blocks.len());
+                self.cache.attach_log(crate::cache::JournalArea {
+                    first: map.sb.first,
+                    sequence: map.sb.sequence,
+                    blocks: map.blocks,
+                    superblock: map.raw,
+                    sb_block: self.sb_block,
+                    sb_offset: self.sb_offset,
+                });
+                state
+            }
+        };
+    }
+
+    /// Whether `fsync` and `sync` commit through the journal, and if not
+    /// why (for the server's log): "off" when the option or the volume
+    /// says so.
+    pub fn journal_state(&self) -> &str {
+        &self.journal_state
     }
 
     /// Reads block `index` of the journal.

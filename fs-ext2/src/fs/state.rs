@@ -73,6 +73,9 @@ impl<D: BlockDevice> Fs<D> {
         if self.read_only {
             return Ok(());
         }
+        // Home and the log emptied: the power goes with a clean journal.
+        self.cache.sync()?;
+        self.cache.checkpoint()?;
         self.mark_clean()?;
         self.cache.write_block_now(self.sb_block)?;
         self.cache.flush()

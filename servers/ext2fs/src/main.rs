@@ -290,7 +290,7 @@ fn writeback_delay_ns(fs: &mut fs_ext2::Fs<Disk>, now_ms: u64) -> Option<u64> {
 /// The mount's options, then the kernel command line's `nbuf=`, then the
 /// default sized from memory for the volume's block size.
 fn mount_options(options: &str, disk: &mut Disk) -> Result<MountOptions, String> {
-    let mut opts = MountOptions { nbuf: 0, read_only: false, sync_metadata: false };
+    let mut opts = MountOptions { nbuf: 0, read_only: false, sync_metadata: false, journal: true };
     for word in options.split(',').filter(|w| !w.is_empty()) {
         match word.split_once('=') {
             None if word == "ro" => opts.read_only = true,
