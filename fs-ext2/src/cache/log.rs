@@ -280,16 +280,20 @@ impl<D: BlockDevice> Cache<D> {
     }
 
     /// Sets or clears `needs_recovery` in the superblock's buffer and
-    /// starts its write.
+    /// starts its write. Not through `Cache::modify`: its write-behind
+    /// could start the home write of a block changed since it was logged,
+    /// which logs it first (`Cache::log_before_home`), a transaction in
+    /// the middle of the one being built. The superblock is pinned and
+    /// read at mount, so taking its buffer evicts nothing.
     fn set_needs_recovery(&mut self, on: bool) -> Result<(), Errno> {
         let Some(log) = &self.log else { return Ok(()) };
         let (block, at) = (log.area.sb_block, log.area.sb_offset + layout::sb::FEATURE_INCOMPAT);
-        self.modify(block, |b| {
-            let v = le32(b, at);
-            let bit = layout::feature::INCOMPAT_RECOVER;
-            put32(b, at, if on { v | bit } else { v & !bit });
-        })?;
-        let &i = self.map.get(&block).ok_or(EIO)?;
+        let i = self.acquire(block, true)?;
+        self.mark_dirty(i);
+        let b = self.data_mut(i)?;
+        let v = le32(b, at);
+        let bit = layout::feature::INCOMPAT_RECOVER;
+        put32(b, at, if on { v | bit } else { v & !bit });
         self.write_run_of(i, false, 1)?;
         Ok(())
     }

@@ -194,6 +194,15 @@ pub struct Fs<D: BlockDevice> {
     journal_state: String,
 }
 
+/// What one pass of [`Fs::mount`] did.
+enum Mounted<D: BlockDevice> {
+    /// Boxed: one `Fs` on the heap rather than a second one's room in
+    /// every frame the result passes through.
+    Done(::alloc::boxed::Box<Fs<D>>),
+    /// The journal was replayed: mount the device again.
+    Replayed(D, ReplayReport),
+}
+
 /// Most checked parents kept (`Fs::parents`): a lookup walking a path
 /// reads each directory's first block only the first time.
 pub(crate) const MAX_KNOWN_PARENTS: usize = 256;
@@ -221,14 +230,33 @@ impl<D: BlockDevice> Fs<D> {
     /// Checks the superblock and every group descriptor and mounts; a
     /// refusal gives the device back untouched.
     pub fn mount(dev: D, opts: MountOptions) -> Result<Self, (MountError, D)> {
-        Self::mount_replaying(dev, opts, true)
+        // A loop, not a recursion: the second mount's `Fs` must not sit
+        // on the stack beside the first's (a server's stack is
+        // `abi::layout::USER_STACK_BYTES`; the recursion overflowed it).
+        let (mut dev, mut replayed, mut may_replay) = (dev, None, true);
+        loop {
+            match Self::mount_replaying(dev, opts, may_replay)? {
+                Mounted::Done(mut fs) => {
+                    fs.replayed = replayed;
+                    return Ok(*fs);
+                }
+                Mounted::Replayed(again, report) => {
+                    (dev, replayed, may_replay) = (again, Some(report), false);
+                }
+            }
+        }
     }
 
-    /// [`Fs::mount`]; a volume marked `needs_recovery` has its journal
-    /// replayed (`journal.rs`) and is mounted afresh from what that wrote
-    /// (the superblock, the group descriptors and the root may be among
-    /// the replayed blocks), once: `may_replay` is false the second time.
-    fn mount_replaying(mut dev: D, opts: MountOptions, may_replay: bool) -> Result<Self, (MountError, D)> {
+    /// One pass of [`Fs::mount`]; a volume marked `needs_recovery` has its
+    /// journal replayed (`journal.rs`) and its device given back, to be
+    /// mounted afresh from what that wrote (the superblock, the group
+    /// descriptors and the root may be among the replayed blocks), once:
+    /// `may_replay` is false the second time.
+    fn mount_replaying(
+        mut dev: D,
+        opts: MountOptions,
+        may_replay: bool,
+    ) -> Result<Mounted<D>, (MountError, D)> {
         let sb = match Self::check_superblock(&mut dev) {
             Ok(sb) => sb,
             Err(e) => return Err((e, dev)),
@@ -318,10 +346,7 @@ impl<D: BlockDevice> Fs<D> {
                 Err(e) => return Err((e, fs.cache.into_device_unwritten())),
             };
             // The replay wrote and flushed everything it changed.
-            let dev = fs.cache.into_device_unwritten();
-            let mut fs = Self::mount_replaying(dev, opts, false)?;
-            fs.replayed = Some(report);
-            return Ok(fs);
+            return Ok(Mounted::Replayed(fs.cache.into_device_unwritten(), report));
         }
         if let Err(e) = fs.check_root() {
             return Err((e, fs.cache.into_device_unwritten()));
@@ -337,7 +362,7 @@ impl<D: BlockDevice> Fs<D> {
         if !fs.read_only && opts.journal && fs.has_journal() {
             fs.start_journal();
         }
-        Ok(fs)
+        Ok(Mounted::Done(::alloc::boxed::Box::new(fs)))
     }
 
     fn check_superblock(dev: &mut D) -> Result<Superblock, MountError> {

@@ -689,6 +689,14 @@ mod tests {
         });
     }
 
+    /// Test 4 on ext3 alone, one cut (`cargo test -p xtask -- --ignored
+    /// boot_the_journal_power_cut_test --nocapture`).
+    #[test]
+    #[ignore]
+    fn boot_the_journal_power_cut_test() {
+        with_boots(|boots, _| power_cut(boots, CI_CUT_POINTS[1], true).unwrap());
+    }
+
     /// Test 6 alone (`cargo test -p xtask -- --ignored
     /// boot_the_idle_write_back_test --nocapture`).
     #[test]
