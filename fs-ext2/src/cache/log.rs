@@ -162,10 +162,22 @@ impl<D: BlockDevice> Cache<D> {
         self.bufs.iter().filter(|b| b.state == State::Dirty).map(|b| b.block).collect()
     }
 
-    /// Blocks the log can hold in one transaction: the log less its
-    /// superblock, a descriptor per tags-full block and a commit block.
+    /// Blocks of the log after its superblock: the most one transaction
+    /// may take.
     fn log_capacity(&self) -> u32 {
         self.log.as_ref().map_or(0, |l| l.area.blocks.len() as u32 - l.area.first)
+    }
+
+    /// Tags in one descriptor block: the header, then 8 bytes a tag and 16
+    /// of UUID after the first.
+    fn tags_per_descriptor(&self) -> usize {
+        (self.block_bytes - HEADER_BYTES - 16) / 8
+    }
+
+    /// Log blocks a transaction of `n` blocks takes: its descriptors, the
+    /// copies and the commit block.
+    fn transaction_blocks(&self, n: usize) -> u32 {
+        (n.div_ceil(self.tags_per_descriptor()) + n + 1) as u32
     }
 
     /// Whether writing `block`'s present contents home breaks the rule
@@ -405,7 +417,7 @@ impl<D: BlockDevice> Cache<D> {
                     }
                 }
             }
-            if !early.is_empty() && early.len() as u32 + 2 < self.log_capacity() {
+            if !early.is_empty() && self.transaction_blocks(early.len()) <= self.log_capacity() {
                 let now = self.log.as_ref().map_or(now_s, |l| l.last_commit_s.max(now_s));
                 self.write_transaction(&early, now, false)?;
             }
@@ -441,7 +453,7 @@ impl<D: BlockDevice> Cache<D> {
         if blocks.is_empty() {
             return self.flush();
         }
-        if blocks.len() as u32 + 2 + blocks.len() as u32 / 64 > self.log_capacity() {
+        if self.transaction_blocks(blocks.len()) > self.log_capacity() {
             // Larger than the log: home in order, as without a journal.
             self.log_stats.too_large += 1;
             self.write_blocks(&blocks)?;
@@ -473,9 +485,12 @@ impl<D: BlockDevice> Cache<D> {
     /// covers it.
     fn write_transaction(&mut self, blocks: &[u64], now_s: u32, flush: bool) -> Result<(), Errno> {
         let bs = self.block_bytes;
-        let tags_per_block = (bs - HEADER_BYTES - 16) / 8;
-        let descriptors = blocks.len().div_ceil(tags_per_block) as u32;
-        let needed = descriptors + blocks.len() as u32 + 1;
+        let tags_per_block = self.tags_per_descriptor();
+        let needed = self.transaction_blocks(blocks.len());
+        if needed > self.log_capacity() {
+            // Every caller checks first; never index past the log.
+            return Err(EIO);
+        }
         let space = {
             let log = self.log.as_ref().ok_or(EIO)?;
             log.area.blocks.len() as u32 - log.head
