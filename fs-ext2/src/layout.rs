@@ -419,10 +419,26 @@ pub fn parse_dir_block(block: &[u8], has_filetype: bool) -> Result<alloc::vec::V
 pub fn walk_dir_block(
     block: &[u8],
     has_filetype: bool,
+    visit: impl FnMut(Dirent) -> bool,
+) -> Result<Option<Dirent>, String> {
+    walk_dir_block_from(block, 0, has_filetype, visit)
+}
+
+/// [`walk_dir_block`] from the entry at byte `from` on (an entry's start,
+/// found by an earlier walk of the same block): the entries before it are
+/// neither visited nor checked again, those from it on are, by the same
+/// rules. For a caller that remembers where it stopped in a block it
+/// checked whole and has changed only through this module's writers
+/// (`fs::dir`'s search for room, "R2 on disk: creat+close, the manager's
+/// work" in `docs/filesystem.md`).
+pub fn walk_dir_block_from(
+    block: &[u8],
+    from: usize,
+    has_filetype: bool,
     mut visit: impl FnMut(Dirent) -> bool,
 ) -> Result<Option<Dirent>, String> {
     let mut hit = None;
-    let mut offset = 0;
+    let mut offset = from;
     while offset < block.len() {
         if offset + DIRENT_HEADER > block.len() {
             return Err(format!("entry at byte {offset} runs past the block"));

@@ -473,9 +473,9 @@ impl<D: BlockDevice> Service<D> {
         let path = absolute(path)?;
         let writable = open_flags::writable(flags);
         let is_exclusive = flags & open_flags::O_EXCL != 0;
-        let (ino, created) = match split_last(path) {
+        let (ino, made) = match split_last(path) {
             // `O_CREAT`: the parent once, then one pass over it that finds
-            // the name or makes it (`Fs::lookup_or_create`), where
+            // the name or makes it (`Fs::lookup_or_create_open`), where
             // resolving the path and then the parent to create in walked
             // the parent twice and scanned the directory three times.
             Ok((parent, name)) if flags & open_flags::O_CREAT != 0 => {
@@ -483,27 +483,53 @@ impl<D: BlockDevice> Service<D> {
                     return Err(ENAMETOOLONG);
                 }
                 let dir = self.fs.resolve(parent)?;
-                match self.fs.lookup_or_create(dir, name, create_perm, uid, gid)? {
-                    (_, false) if is_exclusive => return Err(EEXIST),
-                    made => made,
+                match self.fs.lookup_or_create_open(dir, name, create_perm, uid, gid)? {
+                    (_, None) if is_exclusive => return Err(EEXIST),
+                    found_or_made => found_or_made,
                 }
             }
             // `/` itself, or no `O_CREAT`.
             _ => match self.fs.resolve(path) {
                 Ok(_) if flags & open_flags::O_CREAT != 0 && is_exclusive => return Err(EEXIST),
-                Ok(ino) => (ino, false),
+                Ok(ino) => (ino, None),
                 Err(e) => return Err(e),
             },
         };
-        // A file just made is regular and empty (`Fs::create_at`): its
-        // inode is read once, by the open below, where a creat read it
-        // three times (two stats and the open's check).
-        let (m, size_bytes) = if created {
-            (mode::S_IFREG, 0)
-        } else {
-            let attr = self.fs.stat(ino)?;
-            (attr.mode as u32, attr.size_bytes)
+        let attr = match made {
+            // A file just made is regular, empty and held open already,
+            // its attributes those of the inode written (no read of it,
+            // where a creat once read it three times: two stats and the
+            // open's check).
+            Some(attr) => {
+                if let Err(e) = self.handles.reserve(ENOMEM) {
+                    let _ = self.fs.close_inode(ino);
+                    return Err(e);
+                }
+                attr
+            }
+            None => self.open_found(ino, flags, writable)?,
         };
+        let open = Open { ino, flags, offset: 0, dir_cursor: (0, 0) };
+        let inserted = match chosen {
+            Some(h) => self.handles.insert_chosen(h, open, ENOMEM).map(|()| h),
+            None => self.handles.insert(open, ENOMEM),
+        };
+        let handle = match inserted {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = self.fs.close_inode(ino);
+                return Err(e);
+            }
+        };
+        Ok(with_stat([handle, fs::QUEUE as u64, 0, 0], &attr.to_stat(), tx))
+    }
+
+    /// The checks and the work of an open of a file that was there
+    /// (`O_TRUNC`), then the file held open ([`Fs::open_inode_stat`]):
+    /// its attributes.
+    fn open_found(&mut self, ino: u32, flags: u64, writable: bool) -> Result<crate::Attr, Errno> {
+        let attr = self.fs.stat(ino)?;
+        let (m, size_bytes) = (attr.mode as u32, attr.size_bytes);
         if mode::is_dir(m) {
             if writable {
                 return Err(EISDIR);
@@ -521,20 +547,7 @@ impl<D: BlockDevice> Service<D> {
             self.readwin.changed(ino);
             self.fs.truncate(ino, 0)?;
         }
-        let attr = self.fs.open_inode_stat(ino)?;
-        let open = Open { ino, flags, offset: 0, dir_cursor: (0, 0) };
-        let inserted = match chosen {
-            Some(h) => self.handles.insert_chosen(h, open, ENOMEM).map(|()| h),
-            None => self.handles.insert(open, ENOMEM),
-        };
-        let handle = match inserted {
-            Ok(h) => h,
-            Err(e) => {
-                let _ = self.fs.close_inode(ino);
-                return Err(e);
-            }
-        };
-        Ok(with_stat([handle, fs::QUEUE as u64, 0, 0], &attr.to_stat(), tx))
+        self.fs.open_inode_stat(ino)
     }
 
     fn close(&mut self, handle: u64) -> Result<(), Errno> {

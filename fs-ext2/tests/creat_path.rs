@@ -238,3 +238,198 @@ fn new_inodes_in_free_inode_table_blocks_are_not_read() {
     let text = String::from_utf8_lossy(&listing.stdout);
     assert_eq!(text.matches("r2c").count(), 202, "{text}");
 }
+
+/// The search for room in a directory starts at the entry where the last
+/// one found room (`dir::DirNames`' `room_offset`), not at its block's
+/// first: and a removed entry (unlink, rename out of the directory, rmdir)
+/// sends it back to the start, so a new name still takes the first hole
+/// big enough, as a search from the first block would. Checked by where
+/// the names are listed (a directory lists in block order), with many
+/// buffers and with four (the hinted block then leaves the cache and is
+/// walked whole again), and by `e2fsck -fn`.
+#[test]
+fn the_search_for_room_resumes_where_it_stopped_and_starts_over_after_a_removal() {
+    let Some(bytes) = image("room", 8 * 1024) else { return };
+    let mut listings = Vec::new();
+    for nbuf in [64, 4] {
+        let mut fs =
+            match Fs::mount(MemDisk::new(bytes.clone()), MountOptions { nbuf, ..MountOptions::default() }) {
+                Ok(fs) => fs,
+                Err((e, _)) => panic!("mount refused: {e}"),
+            };
+        let root = fs_ext2::ROOT_INO;
+        let d = fs.mkdir(root, b"d", 0o755, 0, 0).unwrap();
+        for n in 0..100 {
+            fs.create(d, format!("n{n:03}").as_bytes(), 0o644, 0, 0).unwrap();
+        }
+        fs.mkdir(d, b"s000", 0o755, 0, 0).unwrap();
+        for n in 100..200 {
+            fs.create(d, format!("n{n:03}").as_bytes(), 0o644, 0, 0).unwrap();
+        }
+        let names = |fs: &mut Fs<MemDisk>| -> Vec<String> {
+            fs.list_dir(d).unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect()
+        };
+        let after =
+            |list: &[String], name: &str| list.iter().position(|n| n == name).map(|i| list[i - 1].clone());
+        // Every name so far went in at the end, in order.
+        let list = names(&mut fs);
+        assert_eq!(list.len(), 2 + 201);
+        assert_eq!(after(&list, "n100").as_deref(), Some("s000"));
+        // An unlink's hole is the first room: taken by the next name
+        // (in the last block, where the search for room stopped).
+        fs.unlink(d, b"n190").unwrap();
+        fs.create(d, b"x1", 0o644, 0, 0).unwrap();
+        // A rename out of the directory, and an rmdir, the same.
+        fs.rename(d, b"n180", root, b"out").unwrap();
+        fs.create(d, b"x2", 0o644, 0, 0).unwrap();
+        fs.rmdir(d, b"s000").unwrap();
+        fs.create(d, b"x3", 0o644, 0, 0).unwrap();
+        // No hole left: the next names go at the end again.
+        fs.create(d, b"x4", 0o644, 0, 0).unwrap();
+        fs.create(d, b"x5", 0o644, 0, 0).unwrap();
+        let list = names(&mut fs);
+        assert_eq!(after(&list, "x1").as_deref(), Some("n189"), "{list:?}");
+        assert_eq!(after(&list, "x2").as_deref(), Some("n179"), "{list:?}");
+        assert_eq!(after(&list, "x3").as_deref(), Some("n099"), "{list:?}");
+        assert_eq!(after(&list, "x4").as_deref(), Some("n199"), "{list:?}");
+        assert_eq!(after(&list, "x5").as_deref(), Some("x4"), "{list:?}");
+        for name in &list[2..] {
+            assert!(fs.lookup(d, name.as_bytes()).is_ok(), "{name}");
+        }
+        // A directory of one block, where the search stopped in the block
+        // that gets the hole.
+        let e = fs.mkdir(root, b"e", 0o755, 0, 0).unwrap();
+        for n in 0..10 {
+            fs.create(e, format!("n{n:03}").as_bytes(), 0o644, 0, 0).unwrap();
+        }
+        fs.unlink(e, b"n005").unwrap();
+        fs.create(e, b"y", 0o644, 0, 0).unwrap();
+        let in_e: Vec<String> =
+            fs.list_dir(e).unwrap().into_iter().map(|e| String::from_utf8(e.name).unwrap()).collect();
+        assert_eq!(after(&in_e, "y").as_deref(), Some("n004"), "{in_e:?}");
+        listings.push(list);
+        let disk = fs.unmount().unwrap();
+        let img = std::env::temp_dir().join(format!("fs-ext2-room-{nbuf}-{}.img", std::process::id()));
+        std::fs::write(&img, disk.bytes()).unwrap();
+        let check = std::process::Command::new(common::tool("e2fsck").unwrap())
+            .arg("-fn")
+            .arg(&img)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&img);
+        assert!(check.status.success(), "e2fsck -fn: {}", String::from_utf8_lossy(&check.stdout));
+    }
+    assert_eq!(listings[0], listings[1], "the same places with 64 buffers and with 4");
+}
+
+/// A path walked lately is answered from memory (`Fs::resolve`), and that
+/// memory never outlives a change that could alter the answer: after an
+/// unlink, a rename of a directory on the path, a rename over the name,
+/// an rmdir and a mkdir of the same name on a new inode, and more paths
+/// than it keeps, every path resolves as a fresh walk would (checked
+/// against a second mount of the same image after each step, whose
+/// memory is empty).
+#[test]
+fn remembered_paths_resolve_as_a_fresh_walk_through_every_change() {
+    let Some(bytes) = image("walks", 8 * 1024) else { return };
+    let opts = || MountOptions { nbuf: 64, ..MountOptions::default() };
+    let mut fs = match Fs::mount(MemDisk::new(bytes), opts()) {
+        Ok(fs) => fs,
+        Err((e, _)) => panic!("mount refused: {e}"),
+    };
+    let root = fs_ext2::ROOT_INO;
+    let a = fs.mkdir(root, b"a", 0o755, 0, 0).unwrap();
+    let f = fs.create(a, b"f", 0o644, 0, 0).unwrap();
+    fs.create(a, b"g", 0o644, 0, 0).unwrap();
+    let paths: Vec<String> = ["/a", "/a/f", "/a/g", "/b", "/b/f", "/b/g", "/a/sub", "/a/sub/x", "/a/h"]
+        .into_iter()
+        .map(String::from)
+        .chain((0..12).map(|n| format!("/a/n{n}")))
+        .collect();
+    // Each step, then every path, twice (the second from memory), against
+    // a fresh mount of the same blocks.
+    let check = |fs: &mut Fs<MemDisk>, step: &str| {
+        fs.sync().unwrap();
+        let copy = fs.device().bytes().to_vec();
+        let mut fresh = match Fs::mount(MemDisk::new(copy), opts()) {
+            Ok(fs) => fs,
+            Err((e, _)) => panic!("mount refused: {e}"),
+        };
+        for _ in 0..2 {
+            for p in &paths {
+                assert_eq!(fs.resolve(p.as_bytes()), fresh.resolve(p.as_bytes()), "{p} after {step}");
+            }
+        }
+    };
+    check(&mut fs, "the start");
+    assert_eq!(fs.resolve(b"/a/f"), Ok(f));
+    fs.unlink(a, b"f").unwrap();
+    check(&mut fs, "unlink");
+    fs.create(a, b"f", 0o644, 0, 0).unwrap();
+    check(&mut fs, "create");
+    fs.rename(root, b"a", root, b"b").unwrap();
+    check(&mut fs, "rename of a directory on the path");
+    fs.rename(a, b"f", a, b"g").unwrap();
+    check(&mut fs, "rename over");
+    let sub = fs.mkdir(a, b"sub", 0o755, 0, 0).unwrap();
+    fs.create(sub, b"x", 0o644, 0, 0).unwrap();
+    check(&mut fs, "mkdir");
+    fs.unlink(sub, b"x").unwrap();
+    fs.rmdir(a, b"sub").unwrap();
+    check(&mut fs, "rmdir");
+    fs.mkdir(a, b"sub", 0o755, 0, 0).unwrap();
+    fs.create(a, b"h", 0o644, 0, 0).unwrap();
+    for n in 0..12 {
+        fs.create(a, format!("n{n}").as_bytes(), 0o644, 0, 0).unwrap();
+    }
+    check(&mut fs, "more paths than are kept");
+    fs.rename(root, b"b", root, b"a").unwrap();
+    check(&mut fs, "the directory renamed back");
+}
+
+/// A file an open makes is answered with the attributes of the inode just
+/// written, not read back (`Fs::lookup_or_create_open`): they are the
+/// ones a lookup of the file gives (type, mode, owner, group, links,
+/// size, time), and the file is held open as any other open holds it: an
+/// unlink while it is open leaves it readable through the handle, and
+/// its close gives the inode back.
+#[test]
+fn a_file_an_open_makes_is_answered_and_held_as_one_it_found() {
+    use protocols::unix::Stat;
+    let Some(bytes) = image("made", 8 * 1024) else { return };
+    let mut b = Bench::new(bytes, 64);
+    let free = |b: &mut Bench| b.s.fs.statfs().unwrap().free_inodes;
+    let before = free(&mut b);
+    let flags = O_WRONLY | O_CREAT | O_EXCL;
+    let (w, len) = b.ask([fs::OP_OPEN, flags, 0o640, fs::owner_word(1000, 100)], b"/r2/made");
+    let handle = result(w[0]).unwrap();
+    let made = Stat::decode(&b.tx[..len]).unwrap();
+    let (w, len) = b.ask([fs::OP_LOOKUP, 0, 0, 0], b"/r2/made");
+    assert_eq!(result(w[0]), Ok(0));
+    let looked = Stat::decode(&b.tx[..len]).unwrap();
+    assert_eq!(made, looked);
+    assert_eq!((made.mode, made.uid, made.gid, made.nlink, made.size_bytes), (0o100640, 1000, 100, 1, 0));
+    assert_eq!(free(&mut b), before - 1);
+    // Unlinked while open: still there through the handle.
+    let (w, _) = b.ask([fs::OP_UNLINK, 0, 0, 0], b"/r2/made");
+    assert_eq!(result(w[0]), Ok(0));
+    let (w, _) = b.ask([io::OP_WRITE, handle, 0, 0], b"still here");
+    assert_eq!(result(w[0]), Ok(10));
+    let (w, len) = b.ask([io::OP_FSTAT, handle, 0, 0], &[]);
+    assert_eq!(result(w[0]), Ok(0));
+    assert_eq!(Stat::decode(&b.tx[..len]).unwrap().size_bytes, 10);
+    assert_eq!(free(&mut b), before - 1, "an open file outlives its name");
+    let (w, _) = b.ask([io::OP_CLOSE, handle, 0, 0], &[]);
+    assert_eq!(result(w[0]), Ok(0));
+    assert_eq!(free(&mut b), before, "the last close gives the inode back");
+    // Found, not made: `O_EXCL` refuses, a plain `O_CREAT` opens it.
+    let (w, _) = b.ask([fs::OP_OPEN, O_WRONLY | O_CREAT, 0o644, 0], b"/r2/kept");
+    let h = result(w[0]).unwrap();
+    b.ask([io::OP_CLOSE, h, 0, 0], &[]);
+    let (w, _) = b.ask([fs::OP_OPEN, flags, 0o644, 0], b"/r2/kept");
+    assert_eq!(result(w[0]), Err(protocols::unix::errno::EEXIST));
+    let (w, len) = b.ask([fs::OP_OPEN, O_WRONLY | O_CREAT, 0o600, 0], b"/r2/kept");
+    let h = result(w[0]).unwrap();
+    assert_eq!(Stat::decode(&b.tx[..len]).unwrap().mode, 0o100644, "found: its own mode");
+    b.ask([io::OP_CLOSE, h, 0, 0], &[]);
+}

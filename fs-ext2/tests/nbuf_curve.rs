@@ -12,7 +12,8 @@
 //!
 //! The job's calls reach the file system as the guest's do: as requests to
 //! [`Service`] (what `servers/ext2fs` serves), with the monitor's part
-//! (`servers/monitor`: a lookup before each open of an existing name, a
+//! (`servers/monitor`: an open of an existing name made at once and
+//! checked on its answer, a lookup first only before an `O_TRUNC`, a
 //! forwarded `O_CREAT | O_EXCL`, the close) and the server's (finished
 //! transfers reaped and expired blocks started after each request). So
 //! its transfer counts are the guest's: on the `rk` disk, 2026-11-26
@@ -24,7 +25,10 @@
 //! / 678 / 496 / 386, where the guest's next run made 1818 / 1456 / 1214
 //! / 987 / 779 / 671 / 495 / 389). (Calling [`Fs`] directly, as
 //! this model did before, `NBUF_DIRECT=1`, left out the path walks of the
-//! lookups and opens: 110 transfers a job with one to four buffers.)
+//! lookups and opens: 110 transfers a job with one to four buffers. Those
+//! walks now cost no transfer: `Fs::resolve` remembers the paths it
+//! walked, and the monitor no longer looks a name up before opening it,
+//! `docs/filesystem.md`, "R2 on disk: creat+close, the manager's work".)
 //!
 //! It checks the shape of the curve as behaviour of the cache, not as a
 //! timing of this machine: the clock is a counter the model advances (CPU
@@ -341,13 +345,19 @@ impl Client<'_> {
         let path = format!("/b/{name}");
         // The monitor (`servers/monitor`, `files.rs`): an `O_CREAT` of a
         // name it has not looked up goes on to the manager with `O_EXCL`
-        // (the job's files were unlinked before it); any other open is a
-        // lookup first (its cache of lookups is emptied by every unlink,
-        // so each job's first open of a name), then the open.
+        // (the job's files were unlinked before it); an open that changes
+        // nothing (no `O_TRUNC`) goes to the manager at once, its
+        // permissions checked on the attributes the open answers
+        // (`open_then_check`); any other open is a lookup first (its cache
+        // of lookups is emptied by every unlink, so each job's first open
+        // of a name), then the open. `NBUF_LOOKUP_FIRST=1`: every open
+        // without `O_CREAT` a lookup first, as before `open_then_check`.
         let flags = if flags & O_CREAT != 0 {
             flags | O_EXCL
         } else {
-            if self.looked_up.insert(path.clone()) && knob("NBUF_NO_LOOKUP", 0) == 0 {
+            let first_time = self.looked_up.insert(path.clone());
+            let looks_up = flags & O_TRUNC != 0 || knob("NBUF_LOOKUP_FIRST", 0) != 0;
+            if first_time && looks_up && knob("NBUF_NO_LOOKUP", 0) == 0 {
                 self.ask(MONITOR, [fs::OP_LOOKUP, 0, 0, 0], path.as_bytes())
                     .unwrap_or_else(|e| panic!("lookup {path}: {e}"));
             }
@@ -622,7 +632,7 @@ const NBUFS: [usize; 8] = [1, 2, 3, 4, 5, 6, 8, 12];
 /// every source's size (`b_image`); `NBUF_VOLATILE=0` gives the disk no
 /// write cache (no flushes between the order's levels), `NBUF_DIRECT=1`
 /// calls [`Fs`] directly, `NBUF_NO_LOOKUP=1` leaves out the monitor's
-/// lookups, `NBUF_JOBS=N` measures the last of N jobs in one mount:
+/// lookups, `NBUF_LOOKUP_FIRST=1` puts back its lookup before every open, `NBUF_JOBS=N` measures the last of N jobs in one mount:
 /// knobs for exploring, named in `docs/filesystem.md` where it quotes what
 /// they gave.
 fn curve(image: &[u8], mut costs: Costs) -> Vec<(usize, Job)> {

@@ -183,6 +183,14 @@ pub struct Fs<D: BlockDevice> {
     /// forgotten when an entry of the directory is changed or removed, or
     /// its inode freed.
     parents: BTreeMap<u32, u32>,
+    /// Paths [`Fs::resolve`] walked lately and the inode each named, at
+    /// most [`MAX_WALKED_PATHS`], the oldest replaced first (`walked.1`:
+    /// the next slot): the monitor's lookup and the open after it, and
+    /// every `creat` in one directory, walk the same path. All forgotten
+    /// when any entry is removed or pointed elsewhere (`dir::remove_entry`,
+    /// `set_entry`) or an inode is freed: only those change what a path
+    /// that resolved names (an entry added names nothing that resolved).
+    walked: (Vec<(Vec<u8>, u32)>, usize),
     last_damage: Option<String>,
     /// The volume was mounted read-write while marked not clean (a power
     /// cut, a killed manager): its free counts were recounted at mount.
@@ -206,6 +214,11 @@ enum Mounted<D: BlockDevice> {
 /// Most checked parents kept (`Fs::parents`): a lookup walking a path
 /// reads each directory's first block only the first time.
 pub(crate) const MAX_KNOWN_PARENTS: usize = 256;
+
+/// Most paths [`Fs::resolve`] remembers (`Fs::walked`), and the longest
+/// it remembers: a few directories in use at once, bounded memory.
+pub(crate) const MAX_WALKED_PATHS: usize = 8;
+pub(crate) const MAX_WALKED_PATH_BYTES: usize = 256;
 
 /// Reads `bytes` at byte `offset` of `dev` directly (before the cache
 /// exists: the block size is not known yet).
@@ -297,6 +310,7 @@ impl<D: BlockDevice> Fs<D> {
             read_scratch: (Vec::new(), Vec::new()),
             dir_names: BTreeMap::new(),
             parents: BTreeMap::new(),
+            walked: (Vec::new(), 0),
             last_damage: None,
             mounted_unclean: false,
             replayed: None,

@@ -211,12 +211,44 @@ impl<D: BlockDevice> Fs<D> {
         uid: u32,
         gid: u32,
     ) -> Result<(u32, bool), Errno> {
+        self.lookup_or_make(dir, name, mode, uid, gid).map(|(ino, made)| (ino, made.is_some()))
+    }
+
+    /// [`Fs::lookup_or_create`] for an open: a file it makes is also held
+    /// open (as [`Fs::open_inode_stat`] would) and its attributes come
+    /// from the inode just written (`Some`), where the open read it back
+    /// and checked it (650 host instructions of R2's creat+close,
+    /// `docs/filesystem.md`, "the manager's work"); a name found is
+    /// neither opened nor statted (`None`).
+    pub fn lookup_or_create_open(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        mode: u16,
+        uid: u32,
+        gid: u32,
+    ) -> Result<(u32, Option<Attr>), Errno> {
+        let (ino, made) = self.lookup_or_make(dir, name, mode, uid, gid)?;
+        let Some(inode) = made else { return Ok((ino, None)) };
+        *self.open.entry(ino).or_insert(0) += 1;
+        Ok((ino, Some(Self::attr_of(ino, &inode))))
+    }
+
+    /// [`Fs::lookup_or_create`], with the inode made (`None`: found).
+    fn lookup_or_make(
+        &mut self,
+        dir: u32,
+        name: &[u8],
+        mode: u16,
+        uid: u32,
+        gid: u32,
+    ) -> Result<(u32, Option<Inode>), Errno> {
         if name.len() > MAX_NAME {
             return Err(ENAMETOOLONG);
         }
         let mut d = self.dir_inode(dir)?;
         let room = match self.scan_dir(dir, &d, name, Some(dirent_len(name.len())))? {
-            Scan::Found(found) => return self.checked_child(dir, name, found.ino).map(|ino| (ino, false)),
+            Scan::Found(found) => return self.checked_child(dir, name, found.ino).map(|ino| (ino, None)),
             Scan::Absent(room) => room,
         };
         self.check_writable()?;
@@ -227,20 +259,60 @@ impl<D: BlockDevice> Fs<D> {
         if is_dot(name) {
             return Err(EEXIST);
         }
-        self.create_at(dir, &mut d, name, mode, uid, gid, room).map(|ino| (ino, true))
+        self.create_at(dir, &mut d, name, mode, uid, gid, room).map(|(ino, inode)| (ino, Some(inode)))
     }
 
     /// The inode of an absolute path (`/`-separated; `.` and `..` are the
-    /// directories' own entries). Symbolic links are not followed.
+    /// directories' own entries). Symbolic links are not followed. A path
+    /// walked lately is answered from memory (`Fs::walked`, forgotten at
+    /// every entry removed or re-pointed): its directories were checked
+    /// when it was walked, and nothing that could change its answer has
+    /// happened since. R2's `creat` walked `/` and read `/r2`'s inode at
+    /// every file.
     pub fn resolve(&mut self, path: &[u8]) -> Result<u32, Errno> {
         if path.len() > protocols::unix::MAX_PATH_BYTES {
             return Err(ENAMETOOLONG);
+        }
+        if let Some(&(_, ino)) = self.walked.0.iter().find(|(p, ino)| *ino != 0 && p == path) {
+            return Ok(ino);
         }
         let mut ino = ROOT_INO;
         for name in path.split(|&c| c == b'/').filter(|n| !n.is_empty()) {
             ino = self.lookup(ino, name)?;
         }
+        if path.len() <= super::MAX_WALKED_PATH_BYTES {
+            // An empty slot, else a new one, else one in turn.
+            let (paths, next) = &mut self.walked;
+            let slot = match paths.iter().position(|&(_, i)| i == 0) {
+                Some(empty) => empty,
+                None if paths.len() < super::MAX_WALKED_PATHS => {
+                    paths.push((Vec::new(), 0));
+                    paths.len() - 1
+                }
+                None => {
+                    let turn = *next;
+                    *next = (turn + 1) % super::MAX_WALKED_PATHS;
+                    turn
+                }
+            };
+            let (kept, kept_ino) = &mut paths[slot];
+            kept.clear();
+            kept.extend_from_slice(path);
+            *kept_ino = ino;
+        }
         Ok(ino)
+    }
+
+    /// Forget every path [`Fs::resolve`] remembers: an entry was removed or
+    /// pointed elsewhere, or an inode freed. The slots keep their vectors
+    /// (inode 0: empty), so that a batch of unlinks, each walking its
+    /// parent again, allocates nothing.
+    pub(crate) fn forget_walks(&mut self) {
+        for (path, ino) in &mut self.walked.0 {
+            path.clear();
+            *ino = 0;
+        }
+        self.walked.1 = 0;
     }
 
     /// The checks every new name in `dir` needs: a valid name, a live
@@ -295,11 +367,12 @@ impl<D: BlockDevice> Fs<D> {
             Scan::Found(_) => return Err(EEXIST),
             Scan::Absent(room) => room,
         };
-        self.create_at(dir, &mut d, name, mode, uid, gid, room)
+        self.create_at(dir, &mut d, name, mode, uid, gid, room).map(|(ino, _)| ino)
     }
 
     /// [`Fs::create`] once the name is known to be free in `dir` (whose
-    /// inode is `d`) and its entry's place is found (`room`).
+    /// inode is `d`) and its entry's place is found (`room`): the new
+    /// inode's number and its contents as written.
     #[allow(clippy::too_many_arguments)]
     fn create_at(
         &mut self,
@@ -310,7 +383,7 @@ impl<D: BlockDevice> Fs<D> {
         uid: u32,
         gid: u32,
         room: Option<Room>,
-    ) -> Result<u32, Errno> {
+    ) -> Result<(u32, Inode), Errno> {
         let mode = if mode & ftype::S_IFMT == 0 { mode | ftype::S_IFREG } else { mode };
         let file_type = match mode & ftype::S_IFMT {
             ftype::S_IFDIR | ftype::S_IFLNK => return Err(EINVAL),
@@ -333,7 +406,7 @@ impl<D: BlockDevice> Fs<D> {
         }
         self.touch_dir(dir, d)?;
         self.end_op()?;
-        Ok(ino)
+        Ok((ino, inode))
     }
 
     /// Undoes an inode made by this operation that no entry names.

@@ -518,6 +518,9 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
     let mut tx = Page::zeroed();
     let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
     loop {
+        // Writes the last request left waiting to go together (write-behind
+        // submits after `reap`) go before the manager waits (disk.rs).
+        service.fs.device_mut().dispatch();
         let stashed = service.fs.device_mut().stash.pop_front();
         let (r, kept, answered) = match stashed {
             Some(s) => {
@@ -628,7 +631,11 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
         // and at the timer's ticks while anything is dirty (`timer.rs`):
         // an idle volume's blocks expire too.
         let _ = service.fs.write_expired(now_ms);
-        timer.arm_if_dirty(writeback_delay_ns(&mut service.fs, now_ms));
+        // The delay only matters to a parked timer (one already armed
+        // ticks anyway): not worked out after every request.
+        if timer.parked.is_some() {
+            timer.arm_if_dirty(writeback_delay_ns(&mut service.fs, now_ms));
+        }
         if let Some(e) = service.take_declined()
             && pass_back(&mut back, monitor_pid, r.reply, e, data).is_ok()
         {

@@ -19,7 +19,7 @@ use runtime::msg;
 use unix_core::path;
 
 /// Paths whose lookup the monitor remembers for `open`.
-const LOOKUP_CACHE_ENTRIES: usize = 128;
+pub const LOOKUP_CACHE_ENTRIES: usize = 128;
 
 impl Monitor {
     /// Look `abs` up: Ok((stat, rest of path after a device entry)).

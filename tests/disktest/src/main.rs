@@ -211,6 +211,7 @@ fn workload(root: &str, divisor: usize) -> Outcome {
     write_file(&p(&format!("{deep}/leaf")), O_CREAT | O_WRONLY, b"at the bottom\n")?;
     creat_rules(root)?;
     closes_ride(root)?;
+    open_rules(root)?;
     // The large file to the disk (fsync reaches the device).
     let fd = unix::open(&p("large"), O_RDONLY, 0).map_err(|e| fail("open", "large", e))?;
     unix::fsync(fd).map_err(|e| fail("fsync", "large", e))?;
@@ -229,18 +230,7 @@ fn workload(root: &str, divisor: usize) -> Outcome {
 /// `fs_stats`, itself a call to the monitor) shows each.
 fn closes_ride(root: &str) -> Outcome {
     let p = |rel: &str| format!("{root}/{rel}");
-    let handles = || -> Result<u64, String> {
-        let text = unix::fs_stats().map_err(|e| fail("fs_stats", root, e))?;
-        text.lines()
-            .filter_map(|l| {
-                let (point, rest) = l.split_once(':')?;
-                Some((point, rest.strip_prefix("open_handles=")?))
-            })
-            .filter(|(point, _)| *point == "/" || root == *point || root.starts_with(&format!("{point}/")))
-            .max_by_key(|(point, _)| point.len())
-            .and_then(|(_, n)| n.parse().ok())
-            .ok_or_else(|| format!("no open_handles line for {root} in {text:?}"))
-    };
+    let handles = || open_handles(root);
     let creat = O_CREAT | O_WRONLY | O_TRUNC;
     let before = handles()?;
     let a = unix::open(&p("ride_a"), creat, 0o644).map_err(|e| fail("creat", "ride_a", e))?;
@@ -263,6 +253,128 @@ fn closes_ride(root: &str) -> Outcome {
     }
     for name in ["ride_a", "ride_b"] {
         unix::unlink(&p(name)).map_err(|e| fail("unlink", name, e))?;
+    }
+    Ok(())
+}
+
+/// The handles the manager of `root`'s volume holds open (`open_handles`
+/// in `fs_stats`, itself a call to the monitor, so a close sent before it
+/// has reached the manager).
+fn open_handles(root: &str) -> Result<u64, String> {
+    let text = unix::fs_stats().map_err(|e| fail("fs_stats", root, e))?;
+    text.lines()
+        .filter_map(|l| {
+            let (point, rest) = l.split_once(':')?;
+            Some((point, rest.strip_prefix("open_handles=")?))
+        })
+        .filter(|(point, _)| *point == "/" || root == *point || root.starts_with(&format!("{point}/")))
+        .max_by_key(|(point, _)| point.len())
+        .and_then(|(_, n)| n.parse().ok())
+        .ok_or_else(|| format!("no open_handles line for {root} in {text:?}"))
+}
+
+/// `open` of `path` with `flags` answers `want` (`Ok`: opened, and the
+/// first bytes read are `content` when given), twice: the first time with
+/// the monitor's lookup cache emptied (`forget`), so that the open goes
+/// to the disk's manager before any check (`Monitor::open_then_check`),
+/// the second with the name's lookup cached, the usual way.
+fn open_answers(path: &str, flags: u64, want: Result<&[u8], Errno>, forget: &dyn Fn()) -> Outcome {
+    for pass in ["uncached", "cached"] {
+        if pass == "uncached" {
+            forget();
+        }
+        let got = unix::open(path, flags, 0);
+        match (got, want) {
+            (Ok(fd), Ok(content)) => {
+                let mut buf = [0u8; 64];
+                let n = if content.is_empty() { 0 } else { unix::read(fd, &mut buf).unwrap_or(0) };
+                let _ = unix::close(fd);
+                if buf[..n] != *content {
+                    return Err(format!("open {path} ({pass}): read {:?}, expected {content:?}", &buf[..n]));
+                }
+            }
+            (Err(e), Err(w)) if e == w => {}
+            (Err(e), _) => return Err(format!("open {path} ({pass}): {}, expected {want:?}", e.name())),
+            (Ok(fd), Err(w)) => {
+                let _ = unix::close(fd);
+                return Err(format!("open {path} ({pass}): opened, expected {}", w.name()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `open` of an existing name without `O_CREAT` or `O_TRUNC`, not in the
+/// monitor's lookup cache, is made at the disk's manager first and its
+/// permissions checked after, on the attributes the open answers: one
+/// walk of the path in `ext2fs` where a lookup and then the open made two
+/// (docs/filesystem.md, "R2 on disk: creat+close, the manager's work").
+/// Every answer is the one the lookup-first order gives, uncached and
+/// cached: as root a file opens and reads, a missing name is `ENOENT`, a
+/// file as a directory `ENOTDIR`, a directory for writing `EISDIR`, `..`
+/// across the mount point and the mount point itself resolve; as another
+/// user a file without read or write permission is `EACCES`, a name under
+/// a directory without search permission `EACCES` (whether it exists or
+/// not), a directory for writing `EACCES` (before `EISDIR`). A refused
+/// open leaves no handle open at the manager.
+fn open_rules(root: &str) -> Outcome {
+    use protocols::unix::errno::{EACCES, EISDIR, ENOENT, ENOTDIR};
+    let p = |rel: &str| format!("{root}/{rel}");
+    // Every change to names or modes empties the monitor's lookup cache,
+    // even one refused: an unlink of a name that is not there.
+    let forget = || {
+        let _ = unix::unlink(&p("o/none"));
+    };
+    unix::mkdir(&p("o"), 0o755).map_err(|e| fail("mkdir", "o", e))?;
+    write_file(&p("o/pub"), O_CREAT | O_WRONLY, b"public")?;
+    write_file(&p("o/secret"), O_CREAT | O_WRONLY, b"secret")?;
+    unix::chmod(&p("o/secret"), 0o600).map_err(|e| fail("chmod", "o/secret", e))?;
+    unix::mkdir(&p("o/closed"), 0o755).map_err(|e| fail("mkdir", "o/closed", e))?;
+    write_file(&p("o/closed/inner"), O_CREAT | O_WRONLY, b"inner")?;
+    unix::chmod(&p("o/closed"), 0o700).map_err(|e| fail("chmod", "o/closed", e))?;
+    let before = open_handles(root)?;
+    open_answers(&p("o/pub"), O_RDONLY, Ok(b"public"), &forget)?;
+    open_answers(&p("o/secret"), O_RDONLY, Ok(b"secret"), &forget)?;
+    open_answers(&p("o/pub"), O_WRONLY, Ok(b""), &forget)?;
+    open_answers(&p("o/missing"), O_RDONLY, Err(ENOENT), &forget)?;
+    open_answers(&p("o/pub/x"), O_RDONLY, Err(ENOTDIR), &forget)?;
+    open_answers(&p("o"), O_WRONLY, Err(EISDIR), &forget)?;
+    open_answers(&p("o"), O_RDONLY, Ok(b""), &forget)?;
+    // `..` up across the volume's mount point and down again, and the
+    // mount point itself (the volume's root directory).
+    let mount_point = if root == "/disk" || root.starts_with("/disk/") { "/disk" } else { "/" };
+    let up = root.matches('/').count();
+    let across = format!("{root}{}{root}/o/pub", "/..".repeat(up));
+    open_answers(&across, O_RDONLY, Ok(b"public"), &forget)?;
+    open_answers(mount_point, O_RDONLY, Ok(b""), &forget)?;
+    let child = unix::fork().map_err(|e| fail("fork", root, e))?;
+    if child == 0 {
+        let checked =
+            unix::setuid_gid(Some(1000), Some(1000)).map_err(|e| fail("setuid", "1000", e)).and_then(|()| {
+                open_answers(&p("o/pub"), O_RDONLY, Ok(b"public"), &forget)?;
+                open_answers(&p("o/pub"), O_WRONLY, Err(EACCES), &forget)?;
+                open_answers(&p("o/pub"), O_RDWR, Err(EACCES), &forget)?;
+                open_answers(&p("o/secret"), O_RDONLY, Err(EACCES), &forget)?;
+                open_answers(&p("o/closed/inner"), O_RDONLY, Err(EACCES), &forget)?;
+                open_answers(&p("o/closed/missing"), O_RDONLY, Err(EACCES), &forget)?;
+                open_answers(&p("o/missing"), O_RDONLY, Err(ENOENT), &forget)?;
+                open_answers(&p("o/pub/x"), O_RDONLY, Err(ENOTDIR), &forget)?;
+                open_answers(&p("o"), O_WRONLY, Err(EACCES), &forget)?;
+                open_answers(&p("o"), O_RDONLY, Ok(b""), &forget)
+            });
+        if let Err(why) = checked {
+            println!("disktest: FAIL as uid 1000: {why}");
+            unix::exit(1);
+        }
+        unix::exit(0);
+    }
+    match unix::waitpid(child as i64, false) {
+        Ok(Some((_, status))) if status.exit_code() == Some(0) => {}
+        other => return Err(format!("the uid 1000 checks ended {other:?}")),
+    }
+    let after = open_handles(root)?;
+    if after != before {
+        return Err(format!("the manager holds {after} handles after the opens, {before} before"));
     }
     Ok(())
 }
