@@ -59,6 +59,15 @@ pub fn make_image_with_journal(path: &Path, size_bytes: u64, from: Option<&Path>
     make_image_of("ext3", path, size_bytes, from, true)
 }
 
+/// [`make_image`] written whole, as [`make_image_with_journal`] is: the
+/// benchmarks' ext2 volumes (B's, and Linux's peer of R2 on disk), so
+/// that no system's writes fall into a hole of the host's file that the
+/// other system's do not (a first write into a hole makes the host
+/// allocate, and the next flush wait for the host's commit).
+pub fn make_whole_image(path: &Path, size_bytes: u64, from: Option<&Path>) -> Result<()> {
+    make_image_of("ext2", path, size_bytes, from, true)
+}
+
 fn make_image_of(
     fs_type: &str,
     path: &Path,

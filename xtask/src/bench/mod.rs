@@ -816,7 +816,10 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
     if needs_ext2 {
         write_ext2_tree(&ext2_tree)?;
     }
-    let fresh_ext2 = |image: &Path| crate::ext2::make_image(image, EXT2_DISK_BYTES, Some(&ext2_tree));
+    // Every benchmark volume is written whole, Ridgeback's and Linux's
+    // alike (`ext2::make_whole_image`): a sparse one charges the host's
+    // block allocation to whichever system first writes a hole.
+    let fresh_ext2 = |image: &Path| crate::ext2::make_whole_image(image, EXT2_DISK_BYTES, Some(&ext2_tree));
     let machine_ext2 = machine_for(&ext2_linux)?;
 
     // The Linux program, for the Linux guest and for the third column.
