@@ -5,8 +5,9 @@
 //!
 //! - Interrupt lines: a driver claims a line and names one of its queues;
 //!   each interrupt masks the line and becomes a [`Kind::Interrupt`]
-//!   message (m0 = the line); the driver unmasks it with `ack_irq` when it
-//!   has serviced the device, so a level-triggered line cannot storm. An
+//!   message (m0 = the line, m1 = this CPU's TSC then: the driver times
+//!   its device and the delivery with it); the driver unmasks it with
+//!   `ack_irq` when it has serviced the device, so a level-triggered line cannot storm. An
 //!   interrupt that finds the queue full is kept pending and queued as soon
 //!   as the driver takes a message from that queue.
 //! - I/O ports: a driver asks for a range; the CPU's I/O permission bitmap
@@ -150,7 +151,13 @@ impl Kernel {
             self.release_line(line);
             return;
         };
-        let head = Head { words: [line as u64, 0, 0, 0], sender: Pid(0), kind: Kind::Interrupt };
+        let head = Head {
+            // The TSC now: when the interrupt was taken, for the driver's
+            // timing (abi::msg::Kind::Interrupt).
+            words: [line as u64, crate::arch::cpu::rdtsc(), 0, 0],
+            sender: Pid(0),
+            kind: Kind::Interrupt,
+        };
         if self.deliver(slot, queue, head, Payload::None, false) == Err(Error::QueueFull) {
             self.irqs_mut().lines[line as usize].pending = true;
         }

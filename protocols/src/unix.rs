@@ -1268,6 +1268,15 @@ pub mod ext2fs {
     /// forgets its old link and offset, and calls [`OP_WORK`] again
     /// (tag 0: no transfer).
     pub const WORK_RELINK: u64 = 4;
+    /// Word 0 of a [`OP_WORK`] reply naming several writes at once (branch
+    /// `lat`: a level of the write order in one driver call and one
+    /// device notification): word 1 = how many (2 to
+    /// [`block::MAX_WRITEV`]), word 2 = their data bytes, word 3 = the
+    /// tag of the first. The receive buffer holds what
+    /// [`block::OP_PWRITEV`] sends: the headers, then the data. The
+    /// worker's next [`OP_WORK`] names that tag, with the total bytes or
+    /// an errno for all of them.
+    pub const WORK_WRITEV: u64 = 5;
     /// From the monitor only (issue 16, docs/reliability.md): the volume's
     /// block driver ended and init started it again. Word 1 = the new
     /// driver's kernel pid, word 2 = its queue, word 3 = the device's
@@ -1365,6 +1374,34 @@ pub mod block {
     /// `ENOSYS`, which a caller takes as [`WRITE_CACHE_NONE`] (the RAM
     /// disk: a completed write is in memory that a power cut takes whole).
     pub const OP_WRITE_CACHE: u64 = 94;
+    /// Several positional writes in one call, handed to the device
+    /// together with one notification (branch `lat`; Linux's virtio-blk
+    /// notifies once per batch too). Word 1 = handle, word 2 = how many
+    /// (1 to [`MAX_WRITEV`]), word 3 = their data bytes together (at most
+    /// [`MAX_TRANSFER_BYTES`]). Send buffer: one [`WRITEV_HEADER_BYTES`]
+    /// header per write (its byte offset on the device, then its bytes,
+    /// two little-endian `u64`s), then the writes' data in the same order.
+    /// Each write follows `io::OP_PWRITE`'s rules (whole blocks, inside
+    /// the device); a call with any write that does not, a count or total
+    /// out of range, or headers whose bytes do not add up to word 3 is
+    /// refused whole with `EINVAL`, nothing written. Reply: word 0 = the
+    /// data bytes, or an errno (`EIO` when the device failed any of them:
+    /// which ones reached the disk is then unknown, as for a failed
+    /// `OP_PWRITE`). A driver that does not know it answers `ENOSYS`.
+    pub const OP_PWRITEV: u64 = 95;
+    /// The driver's timing of its device, to anyone (for `kinfo`; branch
+    /// `lat`). No words. Reply: word 0 = requests completed since the
+    /// driver started, word 1 = their TSC ticks from the device's
+    /// notification to the kernel's taking of the interrupt that reported
+    /// them (the device's time, QEMU's included), word 2 = the device's
+    /// interrupts, word 3 = their ticks from the kernel's taking of each
+    /// to the driver's running (the delivery). A driver that does not
+    /// time answers `ENOSYS`.
+    pub const OP_DEVICE_TIMES: u64 = 96;
+    /// The most writes one [`OP_PWRITEV`] carries.
+    pub const MAX_WRITEV: usize = 8;
+    /// Bytes of one [`OP_PWRITEV`] header.
+    pub const WRITEV_HEADER_BYTES: usize = 16;
     /// A completed write may be lost at a power cut until a flush
     /// (virtio-blk with `VIRTIO_BLK_F_FLUSH` negotiated).
     pub const WRITE_CACHE_VOLATILE: u64 = 1;

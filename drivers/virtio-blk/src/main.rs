@@ -19,9 +19,18 @@
 //!   client's lent receive buffer (`msg::lease_write`) and replies.
 //! - WRITE: the data comes from the client's lent send buffer
 //!   (`msg::lease_read`) into a DMA buffer, then one device request.
+//! - PWRITEV (`block::OP_PWRITEV`, branch `lat`): several writes checked
+//!   whole at the call (any bad one refuses them all), their data in one
+//!   DMA buffer, one device request each and **one notification** for
+//!   them all (the `QueueNotify` write is a VM exit, and QEMU takes every
+//!   request it finds on the queue at once), one reply when the last is
+//!   done. A level of the disk file system's write order (`creat` +
+//!   `fsync`: the inode bitmap and the inode's block, and the like) is
+//!   one call here instead of one per block, each through its own I/O
+//!   worker (docs/filesystem.md, "the time of one level").
 //! - Several requests are in flight at once, one per client call (up to
-//!   [`MAX_BUFFERS`] DMA buffers and the 16-entry virtqueue; more wait in
-//!   order). No polling while requests are in flight.
+//!   [`MAX_BUFFERS`] DMA buffers, a PWRITEV's writes sharing one, and the
+//!   16-entry virtqueue; more wait in order). No polling while requests are in flight.
 //! - FSYNC: a virtio flush, a request on the queue answered at the
 //!   interrupt like a READ or WRITE (`flush_nb`, added to the crate by
 //!   `third_party/virtio-drivers`: its own `flush` spins until the device
@@ -61,6 +70,7 @@ use abi::{Error, Pid};
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
+use core::ops::Range;
 use protocols::unix::errno::{EBADF, EFAULT, EINVAL, EIO, ENOSYS, EPERM};
 use protocols::unix::{Errno, block, device, encode_result, io};
 use runtime::msg::{self, Queue, ReplyHandle};
@@ -144,9 +154,11 @@ fn main(args: Args) -> i32 {
         buffers_made: 0,
         waiting: VecDeque::new(),
         in_flight: Vec::with_capacity(MAX_BUFFERS),
+        batches: Vec::with_capacity(MAX_BUFFERS),
         fsyncs: Vec::new(),
         flushing: None,
         stats: Stats::default(),
+        taken_tsc: 0,
     };
     tell_starter(starter, queue.0, size_bytes);
     driver.serve()
@@ -164,6 +176,25 @@ struct Stats {
     requests: u64,
     bytes_read: u64,
     bytes_written: u64,
+    /// `block::OP_DEVICE_TIMES`: device requests completed, and their TSC
+    /// ticks from notification to the kernel's taking of the interrupt
+    /// that reported them; the device's interrupts, and their ticks from
+    /// that taking to this driver's running. Two reads of the TSC per
+    /// interrupt and one per request: cheap enough to keep on.
+    completions: u64,
+    device_ticks: u64,
+    interrupts: u64,
+    delivery_ticks: u64,
+}
+
+impl Stats {
+    /// A request notified at `notified_tsc` completed, reported by an
+    /// interrupt the kernel took at `taken_tsc` (on another CPU's TSC,
+    /// perhaps: a reading that went back counts 0).
+    fn completed(&mut self, notified_tsc: u64, taken_tsc: u64) {
+        self.completions += 1;
+        self.device_ticks += taken_tsc.saturating_sub(notified_tsc);
+    }
 }
 
 /// A checked READ or WRITE waiting for a DMA buffer or room in the queue.
@@ -177,10 +208,48 @@ struct Waiting {
     is_positional: bool,
 }
 
+/// A checked PWRITEV waiting for a DMA buffer or room in the queue: its
+/// writes in order (their data follows the headers in the client's send
+/// buffer, in the same order).
+struct WaitingBatch {
+    reply: ReplyHandle,
+    parts: Vec<Transfer>,
+    data_bytes: usize,
+}
+
+/// What waits to start, in arrival order.
+enum Pending {
+    One(Waiting),
+    Batch(WaitingBatch),
+}
+
+/// One write of a PWRITEV the device holds: its bytes are `range` of the
+/// batch's buffer.
+struct Part {
+    token: u16,
+    range: Range<usize>,
+    header: Box<BlkReq>,
+    status: Box<BlkResp>,
+    done: bool,
+}
+
+/// A PWRITEV the device holds (some of its writes, when the queue refused
+/// the rest: it then ends `EIO`).
+struct InBatch {
+    notified_tsc: u64,
+    reply: ReplyHandle,
+    buffer: &'static mut [u8],
+    parts: Vec<Part>,
+    data_bytes: usize,
+    failed: bool,
+}
+
 /// A request the device holds. The header and status live on the heap
 /// (boxed: their addresses must not move until the request completes;
 /// `hal` bounces them), the data in `buffer`, which is DMA memory.
 struct InFlight {
+    /// The TSC once the device was told of it.
+    notified_tsc: u64,
     token: u16,
     request: Waiting,
     buffer: &'static mut [u8],
@@ -190,6 +259,7 @@ struct InFlight {
 
 /// A flush the device holds: header and status boxed as for [`InFlight`].
 struct Flushing {
+    notified_tsc: u64,
     token: u16,
     header: Box<BlkReq>,
     status: Box<BlkResp>,
@@ -207,13 +277,17 @@ struct Driver {
     /// DMA buffers not in use.
     buffers: Vec<&'static mut [u8]>,
     buffers_made: usize,
-    waiting: VecDeque<Waiting>,
+    waiting: VecDeque<Pending>,
     in_flight: Vec<InFlight>,
+    batches: Vec<InBatch>,
     /// FSYNC calls waiting for the requests in flight to finish.
     fsyncs: Vec<ReplyHandle>,
     /// The flush the device holds, and the FSYNC calls it answers.
     flushing: Option<Flushing>,
     stats: Stats,
+    /// The TSC at which the kernel took the interrupt being served (word
+    /// 1 of its message, `abi::msg::Kind::Interrupt`).
+    taken_tsc: u64,
 }
 
 fn answer(reply: ReplyHandle, r: Result<u64, Errno>) {
@@ -241,7 +315,12 @@ impl Driver {
                 Err(_) => continue,
             };
             match r.kind {
-                Kind::Interrupt => self.interrupt(),
+                Kind::Interrupt => {
+                    self.taken_tsc = r.message[1];
+                    self.stats.interrupts += 1;
+                    self.stats.delivery_ticks += sys::rdtsc().saturating_sub(self.taken_tsc);
+                    self.interrupt()
+                }
                 Kind::Call => self.call(r.sender, r.reply, r.message, &buf[..r.len.min(buf.len())]),
                 _ => {}
             }
@@ -268,7 +347,13 @@ impl Driver {
                     Ok(Some(transfer)) => {
                         self.stats.requests += 1;
                         let handle = m[1];
-                        self.waiting.push_back(Waiting { reply, handle, transfer, is_write, is_positional });
+                        self.waiting.push_back(Pending::One(Waiting {
+                            reply,
+                            handle,
+                            transfer,
+                            is_write,
+                            is_positional,
+                        }));
                         return;
                     }
                     Ok(None) => {
@@ -278,6 +363,14 @@ impl Driver {
                     Err(e) => Err(e),
                 }
             }
+            block::OP_PWRITEV => match self.check_writev(reply, m, data) {
+                Ok(batch) => {
+                    self.stats.requests += 1;
+                    self.waiting.push_back(Pending::Batch(batch));
+                    return;
+                }
+                Err(e) => Err(e),
+            },
             io::OP_SEEK => self.opens.seek(m[1], m[2] as i64, m[3]),
             io::OP_FSTAT => match self.opens.fstat(m[1], sys::getpid().0, self.queue.0) {
                 Ok(st) => {
@@ -309,6 +402,12 @@ impl Driver {
                 let _ = msg::reply(reply, &[cache, 0, 0, 0], &[]);
                 return;
             }
+            block::OP_DEVICE_TIMES => {
+                let s = &self.stats;
+                let words = [s.completions, s.device_ticks, s.interrupts, s.delivery_ticks];
+                let _ = msg::reply(reply, &words, &[]);
+                return;
+            }
             block::OP_STATS => {
                 let s = &self.stats;
                 let words = [s.requests, s.bytes_read, s.bytes_written, block::MODE_VIRTIO];
@@ -333,17 +432,21 @@ impl Driver {
                 self.flushed(f);
                 continue;
             }
-            let Some(i) = self.in_flight.iter().position(|f| f.token == token) else {
+            if let Some(i) = self.in_flight.iter().position(|f| f.token == token) {
+                let f = self.in_flight.swap_remove(i);
+                self.complete(f);
+                continue;
+            }
+            if !self.complete_part(token) {
                 println!("virtio-blk: the device finished request {token}, which it was not given");
                 break;
-            };
-            let f = self.in_flight.swap_remove(i);
-            self.complete(f);
+            }
         }
         let _ = sys::ack_irq(self.irq);
     }
 
     fn complete(&mut self, mut f: InFlight) {
+        self.stats.completed(f.notified_tsc, self.taken_tsc);
         let len = f.request.transfer.len_bytes as usize;
         let data = &mut f.buffer[..len];
         let done = if f.request.is_write {
@@ -385,6 +488,176 @@ impl Driver {
         self.buffers.push(f.buffer);
     }
 
+    /// Check a PWRITEV (`m`: op, handle, count, data bytes): its headers
+    /// from the send buffer (`data` holds them when the message carried
+    /// them; else through the lease), each write as `OP_PWRITE` would.
+    /// Nothing is started here.
+    fn check_writev(&mut self, reply: ReplyHandle, m: [u64; 4], data: &[u8]) -> Result<WaitingBatch, Errno> {
+        let [_, handle, count, data_bytes] = m;
+        let count = usize::try_from(count).map_err(|_| EINVAL)?;
+        if count == 0 || count > block::MAX_WRITEV {
+            return Err(EINVAL);
+        }
+        let header_bytes = count * block::WRITEV_HEADER_BYTES;
+        let fits = data_bytes
+            .checked_add(header_bytes as u64)
+            .is_some_and(|n| n <= block::MAX_TRANSFER_BYTES && data_bytes > 0);
+        if !fits {
+            return Err(EINVAL);
+        }
+        if self.read_only {
+            return Err(EBADF);
+        }
+        let mut headers = [0u8; block::MAX_WRITEV * block::WRITEV_HEADER_BYTES];
+        let headers = &mut headers[..header_bytes];
+        if data.len() >= header_bytes {
+            headers.copy_from_slice(&data[..header_bytes]);
+        } else {
+            match msg::lease_read(reply, 0, headers, 0) {
+                Ok(n) if n == header_bytes => {}
+                Ok(_) => return Err(EINVAL),
+                Err(e) => return Err(lease_errno(e).unwrap_or(EIO)),
+            }
+        }
+        let mut parts = Vec::with_capacity(count);
+        let mut sum = 0u64;
+        for h in headers.chunks_exact(block::WRITEV_HEADER_BYTES) {
+            let word = |i: usize| u64::from_le_bytes(h[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+            let (offset, len) = (word(0), word(1));
+            // A write of nothing is no write: refused, as a count of 0.
+            let t = self.opens.start_at(handle, offset, len, true)?.ok_or(EINVAL)?;
+            sum = sum.checked_add(t.len_bytes).ok_or(EINVAL)?;
+            parts.push(t);
+        }
+        if sum != data_bytes {
+            return Err(EINVAL);
+        }
+        Ok(WaitingBatch { reply, parts, data_bytes: data_bytes as usize })
+    }
+
+    /// Requests the device holds now.
+    fn requests_in_flight(&self) -> usize {
+        let parts: usize = self.batches.iter().map(|b| b.parts.iter().filter(|p| !p.done).count()).sum();
+        self.in_flight.len() + parts + usize::from(self.flushing.is_some())
+    }
+
+    /// Start a PWRITEV: its data into `buffer`, one request per write,
+    /// then one notification. Returns it (and its buffer) when the
+    /// virtqueue has no room for all its writes now.
+    fn submit_batch(
+        &mut self,
+        b: WaitingBatch,
+        buffer: &'static mut [u8],
+    ) -> Option<(WaitingBatch, &'static mut [u8])> {
+        if self.requests_in_flight() + b.parts.len() > self.disk.virt_queue_size() as usize {
+            if self.requests_in_flight() > 0 {
+                return Some((b, buffer));
+            }
+            // Cannot happen (at most MAX_WRITEV writes, a larger queue);
+            // refused rather than waited for forever.
+            answer(b.reply, Err(EIO));
+            self.buffers.push(buffer);
+            return None;
+        }
+        let header_bytes = b.parts.len() * block::WRITEV_HEADER_BYTES;
+        let data = &mut buffer[..b.data_bytes];
+        match msg::lease_read(b.reply, header_bytes as u64, data, 0) {
+            Ok(n) if n == b.data_bytes => {}
+            Ok(_) => {
+                answer(b.reply, Err(EINVAL));
+                self.buffers.push(buffer);
+                return None;
+            }
+            Err(e) => {
+                if let Some(errno) = lease_errno(e) {
+                    answer(b.reply, Err(errno));
+                }
+                self.buffers.push(buffer);
+                return None;
+            }
+        }
+        let mut parts = Vec::with_capacity(b.parts.len());
+        let mut failed = false;
+        let mut at = 0usize;
+        for t in &b.parts {
+            let range = at..at + t.len_bytes as usize;
+            at = range.end;
+            let mut header = Box::new(BlkReq::default());
+            let mut status = Box::new(BlkResp::default());
+            // SAFETY: as in `submit`: `header` and `status` are boxed and
+            // `buffer` is DMA memory this driver owns; none is touched
+            // until `complete_part` passes them back once the device has
+            // finished with them (the buffer moves into `batches` below,
+            // its memory does not).
+            #[allow(unsafe_code)]
+            let added = unsafe {
+                self.disk.write_blocks_nb_unnotified(
+                    t.first_block() as usize,
+                    &mut header,
+                    &buffer[range.clone()],
+                    &mut status,
+                )
+            };
+            match added {
+                Ok(token) => parts.push(Part { token, range, header, status, done: false }),
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if parts.is_empty() {
+            answer(b.reply, Err(EIO));
+            self.buffers.push(buffer);
+            return None;
+        }
+        self.disk.notify();
+        let notified_tsc = sys::rdtsc();
+        self.batches.push(InBatch {
+            notified_tsc,
+            reply: b.reply,
+            buffer,
+            parts,
+            data_bytes: b.data_bytes,
+            failed,
+        });
+        None
+    }
+
+    /// The device finished `token`, if it is one of a PWRITEV's writes:
+    /// the batch is answered when its last write is done.
+    fn complete_part(&mut self, token: u16) -> bool {
+        let found = self
+            .batches
+            .iter()
+            .enumerate()
+            .find_map(|(i, b)| b.parts.iter().position(|p| p.token == token && !p.done).map(|j| (i, j)));
+        let Some((i, j)) = found else { return false };
+        self.stats.completed(self.batches[i].notified_tsc, self.taken_tsc);
+        let b = &mut self.batches[i];
+        let p = &mut b.parts[j];
+        // SAFETY: the token, header, data and status `submit_batch` gave
+        // the device; it is done with them (`peek_used` named it).
+        #[allow(unsafe_code)]
+        let done = unsafe {
+            self.disk.complete_write_blocks(p.token, &p.header, &b.buffer[p.range.clone()], &mut p.status)
+        };
+        p.done = true;
+        b.failed |= done.is_err() || p.status.status() != RespStatus::OK;
+        if b.parts.iter().all(|p| p.done) {
+            let b = self.batches.swap_remove(i);
+            let r = if b.failed {
+                Err(EIO)
+            } else {
+                self.stats.bytes_written += b.data_bytes as u64;
+                Ok(b.data_bytes as u64)
+            };
+            answer(b.reply, r);
+            self.buffers.push(b.buffer);
+        }
+        true
+    }
+
     /// A DMA buffer for one request, made on first need.
     fn take_buffer(&mut self) -> Option<&'static mut [u8]> {
         if let Some(b) = self.buffers.pop() {
@@ -412,7 +685,7 @@ impl Driver {
     /// nothing is in flight.
     fn pump(&mut self) {
         if !self.fsyncs.is_empty() {
-            if !self.in_flight.is_empty() || self.flushing.is_some() {
+            if !self.in_flight.is_empty() || !self.batches.is_empty() || self.flushing.is_some() {
                 // The pending FSYNCs' writes are not all complete yet, or
                 // the flush in flight may have been taken before they
                 // were: hold new requests until this flush can be sent.
@@ -422,8 +695,11 @@ impl Driver {
         }
         while !self.waiting.is_empty() {
             let Some(buffer) = self.take_buffer() else { return };
-            let w = self.waiting.pop_front().expect("not empty");
-            if let Some(back) = self.submit(w, buffer) {
+            let back = match self.waiting.pop_front().expect("not empty") {
+                Pending::One(w) => self.submit(w, buffer).map(|(w, b)| (Pending::One(w), b)),
+                Pending::Batch(w) => self.submit_batch(w, buffer).map(|(w, b)| (Pending::Batch(w), b)),
+            };
+            if let Some(back) = back {
                 // The queue is full: wait for a completion.
                 self.waiting.push_front(back.0);
                 self.buffers.push(back.1);
@@ -475,10 +751,13 @@ impl Driver {
         };
         match token {
             Ok(token) => {
-                self.in_flight.push(InFlight { token, request: w, buffer, header, status });
+                let notified_tsc = sys::rdtsc();
+                self.in_flight.push(InFlight { notified_tsc, token, request: w, buffer, header, status });
                 None
             }
-            Err(virtio_drivers::Error::QueueFull) if !self.in_flight.is_empty() => Some((w, buffer)),
+            // Full with requests of its own or of a PWRITEV's: one will
+            // complete and make room.
+            Err(virtio_drivers::Error::QueueFull) if self.requests_in_flight() > 0 => Some((w, buffer)),
             Err(_) => {
                 self.fail(w, Some(EIO), buffer);
                 None
@@ -499,7 +778,10 @@ impl Driver {
         #[allow(unsafe_code)]
         let sent = unsafe { self.disk.flush_nb(&mut header, &mut status) };
         match sent {
-            Ok(Some(token)) => self.flushing = Some(Flushing { token, header, status, replies }),
+            Ok(Some(token)) => {
+                let notified_tsc = sys::rdtsc();
+                self.flushing = Some(Flushing { notified_tsc, token, header, status, replies })
+            }
             Ok(None) => replies.into_iter().for_each(|r| answer(r, Ok(0))),
             Err(_) => replies.into_iter().for_each(|r| answer(r, Err(EIO))),
         }
@@ -507,6 +789,7 @@ impl Driver {
 
     /// The device has finished the flush: answer its FSYNCs.
     fn flushed(&mut self, mut f: Flushing) {
+        self.stats.completed(f.notified_tsc, self.taken_tsc);
         // SAFETY: the token, header and status `flush_nb` gave the device;
         // it is done with them (`peek_used` named it).
         #[allow(unsafe_code)]

@@ -14,6 +14,16 @@
 //! manager name the offset in each request (`io::OP_PREAD`, `OP_PWRITE`:
 //! one call per transfer, no seek).
 //!
+//! Small writes wait for company (branch `lat`): a write of at most half
+//! a worker's buffer stays in the queue until the manager is about to
+//! wait (a transfer the cache waits for, a flush, or its next message:
+//! [`Disk::dispatch`], called from `main.rs` too), so the writes of one
+//! level of the cache's write order leave together. When they are all the
+//! cache waits for, the manager sends them itself in one
+//! `block::OP_PWRITEV` ([`Disk::write_here`]: one call, one device
+//! notification, one reply); otherwise one worker takes them together
+//! (`ext2fs::WORK_WRITEV`). Reads and larger writes go at once.
+//!
 //! The manager serves clients and workers on one queue. While the cache
 //! waits for a transfer ([`BlockDevice::complete`]) the requests of
 //! clients that arrive are kept ([`Disk::stash`]) and served after the
@@ -89,7 +99,9 @@ struct Worker {
     pid: Pid,
     /// Its `OP_WORK` call, held while it has nothing to do.
     idle: Option<ReplyHandle>,
-    busy: Option<Transfer>,
+    /// Its transfers: one, or several writes sent together
+    /// (`ext2fs::WORK_WRITEV`), the first's tag naming them all.
+    busy: Vec<Transfer>,
     /// Which handle of the monitor's it takes (`handles[1 + slot]`).
     slot: usize,
     /// The driver it is linked to ([`Disk::generation`] then).
@@ -115,6 +127,8 @@ pub struct Disk {
     /// The driver answers `io::OP_PREAD` and `OP_PWRITE` (until it says
     /// `ENOSYS`).
     has_pread: bool,
+    /// The driver answers `block::OP_PWRITEV` (until it says `ENOSYS`).
+    has_writev: bool,
     /// The monitor: the only sender of `ext2fs::OP_DEVICE`.
     monitor: Pid,
     driver_pid: Pid,
@@ -186,6 +200,7 @@ impl Disk {
             transfers: 0,
             ticks: [0, 0],
             has_pread: true,
+            has_writev: true,
             monitor,
             driver_pid,
             driver_queue,
@@ -220,7 +235,7 @@ impl Disk {
     /// A worker started on handle `handles[1 + slot]`: its first
     /// `OP_WORK` call will make it idle.
     pub fn add_worker(&mut self, pid: Pid, slot: usize) {
-        self.workers.push(Worker { pid, idle: None, busy: None, slot, generation: self.generation });
+        self.workers.push(Worker { pid, idle: None, busy: Vec::new(), slot, generation: self.generation });
     }
 
     pub fn workers(&self) -> usize {
@@ -229,7 +244,7 @@ impl Disk {
 
     /// Workers whose first call has come.
     pub fn ready_workers(&self) -> usize {
-        self.workers.iter().filter(|w| w.idle.is_some() || w.busy.is_some()).count()
+        self.workers.iter().filter(|w| w.idle.is_some() || !w.busy.is_empty()).count()
     }
 
     pub fn is_worker(&self, pid: Pid) -> bool {
@@ -263,7 +278,7 @@ impl Disk {
     fn worker_ended(&mut self, pid: Pid) {
         if let Some(i) = self.workers.iter().position(|w| w.pid == pid) {
             let w = self.workers.swap_remove(i);
-            if let Some(t) = w.busy {
+            for t in w.busy {
                 self.settle(t, Err(EIO), w.generation);
             }
         }
@@ -330,6 +345,7 @@ impl Disk {
         self.worker_handles = handles[1..].to_vec();
         self.generation += 1;
         self.has_pread = true;
+        self.has_writev = true;
         self.down = false;
         let held = self.held.len();
         runtime::println!(
@@ -372,7 +388,20 @@ impl Disk {
         let Some(i) = self.workers.iter().position(|w| w.pid == r.sender) else { return };
         let [_, tag, outcome, _] = r.message;
         let generation = self.workers[i].generation;
-        if let Some(mut t) = self.workers[i].busy.take() {
+        let mut busy = core::mem::take(&mut self.workers[i].busy);
+        if busy.len() > 1 {
+            // Writes sent together: one outcome for all of them.
+            let data_bytes: u64 = busy.iter().map(|t| t.bytes() as u64).sum();
+            let moved = match result(outcome) {
+                _ if busy[0].tag != tag => Err(EIO),
+                Ok(n) if n == data_bytes => Ok(()),
+                Ok(_) => Err(EIO),
+                Err(e) => Err(e),
+            };
+            for t in busy {
+                self.settle(t, moved, generation);
+            }
+        } else if let Some(mut t) = busy.pop() {
             let moved = if t.tag != tag {
                 Err(EIO)
             } else {
@@ -399,11 +428,21 @@ impl Disk {
     }
 
     /// Give waiting transfers to idle workers (none while the device is
-    /// down: they wait for the new driver).
-    fn dispatch(&mut self) {
+    /// down: they wait for the new driver). Small writes that wait next to
+    /// each other go to one worker together ([`Disk::take_batch`]).
+    /// Called when the manager is about to wait (for a transfer, a flush,
+    /// or its next message: `main.rs`), so that the writes the cache
+    /// submitted meanwhile, a level of its write order, are there.
+    pub fn dispatch(&mut self) {
         while !self.waiting.is_empty() && !self.down {
             let Some(i) = self.workers.iter().position(|w| w.idle.is_some()) else { return };
-            let Some(t) = self.waiting.pop_front() else { return };
+            let batch = self.take_batch();
+            if batch.len() > 1 {
+                let handle = self.workers[i].idle.take().expect("idle");
+                self.dispatch_batch(i, handle, batch);
+                continue;
+            }
+            let Some(t) = batch.into_iter().next() else { return };
             let handle = self.workers[i].idle.take().expect("idle");
             let what = match t.direction {
                 Direction::Read => ext2fs::WORK_READ,
@@ -419,12 +458,126 @@ impl Disk {
             match told {
                 Ok(()) => {
                     self.transfers += 1;
-                    self.workers[i].busy = Some(t);
+                    self.workers[i].busy.push(t);
                 }
                 Err(_) => {
                     // The worker is gone (its call cannot be answered):
                     // forget it and try the transfer elsewhere.
                     self.workers.swap_remove(i);
+                    self.waiting.push_front(t);
+                }
+            }
+        }
+    }
+
+    /// The transfers at the front of the queue one worker takes: the first,
+    /// and the writes right behind a write while they are small enough
+    /// to be held ([`is_small_write`]), at most `block::MAX_WRITEV`, and
+    /// fit the worker's buffer with their headers.
+    fn take_batch(&mut self) -> Vec<Transfer> {
+        let mut batch: Vec<Transfer> = self.waiting.pop_front().into_iter().collect();
+        if !batch.first().is_some_and(is_small_write) {
+            return batch;
+        }
+        let mut bytes = block::WRITEV_HEADER_BYTES + batch[0].bytes();
+        while batch.len() < block::MAX_WRITEV
+            && let Some(next) = self.waiting.front()
+            && is_small_write(next)
+            && bytes + block::WRITEV_HEADER_BYTES + next.bytes() <= ext2fs::WORKER_TRANSFER_BYTES
+        {
+            bytes += block::WRITEV_HEADER_BYTES + next.bytes();
+            batch.extend(self.waiting.pop_front());
+        }
+        batch
+    }
+
+    /// Whether the cache's wait is for the small writes held in the queue
+    /// and nothing else (no worker busy, nothing finished, and they fit
+    /// one `block::OP_PWRITEV`): the manager then sends them itself
+    /// ([`Disk::write_here`]).
+    fn can_write_here(&self) -> bool {
+        let held_bytes: usize = self.waiting.iter().map(|t| block::WRITEV_HEADER_BYTES + t.bytes()).sum();
+        self.has_writev
+            && !self.down
+            && self.finished.is_empty()
+            && !self.waiting.is_empty()
+            && self.waiting.len() <= block::MAX_WRITEV
+            && held_bytes <= ext2fs::WORKER_TRANSFER_BYTES
+            && self.waiting.iter().all(is_small_write)
+            && self.workers.iter().all(|w| w.busy.is_empty())
+    }
+
+    /// Send every held write with one `block::OP_PWRITEV` on the manager's
+    /// own handle and wait for it ([`Disk::can_write_here`] said this is
+    /// all the cache waits for, so the manager would only wait anyway):
+    /// the level's writes reach the driver in one call and come back in
+    /// one reply, with no worker's two hops in between (branch `lat`,
+    /// docs/filesystem.md "the time of one level"). Client requests that
+    /// come meanwhile wait in the queue, as during a flush. A driver that
+    /// ends under the call fails it, and the writes are held for the next
+    /// one ([`Disk::settle`]); one that does not know the op (`ENOSYS`)
+    /// gets them through the workers from then on.
+    fn write_here(&mut self) {
+        let batch: Vec<Transfer> = self.waiting.drain(..).collect();
+        let data_bytes: usize = batch.iter().map(|t| t.bytes()).sum();
+        let mut send = Vec::with_capacity(batch.len() * block::WRITEV_HEADER_BYTES + data_bytes);
+        for t in &batch {
+            send.extend_from_slice(&(t.first_sector * SECTOR_BYTES as u64).to_le_bytes());
+            send.extend_from_slice(&(t.bytes() as u64).to_le_bytes());
+        }
+        for t in &batch {
+            t.buffers.iter().for_each(|b| send.extend_from_slice(b));
+        }
+        let words = [block::OP_PWRITEV, self.handle, batch.len() as u64, data_bytes as u64];
+        let outcome = match msg::call(self.driver, &words, &send, &mut []) {
+            Ok((w, _)) => match result(w[0]) {
+                Ok(n) if n == data_bytes as u64 => Ok(()),
+                Ok(_) => Err(EIO),
+                Err(e) => Err(e),
+            },
+            Err(_) => Err(EIO),
+        };
+        if outcome == Err(ENOSYS) {
+            self.has_writev = false;
+            self.waiting.extend(batch);
+            return;
+        }
+        self.transfers += batch.len() as u64;
+        let generation = self.generation;
+        for t in batch {
+            self.settle(t, outcome, generation);
+        }
+    }
+
+    /// Give worker `i` (whose `OP_WORK` call is `handle`) several writes:
+    /// `ext2fs::WORK_WRITEV`, their headers and data in its receive buffer
+    /// as `block::OP_PWRITEV` wants them.
+    fn dispatch_batch(&mut self, i: usize, handle: ReplyHandle, batch: Vec<Transfer>) {
+        let mut headers = Vec::with_capacity(batch.len() * block::WRITEV_HEADER_BYTES);
+        for t in &batch {
+            headers.extend_from_slice(&(t.first_sector * SECTOR_BYTES as u64).to_le_bytes());
+            headers.extend_from_slice(&(t.bytes() as u64).to_le_bytes());
+        }
+        let data_bytes: u64 = batch.iter().map(|t| t.bytes() as u64).sum();
+        let filled = msg::lease_write(handle, 0, &headers, 0).map_err(|_| EIO).and_then(|n| {
+            let mut at = n as u64;
+            for t in &batch {
+                write_lent_at(handle, at, t)?;
+                at += t.bytes() as u64;
+            }
+            Ok(())
+        });
+        let words = [ext2fs::WORK_WRITEV, batch.len() as u64, data_bytes, batch[0].tag];
+        match filled.and_then(|()| msg::reply(handle, &words, &[]).map_err(|_| EIO)) {
+            Ok(()) => {
+                self.transfers += batch.len() as u64;
+                self.workers[i].busy = batch;
+            }
+            Err(_) => {
+                // The worker is gone: forget it, the writes wait again in
+                // their order.
+                self.workers.swap_remove(i);
+                for t in batch.into_iter().rev() {
                     self.waiting.push_front(t);
                 }
             }
@@ -594,9 +747,20 @@ impl Disk {
             self.settle(transfer, outcome, generation);
             return;
         }
+        let is_held = is_small_write(&transfer);
         self.waiting.push_back(transfer);
-        self.dispatch();
+        if !is_held {
+            self.dispatch();
+        }
     }
+}
+
+/// A write small enough to wait in the queue for the writes submitted
+/// after it, to go to the driver with them (`ext2fs::WORK_WRITEV`, one
+/// call and one device notification for a level of the write order):
+/// half a worker's buffer or less. A larger one goes at once.
+fn is_small_write(t: &Transfer) -> bool {
+    t.direction == Direction::Write && t.bytes() <= ext2fs::WORKER_TRANSFER_BYTES / 2
 }
 
 /// Buffers one lease call moves (`abi::lease::MAX_SEGMENTS`).
@@ -623,7 +787,11 @@ fn read_lent(handle: ReplyHandle, t: &mut Transfer) -> Result<(), Errno> {
 /// A write's bytes from the cache's buffers into the worker's lent
 /// receive buffer, as [`read_lent`].
 fn write_lent(handle: ReplyHandle, t: &Transfer) -> Result<(), Errno> {
-    let mut at = 0u64;
+    write_lent_at(handle, 0, t)
+}
+
+/// As [`write_lent`], from byte `at` of the receive buffer.
+fn write_lent_at(handle: ReplyHandle, mut at: u64, t: &Transfer) -> Result<(), Errno> {
     for group in t.buffers.chunks(SEGMENTS) {
         let bufs: Vec<&[u8]> = group.iter().map(|b| &b[..]).collect();
         let want: usize = bufs.iter().map(|b| b.len()).sum();
@@ -655,10 +823,14 @@ impl BlockDevice for Disk {
     }
 
     fn poll(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        self.dispatch();
         self.finished.pop_front()
     }
 
     fn flush(&mut self) -> Result<(), Errno> {
+        // What waits goes first (the cache flushes only once the writes it
+        // must cover are done, so this is for order's sake only).
+        self.dispatch();
         let start = runtime::sys::rdtsc();
         let r = loop {
             if self.down
@@ -689,6 +861,11 @@ impl BlockDevice for Disk {
 
 impl Disk {
     fn complete_untimed(&mut self) -> Option<(Transfer, Result<(), Errno>)> {
+        // The writes held for company go now: the cache waits.
+        if self.can_write_here() {
+            self.write_here();
+        }
+        self.dispatch();
         loop {
             if let Some(done) = self.finished.pop_front() {
                 return Some(done);
@@ -702,7 +879,7 @@ impl Disk {
                 }
                 continue;
             }
-            let busy = self.workers.iter().any(|w| w.busy.is_some());
+            let busy = self.workers.iter().any(|w| !w.busy.is_empty());
             if !busy && self.waiting.is_empty() {
                 return None;
             }
@@ -719,7 +896,7 @@ impl Disk {
                 let t = self
                     .waiting
                     .pop_front()
-                    .or_else(|| self.workers.iter_mut().find_map(|w| w.busy.take()))?;
+                    .or_else(|| self.workers.iter_mut().find_map(|w| w.busy.pop()))?;
                 self.order.remove(&t.tag);
                 return Some((t, Err(EIO)));
             }

@@ -485,6 +485,9 @@ fn serve(service: &mut Service<Disk>, queue: Queue, timer_pid: Option<Pid>, moni
     let mut tx = Page::zeroed();
     let mut answer: Option<(ReplyHandle, [u64; 4], usize)> = None;
     loop {
+        // Writes the last request left waiting to go together (write-behind
+        // submits after `reap`) go before the manager waits (disk.rs).
+        service.fs.device_mut().dispatch();
         let stashed = service.fs.device_mut().stash.pop_front();
         let (r, kept, answered) = match stashed {
             Some(s) => {

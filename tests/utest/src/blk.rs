@@ -254,3 +254,126 @@ pub fn zero_device_reads_zeros() -> TestResult {
     ensure!(buf.iter().all(|&b| b == 0), "/dev/zero gave something else than zeros");
     unix::close(fd).ctx("close")
 }
+
+/// `block::OP_PWRITEV` (branch `lat`: the disk file system sends a level
+/// of its write order in one call, one device notification): sent to the
+/// driver directly on a handle of `/dev/vda`, every write lands where its
+/// header says and the reply counts the data bytes; a call with any bad
+/// part, a count out of range, or headers that do not add up to word 3
+/// is refused whole with `EINVAL` and writes nothing; a closed handle is
+/// `EBADF`.
+pub fn pwritev_writes_every_part_or_none() -> TestResult {
+    use protocols::unix::block::{MAX_WRITEV, OP_PWRITEV};
+    let (fd, size) = open_disk(O_RDWR)?;
+    let info = crate::ramdisk::fd_info(fd)?;
+    let link = runtime::msg::open_link(abi::Pid(info.manager_pid), runtime::msg::Queue(info.manager_queue))
+        .map_err(|e| format!("link to the driver: {}", e.name()))?;
+    let base = SCRATCH_START + 2 * MAX_TRANSFER_BYTES;
+    let region = 16 * KIB;
+    let read_region = |fd: Fd| -> Result<Vec<u8>, alloc::string::String> {
+        unix::lseek(fd, base as i64, SEEK_SET).ctx("lseek")?;
+        let mut got = vec![0u8; region];
+        ensure!(unix::read(fd, &mut got).ctx("read the region")? == region, "short read");
+        Ok(got)
+    };
+    unix::lseek(fd, base as i64, SEEK_SET).ctx("lseek")?;
+    ensure!(unix::write(fd, &vec![0u8; region]).ctx("zero the region")? == region, "short write");
+    // (offset from base, bytes, fill)
+    let call = |parts: &[(u64, usize, u8)], count: u64, data_bytes: u64, handle: u64| {
+        let mut send = Vec::new();
+        for &(at, len, _) in parts {
+            send.extend_from_slice(&(base + at).to_le_bytes());
+            send.extend_from_slice(&(len as u64).to_le_bytes());
+        }
+        for &(_, len, fill) in parts {
+            send.extend(core::iter::repeat_n(fill, len));
+        }
+        let asked = runtime::msg::call(link, &[OP_PWRITEV, handle, count, data_bytes], &send, &mut []);
+        match asked {
+            Ok((w, _)) => protocols::unix::result(w[0]),
+            Err(_) => Err(EIO),
+        }
+    };
+    let good = [(0, 1024, 0xa1), (8 * KIB as u64, 512, 0xb2), (4 * KIB as u64, 2048, 0xc3)];
+    let n = call(&good, 3, 3584, info.handle);
+    ensure!(n == Ok(3584), "a good PWRITEV answered {n:?}, expected the 3584 data bytes");
+    let mut want = vec![0u8; region];
+    for &(at, len, fill) in &good {
+        want[at as usize..at as usize + len].fill(fill);
+    }
+    let got = read_region(fd)?;
+    if let Some(i) = first_difference(&got, &want) {
+        return Err(format!(
+            "byte {i} of the region is {:#x} after PWRITEV, expected {:#x}",
+            got[i], want[i]
+        ));
+    }
+    // Each bad call carries a good first part (0xee over the region's
+    // start), which must not be written either.
+    let first = (0u64, 1024usize, 0xeeu8);
+    let end = size - base; // the device's end, from base
+    // (what, parts, count, data bytes)
+    type Bad = (&'static str, Vec<(u64, usize, u8)>, u64, u64);
+    let bad: [Bad; 7] = [
+        ("a count of 0", vec![first], 0, 1024),
+        (
+            "a count above MAX_WRITEV",
+            vec![first; MAX_WRITEV + 1],
+            MAX_WRITEV as u64 + 1,
+            1024 * (MAX_WRITEV as u64 + 1),
+        ),
+        ("data bytes that are not the parts' sum", vec![first, (2048, 512, 1)], 2, 2048),
+        ("an unaligned part", vec![first, (2048 + 100, 512, 2)], 2, 1536),
+        ("a part of a partial block", vec![first, (2048, 100, 3)], 2, 1124),
+        ("a part of nothing", vec![first, (2048, 0, 4)], 2, 1024),
+        ("a part past the device's end", vec![first, (end - 512, 1024, 5)], 2, 2048),
+    ];
+    for (what, parts, count, data_bytes) in bad {
+        let r = call(&parts, count, data_bytes, info.handle);
+        ensure!(r == Err(EINVAL), "PWRITEV with {what}: {r:?}, expected EINVAL");
+    }
+    let r = call(&[first], 1, 1024, info.handle ^ 0x5a5a_0000);
+    ensure!(r == Err(EBADF), "PWRITEV on a handle that is not open: {r:?}, expected EBADF");
+    let got = read_region(fd)?;
+    if let Some(i) = first_difference(&got, &want) {
+        return Err(format!("a refused PWRITEV wrote byte {i} of the region ({:#x})", got[i]));
+    }
+    let _ = runtime::msg::close_link(link);
+    unix::close(fd).ctx("close")
+}
+
+/// `block::OP_DEVICE_TIMES` counts every device request and interrupt: a
+/// one-block write and an `fsync` (a flush) add at least two completions
+/// and one interrupt, and the device's ticks grow (other clients of the
+/// disk, the mounted file system, may add more meanwhile).
+pub fn device_times_count_each_request() -> TestResult {
+    use protocols::unix::block::OP_DEVICE_TIMES;
+    let (fd, _) = open_disk(O_RDWR)?;
+    let info = crate::ramdisk::fd_info(fd)?;
+    let link = runtime::msg::open_link(abi::Pid(info.manager_pid), runtime::msg::Queue(info.manager_queue))
+        .map_err(|e| format!("link to the driver: {}", e.name()))?;
+    let times = || {
+        runtime::msg::call(link, &[OP_DEVICE_TIMES, 0, 0, 0], &[], &mut [])
+            .map(|(w, _)| w)
+            .map_err(|e| format!("OP_DEVICE_TIMES: {}", e.name()))
+    };
+    let before = times()?;
+    unix::lseek(fd, (SCRATCH_START + 2 * MAX_TRANSFER_BYTES) as i64, SEEK_SET).ctx("lseek")?;
+    ensure!(
+        unix::write(fd, &[0x5au8; BLOCK_BYTES as usize]).ctx("write a block")? == BLOCK_BYTES as usize,
+        "short"
+    );
+    unix::fsync(fd).ctx("fsync")?;
+    let after = times()?;
+    let _ = runtime::msg::close_link(link);
+    ensure!(
+        after[0] >= before[0] + 2,
+        "completions {} -> {}: the write and the flush not both counted",
+        before[0],
+        after[0]
+    );
+    ensure!(after[2] > before[2], "interrupts {} -> {}", before[2], after[2]);
+    ensure!(after[1] > before[1], "device ticks {} -> {} over two requests", before[1], after[1]);
+    ensure!(after[3] >= before[3], "delivery ticks went back: {} -> {}", before[3], after[3]);
+    unix::close(fd).ctx("close")
+}

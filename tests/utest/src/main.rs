@@ -193,6 +193,8 @@ const TESTS: &[Test] = &[
         blk::client_killed_mid_request_leaves_the_driver_working,
     ),
     ("blk::zero_device_reads_zeros", blk::zero_device_reads_zeros),
+    ("blk::pwritev_writes_every_part_or_none", blk::pwritev_writes_every_part_or_none),
+    ("blk::device_times_count_each_request", blk::device_times_count_each_request),
     ("leak::monitor_counts_descriptions", leak::monitor_counts_descriptions),
     ("leak::exited_children_leak_nothing", leak::exited_children_leak_nothing),
     ("leak::killed_children_leak_nothing", leak::killed_children_leak_nothing),

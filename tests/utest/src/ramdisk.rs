@@ -846,7 +846,7 @@ fn with_private_driver(driver: abi::Pid) -> TestResult {
     Ok(())
 }
 
-fn fd_info(fd: Fd) -> Result<FdInfo, String> {
+pub(crate) fn fd_info(fd: Fd) -> Result<FdInfo, String> {
     let (pid, queue) = sys::bootstrap(abi::bootstrap::MONITOR).ok_or("no monitor")?;
     let link = msg::open_link(pid, Queue(queue)).map_err(|e| format!("link to the monitor: {}", e.name()))?;
     let (w, _) = msg::call(link, &[monitor::OP_FD_INFO, fd as u64, 0, 0], &[], &mut [])

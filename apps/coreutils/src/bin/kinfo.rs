@@ -2,7 +2,10 @@
 //! one `name = value` per line (`options = …` first), then one line per
 //! block device in `/dev`: its name, its driver's mode (`virtio`,
 //! `ramdriver`, `pddriver`), requests served and bytes moved
-//! (`block::OP_STATS`, asked of the driver the entry names), then each
+//! (`block::OP_STATS`, asked of the driver the entry names) and, from a
+//! driver that times its device (`block::OP_DEVICE_TIMES`), a second line
+//! with the mean device time per request (notification to interrupt) and
+//! the mean delivery time per interrupt (kernel to driver), then each
 //! disk file system's counters (`/disk:hits = …`: its buffer cache's hits,
 //! misses, read-ahead hits, write-behind transfers, …), then the
 //! run-time limits (`pipe = loan`, `pipe.loan_min = …`).
@@ -99,6 +102,12 @@ fn set_limits(args: runtime::Args) -> i32 {
     0
 }
 
+/// TSC ticks as microseconds (`InfoKey::TscHz`).
+fn ticks_to_us(ticks: u64) -> u64 {
+    let hz = sys::info(abi::InfoKey::TscHz).max(1);
+    (ticks as u128 * 1_000_000 / hz as u128) as u64
+}
+
 /// `block NAME mode=… requests=… read=… written=…` for each block device
 /// entry in `/dev`; a driver that does not answer is left out.
 fn block_devices() -> alloc::vec::Vec<alloc::string::String> {
@@ -114,6 +123,7 @@ fn block_devices() -> alloc::vec::Vec<alloc::string::String> {
         // reply with data does not fit an empty buffer.
         let mut name = [0u8; 64];
         let asked = msg::call(link, &[block::OP_STATS, 0, 0, 0], &[], &mut name);
+        let times = msg::call(link, &[block::OP_DEVICE_TIMES, 0, 0, 0], &[], &mut []);
         let _ = msg::close_link(link);
         let Ok((w, _)) = asked else { continue };
         let kind = match w[3] {
@@ -128,6 +138,19 @@ fn block_devices() -> alloc::vec::Vec<alloc::string::String> {
             w[1],
             w[2]
         ));
+        // A driver that does not time answers ENOSYS (an errno word).
+        if let Ok((t, _)) = times
+            && protocols::unix::result(t[0]).is_ok()
+        {
+            let us = |ticks: u64, n: u64| ticks_to_us(ticks.checked_div(n).unwrap_or(0));
+            lines.push(alloc::format!(
+                "block {path} completions={} device_us={} interrupts={} delivery_us={}",
+                t[0],
+                us(t[1], t[0]),
+                t[2],
+                us(t[3], t[2])
+            ));
+        }
     }
     lines
 }

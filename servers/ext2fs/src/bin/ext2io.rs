@@ -12,7 +12,11 @@
 //! `io::OP_PWRITE` call to the block driver on the worker's own handle,
 //! the offset in the request (a driver that answers those `ENOSYS` gets an
 //! `io::OP_SEEK`, when the handle's offset is not already there, and an
-//! `io::OP_READ` or `io::OP_WRITE`); repeat.
+//! `io::OP_READ` or `io::OP_WRITE`); repeat. `ext2fs::WORK_WRITEV` names
+//! several writes at once (a level of the write order): the receive
+//! buffer already holds what `block::OP_PWRITEV` sends, so it goes to the
+//! driver as it is, in one call (a driver that answers `ENOSYS` gets one
+//! write call each).
 //!
 //! What it is not: a cache or a scheduler. It moves what it is told, in
 //! the order it is told, and keeps nothing between transfers.
@@ -34,7 +38,7 @@ extern crate alloc;
 use abi::Pid;
 use alloc::vec;
 use protocols::unix::errno::{EINVAL, EIO, ENOSYS};
-use protocols::unix::{Errno, encode_result, ext2fs, io, result};
+use protocols::unix::{Errno, block, encode_result, ext2fs, io, result};
 use runtime::msg::{self, Link, Queue};
 use runtime::{Args, println};
 
@@ -60,6 +64,7 @@ fn main(args: Args) -> i32 {
     // `OP_PREAD`).
     let mut position: Option<u64> = None;
     let mut has_pread = true;
+    let mut has_writev = true;
     loop {
         let asked =
             msg::call(to_manager, &[ext2fs::OP_WORK, tag, outcome, 0], &outbound[..out_bytes], &mut inbound);
@@ -78,6 +83,20 @@ fn main(args: Args) -> i32 {
             continue;
         }
         tag = next_tag;
+        if what == ext2fs::WORK_WRITEV {
+            // [WORK_WRITEV, count, data bytes, tag of the first].
+            let (count, data_bytes) = (first_sector, bytes);
+            let mut moved = Err(ENOSYS);
+            if has_writev {
+                moved = writev(to_driver, handle, count, data_bytes, &inbound);
+                has_writev = moved != Err(ENOSYS);
+            }
+            if moved == Err(ENOSYS) {
+                moved = write_each(to_driver, handle, count, &inbound, has_pread, &mut position);
+            }
+            outcome = encode_result(moved.map(|()| data_bytes));
+            continue;
+        }
         let Some(offset) = first_sector.checked_mul(protocols::unix::block::BLOCK_BYTES) else {
             outcome = encode_result(Err(EINVAL));
             continue;
@@ -117,6 +136,54 @@ fn main(args: Args) -> i32 {
         }
         outcome = encode_result(moved.map(|()| bytes));
     }
+}
+
+/// Several writes in one `block::OP_PWRITEV` call: `buffer` holds its
+/// headers and data (`ext2fs::WORK_WRITEV`).
+fn writev(driver: Link, handle: u64, count: u64, data_bytes: u64, buffer: &[u8]) -> Result<(), Errno> {
+    let len = usize::try_from(count)
+        .ok()
+        .filter(|&c| c <= block::MAX_WRITEV)
+        .map(|c| c * block::WRITEV_HEADER_BYTES)
+        .and_then(|h| h.checked_add(usize::try_from(data_bytes).ok()?))
+        .filter(|&n| n <= buffer.len())
+        .ok_or(EINVAL)?;
+    let request = [block::OP_PWRITEV, handle, count, data_bytes];
+    let (w, _) = msg::call(driver, &request, &buffer[..len], &mut []).map_err(|_| EIO)?;
+    // The reply counts data bytes (word 3), not writes (word 2).
+    if result(w[0])? == data_bytes { Ok(()) } else { Err(EIO) }
+}
+
+/// The writes of a `WORK_WRITEV` one call each, for a driver without
+/// `block::OP_PWRITEV` (positional ones, or a seek and a write each).
+fn write_each(
+    driver: Link,
+    handle: u64,
+    count: u64,
+    buffer: &[u8],
+    has_pread: bool,
+    position: &mut Option<u64>,
+) -> Result<(), Errno> {
+    let count = usize::try_from(count).ok().filter(|&c| c <= block::MAX_WRITEV).ok_or(EINVAL)?;
+    let header_bytes = count * block::WRITEV_HEADER_BYTES;
+    let headers = buffer.get(..header_bytes).ok_or(EINVAL)?;
+    let mut at = header_bytes;
+    for h in headers.chunks_exact(block::WRITEV_HEADER_BYTES) {
+        let word = |i: usize| u64::from_le_bytes(h[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let (offset, bytes) = (word(0), word(1));
+        let end = usize::try_from(bytes).ok().and_then(|b| at.checked_add(b)).ok_or(EINVAL)?;
+        let data = buffer.get(at..end).ok_or(EINVAL)?;
+        at = end;
+        if has_pread {
+            driver_call(driver, [io::OP_PWRITE, handle, bytes, offset], data, &mut [])?;
+        } else {
+            seek(driver, handle, offset, position)?;
+            let written = driver_call(driver, [io::OP_WRITE, handle, bytes, offset], data, &mut []);
+            *position = written.map(|()| offset + bytes).ok();
+            written?;
+        }
+    }
+    Ok(())
 }
 
 /// Move the handle's offset to `offset` unless it is there already.

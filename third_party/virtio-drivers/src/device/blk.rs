@@ -415,6 +415,46 @@ impl<H: Hal, T: Transport> VirtIOBlk<H, T> {
         Ok(token)
     }
 
+    /// As [`VirtIOBlk::write_blocks_nb`], but without notifying the device: the caller adds
+    /// several requests and then calls [`VirtIOBlk::notify`] once, as Linux's virtio-blk does
+    /// for a batch (`virtio_commit_rqs`). (Added for Ridgeback: see `third_party/README.md`.)
+    ///
+    /// # Safety
+    ///
+    /// See [VirtIOBlk::read_blocks_nb].
+    pub unsafe fn write_blocks_nb_unnotified(
+        &mut self,
+        block_id: usize,
+        req: &mut BlkReq,
+        buf: &[u8],
+        resp: &mut BlkResp,
+    ) -> Result<u16> {
+        assert_ne!(buf.len(), 0);
+        assert_eq!(buf.len() % SECTOR_SIZE, 0);
+        *req = BlkReq {
+            type_: ReqType::Out,
+            reserved: 0,
+            sector: block_id as u64,
+        };
+        // SAFETY: The caller promises that `req`, `buf` and `resp` are not accessed before the
+        // request is completed.
+        unsafe {
+            self.queue
+                .add(&[req.as_bytes(), buf], &mut [resp.as_mut_bytes()])
+        }
+    }
+
+    /// Notifies the device of the requests added since the last notification, unless it has
+    /// said it does not need one (`VIRTIO_F_EVENT_IDX` or the used ring's no-notify flag).
+    /// Returns whether it notified. (Added for Ridgeback.)
+    pub fn notify(&mut self) -> bool {
+        let needed = self.queue.should_notify();
+        if needed {
+            self.transport.notify(QUEUE);
+        }
+        needed
+    }
+
     /// Completes a write operation which was started by `write_blocks_nb`.
     ///
     /// # Safety
