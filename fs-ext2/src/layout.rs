@@ -13,6 +13,8 @@ pub const SUPERBLOCK_OFFSET: usize = 1024;
 pub const SUPERBLOCK_BYTES: usize = 1024;
 pub const MAGIC: u16 = 0xEF53;
 pub const ROOT_INO: u32 = 2;
+/// The journal's inode (`EXT2_JOURNAL_INO`) as mke2fs makes it.
+pub const JOURNAL_INO: u32 = 8;
 /// Inode numbers below `first_ino` are reserved; revision 0 fixes it.
 pub const GOOD_OLD_FIRST_INO: u32 = 11;
 pub const GOOD_OLD_INODE_SIZE: usize = 128;
@@ -32,8 +34,17 @@ pub const DIRENT_HEADER: usize = 8;
 /// Feature bits this crate understands (ext2_fs.h `EXT2_FEATURE_*`).
 pub mod feature {
     pub const INCOMPAT_FILETYPE: u32 = 0x0002;
+    /// `needs_recovery`: the journal holds committed transactions not yet
+    /// written home (ext3's `EXT3_FEATURE_INCOMPAT_RECOVER`). Mounted
+    /// only after replaying them (`crate::journal`, `fs/journal.rs`).
+    pub const INCOMPAT_RECOVER: u32 = 0x0004;
+    /// The volume is an external journal device: never mounted.
+    pub const INCOMPAT_JOURNAL_DEV: u32 = 0x0008;
     /// Incompatible features we can mount with.
-    pub const INCOMPAT_SUPPORTED: u32 = INCOMPAT_FILETYPE;
+    pub const INCOMPAT_SUPPORTED: u32 = INCOMPAT_FILETYPE | INCOMPAT_RECOVER;
+    /// `has_journal`: inode [`super::JOURNAL_INO`] (or `s_journal_inum`)
+    /// holds a jbd2 journal (ext3).
+    pub const COMPAT_HAS_JOURNAL: u32 = 0x0004;
     pub const RO_COMPAT_SPARSE_SUPER: u32 = 0x0001;
     pub const RO_COMPAT_LARGE_FILE: u32 = 0x0002;
     pub const RO_COMPAT_EXTRA_ISIZE: u32 = 0x0040;
@@ -113,6 +124,10 @@ pub struct Superblock {
     /// The latest of the last mount, last write and last check times
     /// (`s_mtime`, `s_wtime`, `s_lastcheck`): seconds since 1970.
     pub latest_time_s: u32,
+    /// `s_journal_inum` (0 without `has_journal`).
+    pub journal_inum: u32,
+    /// `s_journal_dev`: nonzero for an external journal.
+    pub journal_dev: u32,
 }
 
 /// Superblock field offsets that the file system updates in place.
@@ -122,6 +137,11 @@ pub mod sb {
     /// `s_state`, 16 bits: [`super::state`].
     pub const STATE: usize = 58;
     pub const FEATURE_RO_COMPAT: usize = 100;
+    pub const FEATURE_INCOMPAT: usize = 96;
+    /// `s_journal_inum`: the journal's inode (8 as mke2fs makes it).
+    pub const JOURNAL_INUM: usize = 0xE0;
+    /// `s_journal_dev`: an external journal's device number (0: none).
+    pub const JOURNAL_DEV: usize = 0xE4;
 }
 
 /// Bits of `s_state` (ext2's `EXT2_VALID_FS`, `EXT2_ERROR_FS`).
@@ -157,6 +177,8 @@ impl Superblock {
             reserved_gdt_blocks: if is_dynamic { le16(b, 206) } else { 0 },
             want_extra_isize: if is_dynamic { le16(b, 350) } else { 0 },
             latest_time_s: le32(b, 44).max(le32(b, 48)).max(le32(b, 64)),
+            journal_inum: if is_dynamic { le32(b, sb::JOURNAL_INUM) } else { 0 },
+            journal_dev: if is_dynamic { le32(b, sb::JOURNAL_DEV) } else { 0 },
         }
     }
 

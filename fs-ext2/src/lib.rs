@@ -16,6 +16,8 @@
 //! - [`cache`]: the buffer cache (nbuf buffers, LRU, busy while in flight,
 //!   read-ahead, write-behind, write order);
 //! - [`layout`]: the on-disk structures as bytes;
+//! - [`journal`]: the jbd2 journal's format and recovery scan (pure
+//!   logic: `fs` reads inode 8 and writes the replay home);
 //! - [`fs`]: mounting with every check, allocation, block maps,
 //!   directories and the operations ([`Fs`]);
 //! - [`readwin`]: read windows' shared pages, slots and change
@@ -43,6 +45,7 @@ extern crate std;
 pub mod cache;
 pub mod device;
 pub mod fs;
+pub mod journal;
 pub mod layout;
 pub mod readwin;
 pub mod service;

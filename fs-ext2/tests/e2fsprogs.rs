@@ -196,7 +196,7 @@ fn reads_images_made_by_mke2fs_byte_for_byte() {
         for nbuf in [1, 3, 64] {
             let mut fs = Fs::mount(
                 MemDisk::new(image.clone()),
-                MountOptions { nbuf, read_only: true, sync_metadata: false },
+                MountOptions { nbuf, read_only: true, sync_metadata: false, journal: true },
             )
             .map_err(|(e, _)| e)
             .unwrap();
@@ -237,7 +237,7 @@ fn small_sequential_reads_get_read_ahead_in_long_transfers() {
     let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 253) as u8).collect();
     std::fs::write(src.join("big"), &data).unwrap();
     let image = mkfs(&scratch, 8192, 1024, Some(&src));
-    let opts = MountOptions { nbuf: 256, read_only: true, sync_metadata: false };
+    let opts = MountOptions { nbuf: 256, read_only: true, sync_metadata: false, journal: true };
     let mut fs = Fs::mount(MemDisk::new(image), opts).map_err(|(e, _)| e).unwrap();
     let ino = fs.resolve(b"/big").unwrap();
     let before = fs.cache_stats();
@@ -1265,4 +1265,116 @@ fn an_unclean_volume_gets_its_counts_recounted_and_a_clean_unmount_or_final_sync
     let image = fs.unmount().unwrap().bytes().to_vec();
     assert_eq!(le16(&image, sb + 58) & 1, 1);
     assert_clean(&scratch, &image, "a mount and an unmount");
+}
+
+// ---- the journal (branch `jbd`) -------------------------------------------
+
+/// `mke2fs -t ext3` (a jbd2 journal in inode 8) of `size_kib`, 1 KiB blocks.
+fn mkfs_ext3(scratch: &Scratch, size_kib: u64) -> Vec<u8> {
+    let (mke2fs, _, _) = e2fsprogs().unwrap();
+    let img = scratch.path("mkfs3.img");
+    let _ = std::fs::remove_file(&img);
+    let out = Command::new(mke2fs)
+        .args(["-q", "-F", "-t", "ext3", "-b", "1024"])
+        .arg(&img)
+        .arg(format!("{size_kib}k"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "mke2fs failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read(&img).unwrap()
+}
+
+/// A cut image as the next boot sees it: mounted read-write (which
+/// replays a journal marked `needs_recovery`) and unmounted.
+fn replayed(image: Vec<u8>) -> Vec<u8> {
+    match Fs::mount(MemDisk::new(image), MountOptions::default()) {
+        Ok(fs) => fs.unmount().unwrap().into_bytes(),
+        Err((e, _)) => panic!("mount of a cut image refused: {e}"),
+    }
+}
+
+/// The volatile power-cut workload on an ext3 volume, with the journal
+/// on (`fsync` and `sync` commit through the log) and off (the ordered
+/// writes, the journal unused). At each cut point and every `fsync`, two
+/// seeds each: this crate's replay, then `e2fsck -fn` may report only
+/// what the prefix test allows; at each `fsync` point every file
+/// `fsync`'d reads back after our replay and after `e2fsck -fy`'s replay
+/// of the same cut image.
+#[test]
+fn a_power_cut_on_a_journalled_volume_loses_no_file() {
+    let Some((_, e2fsck_path, _)) = e2fsprogs() else { return };
+    let scratch = Scratch::new("journal");
+    let original = mkfs_ext3(&scratch, 16384);
+    let mut checked = 0;
+    let mut replays = 0;
+    for journal in [true, false] {
+        for (nbuf, order) in
+            [(8, CompletionOrder::Lifo), (1, CompletionOrder::Fifo), (512, CompletionOrder::Lifo)]
+        {
+            let disk = MemDisk::new(original.clone()).with_order(order).with_volatile_cache().recording();
+            let mut fs = Fs::mount(disk, MountOptions { nbuf, journal, ..MountOptions::default() })
+                .map_err(|(e, _)| e)
+                .unwrap();
+            assert_eq!(fs.journal_state().starts_with("on"), journal, "{}", fs.journal_state());
+            let mut model = Model::new();
+            let mut durable: Vec<(usize, Model)> = Vec::new();
+            workload(&mut fs, &mut model, |fs, m| {
+                durable.push((fs.device().log.as_ref().unwrap().len(), m.clone()));
+            });
+            let disk = fs.unmount().unwrap();
+            let log = disk.log.clone().unwrap();
+            assert_clean(&scratch, disk.bytes(), "the whole journalled workload");
+            let step = (log.len() / 25).max(1);
+            for cut in 1..=log.len() {
+                let is_durable_point = durable.iter().any(|(n, _)| *n == cut);
+                if !cut.is_multiple_of(step) && !is_durable_point && cut != log.len() {
+                    continue;
+                }
+                for seed in 0..2u64 {
+                    let seed = seed + 1000 * cut as u64 + nbuf as u64;
+                    let image =
+                        fs_ext2::device::power_cut_image(&original, &log, &disk.flush_marks, cut, coin(seed));
+                    let needs_recovery =
+                        u32::from_le_bytes(image[1024 + 96..1024 + 100].try_into().unwrap()) & 4;
+                    replays += (needs_recovery != 0) as usize;
+                    let ours = replayed(image.clone());
+                    checked += 1;
+                    let (status, text) = e2fsck(&scratch, &ours);
+                    let bad = harmful_lines(&text);
+                    assert!(
+                        bad.is_empty(),
+                        "journal {journal}: power cut after write {cut} of {} (nbuf {nbuf}, seed {seed}), \
+                         after our replay: {bad:?}\n{text}",
+                        log.len()
+                    );
+                    assert!(status <= 4, "e2fsck status {status}:\n{text}");
+                    let Some((_, m)) = durable.iter().find(|(n, _)| *n == cut) else { continue };
+                    let mut fs =
+                        Fs::mount(MemDisk::new(ours), MountOptions { read_only: true, ..Default::default() })
+                            .map_err(|(e, _)| e)
+                            .unwrap();
+                    check_model(&mut fs, m);
+                    // e2fsck's replay of the same cut keeps them too.
+                    let copy = scratch.path("fy.img");
+                    std::fs::write(&copy, &image).unwrap();
+                    let out = Command::new(&e2fsck_path).arg("-fy").arg(&copy).output().unwrap();
+                    assert!(
+                        out.status.code().unwrap_or(8) < 4,
+                        "e2fsck -fy: {}",
+                        String::from_utf8_lossy(&out.stdout)
+                    );
+                    let theirs = std::fs::read(&copy).unwrap();
+                    let mut fs = Fs::mount(
+                        MemDisk::new(theirs),
+                        MountOptions { read_only: true, ..Default::default() },
+                    )
+                    .map_err(|(e, _)| e)
+                    .unwrap();
+                    check_model(&mut fs, m);
+                }
+            }
+        }
+    }
+    assert!(checked >= 100, "{checked} cuts");
+    assert!(replays >= 10, "only {replays} cut images needed a replay");
 }

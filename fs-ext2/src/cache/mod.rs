@@ -56,6 +56,7 @@
 //!   is on the disk (clean, or not cached, and not in flight).
 
 mod index;
+mod log;
 mod order;
 
 use crate::device::{BlockDevice, Direction, SECTOR_BYTES, Transfer};
@@ -65,6 +66,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 use index::{BlockIndex, LruList};
 use order::{Added, Order};
+
+pub use log::{JournalArea, LogStats};
 use protocols::unix::Errno;
 use protocols::unix::errno::{EINVAL, EIO};
 
@@ -267,6 +270,9 @@ pub struct Cache<D: BlockDevice> {
     /// flush. A block ordered after one of them ([`Cache::order`]) needs a
     /// flush before its write, though there is no edge left to record.
     unflushed: BTreeSet<u64>,
+    /// The journal, when `fsync` commits through one (`log.rs`).
+    log: Option<log::Log>,
+    log_stats: LogStats,
 }
 
 impl<D: BlockDevice> Cache<D> {
@@ -328,6 +334,8 @@ impl<D: BlockDevice> Cache<D> {
             is_volatile,
             unflushed: BTreeSet::new(),
             needs_barrier: BTreeSet::new(),
+            log: None,
+            log_stats: LogStats::default(),
         })
     }
 
@@ -679,6 +687,9 @@ impl<D: BlockDevice> Cache<D> {
     /// A transfer came back from the device: its buffers are the cache's
     /// again, in the state its outcome says.
     fn finished(&mut self, transfer: Transfer, result: Result<(), Errno>) -> Result<(), Errno> {
+        if self.log.is_some() && transfer.tag >= 1 << 63 {
+            return self.log_finished(transfer, result);
+        }
         let indices = self.in_flight.remove(&transfer.tag).ok_or(EIO)?;
         self.finished_transfers += 1;
         if indices.len() != transfer.buffers.len() {
@@ -965,10 +976,20 @@ impl<D: BlockDevice> Cache<D> {
             }
             self.barrier()?;
         }
+        if self.log_conflicts(block) {
+            // Its home write would be undone by a replay of the log's
+            // older copy (`log.rs`): its present contents are logged
+            // first (its waits are durable by now).
+            self.log_before_home(block)?;
+            if self.bufs[i].state != State::Dirty || self.map.get(&block) != Some(&i) {
+                return Ok(true);
+            }
+        }
         let mut start = block;
         while start > 0
             && ((block - start + 1) as usize) < max_blocks
             && self.is_dirty_ready(start - 1).is_some()
+            && !self.log_conflicts(start - 1)
         {
             start -= 1;
         }
@@ -976,10 +997,15 @@ impl<D: BlockDevice> Cache<D> {
         let mut at = start;
         while indices.len() < max_blocks {
             match self.is_dirty_ready(at) {
-                Some(j) => indices.push(j),
-                None => break,
+                Some(j) if at == block || !self.log_conflicts(at) => indices.push(j),
+                _ => break,
             }
             at += 1;
+        }
+        if self.log.is_some() {
+            for b in start..start + indices.len() as u64 {
+                self.log_note_home(b);
+            }
         }
         if indices.is_empty() {
             return Ok(false);

@@ -38,10 +38,12 @@
 mod alloc;
 mod bmap;
 mod dir;
+mod journal;
 mod ops;
 mod state;
 
 pub use dir::DirEntry;
+pub use journal::ReplayReport;
 pub use ops::{Attr, FsStats, WRITE_SEGMENTS};
 
 use crate::cache::{Cache, CacheStats};
@@ -80,11 +82,18 @@ pub struct MountOptions {
     /// data spaces to disk at the end of each transaction"). Without it
     /// metadata is written in order but later (write-behind, `sync`).
     pub sync_metadata: bool,
+    /// Commit `fsync` and `sync` through the volume's journal when it has
+    /// one (`has_journal`, ext3): one log write and one flush instead of a
+    /// flush per level of the write order (the boot option
+    /// `ext2.journal=on|off`; `crate::cache::Cache::commit`). Without a
+    /// journal it changes nothing; a volume needing recovery is replayed
+    /// either way.
+    pub journal: bool,
 }
 
 impl Default for MountOptions {
     fn default() -> Self {
-        MountOptions { nbuf: 64, read_only: false, sync_metadata: false }
+        MountOptions { nbuf: 64, read_only: false, sync_metadata: false, journal: true }
     }
 }
 
@@ -186,6 +195,20 @@ pub struct Fs<D: BlockDevice> {
     /// The volume was mounted read-write while marked not clean (a power
     /// cut, a killed manager): its free counts were recounted at mount.
     mounted_unclean: bool,
+    /// What the journal replay at this mount did, if the volume was
+    /// marked `needs_recovery` (`journal.rs`).
+    replayed: Option<ReplayReport>,
+    /// Whether `fsync` commits through the journal (`journal.rs`).
+    journal_state: String,
+}
+
+/// What one pass of [`Fs::mount`] did.
+enum Mounted<D: BlockDevice> {
+    /// Boxed: one `Fs` on the heap rather than a second one's room in
+    /// every frame the result passes through.
+    Done(::alloc::boxed::Box<Fs<D>>),
+    /// The journal was replayed: mount the device again.
+    Replayed(D, ReplayReport),
 }
 
 /// Most checked parents kept (`Fs::parents`): a lookup walking a path
@@ -219,7 +242,34 @@ fn read_raw<D: BlockDevice>(dev: &mut D, offset: usize, bytes: usize) -> Result<
 impl<D: BlockDevice> Fs<D> {
     /// Checks the superblock and every group descriptor and mounts; a
     /// refusal gives the device back untouched.
-    pub fn mount(mut dev: D, opts: MountOptions) -> Result<Self, (MountError, D)> {
+    pub fn mount(dev: D, opts: MountOptions) -> Result<Self, (MountError, D)> {
+        // A loop, not a recursion: the second mount's `Fs` must not sit
+        // on the stack beside the first's (a server's stack is
+        // `abi::layout::USER_STACK_BYTES`; the recursion overflowed it).
+        let (mut dev, mut replayed, mut may_replay) = (dev, None, true);
+        loop {
+            match Self::mount_replaying(dev, opts, may_replay)? {
+                Mounted::Done(mut fs) => {
+                    fs.replayed = replayed;
+                    return Ok(*fs);
+                }
+                Mounted::Replayed(again, report) => {
+                    (dev, replayed, may_replay) = (again, Some(report), false);
+                }
+            }
+        }
+    }
+
+    /// One pass of [`Fs::mount`]; a volume marked `needs_recovery` has its
+    /// journal replayed (`journal.rs`) and its device given back, to be
+    /// mounted afresh from what that wrote (the superblock, the group
+    /// descriptors and the root may be among the replayed blocks), once:
+    /// `may_replay` is false the second time.
+    fn mount_replaying(
+        mut dev: D,
+        opts: MountOptions,
+        may_replay: bool,
+    ) -> Result<Mounted<D>, (MountError, D)> {
         let sb = match Self::check_superblock(&mut dev) {
             Ok(sb) => sb,
             Err(e) => return Err((e, dev)),
@@ -263,6 +313,8 @@ impl<D: BlockDevice> Fs<D> {
             walked: (Vec::new(), 0),
             last_damage: None,
             mounted_unclean: false,
+            replayed: None,
+            journal_state: String::from("off"),
             groups: Vec::new(),
             sb,
         };
@@ -272,8 +324,45 @@ impl<D: BlockDevice> Fs<D> {
         for b in 0..fs.gdt_blocks {
             fs.cache.pin(fs.sb.first_data_block as u64 + 1 + b);
         }
-        if let Err(e) = fs.check_groups().and_then(|()| fs.check_root()) {
+        if let Err(e) = fs.check_groups() {
             // The cache has written nothing: mounting only reads.
+            return Err((e, fs.cache.into_device_unwritten()));
+        }
+        let is_flagged = fs.sb.feature_incompat & feature::INCOMPAT_RECOVER != 0;
+        // A log holding transactions on a volume not flagged: a power cut
+        // kept the journal superblock's `s_start` and lost the
+        // superblock's flag, both written before the commit's flush (or
+        // Linux left it so). Its committed transactions are replayed all
+        // the same, as `e2fsck -y` does ("Superblock needs_recovery flag
+        // is clear, but journal has data. Run journal anyway? yes"): a
+        // transaction whose commit block is whole and whose checksum holds
+        // was written with everything it depends on durable. A journal
+        // that cannot be read is only a reason not to use it then.
+        let is_log_in_use = !is_flagged
+            && !fs.read_only
+            && fs.has_journal()
+            && fs.load_journal().is_ok_and(|map| map.sb.start != 0);
+        if is_flagged || is_log_in_use {
+            let why = if fs.read_only {
+                Some(refuse(EROFS, String::from("the journal needs recovery: mount read-write to replay it")))
+            } else if !may_replay {
+                Some(refuse(EIO, String::from("the journal still needs recovery after its replay")))
+            } else {
+                None
+            };
+            if let Some(e) = why {
+                return Err((e, fs.cache.into_device_unwritten()));
+            }
+            let report = match fs.replay_journal() {
+                Ok(r) => r,
+                // Nothing written when the journal could not be read; a
+                // write error leaves the flag set (the next mount replays).
+                Err(e) => return Err((e, fs.cache.into_device_unwritten())),
+            };
+            // The replay wrote and flushed everything it changed.
+            return Ok(Mounted::Replayed(fs.cache.into_device_unwritten(), report));
+        }
+        if let Err(e) = fs.check_root() {
             return Err((e, fs.cache.into_device_unwritten()));
         }
         if !fs.read_only
@@ -284,7 +373,10 @@ impl<D: BlockDevice> Fs<D> {
                 fs.cache.into_device_unwritten(),
             ));
         }
-        Ok(fs)
+        if !fs.read_only && opts.journal && fs.has_journal() {
+            fs.start_journal();
+        }
+        Ok(Mounted::Done(::alloc::boxed::Box::new(fs)))
     }
 
     fn check_superblock(dev: &mut D) -> Result<Superblock, MountError> {
@@ -308,7 +400,14 @@ impl<D: BlockDevice> Fs<D> {
         let bs = sb.block_bytes() as u64;
         let unsupported = sb.feature_incompat & !feature::INCOMPAT_SUPPORTED;
         if unsupported != 0 {
-            return bad(format!("incompatible features {unsupported:#x} (this knows filetype only)"));
+            return bad(format!(
+                "incompatible features {unsupported:#x} (this knows filetype and needs_recovery only)"
+            ));
+        }
+        if sb.feature_incompat & feature::INCOMPAT_RECOVER != 0
+            && sb.feature_compat & feature::COMPAT_HAS_JOURNAL == 0
+        {
+            return bad(String::from("needs_recovery set on a volume without a journal"));
         }
         let isize = sb.inode_size as u64;
         if isize < layout::GOOD_OLD_INODE_SIZE as u64 || !isize.is_power_of_two() || isize > bs {
@@ -454,6 +553,11 @@ impl<D: BlockDevice> Fs<D> {
         if !self.read_only {
             self.mark_clean()?;
         }
+        // The log emptied (its copies home, `needs_recovery` cleared), then
+        // everything home in order: `e2fsck -fn` finds a clean volume.
+        // In this order a block changed since it was logged needs no
+        // transaction of its own on its way home.
+        self.cache.checkpoint()?;
         self.cache.into_device()
     }
 
@@ -481,6 +585,12 @@ impl<D: BlockDevice> Fs<D> {
         self.read_only
     }
 
+    /// The journal's counts (commits, logged blocks, checkpoints): zeros
+    /// while it is not used.
+    pub fn log_stats(&self) -> crate::cache::LogStats {
+        self.cache.log_stats()
+    }
+
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
     }
@@ -494,6 +604,12 @@ impl<D: BlockDevice> Fs<D> {
         self.cache.device_mut()
     }
 
+    /// What the journal replay at this mount did: `None` when the volume
+    /// was not marked `needs_recovery`.
+    pub fn journal_replayed(&self) -> Option<&ReplayReport> {
+        self.replayed.as_ref()
+    }
+
     /// What the last `EIO` for damage found (for a server's log).
     pub fn last_damage(&self) -> Option<&str> {
         self.last_damage.as_deref()
@@ -502,7 +618,13 @@ impl<D: BlockDevice> Fs<D> {
     /// Everything to the disk and a device flush (`sync`).
     pub fn sync(&mut self) -> Result<(), Errno> {
         self.flush_inodes()?;
-        self.cache.sync()?;
+        if self.cache.has_log() {
+            // One transaction of everything dirty (`Cache::commit`).
+            let dirty = self.cache.dirty_list();
+            self.cache.commit(&dirty, self.now_s)?;
+        } else {
+            self.cache.sync()?;
+        }
         self.new_entries = Some(BTreeMap::new());
         Ok(())
     }
@@ -632,8 +754,9 @@ impl<D: BlockDevice> Fs<D> {
                 todo.push(dir);
             }
         }
-        self.cache.write_blocks(&blocks)?;
-        self.cache.flush()?;
+        // Without a journal: the blocks in order, then a flush; with one:
+        // the fresh ones home, the rest in one transaction (`Cache::commit`).
+        self.cache.commit(&blocks, self.now_s)?;
         if let Some(map) = &mut self.new_entries {
             map.remove(&ino);
         }

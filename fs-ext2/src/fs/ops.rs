@@ -597,7 +597,13 @@ impl<D: BlockDevice> Fs<D> {
         self.write_inode(ino, &inode)?;
         let (iblock, _) = self.inode_location(ino)?;
         let file_type = ftype::dirent_type(inode.mode()).unwrap_or(0);
-        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, &[iblock]) {
+        // The inode's bit too, as for `create`'s entry: a file created
+        // just now has its bit and its inode in one level, not the bit
+        // before the inode, so a new name waiting only for the inode could
+        // reach the disk before the bit (found by the journal's power-cut
+        // test: `Inode bitmap differences: +2051` for a hard link).
+        let bitmap = self.inode_bitmap_of(ino);
+        if let Err(e) = self.add_entry(dir, &mut d, name, ino, file_type, &[iblock, bitmap]) {
             inode.set_links(inode.links() - 1);
             self.write_inode(ino, &inode)?;
             return Err(e);
@@ -696,13 +702,16 @@ impl<D: BlockDevice> Fs<D> {
         self.write_inode(src.ino, &src_inode)?;
         // 2. The new entry.
         let new_block = match victim {
+            // The moved inode's bit before its new entry too (as `link`).
             Some(v) => {
                 self.cache.order(src_block, v.block)?;
+                self.cache.order(self.inode_bitmap_of(src.ino), v.block)?;
                 self.set_entry(&v, src.ino, file_type)?;
                 v.block
             }
             None => {
-                let block = self.add_entry(to_dir, &mut to_d, to_name, src.ino, file_type, &[src_block])?;
+                let firsts = [src_block, self.inode_bitmap_of(src.ino)];
+                let block = self.add_entry(to_dir, &mut to_d, to_name, src.ino, file_type, &firsts)?;
                 self.write_inode(to_dir, &to_d)?;
                 block
             }

@@ -73,6 +73,10 @@ impl<D: BlockDevice> Fs<D> {
         if self.read_only {
             return Ok(());
         }
+        // The log emptied, then everything home (`Fs::unmount`'s order):
+        // the power goes with a clean journal.
+        self.cache.checkpoint()?;
+        self.cache.sync()?;
         self.mark_clean()?;
         self.cache.write_block_now(self.sb_block)?;
         self.cache.flush()

@@ -35,3 +35,22 @@ pub fn fresh_image(tag: &str, kib: u64) -> Option<Vec<u8>> {
     let _ = std::fs::remove_file(&img);
     Some(bytes)
 }
+
+/// [`fresh_image`] as `mke2fs -t ext3`: the same with a jbd2 journal in
+/// inode 8 (`has_journal`), for the journal's tests.
+#[allow(dead_code)] // Not every test crate that includes this module uses it.
+pub fn fresh_ext3_image(tag: &str, kib: u64) -> Option<Vec<u8>> {
+    let mke2fs = tool("mke2fs")?;
+    let img = std::env::temp_dir().join(format!("fs-ext2-{tag}-{}.img", std::process::id()));
+    let _ = std::fs::remove_file(&img);
+    let out = Command::new(mke2fs)
+        .args(["-q", "-F", "-t", "ext3", "-b", "1024"])
+        .arg(&img)
+        .arg(format!("{kib}k"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&img).unwrap();
+    let _ = std::fs::remove_file(&img);
+    Some(bytes)
+}

@@ -166,6 +166,14 @@ fn main(args: Args) -> i32 {
             return 1;
         }
     };
+    let opts = match journal_option() {
+        Ok(journal) => MountOptions { journal, ..opts },
+        Err(why) => {
+            println!("ext2fs: {}: {why}", a.target);
+            tell_monitor(a.monitor, Err(EINVAL));
+            return 1;
+        }
+    };
     let fs = match Fs::mount(disk, opts) {
         Ok(fs) => fs,
         Err((e, _)) => {
@@ -193,6 +201,15 @@ fn main(args: Args) -> i32 {
         stats.map_or(0, |s| s.free_blocks),
         stats.map_or(0, |s| s.blocks),
     );
+    if let Some(r) = service.fs.journal_replayed() {
+        println!(
+            "ext2fs: {}: journal replayed: {} transactions, {} blocks written home ({} revoked; {})",
+            a.target, r.transactions, r.blocks, r.revoked, r.end
+        );
+    }
+    if service.fs.has_journal() {
+        println!("ext2fs: {}: journal {}", a.target, service.fs.journal_state());
+    }
     // A read-only volume never holds dirty blocks: no clock.
     let clock = if service.fs.is_read_only() { None } else { start_timer() };
     tell_monitor(a.monitor, Ok(()));
@@ -290,7 +307,7 @@ fn writeback_delay_ns(fs: &mut fs_ext2::Fs<Disk>, now_ms: u64) -> Option<u64> {
 /// The mount's options, then the kernel command line's `nbuf=`, then the
 /// default sized from memory for the volume's block size.
 fn mount_options(options: &str, disk: &mut Disk) -> Result<MountOptions, String> {
-    let mut opts = MountOptions { nbuf: 0, read_only: false, sync_metadata: false };
+    let mut opts = MountOptions { nbuf: 0, read_only: false, sync_metadata: false, journal: true };
     for word in options.split(',').filter(|w| !w.is_empty()) {
         match word.split_once('=') {
             None if word == "ro" => opts.read_only = true,
@@ -341,6 +358,22 @@ fn read_window_option() -> Result<bool, String> {
         None | Some("on") => Ok(true),
         Some("off") => Ok(false),
         Some(v) => Err(alloc::format!("bad boot option {}={v} (on or off)", read_window::BOOT_OPTION)),
+    }
+}
+
+/// The boot option `ext2.journal=on|off` (default on): on, a volume with
+/// a journal (`has_journal`, ext3) has `fsync` and `sync` committed
+/// through it (`fs_ext2::cache::Cache::commit`); off, the ordered writes
+/// as on ext2. A volume that needs recovery is replayed either way.
+/// Anything else refuses the mount with the reason.
+fn journal_option() -> Result<bool, String> {
+    let mut line = vec![0u8; 1024];
+    let Ok(len) = sys::kernel_options(&mut line) else { return Ok(true) };
+    let text = core::str::from_utf8(&line[..len.min(line.len())]).unwrap_or("");
+    match protocols::options::lookup(text, "ext2.journal") {
+        None | Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(v) => Err(alloc::format!("bad boot option ext2.journal={v} (on or off)")),
     }
 }
 
