@@ -56,7 +56,7 @@ use crate::arch::regs::{CallArgs, Received, ReplyWaitArgs};
 use crate::message::{Data, Head, Message, Payload, reported};
 use crate::process::{Blocked, State};
 use crate::state::Kernel;
-use crate::usermem::{self, ListSide, Segments, UserSlice};
+use crate::usermem::{self, Blame, ListSide, Segments, UserSlice};
 use abi::layout::PAGE_SIZE;
 use abi::lease::{self, MAX_LEASE_BYTES};
 use abi::msg::{Kind, MAX_DATA_BYTES, NO_RECEIVE, NO_REPLY};
@@ -152,17 +152,20 @@ impl Kernel {
                     return Ok(());
                 }
                 Payload::User { from, addr, len } if len <= buf_len => {
-                    // A bad source buffer is the sender's error.
-                    let src = UserSlice::new(addr, len)?;
-                    src.check(self.proc(from).space.as_ref().ok_or(Error::DeadPeer)?, false)?;
-                    if self.copy_between_processes(from, addr, to, buf, len).is_ok() {
-                        self.add(Counter::BytesCopied, len);
-                        self.finish_receive(to, words, (sender, via), kind, len, local)?;
-                        self.count(Counter::DirectHandoffs);
-                        return Ok(());
+                    // The copy checks both buffers once, source first
+                    // (`usermem::copy_between_blaming`): a bad source
+                    // buffer is the sender's error; a bad receive buffer
+                    // the receiver learns of below.
+                    match self.copy_between_processes_blaming(from, addr, to, buf, len) {
+                        Ok(()) => {
+                            self.add(Counter::BytesCopied, len);
+                            self.finish_receive(to, words, (sender, via), kind, len, local)?;
+                            self.count(Counter::DirectHandoffs);
+                            return Ok(());
+                        }
+                        Err((e, Blame::Source)) => return Err(e),
+                        Err((_, Blame::Destination)) => Payload::User { from, addr, len },
                     }
-                    // The receiver's buffer is bad: it learns so below.
-                    Payload::User { from, addr, len }
                 }
                 other => other,
             };
@@ -508,14 +511,18 @@ impl Kernel {
         }
         let (r, queue) = self.target(slot, link)?;
         let me = self.pid_of(slot);
-        let space = self.space_mut(slot);
-        UserSlice::new(addr, len)?.check(space, false)?;
         let payload = if len == PAGE_SIZE && addr.is_multiple_of(PAGE_SIZE) {
             // One whole aligned page: lend it copy-on-write (Ridge: +20 %
             // file system throughput from copying the page-table entry).
+            let space = self.space_mut(slot);
+            UserSlice::new(addr, len)?.check(space, false)?;
             let frame = space.loan_page(addr).ok_or(Error::BadAddress)?;
             Payload::Frame(Data { frame, len: len as u16, is_loan: true })
         } else {
+            // Checked where it is read, as a call's data is: by the
+            // direct handoff's copy (a bad range is the sender's error,
+            // `Blame::Source`) or by `materialize`'s reads, each before
+            // anything changes; a check here would be a third walk.
             Payload::User { from: slot, addr, len }
         };
         self.deliver(r, queue, Head { words, sender: me, kind: Kind::Data }, payload, false)
@@ -934,6 +941,22 @@ impl Kernel {
         self.add(Counter::BytesCopied, copied);
         self.add(Counter::PagesLoaned, lent_pages);
         Ok(len)
+    }
+
+    /// [`Kernel::copy_between_processes`], telling whose memory refused
+    /// the copy (a process without an address space: `DeadPeer`, its side).
+    fn copy_between_processes_blaming(
+        &mut self,
+        from: usize,
+        src: u64,
+        to: usize,
+        dst: u64,
+        len: u64,
+    ) -> Result<(), (Error, Blame)> {
+        let (from, to) = self.two_procs_mut(from, to);
+        let src_space = from.space.as_ref().ok_or((Error::DeadPeer, Blame::Source))?;
+        let dst_space = to.space.as_mut().ok_or((Error::DeadPeer, Blame::Destination))?;
+        usermem::copy_between_blaming(src_space, src, dst_space, dst, len)
     }
 
     /// Copy `len` bytes from one process's memory to another's.

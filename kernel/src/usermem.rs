@@ -169,8 +169,43 @@ pub fn copy_between(
     dst: u64,
     len: u64,
 ) -> Result<(), Error> {
+    copy_between_blaming(src_space, src, dst_space, dst, len).map_err(|(e, _)| e)
+}
+
+/// Whose memory refused a copy: the side an error belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blame {
+    /// The range read from (its numbers or its pages).
+    Source,
+    /// The range written to, or the frames its copy-on-write pages needed.
+    Destination,
+}
+
+/// [`copy_between`], telling which side an error belongs to, so that a
+/// caller who must answer the two sides differently (the direct handoff
+/// of `Kernel::deliver`: a bad source buffer is the sender's error, a bad
+/// receive buffer the receiver's) needs no check of its own before the
+/// copy's. The same checks in the same order as [`copy_segments`] with
+/// one segment: the source range, then the destination range, each page
+/// looked at once; then the destination's copy-on-write pages made
+/// private (only when one was seen); then the one pass.
+pub fn copy_between_blaming(
+    src_space: &AddressSpace,
+    src: u64,
+    dst_space: &mut AddressSpace,
+    dst: u64,
+    len: u64,
+) -> Result<(), (Error, Blame)> {
+    let blame = |side| move |e| (e, side);
+    UserSlice::new(src, len)
+        .and_then(|s| s.check_in_list(src_space, false, &mut None))
+        .map_err(blame(Blame::Source))?;
+    let dst_has_cow = UserSlice::new(dst, len)
+        .and_then(|d| d.check_in_list(dst_space, true, &mut None))
+        .map_err(blame(Blame::Destination))?;
     let one = Segments { segments: core::iter::once((src, len)), side: ListSide::Source, range: dst };
-    copy_segments(src_space, dst_space, one, len, CopyMode::Bulk).map(|_| ())
+    copy_checked(src_space, dst_space, one, Checked { total: len, dst_has_cow }, CopyMode::Bulk)
+        .map_err(blame(Blame::Destination))
 }
 
 /// The kernel's one way to move bytes between two processes (a message's

@@ -187,6 +187,7 @@ const TESTS: &[Test] = &[
     ("mem::sbrk_grows_the_heap_with_zero_pages", mem::sbrk_grows_the_heap_with_zero_pages),
     ("mem::sbrk_errors", mem::sbrk_errors),
     ("mem::fork_is_copy_on_write", mem::fork_is_copy_on_write),
+    ("mem::kernel_writes_after_fork_stay_in_the_child", mem::kernel_writes_after_fork_stay_in_the_child),
     ("mem::message_data_from_untouched_pages", mem::message_data_from_untouched_pages),
     ("blk::vda_is_a_block_device", blk::vda_is_a_block_device),
     ("blk::patterned_blocks_round_trip", blk::patterned_blocks_round_trip),

@@ -114,6 +114,37 @@ pub fn fork_is_copy_on_write() -> TestResult {
     Ok(())
 }
 
+/// A page shared copy-on-write by a `fork` (this process, like most, held
+/// none before), written by the kernel rather than by the child: the
+/// child's `counters` call copies into it (`UserSlice::write`). The
+/// child's page is made its own first, so the parent's keeps its words;
+/// a kernel that skipped the break would write the shared frame.
+pub fn kernel_writes_after_fork_stay_in_the_child() -> TestResult {
+    const PATTERN: u64 = 0xa5a5_5a5a_0f0f_f0f0;
+    const WORDS_PER_PAGE: usize = PAGE_BYTES / 8;
+    let mut buf = vec![PATTERN; 3 * WORDS_PER_PAGE];
+    // A whole page of the vector, which nothing else on the heap shares,
+    // so that neither side touches it before the kernel's write.
+    let skip = (PAGE_BYTES - buf.as_ptr() as usize % PAGE_BYTES) % PAGE_BYTES / 8;
+    let page = &mut buf[skip..skip + WORDS_PER_PAGE];
+    let child = spawn(|| {
+        let Ok(n) = runtime::sys::counters(&mut page[..abi::COUNTER_COUNT]) else { return 1 };
+        // Counters are small numbers: each word written is not the pattern.
+        if n != abi::COUNTER_COUNT || page[..n].contains(&PATTERN) {
+            return 2;
+        }
+        0
+    })?;
+    let status = wait_for(child)?;
+    ensure!(
+        status.exit_code() == Some(0),
+        "the child {} (1: counters failed, 2: the counters did not arrive)",
+        describe(&status)
+    );
+    ensure!(buf.iter().all(|&w| w == PATTERN), "the kernel's write in the child reached the parent's page");
+    Ok(())
+}
+
 /// Read-only data this program reads nowhere else, so its pages are still
 /// untouched (not yet paged in) when the test below runs.
 static UNTOUCHED: [u8; 3 * PAGE_BYTES] = [0x42; 3 * PAGE_BYTES];

@@ -95,6 +95,24 @@ fn main(args: Args) -> i32 {
             }
             0
         }
+        // After a go-ahead, lend a page (0xaa), then after a second
+        // go-ahead check that it still holds what was lent: the receiver
+        // had the kernel write into its copy-on-write copy meanwhile.
+        "lend-page-and-check" => {
+            let mut page = Page::zeroed(); // page-aligned, on the stack
+            let mut go = [0u8; 16];
+            if msg::receive_data(my_queue, &mut go).is_err() {
+                return 6;
+            }
+            page.0.fill(0xaa);
+            if msg::send_data(link, &[1, 0, 0, 0], &page.0).is_err() {
+                return 4;
+            }
+            if msg::receive_data(my_queue, &mut go).is_err() {
+                return 6;
+            }
+            if page.0.iter().all(|&b| b == 0xaa) { 0 } else { 8 }
+        }
         // Wait for a go-ahead, then try to link to the runner's queue `n`
         // and exit with the error code (0 when allowed).
         "try-link-after-go" => {

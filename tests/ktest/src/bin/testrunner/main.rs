@@ -90,6 +90,7 @@ const TESTS: &[Test] = &[
     ("arm_and_wait_on_several_queues", messages::arm_and_wait),
     ("dead_peers_give_errors_and_drop_messages", messages::dead_peers),
     ("send_data_page_is_copy_on_write", messages::copy_on_write),
+    ("a_kernel_write_breaks_a_lent_page", messages::kernel_write_breaks_a_lent_page),
     ("page_owners_counts_every_sharer", messages::page_owners_counts_every_sharer),
     ("kill_a_process_blocked_in_receive", messages::kill_blocked_receiver),
     ("closing_a_queue_returns_its_page_quota", messages::close_queue_returns_quota),

@@ -508,6 +508,39 @@ pub fn copy_on_write() -> TestResult {
     msg::close_link(link).map_err(|e| e.name().into())
 }
 
+/// A page this process holds copy-on-write only since a loan (the runner
+/// never forks, so before it nothing here was copy-on-write), written by
+/// the kernel (a queued message received into it, `UserSlice::write`):
+/// the page is made this process's own first, so the lender's page keeps
+/// what was lent. A kernel that skipped the copy-on-write break would
+/// write into the shared frame and the lender would exit with 8.
+pub fn kernel_write_breaks_a_lent_page() -> TestResult {
+    let mut page = Page::zeroed(); // page-aligned, on the stack
+    let (pid, link) = start_tmsg("lend-page-and-check", "", abi::PRIORITY_INHERIT)?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    let r = msg::receive_data(MAIN_QUEUE, &mut page.0).map_err(|e| e.name())?;
+    check(r.message[0] == 1 && r.len == page.0.len(), "the lent page arrives")?;
+    check(page.0.iter().all(|&b| b == 0xaa), "the lent page holds what was sent")?;
+    // Queued on a queue of our own, so that the receive below copies it
+    // out of the message's frame into the lent page.
+    let q = msg::open_queue(1, false).map_err(|e| e.name())?;
+    let self_link = msg::open_link(sys::getpid(), q).map_err(|e| e.name())?;
+    msg::send_data(self_link, &[3, 0, 0, 0], &[0xcc; 100]).map_err(|e| e.name())?;
+    let r = msg::receive_data(q, &mut page.0[..100]).map_err(|e| e.name())?;
+    check(r.message[0] == 3 && r.len == 100, "the queued message arrives")?;
+    check(page.0[..100].iter().all(|&b| b == 0xcc), "the kernel wrote the message into the lent page")?;
+    check(page.0[100..].iter().all(|&b| b == 0xaa), "the rest of the page is as lent")?;
+    msg::send(link, &[0; 4]).map_err(|e| e.name())?;
+    match sys::wait(Some(pid)).map_err(|e| e.name())? {
+        (_, ExitStatus::Exited(0)) => {}
+        (_, ExitStatus::Exited(8)) => return Err("the kernel's write reached the lender's page".into()),
+        (_, other) => return Err(format!("the lender ended with {other:?}")),
+    }
+    msg::close_link(self_link).map_err(|e| e.name())?;
+    msg::close_queue(q).map_err(|e| e.name())?;
+    msg::close_link(link).map_err(|e| e.name().into())
+}
+
 pub fn kill_blocked_receiver() -> TestResult {
     let (pid, link) = start_tmsg("receive-forever", "", abi::PRIORITY_INHERIT)?;
     sys::sleep_ns(10_000_000);
