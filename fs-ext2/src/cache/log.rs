@@ -271,15 +271,7 @@ impl<D: BlockDevice> Cache<D> {
     /// A device flush that must happen (the log's order), counted as
     /// one of the cache's.
     fn log_flush(&mut self) -> Result<(), Errno> {
-        self.stats.flushes += 1;
-        if self.dev.flush().is_err() {
-            self.has_write_error = true;
-            return Err(EIO);
-        }
-        self.has_unflushed_writes = false;
-        self.needs_barrier.clear();
-        self.unflushed.clear();
-        Ok(())
+        self.flush_device()
     }
 
     /// The journal superblock with the log starting at `start` (0:

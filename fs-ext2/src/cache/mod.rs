@@ -766,10 +766,17 @@ impl<D: BlockDevice> Cache<D> {
     /// completed before it), and their waiters are marked when they
     /// complete.
     fn barrier(&mut self) -> Result<(), Errno> {
-        self.stats.flushes += 1;
         self.stats.barrier_flushes += 1;
-        // A failed flush leaves the marks: the next write of such a block
-        // tries again, and the error is reported at the next sync.
+        self.flush_device()
+    }
+
+    /// One device flush, counted: on success nothing written so far waits
+    /// for a flush any more. A failed flush leaves the marks: the next
+    /// write of such a block tries again, and the error is reported at the
+    /// next sync. Both the ordered writes' barriers and the journal's
+    /// flushes (`log.rs`) are this.
+    fn flush_device(&mut self) -> Result<(), Errno> {
+        self.stats.flushes += 1;
         if self.dev.flush().is_err() {
             self.has_write_error = true;
             return Err(EIO);
