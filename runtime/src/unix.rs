@@ -804,13 +804,7 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// `lseek` says `ESPIPE`. A pipe, FIFO or socket is `ESPIPE` (POSIX); an
 /// offset beyond `i64::MAX` is `EINVAL`.
 pub fn pread(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> {
-    let (_, info) = fd_entry(fd)?;
-    if ux::mode::is_fifo(info.file_type) || ux::mode::is_sock(info.file_type) {
-        return Err(errno::ESPIPE);
-    }
-    if offset_bytes > i64::MAX as u64 {
-        return Err(errno::EINVAL);
-    }
+    let info = positional_entry(fd, offset_bytes)?;
     if ux::mode::is_blk(info.file_type) {
         return pread_by_seeking(fd, buf, offset_bytes);
     }
@@ -831,6 +825,21 @@ pub fn pread(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> 
         }
     }
     Ok(done)
+}
+
+/// The checks [`pread`] and [`pwrite`] share, in Linux's order: the
+/// descriptor (`EBADF`), a pipe, FIFO or socket (`ESPIPE`, POSIX), an
+/// offset beyond `i64::MAX` (`EINVAL`); the descriptor's record when the
+/// call may go on.
+fn positional_entry(fd: Fd, offset_bytes: u64) -> Result<FdInfo, Errno> {
+    let (_, info) = fd_entry(fd)?;
+    if ux::mode::is_fifo(info.file_type) || ux::mode::is_sock(info.file_type) {
+        return Err(errno::ESPIPE);
+    }
+    if offset_bytes > i64::MAX as u64 {
+        return Err(errno::EINVAL);
+    }
+    Ok(info)
 }
 
 /// `pread` where the manager has no `OP_PREAD`: the offset moved and put
@@ -858,13 +867,7 @@ fn pread_by_seeking(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, 
 /// the file's generation before it answers). A pipe, FIFO or socket is
 /// `ESPIPE`; an offset beyond `i64::MAX` is `EINVAL`.
 pub fn pwrite(fd: Fd, buf: &[u8], offset_bytes: u64) -> Result<usize, Errno> {
-    let (_, info) = fd_entry(fd)?;
-    if ux::mode::is_fifo(info.file_type) || ux::mode::is_sock(info.file_type) {
-        return Err(errno::ESPIPE);
-    }
-    if offset_bytes > i64::MAX as u64 {
-        return Err(errno::EINVAL);
-    }
+    let info = positional_entry(fd, offset_bytes)?;
     if ux::mode::is_blk(info.file_type) {
         return pwrite_by_seeking(fd, buf, offset_bytes);
     }
