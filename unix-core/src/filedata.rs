@@ -428,7 +428,7 @@ struct Attached {
 /// `u64`.
 ///
 /// Who may ask what: `OP_ATTACH`, `OP_OPEN` and `io::OP_CLOSE` only the
-/// monitor; `io` read, write, seek and fstat anyone holding a handle (the
+/// monitor; `io` read, write, seek, pread, pwrite and fstat anyone holding a handle (the
 /// handle is the capability).
 pub struct FileManager {
     monitor: u64,
@@ -519,6 +519,60 @@ impl FileManager {
         Ok(n)
     }
 
+    /// `pread` (`io::OP_PREAD`): up to `len` bytes at `offset_bytes`
+    /// into `to`, the handle's offset neither used nor moved. One request
+    /// does it, so a process sharing the open file (`fork`) never sees
+    /// the offset move, which the runtime's fallback (`lseek`, `read`,
+    /// `lseek`) let it see (branch `robust`; memfs's rule,
+    /// `crate::memfs` `pread_lent`). Linux's order of checks: the handle
+    /// (`EBADF`), an offset past `i64::MAX` (`EINVAL`), then the access
+    /// mode (`EBADF`).
+    pub fn pread_lent(
+        &mut self,
+        handle: u64,
+        offset_bytes: u64,
+        len: u64,
+        to: &mut dyn Lent,
+    ) -> Result<usize, Errno> {
+        let (f, d) = self.file_and_description(handle)?;
+        if offset_bytes > i64::MAX as u64 {
+            return Err(EINVAL);
+        }
+        if !open_flags::readable(d.flags) {
+            return Err(EBADF);
+        }
+        f.data.read_to(offset_bytes, len, to)
+    }
+
+    /// `pwrite` (`io::OP_PWRITE`): `len` bytes of `from` at
+    /// `offset_bytes`, all or nothing as [`FileManager::write_lent`], the
+    /// handle's offset neither used nor moved; on an `O_APPEND` handle at
+    /// the end, as Linux's `pwrite(2)` does (POSIX says at the offset; its
+    /// "BUGS" section), as memfs and `ext2fs` do. Checks in
+    /// [`FileManager::pread_lent`]'s order.
+    pub fn pwrite_lent(
+        &mut self,
+        handle: u64,
+        offset_bytes: u64,
+        len: u64,
+        from: &mut dyn Lent,
+        now_ns: u64,
+    ) -> Result<usize, Errno> {
+        let (f, d) = self.file_and_description(handle)?;
+        if offset_bytes > i64::MAX as u64 {
+            return Err(EINVAL);
+        }
+        if !open_flags::writable(d.flags) {
+            return Err(EBADF);
+        }
+        let offset = if d.flags & open_flags::O_APPEND != 0 { f.data.size_bytes() } else { offset_bytes };
+        let n = f.data.write_from(offset, len, from)?;
+        if n > 0 {
+            f.stat.mtime_ns = now_ns;
+        }
+        Ok(n)
+    }
+
     /// `write` at the handle's offset (at the end with `O_APPEND`), which
     /// advances by the bytes written.
     pub fn write(&mut self, handle: u64, data: &[u8], now_ns: u64) -> Result<usize, Errno> {
@@ -602,6 +656,19 @@ impl FileManager {
                 .map(|n| value(n as u64))
             }
             io::OP_SEEK => self.seek(w1, w2 as i64, w3).map(value),
+            // Positional: word 3 the offset, the handle's own untouched.
+            io::OP_PREAD if w2 <= INLINE_READ_MAX_BYTES as u64 => self
+                .pread_lent(w1, w3, w2, &mut BytesMut(&mut tx[..w2 as usize]))
+                .map(|n| Step::Reply([n as u64, 0, 0, 0], n)),
+            io::OP_PREAD => self.pread_lent(w1, w3, w2, lent).map(|n| value(n as u64)),
+            io::OP_PWRITE => {
+                let len = if w2 == 0 { data.len() as u64 } else { w2 };
+                match data.get(..usize::try_from(len).unwrap_or(usize::MAX)) {
+                    Some(bytes) => self.pwrite_lent(w1, w3, len, &mut Bytes(bytes), now_ns),
+                    None => self.pwrite_lent(w1, w3, len, lent, now_ns),
+                }
+                .map(|n| value(n as u64))
+            }
             io::OP_FSTAT => self.fstat(w1).map(|st| {
                 tx[..Stat::BYTES].copy_from_slice(&st.encode());
                 Step::Reply([0; 4], Stat::BYTES)
@@ -922,7 +989,7 @@ mod tests {
     ) -> (Result<u64, Errno>, Vec<u8>) {
         let mut tx = [0u8; P];
         match m.request(sender, words, data, 1000, &mut tx, lender) {
-            Step::Reply(w, 0) if words[0] == io::OP_READ && result(w[0]).is_ok() => {
+            Step::Reply(w, 0) if matches!(words[0], io::OP_READ | io::OP_PREAD) && result(w[0]).is_ok() => {
                 (result(w[0]), lender.bytes[..w[0] as usize].to_vec())
             }
             Step::Reply(w, len) => (result(w[0]), tx[..len].to_vec()),
@@ -1053,6 +1120,63 @@ mod tests {
         assert_eq!(call(&mut m, 3, [io::OP_WRITE, w, 0, 0], b"e").0, Ok(1));
         let r = open(&mut m, O_RDONLY);
         assert_eq!(call(&mut m, 3, [io::OP_READ, r, 100, 0], &[]).1, b"XYZc\0\0\0\0\0\0\0\0\0\0e");
+    }
+
+    /// `pread` and `pwrite` (branch `robust`): the bytes at the offset
+    /// named, in the reply and through the lease, the handle's offset
+    /// never moved, `O_APPEND` at the end (Linux), Linux's order of
+    /// checks, and a failed lent write changes nothing. Before, the
+    /// manager answered both `ENOSYS` and the runtime moved the offset.
+    #[test]
+    fn positional_reads_and_writes_leave_the_offset() {
+        let mut m = manager(b"0123456789");
+        let rw = open(&mut m, O_RDWR);
+        assert_eq!(call(&mut m, 3, [io::OP_SEEK, rw, 3, SEEK_SET], &[]).0, Ok(3));
+        assert_eq!(call(&mut m, 3, [io::OP_PWRITE, rw, 2, 8], b"ab").0, Ok(2));
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, rw, 4, 5], &[]), (Ok(4), b"567a".to_vec()));
+        assert_eq!(call(&mut m, 3, [io::OP_SEEK, rw, 0, SEEK_CUR], &[]).0, Ok(3), "the offset stays");
+        // Past the end: a hole, then the bytes; a read there is empty.
+        assert_eq!(call(&mut m, 3, [io::OP_PWRITE, rw, 2, 20], b"zz").0, Ok(2));
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, rw, 100, 0], &[]).1, b"01234567ab\0\0\0\0\0\0\0\0\0\0zz");
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, rw, 10, 1 << 40], &[]), (Ok(0), vec![]));
+        // Through the lease (more than a reply carries).
+        let big = pattern(3 * P + 5);
+        let mut lender = Lender::new(big.clone());
+        let (r, _) = call_lent(&mut m, 3, [io::OP_PWRITE, rw, big.len() as u64, 7], &[], &mut lender);
+        assert_eq!(r, Ok(big.len() as u64));
+        let (r, got) = call(&mut m, 3, [io::OP_PREAD, rw, big.len() as u64, 7], &[]);
+        assert_eq!((r, got), (Ok(big.len() as u64), big.clone()));
+        assert_eq!(call(&mut m, 3, [io::OP_SEEK, rw, 0, SEEK_CUR], &[]).0, Ok(3));
+        // A failed lent pwrite: EFAULT, nothing lands, the offset stays.
+        let mut bad = Lender::new(vec![1; 2 * P]);
+        bad.unmapped = P..P + 1;
+        let (r, _) = call_lent(&mut m, 3, [io::OP_PWRITE, rw, 2 * P as u64, 7], &[], &mut bad);
+        assert_eq!(r, Err(protocols::unix::errno::EFAULT));
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, rw, big.len() as u64, 7], &[]).1, big);
+        // O_APPEND: at the end whatever the offset says; the offset stays.
+        let a = open(&mut m, O_WRONLY | O_APPEND);
+        let end = 7 + big.len() as u64;
+        assert_eq!(call(&mut m, 3, [io::OP_PWRITE, a, 4, 0], b"tail").0, Ok(4));
+        assert_eq!(call(&mut m, 3, [io::OP_SEEK, a, 0, SEEK_CUR], &[]).0, Ok(0));
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, rw, 4, end], &[]).1, b"tail");
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, rw, 4, 0], &[]).1, b"0123");
+        // Errors, in Linux's order: the handle, the offset, the mode.
+        let r = open(&mut m, O_RDONLY);
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, rw, 1, i64::MAX as u64 + 1], &[]).0, Err(EINVAL));
+        assert_eq!(call(&mut m, 3, [io::OP_PWRITE, rw, 1, u64::MAX], b"x").0, Err(EINVAL));
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, a, 1, 0], &[]).0, Err(EBADF), "write-only");
+        assert_eq!(call(&mut m, 3, [io::OP_PWRITE, r, 1, 0], b"x").0, Err(EBADF), "read-only");
+        assert_eq!(call(&mut m, 3, [io::OP_PREAD, a, 1, u64::MAX], &[]).0, Err(EINVAL), "offset first");
+        for op in [io::OP_PREAD, io::OP_PWRITE] {
+            assert_eq!(
+                call(&mut m, 3, [op, rw ^ (1 << 40), 1, u64::MAX], b"x").0,
+                Err(EBADF),
+                "handle first"
+            );
+        }
+        // The size and mtime follow a pwrite.
+        let st = Stat::decode(&call(&mut m, 3, [io::OP_FSTAT, rw, 0, 0], &[]).1).unwrap();
+        assert_eq!((st.size_bytes, st.mtime_ns), (end + 4, 1000));
     }
 
     #[test]

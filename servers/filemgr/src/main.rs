@@ -8,8 +8,12 @@
 //!   memory, in big reads that memfs writes through the lease;
 //! - `filemgr::OP_OPEN` (monitor only): a new handle, with its own offset
 //!   and flags (`O_TRUNC` empties the contents);
-//! - `io` READ, WRITE, SEEK and FSTAT from whoever holds a handle, served
-//!   from memory without the directory manager; READDIR is `ENOTDIR`,
+//! - `io` READ, WRITE, SEEK, PREAD, PWRITE and FSTAT from whoever holds
+//!   a handle, served from memory without the directory manager (PREAD
+//!   and PWRITE at the offset they name, the handle's untouched, in one
+//!   request: a forked sharer never sees the offset move, which the
+//!   runtime's `lseek` fallback let it see before branch `robust`);
+//!   READDIR is `ENOTDIR`,
 //!   FOREGROUND `ENOTTY`, anything else `ENOSYS`;
 //! - `io::OP_CLOSE` (monitor only): drops a handle. At the last one the
 //!   changes go back to memfs (its `io::OP_TRUNCATE` when the length
