@@ -805,6 +805,9 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// offset beyond `i64::MAX` is `EINVAL`.
 pub fn pread(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> {
     let info = positional_entry(fd, offset_bytes)?;
+    if buf.is_empty() {
+        return empty_positional(fd);
+    }
     if ux::mode::is_blk(info.file_type) {
         return pread_by_seeking(fd, buf, offset_bytes);
     }
@@ -842,6 +845,18 @@ fn positional_entry(fd: Fd, offset_bytes: u64) -> Result<FdInfo, Errno> {
     Ok(info)
 }
 
+/// An empty `pread` or `pwrite`: 0 bytes, where the object has an
+/// offset. A terminal's server, which answers `OP_PREAD` with `ENOSYS`,
+/// was never asked when the buffer was empty, so the call read 0 bytes
+/// where Linux (and POSIX) say `ESPIPE` (branch `robust`, utest
+/// `posio::ttys_and_sockets_are_espipe`). The question is an `lseek` of
+/// 0 from the current offset: it changes nothing at any manager (an
+/// empty `OP_PWRITE` would move `ext2fs`'s change generation and make
+/// every read window of the file stale for nothing).
+fn empty_positional(fd: Fd) -> Result<usize, Errno> {
+    lseek(fd, 0, SEEK_CUR).map(|_| 0)
+}
+
 /// `pread` where the manager has no `OP_PREAD`: the offset moved and put
 /// back (see [`pread`]).
 fn pread_by_seeking(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, Errno> {
@@ -868,6 +883,9 @@ fn pread_by_seeking(fd: Fd, buf: &mut [u8], offset_bytes: u64) -> Result<usize, 
 /// `ESPIPE`; an offset beyond `i64::MAX` is `EINVAL`.
 pub fn pwrite(fd: Fd, buf: &[u8], offset_bytes: u64) -> Result<usize, Errno> {
     let info = positional_entry(fd, offset_bytes)?;
+    if buf.is_empty() {
+        return empty_positional(fd);
+    }
     if ux::mode::is_blk(info.file_type) {
         return pwrite_by_seeking(fd, buf, offset_bytes);
     }

@@ -80,6 +80,7 @@ const TESTS: &[Test] = &[
         "posio::a_forked_preader_never_moves_the_shared_offset",
         posio::a_forked_preader_never_moves_the_shared_offset,
     ),
+    ("posio::ttys_and_sockets_are_espipe", posio::ttys_and_sockets_are_espipe),
     ("fs::a_close_rides_on_the_next_open", fs::a_close_rides_on_the_next_open),
     ("fs::lseek_whence_and_holes", fs::lseek_whence_and_holes),
     ("fs::o_append_writes_at_the_end", fs::o_append_writes_at_the_end),

@@ -185,3 +185,32 @@ pub fn a_forked_preader_never_moves_the_shared_offset() -> TestResult {
     offset_is(fd, RECORDS * 8, "after both")?;
     unix::close(fd).ctx("close")
 }
+
+/// A terminal and a socket have no offset either: `pread` and `pwrite`
+/// are `ESPIPE` (POSIX; Linux checks it before the length, so an empty
+/// one is `ESPIPE` too), and nothing of a refused `pwrite` reaches
+/// the terminal (branch `robust`). A socket is refused by the runtime
+/// (`positional_entry`); a terminal's server answers `OP_PREAD` with
+/// `ENOSYS` and the runtime's `lseek` then says `ESPIPE`, which an empty
+/// buffer never reached before: it read 0 bytes.
+pub fn ttys_and_sockets_are_espipe() -> TestResult {
+    use runtime::unix::socket::{self, AF_INET, SOCK_DGRAM};
+    let console = unix::open("/dev/console", O_RDWR, 0).ctx("open /dev/console")?;
+    let udp = socket::socket(AF_INET, SOCK_DGRAM, 0).ctx("socket")?;
+    let mut buf = [0u8; 4];
+    let mut outcome = Ok(());
+    for (fd, what) in [(console, "the console"), (udp, "a socket")] {
+        let checked = expect_errno(unix::pread(fd, &mut buf, 0), ESPIPE, &format!("pread of {what}"))
+            .and_then(|()| {
+                expect_errno(unix::pread(fd, &mut [], 0), ESPIPE, &format!("an empty pread of {what}"))
+            })
+            .and_then(|()| expect_errno(unix::pwrite(fd, b"ab", 0), ESPIPE, &format!("pwrite of {what}")))
+            .and_then(|()| {
+                expect_errno(unix::pwrite(fd, b"", 0), ESPIPE, &format!("an empty pwrite of {what}"))
+            });
+        outcome = outcome.and(checked);
+    }
+    let _ = unix::close(udp);
+    let _ = unix::close(console);
+    outcome
+}
