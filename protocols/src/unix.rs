@@ -976,7 +976,8 @@ pub mod io {
     /// drivers (`drivers/virtio-blk`) answer it, for the disk file
     /// system's I/O workers, `ext2fs` for regular files (word 1 of its
     /// reply: the file's change generation, [`super::read_window`]) and
-    /// memfs for its files and devices; the pipe server answers `ESPIPE`
+    /// memfs for its files and devices, `filemgr` for its file; the pipe
+    /// server answers `ESPIPE`
     /// (POSIX: a pipe has no offset); other managers answer `ENOSYS` (the
     /// runtime then moves the offset and puts it back). An offset past
     /// `i64::MAX`: `EINVAL`.

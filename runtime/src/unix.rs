@@ -794,11 +794,12 @@ pub fn read(fd: Fd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// `pread(fd, buf, offset_bytes)`: up to `buf.len()` bytes of the file at
 /// `offset_bytes`, the descriptor's offset neither used nor moved (POSIX
 /// XSH `pread`). One `io::OP_PREAD` per lent buffer's worth, at the
-/// manager: `ext2fs` and memfs answer it in one request, so it is atomic
+/// manager: `ext2fs`, memfs and the per-file managers (`filemgr`, branch
+/// `robust`) answer it in one request, so it is atomic
 /// with respect to the other reads and writes of the open file, which a
 /// process sharing it (`fork`) relies on (docs/filesystem.md, "Positional
-/// I/O and a dead manager's window"). A manager without it (`ENOSYS`: the
-/// per-file managers, a terminal) and a block device get `lseek`, `read`
+/// I/O and a dead manager's window"). A manager without it (`ENOSYS`: a
+/// terminal) and a block device get `lseek`, `read`
 /// and `lseek` back ([`pread_by_seeking`]): there another process sharing
 /// the open file may see the offset moved meanwhile, and a terminal's
 /// `lseek` says `ESPIPE`. A pipe, FIFO or socket is `ESPIPE` (POSIX); an
