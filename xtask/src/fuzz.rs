@@ -1,7 +1,10 @@
-//! `cargo xtask fuzz --minutes N [--seed S] [--smp N]` (or `--seconds S`): a long run of the
+//! `cargo xtask fuzz --minutes N [--seed S] [--smp N] [--ops N]` (or `--seconds S`): a long run of the
 //! fuzzers, outside CI (issue 16). One batch boot of the test image whose
 //! command is `/bin/sfuzz --seconds (N × 60) --seed S --check-every 4
-//! --lanes W --kernel` (W: one lane per CPU unless `--lanes` says): the server
+//! --lanes W --ops N --kernel` (W: one lane per CPU unless `--lanes` says;
+//! N: the newest operation set, [`OP_SETS`], unless `--ops` says, so a
+//! seed recorded before the positional calls were added replays with
+//! `--ops 1`; `tests/sfuzz/src/plan.rs`): the server
 //! fuzzer (`tests/sfuzz`) with the kernel fuzzer (`tchild fuzz` and
 //! `tchild fuzz-blocking`) beside each of its batches, on a fresh ext2
 //! disk (mounted at `/disk`, so the disk file system is fuzzed too) and
@@ -33,6 +36,8 @@ pub struct FuzzOptions {
     pub smp: u32,
     /// `--lanes W`: sfuzz's coordinators at once (default: [`lanes_for`]).
     pub lanes: Option<u64>,
+    /// `--ops N`: sfuzz's operation set (default: the newest, [`OP_SETS`]).
+    pub ops: u64,
     pub accel: AccelChoice,
 }
 
@@ -43,6 +48,7 @@ impl Default for FuzzOptions {
             seed: 1,
             smp: crate::qemu::DEFAULT_SMP,
             lanes: None,
+            ops: OP_SETS,
             accel: AccelChoice::Auto,
         }
     }
@@ -73,10 +79,24 @@ pub fn parse_lanes(text: &str) -> Result<u64> {
     }
 }
 
+/// sfuzz's newest operation set (`plan::OP_SETS` in `tests/sfuzz`, a
+/// guest program xtask does not link): 1, the lists the recorded seeds
+/// were found with; 2, with `io::OP_PREAD` and `OP_PWRITE` (branch
+/// `robust`).
+pub const OP_SETS: u64 = 2;
+
+/// `--ops N`: 1 to [`OP_SETS`].
+pub fn parse_ops(text: &str) -> Result<u64> {
+    match text.parse::<u64>() {
+        Ok(n) if (1..=OP_SETS).contains(&n) => Ok(n),
+        _ => Err(format!("--ops wants an operation set from 1 to {OP_SETS}, got `{text}`")),
+    }
+}
+
 /// The guest command of a run.
-pub fn command(seed: u64, seconds: u64, lanes: u64) -> String {
+pub fn command(seed: u64, seconds: u64, lanes: u64, ops: u64) -> String {
     format!(
-        "/bin/sfuzz --seed {seed} --seconds {seconds} --check-every {CHECK_EVERY} --lanes {lanes} --kernel"
+        "/bin/sfuzz --seed {seed} --seconds {seconds} --check-every {CHECK_EVERY} --lanes {lanes} --ops {ops} --kernel"
     )
 }
 
@@ -122,8 +142,16 @@ pub fn run(opts: &FuzzOptions) -> Result<ExitCode> {
         ..RunOptions::default()
     };
     let lanes = opts.lanes.unwrap_or_else(|| lanes_for(opts.smp));
-    let config = batch::prepare(&workspace, &run_opts, &command(opts.seed, seconds, lanes), ImageKind::Test)?;
-    println!("xtask: fuzzing for {seconds} s with seed {} on {} CPUs, {lanes} lane(s)", opts.seed, opts.smp);
+    let config = batch::prepare(
+        &workspace,
+        &run_opts,
+        &command(opts.seed, seconds, lanes, opts.ops),
+        ImageKind::Test,
+    )?;
+    println!(
+        "xtask: fuzzing for {seconds} s with seed {} (operation set {}) on {} CPUs, {lanes} lane(s)",
+        opts.seed, opts.ops, opts.smp
+    );
     // The run stops itself after `seconds`; the rest is boot, the last
     // batch and its check, and the leak check, on a loaded host.
     let run = batch::boot(&config, Duration::from_secs(seconds + 900), true)?;
@@ -131,7 +159,7 @@ pub fn run(opts: &FuzzOptions) -> Result<ExitCode> {
     fs::write(&log, &run.transcript).map_err(|e| format!("cannot write {}: {e}", log.display()))?;
     let failures: Vec<&str> =
         run.output.lines().filter(|l| l.starts_with("sfuzz: FAIL") || l.contains("FAIL ")).collect();
-    println!("\n==> fuzz results (seed {}, serial log {})", opts.seed, log.display());
+    println!("\n==> fuzz results (seed {}, --ops {}, serial log {})", opts.seed, opts.ops, log.display());
     match summary(&run.output) {
         Some(s) => println!(
             "  {} batches, {} server messages, {} kernel calls by the kernel fuzzer, {} kernel calls in all",
@@ -147,7 +175,7 @@ pub fn run(opts: &FuzzOptions) -> Result<ExitCode> {
         println!("  no failure");
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("  FAILED with seed {} (session status {:?})", opts.seed, run.status);
+        println!("  FAILED with seed {} --ops {} (session status {:?})", opts.seed, opts.ops, run.status);
         Ok(ExitCode::FAILURE)
     }
 }
@@ -175,9 +203,12 @@ mod tests {
     #[test]
     fn the_command_names_the_seed_and_the_time() {
         assert_eq!(
-            command(5, 600, 2),
-            "/bin/sfuzz --seed 5 --seconds 600 --check-every 4 --lanes 2 --kernel"
+            command(5, 600, 2, 2),
+            "/bin/sfuzz --seed 5 --seconds 600 --check-every 4 --lanes 2 --ops 2 --kernel"
         );
+        assert_eq!(FuzzOptions::default().ops, OP_SETS, "new runs use the newest operations");
+        assert!(parse_ops("0").is_err() && parse_ops("3").is_err());
+        assert_eq!(parse_ops("1"), Ok(1));
         assert_eq!(lanes_for(2), 2);
         assert_eq!(lanes_for(64), MAX_LANES);
         assert!(parse_lanes("0").is_err() && parse_lanes("9").is_err() && parse_lanes("x").is_err());

@@ -74,7 +74,7 @@ commands:
   test [test options]   the whole test suite, as CI runs it
   bench [bench options] benchmarks: Ridgeback and Linux in the same QEMU machine
                         (`cargo xtask bench --help` lists the options)
-  fuzz --minutes N [--seed S] [--smp N] [--lanes W] [--accel A]
+  fuzz --minutes N [--seed S] [--smp N] [--lanes W] [--ops N] [--accel A]
                         the server and kernel fuzzers for N minutes (or --seconds S) in
                         one boot of the test image; prints the counts and the seed of
                         any failure (docs/reliability.md)
@@ -346,7 +346,7 @@ fn parse_test_args(cursor: &mut ArgCursor) -> Result<test::TestOptions> {
     Ok(opts)
 }
 
-/// `fuzz` options: `--minutes N` or `--seconds S`, `--seed S`, `--smp N`, `--lanes W`, `--accel A`.
+/// `fuzz` options: `--minutes N` or `--seconds S`, `--seed S`, `--smp N`, `--lanes W`, `--ops N`, `--accel A`.
 fn parse_fuzz_args(cursor: &mut ArgCursor) -> Result<fuzz::FuzzOptions> {
     let mut opts = fuzz::FuzzOptions::default();
     let number = |flag: &str, text: &str| {
@@ -359,6 +359,7 @@ fn parse_fuzz_args(cursor: &mut ArgCursor) -> Result<fuzz::FuzzOptions> {
             "seed" => opts.seed = number("seed", cursor.value(&flag)?)?,
             "smp" => opts.smp = parse_smp(cursor.value(&flag)?)?,
             "lanes" => opts.lanes = Some(fuzz::parse_lanes(cursor.value(&flag)?)?),
+            "ops" => opts.ops = fuzz::parse_ops(cursor.value(&flag)?)?,
             "accel" => opts.accel = cursor.value(&flag)?.parse()?,
             other => return Err(format!("unknown option --{other} for fuzz")),
         }
@@ -410,6 +411,11 @@ mod tests {
         }
         assert!(parse(&["fuzz", "--minutes", "1", "--lanes", "0"]).is_err());
         assert!(parse(&["fuzz", "--minutes", "1", "--lanes", "99"]).is_err());
+        match parse(&["fuzz", "--minutes", "1", "--ops", "1"]) {
+            Ok(Cmd::Fuzz(o)) => assert_eq!(o.ops, 1),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["fuzz", "--minutes", "1", "--ops", "3"]).is_err());
     }
 
     #[test]

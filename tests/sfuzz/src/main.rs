@@ -45,7 +45,11 @@
 //! coordinator's, after every lane has ended.
 //!
 //! Usage: `sfuzz [--seed S] [--batches N | --seconds T] [--size M]
-//! [--check-every K] [--lanes W] [--kernel]`. It prints the test
+//! [--check-every K] [--lanes W] [--ops N] [--kernel]`. `--ops N`: the
+//! operation set (`plan`'s module note): 1, the default, is every
+//! operation list as it was when the recorded seeds were found, so they
+//! replay as they did; 2 adds the positional calls (`io::OP_PREAD`,
+//! `OP_PWRITE`, branch `robust`). A failure's lines name the set. It prints the test
 //! protocol's lines (`abi::test_protocol`) and `sfuzz:` lines with the
 //! counts and where the time went; exit status 0 when nothing failed.
 //!
@@ -101,6 +105,8 @@ struct Regression {
     /// of the plan cannot turn the regression into a batch that no longer
     /// does what it did (a test that cannot fail).
     messages: &'static [(u64, usize, u64)],
+    /// The operation set the seed was run with (`--ops`).
+    ops: u64,
     what: &'static str,
 }
 
@@ -108,6 +114,7 @@ const REGRESSIONS: &[Regression] = &[Regression {
     seed: 44015,
     batch: 0,
     messages: &[(59, 0, protocols::unix::monitor::OP_CHDIR), (321, 0, protocols::unix::monitor::OP_MKDIR)],
+    ops: 1,
     what: "message 59 moves the worker to /tmp (`chdir`), message 321 makes the directory `x` there (a relative \
            path): /tmp/x outlived the run until the worker kept its working directory inside its own",
 }];
@@ -116,7 +123,7 @@ impl Regression {
     /// Ok, or which of its messages the plan no longer sends.
     fn still_sends_its_messages(&self) -> Result<(), String> {
         for &(index, target, op) in self.messages {
-            let m = plan::message(self.seed, self.batch, index);
+            let m = plan::message(self.seed, self.batch, index, self.ops);
             if (m.target, m.op) != (target, op) {
                 return Err(format!(
                     "message {index} is now {m:?}, not operation {op} to {}",
@@ -131,6 +138,8 @@ impl Regression {
 #[derive(Clone, Copy)]
 struct Options {
     seed: u64,
+    /// `--ops N`: the operation set (`plan::message`), 1 unless given.
+    ops: u64,
     batches: Option<u64>,
     seconds: Option<u64>,
     size: u64,
@@ -153,6 +162,7 @@ struct Options {
 fn parse(args: &Args) -> Result<Options, String> {
     let mut o = Options {
         seed: 1,
+        ops: 1,
         batches: None,
         seconds: None,
         size: 400,
@@ -172,6 +182,7 @@ fn parse(args: &Args) -> Result<Options, String> {
         };
         match a {
             "--seed" => o.seed = value()?,
+            "--ops" => o.ops = value()?,
             "--batches" => o.batches = Some(value()?),
             "--seconds" => o.seconds = Some(value()?),
             "--size" => o.size = value()?,
@@ -185,6 +196,9 @@ fn parse(args: &Args) -> Result<Options, String> {
     }
     if o.check_every == 0 {
         return Err(String::from("--check-every needs a number above 0"));
+    }
+    if !(1..=plan::OP_SETS).contains(&o.ops) {
+        return Err(format!("--ops needs a number from 1 to {}", plan::OP_SETS));
     }
     if !(1..=MAX_LANES).contains(&o.lanes) {
         return Err(format!("--lanes needs a number from 1 to {MAX_LANES}"));
@@ -409,7 +423,7 @@ fn batch(o: &Options, b: u64, report: &Report, totals: &mut Totals) -> Result<u6
         alloc::vec::Vec::new()
     };
     let worker = match unix::fork() {
-        Ok(0) => unix::exit(worker::run(o.seed, b, o.size, &fds, report, dir)),
+        Ok(0) => unix::exit(worker::run(o.seed, o.ops, b, o.size, &fds, report, dir)),
         Ok(pid) => pid,
         Err(e) => return Err(format!("fork of the worker: {}", errno::name(e))),
     };
@@ -511,12 +525,12 @@ fn check_after(
             // `--check-every 1` with the same seed names the batch.
             let batches = if first == last { format!("batch {b}") } else { format!("batches {first}..={b}") };
             let mut why = format!(
-                "seed {} {batches}: health check {what}; the last worker's (batch {b}) last messages:",
-                o.seed
+                "seed {} (--ops {}) {batches}: health check {what}; the last worker's (batch {b}) last messages:",
+                o.seed, o.ops
             );
             let last = from.min(o.size);
             for index in last.saturating_sub(8)..(last + 8).min(o.size) {
-                let m = plan::message(o.seed, b, index);
+                let m = plan::message(o.seed, b, index, o.ops);
                 why.push_str(&format!("\n  message {index} to {}: {m:?}", plan::TARGETS[m.target].name));
             }
             Err(why)
@@ -673,7 +687,7 @@ fn main(args: Args) -> i32 {
         Err(why) => {
             println!("sfuzz: {why}");
             println!(
-                "usage: sfuzz [--seed S] [--batches N | --seconds T] [--size M] [--check-every K] [--lanes W] [--kernel] [--no-leak-check]"
+                "usage: sfuzz [--seed S] [--batches N | --seconds T] [--size M] [--check-every K] [--lanes W] [--ops N] [--kernel] [--no-leak-check]"
             );
             return 2;
         }
@@ -694,8 +708,8 @@ fn main(args: Args) -> i32 {
     let absent: alloc::vec::Vec<&str> =
         check::CHECKS.iter().enumerate().filter(|(i, _)| present & (1 << i) == 0).map(|(_, c)| c.0).collect();
     println!(
-        "sfuzz: seed {}, batches of {} messages, {} lane(s), a health check after every {} batches of a lane and after its last; checks not run here (absent before fuzzing): {absent:?}",
-        o.seed, o.size, o.lanes, o.check_every
+        "sfuzz: seed {}, operation set {}, batches of {} messages, {} lane(s), a health check after every {} batches of a lane and after its last; checks not run here (absent before fuzzing): {absent:?}",
+        o.seed, o.ops, o.size, o.lanes, o.check_every
     );
     let calls_before = kernel_calls();
     let started = unix::clock_ns();
@@ -711,6 +725,7 @@ fn main(args: Args) -> i32 {
         // Lane `batch` of a one-lane run of one batch is that batch alone.
         let r = Options {
             seed,
+            ops: reg.ops,
             batches: Some(batch + 1),
             seconds: None,
             kernel: false,

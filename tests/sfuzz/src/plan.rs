@@ -6,6 +6,17 @@
 //!
 //! What it is not: the sending (that is `worker`), or a model of what each
 //! server should answer (the check is that servers keep answering).
+//!
+//! Operation sets: a message is a function of (seed, batch, index) *and*
+//! the operation set, so that a seed recorded with one set replays as it
+//! did after operations are added. Set 1 is every list as it was before
+//! branch `robust`; set 2 ([`POSITIONAL_OPS`]) adds `io::OP_PREAD` and
+//! `OP_PWRITE` to every target that names a handle. Both draw the same
+//! random numbers per message (the operation's index is drawn over the
+//! longer list), so set 2 changes the operations a seed picks, never the
+//! words or buffers beside them. `sfuzz` runs set 1 unless `--ops 2`
+//! says (every recorded command line then means what it meant);
+//! `cargo xtask fuzz` runs the newest unless `--ops` says.
 
 use protocols::console as console_ops;
 use protocols::net as net_ops;
@@ -30,6 +41,17 @@ pub struct TargetKind {
     /// pipe, an `accept`): sent only from a child killed mid-call.
     pub blocking: &'static [u64],
 }
+
+/// The newest operation set ([`message`]'s `ops`).
+pub const OP_SETS: u64 = 2;
+
+/// What set 2 adds to the operations of every target with a handle: the
+/// positional calls (word 1 the handle, word 2 the length, word 3 the
+/// offset), which `ext2fs`, memfs, `filemgr` and the block drivers
+/// answer and the pipe server refuses (`ESPIPE`). A target that must not
+/// be written (`never` holds `io::OP_WRITE`: the mounted `/dev/vda`) is
+/// never sent `OP_PWRITE` either.
+pub const POSITIONAL_OPS: &[u64] = &[io::OP_PREAD, io::OP_PWRITE];
 
 const IO_OPS: &[u64] = &[
     io::OP_READ,
@@ -502,19 +524,26 @@ fn buffer(r: &mut Rng, is_send: bool) -> Buf {
     }
 }
 
-/// Message `index` of `batch` under `seed`.
-pub fn message(seed: u64, batch: u64, index: u64) -> Msg {
+/// Message `index` of `batch` under `seed`, from operation set `ops`
+/// (1 to [`OP_SETS`]; see the module's note).
+pub fn message(seed: u64, batch: u64, index: u64, ops: u64) -> Msg {
     let mut r = Rng::new(
         seed ^ batch.wrapping_mul(0xd1b5_4a32_d192_ed03) ^ index.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7),
     );
     let target = r.below(TARGETS.len() as u64) as usize;
     let kind = &TARGETS[target];
+    let positional = ops >= 2 && kind.has_handle;
+    let listed = kind.ops.len() + if positional { POSITIONAL_OPS.len() } else { 0 };
     let mut op = match r.below(10) {
-        0..=7 => kind.ops[r.below(kind.ops.len() as u64) as usize],
+        0..=7 => {
+            let i = r.below(listed as u64) as usize;
+            kind.ops.get(i).copied().unwrap_or_else(|| POSITIONAL_OPS[i - kind.ops.len()])
+        }
         8 => r.below(160),
         _ => r.next(),
     };
-    if kind.never.contains(&op) {
+    let unwritable = positional && op == io::OP_PWRITE && kind.never.contains(&io::OP_WRITE);
+    if kind.never.contains(&op) || unwritable {
         // A harmless neighbour instead: an unknown number.
         op = op.wrapping_add(1000);
     }

@@ -331,7 +331,15 @@ fn stay_inside(dir: &str) {
 /// The worker's life: become unprivileged, send `count` messages of
 /// `batch`, report, exit. Exit status 0, or 3 when the kernel gave an
 /// undefined answer.
-pub fn run(seed: u64, batch: u64, count: u64, fds: &Fds, report: &Report, dir: &'static str) -> i32 {
+pub fn run(
+    seed: u64,
+    ops: u64,
+    batch: u64,
+    count: u64,
+    fds: &Fds,
+    report: &Report,
+    dir: &'static str,
+) -> i32 {
     // Its own process group (so a fuzzed kill of "my group" reaches only
     // it and its children) and an ordinary user (so the monitor's and the
     // servers' permission checks are what is fuzzed, not root's power).
@@ -355,7 +363,7 @@ pub fn run(seed: u64, batch: u64, count: u64, fds: &Fds, report: &Report, dir: &
         if index % 4 == 0 {
             let _ = msg::send(to_coordinator, &[PROGRESS, index, sent, doomed | delivered << 32]);
         }
-        let m = plan::message(seed, batch, index);
+        let m = plan::message(seed, batch, index, ops);
         let Some(target) = targets[m.target] else { continue };
         let send_started = unix::clock_ns();
         let sent_how = send_one(&m, target, &targets, &mut mem, &mut r, &mut stats);
