@@ -652,10 +652,21 @@ impl Disk {
     /// `0`, to be served later without an answer (the monitor ignores a
     /// close's answer, and the handle must go), anything else `ERESTART`
     /// (nothing done; the caller's runtime sends it again). Returns
-    /// whether `s` is still to be served.
+    /// whether `s` is still to be served. A forwarded open
+    /// (`fs::OP_OPEN_FORWARDED`) names the monitor as its sender but its
+    /// caller is a process: it waits for the driver, as `main.rs` has the
+    /// one in progress do. Answered `ERESTART` here, it reached the
+    /// process, whose runtime asked again, and each time the monitor
+    /// recorded a new descriptor the process never had (branch `robust`:
+    /// `disktest lostopen` saw a creating process's next fd go from 3 to
+    /// 63 across one driver restart).
     fn answer_monitor_now(&self, s: &mut Stashed) -> bool {
         let r = &s.received;
-        if r.sender != self.monitor || r.kind != Kind::Call || s.answered {
+        if r.sender != self.monitor
+            || r.kind != Kind::Call
+            || s.answered
+            || r.message[0] == protocols::unix::fs::OP_OPEN_FORWARDED
+        {
             return true;
         }
         if r.message[0] == io::OP_CLOSE {
