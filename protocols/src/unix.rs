@@ -746,6 +746,14 @@ pub mod monitor {
     /// for the monitor to open the usual way and answer. Word 1 = the
     /// manager's errno, data = the forwarded request's data unchanged.
     pub const OP_OPEN_DECLINED: u64 = 122;
+    /// The caller's last call, an `open`, failed in the kernel with
+    /// `DeadPeer`: the monitor passed it on to a manager
+    /// ([`super::fs::OP_OPEN_FORWARDED`]) that ended holding it, so the
+    /// descriptor the monitor recorded for it was never the caller's; the
+    /// monitor drops it. Only as the first call after that open (any other
+    /// call ends the chance); `EBADF` when the last call was no forwarded
+    /// open or its descriptor is gone. Reply: 0. (branch `robust`)
+    pub const OP_OPEN_LOST: u64 = 123;
 
     /// The flags of a [`super::tty::OP_READER`] answer (word 3).
     pub mod reader {

@@ -646,8 +646,28 @@ pub fn open(path: &str, flags: u64, mode: u32) -> Result<Fd, Errno> {
     }
     let closing = STATE.lock().deferred.take();
     let word = closing.map_or(0, |fd| fd as u64 + 1);
-    let answered =
-        monitor_call_now([monitor_ops::OP_OPEN, flags, mode as u64, word], path.as_bytes(), &mut []);
+    let request = [monitor_ops::OP_OPEN, flags, mode as u64, word];
+    let answered = match monitor_link().map(|link| msg::call(link, &request, path.as_bytes(), &mut [])) {
+        // Passed on to a disk's (or memfs's) manager, which ended holding
+        // it (`fs::OP_OPEN_FORWARDED`): the monitor recorded a descriptor
+        // this process never heard of. Say so at once, as the next call
+        // (`monitor::OP_OPEN_LOST`; branch `robust`), then answer `EIO`.
+        Ok(Err(abi::Error::DeadPeer)) => {
+            let _ = monitor_call_now([monitor_ops::OP_OPEN_LOST, 0, 0, 0], &[], &mut []);
+            Err(errno::EIO)
+        }
+        // The rest as [`monitor_call_now`] does it.
+        Err(e) => Err(e),
+        Ok(Err(e)) => Err(from_kernel(e)),
+        Ok(Ok((w, len))) => match ux::result(w[0]) {
+            Err(errno::ERESTART) => {
+                crate::sys::sleep_ns(RESTART_RETRY_NS);
+                monitor_call_now(request, path.as_bytes(), &mut [])
+            }
+            Err(e) => Err(e),
+            Ok(_) => Ok((w, len)),
+        },
+    };
     if answered.is_err()
         && let Some(fd) = closing
     {

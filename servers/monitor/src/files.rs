@@ -201,7 +201,34 @@ impl Monitor {
         }
         let words =
             [fs::OP_OPEN_FORWARDED, flags | open_flags::O_EXCL, head.create_mode, fs::owner_word(uid, gid)];
+        self.procs.get_mut(&me).expect("caller exists").forwarded = Some((fd, handle));
         Some(Answer::Forward(link, words, data))
+    }
+
+    /// `monitor::OP_OPEN_LOST`: the process's last call, an `open`, failed
+    /// in the kernel (`DeadPeer`): passed on to a manager that ended while
+    /// it held it, it was never answered, so the process does not know
+    /// the descriptor recorded for it. Drop that descriptor, if the last
+    /// call was indeed such an open (`forwarded`, taken from the process
+    /// by this call) and the descriptor still holds the handle chosen for
+    /// it; `EBADF` otherwise (nothing changes). Before (branch `robust`),
+    /// the descriptor stayed, naming the dead manager, until the process
+    /// ended: its number taken, its description counted, inherited by
+    /// every child (`disktest lostopen`). The monitor cannot tell this
+    /// itself: a process answered just before the manager died holds its
+    /// descriptor, and the answer goes from the manager to the process.
+    /// A process that says so wrongly loses a descriptor of its own only.
+    pub fn open_lost(&mut self, me: u64, forwarded: Option<(usize, u64)>) -> Result<u64, Errno> {
+        let (fd, handle) = forwarded.ok_or(errno::EBADF)?;
+        let fds = &self.procs.get(&me).expect("caller exists").fds;
+        let i = fds.fds.get(fd).copied().flatten().ok_or(errno::EBADF)?;
+        if self.files.get(i).is_none_or(|f| f.info.handle != handle) {
+            return Err(errno::EBADF);
+        }
+        self.procs.get_mut(&me).expect("caller exists").fds.fds[fd] = None;
+        self.release(i);
+        runtime::println!("monitor: pid {me}: an open lost with its manager; descriptor {fd} dropped");
+        Ok(0)
     }
 
     /// `monitor::OP_OPEN_DECLINED`: a mount's manager (`sender`) could not

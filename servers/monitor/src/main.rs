@@ -267,6 +267,13 @@ impl Monitor {
             return self.open_declined(sender, data);
         }
         let Some(me) = self.proc_of(sender) else { return err(errno::EPERM) };
+        // Any call proves the last forwarded open over, one way or the
+        // other (a process makes one call at a time); only the first call
+        // after it may say it was lost (files.rs, `open_lost`).
+        let forwarded = self.procs.get_mut(&me).and_then(|p| p.forwarded.take());
+        if w[0] == monitor::OP_OPEN_LOST {
+            return answer(self.open_lost(me, forwarded));
+        }
         match w[0] {
             monitor::OP_FORK => self.fork(me, reply),
             monitor::OP_EXEC => self.exec(me, w, data),

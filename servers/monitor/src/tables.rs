@@ -69,6 +69,12 @@ pub struct Proc {
     pub orphaned: bool,
     /// Its resource limits (`limits`): inherited by `fork`, kept by `exec`.
     pub limits: Limits,
+    /// Its last call was an `open` passed on to a manager
+    /// (`files::forward_create`): the descriptor recorded for it and the
+    /// handle chosen. Taken by its next call, which, when it is
+    /// `monitor::OP_OPEN_LOST`, drops that descriptor (the manager died
+    /// holding the open, so the process never heard of it).
+    pub forwarded: Option<(usize, u64)>,
 }
 
 /// One process's resource limits (`protocols::unix::rlimit`): (soft,
@@ -129,6 +135,7 @@ impl Proc {
             name,
             orphaned: false,
             limits: Limits::root(),
+            forwarded: None,
         }
     }
 
@@ -159,6 +166,7 @@ impl Proc {
             name: self.name,
             orphaned: false,
             limits: self.limits,
+            forwarded: None,
         }
     }
 }
