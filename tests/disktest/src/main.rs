@@ -23,6 +23,9 @@
 //!   holding a window when the volume's manager is ended (the disk's
 //!   driver killed until init gives it up) gets `EIO`, not the window.
 //!   It leaves the volume unmounted: the last command of its boot.
+//! - `disktest lostopen DIR`: an open held by the volume's manager when
+//!   it is ended, and a descriptor kept across the volume's remount
+//!   (`lostopen.rs`, branch `robust`).
 //! - `disktest procs`: the kernel's count of live processes
 //!   (`disktest: processes N`), so the host can see that a volume's
 //!   manager leaves nothing behind when it ends (its I/O workers and its
@@ -39,6 +42,7 @@
 
 extern crate alloc;
 
+mod lostopen;
 mod readwin;
 
 use alloc::format;
@@ -63,12 +67,13 @@ fn main(args: runtime::Args) -> i32 {
         ["readwin", dir, "off"] => readwin::readwin(dir, false),
         ["rwchild", path] => readwin::rwchild(path),
         ["deadwin", path] => readwin::deadwin(path),
+        ["lostopen", dir] => lostopen::lostopen(dir),
         ["procs"] => {
             println!("disktest: processes {}", runtime::sys::info(abi::InfoKey::ProcessCount));
             Ok(())
         }
         _ => Err(String::from(
-            "usage: disktest sums DIR | workload DIR [small] | cuts DIR | readwin DIR on|off | deadwin PATH | procs",
+            "usage: disktest sums DIR | workload DIR [small] | cuts DIR | readwin DIR on|off | deadwin PATH | lostopen DIR | procs",
         )),
     };
     match outcome {

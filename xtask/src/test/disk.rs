@@ -50,6 +50,12 @@
 //!    ended (its driver killed until init gives it up), and must then get
 //!    `EIO` for a read inside the window, not the bytes it held.
 //!
+//! 8. **creates across a dying manager** (branch `robust`): `disktest
+//!    lostopen` creates files while the driver is killed until given up
+//!    (no descriptor left behind by a create answered while the driver
+//!    restarted, or lost with the manager), and keeps one descriptor
+//!    across the volume's remount (`EIO` to every call, its close frees it).
+//!
 //! What it is not: the file system's host tests (`fs-ext2/tests/`), which
 //! drive the same code over an in-memory disk.
 
@@ -269,6 +275,10 @@ pub fn run(
         Outcome::step(
             "disk: a reader's read window after its manager was ended gives EIO, not its bytes",
             dead_manager_window(&boots),
+        ),
+        Outcome::step(
+            "disk: creates across driver restarts and the manager's end leave no descriptor behind; a kept one says EIO across the remount",
+            lost_open(&boots),
         ),
     ];
     let cut_points: Vec<usize> = match power_cuts {
@@ -613,6 +623,38 @@ fn dead_manager_window(boots: &Boots) -> Result<(), String> {
     Ok(())
 }
 
+/// Test 8 (branch `robust`): `disktest lostopen` on a volume with one
+/// buffer (`nbuf=1`: nearly every create needs the device, so one is
+/// held by the manager whenever the driver is down). A child creates
+/// file after file while the driver is killed until init gives it up;
+/// every create must get the same descriptor number (creates answered
+/// `ERESTART` while the driver restarted each left the monitor holding a
+/// descriptor the child never had, `servers/ext2fs/src/disk.rs`
+/// `answer_monitor_now`), and the create lost with the ended manager must
+/// leave none (`monitor::OP_OPEN_LOST`). A descriptor kept open must say
+/// `EIO` to every call after the manager ended and after the volume is
+/// mounted again (`service start virtio-blk`), and its close must free
+/// its description. Nothing of the image is checked (test 7's reason).
+fn lost_open(boots: &Boots) -> Result<(), String> {
+    let image = boots.log_dir.join("disk-lostopen.img");
+    ext2::make_image(&image, 8 << 20, None)?;
+    let run =
+        boots.batch("lostopen", &image, "nbuf=1", &format!("/bin/{PROGRAM} lostopen /disk/lostopen\n"))?;
+    let listing = parse_listing(&run.output);
+    if let Some(why) = &listing.failure {
+        return Err(format!("{why}; the output ends:\n{}", tail(&run.output)));
+    }
+    if !listing.is_done
+        || !run.output.contains("disktest: lostopen: every call on the kept descriptor said EIO")
+    {
+        return Err(format!("disktest lostopen did not finish; the output ends:\n{}", tail(&run.output)));
+    }
+    if !run.transcript.contains("/disk mounted again from /dev/vda") {
+        return Err(format!("the monitor never mounted /disk again:\n{}", tail(&run.transcript)));
+    }
+    Ok(())
+}
+
 /// The journal superblock's sequence number (`dumpe2fs -h`).
 fn journal_sequence(image: &Path) -> Result<u64, String> {
     let out = std::process::Command::new(ext2::program("dumpe2fs")?)
@@ -729,6 +771,14 @@ mod tests {
     #[ignore]
     fn boot_the_dead_manager_window_test() {
         with_boots(|boots, _| dead_manager_window(boots).unwrap());
+    }
+
+    /// Test 8 alone (`cargo test -p xtask -- --ignored
+    /// boot_the_lost_open_test --nocapture`).
+    #[test]
+    #[ignore]
+    fn boot_the_lost_open_test() {
+        with_boots(|boots, _| lost_open(boots).unwrap());
     }
 
     /// Test 4 on ext3 alone, one cut (`cargo test -p xtask -- --ignored
