@@ -107,6 +107,8 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::PciClaim => device::pci_claim(k, caller),
         Call::MapMmio => device::map_mmio(k, caller),
         Call::DmaAlloc => device::dma_alloc(k, caller),
+        Call::MsixRoute => device::msix_route(k, caller),
+        Call::MsixRelease => device::msix_release(k, caller),
         Call::ForeignAttach => foreign::attach(k, caller),
         Call::ForeignResume => foreign::resume(k, caller),
         Call::ForeignRead => foreign::read(k, caller),
