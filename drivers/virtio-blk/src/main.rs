@@ -14,7 +14,8 @@
 //!   inside the disk, else `EINVAL` with nothing moved), takes a DMA
 //!   buffer, hands the device one request for the whole transfer
 //!   (`read_blocks_nb`) and goes back to its queue. The device's interrupt
-//!   arrives as a message; the driver collects every finished request
+//!   arrives as a message (by MSI-X unless `pci.msix=off`: docs/devices.md,
+//!   "MSI-X"); the driver collects every finished request
 //!   (`peek_used`, `complete_read_blocks`), copies the data into the
 //!   client's lent receive buffer (`msg::lease_write`) and replies.
 //! - WRITE: the data comes from the client's lent send buffer

@@ -1,7 +1,8 @@
 //! Finding and setting up a virtio PCI function: PCI configuration space
 //! through the kernel (`sys::pci_config_read`/`write`, the `devices`
 //! right), the function on bus 0, its BARs (mapped; sized by the kernel),
-//! bus mastering, its interrupt line, and the crate's transport on top.
+//! bus mastering, its interrupts (an MSI-X entry the kernel routes, or
+//! the INTx line), and the crate's transport on top.
 //!
 //! What it is not: a device (each driver makes its own on the transport)
 //! or the memory ([`crate::hal`]).
@@ -13,6 +14,10 @@
 //! kernel's `claim_irq` applies (kernel/src/devices.rs `line_of`); the
 //! driver also asks for a level-triggered line (`abi::irq_flags::LEVEL`)
 //! for firmware whose tables say nothing.
+//!
+//! MSI-X ([`find_with`], docs/devices.md "MSI-X"): the kernel routes table
+//! entry 0 to the driver's queue and writes the entry itself; the
+//! transport tells the device to signal every queue through it.
 
 use crate::hal::{self, RidgebackHal};
 use abi::Error;

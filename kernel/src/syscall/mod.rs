@@ -13,7 +13,7 @@
 //! - [`process`]: exit … proc_image (0–15);
 //! - [`system`]: debug_write … module_read (16–31);
 //! - [`message`]: init_qseg … reply_wait, forward_wait (32–47);
-//! - [`device`]: claim_irq … get_bootstrap (48–53);
+//! - [`device`]: claim_irq … get_bootstrap (48–53), pci_config_read … msix_release (64–70);
 //! - [`memory`]: set_pager … space_copy (54–56);
 //! - [`foreign`]: foreign_attach … foreign_protect (80–89).
 //!
