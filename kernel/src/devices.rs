@@ -211,12 +211,15 @@ impl Kernel {
             .route(raw as u16, entry, me, queue as u32)
             .map_err(|PoolError::Exhausted| Error::LimitReached)?;
         let vector = MSIX_VECTOR_BASE + routed.slot() as u8;
-        if let Routed::New(_) = routed {
-            let bsp = self.irqs().routing.bsp_apic_id;
-            if let Err(e) = pci::msix_route(address, entry, vector, bsp) {
-                self.irqs_mut().msix.release(routed.slot());
-                return Err(msix_error(e));
+        // Written and enabled again for a route that moved too: the
+        // entry is the same, but MSI-X may have been turned off since
+        // (`stop_function` when the image was replaced).
+        let bsp = self.irqs().routing.bsp_apic_id;
+        if let Err(e) = pci::msix_route(address, entry, vector, bsp) {
+            if let Routed::New(slot) = routed {
+                self.irqs_mut().msix.release(slot);
             }
+            return Err(msix_error(e));
         }
         Ok(vector)
     }
@@ -292,9 +295,6 @@ impl Kernel {
     /// into frames that another process may get next.
     pub fn devices_cleanup(&mut self, slot: usize, pid: Pid) {
         self.stop_dma_of(pid);
-        while let Some(route) = self.irqs().msix.first_of(pid) {
-            self.free_msix(route);
-        }
         for line in 0..IRQ_LINES {
             if self.irqs().lines[line].owner.is_some_and(|(p, _)| p == pid) {
                 self.release_line(line as u32);
@@ -309,7 +309,8 @@ impl Kernel {
     }
 
     /// Turn off bus mastering, INTx and MSI/MSI-X of every PCI function
-    /// `pid` has claimed ([`pci::stop_function`]): its DMA memory is about
+    /// `pid` has claimed ([`pci::stop_function`]) and free its MSI-X
+    /// vectors (entries masked): its DMA memory is about
     /// to be freed (it ended, or its image is being replaced). Without an
     /// IOMMU this is the only thing between a dead driver's device and
     /// the free list (docs/reliability.md).
@@ -318,6 +319,12 @@ impl Kernel {
             if let Some(address) = PciAddress::from_raw(*raw as u64) {
                 pci::stop_function(address);
             }
+        }
+        // Its MSI-X entries go with it: the queues they name are gone (a
+        // new image starts with no queue segment), and a vector held for
+        // nobody would be lost to the pool.
+        while let Some(route) = self.irqs().msix.first_of(pid) {
+            self.free_msix(route);
         }
     }
 
