@@ -145,7 +145,7 @@ fn is_interrupt_capability(address: PciAddress, offset: u8, width: u8) -> bool {
             CAPABILITY_MSI_X => MSI_X_CAPABILITY_BYTES,
             _ => return false,
         };
-        (offset as u16) < at as u16 + len as u16 && at as u16 <= end - 1
+        (offset as u16) < at as u16 + len as u16 && (at as u16) < end
     })
 }
 
