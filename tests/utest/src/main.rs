@@ -213,6 +213,7 @@ const TESTS: &[Test] = &[
     ("ramdisk::rules_pddriver", ramdisk::rules_pddriver),
     ("ramdisk::shared_offsets", ramdisk::shared_offsets),
     ("ramdisk::shared_reads_take_each_block_once", ramdisk::shared_reads_take_each_block_once),
+    ("ramdisk::driver_seek_waits_for_the_lock", ramdisk::driver_seek_waits_for_the_lock),
     ("ramdisk::readers_and_writers_at_once", ramdisk::readers_and_writers_at_once),
     ("ramdisk::killed_holder_releases_the_lock", ramdisk::killed_holder_releases_the_lock),
     ("ramdisk::killed_copier_releases_the_lock", ramdisk::killed_copier_releases_the_lock),

@@ -41,6 +41,7 @@ mod region {
     pub const HOLD: u64 = 20 * MIB;
     pub const SLEEP: u64 = 24 * MIB;
     pub const SHARED_READS: u64 = 28 * MIB;
+    pub const SEEK: u64 = 31 * MIB;
 }
 
 /// The device under each name.
@@ -309,6 +310,67 @@ pub fn shared_reads_take_each_block_once() -> TestResult {
         count.iter().position(|&c| c > 1)
     );
     unix::close(fd).ctx("close")
+}
+
+/// A forked sharer's `lseek` (the driver's SEEK) against the mapping
+/// process's transfer in its own context. This process maps its open
+/// (the runtime, at its first seek), and by hand a second view of the
+/// same slot; it takes the writer word and loads the offset word, as its
+/// runtime does at the start of a transfer. A forked child (which goes
+/// through the driver) seeks one block on. Then this process stores the
+/// offset a four-block read would leave and lets the lock go. The child's
+/// seek must come after that read, not inside it: the child sees the
+/// offset five blocks on, and so does this process. Before branch `drv`
+/// the driver answered SEEK at once, without the lock: the child saw one
+/// block on, and the store at the end of the read undid its move.
+pub fn driver_seek_waits_for_the_lock() -> TestResult {
+    const READ_BLOCKS: u64 = 4;
+    let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
+    seek_to(fd, region::SEEK)?;
+    let info = fd_info(fd)?;
+    let link = msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue))
+        .map_err(|e| format!("link to the driver: {}", e.name()))?;
+    let m = map_by_hand(link, abi::Pid(info.manager_pid), info.manager_queue, info.handle, TEST_WINDOW)?;
+    let offset_word = m.word(block::ram_lock::OFFSETS_OFFSET) + 8 * m.slot;
+    ensure!(m.take_the_writer_word(), "the writer word was not free");
+    let at = raw::load_u64(offset_word);
+    let (r, w) = unix::pipe().ctx("pipe")?;
+    let child = spawn(move || {
+        let _ = unix::close(r);
+        let moved = unix::lseek(fd, BLOCK as i64, SEEK_CUR).unwrap_or(u64::MAX);
+        i32::from(util::write_all(w, &moved.to_le_bytes()).is_err())
+    });
+    let _ = unix::close(w);
+    let result = child.and_then(|child| {
+        // The SEEK kept by the driver (its waiters word 1), or answered
+        // (the child ends): either, within the deadline.
+        let deadline = unix::clock_ns() + DEADLINE_NS;
+        let mut ended = None;
+        while m.waiters() != 1 && ended.is_none() && unix::clock_ns() < deadline {
+            ended = unix::waitpid(child as i64, true).ctx("waitpid")?;
+            unix::sleep_ns(1_000_000);
+        }
+        let kept = m.waiters() == 1;
+        // The end of this process's read of READ_BLOCKS blocks.
+        raw::store_u64(offset_word, at + READ_BLOCKS * BLOCK as u64);
+        m.release_the_writer_word();
+        let theirs = util::read_to_end(r).ctx("the child's offset");
+        match ended {
+            Some((_, status)) => ensure!(status.exit_code() == Some(0), "the child {}", util::describe(&status)),
+            None => util::expect_exit(child, 0)?,
+        }
+        let theirs = u64::from_le_bytes(theirs?.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0xff; 8]));
+        let mine = unix::lseek(fd, 0, SEEK_CUR).ctx("lseek after both")?;
+        let want = at + (READ_BLOCKS + 1) * BLOCK as u64;
+        ensure!(
+            kept && theirs == want && mine == want,
+            "the child's seek of one block from {at} during a read of {READ_BLOCKS} blocks: the driver kept it: {kept}; the child saw {theirs}, this process {mine}, both should be {want}"
+        );
+        Ok(())
+    });
+    let _ = unix::close(r);
+    unix::close(fd).ctx("close")?;
+    result
 }
 
 /// Writers' chunks: `CHUNK_BLOCKS` blocks, every block stamped with the
