@@ -117,7 +117,10 @@ struct LockPage {
     _pad2: [u8; ram_lock::STATS_OFFSET - ram_lock::OFFSETS_OFFSET - 8 * ram_lock::SLOTS],
     /// Requests, bytes read, bytes written, by mapping clients.
     stats: [AtomicU64; 3],
-    _pad3: [u8; PAGE_BYTES - ram_lock::STATS_OFFSET - 24],
+    _pad3: [u8; ram_lock::LIVE_OFFSET - ram_lock::STATS_OFFSET - 24],
+    /// `ram_lock::LIVE` for this driver's life; the kernel zeroes it in
+    /// the clients' lock-page regions when this process ends.
+    live: AtomicU64,
 }
 
 const _: () = assert!(core::mem::size_of::<LockPage>() == PAGE_BYTES);
@@ -127,6 +130,7 @@ const _: () = assert!(offset_of!(LockPage, wake_sent) == ram_lock::WAKE_SENT_OFF
 const _: () = assert!(offset_of!(LockPage, readers) == ram_lock::READERS_OFFSET);
 const _: () = assert!(offset_of!(LockPage, offsets) == ram_lock::OFFSETS_OFFSET);
 const _: () = assert!(offset_of!(LockPage, stats) == ram_lock::STATS_OFFSET);
+const _: () = assert!(offset_of!(LockPage, live) == ram_lock::LIVE_OFFSET);
 
 impl LockPage {
     fn new() -> Box<LockPage> {
@@ -141,7 +145,8 @@ impl LockPage {
             offsets: [const { AtomicU64::new(0) }; ram_lock::SLOTS],
             _pad2: [0; ram_lock::STATS_OFFSET - ram_lock::OFFSETS_OFFSET - 8 * ram_lock::SLOTS],
             stats: [const { AtomicU64::new(0) }; 3],
-            _pad3: [0; PAGE_BYTES - ram_lock::STATS_OFFSET - 24],
+            _pad3: [0; ram_lock::LIVE_OFFSET - ram_lock::STATS_OFFSET - 24],
+            live: AtomicU64::new(ram_lock::LIVE),
         })
     }
 

@@ -373,6 +373,61 @@ pub fn driver_seek_waits_for_the_lock() -> TestResult {
     result
 }
 
+/// The mapping process's own `lseek` takes the lock too: the driver moves
+/// the same offset word for a forked sharer's READ, WRITE and SEEK while
+/// it holds the lock as writer, so a seek outside the lock could land in
+/// the middle of such a transfer and be undone by its store. A child maps
+/// its open (its first seek), then another process takes the writer word
+/// by hand; the child's next `lseek` must wait (it sleeps in the driver,
+/// whose waiters count shows it) and end, at the right offset, once the
+/// word is let go. Before branch `drv` the runtime moved the word without
+/// the lock and the seek never waited (the holder's count stayed 0).
+pub fn mapped_seek_waits_for_the_lock() -> TestResult {
+    let (ready_r, ready_w) = unix::pipe().ctx("pipe")?;
+    let (go_r, go_w) = unix::pipe().ctx("pipe")?;
+    let seeker = spawn(move || {
+        let _ = unix::close(ready_r);
+        let _ = unix::close(go_w);
+        let Ok(fd) = open(RAMDRIVER, open_flags::O_RDWR) else { return 1 };
+        if seek_to(fd, region::SEEK).is_err() || util::write_all(ready_w, b"r").is_err() {
+            return 2;
+        }
+        let mut one = [0u8; 1];
+        if unix::read(go_r, &mut one) != Ok(1) {
+            return 3;
+        }
+        match unix::lseek(fd, BLOCK as i64, SEEK_CUR) {
+            Ok(at) if at == region::SEEK + BLOCK as u64 => 0,
+            Ok(_) => 4,
+            Err(_) => 5,
+        }
+    })?;
+    let _ = unix::close(ready_w);
+    let _ = unix::close(go_r);
+    let result = (|| -> TestResult {
+        let ready = util::read_some(ready_r, 1).ctx("the seeker's report")?;
+        ensure!(ready == b"r", "the seeker could not open and seek");
+        let holder = Holder::start()?;
+        let told = util::write_all(go_w, b"g")
+            .ctx("tell the seeker")
+            .and_then(|()| holder.ask(b'1', "the seeker waits in the driver while the writer word is held"));
+        let released = holder.ask(b'r', "release");
+        holder.finish();
+        told.and(released)
+    })();
+    let _ = unix::close(go_w);
+    let _ = unix::close(ready_r);
+    let ended = wait_within(&[seeker], "the seeker");
+    result?;
+    let ended = ended?;
+    ensure!(
+        ended[0].exit_code() == Some(0),
+        "the seeker {} (4: a wrong offset, 5: an error)",
+        util::describe(&ended[0])
+    );
+    Ok(())
+}
+
 /// Writers' chunks: `CHUNK_BLOCKS` blocks, every block stamped with the
 /// writer, its sequence number and its place, the rest a pattern of those.
 const CHUNK_BLOCKS: usize = 16;
