@@ -202,6 +202,7 @@ const TESTS: &[Test] = &[
     ("blk::zero_device_reads_zeros", blk::zero_device_reads_zeros),
     ("blk::pwritev_writes_every_part_or_none", blk::pwritev_writes_every_part_or_none),
     ("blk::device_times_count_each_request", blk::device_times_count_each_request),
+    ("blk::queue_indices_wrap", blk::queue_indices_wrap),
     ("leak::monitor_counts_descriptions", leak::monitor_counts_descriptions),
     ("leak::exited_children_leak_nothing", leak::exited_children_leak_nothing),
     ("leak::killed_children_leak_nothing", leak::killed_children_leak_nothing),
