@@ -229,9 +229,15 @@ fn host_steps(workspace: &Workspace, headers: &mut Headers) -> Vec<Outcome> {
     // fs-ext2's tests check images with e2fsprogs; without it they skip,
     // and the table says so.
     let e2fsprogs = tools::ensure_e2fsprogs();
+    // xtask's own tests boot a stand-in kernel in QEMU; install it once
+    // here rather than from tests running in parallel.
+    let qemu = qemu::ensure_qemu();
     let mut host_outcome = host_tests("host unit tests", &host, &[]);
     if let Err(err) = e2fsprogs {
         host_outcome.warnings.push(format!("fs-ext2's e2fsprogs tests skipped: {err}"));
+    }
+    if let Err(err) = qemu {
+        host_outcome.problems.push(format!("QEMU could not be installed: {err}"));
     }
     outcomes.push(host_outcome);
 

@@ -119,9 +119,30 @@ pub fn ensure_target(target: &str) -> Result<()> {
 /// `debian_package` when it is not. `what` names the tool for a person
 /// (`QEMU`) in the hint printed when that fails.
 pub fn ensure_program(program: &str, debian_package: &str, what: &str) -> Result<()> {
-    if is_on_path(program) {
+    install_once(|| is_on_path(program), || install_program(program, debian_package, what))
+}
+
+/// Checks for a tool and installs it, one caller at a time in this process.
+/// `cargo test` runs xtask's QEMU tests in parallel threads, and on a fresh
+/// machine each found QEMU missing and ran `apt-get` at once: the second
+/// lost dpkg's lock and its test failed (first boot of the ninth session's
+/// checkout). Under the lock, the later callers find the tool the first one
+/// installed.
+fn install_once(is_present: impl Fn() -> bool, install: impl FnOnce() -> Result<()>) -> Result<()> {
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if is_present() {
         return Ok(());
     }
+    // A caller that panicked while holding the lock left nothing half-done
+    // that the check below would not see.
+    let _installing = INSTALLING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if is_present() {
+        return Ok(());
+    }
+    install()
+}
+
+fn install_program(program: &str, debian_package: &str, what: &str) -> Result<()> {
     let hint = format!(
         "install {what} so that `{program}` is on PATH \
          (Debian/Ubuntu: `sudo apt-get install {debian_package}`)"
@@ -138,8 +159,10 @@ pub fn ensure_program(program: &str, debian_package: &str, what: &str) -> Result
             sudo.arg("apt-get");
             sudo
         };
-        // Never stop to ask: CI has no terminal to answer on.
-        command.env("DEBIAN_FRONTEND", "noninteractive").args(args);
+        // Never stop to ask: CI has no terminal to answer on. Wait for
+        // dpkg's lock rather than fail while another apt (a fresh machine's
+        // unattended upgrades) holds it.
+        command.env("DEBIAN_FRONTEND", "noninteractive").args(["-o", "DPkg::Lock::Timeout=300"]).args(args);
         command
     };
     run(&mut apt(&["update"]))
@@ -209,6 +232,36 @@ mod tests {
         assert_eq!(find_on_path("tool", &path_var), Some(second.join("tool")));
         assert_eq!(find_on_path("absent", &path_var), None);
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_callers_install_a_missing_tool_once() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let installed = AtomicBool::new(false);
+        let (installs, inside, most_inside) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    install_once(
+                        || installed.load(Ordering::SeqCst),
+                        || {
+                            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                            most_inside.fetch_max(now, Ordering::SeqCst);
+                            installs.fetch_add(1, Ordering::SeqCst);
+                            // Long enough for every other thread to arrive
+                            // while this one installs.
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            installed.store(true, Ordering::SeqCst);
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            Ok(())
+                        },
+                    )
+                    .unwrap();
+                });
+            }
+        });
+        assert_eq!(installs.load(Ordering::SeqCst), 1);
+        assert_eq!(most_inside.load(Ordering::SeqCst), 1);
     }
 
     #[test]
