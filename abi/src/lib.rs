@@ -253,6 +253,24 @@ pub enum Call {
     /// memory, for a device to reach by DMA. Freed when unmapped with the
     /// address space (at exit).
     DmaAlloc = 68,
+    /// `msix_route(address, entry, queue) -> vector`: deliver MSI-X table
+    /// entry `entry` of a claimed function as [`msg::Kind::Interrupt`]
+    /// messages on `queue` (m0 = [`msix::MESSAGE_TAG`] | entry, m1 = the
+    /// TSC, m2 = `address`). The *kernel* allocates the vector and writes
+    /// the entry's address and data, so no driver can make a device send
+    /// an interrupt of its choosing; it enables MSI-X on the function.
+    /// Edge-triggered: nothing to acknowledge (no `ack_irq`). Routing an
+    /// entry again moves it to `queue`, keeping its vector. Errors:
+    /// [`Error::PermissionDenied`] (no [`rights::DEVICES`], or the function
+    /// is not the caller's), [`Error::InvalidArgument`] (`entry` past the
+    /// function's table), [`Error::NoSuchDevice`] (no MSI-X capability, or
+    /// a table the kernel cannot reach), [`Error::LimitReached`] (every
+    /// vector of the kernel's pool is routed), [`Error::BadQueue`].
+    MsixRoute = 69,
+    /// `msix_release(address, entry) -> 0`: mask the entry and free its
+    /// vector; MSI-X goes off on the function with its last entry
+    /// (holder only; an entry not routed: [`Error::InvalidArgument`]).
+    MsixRelease = 70,
     // --- foreign processes: another system's programs (seed 001 §8) ---
     /// `foreign_attach(pid, queue) -> 0`: make the caller's stopped child
     /// `pid` (with no queue segment) a *foreign* process served by the
@@ -398,6 +416,8 @@ impl Call {
             66 => PciClaim,
             67 => MapMmio,
             68 => DmaAlloc,
+            69 => MsixRoute,
+            70 => MsixRelease,
             80 => ForeignAttach,
             81 => ForeignResume,
             82 => ForeignRead,
@@ -500,6 +520,14 @@ pub mod pager {
 pub mod irq_flags {
     pub const LEVEL: u64 = 1;
     pub const ACTIVE_LOW: u64 = 2;
+}
+
+/// MSI-X interrupts ([`Call::MsixRoute`]).
+pub mod msix {
+    /// Set in word 0 of an [`crate::msg::Kind::Interrupt`] message that
+    /// an MSI-X entry sent (its low 16 bits are the entry's index); a line
+    /// interrupt's word 0 is the line, always below it.
+    pub const MESSAGE_TAG: u64 = 1 << 32;
 }
 
 /// Flags of [`Call::LeaseRead`] and [`Call::LeaseWrite`].
@@ -895,7 +923,8 @@ pub enum Error {
     NothingArmed = 19,
     /// The interrupt line or I/O port is held by another process.
     InUse = 20,
-    /// No device answers at that PCI address.
+    /// No device answers at that PCI address (or, from `msix_route`, the
+    /// function has no MSI-X capability the kernel can use).
     NoSuchDevice = 21,
 }
 

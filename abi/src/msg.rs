@@ -58,9 +58,10 @@ pub enum Kind {
     Data = 1,
     /// From `call`: answer it with `reply` or `reply_wait` and the handle in `r10`.
     Call = 2,
-    /// An interrupt (m0 = line, m1 = the TSC of the CPU that took it, read
-    /// as the kernel queued the message: a driver times its device and the
-    /// delivery with it), from the kernel.
+    /// An interrupt (m0 = line, or `crate::msix::MESSAGE_TAG` | entry for
+    /// an MSI-X entry, then m2 = its PCI function; m1 = the TSC of the CPU
+    /// that took it, read as the kernel queued the message: a driver times
+    /// its device and the delivery with it), from the kernel.
     Interrupt = 3,
     /// A page fault in a region this process pages (m0 = pid, m1 = address,
     /// m2 = access), from the kernel.

@@ -8,6 +8,7 @@
 //!
 //! - [`limits`]: every static limit of the kernel, in one place.
 //! - [`frame_alloc`]: the physical frame allocator (a bitmap).
+//! - [`msix`]: the pool of MSI-X vectors and the entries they serve.
 //! - [`options`]: the kernel command line (`key=value` words).
 //! - [`qseg`]: a process's queue segment: links, queues, waiting messages.
 //! - [`ready`]: the scheduler's ready lists (descending priority, FIFO within one).
@@ -22,6 +23,7 @@ pub mod acpi;
 pub mod elf;
 pub mod frame_alloc;
 pub mod limits;
+pub mod msix;
 pub mod options;
 pub mod qseg;
 pub mod ready;

@@ -54,6 +54,14 @@ pub const MAX_MEMORY_RANGES: usize = 32;
 pub const MAX_PCI_CLAIMS: usize = 32;
 /// Largest DMA allocation in one `dma_alloc` (physically contiguous).
 pub const MAX_DMA_BYTES: u64 = 4 * 1024 * 1024;
+/// Interrupt vectors the kernel routes MSI-X table entries to, for all
+/// drivers together (`abi::Call::MsixRoute`): a static pool, so a driver
+/// cannot take the vectors of the kernel's own interrupts; one per queue
+/// of each device is the common use (virtio-blk needs one).
+pub const MSIX_VECTORS: usize = 32;
+/// Entries of one function's MSI-X table the kernel will route (the PCI
+/// spec allows 2048; a device queue each is far fewer).
+pub const MAX_MSIX_ENTRIES: usize = 64;
 
 // ---- limits on what a program asks for, defined in `abi` ----
 

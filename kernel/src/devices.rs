@@ -10,6 +10,13 @@
 //!   `ack_irq` when it has serviced the device, so a level-triggered line cannot storm. An
 //!   interrupt that finds the queue full is kept pending and queued as soon
 //!   as the driver takes a message from that queue.
+//! - MSI-X entries (docs/devices.md, "MSI-X"): a driver asks for an entry
+//!   of a function it holds to come to one of its queues; the kernel takes
+//!   a vector from its pool (kernel_core::msix) and writes the entry's
+//!   address and data itself, so that no driver can make a device send a
+//!   vector of its choosing. The messages are edge-triggered: nothing is
+//!   masked, nothing is acknowledged; one that finds the queue full is
+//!   kept pending as a line's is.
 //! - I/O ports: a driver asks for a range; the CPU's I/O permission bitmap
 //!   is switched with the running process, so only the holder's port
 //!   instructions work.
@@ -30,9 +37,9 @@
 //! physical address writes there whatever it is: the right is the whole
 //! machine (docs/devices.md).
 
-use crate::arch::apic::IRQ_BASE;
+use crate::arch::apic::{IRQ_BASE, MSIX_VECTOR_BASE};
 use crate::arch::frames::Frame;
-use crate::arch::pci::{self, ConfigError, MemoryBar, PciAddress};
+use crate::arch::pci::{self, ConfigError, MemoryBar, MsixError, PciAddress};
 use crate::irq::IrqLine;
 use crate::memory::SpaceError;
 use crate::message::{Head, Payload};
@@ -43,6 +50,7 @@ use abi::{Error, Pid};
 use abi::{irq_flags, rights};
 use kernel_core::limits::IRQ_LINES;
 use kernel_core::limits::MAX_DMA_BYTES;
+use kernel_core::msix::{PoolError, Routed};
 
 /// Ports the kernel keeps: the PICs, the PIT and its gate, QEMU's exit
 /// device, ACPI power management, PCI configuration space.
@@ -174,6 +182,90 @@ impl Kernel {
                 self.irq_fired(line as u32);
             }
         }
+        // One each: a delivery that finds the queue full again sets its
+        // route pending again, and must not be retried in this loop.
+        if let Some(first) = self.irqs().msix.first_pending(me, queue as u32) {
+            self.irqs_mut().msix.set_pending(first, false);
+            self.msix_fired(first);
+        }
+    }
+
+    // ---- MSI-X ----
+
+    /// `msix_route`: send `entry` of the claimed function `raw` to `queue`
+    /// as interrupt messages; returns the vector.
+    pub fn msix_route(&mut self, slot: usize, raw: u64, entry: u64, queue: u64) -> Result<u8, Error> {
+        let address = self.claimed_function(slot, raw)?;
+        let entry = u16::try_from(entry).map_err(|_| Error::InvalidArgument)?;
+        let qseg = self.proc(slot).qseg.as_ref().ok_or(Error::NoQueueSegment)?;
+        qseg.len(queue)?;
+        pci::msix_check(address, entry).map_err(msix_error)?;
+        let me = self.pid_of(slot);
+        // LimitReached, not InUse: no vector in particular was asked for
+        // and none is held by a process the caller could wait for; the
+        // kernel's static pool is full (kernel-core/src/limits.rs), as
+        // `pci_claim` says at MAX_PCI_CLAIMS.
+        let routed = self
+            .irqs_mut()
+            .msix
+            .route(raw as u16, entry, me, queue as u32)
+            .map_err(|PoolError::Exhausted| Error::LimitReached)?;
+        let vector = MSIX_VECTOR_BASE + routed.slot() as u8;
+        // Written and enabled again for a route that moved too: the
+        // entry is the same, but MSI-X may have been turned off since
+        // (`stop_function` when the image was replaced).
+        let bsp = self.irqs().routing.bsp_apic_id;
+        if let Err(e) = pci::msix_route(address, entry, vector, bsp) {
+            if let Routed::New(slot) = routed {
+                self.irqs_mut().msix.release(slot);
+            }
+            return Err(msix_error(e));
+        }
+        Ok(vector)
+    }
+
+    /// `msix_release`: mask the entry and free its vector.
+    pub fn msix_release(&mut self, slot: usize, raw: u64, entry: u64) -> Result<(), Error> {
+        self.claimed_function(slot, raw)?;
+        let entry = u16::try_from(entry).map_err(|_| Error::InvalidArgument)?;
+        let routed = self.irqs().msix.find(raw as u16, entry).ok_or(Error::InvalidArgument)?;
+        self.free_msix(routed);
+        Ok(())
+    }
+
+    /// Free pool slot `slot`: its entry masked, and MSI-X off on the
+    /// function once none of its entries is routed.
+    fn free_msix(&mut self, slot: usize) {
+        let Some(route) = self.irqs_mut().msix.release(slot) else { return };
+        let is_last = !self.irqs().msix.has_function(route.function);
+        if let Some(address) = PciAddress::from_raw(route.function as u64) {
+            pci::msix_unroute(address, route.entry, is_last);
+        }
+    }
+
+    /// The vector of pool slot `slot` arrived: tell its route's owner.
+    /// Nothing to mask: an MSI is an edge, sent once per event.
+    pub fn msix_fired(&mut self, slot: usize) {
+        let Some(route) = self.irqs().msix.get(slot) else { return };
+        let Some(owner) = self.slot_of(route.owner) else {
+            self.free_msix(slot);
+            return;
+        };
+        let head = Head {
+            // As a line's (abi::msg::Kind::Interrupt), with the entry
+            // tagged and the function in word 2.
+            words: [
+                abi::msix::MESSAGE_TAG | route.entry as u64,
+                crate::arch::cpu::rdtsc(),
+                route.function as u64,
+                0,
+            ],
+            sender: Pid(0),
+            kind: Kind::Interrupt,
+        };
+        if self.deliver(owner, route.queue, head, Payload::None, false) == Err(Error::QueueFull) {
+            self.irqs_mut().msix.set_pending(slot, true);
+        }
     }
 
     pub fn io_ports(&mut self, slot: usize, base: u64, count: u64) -> Result<(), Error> {
@@ -217,7 +309,8 @@ impl Kernel {
     }
 
     /// Turn off bus mastering, INTx and MSI/MSI-X of every PCI function
-    /// `pid` has claimed ([`pci::stop_function`]): its DMA memory is about
+    /// `pid` has claimed ([`pci::stop_function`]) and free its MSI-X
+    /// vectors (entries masked): its DMA memory is about
     /// to be freed (it ended, or its image is being replaced). Without an
     /// IOMMU this is the only thing between a dead driver's device and
     /// the free list (docs/reliability.md).
@@ -226,6 +319,12 @@ impl Kernel {
             if let Some(address) = PciAddress::from_raw(*raw as u64) {
                 pci::stop_function(address);
             }
+        }
+        // Its MSI-X entries go with it: the queues they name are gone (a
+        // new image starts with no queue segment), and a vector held for
+        // nobody would be lost to the pool.
+        while let Some(route) = self.irqs().msix.first_of(pid) {
+            self.free_msix(route);
         }
     }
 
@@ -307,7 +406,10 @@ impl Kernel {
         if !va.is_multiple_of(PAGE_SIZE) || va.checked_add(end - first).is_none_or(|e| e > USER_END) {
             return Err(Error::BadAddress);
         }
-        self.space_mut(slot).map_device(va, first, end - first).map_err(|e| match e {
+        // The pages of the MSI-X table, if this BAR holds it, stay the
+        // kernel's (`msix_route` writes them): a hole in the mapping.
+        let hole = pci::msix_table_pages(address, bar).map(|(s, e)| (s.max(first), e.min(end)));
+        self.space_mut(slot).map_device_except(va, first, end - first, hole).map_err(|e| match e {
             SpaceError::OutOfMemory => Error::OutOfResources,
             SpaceError::AlreadyMapped => Error::InvalidArgument,
         })?;
@@ -350,5 +452,12 @@ impl Kernel {
             return Err(Error::InvalidArgument);
         }
         Ok(self.proc(slot).bootstrap[index as usize])
+    }
+}
+
+fn msix_error(e: MsixError) -> Error {
+    match e {
+        MsixError::NoTable => Error::NoSuchDevice,
+        MsixError::BadEntry => Error::InvalidArgument,
     }
 }

@@ -1,11 +1,13 @@
 //! Interrupt lines as the kernel's state records them: who owns each line
-//! of the I/O APIC and what the firmware said about routing. Plain data;
+//! of the I/O APIC, which MSI-X entries the kernel's vectors serve, and
+//! what the firmware said about routing. Plain data;
 //! the kernel calls that claim, acknowledge and release lines, and the
 //! delivery of an interrupt as a message, are in devices.rs.
 
 use crate::arch::apic::IoApic;
 use abi::Pid;
-use kernel_core::limits::{IRQ_LINES, MAX_PCI_CLAIMS};
+use kernel_core::limits::{IRQ_LINES, MAX_PCI_CLAIMS, MSIX_VECTORS};
+use kernel_core::msix::VectorPool;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IrqLine {
@@ -34,6 +36,9 @@ pub struct IrqTable {
     pub routing: IrqRouting,
     /// (function address, driver): one driver per function.
     pub pci_claims: [Option<(u16, Pid)>; MAX_PCI_CLAIMS],
+    /// MSI-X entries routed to drivers' queues; slot `i` is vector
+    /// `arch::apic::MSIX_VECTOR_BASE + i`.
+    pub msix: VectorPool<MSIX_VECTORS>,
 }
 
 impl IrqTable {
@@ -42,6 +47,7 @@ impl IrqTable {
             lines: [IrqLine { owner: None, pending: false, level: false, active_low: false }; IRQ_LINES],
             routing: IrqRouting { io_apic: None, bsp_apic_id: 0, isa_override: [None; 16] },
             pci_claims: [None; MAX_PCI_CLAIMS],
+            msix: VectorPool::new(),
         }
     }
 }

@@ -203,6 +203,26 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// [`AddressSpace::map_device`], leaving the physical pages
+    /// `hole.0..hole.1` (page aligned, inside the range) unmapped: the
+    /// kernel's part of a BAR (an MSI-X table, devices.rs `map_mmio`).
+    pub fn map_device_except(
+        &mut self,
+        va: u64,
+        pa: u64,
+        len: u64,
+        hole: Option<(u64, u64)>,
+    ) -> Result<(), SpaceError> {
+        let Some((start, end)) = hole.filter(|(s, e)| s < e) else { return self.map_device(va, pa, len) };
+        self.map_device(va, pa, start - pa)?;
+        let after = end - pa;
+        if let Err(e) = self.map_device(va + after, end, len - after) {
+            self.unmap_device(va, (start - pa) / PAGE_SIZE);
+            return Err(e);
+        }
+        Ok(())
+    }
+
     fn unmap_device(&mut self, va: u64, pages: u64) {
         for i in 0..pages {
             self.table.unmap_device(va + i * PAGE_SIZE);

@@ -13,7 +13,7 @@ use crate::arch::percpu;
 use crate::arch::trap::{Exit, TrapFrame};
 use crate::state::{KERNEL, Kernel};
 use abi::{Counter, ExitStatus};
-use kernel_core::limits::IRQ_LINES;
+use kernel_core::limits::{IRQ_LINES, MSIX_VECTORS};
 
 /// `syscall` from a user process, whose registers the entry code has
 /// saved in its slot of the process table. Returns, with the kernel lock
@@ -137,6 +137,11 @@ pub extern "C" fn trap_handler(frame: &mut TrapFrame) -> *mut TrapFrame {
         v if (apic::IRQ_BASE..apic::IRQ_BASE + IRQ_LINES as u8).contains(&v) => {
             k.count(Counter::Interrupts);
             k.irq_fired((v - apic::IRQ_BASE) as u32);
+            apic::eoi();
+        }
+        v if (apic::MSIX_VECTOR_BASE..apic::MSIX_VECTOR_BASE + MSIX_VECTORS as u8).contains(&v) => {
+            k.count(Counter::Interrupts);
+            k.msix_fired((v - apic::MSIX_VECTOR_BASE) as usize);
             apic::eoi();
         }
         _ => {

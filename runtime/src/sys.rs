@@ -367,6 +367,18 @@ pub fn dma_alloc(va: u64, len: u64) -> Result<u64, Error> {
     call(Call::DmaAlloc, va, len, 0, 0, 0)
 }
 
+/// Receive MSI-X table entry `entry` of a claimed function as interrupt
+/// messages on `queue` (`abi::Call::MsixRoute`: the kernel picks the
+/// vector and writes the entry); returns the vector.
+pub fn msix_route(address: u64, entry: u16, queue: u32) -> Result<u8, Error> {
+    call(Call::MsixRoute, address, entry as u64, queue as u64, 0, 0).map(|v| v as u8)
+}
+
+/// Give an MSI-X entry's vector back (`abi::Call::MsixRelease`).
+pub fn msix_release(address: u64, entry: u16) -> Result<(), Error> {
+    call(Call::MsixRelease, address, entry as u64, 0, 0, 0).map(|_| ())
+}
+
 /// Give faults in `start..start + len` of process `pid` (this one or a
 /// child) to the pager `pager` (its queue `queue`).
 pub fn set_pager(pid: Pid, start: u64, len: u64, pager: Pid, queue: u32) -> Result<(), Error> {

@@ -1,7 +1,8 @@
 //! Finding and setting up a virtio PCI function: PCI configuration space
 //! through the kernel (`sys::pci_config_read`/`write`, the `devices`
 //! right), the function on bus 0, its BARs (mapped; sized by the kernel),
-//! bus mastering, its interrupt line, and the crate's transport on top.
+//! bus mastering, its interrupts (an MSI-X entry the kernel routes, or
+//! the INTx line), and the crate's transport on top.
 //!
 //! What it is not: a device (each driver makes its own on the transport)
 //! or the memory ([`crate::hal`]).
@@ -13,6 +14,10 @@
 //! kernel's `claim_irq` applies (kernel/src/devices.rs `line_of`); the
 //! driver also asks for a level-triggered line (`abi::irq_flags::LEVEL`)
 //! for firmware whose tables say nothing.
+//!
+//! MSI-X ([`find_with`], docs/devices.md "MSI-X"): the kernel routes table
+//! entry 0 to the driver's queue and writes the entry itself; the
+//! transport tells the device to signal every queue through it.
 
 use crate::hal::{self, RidgebackHal};
 use abi::Error;
@@ -123,23 +128,24 @@ fn why(e: Error) -> &'static str {
     e.name()
 }
 
-/// Find the first virtio function on bus 0 whose device id is one of
-/// `device_ids`, claim it, map its BARs, turn on memory decoding and bus
-/// mastering, and claim its interrupt line onto `queue`; `Ok(None)` when
-/// there is none. Returns the transport and the ISA line.
-pub fn find(device_ids: &[u16], queue: Queue) -> Result<Option<(PciTransport, u64)>, &'static str> {
-    let found = PciRoot::new(KernelConfigAccess::default())
-        .enumerate_bus(0)
-        .find(|(_, info)| info.vendor_id == VIRTIO_VENDOR_ID && device_ids.contains(&info.device_id));
-    let Some((df, _)) = found else { return Ok(None) };
-    sys::pci_claim(address(df)).map_err(why)?;
-    let mut root = PciRoot::new(map_bars(df).map_err(why)?);
-    // Memory decoding for the BARs, bus mastering for DMA; INTx stays on.
-    let (_, command) = root.get_status_command(df);
-    root.set_command(
-        df,
-        (command | Command::MEMORY_SPACE | Command::BUS_MASTER) - Command::INTERRUPT_DISABLE,
-    );
+/// How the device's interrupts reach the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interrupts {
+    /// MSI-X table entry `entry`, routed by the kernel to `vector`
+    /// (`sys::msix_route`): edge-triggered messages, no ISR status to
+    /// read, nothing to acknowledge.
+    Msix { entry: u16, vector: u8 },
+    /// The function's INTx pin on this I/O APIC line (ISA IRQ): read the
+    /// ISR status to lower it, then `sys::ack_irq`.
+    Line(u64),
+}
+
+/// The MSI-X table entry every queue of the device uses: one vector for
+/// the driver's one queue of messages (configuration changes get none).
+const QUEUE_MSIX_ENTRY: u16 = 0;
+
+/// The device at `address` interrupts on its INTx line from now on.
+fn claim_line(df: DeviceFunction, queue: Queue) -> Result<Interrupts, &'static str> {
     let line = KernelConfigAccess::default().read_word(df, INTERRUPT_LINE_OFFSET) & 0xff;
     if line == NO_LINE || line == 0 {
         return Err("the device has no interrupt line");
@@ -147,7 +153,79 @@ pub fn find(device_ids: &[u16], queue: Queue) -> Result<Option<(PciTransport, u6
     // A PCI interrupt on an ISA line: level-triggered, active-high (the
     // MADT's override, where there is one, says the same and wins).
     sys::claim_irq_with(line as u64, queue.0, abi::irq_flags::LEVEL).map_err(why)?;
-    let transport =
+    Ok(Interrupts::Line(line as u64))
+}
+
+/// Whether `pci.msix=` asks for MSI-X (the default) or for the INTx lines
+/// (`off`). Another value is reported and the default kept, as the
+/// kernel does with its own options.
+pub fn msix_option() -> bool {
+    let mut buf = [0u8; 1024];
+    let n = sys::kernel_options(&mut buf).unwrap_or(0).min(buf.len());
+    let line = core::str::from_utf8(&buf[..n]).unwrap_or("");
+    match protocols::options::lookup(line, "pci.msix") {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(v) => {
+            runtime::println!("virtio: pci.msix={v} is not `on` or `off`; using on");
+            true
+        }
+    }
+}
+
+/// Find the first virtio function on bus 0 whose device id is one of
+/// `device_ids`, claim it, map its BARs, turn on memory decoding and bus
+/// mastering, and claim its interrupt line onto `queue`; `Ok(None)` when
+/// there is none. Returns the transport and the ISA line.
+pub fn find(device_ids: &[u16], queue: Queue) -> Result<Option<(PciTransport, u64)>, &'static str> {
+    match find_with(device_ids, queue, false)? {
+        Some((transport, Interrupts::Line(line))) => Ok(Some((transport, line))),
+        Some((_, Interrupts::Msix { .. })) => unreachable!("MSI-X was not asked for"),
+        None => Ok(None),
+    }
+}
+
+/// [`find`], with the device's queues on MSI-X table entry 0 when
+/// `try_msix` and the kernel routes it (docs/devices.md, "MSI-X"); on its
+/// INTx line otherwise (no MSI-X capability, the kernel's pool full). The
+/// device may still refuse the entry when its queues are set up: then
+/// call [`fall_back_to_line`].
+pub fn find_with(
+    device_ids: &[u16],
+    queue: Queue,
+    try_msix: bool,
+) -> Result<Option<(PciTransport, Interrupts)>, &'static str> {
+    let found = PciRoot::new(KernelConfigAccess::default())
+        .enumerate_bus(0)
+        .find(|(_, info)| info.vendor_id == VIRTIO_VENDOR_ID && device_ids.contains(&info.device_id));
+    let Some((df, _)) = found else { return Ok(None) };
+    sys::pci_claim(address(df)).map_err(why)?;
+    let mut root = PciRoot::new(map_bars(df).map_err(why)?);
+    // Memory decoding for the BARs, bus mastering for DMA (and MSI-X
+    // messages, which are DMA writes); INTx stays on for the fallback.
+    let (_, command) = root.get_status_command(df);
+    root.set_command(
+        df,
+        (command | Command::MEMORY_SPACE | Command::BUS_MASTER) - Command::INTERRUPT_DISABLE,
+    );
+    let routed = if try_msix { sys::msix_route(address(df), QUEUE_MSIX_ENTRY, queue.0).ok() } else { None };
+    let interrupts = match routed {
+        Some(vector) => Interrupts::Msix { entry: QUEUE_MSIX_ENTRY, vector },
+        None => claim_line(df, queue)?,
+    };
+    let mut transport =
         PciTransport::new::<RidgebackHal, _>(&mut root, df).map_err(|_| "no virtio PCI transport")?;
-    Ok(Some((transport, line as u64)))
+    if let Interrupts::Msix { entry, .. } = interrupts {
+        transport.use_msix_entry(Some(entry));
+    }
+    Ok(Some((transport, interrupts)))
+}
+
+/// The device refused its MSI-X entry (`PciTransport::msix_refused`):
+/// give the entry back (the kernel turns MSI-X off with it, so the device
+/// goes back to INTx and its ISR status) and take the line instead.
+pub fn fall_back_to_line(transport: &PciTransport, queue: Queue) -> Result<Interrupts, &'static str> {
+    let df = transport.device_function();
+    let _ = sys::msix_release(address(df), QUEUE_MSIX_ENTRY);
+    claim_line(df, queue)
 }

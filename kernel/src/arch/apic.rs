@@ -22,6 +22,15 @@ const REG_TIMER_DIVIDE: u64 = 0x3e0;
 /// Interrupt vectors the kernel uses. Device line `gsi` of the I/O APIC
 /// uses `IRQ_BASE + gsi`.
 pub const IRQ_BASE: u8 = 0x20;
+/// The first of the vectors MSI-X entries are routed to (`devices.rs`,
+/// `msix_route`): `MSIX_VECTORS` of them, above the I/O APIC's lines and
+/// below the kernel's own vectors, so no route can name those.
+pub const MSIX_VECTOR_BASE: u8 = 0x40;
+const _: () = assert!(
+    IRQ_BASE as usize + kernel_core::limits::IRQ_LINES <= MSIX_VECTOR_BASE as usize
+        && MSIX_VECTOR_BASE as usize + kernel_core::limits::MSIX_VECTORS <= VECTOR_TIMER as usize,
+    "the MSI-X vectors lie between the lines' vectors and the kernel's own"
+);
 pub const VECTOR_TIMER: u8 = 0xf0;
 pub const VECTOR_RESCHEDULE: u8 = 0xf1;
 pub const VECTOR_HALT: u8 = 0xf2;

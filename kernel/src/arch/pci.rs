@@ -17,6 +17,7 @@
 //! The two ports form one operation, so every access holds [`PORTS`].
 
 use super::cpu::{inl, outl};
+use super::phys::phys_to_virt;
 use spin::Mutex;
 
 const ADDRESS_PORT: u16 = 0xcf8;
@@ -43,6 +44,18 @@ const CAPABILITY_MSI: u32 = 0x05;
 const MSI_ENABLE: u32 = 1 << 16;
 const CAPABILITY_MSI_X: u32 = 0x11;
 const MSI_X_ENABLE: u32 = 1 << 31;
+/// MSI-X message control's Function Mask (bit 14, so bit 30 of the
+/// header dword): every entry masked at once (PCI Local Bus 3.0 §6.8.2.3).
+const MSI_X_FUNCTION_MASK: u32 = 1 << 30;
+/// Bytes of an MSI capability (64-bit address, per-vector masking: the
+/// longest form, §6.8.1) and of an MSI-X capability (§6.8.2).
+const MSI_CAPABILITY_BYTES: u8 = 24;
+const MSI_X_CAPABILITY_BYTES: u8 = 12;
+/// Bytes of one MSI-X table entry: message address (low, high), message
+/// data, vector control (§6.8.2.6–9).
+const MSI_X_ENTRY_BYTES: u64 = 16;
+/// Vector control's Mask Bit (§6.8.2.9).
+const MSI_X_ENTRY_MASKED: u32 = 1;
 /// Class code (the top byte of the dword at 0x08) of bridges (§D).
 const CLASS_BRIDGE: u32 = 0x06;
 /// The most capabilities 192 bytes of device-specific space can hold (4
@@ -119,10 +132,27 @@ fn is_writable_register(offset: u8, width: u8) -> bool {
         || offset >= 0x40
 }
 
+/// Whether `offset..offset + width` touches the function's MSI or MSI-X
+/// capability. Those are the kernel's (`msix_route`): an MSI capability
+/// holds a message address and data, which a driver writing them could
+/// point at any vector of any CPU (a kernel IPI); MSI-X's enable and
+/// function mask are set by the kernel once it has written the entries.
+fn is_interrupt_capability(address: PciAddress, offset: u8, width: u8) -> bool {
+    let end = offset as u16 + width as u16;
+    capabilities(address).any(|(at, id)| {
+        let len = match id {
+            CAPABILITY_MSI => MSI_CAPABILITY_BYTES,
+            CAPABILITY_MSI_X => MSI_X_CAPABILITY_BYTES,
+            _ => return false,
+        };
+        (offset as u16) < at as u16 + len as u16 && (at as u16) < end
+    })
+}
+
 /// Write `width` bytes at `offset` (a read-modify-write of the dword).
 pub fn config_write(address: PciAddress, offset: u64, width: u64, value: u32) -> Result<(), ConfigError> {
     let (offset, width) = check_access(offset, width)?;
-    if !is_writable_register(offset, width) {
+    if !is_writable_register(offset, width) || is_interrupt_capability(address, offset, width) {
         return Err(ConfigError::Protected);
     }
     let aligned = offset & 0xfc;
@@ -174,23 +204,164 @@ pub fn stop_function(address: PciAddress) {
     // The status half is write-one-to-clear: write it as zeros.
     let command = (command_status & 0xffff & !COMMAND_BUS_MASTER) | COMMAND_INTERRUPT_DISABLE;
     write_dword(address, 0x04, command);
-    if command_status & STATUS_CAPABILITIES_LIST == 0 {
-        return;
-    }
-    let mut pointer = (read_dword(address, CAPABILITIES_POINTER) & 0xfc) as u8;
-    for _ in 0..MAX_CAPABILITIES {
-        if pointer < 0x40 {
-            break; // the end of the list (0), or a pointer into the header
-        }
+    for (pointer, id) in capabilities(address) {
         let header = read_dword(address, pointer);
-        match header & 0xff {
+        match id {
             CAPABILITY_MSI if header & MSI_ENABLE != 0 => write_dword(address, pointer, header & !MSI_ENABLE),
             CAPABILITY_MSI_X if header & MSI_X_ENABLE != 0 => {
                 write_dword(address, pointer, header & !MSI_X_ENABLE)
             }
             _ => {}
         }
+    }
+}
+
+/// The capabilities list of the function at `address`: (offset, id) of
+/// each, at most [`MAX_CAPABILITIES`] (a list that loops ends there).
+fn capabilities(address: PciAddress) -> impl Iterator<Item = (u8, u32)> {
+    let has_list = read_dword(address, 0x04) & STATUS_CAPABILITIES_LIST != 0;
+    let mut pointer = if has_list { (read_dword(address, CAPABILITIES_POINTER) & 0xfc) as u8 } else { 0 };
+    core::iter::from_fn(move || {
+        if pointer < 0x40 {
+            return None; // the end of the list (0), or a pointer into the header
+        }
+        let at = pointer;
+        let header = read_dword(address, at);
         pointer = ((header >> 8) & 0xfc) as u8;
+        Some((at, header & 0xff))
+    })
+    .take(MAX_CAPABILITIES)
+}
+
+/// A function's MSI-X table, as its capability describes it (PCI Local
+/// Bus 3.0 §6.8.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsixTable {
+    /// Where the capability is in configuration space.
+    capability: u8,
+    /// Entries in the table (Table Size + 1).
+    pub entries: u16,
+    /// The BAR holding it (the BIR) and its offset there.
+    pub bar: u8,
+    pub offset: u64,
+}
+
+impl MsixTable {
+    pub fn len_bytes(&self) -> u64 {
+        self.entries as u64 * MSI_X_ENTRY_BYTES
+    }
+}
+
+/// The MSI-X table of the ordinary device at `address`, if it has one.
+pub fn msix_table(address: PciAddress) -> Option<MsixTable> {
+    if !is_device(address) {
+        return None;
+    }
+    let (capability, _) = capabilities(address).find(|&(_, id)| id == CAPABILITY_MSI_X)?;
+    let control = read_dword(address, capability) >> 16;
+    let table = read_dword(address, capability + 4);
+    let bar = (table & 7) as u8;
+    (bar <= 5).then_some(MsixTable {
+        capability,
+        entries: (control & 0x7ff) as u16 + 1,
+        bar,
+        offset: (table & !7) as u64,
+    })
+}
+
+/// Where memory BAR `index` of `address` starts, read from its register
+/// without sizing it: the sizing probe ([`memory_bar`]) turns memory
+/// decoding off for a moment, which a running device's driver would see.
+fn memory_bar_base(address: PciAddress, index: u8) -> Option<u64> {
+    let offset = 0x10 + index * 4;
+    let low = read_dword(address, offset);
+    if low & 1 != 0 {
+        return None; // I/O space
+    }
+    let high = if (low >> 1) & 3 == 2 && index < 5 { read_dword(address, offset + 4) } else { 0 };
+    let pa = (high as u64) << 32 | (low & !0xf) as u64;
+    (pa != 0).then_some(pa)
+}
+
+/// Where in the kernel the MSI-X table of `address` can be written: its
+/// BAR's address plus the table's offset, through the direct map, which
+/// covers the whole low 4 GiB (arch/paging.rs). None for a table in an
+/// I/O BAR or above 4 GiB. The direct map's page attribute there is
+/// write-back below 0xfe00_0000; firmware's MTRRs make the PCI hole
+/// uncacheable, and MTRR UC wins over PAT WB (Intel SDM vol. 3A §11.5.2.2).
+fn msix_table_va(address: PciAddress, table: &MsixTable) -> Option<u64> {
+    let pa = memory_bar_base(address, table.bar)?.checked_add(table.offset)?;
+    (pa.checked_add(table.len_bytes())? <= 1 << 32).then(|| phys_to_virt(pa))
+}
+
+/// Physical pages `start..end` holding the MSI-X table of `address`, if
+/// it is in memory BAR `bar`: kept out of the driver's mapping of that
+/// BAR. PCI Local Bus 3.0 §6.8.2: the table shares no naturally aligned 4
+/// KiB range with other registers, so the driver loses nothing.
+pub fn msix_table_pages(address: PciAddress, bar: u8) -> Option<(u64, u64)> {
+    let table = msix_table(address).filter(|t| t.bar == bar)?;
+    let pa = memory_bar_base(address, bar)?.checked_add(table.offset)?;
+    let page = 4096;
+    Some((pa & !(page - 1), (pa + table.len_bytes()).next_multiple_of(page)))
+}
+
+/// Why the kernel cannot route an MSI-X entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MsixError {
+    /// No MSI-X capability, or a table the kernel cannot reach.
+    NoTable,
+    /// The entry is past the table's end.
+    BadEntry,
+}
+
+fn entry_va(address: PciAddress, entry: u16) -> Result<(MsixTable, u64), MsixError> {
+    let table = msix_table(address).ok_or(MsixError::NoTable)?;
+    if entry >= table.entries || entry as usize >= kernel_core::limits::MAX_MSIX_ENTRIES {
+        return Err(MsixError::BadEntry);
+    }
+    let va = msix_table_va(address, &table).ok_or(MsixError::NoTable)?;
+    Ok((table, va + entry as u64 * MSI_X_ENTRY_BYTES))
+}
+
+/// Check that `entry` of `address` can be routed, without touching it.
+pub fn msix_check(address: PciAddress, entry: u16) -> Result<(), MsixError> {
+    entry_va(address, entry).map(|_| ())
+}
+
+/// Point `entry` of `address` at `vector` of the CPU with `apic_id` and
+/// unmask it, then turn MSI-X on (function mask off; INTx stops, §6.8.2).
+/// The message is the fixed, edge-triggered, physical-destination form
+/// (Intel SDM vol. 3A §10.11.1-2): address 0xFEE0_0000 | apic_id << 12,
+/// data = the vector (delivery mode 000, trigger mode 0 = edge).
+pub fn msix_route(address: PciAddress, entry: u16, vector: u8, apic_id: u32) -> Result<(), MsixError> {
+    let (table, va) = entry_va(address, entry)?;
+    let message_address = super::apic::LAPIC_PHYS as u32 | (apic_id & 0xff) << 12;
+    // SAFETY: `va` is the entry's 16 bytes inside the function's MSI-X
+    // table (checked against its size), in the direct map, which maps all
+    // of the low 4 GiB; these are device registers nothing else holds a
+    // reference to. Masked while address and data change (§6.8.2.9).
+    unsafe {
+        let words = va as *mut u32;
+        words.add(3).write_volatile(MSI_X_ENTRY_MASKED);
+        words.write_volatile(message_address);
+        words.add(1).write_volatile(0);
+        words.add(2).write_volatile(vector as u32);
+        words.add(3).write_volatile(0);
+    }
+    let header = read_dword(address, table.capability);
+    write_dword(address, table.capability, (header | MSI_X_ENABLE) & !MSI_X_FUNCTION_MASK);
+    Ok(())
+}
+
+/// Mask `entry` of `address` (its vector is being freed); with
+/// `is_last`, turn MSI-X off on the function too.
+pub fn msix_unroute(address: PciAddress, entry: u16, is_last: bool) {
+    let Ok((table, va)) = entry_va(address, entry) else { return };
+    // SAFETY: as in msix_route.
+    unsafe { (va as *mut u32).add(3).write_volatile(MSI_X_ENTRY_MASKED) };
+    if is_last {
+        let header = read_dword(address, table.capability);
+        write_dword(address, table.capability, header & !MSI_X_ENABLE);
     }
 }
 

@@ -1,4 +1,4 @@
-//! Device calls (`abi::Call` 48–53 and 64–68, Ridge OS §3): interrupt
+//! Device calls (`abi::Call` 48–53 and 64–70, Ridge OS §3): interrupt
 //! lines, I/O ports, bootstrap connections, PCI functions, device memory
 //! and DMA memory.
 
@@ -72,4 +72,16 @@ pub fn map_mmio(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
 pub fn dma_alloc(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
     let [va, len, ..] = args(k, caller);
     k.dma_alloc(caller, va, len).map(Next::Return)
+}
+
+/// `msix_route(address, entry, queue) -> vector`.
+pub fn msix_route(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [address, entry, queue, ..] = args(k, caller);
+    k.msix_route(caller, address, entry, queue).map(|v| Next::Return(v.into()))
+}
+
+/// `msix_release(address, entry) -> 0`.
+pub fn msix_release(k: &mut Kernel, caller: usize) -> Result<Next, Error> {
+    let [address, entry, ..] = args(k, caller);
+    done(k.msix_release(caller, address, entry))
 }

@@ -13,7 +13,7 @@
 //! - [`process`]: exit … proc_image (0–15);
 //! - [`system`]: debug_write … module_read (16–31);
 //! - [`message`]: init_qseg … reply_wait, forward_wait (32–47);
-//! - [`device`]: claim_irq … get_bootstrap (48–53);
+//! - [`device`]: claim_irq … get_bootstrap (48–53), pci_config_read … msix_release (64–70);
 //! - [`memory`]: set_pager … space_copy (54–56);
 //! - [`foreign`]: foreign_attach … foreign_protect (80–89).
 //!
@@ -107,6 +107,8 @@ pub fn dispatch(k: &mut Kernel, cpu: usize) {
         Call::PciClaim => device::pci_claim(k, caller),
         Call::MapMmio => device::map_mmio(k, caller),
         Call::DmaAlloc => device::dma_alloc(k, caller),
+        Call::MsixRoute => device::msix_route(k, caller),
+        Call::MsixRelease => device::msix_release(k, caller),
         Call::ForeignAttach => foreign::attach(k, caller),
         Call::ForeignResume => foreign::resume(k, caller),
         Call::ForeignRead => foreign::read(k, caller),

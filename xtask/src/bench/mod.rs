@@ -128,6 +128,8 @@ options:
   --ext2-journal on|off r2disk's Ridgeback boots: the ext3 volume's journal used
                         (on, the default) or not (boot option ext2.journal=off:
                         the ordered writes); Linux's volume is ext2 either way
+  --cmdline OPTIONS     kernel options added to every Ridgeback boot (such as
+                        pci.msix=off); row keys and Linux's boots unchanged
   --timeout-s S         per-boot timeout (default 600; --quick: 120; --icount: 1800)
   --compare A B         print what changed from run file A to run file B
   --chart RUN.json      draw RUN.svg again from a run file
@@ -152,6 +154,10 @@ pub struct BenchOptions {
     /// `--ext2-journal on|off`: whether r2disk's Ridgeback boots commit
     /// `fsync` through the ext3 volume's journal (`ext2.journal`).
     pub ext2_journal: bool,
+    /// `--cmdline "WORDS"`: kernel options put in front of every
+    /// Ridgeback boot's own (such as `pci.msix=off`); Linux's boots and
+    /// the rows' keys are unchanged.
+    pub extra_cmdline: String,
     /// Run by `cargo xtask test` ([`smoke`]): results go to
     /// `target/bench/smoke.{json,svg}` and `latest.*` is left alone.
     pub is_smoke: bool,
@@ -175,6 +181,7 @@ impl Default for BenchOptions {
             chart: None,
             is_smoke: false,
             ext2_journal: true,
+            extra_cmdline: String::new(),
         }
     }
 }
@@ -228,6 +235,13 @@ pub fn parse_args(args: &[String]) -> Result<BenchOptions> {
                     "off" => false,
                     other => return Err(format!("--ext2-journal wants on or off, got `{other}`")),
                 }
+            }
+            "--cmdline" => {
+                let words = value()?;
+                if words.split_whitespace().any(|w| w == "--") {
+                    return Err("--cmdline takes kernel options only (no `--`)".to_string());
+                }
+                opts.extra_cmdline = words.split_whitespace().collect::<Vec<_>>().join(" ");
             }
             "--help" | "-h" | "help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown option `{other}` for bench\n\n{USAGE}")),
@@ -557,6 +571,16 @@ fn program_args(opts: &BenchOptions, figures: &[&str]) -> String {
 /// init and its arguments after the lone `--`; for `r2bench` and
 /// `dbench`, the CPU option and their server's option (the normal init
 /// runs the batch script).
+/// `--cmdline`'s options in front of a boot's own command line (in
+/// front: a `--` in the boot's own ends the options).
+fn with_extra_options(opts: &BenchOptions, cmdline: String) -> String {
+    match (opts.extra_cmdline.is_empty(), cmdline.is_empty()) {
+        (true, _) => cmdline,
+        (false, true) => opts.extra_cmdline.clone(),
+        (false, false) => format!("{} {cmdline}", opts.extra_cmdline),
+    }
+}
+
 fn ridgeback_cmdline(boot: &RidgebackBootPlan, opts: &BenchOptions) -> String {
     match boot.program {
         RidgebackProgram::Ridgebench => {
@@ -930,7 +954,11 @@ fn measure(opts: &BenchOptions) -> Result<Results> {
                             continue;
                         }
                         let boot_disk = if is_ext2 { &ext2_ridgeback } else { &disk };
-                        let config = config_for(ridgeback_cmdline(boot_plan, opts), modules, boot_disk);
+                        let config = config_for(
+                            with_extra_options(opts, ridgeback_cmdline(boot_plan, opts)),
+                            modules,
+                            boot_disk,
+                        );
                         // The rk disk: the same image behind nbdkit, for
                         // this boot only (dropped, it ends).
                         let mut boot_args = extra_args.clone();
@@ -1469,6 +1497,10 @@ mod tests {
         assert_eq!(ridgeback_cmdline(nbuf3, &off), "nbuf=3 ext2.readwin=off", "B is ext2: no journal");
         assert!(!parse_args(&["--ext2-journal".into(), "off".into()]).unwrap().ext2_journal);
         assert!(parse_args(&["--ext2-journal=maybe".into()]).is_err());
+        let msix_off = parse_args(&["--cmdline".into(), " pci.msix=off ".into()]).unwrap();
+        assert_eq!(with_extra_options(&msix_off, ridgeback_cmdline(disk, &msix_off)), "pci.msix=off");
+        assert_eq!(with_extra_options(&msix_off, "init=x -- a".into()), "pci.msix=off init=x -- a");
+        assert!(parse_args(&["--cmdline=a -- b".into()]).is_err());
         assert_eq!(
             batch_script(disk, &opts),
             "/bin/r2bench --dir /disk/r2 --suffix _disk --samples 3 --sample-ms 10 write read copy creat\n\

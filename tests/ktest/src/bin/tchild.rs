@@ -166,6 +166,15 @@ fn main(args: Args) -> i32 {
                 1
             }
         },
+        // Exits with the vector its first MSI-X route got (at least
+        // 0x40), or 1 after printing what was wrong.
+        "msix-calls" => match msix_calls() {
+            Ok(vector) => vector as i32,
+            Err(why) => {
+                println!("tchild msix-calls: {why}");
+                1
+            }
+        },
         "pci-claim" => match sys::pci_claim(sys::pci_address(0, arg(1) as u8, 0)) {
             Ok(()) => 0,
             Err(e) => e as i32,
@@ -344,7 +353,7 @@ fn bad_pointers() -> i32 {
         Error::NoSuchProgram,
     );
     expect("bad info key", call(Call::Info, 9999, 0, 0, 0, 0), Error::InvalidArgument);
-    for n in [23u64, 30, 60, 62, 63, 69, 100, 0x1_0000_0000, u64::MAX] {
+    for n in [23u64, 30, 60, 62, 63, 71, 100, 0x1_0000_0000, u64::MAX] {
         expect("bad call number", call_raw(n), Error::NoSuchCall);
     }
     expect("kill pid 0", call(Call::Kill, 0, 0, 0, 0, 0), Error::NoSuchProcess);
@@ -996,6 +1005,8 @@ fn device_calls_refused() -> i32 {
         ("pci_claim", sys::pci_claim(host_bridge)),
         ("map_mmio", sys::map_mmio(host_bridge, 0, base).map(|_| ())),
         ("dma_alloc", sys::dma_alloc(base, PAGE_SIZE).map(|_| ())),
+        ("msix_route", sys::msix_route(host_bridge, 0, 0).map(|_| ())),
+        ("msix_release", sys::msix_release(host_bridge, 0)),
     ];
     let mut failed = 0;
     for (what, r) in results {
@@ -1063,6 +1074,93 @@ fn device_calls() -> Result<(), alloc::string::String> {
     memory.fill(0x5a);
     e(sys::dma_alloc(base, PAGE_SIZE), Error::InvalidArgument, "over memory already mapped")?;
     Ok(())
+}
+
+/// A virtio function on bus 0 with an MSI-X capability (the ktest boot
+/// attaches a virtio-net card that no driver takes): its address, the
+/// capability's offset, the table's entries, BAR and offset there.
+fn msix_function() -> Option<(u64, u16, u16, u8, u64)> {
+    for device in 0..32u8 {
+        let address = sys::pci_address(0, device, 0);
+        let read = |offset: u16| sys::pci_config_read(address, offset, 4).unwrap_or(u32::MAX);
+        if read(0) & 0xffff != 0x1af4 || read(0x04) & (1 << 20) == 0 {
+            continue;
+        }
+        let mut pointer = (read(0x34) & 0xfc) as u16;
+        for _ in 0..48 {
+            if pointer < 0x40 {
+                break;
+            }
+            let header = read(pointer);
+            if header & 0xff == 0x11 {
+                let table = read(pointer + 4);
+                let entries = ((header >> 16) & 0x7ff) as u16 + 1;
+                return Some((address, pointer, entries, (table & 7) as u8, (table & !7) as u64));
+            }
+            pointer = ((header >> 8) & 0xfc) as u16;
+        }
+    }
+    None
+}
+
+/// MSI-X message control's Enable and Function Mask bits (PCI Local Bus
+/// 3.0 §6.8.2.3), in the 16 bits at the capability's offset + 2.
+const MSIX_ENABLE: u32 = 1 << 15;
+const MSIX_FUNCTION_MASK: u32 = 1 << 14;
+
+/// `msix_route` and `msix_release` on the virtio function
+/// ([`msix_function`]): refused before the claim, for a bad queue, entry
+/// and release; routed once per entry (the same vector when routed
+/// again); MSI-X on with the function unmasked; its control refused to
+/// the driver; the table's page left out of the BAR's mapping; a route
+/// and release many more times than the pool has vectors, each given the
+/// same vector (nothing leaks). Returns entry 0's vector.
+fn msix_calls() -> Result<u8, alloc::string::String> {
+    use alloc::format;
+    let (address, capability, entries, bar, table_offset) =
+        msix_function().ok_or("no virtio function with MSI-X on bus 0")?;
+    let e = |r: Result<u8, Error>, want: Error, what: &str| -> Result<(), alloc::string::String> {
+        if r == Err(want) { Ok(()) } else { Err(format!("{what}: got {r:?}, expected {want:?}")) }
+    };
+    let queue = msg::open_queue(4, true).map_err(|e| format!("open a queue: {}", e.name()))?;
+    e(sys::msix_route(address, 0, queue.0), Error::PermissionDenied, "a route of a function not claimed")?;
+    sys::pci_claim(address).map_err(|e| format!("claim: {}", e.name()))?;
+    e(sys::msix_route(address, 0, queue.0 + 5), Error::BadQueue, "a route onto an unopened queue")?;
+    e(sys::msix_route(address, entries, queue.0), Error::InvalidArgument, "an entry past the table")?;
+    let not_routed = sys::msix_release(address, 0).map(|()| 0);
+    e(not_routed, Error::InvalidArgument, "a release of an entry not routed")?;
+    let control = || sys::pci_config_read(address, capability + 2, 2).unwrap_or(0);
+    check(control() & MSIX_ENABLE == 0, "MSI-X is off before a route")?;
+    let vector = sys::msix_route(address, 0, queue.0).map_err(|e| format!("route entry 0: {}", e.name()))?;
+    check(vector >= 0x40, "the vector is one of the kernel's MSI-X pool")?;
+    check(sys::msix_route(address, 0, queue.0) == Ok(vector), "an entry routed again keeps its vector")?;
+    let second = sys::msix_route(address, 1, queue.0).map_err(|e| format!("route entry 1: {}", e.name()))?;
+    check(second != vector, "two entries get two vectors")?;
+    check(
+        control() & (MSIX_ENABLE | MSIX_FUNCTION_MASK) == MSIX_ENABLE,
+        "MSI-X is on, the function unmasked",
+    )?;
+    let write = sys::pci_config_write(address, capability + 2, 2, 0).map(|()| 0);
+    e(write, Error::PermissionDenied, "a driver's write to MSI-X's message control")?;
+    check(control() & MSIX_ENABLE != 0, "MSI-X stays on after the refused write")?;
+    // The table's page is not mapped: DMA memory can go there.
+    let base = abi::layout::USER_DEVICE_MAP_BASE;
+    let len = sys::map_mmio(address, bar, base).map_err(|e| format!("map the table's BAR: {}", e.name()))?;
+    check(table_offset < len, "the table lies in its BAR")?;
+    let table_page = base + (table_offset & !(PAGE_SIZE - 1));
+    sys::dma_alloc(table_page, PAGE_SIZE).map_err(|e| {
+        format!("the MSI-X table's page was mapped to the driver (dma_alloc there: {})", e.name())
+    })?;
+    sys::msix_release(address, 1).map_err(|e| format!("release entry 1: {}", e.name()))?;
+    let again = sys::msix_release(address, 1).map(|()| 0);
+    e(again, Error::InvalidArgument, "a second release of the same entry")?;
+    check(control() & MSIX_ENABLE != 0, "MSI-X stays on while entry 0 is routed")?;
+    for round in 0..2 * 32 {
+        let got = sys::msix_route(address, 1, queue.0).map_err(|e| format!("route {round}: {}", e.name()))?;
+        check(got == second, "a freed vector is given again")?;
+        sys::msix_release(address, 1).map_err(|e| format!("release {round}: {}", e.name()))?;
+    }
+    Ok(vector)
 }
 
 /// PCI command register bits (PCI Local Bus 3.0 §6.2.2), as the runner's

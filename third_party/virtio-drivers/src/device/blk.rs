@@ -97,6 +97,12 @@ impl<H: Hal, T: Transport> VirtIOBlk<H, T> {
         self.negotiated_features.contains(BlkFeature::FLUSH)
     }
 
+    /// The transport the device was made on (to ask it how interrupts
+    /// arrive, for one). (Ridgeback addition.)
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
     /// Acknowledges a pending interrupt, if any.
     ///
     /// Returns true if there was an interrupt to acknowledge.

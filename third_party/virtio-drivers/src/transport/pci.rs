@@ -95,7 +95,18 @@ pub struct PciTransport {
     isr_status: UniqueMmioPointer<'static, ReadOnly<u8>>,
     /// The VirtIO device-specific configuration within some BAR.
     config_space: Option<UniqueMmioPointer<'static, [u32]>>,
+    /// The MSI-X table entry every queue's interrupts should use, set by
+    /// [`PciTransport::use_msix_entry`] before the device is started.
+    /// (Ridgeback addition.)
+    queue_msix_entry: Option<u16>,
+    /// The device answered a queue's `queue_msix_vector` with
+    /// [`NO_MSIX_VECTOR`]: it will not send that queue's interrupts by
+    /// MSI-X. (Ridgeback addition.)
+    msix_refused: bool,
 }
+
+/// `VIRTIO_MSI_NO_VECTOR` (virtio 1.x §4.1.5.1.2): no MSI-X vector.
+pub const NO_MSIX_VECTOR: u16 = 0xffff;
 
 impl PciTransport {
     /// Construct a new PCI VirtIO device driver for the given device function on the given PCI
@@ -215,7 +226,33 @@ impl PciTransport {
             notify_off_multiplier,
             isr_status,
             config_space,
+            queue_msix_entry: None,
+            msix_refused: false,
         })
+    }
+
+    /// Have every queue set up from now on signal MSI-X table entry
+    /// `entry` (virtio 1.x §4.1.4.3: `queue_msix_vector`, written before
+    /// `queue_enable`), or, with `None`, no vector (interrupts by INTx and
+    /// the ISR status). Configuration changes get no vector either way
+    /// (`msix_config` = [`NO_MSIX_VECTOR`]): no driver here uses them.
+    /// The entry itself is routed by whoever owns the table (on
+    /// Ridgeback, the kernel). (Ridgeback addition.)
+    pub fn use_msix_entry(&mut self, entry: Option<u16>) {
+        self.queue_msix_entry = entry;
+        self.msix_refused = false;
+    }
+
+    /// The PCI function the transport drives. (Ridgeback addition.)
+    pub fn device_function(&self) -> DeviceFunction {
+        self.device_function
+    }
+
+    /// Whether the device refused the entry for a queue ([`NO_MSIX_VECTOR`]
+    /// read back, §4.1.5.1.2: out of its resources or past its table).
+    /// (Ridgeback addition.)
+    pub fn msix_refused(&self) -> bool {
+        self.msix_refused
     }
 }
 
@@ -285,6 +322,15 @@ impl Transport for PciTransport {
         field!(self.common_cfg, queue_desc).write(descriptors);
         field!(self.common_cfg, queue_driver).write(driver_area);
         field!(self.common_cfg, queue_device).write(device_area);
+        // Ridgeback addition: the queue's MSI-X vector, before enabling it
+        // (virtio 1.x §4.1.5.1.2: read back, NO_VECTOR if refused).
+        if let Some(entry) = self.queue_msix_entry {
+            field!(self.common_cfg, msix_config).write(NO_MSIX_VECTOR);
+            field!(self.common_cfg, queue_msix_vector).write(entry);
+            if field_shared!(self.common_cfg, queue_msix_vector).read() != entry {
+                self.msix_refused = true;
+            }
+        }
         field!(self.common_cfg, queue_enable).write(1);
     }
 

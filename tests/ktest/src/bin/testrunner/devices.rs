@@ -57,6 +57,46 @@ pub fn pci_and_dma_calls() -> TestResult {
     expect_status_with_rights("pci-claim 0", DEVICES, ExitStatus::Exited(0))
 }
 
+/// MSI-X (docs/devices.md, "MSI-X"): the calls' rules (tchild
+/// `msix-calls`, on the ktest boot's virtio-net card, which no driver
+/// takes); when the driver ends, MSI-X is off on its function, and the
+/// next driver gets the vector the dead one had: freed, not leaked.
+pub fn msix_routes_are_the_kernel_s() -> TestResult {
+    // The same search as the child's (tchild.rs `msix_function`),
+    // through configuration reads, which need no claim.
+    let mut found = None;
+    for device in 0..32u8 {
+        let address = sys::pci_address(0, device, 0);
+        let read = |offset: u16| sys::pci_config_read(address, offset, 4).unwrap_or(u32::MAX);
+        if read(0) & 0xffff != 0x1af4 || read(0x04) & (1 << 20) == 0 {
+            continue;
+        }
+        let mut pointer = (read(0x34) & 0xfc) as u16;
+        while pointer >= 0x40 && found.is_none() {
+            let header = read(pointer);
+            if header & 0xff == 0x11 {
+                found = Some((address, pointer));
+            }
+            pointer = ((header >> 8) & 0xfc) as u16;
+        }
+    }
+    let (address, capability) =
+        found.ok_or("no virtio function with MSI-X on bus 0 (the ktest boot attaches one)")?;
+    let control = || sys::pci_config_read(address, capability + 2, 2).unwrap_or(u32::MAX);
+    let vector = |status| match status {
+        ExitStatus::Exited(v) if v >= 0x40 => Ok(v),
+        other => Err(format!("tchild msix-calls ended {other:?}")),
+    };
+    let first = vector(crate::util::run_with_rights("msix-calls", DEVICES)?)?;
+    check(control() & (1 << 15) == 0, "MSI-X is off once its driver has ended")?;
+    let second = vector(crate::util::run_with_rights("msix-calls", DEVICES)?)?;
+    check(second == first, "the next driver gets the vector the dead one had")?;
+    // Without the right, nothing (tchild `device-calls-refused` checks
+    // both calls too).
+    let refused = abi::decode_return(sys::raw(abi::Call::MsixRoute as u64, address, 0, 0, 0, 0).0);
+    check(refused == Err(Error::PermissionDenied), "a route of a function the runner does not hold")
+}
+
 /// PCI command register bits (PCI Local Bus 3.0 §6.2.2).
 const PCI_COMMAND: u16 = 0x04;
 const PCI_BUS_MASTER: u32 = 1 << 2;

@@ -111,6 +111,7 @@ const TESTS: &[Test] = &[
     ("console_driver_serves_programs", devices::console_driver),
     ("pci_dma_and_device_memory_calls", devices::pci_and_dma_calls),
     ("a_dead_drivers_device_stops_dma", devices::dead_drivers_device_stops_dma),
+    ("msix_routes_are_the_kernel_s", devices::msix_routes_are_the_kernel_s),
     ("pager_serves_zero_and_copy_on_write_pages", pagers::pager_serves),
     ("pager_refusing_or_dying_ends_the_faulter", pagers::pager_refuses_and_dies),
     ("pager_rights", pagers::pager_rights),
