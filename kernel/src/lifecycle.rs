@@ -434,8 +434,10 @@ impl Kernel {
         while let Some((faulter, page)) = self.waiting_on_pager(pid) {
             self.finish(faulter, ExitStatus::Fault { vector: vector::PAGE_FAULT, address: page });
         }
-        // Its read windows' slot pages read as zeros from now (pager.rs).
+        // Its read windows' slot pages, and its RAM disk windows' lock
+        // pages, read as zeros from now (pager.rs).
         self.zero_read_windows_of(pid);
+        self.zero_device_lock_pages_of(pid);
         if let Some(space) = self.proc_mut(slot).space.take() {
             self.retire_space(space);
         }

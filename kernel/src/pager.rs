@@ -11,7 +11,9 @@
 //! it (they end with a page fault); a later fault in its regions does too.
 //! The shared pages it mapped in the read-window area are zeroed then
 //! ([`Kernel::zero_read_windows_of`]): a disk file manager's slot pages,
-//! which must not go on looking current after it.
+//! which must not go on looking current after it; so is the first page of
+//! its regions in the device-mapping area ([`Kernel::zero_device_lock_pages_of`]):
+//! a RAM disk window's lock page.
 
 use crate::arch::frames::Frame;
 use crate::memory::{AddressSpace, Pool};
@@ -245,7 +247,7 @@ impl Kernel {
     /// (docs/filesystem.md, "Positional I/O and a dead manager's window").
     /// Words are zeroed from the page's end down (`zero_shared_page`): a
     /// slot's generation (the higher word) is 0 before its offset moves.
-    /// Other pager regions (a RAM disk's window) are left as they are.
+    /// A RAM disk's window: [`Kernel::zero_device_lock_pages_of`].
     pub fn zero_read_windows_of(&mut self, pager: Pid) {
         use abi::layout::{USER_READ_WINDOW_PAGES, USER_READ_WINDOW_PAGES_BASE};
         let (low, high) =
@@ -259,6 +261,32 @@ impl Kernel {
                         space.zero_shared_page(page);
                     }
                     page += PAGE_SIZE;
+                }
+            }
+        }
+    }
+
+    /// Pager `pager` has ended: in every process, zero the first page of
+    /// each region it paged in the device-mapping area
+    /// (`abi::layout::USER_DEVICE_MAP_BASE`), if it mapped that page
+    /// shared (`pager::SHARED`). Such a region is a RAM disk window, whose
+    /// first page is the driver's lock page (`protocols::unix::block::ram_lock`):
+    /// its last word, `LIVE_OFFSET`, then reads 0, and the client's next
+    /// transfer or seek is `EIO` instead of a copy from the dead driver's
+    /// disk, whose pages stay mapped (nothing is unmapped under a process
+    /// that may be running on another CPU; the frames go when the client
+    /// ends). Zeroed from the page's end down, as in
+    /// [`Kernel::zero_read_windows_of`]; one page per window, however big
+    /// the disk (branch `drv`, docs/devices.md "A window outlives its
+    /// driver").
+    pub fn zero_device_lock_pages_of(&mut self, pager: Pid) {
+        use abi::layout::{USER_DEVICE_MAP_BASE, USER_DEVICE_MAP_BYTES};
+        let area = USER_DEVICE_MAP_BASE..USER_DEVICE_MAP_BASE + USER_DEVICE_MAP_BYTES;
+        for s in self.slots() {
+            let regions = self.proc(s).regions;
+            for r in regions.iter().flatten().filter(|r| r.pager == pager && area.contains(&r.start)) {
+                if let Some(space) = self.proc_mut(s).space.as_mut() {
+                    space.zero_shared_page(r.start);
                 }
             }
         }

@@ -1500,7 +1500,20 @@ pub mod block {
         const _: () = assert!(WAKE_SENT_OFFSET + 4 <= READERS_OFFSET);
         const _: () = assert!(READERS_OFFSET + SLOTS <= OFFSETS_OFFSET);
         const _: () = assert!(OFFSETS_OFFSET + 8 * SLOTS <= STATS_OFFSET);
-        const _: () = assert!(STATS_OFFSET + 24 <= abi::layout::PAGE_SIZE as usize);
+        /// u64: [`LIVE`] while the driver lives, stored before it maps the
+        /// page into anyone. When the driver ends the kernel zeroes the
+        /// first page of each region it paged in the device-mapping area
+        /// (`abi::layout::USER_DEVICE_MAP_BASE`), which is a window's lock
+        /// page, from the last word down (`kernel/src/pager.rs`,
+        /// `zero_device_lock_pages_of`); this is the last word, so a client
+        /// that loads a handle's offset word and then this one, and finds
+        /// it `LIVE`, loaded the offset before the zeroing began. Not
+        /// `LIVE`: the driver has ended; the client's transfer or seek is
+        /// `EIO`, and nothing is copied (branch `drv`).
+        pub const LIVE_OFFSET: usize = abi::layout::PAGE_SIZE as usize - 8;
+        /// The value of [`LIVE_OFFSET`] while the driver lives.
+        pub const LIVE: u64 = 0x4556_494c_4b53_4944; // "DISKLIVE", little-endian
+        const _: () = assert!(STATS_OFFSET + 24 <= LIVE_OFFSET);
     }
 }
 

@@ -40,9 +40,10 @@
 //!
 //! Opens that cannot map (more than `ram_lock::SLOTS` mapped at once, a
 //! second process sharing a mapped handle, a pager region the client
-//! could not set) use plain READ and WRITE, which this driver serves with
-//! bulk leases while holding the lock as its writer (`DRIVER_WRITER`), so
-//! its copies never overlap a client's. The driver never waits for the
+//! could not set) use plain READ, WRITE and SEEK, which this driver
+//! serves while holding the lock as its writer (`DRIVER_WRITER`), READ and
+//! WRITE with bulk leases, so its copies and its moves of a handle's
+//! offset word never overlap a client's. The driver never waits for the
 //! lock in a way that stops it reading its queue: a request that cannot
 //! have the lock yet stays in `pending` (counted in the waiters word, so
 //! the release wakes the driver) while messages (a page fault of the
@@ -86,7 +87,7 @@ const NAME: &str = "ram0";
 const DRIVER_WRITER: u32 = ram_lock::SLOTS as u32 + 1;
 /// The capacity of the request queue.
 const QUEUE_CAPACITY: u64 = 64;
-/// READ and WRITE requests held at once (beyond them: `EAGAIN`).
+/// READ, WRITE and SEEK requests held at once (beyond them: `EAGAIN`).
 const MAX_PENDING: usize = 256;
 /// The queue segment's message quota, which also bounds the calls this
 /// driver holds unanswered (its reply handles, docs/messages.md): the
@@ -104,7 +105,7 @@ const LIMIT_RETRY_NS: u64 = 1_000_000;
 struct LockPage {
     writer: AtomicU32,
     _pad_w: [u8; ram_lock::WAITERS_OFFSET - 4],
-    /// Kept `OP_LOCK_WAIT` calls plus pending READ/WRITE requests: the
+    /// Kept `OP_LOCK_WAIT` calls plus pending READ/WRITE/SEEK requests: the
     /// releasers' cue to send `OP_LOCK_WAKE`. Written by this driver only.
     waiters: AtomicU32,
     /// 1 while an `OP_LOCK_WAKE` is on its way (set by releasers).
@@ -116,7 +117,10 @@ struct LockPage {
     _pad2: [u8; ram_lock::STATS_OFFSET - ram_lock::OFFSETS_OFFSET - 8 * ram_lock::SLOTS],
     /// Requests, bytes read, bytes written, by mapping clients.
     stats: [AtomicU64; 3],
-    _pad3: [u8; PAGE_BYTES - ram_lock::STATS_OFFSET - 24],
+    _pad3: [u8; ram_lock::LIVE_OFFSET - ram_lock::STATS_OFFSET - 24],
+    /// `ram_lock::LIVE` for this driver's life; the kernel zeroes it in
+    /// the clients' lock-page regions when this process ends.
+    live: AtomicU64,
 }
 
 const _: () = assert!(core::mem::size_of::<LockPage>() == PAGE_BYTES);
@@ -126,6 +130,7 @@ const _: () = assert!(offset_of!(LockPage, wake_sent) == ram_lock::WAKE_SENT_OFF
 const _: () = assert!(offset_of!(LockPage, readers) == ram_lock::READERS_OFFSET);
 const _: () = assert!(offset_of!(LockPage, offsets) == ram_lock::OFFSETS_OFFSET);
 const _: () = assert!(offset_of!(LockPage, stats) == ram_lock::STATS_OFFSET);
+const _: () = assert!(offset_of!(LockPage, live) == ram_lock::LIVE_OFFSET);
 
 impl LockPage {
     fn new() -> Box<LockPage> {
@@ -140,7 +145,8 @@ impl LockPage {
             offsets: [const { AtomicU64::new(0) }; ram_lock::SLOTS],
             _pad2: [0; ram_lock::STATS_OFFSET - ram_lock::OFFSETS_OFFSET - 8 * ram_lock::SLOTS],
             stats: [const { AtomicU64::new(0) }; 3],
-            _pad3: [0; PAGE_BYTES - ram_lock::STATS_OFFSET - 24],
+            _pad3: [0; ram_lock::LIVE_OFFSET - ram_lock::STATS_OFFSET - 24],
+            live: AtomicU64::new(ram_lock::LIVE),
         })
     }
 
@@ -301,12 +307,31 @@ struct Window {
     writable: bool,
 }
 
-/// A READ or WRITE waiting for its turn (strictly in arrival order).
+/// A READ, WRITE or SEEK waiting for its turn (strictly in arrival
+/// order), each served with the lock held as [`DRIVER_WRITER`].
 struct Request {
     reply: ReplyHandle,
     handle: u64,
-    len_bytes: u64,
-    is_write: bool,
+    op: Op,
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Read {
+        len_bytes: u64,
+    },
+    Write {
+        len_bytes: u64,
+    },
+    /// A SEEK moves the handle's offset word, which the mapping process
+    /// moves under the lock (`runtime/src/unix/ramdriver.rs`): taken and
+    /// put back without it, a forked sharer's `lseek` could land between
+    /// that process's load and store and be lost, or its own move be
+    /// undone (`ramdisk::driver_seek_waits_for_the_lock`).
+    Seek {
+        offset: i64,
+        whence: u64,
+    },
 }
 
 #[derive(Default)]
@@ -458,16 +483,16 @@ impl Driver {
             Kind::Call => {
                 let w = r.message;
                 match w[0] {
-                    io::OP_READ | io::OP_WRITE if self.pending.len() >= MAX_PENDING => {
+                    io::OP_READ | io::OP_WRITE | io::OP_SEEK if self.pending.len() >= MAX_PENDING => {
                         answer(r.reply, Err(errno::EAGAIN), &[]);
                     }
-                    io::OP_READ | io::OP_WRITE => {
-                        self.pending.push_back(Request {
-                            reply: r.reply,
-                            handle: w[1],
-                            len_bytes: w[2],
-                            is_write: w[0] == io::OP_WRITE,
-                        });
+                    io::OP_READ | io::OP_WRITE | io::OP_SEEK => {
+                        let op = match w[0] {
+                            io::OP_READ => Op::Read { len_bytes: w[2] },
+                            io::OP_WRITE => Op::Write { len_bytes: w[2] },
+                            _ => Op::Seek { offset: w[2] as i64, whence: w[3] },
+                        };
+                        self.pending.push_back(Request { reply: r.reply, handle: w[1], op });
                     }
                     device::OP_OPEN => {
                         let result = self.check_monitor(r.sender).and_then(|()| self.open(w[1], data));
@@ -476,9 +501,6 @@ impl Driver {
                     io::OP_CLOSE => {
                         let result = self.check_monitor(r.sender).and_then(|()| self.close(w[1]));
                         answer(r.reply, result.map(|()| [0; 4]), &[]);
-                    }
-                    io::OP_SEEK => {
-                        answer(r.reply, self.seek(w[1], w[2] as i64, w[3]).map(|o| [o, 0, 0, 0]), &[])
                     }
                     io::OP_FSTAT => match self.opens.fstat(w[1], self.me.0, self.queue.0) {
                         Ok(st) => answer(r.reply, Ok([0; 4]), &st.encode()),
@@ -692,7 +714,7 @@ impl Driver {
     }
 
     /// After every message: publish the number of waiters, then serve
-    /// the pending READs and WRITEs and answer the kept waits while the
+    /// the pending READs, WRITEs and SEEKs and answer the kept waits while the
     /// lock allows, until nothing moves.
     fn run(&mut self) {
         // Any wake sent so far is this one (or still queued, and then
@@ -769,17 +791,20 @@ impl Driver {
         answered
     }
 
-    /// Serve waiting READs and WRITEs in order while the lock allows.
-    /// True if any was served.
+    /// Serve waiting READs, WRITEs and SEEKs in order while the lock
+    /// allows. True if any was served.
     fn run_pending(&mut self) -> bool {
         let mut served = false;
         while let Some(front) = self.pending.front() {
-            let (reply, handle, len_bytes, is_write) =
-                (front.reply, front.handle, front.len_bytes, front.is_write);
+            let (reply, handle, op) = (front.reply, front.handle, front.op);
             if !self.lock.try_write_lock() {
                 return served;
             }
-            let result = self.transfer(reply, handle, len_bytes, is_write);
+            let result = match op {
+                Op::Read { len_bytes } => self.transfer(reply, handle, len_bytes, false),
+                Op::Write { len_bytes } => self.transfer(reply, handle, len_bytes, true),
+                Op::Seek { offset, whence } => self.seek(handle, offset, whence),
+            };
             self.lock.write_unlock();
             self.pending.pop_front();
             answer(reply, result.map(|n| [n, 0, 0, 0]), &[]);

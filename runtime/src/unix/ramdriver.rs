@@ -22,8 +22,17 @@
 //! The offset is the lock page's word for the slot, which the driver uses
 //! for the same handle's READ, WRITE and SEEK, so descriptors sharing the
 //! handle (dup; fork, whose child uses the generic path) see one offset;
-//! a transfer reads and moves it with the lock held, as the driver does,
-//! so the two never start from one offset (see [`transfer`]).
+//! a transfer or seek reads and moves it with the lock held, as the
+//! driver does, so the two never start from one offset (see [`transfer`]).
+//!
+//! A dead driver (killed, or restarted as a new process): its pages stay
+//! mapped here (the frames are freed when this process ends), so nothing
+//! would stop a copy from its stale disk. The kernel zeroes the first
+//! page of a dead pager's regions in the device-mapping area, which is a
+//! window's lock page: its last word, `ram_lock::LIVE_OFFSET`, then reads
+//! 0 where the driver stored `ram_lock::LIVE`, and a transfer or seek that
+//! finds it so with the lock held is `EIO`, as every call to the dead
+//! driver is.
 //!
 //! Windows: one per (driver, writable) in a process, kept for the life of
 //! the process (there is no call to give a pager region back, and a
@@ -133,8 +142,9 @@ impl Lock {
     fn writer(&self) -> &AtomicU32 {
         // SAFETY: the window's first page is the lock page, mapped shared
         // and writable by the driver (its pager) on first touch for as long
-        // as the process lives; WRITER_OFFSET is 4-aligned. Every process
-        // touches it only atomically.
+        // as the process lives (after the driver's end, zeroed, still
+        // mapped); WRITER_OFFSET is 4-aligned. Every process touches it
+        // only atomically.
         unsafe { &*((self.start + ram_lock::WRITER_OFFSET as u64) as *const AtomicU32) }
     }
 
@@ -161,6 +171,16 @@ impl Lock {
     fn stat(&self, index: usize) -> &AtomicU64 {
         // SAFETY: as in `writer`; three counters at STATS_OFFSET.
         unsafe { &*((self.start + (ram_lock::STATS_OFFSET + 8 * index) as u64) as *const AtomicU64) }
+    }
+
+    /// Whether the driver still lives: the page's last word, which the
+    /// kernel zeroes first when the driver ends. Load it *after* the
+    /// offset word (which lies below it): if it is still `LIVE`, the
+    /// offset loaded before it was not yet zeroed either.
+    fn driver_lives(&self) -> bool {
+        // SAFETY: as in `writer`; LIVE_OFFSET is the page's last u64.
+        let live = unsafe { &*((self.start + ram_lock::LIVE_OFFSET as u64) as *const AtomicU64) };
+        live.load(Ordering::SeqCst) == ram_lock::LIVE
     }
 
     fn no_readers(&self) -> bool {
@@ -432,7 +452,13 @@ fn transfer(
         lock.read_lock()?;
     }
     let offset = lock.offset().load(Ordering::SeqCst);
-    let checked = unix_core::blockdev::check(offset, len_bytes, m.size_bytes, is_write);
+    // A dead driver's disk is not served (its pages are still mapped here,
+    // with what it held): `EIO`, as every call to it is.
+    let checked = if lock.driver_lives() {
+        unix_core::blockdev::check(offset, len_bytes, m.size_bytes, is_write)
+    } else {
+        Err(errno::EIO)
+    };
     if let Ok(Some(t)) = &checked {
         copy(disk_ptr(m, t.offset_bytes));
         lock.offset().store(t.offset_bytes + t.len_bytes, Ordering::SeqCst);
@@ -449,7 +475,11 @@ fn transfer(
 }
 
 /// `lseek` of a block descriptor, if it is mapped (the same rule as the
-/// driver's: `unix_core::seek`).
+/// driver's: `unix_core::seek`). The offset word is read and moved with
+/// the read lock held, as in [`transfer`]: the driver moves the same word
+/// for a forked sharer's READ, WRITE and SEEK only as the lock's writer,
+/// so neither side's move lands inside the other's and is lost
+/// (`ramdisk::mapped_seek_waits_for_the_lock`).
 pub(crate) fn seek(
     fd: Fd,
     link: Link,
@@ -459,8 +489,18 @@ pub(crate) fn seek(
 ) -> Option<Result<u64, Errno>> {
     let m = state(fd, link, info)?;
     let lock = Lock { start: m.start, slot: m.slot, driver: link };
+    if let Err(e) = lock.read_lock() {
+        return Some(Err(e));
+    }
     let current = lock.offset().load(Ordering::SeqCst);
-    Some(unix_core::seek::seek_offset(current, m.size_bytes, offset, whence).inspect(|&new| {
+    let result = if lock.driver_lives() {
+        unix_core::seek::seek_offset(current, m.size_bytes, offset, whence)
+    } else {
+        Err(errno::EIO)
+    };
+    if let Ok(new) = result {
         lock.offset().store(new, Ordering::SeqCst);
-    }))
+    }
+    lock.read_release();
+    Some(result)
 }

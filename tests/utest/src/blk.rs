@@ -342,6 +342,84 @@ pub fn pwritev_writes_every_part_or_none() -> TestResult {
     unix::close(fd).ctx("close")
 }
 
+/// The virtqueue's indices are free-running `u16`s: a driver that adds
+/// several requests and notifies once (`block::OP_PWRITEV`) must notify
+/// when its batch crosses index 65,536 too. The vendored crate compared
+/// `avail_idx >= avail_event + 1` (third_party/README.md): a batch of
+/// eight from index 65,530, with the device idle and waiting at 65,530,
+/// gave `2 >= 65,531`, no notification, and the call never returned.
+/// This sends one-block writes until the driver's count of completed
+/// requests (`OP_DEVICE_TIMES`, from its start: the queue's index, give
+/// or take the mounted file system's own requests meanwhile) is 65,530
+/// modulo 65,536, then batches of eight across the wrap, and reads back
+/// the last batch's bytes.
+pub fn queue_indices_wrap() -> TestResult {
+    use protocols::unix::block::{OP_DEVICE_TIMES, OP_PWRITEV};
+    const PARTS: u64 = 8;
+    const PART_BYTES: usize = BLOCK_BYTES as usize;
+    const WRAP: u64 = 1 << 16;
+    /// Where the crossing batch starts (its last part is index 1).
+    const CROSS_AT: u64 = WRAP - 6;
+    let (fd, _) = open_disk(O_RDWR)?;
+    let info = crate::ramdisk::fd_info(fd)?;
+    let link = runtime::msg::open_link(abi::Pid(info.manager_pid), runtime::msg::Queue(info.manager_queue))
+        .map_err(|e| format!("link to the driver: {}", e.name()))?;
+    let base = SCRATCH_START + 2 * MAX_TRANSFER_BYTES;
+    let completions = || {
+        runtime::msg::call(link, &[OP_DEVICE_TIMES, 0, 0, 0], &[], &mut [])
+            .map(|(w, _)| w[0])
+            .map_err(|e| format!("OP_DEVICE_TIMES: {}", e.name()))
+    };
+    let mut send = Vec::new();
+    let mut batch = |parts: u64, fill: u8| -> TestResult {
+        send.clear();
+        for i in 0..parts {
+            send.extend_from_slice(&(base + i * PART_BYTES as u64).to_le_bytes());
+            send.extend_from_slice(&(PART_BYTES as u64).to_le_bytes());
+        }
+        for i in 0..parts {
+            send.extend(core::iter::repeat_n(fill.wrapping_add(i as u8), PART_BYTES));
+        }
+        let data_bytes = parts * PART_BYTES as u64;
+        let asked = runtime::msg::call(link, &[OP_PWRITEV, info.handle, parts, data_bytes], &send, &mut []);
+        let n = asked.map_err(|e| format!("PWRITEV: {}", e.name()))?.0[0];
+        ensure!(protocols::unix::result(n) == Ok(data_bytes), "a PWRITEV of {parts} answered {n:#x}");
+        Ok(())
+    };
+    let mut fill = 0u8;
+    // Up to the crossing point: batches of eight, then single writes; the
+    // count asked again for the last stretch, in case other requests came.
+    for slack in [4 * PARTS, 0] {
+        let mut to_go = ((CROSS_AT + WRAP - completions()? % WRAP) % WRAP).saturating_sub(slack);
+        while to_go > 0 {
+            let parts = if to_go >= PARTS { PARTS } else { 1 };
+            batch(parts, fill)?;
+            fill = fill.wrapping_add(1);
+            to_go -= parts;
+        }
+    }
+    let before = completions()?;
+    for _ in 0..4 {
+        batch(PARTS, fill)?;
+        fill = fill.wrapping_add(1);
+    }
+    let after = completions()?;
+    let last = fill.wrapping_sub(1);
+    let mut back = vec![0u8; PARTS as usize * PART_BYTES];
+    unix::lseek(fd, base as i64, SEEK_SET).ctx("lseek")?;
+    ensure!(unix::read(fd, &mut back).ctx("read back")? == back.len(), "short read back");
+    let _ = runtime::msg::close_link(link);
+    for (i, part) in back.chunks(PART_BYTES).enumerate() {
+        let want = last.wrapping_add(i as u8);
+        ensure!(part.iter().all(|&b| b == want), "part {i} of the last batch does not read back ({want:#x})");
+    }
+    ensure!(
+        after >= before + 4 * PARTS && after / WRAP > before / WRAP,
+        "the batches did not cross the wrap: completions {before} then {after}"
+    );
+    unix::close(fd).ctx("close")
+}
+
 /// `block::OP_DEVICE_TIMES` counts every device request and interrupt: a
 /// one-block write and an `fsync` (a flush) add at least two completions
 /// and one interrupt, and the device's ticks grow (other clients of the

@@ -41,6 +41,7 @@ mod region {
     pub const HOLD: u64 = 20 * MIB;
     pub const SLEEP: u64 = 24 * MIB;
     pub const SHARED_READS: u64 = 28 * MIB;
+    pub const SEEK: u64 = 31 * MIB;
 }
 
 /// The device under each name.
@@ -309,6 +310,122 @@ pub fn shared_reads_take_each_block_once() -> TestResult {
         count.iter().position(|&c| c > 1)
     );
     unix::close(fd).ctx("close")
+}
+
+/// A forked sharer's `lseek` (the driver's SEEK) against the mapping
+/// process's transfer in its own context. This process maps its open
+/// (the runtime, at its first seek), and by hand a second view of the
+/// same slot; it takes the writer word and loads the offset word, as its
+/// runtime does at the start of a transfer. A forked child (which goes
+/// through the driver) seeks one block on. Then this process stores the
+/// offset a four-block read would leave and lets the lock go. The child's
+/// seek must come after that read, not inside it: the child sees the
+/// offset five blocks on, and so does this process. Before branch `drv`
+/// the driver answered SEEK at once, without the lock: the child saw one
+/// block on, and the store at the end of the read undid its move.
+pub fn driver_seek_waits_for_the_lock() -> TestResult {
+    const READ_BLOCKS: u64 = 4;
+    let fd = open(RAMDRIVER, open_flags::O_RDWR)?;
+    seek_to(fd, region::SEEK)?;
+    let info = fd_info(fd)?;
+    let link = msg::open_link(abi::Pid(info.manager_pid), Queue(info.manager_queue))
+        .map_err(|e| format!("link to the driver: {}", e.name()))?;
+    let m = map_by_hand(link, abi::Pid(info.manager_pid), info.manager_queue, info.handle, TEST_WINDOW)?;
+    let offset_word = m.word(block::ram_lock::OFFSETS_OFFSET) + 8 * m.slot;
+    ensure!(m.take_the_writer_word(), "the writer word was not free");
+    let at = raw::load_u64(offset_word);
+    let (r, w) = unix::pipe().ctx("pipe")?;
+    let child = spawn(move || {
+        let _ = unix::close(r);
+        let moved = unix::lseek(fd, BLOCK as i64, SEEK_CUR).unwrap_or(u64::MAX);
+        i32::from(util::write_all(w, &moved.to_le_bytes()).is_err())
+    });
+    let _ = unix::close(w);
+    let result = child.and_then(|child| {
+        // The SEEK kept by the driver (its waiters word 1), or answered
+        // (the child ends): either, within the deadline.
+        let deadline = unix::clock_ns() + DEADLINE_NS;
+        let mut ended = None;
+        while m.waiters() != 1 && ended.is_none() && unix::clock_ns() < deadline {
+            ended = unix::waitpid(child as i64, true).ctx("waitpid")?;
+            unix::sleep_ns(1_000_000);
+        }
+        let kept = m.waiters() == 1;
+        // The end of this process's read of READ_BLOCKS blocks.
+        raw::store_u64(offset_word, at + READ_BLOCKS * BLOCK as u64);
+        m.release_the_writer_word();
+        let theirs = util::read_to_end(r).ctx("the child's offset");
+        match ended {
+            Some((_, status)) => ensure!(status.exit_code() == Some(0), "the child {}", util::describe(&status)),
+            None => util::expect_exit(child, 0)?,
+        }
+        let theirs = u64::from_le_bytes(theirs?.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0xff; 8]));
+        let mine = unix::lseek(fd, 0, SEEK_CUR).ctx("lseek after both")?;
+        let want = at + (READ_BLOCKS + 1) * BLOCK as u64;
+        ensure!(
+            kept && theirs == want && mine == want,
+            "the child's seek of one block from {at} during a read of {READ_BLOCKS} blocks: the driver kept it: {kept}; the child saw {theirs}, this process {mine}, both should be {want}"
+        );
+        Ok(())
+    });
+    let _ = unix::close(r);
+    unix::close(fd).ctx("close")?;
+    result
+}
+
+/// The mapping process's own `lseek` takes the lock too: the driver moves
+/// the same offset word for a forked sharer's READ, WRITE and SEEK while
+/// it holds the lock as writer, so a seek outside the lock could land in
+/// the middle of such a transfer and be undone by its store. A child maps
+/// its open (its first seek), then another process takes the writer word
+/// by hand; the child's next `lseek` must wait (it sleeps in the driver,
+/// whose waiters count shows it) and end, at the right offset, once the
+/// word is let go. Before branch `drv` the runtime moved the word without
+/// the lock and the seek never waited (the holder's count stayed 0).
+pub fn mapped_seek_waits_for_the_lock() -> TestResult {
+    let (ready_r, ready_w) = unix::pipe().ctx("pipe")?;
+    let (go_r, go_w) = unix::pipe().ctx("pipe")?;
+    let seeker = spawn(move || {
+        let _ = unix::close(ready_r);
+        let _ = unix::close(go_w);
+        let Ok(fd) = open(RAMDRIVER, open_flags::O_RDWR) else { return 1 };
+        if seek_to(fd, region::SEEK).is_err() || util::write_all(ready_w, b"r").is_err() {
+            return 2;
+        }
+        let mut one = [0u8; 1];
+        if unix::read(go_r, &mut one) != Ok(1) {
+            return 3;
+        }
+        match unix::lseek(fd, BLOCK as i64, SEEK_CUR) {
+            Ok(at) if at == region::SEEK + BLOCK as u64 => 0,
+            Ok(_) => 4,
+            Err(_) => 5,
+        }
+    })?;
+    let _ = unix::close(ready_w);
+    let _ = unix::close(go_r);
+    let result = (|| -> TestResult {
+        let ready = util::read_some(ready_r, 1).ctx("the seeker's report")?;
+        ensure!(ready == b"r", "the seeker could not open and seek");
+        let holder = Holder::start()?;
+        let told = util::write_all(go_w, b"g")
+            .ctx("tell the seeker")
+            .and_then(|()| holder.ask(b'1', "the seeker waits in the driver while the writer word is held"));
+        let released = holder.ask(b'r', "release");
+        holder.finish();
+        told.and(released)
+    })();
+    let _ = unix::close(go_w);
+    let _ = unix::close(ready_r);
+    let ended = wait_within(&[seeker], "the seeker");
+    result?;
+    let ended = ended?;
+    ensure!(
+        ended[0].exit_code() == Some(0),
+        "the seeker {} (4: a wrong offset, 5: an error)",
+        util::describe(&ended[0])
+    );
+    Ok(())
 }
 
 /// Writers' chunks: `CHUNK_BLOCKS` blocks, every block stamped with the

@@ -99,6 +99,22 @@ pub fn swap_u32(addr: u64, value: u32) -> u32 {
     word.swap(value, core::sync::atomic::Ordering::SeqCst)
 }
 
+/// Load the u64 at `addr` (a handle's offset word in a RAM disk's lock
+/// page).
+pub fn load_u64(addr: u64) -> u64 {
+    // SAFETY: as in `load_u32`, for an 8-aligned word of the same page.
+    let word = unsafe { &*(addr as *const core::sync::atomic::AtomicU64) };
+    word.load(core::sync::atomic::Ordering::SeqCst)
+}
+
+/// Store the u64 at `addr` (a handle's offset word in a RAM disk's lock
+/// page), as a mapping client does at the end of its transfer.
+pub fn store_u64(addr: u64, value: u64) {
+    // SAFETY: as in `load_u64`.
+    let word = unsafe { &*(addr as *const core::sync::atomic::AtomicU64) };
+    word.store(value, core::sync::atomic::Ordering::SeqCst);
+}
+
 /// Write and read back a word at `addr` in the heap region, past the
 /// break: the VM manager serves it if the address is inside the region it
 /// pages for this process, else the process ends with SIGSEGV.

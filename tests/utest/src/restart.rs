@@ -152,15 +152,113 @@ pub fn ramdisk_killed_under_a_reader_comes_back_empty() -> TestResult {
     );
     // The reader asks for PDDRIVER mode (a call per read, as every other
     // driver's clients make): a RAMDRIVER-mode client copies from the
-    // driver's memory mapped into its own space, so it has no call in
-    // flight to fail, and a page of the dead driver's window it had not
-    // touched yet ends it (SIGSEGV; docs/reliability.md).
+    // driver's memory mapped into its own space, with no call in flight
+    // to fail; `ramdisk_killed_under_a_mapping_fails_it` covers it.
     kill_under_a_reader("/dev/ram0/pddriver", "ramdisk")?;
     let got = read_at(DEVICE, offset, PATTERN_BYTES)?;
     ensure!(got.iter().all(|&b| b == 0), "the restarted RAM disk is not empty where the old one had data");
     let after = pattern(0x5eed_0002);
     write_at(DEVICE, offset, &after)?;
     ensure!(read_at(DEVICE, offset, PATTERN_BYTES)? == after, "the restarted RAM disk did not keep a write");
+    Ok(())
+}
+
+/// Bytes the mapping client of [`ramdisk_killed_under_a_mapping_fails_it`]
+/// reads before the kill, each page of them mapped from the driver.
+const MAPPED_BYTES: u64 = 16 << 20;
+
+/// The mapping client's checks after the kill, each `EIO` (exit 0);
+/// otherwise the exit code names the first that was not.
+fn mapped_client_after_the_kill(fd: Fd, offset: u64) -> i32 {
+    let mut block = vec![0u8; 4096];
+    // Where it read before: its pages are still mapped, with the dead
+    // driver's data.
+    match unix::read(fd, &mut block) {
+        Err(EIO) => {}
+        Ok(_) => return 4,
+        Err(_) => return 5,
+    }
+    match unix::write(fd, &block) {
+        Err(EIO) => {}
+        Ok(_) => return 6,
+        Err(_) => return 7,
+    }
+    match unix::lseek(fd, offset as i64, SEEK_SET) {
+        Err(EIO) => {}
+        Ok(_) => return 8,
+        Err(_) => return 9,
+    }
+    0
+}
+
+/// `/dev/ram0`'s driver killed while a client has its disk mapped
+/// (RAMDRIVER mode, where the client copies from the driver's pages
+/// mapped in its own space, with no call to fail). The client read
+/// [`MAPPED_BYTES`] (so those pages are mapped) and waits; the driver is
+/// killed and restarted; then the client's read where it read, a write,
+/// and a seek must each be `EIO`: not the dead driver's data, not a
+/// `SIGSEGV`, as for every call to a dead driver (docs/devices.md, "A
+/// window outlives its driver"). Its mapped pages of the dead driver's
+/// disk stay allocated while it lives (they are mapped in it) and are
+/// freed when it ends: the free memory grows by at least
+/// [`MAPPED_BYTES`] then. Before branch `drv` the read gave the old
+/// data (exit 4).
+pub fn ramdisk_killed_under_a_mapping_fails_it() -> TestResult {
+    const DEVICE: &str = "/dev/ram0/ramdriver";
+    let offset = size_of(DEVICE)? / 4;
+    let (ready_r, ready_w) = unix::pipe().ctx("pipe")?;
+    let (go_r, go_w) = unix::pipe().ctx("pipe")?;
+    let client = spawn(move || {
+        let _ = unix::close(ready_r);
+        let _ = unix::close(go_w);
+        let Ok(fd) = unix::open(DEVICE, O_RDWR, 0) else { return 1 };
+        let data = pattern(0x5eed_0006);
+        if unix::lseek(fd, offset as i64, SEEK_SET).is_err() || write_all(fd, &data).is_err() {
+            return 2;
+        }
+        let mut buf = vec![0u8; READ_BYTES];
+        let _ = unix::lseek(fd, offset as i64, SEEK_SET);
+        for _ in 0..MAPPED_BYTES / READ_BYTES as u64 {
+            if read_exact(fd, &mut buf).is_err() {
+                return 3;
+            }
+        }
+        let _ = unix::lseek(fd, offset as i64, SEEK_SET);
+        if write_all(ready_w, b"r").is_err() {
+            return 10;
+        }
+        let mut one = [0u8; 1];
+        let _ = unix::read(go_r, &mut one);
+        mapped_client_after_the_kill(fd, offset)
+    })?;
+    let _ = unix::close(ready_w);
+    let _ = unix::close(go_r);
+    let result = (|| -> TestResult {
+        let mut one = [0u8; 1];
+        let ready = unix::read(ready_r, &mut one);
+        ensure!(ready == Ok(1), "the mapping client did not get ready: {ready:?}");
+        let before = status("ramdisk")?;
+        ensure!(before[0] == state::RUNNING, "ramdisk is not running before the test: {before:?}");
+        unix::server_kill("ramdisk").ctx("service kill ramdisk")?;
+        wait_restarted("ramdisk", before[1])?;
+        Ok(())
+    })();
+    let held = settled_free_memory(None);
+    let _ = write_all(go_w, b"k");
+    let _ = unix::close(go_w);
+    let _ = unix::close(ready_r);
+    let ended = wait_for(client)?;
+    result?;
+    ensure!(
+        ended.exit_code() == Some(0),
+        "the mapping client after its driver was killed: {} (4: the read gave the dead driver's data; 6: the write went through; 8: the seek did)",
+        describe(&ended)
+    );
+    let freed = settled_free_memory(None).saturating_sub(held);
+    ensure!(
+        freed >= MAPPED_BYTES,
+        "{freed} bytes came back when the client ended; it held at least {MAPPED_BYTES} of the dead driver's disk"
+    );
     Ok(())
 }
 

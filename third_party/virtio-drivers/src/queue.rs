@@ -61,6 +61,10 @@ pub struct VirtQueue<H: Hal, const SIZE: usize> {
     desc_shadow: [Descriptor; SIZE],
     /// Our trusted copy of `avail.idx`.
     avail_idx: u16,
+    /// `avail_idx` when `should_notify` last decided whether to notify: the `old_idx` of the
+    /// spec's `vring_need_event` (Virtio 1.x 2.7.10). (Added for Ridgeback: see
+    /// `third_party/README.md`.)
+    avail_idx_at_last_decision: u16,
     last_used_idx: u16,
     /// Whether the `VIRTIO_F_EVENT_IDX` feature has been negotiated.
     event_idx: bool,
@@ -139,6 +143,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
             free_head: 0,
             desc_shadow,
             avail_idx: 0,
+            avail_idx_at_last_decision: 0,
             last_used_idx: 0,
             event_idx,
             #[cfg(feature = "alloc")]
@@ -352,12 +357,22 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     /// virtqueue.
     ///
     /// This will be false if the device has suppressed notifications.
-    pub fn should_notify(&self) -> bool {
+    ///
+    /// Each call is a notification decision: the caller must notify the device when it returns
+    /// true, because the next call only considers the buffers added after this one (as Linux's
+    /// `virtqueue_kick_prepare`).
+    pub fn should_notify(&mut self) -> bool {
+        // The device may read `avail.idx` before our store to it (in `add`) is visible and then
+        // write `avail_event` (or the used ring's flags) that we read here; without a full
+        // barrier between the store and this load both sides can miss each other and the
+        // request waits for ever (Linux: `virtio_mb` in `virtqueue_kick_prepare_split`).
+        fence(Ordering::SeqCst);
+        let old_idx = core::mem::replace(&mut self.avail_idx_at_last_decision, self.avail_idx);
         if self.event_idx {
             // SAFETY: `self.used` points to a valid, aligned, initialised, dereferenceable, readable
             // instance of `UsedRing`.
             let avail_event = unsafe { (*self.used.as_ptr()).avail_event.load(Ordering::Acquire) };
-            self.avail_idx >= avail_event.wrapping_add(1)
+            vring_need_event(avail_event, self.avail_idx, old_idx)
         } else {
             // SAFETY: `self.used` points to a valid, aligned, initialised, dereferenceable, readable
             // instance of `UsedRing`.
@@ -552,6 +567,11 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
                     .used_event
                     .store(self.last_used_idx, Ordering::Release);
             }
+            // The caller's next `can_pop` must not read `used.idx` before this store is visible:
+            // otherwise the device can publish an entry, read the old `used_event`, decide no
+            // interrupt is needed, while we see no entry and wait for the interrupt for ever
+            // (Linux: `virtio_store_mb` in `virtqueue_get_buf_ctx_split`). (Added for Ridgeback.)
+            fence(Ordering::SeqCst);
         }
 
         Ok(len)
@@ -564,6 +584,16 @@ unsafe impl<H: Hal, const SIZE: usize> Send for VirtQueue<H, SIZE> {}
 // SAFETY: A `&VirtQueue` only allows reading from the various pointers it contains, so there is no
 // data race.
 unsafe impl<H: Hal, const SIZE: usize> Sync for VirtQueue<H, SIZE> {}
+
+/// Whether a driver that moved its index from `old_idx` to `new_idx` since it last decided must
+/// notify a device that asked to be told when the entry at `event_idx` is published: Virtio 1.x
+/// 2.7.10, `vring_need_event`. The indices are free-running `u16`s, so the test is whether
+/// `event_idx` lies in the window `[old_idx, new_idx)` measured modulo 2^16; a plain comparison
+/// of the indices is wrong once they wrap after 65,536 requests. (Added for Ridgeback: see
+/// `third_party/README.md`.)
+fn vring_need_event(event_idx: u16, new_idx: u16, old_idx: u16) -> bool {
+    new_idx.wrapping_sub(event_idx).wrapping_sub(1) < new_idx.wrapping_sub(old_idx)
+}
 
 /// The inner layout of a VirtQueue.
 ///
@@ -1289,5 +1319,145 @@ mod tests {
 
         // Check that the transport should be notified again now.
         assert_eq!(queue.should_notify(), true);
+    }
+
+    /// A device like QEMU's for `VIRTIO_F_EVENT_IDX` (hw/virtio/virtio.c): it looks at the queue
+    /// only when notified, takes every available buffer, and then sets `avail_event` to the next
+    /// entry it will read ("notify me when you publish that one"). (Added for Ridgeback: the
+    /// notification tests around the indices' wrap at 65,536.)
+    struct EventIdxDevice {
+        /// The next entry of the available ring the device will read.
+        last_avail_idx: u16,
+    }
+
+    impl EventIdxDevice {
+        /// Takes every available buffer (answering each with nothing) and asks to be notified
+        /// of the next one; returns how many it took.
+        fn drain<const SIZE: usize>(&mut self, queue: &VirtQueue<FakeHal, SIZE>) -> usize {
+            let mut taken = 0;
+            // SAFETY: the queue's rings are properly aligned, dereferenceable and initialised,
+            // and the driver does not touch them while this (single-threaded) test runs here.
+            unsafe {
+                while (*queue.avail.as_ptr()).idx.load(Ordering::Acquire) != self.last_avail_idx {
+                    assert!(fake_read_write_queue::<SIZE>(
+                        queue.desc.as_ptr() as *const [Descriptor; SIZE],
+                        queue.avail.as_ptr() as *const u8,
+                        queue.used.as_ptr() as *mut u8,
+                        |_input| Vec::new(),
+                    ));
+                    self.last_avail_idx = self.last_avail_idx.wrapping_add(1);
+                    taken += 1;
+                }
+                (*queue.used.as_ptr())
+                    .avail_event
+                    .store(self.last_avail_idx, Ordering::Release);
+            }
+            taken
+        }
+    }
+
+    /// Sends `total` one-byte requests in batches of `batch` (several `add`s, then one
+    /// notification decision, as `VirtIOBlk::write_blocks_nb_unnotified` and `notify` do),
+    /// through an `EventIdxDevice` that only works when notified. Panics if a batch is left on
+    /// the queue without a notification (the request would wait for ever) or if the device was
+    /// notified with nothing new to take. Returns how many notifications were sent.
+    fn run_batches_through_event_idx_device(total: usize, batch: usize) -> usize {
+        let state = Arc::new(Mutex::new(State::new(vec![QueueStatus::default()], ())));
+        let mut transport = FakeTransport {
+            device_type: DeviceType::Block,
+            max_queue_size: 4,
+            device_features: Feature::RING_EVENT_IDX.bits(),
+            state: state.clone(),
+        };
+        let mut queue = VirtQueue::<FakeHal, 4>::new(&mut transport, 0, false, true).unwrap();
+        let mut device = EventIdxDevice { last_avail_idx: 0 };
+        let data = [42u8];
+        let mut notifications = 0;
+        let mut sent = 0;
+        while sent < total {
+            let n = batch.min(total - sent);
+            let mut tokens = Vec::new();
+            for _ in 0..n {
+                // SAFETY: `data` outlives the request, which is popped below.
+                tokens.push(unsafe { queue.add(&[&data], &mut []) }.unwrap());
+            }
+            if queue.should_notify() {
+                notifications += 1;
+                assert_eq!(device.drain(&queue), n, "notified with nothing new");
+            }
+            assert!(
+                queue.can_pop(),
+                "batch at avail index {} (requests {sent}..{}) was not notified",
+                queue.avail_idx,
+                sent + n
+            );
+            for token in tokens {
+                // SAFETY: the same buffers as were added with `token`.
+                unsafe { queue.pop_used(token, &[&data], &mut []) }.unwrap();
+            }
+            sent += n;
+        }
+        notifications
+    }
+
+    /// The spec's rule itself, at and around the wrap of the free-running indices.
+    #[test]
+    fn vring_need_event_around_wrap() {
+        // The device wants to hear of entry 65535; the driver publishes 65534, 65535 and 0.
+        assert!(vring_need_event(65535, 1, 65534));
+        // ... of entry 65534, published by a batch 65532..=1 that crosses the wrap.
+        assert!(vring_need_event(65534, 2, 65532));
+        // ... of entry 0 (after the wrap), published by a batch 65535..=0.
+        assert!(vring_need_event(0, 1, 65535));
+        // ... of entry 2, not yet published.
+        assert!(!vring_need_event(2, 1, 65535));
+        // ... of an entry already published before the last decision: it was notified then.
+        assert!(!vring_need_event(65533, 1, 65535));
+        // Nothing published since the last decision.
+        assert!(!vring_need_event(7, 7, 7));
+    }
+
+    /// Batches of four on a queue of four cross the wrap at 65,536 with the device idle at
+    /// avail_event 65532: the batch must be notified, or its requests wait for ever.
+    #[test]
+    fn event_idx_batch_across_wrap_is_notified() {
+        let notifications = run_batches_through_event_idx_device(70_000, 4);
+        // The device is idle before every batch, so every batch needs exactly one.
+        assert_eq!(notifications, 70_000 / 4);
+    }
+
+    /// The same with batches of two and three (the crossing batch starts at 65534 and 65535).
+    #[test]
+    fn event_idx_batches_of_two_and_three_across_wrap_are_notified() {
+        assert_eq!(run_batches_through_event_idx_device(70_000, 2), 35_000);
+        assert_eq!(run_batches_through_event_idx_device(70_001, 3), 23_334);
+        assert_eq!(run_batches_through_event_idx_device(70_000, 1), 70_000);
+    }
+
+    /// A device still working on the entries of the last notification (its `avail_event` is
+    /// behind the index of that decision) has promised to look again; notifying it once more is
+    /// a spurious VM exit. The old `avail_idx >= avail_event + 1` notified here.
+    #[test]
+    fn event_idx_no_notification_while_device_has_not_caught_up() {
+        let state = Arc::new(Mutex::new(State::new(vec![QueueStatus::default()], ())));
+        let mut transport = FakeTransport {
+            device_type: DeviceType::Block,
+            max_queue_size: 4,
+            device_features: Feature::RING_EVENT_IDX.bits(),
+            state: state.clone(),
+        };
+        let mut queue = VirtQueue::<FakeHal, 4>::new(&mut transport, 0, false, true).unwrap();
+        // SAFETY: the queue's rings are properly aligned, dereferenceable and initialised, and
+        // nothing else accesses them during this test.
+        unsafe { (*queue.used.as_ptr()).avail_event.store(0, Ordering::Release) };
+        let data = [42u8];
+        // SAFETY: `data` outlives the queue's use of it (the test never pops).
+        unsafe { queue.add(&[&data], &mut []) }.unwrap();
+        assert!(queue.should_notify());
+        // The device has not taken entry 0 yet (avail_event still 0); a second request is seen
+        // when it does.
+        // SAFETY: as above.
+        unsafe { queue.add(&[&data], &mut []) }.unwrap();
+        assert!(!queue.should_notify());
     }
 }

@@ -36,8 +36,9 @@ impl<H: Hal, const SIZE: usize, const BUFFER_SIZE: usize> OwningQueue<H, SIZE, B
     /// Returns whether the driver should notify the device after adding a new buffer to the
     /// virtqueue.
     ///
-    /// This will be false if the device has suppressed notifications.
-    pub fn should_notify(&self) -> bool {
+    /// This will be false if the device has suppressed notifications. Each call is a notification
+    /// decision (see [`VirtQueue::should_notify`]), hence `&mut self`.
+    pub fn should_notify(&mut self) -> bool {
         self.queue.should_notify()
     }
 
@@ -133,7 +134,7 @@ where
 {
 }
 
-// SAFETY: An `&OwningQueue` only allows calling `should_notify`.
+// SAFETY: An `&OwningQueue` allows no access to the queue or the buffers.
 unsafe impl<H: Hal, const SIZE: usize, const BUFFER_SIZE: usize> Sync
     for OwningQueue<H, SIZE, BUFFER_SIZE>
 where

@@ -276,7 +276,7 @@ impl<H: Hal, T: Transport, const RX_BUFFER_SIZE: usize> VirtIOSocket<H, T, RX_BU
             negotiated_features.contains(Feature::RING_EVENT_IDX),
         )?;
 
-        let rx = OwningQueue::new(rx)?;
+        let mut rx = OwningQueue::new(rx)?;
 
         transport.finish_init();
         if rx.should_notify() {
