@@ -376,6 +376,21 @@ impl<D: BlockDevice> Service<D> {
             c.order_visits,
             c.barrier_flushes
         );
+        let j = self.fs.log_stats();
+        let _ = write!(
+            t,
+            "journal_commits={}\njournal_blocks={}\njournal_transfers={}\njournal_checkpoints={}\n\
+             journal_checkpoint_blocks={}\njournal_too_large={}\njournal_conflicts={}\n\
+             journal_closure_blocks={}\n",
+            j.commits,
+            j.logged_blocks,
+            j.log_transfers,
+            j.checkpoints,
+            j.checkpoint_blocks,
+            j.too_large,
+            j.conflicts,
+            j.closure_blocks
+        );
         let w = self.readwin.stats();
         let _ = write!(
             t,

@@ -15,12 +15,14 @@
 //! `journal_async_commit`, which sets the same two features).
 //!
 //! A commit of `targets` (`Cache::commit`):
-//! 1. the closure: the targets and every pending block they wait for,
-//!    transitively ([`Cache::order`]);
-//! 2. its *fresh* blocks ([`Cache::allocated`]: nothing on the disk
-//!    points at them yet) go home first by the order as before (ordered
-//!    mode: a file's new data before the commit that makes it
-//!    reachable), then a flush if any were written;
+//! 1. the targets' *fresh* blocks ([`Cache::allocated`]: nothing on the
+//!    disk points at them yet) go home first by the order as before, with
+//!    what they wait for (ordered mode: a file's new data before the
+//!    commit that makes it reachable);
+//! 2. the closure: the targets and every block still pending they wait
+//!    for, transitively ([`Cache::order`]); its fresh blocks go home the
+//!    same way; then a flush if anything was written that a logged block
+//!    waits for;
 //! 3. its other dirty blocks (bitmaps, inode blocks, directory and older
 //!    indirect blocks, overwritten data) whose contents are not already
 //!    the log's copy go into the log, with the journal superblock
@@ -137,6 +139,10 @@ pub struct LogStats {
     /// Home writes of a block changed since it was logged, which logged
     /// it again first (`Cache::log_before_home`).
     pub conflicts: u64,
+    /// Pending blocks the commits' closure walks took in (step 2 of
+    /// `Cache::commit`): after the fresh blocks went home, only what is
+    /// still dirty, not an 8 MiB file's data blocks (branch `jfast`).
+    pub closure_blocks: u64,
 }
 
 impl<D: BlockDevice> Cache<D> {
@@ -377,7 +383,19 @@ impl<D: BlockDevice> Cache<D> {
             self.write_blocks(targets)?;
             return self.flush();
         }
-        // 1. The closure.
+        // 1. The targets' fresh blocks home first, with what they wait
+        // for, before the closure is walked: the walk visits every pending
+        // block a target waits for (an 8 MiB file's 8,192 data blocks
+        // through its new indirect blocks), and walked first it kept the
+        // device idle for most of the 16.7 million instructions before
+        // an 8 MiB `fsync`'s first transfer (branch `jfast`). Once they are
+        // written it meets them clean and stops.
+        let fresh: Vec<u64> = targets.iter().copied().filter(|&b| self.is_fresh_unlogged(b)).collect();
+        self.send_fresh_home(fresh, now_s)?;
+        // 2. The closure: the targets and every pending block they wait
+        // for, transitively. Its fresh blocks not among the targets (a new
+        // indirect block of another file whose inode shares the target's
+        // inode block) go home too, the same way.
         let mut closure = BTreeSet::new();
         let mut stack = targets.to_vec();
         while let Some(b) = stack.pop() {
@@ -386,44 +404,9 @@ impl<D: BlockDevice> Cache<D> {
             }
             stack.extend(self.order.waits(b));
         }
-        // 2. Fresh blocks home first, in order.
-        let fresh: Vec<u64> = closure
-            .iter()
-            .copied()
-            .filter(|&b| {
-                self.map.get(&b).is_some_and(|&i| self.bufs[i].state == State::Dirty && self.bufs[i].is_fresh)
-                    && !self.log.as_ref().is_some_and(|l| l.logged.contains_key(&b))
-            })
-            .collect();
-        if !fresh.is_empty() {
-            // What the fresh blocks wait for and is logged with other
-            // contents (a bitmap logged by an earlier commit) would be
-            // logged again alone, a flush each, when the order writes it
-            // home (`Cache::log_before_home`). Those whose own waits are
-            // durable go into one transaction first, without a flush of
-            // its own: a fresh block's waits need only have completed
-            // (nothing on the disk reaches it), and the flush after the
-            // fresh blocks makes it durable with them.
-            let mut early: Vec<u64> = Vec::new();
-            for &f in &fresh {
-                for w in self.order.waits(f) {
-                    let is_ready = self
-                        .map
-                        .get(&w)
-                        .is_some_and(|&i| self.bufs[i].state == State::Dirty && !self.bufs[i].is_fresh)
-                        && !self.needs_barrier.contains(&w)
-                        && !self.order.waits(w).any(|x| self.is_pending(x));
-                    if is_ready && self.log_conflicts(w) && !early.contains(&w) {
-                        early.push(w);
-                    }
-                }
-            }
-            if !early.is_empty() && self.transaction_blocks(early.len()) <= self.log_capacity() {
-                let now = self.log.as_ref().map_or(now_s, |l| l.last_commit_s.max(now_s));
-                self.write_transaction(&early, now, false)?;
-            }
-            self.write_together(fresh)?;
-        }
+        self.log_stats.closure_blocks += closure.len() as u64;
+        let fresh: Vec<u64> = closure.iter().copied().filter(|&b| self.is_fresh_unlogged(b)).collect();
+        self.send_fresh_home(fresh, now_s)?;
         while !self.in_flight.is_empty() {
             self.wait_one()?;
         }
@@ -474,6 +457,68 @@ impl<D: BlockDevice> Cache<D> {
         // A write error since the last sync is reported here, as
         // `Cache::flush` does.
         if core::mem::take(&mut self.has_write_error) { Err(EIO) } else { Ok(()) }
+    }
+
+    /// Whether `block` is dirty, fresh ([`Cache::allocated`]: nothing on
+    /// the disk points at it) and has no copy in the live log: a commit
+    /// writes it home rather than logging it (ordered mode).
+    fn is_fresh_unlogged(&self, block: u64) -> bool {
+        self.map.get(&block).is_some_and(|&i| self.bufs[i].state == State::Dirty && self.bufs[i].is_fresh)
+            && !self.log.as_ref().is_some_and(|l| l.logged.contains_key(&block))
+    }
+
+    /// Writes the fresh blocks `fresh` home, each after the pending blocks
+    /// it waits for, and waits for them all ([`Cache::write_together`]).
+    ///
+    /// The dirty blocks they wait for directly (the data blocks under a new
+    /// indirect block) are named to the write-out first: it would reach
+    /// them through `fresh` anyway, but only after looking through every
+    /// fresh block's waits (an 8 MiB file's 8,192 data blocks), millions
+    /// of instructions with the device idle (branch `jfast`); named
+    /// first, they leave as soon as they are ready, as in the ordered
+    /// writes' `fsync`.
+    ///
+    /// What they wait for that is logged with other contents (a bitmap
+    /// logged by an earlier commit) would be logged again alone, a flush
+    /// each, when the order writes it home (`Cache::log_before_home`).
+    /// Those whose own waits are durable go into one transaction first,
+    /// without a flush of its own: a fresh block's waits need only have
+    /// completed (nothing on the disk reaches it), and the flush after the
+    /// fresh blocks makes it durable with them.
+    fn send_fresh_home(&mut self, fresh: Vec<u64>, now_s: u32) -> Result<(), Errno> {
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut early: Vec<u64> = Vec::new();
+        let mut all: Vec<u64> = Vec::new();
+        for &f in &fresh {
+            for w in self.order.waits(f) {
+                let Some(&i) = self.map.get(&w) else { continue };
+                if self.bufs[i].state != State::Dirty || self.bufs[i].is_fresh {
+                    // In flight (waited for at the end), clean, or fresh
+                    // (in `fresh` or reached from it).
+                    continue;
+                }
+                // The log's own check first: a block with no logged copy
+                // (a new data block, nearly every wait here) is done with
+                // one lookup.
+                if !self.log_conflicts(w) {
+                    all.push(w);
+                    continue;
+                }
+                let is_ready =
+                    !self.needs_barrier.contains(&w) && !self.order.waits(w).any(|x| self.is_pending(x));
+                if is_ready && !early.contains(&w) {
+                    early.push(w);
+                }
+            }
+        }
+        if !early.is_empty() && self.transaction_blocks(early.len()) <= self.log_capacity() {
+            let now = self.log.as_ref().map_or(now_s, |l| l.last_commit_s.max(now_s));
+            self.write_transaction(&early, now, false)?;
+        }
+        all.extend(fresh);
+        self.write_together(all)
     }
 
     /// Builds and writes one transaction of `blocks` (dirty, their waits

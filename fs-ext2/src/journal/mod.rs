@@ -232,32 +232,93 @@ impl JournalSuperblock {
 /// significant bit first, no inversion inside (the caller seeds it with
 /// `!0` and chains it over the transaction's blocks, `recovery.c`'s
 /// `calc_chksums`).
+///
+/// Eight bytes a step through eight tables ("slicing-by-8", Intel's
+/// Kounavis and Berry, 2005, here for the MSB-first form Linux's
+/// `crc32_be` uses): every commit checksums all of its blocks before the
+/// log write is sent (a creat+`fsync` five 1 KiB blocks), and one table
+/// lookup per byte, a chain of dependent loads and shifts, cost about
+/// 150 µs of that request under TCG (branch `jfast`, "the journal's
+/// fsync time"). The tables are `static` so that they are built at
+/// compile time and read in place.
 pub fn crc32_be(mut crc: u32, data: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut t = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = (i as u32) << 24;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 0x8000_0000 != 0 { (c << 1) ^ 0x04C1_1DB7 } else { c << 1 };
-                k += 1;
-            }
-            t[i] = c;
-            i += 1;
-        }
-        t
-    };
-    for &byte in data {
-        crc = (crc << 8) ^ TABLE[((crc >> 24) as u8 ^ byte) as usize];
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let x = crc ^ u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+        let y = u32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+        crc = CRC_TABLES[7][(x >> 24) as usize]
+            ^ CRC_TABLES[6][((x >> 16) & 0xff) as usize]
+            ^ CRC_TABLES[5][((x >> 8) & 0xff) as usize]
+            ^ CRC_TABLES[4][(x & 0xff) as usize]
+            ^ CRC_TABLES[3][(y >> 24) as usize]
+            ^ CRC_TABLES[2][((y >> 16) & 0xff) as usize]
+            ^ CRC_TABLES[1][((y >> 8) & 0xff) as usize]
+            ^ CRC_TABLES[0][(y & 0xff) as usize];
+    }
+    for &byte in chunks.remainder() {
+        crc = (crc << 8) ^ CRC_TABLES[0][((crc >> 24) as u8 ^ byte) as usize];
     }
     crc
 }
+
+/// `CRC_TABLES[0][i]`: the CRC register after byte `i` is shifted in from
+/// zero; `CRC_TABLES[k][i]`: the same followed by `k` zero bytes.
+static CRC_TABLES: [[u32; 256]; 8] = {
+    let mut t = [[0u32; 256]; 8];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = (i as u32) << 24;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 0x8000_0000 != 0 { (c << 1) ^ 0x04C1_1DB7 } else { c << 1 };
+            k += 1;
+        }
+        t[0][i] = c;
+        i += 1;
+    }
+    let mut k = 1;
+    while k < 8 {
+        let mut i = 0;
+        while i < 256 {
+            let prev = t[k - 1][i];
+            t[k][i] = (prev << 8) ^ t[0][(prev >> 24) as usize];
+            i += 1;
+        }
+        k += 1;
+    }
+    t
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use alloc::vec;
+
+    #[test]
+    fn crc32_be_of_every_length_and_start_is_the_bitwise_ones() {
+        // The definition, one bit at a time: the tables and the eight-byte
+        // steps must give the same register for any length and alignment
+        // (the remainder path included) and any seed.
+        fn bitwise(mut crc: u32, data: &[u8]) -> u32 {
+            for &b in data {
+                crc ^= (b as u32) << 24;
+                for _ in 0..8 {
+                    crc = if crc & 0x8000_0000 != 0 { (crc << 1) ^ 0x04C1_1DB7 } else { crc << 1 };
+                }
+            }
+            crc
+        }
+        let data: alloc::vec::Vec<u8> =
+            (0..300u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        for start in 0..9 {
+            for len in 0..(data.len() - start) {
+                for seed in [!0u32, 0, 0x1234_5678] {
+                    let piece = &data[start..start + len];
+                    assert_eq!(crc32_be(seed, piece), bitwise(seed, piece), "start {start} len {len}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn crc32_be_matches_the_kernels_check_value() {
