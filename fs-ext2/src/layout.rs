@@ -412,7 +412,7 @@ pub fn parse_dir_block(block: &[u8], has_filetype: bool) -> Result<alloc::vec::V
 /// Visits the entries of one directory block in order, checking the
 /// whole block by [`parse_dir_block`]'s rules, without gathering them
 /// (a lookup or a `creat` scans every block of a directory: a vector
-/// per block was most of its cost, `docs/filesystem.md`, "The request
+/// per block was most of its cost, `docs/filesystem-history.md`, "The request
 /// path"). The first entry for which `visit` says `true` is returned,
 /// but only once the rest of the block has been checked too: nothing is
 /// found in a broken block.

@@ -6,7 +6,7 @@
 //! writes between two flushes), how many transfers, flushes and round
 //! trips one `fsync` costs. These are the numbers a change to the write
 //! order moves, counted so that they do not depend on the host's speed
-//! (`docs/filesystem.md`, "R2 on disk: fewer levels per fsync"). Skips,
+//! (`docs/filesystem-history.md`, "R2 on disk: fewer levels per fsync"). Skips,
 //! saying so, without e2fsprogs.
 
 mod common;

@@ -28,7 +28,7 @@
 //! lookups and opens: 110 transfers a job with one to four buffers. Those
 //! walks now cost no transfer: `Fs::resolve` remembers the paths it
 //! walked, and the monitor no longer looks a name up before opening it,
-//! `docs/filesystem.md`, "R2 on disk: creat+close, the manager's work".)
+//! `docs/filesystem-history.md`, "R2 on disk: creat+close, the manager's work".)
 //!
 //! It checks the shape of the curve as behaviour of the cache, not as a
 //! timing of this machine: the clock is a counter the model advances (CPU
@@ -695,7 +695,7 @@ fn one_buffer_is_clearly_the_slowest_and_six_more_than_twice_as_fast() {
     // V1's gains stopped at five buffers, these go on to twelve
     // (read-ahead into half the buffers, which V1 did not have), and one
     // buffer's penalty over two is a fifth, not a double
-    // (docs/filesystem.md, "B in virtual time", transfer by transfer).
+    // (docs/filesystem-history.md, "B in virtual time", transfer by transfer).
     assert!(ms(1) > 1.15 * ms(2), "nbuf=1 {} ms is not above nbuf=2 {} ms", ms(1) / 1e3, ms(2) / 1e3);
     assert!(ms(1) > 2.0 * ms(6), "nbuf=1 {} ms is not twice nbuf=6 {} ms", ms(1) / 1e3, ms(6) / 1e3);
     assert!(ms(1) < 2.0 * ms(2), "nbuf=1 is now V1's double of nbuf=2: update docs/filesystem.md");

@@ -92,13 +92,13 @@ struct State {
     /// link), so that an open after a close of the same manager's file
     /// (R2's creat+close, a shell's redirections) costs no `open_link`
     /// and `close_link`: two of the ten kernel entries of a creat+close
-    /// (`docs/filesystem.md`, "R2 on disk: one round trip"). One only, so
+    /// (`docs/filesystem-history.md`, "R2 on disk: one round trip"). One only, so
     /// it holds at most one link slot that a program's own `open_link`
     /// might want; it is given up when a link cannot be had without it.
     idle_link: Option<(u64, u32, u32)>,
     /// A regular file closed and not yet told to the monitor: it rides on
     /// the next `open` (`monitor::OP_OPEN`'s word 3), which makes R2's
-    /// creat+close one round trip (docs/filesystem.md, "R2 on disk:
+    /// creat+close one round trip (docs/filesystem-history.md, "R2 on disk:
     /// creat+close again"). Before any other call to the monitor, any use
     /// of a descriptor, any sleep and another close it is sent as an
     /// `OP_CLOSE` call first ([`flush_closes`]), so a close has reached

@@ -46,7 +46,7 @@ pub fn make_image(path: &Path, size_bytes: u64, from: Option<&Path>) -> Result<(
 /// [`make_image`] as `mke2fs -t ext3`: the same volume with a jbd2
 /// journal in inode 8 (`has_journal`; 4 MiB for 64 MiB), which `ext2fs`
 /// commits `fsync` through (boot option `ext2.journal`, docs/filesystem.md,
-/// "R2 on disk: a journal").
+/// "The journal (jbd2)").
 ///
 /// The image file is written whole (zeros, then `mke2fs -E nodiscard`)
 /// rather than left sparse: the log's blocks are written in turn, each

@@ -28,7 +28,7 @@
 //!   done. A level of the disk file system's write order (`creat` +
 //!   `fsync`: the inode bitmap and the inode's block, and the like) is
 //!   one call here instead of one per block, each through its own I/O
-//!   worker (docs/filesystem.md, "the time of one level").
+//!   worker (docs/filesystem-history.md, "the time of one level").
 //! - Several requests are in flight at once, one per client call (up to
 //!   [`MAX_BUFFERS`] DMA buffers, a PWRITEV's writes sharing one, and the
 //!   16-entry virtqueue; more wait in order). No polling while requests are in flight.

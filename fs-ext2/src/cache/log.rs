@@ -1,8 +1,8 @@
 //! The journal's write side in the cache: a commit at `fsync`/`sync`
 //! (the dirty blocks the targets depend on, copied into the log as one
 //! transaction, one device flush) and the checkpoint that empties the log
-//! (issue 12, branch `jbd`; `docs/filesystem.md`, "R2 on disk: a
-//! journal").
+//! (issue 12, branch `jbd`; `docs/filesystem.md`, "The journal
+//! (jbd2)").
 //!
 //! The log is jbd2's (`crate::journal`): a descriptor block, the block
 //! copies (a copy whose first word is the journal's magic number is

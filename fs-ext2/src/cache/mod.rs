@@ -1138,7 +1138,7 @@ impl<D: BlockDevice> Cache<D> {
     /// the search for one would find none). `creat` asks it before
     /// ordering the inode bitmap and the inode's block before the entry's
     /// block, which most creates find already ordered, and skips
-    /// `order`'s other steps (`docs/filesystem.md`, "The request path").
+    /// `order`'s other steps (`docs/filesystem-history.md`, "The request path").
     pub fn is_ordered(&self, first: u64, then: u64) -> bool {
         self.is_pending(first) && self.order.contains(first, then)
     }

@@ -40,7 +40,7 @@
 //! write-out looks at, and the removal of an edge as each write
 //! completed, were range queries and removals of a B-tree of 8000 pairs;
 //! `fsync` of 8 MiB held dirty spent 52 million instructions (callgrind,
-//! host), most of them there (`docs/filesystem.md`, "R2 on disk: the
+//! host), most of them there (`docs/filesystem-history.md`, "R2 on disk: the
 //! write-out path").
 //!
 //! # Invariants

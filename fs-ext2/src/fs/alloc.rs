@@ -18,7 +18,7 @@ use protocols::unix::errno::ENOSPC;
 /// First clear bit of `bitmap` in `from..to`. Full 64-bit words are
 /// passed over whole: `alloc_inode` searches from bit 0, and a group whose
 /// first few hundred inodes are in use cost a byte each at every `creat`
-/// (`docs/filesystem.md`, "R2 on disk: creat+close, the manager's work").
+/// (`docs/filesystem-history.md`, "R2 on disk: creat+close, the manager's work").
 fn find_clear(bitmap: &[u8], from: u64, to: u64) -> Option<u64> {
     let mut bit = from;
     while bit < to {

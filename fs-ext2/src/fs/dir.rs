@@ -138,7 +138,7 @@ impl<D: BlockDevice> Fs<D> {
     /// first entry with `need` bytes free (what [`Fs::add_entry`] would
     /// take), so that `creat` scans the directory once where a lookup, a
     /// check that the name is free and the search for room scanned it
-    /// three times (`docs/filesystem.md`, "The request path").
+    /// three times (`docs/filesystem-history.md`, "The request path").
     pub(crate) fn scan_dir(
         &mut self,
         dir_ino: u32,

@@ -912,7 +912,7 @@ impl<D: BlockDevice> Fs<D> {
             // only if its bitmap bit is set); zeros, as mke2fs writes a
             // fresh inode table. On a fresh volume this was one device
             // read per inode-table block, 1 in 4 creats with 1 KiB blocks
-            // (docs/filesystem.md, "R2 on disk: creat+close again").
+            // (docs/filesystem-history.md, "R2 on disk: creat+close again").
             self.cache.overwrite(block, |b| {
                 b.fill(0);
                 fill(b)

@@ -201,7 +201,7 @@ impl<D: BlockDevice> Fs<D> {
     /// name has (and `false`), else a new file made as [`Fs::create`]
     /// makes it (and `true`). One pass over the directory finds the name
     /// or, when it is free, the place for its entry: a lookup and then
-    /// `create` scanned it three times (`docs/filesystem.md`, "The
+    /// `create` scanned it three times (`docs/filesystem-history.md`, "The
     /// request path"). The answers are theirs, error for error.
     pub fn lookup_or_create(
         &mut self,
@@ -218,7 +218,7 @@ impl<D: BlockDevice> Fs<D> {
     /// open (as [`Fs::open_inode_stat`] would) and its attributes come
     /// from the inode just written (`Some`), where the open read it back
     /// and checked it (650 host instructions of R2's creat+close,
-    /// `docs/filesystem.md`, "the manager's work"); a name found is
+    /// `docs/filesystem-history.md`, "the manager's work"); a name found is
     /// neither opened nor statted (`None`).
     pub fn lookup_or_create_open(
         &mut self,

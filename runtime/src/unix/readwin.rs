@@ -1,5 +1,5 @@
 //! Read windows, the reader's side (`protocols::unix::read_window`;
-//! docs/filesystem.md, "R2 on disk: a read window in the reader"): most
+//! docs/filesystem-history.md, "R2 on disk: a read window in the reader"): most
 //! sequential `read`s of a disk file served from a copy of the file in
 //! this process, with no kernel entry.
 //!

@@ -512,7 +512,7 @@ impl Disk {
     /// all the cache waits for, so the manager would only wait anyway):
     /// the level's writes reach the driver in one call and come back in
     /// one reply, with no worker's two hops in between (branch `lat`,
-    /// docs/filesystem.md "the time of one level"). Client requests that
+    /// docs/filesystem-history.md "the time of one level"). Client requests that
     /// come meanwhile wait in the queue, as during a flush. A driver that
     /// ends under the call fails it, and the writes are held for the next
     /// one ([`Disk::settle`]); one that does not know the op (`ENOSYS`)

@@ -330,7 +330,7 @@ impl Monitor {
     /// anyway (`fs::OP_OPEN` replies with the file's `Stat`: mode, owner,
     /// group, all the permission check needs; seed 004's job made 110
     /// transfers more per job with one to four buffers,
-    /// `docs/filesystem.md`, "the manager's work"). The check is the
+    /// `docs/filesystem-history.md`, "the manager's work"). The check is the
     /// lookup path's ([`Monitor::permits`] on the same attributes), made
     /// before the process hears anything; a refused open is closed at
     /// the manager (it held a handle, nothing else) and answered `EACCES`,
@@ -554,7 +554,7 @@ impl Monitor {
         // request path"). A full queue falls back to the call. (memfs's
         // stays a call: made one way, R2's creat+close on memfs took 800
         // guest instructions more and as many switches, 7.0, on one CPU;
-        // docs/filesystem.md, "R2 on disk: one round trip".)
+        // docs/filesystem-history.md, "R2 on disk: one round trip".)
         let disk = self
             .mounts
             .iter()

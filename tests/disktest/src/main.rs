@@ -233,7 +233,7 @@ fn workload(root: &str, divisor: usize) -> Outcome {
 }
 
 /// A regular file's close rides on the process's next open (the runtime
-/// defers it, docs/filesystem.md "R2 on disk: creat+close again") and
+/// defers it, docs/filesystem-history.md "R2 on disk: creat+close again") and
 /// reaches the manager there, or before the process's next other call to
 /// the monitor: the manager's count of open handles (`open_handles` in
 /// `fs_stats`, itself a call to the monitor) shows each.
@@ -317,7 +317,7 @@ fn open_answers(path: &str, flags: u64, want: Result<&[u8], Errno>, forget: &dyn
 /// monitor's lookup cache, is made at the disk's manager first and its
 /// permissions checked after, on the attributes the open answers: one
 /// walk of the path in `ext2fs` where a lookup and then the open made two
-/// (docs/filesystem.md, "R2 on disk: creat+close, the manager's work").
+/// (docs/filesystem-history.md, "R2 on disk: creat+close, the manager's work").
 /// Every answer is the one the lookup-first order gives, uncached and
 /// cached: as root a file opens and reads, a missing name is `ENOENT`, a
 /// file as a directory `ENOTDIR`, a directory for writing `EISDIR`, `..`

@@ -181,7 +181,7 @@ pub fn fork_shares_the_offset() -> TestResult {
 }
 
 /// A regular file's close reaches the monitor with the process's next
-/// open (the runtime's deferred close, docs/filesystem.md "R2 on disk:
+/// open (the runtime's deferred close, docs/filesystem-history.md "R2 on disk:
 /// creat+close again"), or before any other call: to the process it is
 /// closed at once; its number is the next open's (the lowest free, also
 /// when that open is a forwarded one the manager declines); a `dup` or a
