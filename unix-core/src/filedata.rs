@@ -470,6 +470,25 @@ impl FileManager {
         }
     }
 
+    /// The checks `pread` and `pwrite` share, in Linux's order: the
+    /// handle (`EBADF`), an offset past `i64::MAX` (`EINVAL`), then the
+    /// access mode `may` allows (`EBADF`).
+    fn positional(
+        &mut self,
+        handle: u64,
+        offset_bytes: u64,
+        may: fn(u64) -> bool,
+    ) -> Result<(&mut Attached, &mut Description), Errno> {
+        let (f, d) = self.file_and_description(handle)?;
+        if offset_bytes > i64::MAX as u64 {
+            return Err(EINVAL);
+        }
+        if !may(d.flags) {
+            return Err(EBADF);
+        }
+        Ok((f, d))
+    }
+
     /// `OP_OPEN`: a new description with `flags`, at offset 0. `O_TRUNC`
     /// with write access empties the file (as memfs does).
     pub fn open(&mut self, flags: u64, now_ns: u64) -> Result<u64, Errno> {
@@ -534,13 +553,7 @@ impl FileManager {
         len: u64,
         to: &mut dyn Lent,
     ) -> Result<usize, Errno> {
-        let (f, d) = self.file_and_description(handle)?;
-        if offset_bytes > i64::MAX as u64 {
-            return Err(EINVAL);
-        }
-        if !open_flags::readable(d.flags) {
-            return Err(EBADF);
-        }
+        let (f, _) = self.positional(handle, offset_bytes, open_flags::readable)?;
         f.data.read_to(offset_bytes, len, to)
     }
 
@@ -558,13 +571,7 @@ impl FileManager {
         from: &mut dyn Lent,
         now_ns: u64,
     ) -> Result<usize, Errno> {
-        let (f, d) = self.file_and_description(handle)?;
-        if offset_bytes > i64::MAX as u64 {
-            return Err(EINVAL);
-        }
-        if !open_flags::writable(d.flags) {
-            return Err(EBADF);
-        }
+        let (f, d) = self.positional(handle, offset_bytes, open_flags::writable)?;
         let offset = if d.flags & open_flags::O_APPEND != 0 { f.data.size_bytes() } else { offset_bytes };
         let n = f.data.write_from(offset, len, from)?;
         if n > 0 {
